@@ -1,0 +1,25 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+/** The local stack's configuration, from the environment; checked once at start with the key named. */
+export const localConfigSchema = z.object({
+  PORT: z.coerce.number({ error: 'PORT must be a port number' }).int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('.data'),
+});
+
+export type LocalConfig = { port: number; host: string; dataDir: string; memory: boolean };
+
+export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalConfig {
+  const parsed = localConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`Configuration error: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  return {
+    port: parsed.data.PORT,
+    host: parsed.data.HOST,
+    dataDir: resolve(parsed.data.DATA_DIR),
+    memory: argv.includes('--memory'),
+  };
+}

@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Context } from 'aws-lambda';
+import { authorizeHeaders } from '#shared/auth/authorizer.ts';
+import type { Operation } from '#shared/http/operation.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+import { matchRoute } from '#shared/http/router.ts';
+import { lambdaHandler, type ApiEvent, type ApiHandler, type ApiResult } from '#shared/http/wrapper.ts';
+import { logger } from '#shared/logging.ts';
+import { routes } from '#shared/routes.ts';
+import type { Services } from '#shared/services.ts';
+
+/** API Gateway's own payload limit; routes set tighter ones, answered by the wrapper. */
+const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
+
+export interface Gateway {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Loads every route's entry file and wraps its operation with the local services. */
+export async function loadHandlers(services: Services): Promise<Map<string, ApiHandler>> {
+  const handlers = new Map<string, ApiHandler>();
+  for (const route of routes as readonly RouteDef[]) {
+    const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as { operation?: Operation };
+    if (!mod.operation) throw new Error(`${route.entry} exports no operation`);
+    handlers.set(route.id, lambdaHandler(mod.operation, () => services));
+  }
+  return handlers;
+}
+
+function send(res: ServerResponse, result: ApiResult): void {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
+  res.writeHead(result.statusCode ?? 200, headers);
+  res.end(result.body ?? '');
+}
+
+const jsonResult = (status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): ApiResult => ({
+  statusCode: status,
+  headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...extra },
+  body: JSON.stringify(body),
+});
+
+async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > GATEWAY_MAX_BODY) return 'too-large';
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The payload 2.0 event API Gateway would send for this request. */
+function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer, requestId: string, userId: string | undefined): ApiEvent {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  const queryStringParameters: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) queryStringParameters[k] = k in queryStringParameters ? `${queryStringParameters[k]},${v}` : v;
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey: `${route.method} ${route.path}`,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    queryStringParameters: Object.keys(queryStringParameters).length ? queryStringParameters : undefined,
+    pathParameters: Object.keys(params).length ? params : undefined,
+    body: body.length ? body.toString('utf8') : undefined,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: url.host,
+      domainPrefix: 'local',
+      http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '', userAgent: req.headers['user-agent'] ?? '' },
+      requestId,
+      routeKey: `${route.method} ${route.path}`,
+      stage: '$default',
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+      authorizer: { lambda: { userId: userId ?? '' } },
+    },
+  } as ApiEvent;
+}
+
+const lambdaContext = (requestId: string, routeId: string): Context =>
+  ({ awsRequestId: requestId, functionName: `local-${routeId}`, functionVersion: '$LATEST', memoryLimitInMB: '1024', callbackWaitsForEmptyEventLoop: false, getRemainingTimeInMillis: () => 30_000 }) as unknown as Context;
+
+/**
+ * Serves the route table over HTTP the way API Gateway does: match the route (404/405), run the
+ * same authorizer code for user routes, build the payload 2.0 event and call the route's handler.
+ */
+export async function startGateway(options: { services: Services; port: number; host: string }): Promise<Gateway> {
+  const handlers = await loadHandlers(options.services);
+  const server = createServer((req, res) => {
+    const requestId = randomUUID();
+    void (async () => {
+      const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+      const match = matchRoute(req.method ?? 'GET', url.pathname);
+      if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId));
+      if (match.kind === 'method-not-allowed') {
+        return send(res, jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }));
+      }
+      const body = await readBody(req);
+      if (body === 'too-large') {
+        res.shouldKeepAlive = false;
+        return send(res, jsonResult(413, { detail: 'Request body is too large' }, requestId));
+      }
+      let userId: string | undefined;
+      if (match.route.auth === 'user') {
+        const principal = await authorizeHeaders(req.headers as Record<string, string>, options.services.apiKeys);
+        userId = principal?.userId;
+      }
+      const event = toEvent(req, url, match.route, match.params, body, requestId, userId);
+      send(res, await handlers.get(match.route.id)!(event, lambdaContext(requestId, match.route.id)));
+    })().catch((err: unknown) => {
+      logger.error('Gateway error', { requestId, error: err as Error });
+      if (!res.headersSent) send(res, jsonResult(500, { detail: 'Internal Server Error' }, requestId));
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,87 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ApiKeys } from '#shared/auth/api-keys.ts';
+import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { userIdSchema } from '#shared/auth/model.ts';
+import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+
+const USAGE = `Usage:
+  npm run keys -- create --user <user-id> [--name <label>]
+  npm run keys -- list --user <user-id>
+  npm run keys -- revoke <key-id>
+
+Local by default: it uses the running \`npm start\` (through .data/dynamodb-endpoint) or opens .data/ itself.
+Against a deployment: --aws, with AWS credentials and TABLE_KEYS set to the stack's KeysTableName output.`;
+
+async function connect(aws: boolean): Promise<EmbeddedDynamo | undefined> {
+  if (aws) {
+    if (!process.env.TABLE_KEYS) throw new Error('TABLE_KEYS must name the deployed keys table (stack output KeysTableName)');
+    return undefined;
+  }
+  const dataDir = resolve(process.env.DATA_DIR ?? '.data');
+  const endpointFile = join(dataDir, 'dynamodb-endpoint');
+  if (existsSync(endpointFile)) {
+    const endpoint = readFileSync(endpointFile, 'utf8').trim();
+    try {
+      await fetch(endpoint, { method: 'POST', signal: AbortSignal.timeout(1000) });
+      useLocalTables(endpoint);
+      return undefined;
+    } catch {
+      // A stale file from a stopped server: open the database directly below.
+    }
+  }
+  const dynamo = await startDynalite(join(dataDir, 'dynamodb'));
+  useLocalTables(dynamo.endpoint);
+  await createTables(dynamo.endpoint);
+  return dynamo;
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    options: { user: { type: 'string' }, name: { type: 'string' }, aws: { type: 'boolean', default: false }, help: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  const [command, arg] = positionals;
+  if (values.help || !command || !['create', 'list', 'revoke'].includes(command)) {
+    process.stderr.write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  if (command !== 'revoke') {
+    const user = userIdSchema.safeParse(values.user);
+    if (!user.success) {
+      process.stderr.write(`--user: ${values.user === undefined ? 'is required' : user.error.issues[0]!.message}\n`);
+      return 2;
+    }
+  } else if (!arg) {
+    process.stderr.write('revoke needs a key id (see `list`)\n');
+    return 2;
+  }
+  const dynamo = await connect(values.aws);
+  try {
+    const keys = new ApiKeys(new DynamoKeyStore());
+    if (command === 'create') {
+      const { key, record } = await keys.create(values.user!, values.name ?? 'unnamed');
+      process.stderr.write(`Created key ${record.keyId} for user "${record.userId}". It is shown only this once:\n`);
+      process.stdout.write(`${key}\n`);
+    } else if (command === 'list') {
+      process.stdout.write(`${JSON.stringify(await keys.list(values.user!), null, 2)}\n`);
+    } else if (!(await keys.revoke(arg!))) {
+      process.stderr.write(`No active key ${arg}\n`);
+      return 1;
+    } else {
+      process.stderr.write(`Revoked key ${arg}\n`);
+    }
+    return 0;
+  } finally {
+    await dynamo?.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

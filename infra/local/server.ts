@@ -1,0 +1,37 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadLocalConfig } from '#infra/local/config.ts';
+import { startLocalStack } from '#infra/local/stack.ts';
+
+/** `npm start`: the whole service on this machine, no AWS account needed. */
+async function main(): Promise<void> {
+  const config = loadLocalConfig(process.env, process.argv.slice(2));
+  const stack = await startLocalStack(config);
+  process.stderr.write(
+    [
+      '',
+      `Agent Conversation Service listening on ${stack.url}`,
+      `  storage:  ${config.memory ? 'in memory (--memory)' : join(config.dataDir, 'dynamodb')}`,
+      `  API docs: ${stack.url}/docs`,
+      `  dev key:  ${stack.devKey}  (user "dev", also in ${join(config.dataDir, 'dev-api-key')})`,
+      `  try:      curl -H "X-Session-API-Key: $(cat ${join(config.dataDir, 'dev-api-key')})" ${stack.url}/api/v1/users/me`,
+      '',
+    ].join('\n') + '\n',
+  );
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`\n${signal}: finishing requests in flight and closing the database...\n`);
+    await stack.close();
+    rmSync(join(config.dataDir, 'dynamodb-endpoint'), { force: true });
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,58 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Services } from '#shared/services.ts';
+import { localServices } from '#shared/wiring/local.ts';
+import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
+import { startGateway } from '#infra/local/gateway.ts';
+import type { LocalConfig } from '#infra/local/config.ts';
+
+export const DEV_USER = 'dev';
+
+export interface LocalStack {
+  url: string;
+  devKey: string;
+  dynamoEndpoint: string;
+  services: Services;
+  close(): Promise<void>;
+}
+
+/** Reuses the development key in `.data/dev-api-key` while it still works; otherwise issues one. */
+async function ensureDevKey(services: Services, dataDir: string): Promise<string> {
+  const file = join(dataDir, 'dev-api-key');
+  let key: string | undefined;
+  try {
+    key = readFileSync(file, 'utf8').trim();
+  } catch {
+    key = undefined;
+  }
+  if (key && (await services.apiKeys.authenticate(key))?.userId === DEV_USER) return key;
+  const created = await services.apiKeys.create(DEV_USER, 'development key');
+  writeFileSync(file, `${created.key}\n`, { mode: 0o600 });
+  return created.key;
+}
+
+/**
+ * Everything `npm start` runs, in this process: dynalite (on disk under the data dir, or in
+ * memory), the tables, the local adapters, the gateway, and a development key.
+ */
+export async function startLocalStack(config: LocalConfig): Promise<LocalStack> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const dynamo = await startDynalite(config.memory ? undefined : join(config.dataDir, 'dynamodb'));
+  useLocalTables(dynamo.endpoint);
+  await createTables(dynamo.endpoint);
+  // Lets `npm run keys` reach this dynalite while it holds the database open.
+  writeFileSync(join(config.dataDir, 'dynamodb-endpoint'), dynamo.endpoint);
+  const services = localServices({ dataDir: config.dataDir });
+  const devKey = await ensureDevKey(services, config.dataDir);
+  const gateway = await startGateway({ services, port: config.port, host: config.host });
+  return {
+    url: gateway.url,
+    devKey,
+    dynamoEndpoint: dynamo.endpoint,
+    services,
+    close: async () => {
+      await gateway.close();
+      await dynamo.close();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { ApiKeyRecord } from '#shared/auth/model.ts';
+import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+
+export class DynamoKeyStore implements KeyStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('keys');
+
+  async create(record: ApiKeyRecord): Promise<void> {
+    await this.db.send(
+      new PutCommand({ TableName: this.table, Item: record, ConditionExpression: 'attribute_not_exists(keyId)' }),
+    );
+  }
+
+  async get(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { keyId } }));
+    return out.Item as ApiKeyRecord | undefined;
+  }
+
+  async listByUser(userId: string): Promise<ApiKeyRecord[]> {
+    const items: ApiKeyRecord[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'byUser',
+          KeyConditionExpression: 'userId = :u',
+          ExpressionAttributeValues: { ':u': userId },
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...((out.Items ?? []) as ApiKeyRecord[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  async revoke(keyId: string, at: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { keyId },
+          UpdateExpression: 'SET revokedAt = :at',
+          ConditionExpression: 'attribute_exists(keyId) AND attribute_exists(userId) AND attribute_not_exists(revokedAt)',
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async touch(keyId: string, at: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { keyId },
+          UpdateExpression: 'SET lastUsedAt = :at',
+          ConditionExpression: 'attribute_exists(keyId)',
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+}

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+/** Query strings arrive as text; these read them into typed values with the API's own bounds. */
+export const pageLimit = z.coerce
+  .number({ error: 'limit must be an integer from 1 to 100' })
+  .int('limit must be an integer from 1 to 100')
+  .min(1, 'limit must be an integer from 1 to 100')
+  .max(100, 'limit must be an integer from 1 to 100')
+  .default(100);
+
+export const pageId = z.string().min(1).max(2048).optional();
+
+/** A repeated parameter (`id=a&id=b`): always an array, at most 100 members. */
+export const repeated = (name: string) =>
+  z.preprocess(
+    (v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]),
+    z.array(z.string().min(1).max(200)).max(100, `at most 100 ${name} values per request`),
+  );
+
+/** Parses a raw query string, keeping repeated names as arrays (payload 2.0 would join them with commas). */
+export function parseQuery(raw: string | undefined): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(raw ?? '')) {
+    const prev = out[k];
+    out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  }
+  return out;
+}

@@ -1,0 +1,38 @@
+import type { z } from 'zod';
+import type { TableKey } from '#shared/store/tables.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * Who may call a route: `none` (health, docs), `user` (an API key, checked by the authorizer
+ * before the handler runs) or `sandbox` (a sandbox's own key, checked by the handler itself).
+ */
+export type AuthMode = 'none' | 'user' | 'sandbox';
+
+/** What a route's function may do beyond its tables; the CDK app turns these into IAM statements. */
+export type Capability = 'seal' | 'unseal' | 'ecs:run' | 'ecs:stop' | 'ecs:describe';
+
+export interface RouteDef {
+  /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
+  id: string;
+  method: Method;
+  /** API Gateway path syntax: `/api/v1/sandboxes/{sandbox_id}/pause`. */
+  path: string;
+  /** The Lambda entry file, relative to the repository root. */
+  entry: string;
+  auth: AuthMode;
+  summary: string;
+  tag: string;
+  /** Tables the function touches: `read` or `write` (write includes read). */
+  tables: Partial<Record<TableKey, 'read' | 'write'>>;
+  capabilities?: readonly Capability[];
+  body?: z.ZodType;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  /** The success response, for the OpenAPI document. */
+  response?: z.ZodType;
+  /** Success status when it is not 200. */
+  status?: number;
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+}

@@ -1,0 +1,133 @@
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2WithLambdaAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import {
+  ApiError,
+  badRequest,
+  invalid,
+  payloadTooLarge,
+  unauthorized,
+  unsupportedMediaType,
+  type ValidationIssue,
+} from '#shared/http/errors.ts';
+import { Reply, type Operation } from '#shared/http/operation.ts';
+import { parseQuery } from '#shared/http/query.ts';
+import { isSecretKey, MASK } from '#shared/http/redact.ts';
+import { logger } from '#shared/logging.ts';
+import type { Services } from '#shared/services.ts';
+
+export interface AuthorizerContext {
+  userId: string;
+}
+export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>;
+export type ApiResult = APIGatewayProxyStructuredResultV2;
+export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const INTERNAL_ERROR = { detail: 'Internal Server Error' };
+
+function json(status: number, body: unknown, requestId: string, headers: Record<string, string> = {}): ApiResult {
+  return {
+    statusCode: status,
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+function toResult(value: unknown, requestId: string, defaultStatus: number): ApiResult {
+  if (!(value instanceof Reply)) return json(defaultStatus, value ?? null, requestId);
+  if (typeof value.body === 'string' && value.headers['content-type'] && !value.headers['content-type'].includes('json')) {
+    return { statusCode: value.status, headers: { 'x-request-id': requestId, ...value.headers }, body: value.body };
+  }
+  return json(value.status, value.body ?? null, requestId, value.headers);
+}
+
+/** Zod issues in the FastAPI shape, with any secret-named value masked and long inputs cut. */
+function toIssues(where: 'body' | 'query' | 'path', error: z.ZodError): ValidationIssue[] {
+  return error.issues.map((issue) => {
+    const loc = [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+    const out: ValidationIssue = { type: issue.code, loc, msg: issue.message };
+    if (issue.code === 'unrecognized_keys') out.msg = `Unknown field(s): ${issue.keys.join(', ')}`;
+    if ('input' in issue && issue.input !== undefined) {
+      const secret = loc.some(isSecretKey);
+      const text = JSON.stringify(issue.input) ?? '';
+      out.input = secret ? MASK : text.length > 200 ? `${text.slice(0, 200)}…` : issue.input;
+    }
+    return out;
+  });
+}
+
+function validate<S extends z.ZodType | undefined>(where: 'body' | 'query' | 'path', schema: S, value: unknown): unknown {
+  if (!schema) return undefined;
+  const parsed = schema.safeParse(value, { reportInput: true });
+  if (!parsed.success) throw invalid(toIssues(where, parsed.error));
+  return parsed.data;
+}
+
+function readBody(event: ApiEvent, limit: number): unknown {
+  const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  if (Buffer.byteLength(raw, 'utf8') > limit) throw payloadTooLarge(limit);
+  if (raw.trim() === '') throw invalid([{ type: 'missing', loc: ['body'], msg: 'A JSON request body is required' }]);
+  const type = (event.headers?.['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
+    throw unsupportedMediaType(`Content-Type must be application/json, not ${type ? `"${type}"` : 'missing'}`);
+  }
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch (err) {
+    // V8's message quotes the input, which may hold a secret: report only where it broke.
+    const at = /position (\d+)/.exec(String((err as Error).message))?.[1];
+    throw badRequest(`Malformed JSON body${at ? ` (at position ${at})` : ''}`);
+  }
+}
+
+/** Runs one operation on one event: auth check, parsing, validation, error mapping, a log line. */
+export async function handle(op: Operation, event: ApiEvent, services: Services): Promise<ApiResult> {
+  const requestId = event.requestContext?.requestId ?? 'unknown';
+  const route = op.route;
+  const started = performance.now();
+  const userId = event.requestContext?.authorizer?.lambda?.userId ?? '';
+  let result: ApiResult;
+  try {
+    if (route.auth === 'user' && !userId) throw unauthorized();
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
+    event.headers = headers;
+    const params = validate('path', route.params, event.pathParameters ?? {});
+    const query = validate('query', route.query, parseQuery(event.rawQueryString));
+    const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
+    const body = validate('body', route.body, rawBody);
+    const value = await op.run({ body, rawBody, query, params, userId, requestId, headers } as never, services);
+    result = toResult(value, requestId, route.status ?? 200);
+  } catch (err) {
+    if (err instanceof ApiError) {
+      result = json(err.status, err.body, requestId, err.headers);
+    } else {
+      logger.error('Unhandled error', { requestId, route: route.id, error: err as Error });
+      result = json(500, INTERNAL_ERROR, requestId);
+    }
+  }
+  logger.info('request', {
+    requestId,
+    route: route.id,
+    method: route.method,
+    path: route.path,
+    status: result.statusCode,
+    userId: userId || undefined,
+    durationMs: Math.round((performance.now() - started) * 10) / 10,
+  });
+  return result;
+}
+
+/** The Lambda handler for an operation, with its services built once per container. */
+export function lambdaHandler(op: Operation, services: () => Services): ApiHandler {
+  return middy<ApiEvent, ApiResult>()
+    .use({
+      onError: async (request) => {
+        // handle() catches everything; this is the net under middy itself.
+        logger.error('Unhandled error in middleware', { error: request.error as Error });
+        request.response = json(500, INTERNAL_ERROR, request.event?.requestContext?.requestId ?? 'unknown');
+      },
+    })
+    .handler(async (event) => handle(op, event, services()));
+}

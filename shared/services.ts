@@ -1,0 +1,13 @@
+import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
+
+/**
+ * What handlers may use. Built once per container by a wiring file (`wiring/aws.ts` or
+ * `wiring/local.ts`), which is the only place that picks adapters.
+ */
+export interface Services {
+  apiKeys: ApiKeys;
+  settings: SettingsService;
+  cursors: CursorCodec;
+}

@@ -1,0 +1,34 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
+
+let client: DynamoDBDocumentClient | undefined;
+
+/**
+ * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally; on AWS it
+ * is unset and the SDK finds the regional endpoint.
+ */
+export function documentClient(): DynamoDBDocumentClient {
+  if (!client) {
+    const endpoint = process.env.DYNAMODB_ENDPOINT;
+    const base = new DynamoDBClient(
+      endpoint
+        ? { endpoint, region: process.env.AWS_REGION ?? 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+        : {},
+    );
+    client = DynamoDBDocumentClient.from(base, {
+      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    });
+  }
+  return client;
+}
+
+/** The physical name of a table, from the environment the deployment (or the local gateway) set. */
+export function tableName(key: TableKey): string {
+  const name = process.env[tableEnvVar(key)];
+  if (!name) throw new Error(`Configuration error: ${tableEnvVar(key)} is not set`);
+  return name;
+}
+
+export const isConditionFailure = (err: unknown): boolean =>
+  (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';

@@ -1,0 +1,49 @@
+/**
+ * The table design of the whole service, as data: the CDK app creates these tables, the local
+ * gateway creates them in dynalite, and docs/data-model.md explains each key. Every access pattern
+ * is a GetItem or a Query on a key or an index listed here (no Scan anywhere).
+ */
+export interface IndexDef {
+  pk: string;
+  sk?: string;
+}
+
+export interface TableDef {
+  pk: string;
+  sk?: string;
+  indexes: Record<string, IndexDef>;
+}
+
+export const tables = {
+  /** API keys by key id; a user's keys through `byUser`. Also holds the service's own sealed keys. */
+  keys: { pk: 'keyId', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
+  /** One item per user. */
+  settings: { pk: 'userId', indexes: {} },
+  /** Sandboxes by id; a user's newest first through `byUser`; live ones through the sparse `live`. */
+  sandboxes: {
+    pk: 'id',
+    indexes: {
+      byUser: { pk: 'userId', sk: 'createdAt' },
+      live: { pk: 'liveShard', sk: 'lastActivityAt' },
+    },
+  },
+  /** Conversations by id; a user's newest first through `byUser`. */
+  conversations: { pk: 'id', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
+  /** Conversation start tasks by id; a user's through `byUser`; the unfinished ones through `pending`. */
+  startTasks: {
+    pk: 'id',
+    indexes: {
+      byUser: { pk: 'userId', sk: 'createdAt' },
+      pending: { pk: 'pendingShard', sk: 'updatedAt' },
+    },
+  },
+  /** Events of a conversation in arrival order (`seq`); dedup guard items share the partition. */
+  events: { pk: 'conversationId', sk: 'seq', indexes: {} },
+} as const satisfies Record<string, TableDef>;
+
+export type TableKey = keyof typeof tables;
+
+export const tableKeys = Object.keys(tables) as TableKey[];
+
+/** The environment variable that carries a table's physical name into a function. */
+export const tableEnvVar = (key: TableKey) => `TABLE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;

@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
+
+export interface TestStack extends LocalStack {
+  dataDir: string;
+  /** fetch against the stack with the given key (default: the dev key). */
+  call(method: string, path: string, options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  /** A fresh user with a key of their own. */
+  newUser(userId: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** The real local stack (dynalite in memory, the gateway on a free loopback port) in this test process. */
+export async function startTestStack(): Promise<TestStack> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
+  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true });
+  const call: TestStack['call'] = async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? stack.devKey : options.key;
+    if (key !== null) headers['x-session-api-key'] = key;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${stack.url}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed, headers: res.headers, text };
+  };
+  return {
+    ...stack,
+    dataDir,
+    call,
+    newUser: async (userId) => (await stack.services.apiKeys.create(userId, 'test')).key,
+    stop: async () => {
+      await stack.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
