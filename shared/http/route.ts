@@ -9,8 +9,18 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  */
 export type AuthMode = 'none' | 'user' | 'sandbox';
 
-/** What a route's function may do beyond its tables; the CDK app turns these into IAM statements. */
-export type Capability = 'seal' | 'unseal' | 'ecs:run' | 'ecs:stop' | 'ecs:describe';
+/**
+ * What a route's function may do beyond its tables; the CDK app turns each into IAM statements
+ * (one map in infra/), so a function is granted exactly what its entry declares.
+ */
+export type Capability =
+  | 'seal' // kms:Encrypt with the secrets key
+  | 'unseal' // kms:Decrypt with the secrets key
+  | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
+  | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
+  | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
+  | 'ecs:task-definitions' // ecs:RegisterTaskDefinition, ecs:DeregisterTaskDefinition (a revision per sandbox)
+  | 'efs:access-points'; // elasticfilesystem:CreateAccessPoint, DeleteAccessPoint, DescribeAccessPoints, TagResource
 
 export interface RouteDef {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
