@@ -1,0 +1,137 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(() => stack?.stop());
+
+describe('bad input gets its documented status and body', () => {
+  it.each([
+    [{ max_iterations: -1 }, 'max_iterations'],
+    [{ max_iterations: 1.5 }, 'max_iterations'],
+    [{ max_iterations: '10' }, 'max_iterations'],
+    [{ max_budget_per_task: -0.01 }, 'max_budget_per_task'],
+    [{ remote_runtime_resource_factor: 0 }, 'remote_runtime_resource_factor'],
+    [{ confirmation_mode: 'yes' }, 'confirmation_mode'],
+    [{ enable_default_condenser: null }, 'enable_default_condenser'],
+    [{ llm_base_url: 'ftp://nope' }, 'llm_base_url'],
+    [{ language: 'x'.repeat(40) }, 'language'],
+    [{ secrets_store: null }, 'secrets_store'],
+    [{ mcp_config: { stdio_servers: [{ name: 'x' }] } }, 'mcp_config'],
+    [{ mcp_config: { sse_servers: [{ url: 'not a url' }] } }, 'mcp_config'],
+    [{ secrets_store: { custom_secrets: { 'bad name': 'x' } } }, 'secrets_store'],
+    [{ secrets_store: { provider_tokens: { myspace: { token: 'x' } } } }, 'secrets_store'],
+  ])('422 for %j naming %s', async (body, field) => {
+    const res = await stack.call('POST', '/api/settings', { body });
+    expect(res.status).toBe(422);
+    expect(Array.isArray(res.body.detail)).toBe(true);
+    const issue = res.body.detail[0];
+    expect(issue).toMatchObject({ type: expect.any(String), msg: expect.any(String) });
+    expect(issue.loc.slice(0, 2)).toEqual(['body', field]);
+  });
+
+  it('names every bad field at once', async () => {
+    const res = await stack.call('POST', '/api/settings', { body: { max_iterations: -1, confirmation_mode: 'no', email: 5 } });
+    expect(res.status).toBe(422);
+    expect(res.body.detail.map((d: { loc: string[] }) => d.loc[1]).sort()).toEqual(['confirmation_mode', 'email', 'max_iterations']);
+  });
+
+  it('never echoes a secret in a 422', async () => {
+    const res = await stack.call('POST', '/api/settings', { body: { llm_api_key: 12345678901, search_api_key: { deep: 'sk-echo-me' } } });
+    expect(res.status).toBe(422);
+    expect(res.text).not.toContain('12345678901');
+    expect(res.text).not.toContain('sk-echo-me');
+  });
+
+  it('400 for malformed JSON, without quoting the body', async () => {
+    const res = await stack.call('POST', '/api/settings', { rawBody: '{"llm_api_key": "sk-leak-this', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(/^Malformed JSON body/);
+    expect(res.text).not.toContain('sk-leak-this');
+  });
+
+  it('415 for a wrong or missing content type', async () => {
+    const wrong = await stack.call('POST', '/api/settings', { rawBody: '{}', headers: { 'content-type': 'text/plain' } });
+    expect(wrong.status).toBe(415);
+    expect(wrong.body.detail).toContain('application/json');
+    const missing = await stack.call('POST', '/api/settings', { rawBody: '{}' });
+    expect(missing.status).toBe(415);
+  });
+
+  it('422 for a missing body and for a body that is not an object', async () => {
+    const empty = await stack.call('POST', '/api/settings', { rawBody: '', headers: { 'content-type': 'application/json' } });
+    expect(empty.status).toBe(422);
+    expect(empty.body.detail[0].loc).toEqual(['body']);
+    for (const body of [[1, 2], 'text', 7, null]) {
+      const res = await stack.call('POST', '/api/settings', { body });
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body']);
+    }
+  });
+
+  it('413 for a body over the limit', async () => {
+    const res = await stack.call('POST', '/api/settings', { body: { language: 'x'.repeat(1024 * 1024 + 10) } });
+    expect(res.status).toBe(413);
+    expect(res.body.detail).toMatch(/larger than the limit/);
+  });
+
+  it('404 for an unknown route and 405 (with Allow) for a wrong method', async () => {
+    const unknown = await stack.call('GET', '/api/nothing-here');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ detail: 'Not Found' });
+    const wrong = await stack.call('DELETE', '/api/settings');
+    expect(wrong.status).toBe(405);
+    expect(wrong.body).toEqual({ detail: 'Method Not Allowed' });
+    expect(wrong.headers.get('allow')).toBe('GET, POST');
+  });
+
+  it('puts a request id on every response', async () => {
+    for (const res of [
+      await stack.call('GET', '/health'),
+      await stack.call('GET', '/api/settings', { key: null }),
+      await stack.call('GET', '/nope'),
+      await stack.call('POST', '/api/settings', { body: { max_iterations: -1 } }),
+    ]) {
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
+
+describe('fuzz: random JSON never gets a 5xx', () => {
+  const fieldNames = ['language', 'max_iterations', 'llm_api_key', 'mcp_config', 'secrets_store', 'confirmation_mode', 'max_budget_per_task', 'llm_base_url', 'enable_default_condenser'];
+  const value = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
+  const body = fc.oneof(
+    fc.dictionary(fc.constantFrom(...fieldNames, 'unknown', '__proto__', 'constructor'), value, { maxKeys: 6 }),
+    fc.record({
+      mcp_config: fc.dictionary(fc.constantFrom('sse_servers', 'stdio_servers', 'shttp_servers', 'x'), fc.array(fc.dictionary(fc.constantFrom('url', 'name', 'command', 'args', 'env', 'api_key'), value), { maxLength: 3 })),
+      secrets_store: fc.dictionary(fc.constantFrom('provider_tokens', 'custom_secrets'), fc.dictionary(fc.string({ maxLength: 10 }), value)),
+    }),
+    fc.jsonValue({ maxDepth: 2 }),
+  );
+
+  it('POST /api/settings then GET stay 2xx/4xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => {
+        const res = await stack.call('POST', '/api/settings', { rawBody: JSON.stringify(b), headers: { 'content-type': 'application/json' } });
+        expect(res.status).toBeLessThan(500);
+        expect([200, 409, 422]).toContain(res.status);
+        const got = await stack.call('GET', '/api/settings');
+        expect([200, 404]).toContain(got.status);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('random bytes as a body stay 4xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ maxLength: 200 }), async (raw) => {
+        const res = await stack.call('POST', '/api/settings', { rawBody: raw, headers: { 'content-type': 'application/json' } });
+        expect(res.status).toBeLessThan(500);
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
