@@ -2,7 +2,6 @@
 # The test command (`npm test`): vitest over every suite, then the closing line CI reads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ -d node_modules ] || npm ci --no-audit --no-fund
 results=.test-results.json
 rm -f "$results"
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@"
