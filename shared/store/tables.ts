@@ -37,8 +37,12 @@ export const tables = {
       pending: { pk: 'pendingShard', sk: 'updatedAt' },
     },
   },
-  /** Events of a conversation in arrival order (`seq`); dedup guard items share the partition. */
-  events: { pk: 'conversationId', sk: 'seq', indexes: {} },
+  /**
+   * A conversation's events and their id guards share one partition: `sk` is `e#<seq>` (arrival
+   * order, zero-padded) for an event, `id#<event id>` for the guard that makes posting idempotent,
+   * `counter` for the sequence.
+   */
+  events: { pk: 'conversationId', sk: 'sk', indexes: {} },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

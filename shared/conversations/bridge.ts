@@ -1,0 +1,73 @@
+import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import { startTaskRank, startTaskStatuses, type ConversationRecord, type ConversationReport, type StartTaskStatus } from '#shared/conversations/model.ts';
+import type { ConversationService } from '#shared/conversations/service.ts';
+import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
+import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
+import type { EventStore } from '#shared/events/event-store.ts';
+import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import { unauthorized } from '#shared/http/errors.ts';
+import { logger } from '#shared/logging.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
+
+/** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
+const before = (status: StartTaskStatus) => startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
+
+/**
+ * The sandbox's side of conversations (the webhooks): fetch a conversation's start configuration,
+ * report progress and status, post events. Every call carries the sandbox's own key, and a sandbox
+ * can touch only conversations placed on it (401 otherwise, as OpenHands answers).
+ */
+export class ConversationBridge {
+  constructor(
+    private readonly conversations: ConversationStore,
+    private readonly tasks: StartTaskStore,
+    private readonly events: EventStore,
+    private readonly settings: SettingsService,
+    private readonly sandboxes: SandboxControl,
+    private readonly service: ConversationService,
+  ) {}
+
+  private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
+    const owner = await this.sandboxes.authenticate(sandboxId, key);
+    if (!owner) throw unauthorized();
+    const conversation = await this.conversations.get(conversationId);
+    if (!conversation || conversation.userId !== owner.userId || conversation.sandbox_id !== sandboxId) throw unauthorized();
+    return conversation;
+  }
+
+  async startConfig(sandboxId: string, key: string | undefined, conversationId: string): Promise<StartConfig> {
+    const conversation = await this.conversationOf(sandboxId, key, conversationId);
+    const task = await this.tasks.get(conversation.start_task_id);
+    const settings = await this.settings.resolve(conversation.userId);
+    if (!task || !settings) throw unauthorized();
+    return buildStartConfig(conversation, task.request, settings, task.id);
+  }
+
+  async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {
+    const conversation = await this.conversationOf(sandboxId, key, r.conversation_id);
+    if (r.start_task_status) {
+      const moved = await this.tasks.transition(conversation.start_task_id, before(r.start_task_status), r.start_task_status, {
+        detail: r.start_task_status === 'ERROR' ? (r.detail ?? 'The sandbox reported an error without detail') : (r.detail ?? null),
+      });
+      if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
+    }
+    if (r.execution_status || r.metrics || r.title) {
+      await this.service.updateConversation(conversation.id, (rec) => ({
+        ...(r.execution_status ? { execution_status: r.execution_status } : {}),
+        ...(r.title ? { title: r.title } : {}),
+        ...(r.metrics
+          ? { metrics: { accumulated_cost: 0, prompt_tokens: 0, completion_tokens: 0, max_budget_per_task: null, ...rec.metrics, ...r.metrics } }
+          : {}),
+      }));
+    }
+    await this.sandboxes.touch(sandboxId);
+    return { success: true };
+  }
+
+  async postEvents(sandboxId: string, key: string | undefined, conversationId: string, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
+    const conversation = await this.conversationOf(sandboxId, key, conversationId);
+    const added = await this.events.append(conversation.id, events);
+    await this.sandboxes.touch(sandboxId);
+    return { success: true, added };
+  }
+}

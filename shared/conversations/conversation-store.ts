@@ -1,0 +1,38 @@
+import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
+import type { Page } from '#shared/store/query.ts';
+
+export interface ConversationFilter {
+  titleContains?: string;
+  createdGte?: string;
+  createdLt?: string;
+  updatedGte?: string;
+  updatedLt?: string;
+}
+
+/** Conversations. Adapters: `DynamoConversationStore`. */
+export interface ConversationStore {
+  /** False when the id is taken. */
+  create(record: ConversationRecord): Promise<boolean>;
+  get(id: string): Promise<ConversationRecord | undefined>;
+  getMany(ids: string[]): Promise<Map<string, ConversationRecord>>;
+  /** A user's conversations, newest first. */
+  list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>>;
+  count(userId: string, filter: ConversationFilter): Promise<number>;
+  /** Applies `changes` if the stored version is still `version`; false otherwise. */
+  update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
+}
+
+/** Conversation start tasks. Adapters: `DynamoStartTaskStore`. */
+export interface StartTaskStore {
+  create(record: StartTaskRecord): Promise<void>;
+  get(id: string): Promise<StartTaskRecord | undefined>;
+  getMany(ids: string[]): Promise<Map<string, StartTaskRecord>>;
+  list(userId: string, options: { conversationId?: string; createdGte?: string; descending: boolean; limit: number; startKey?: Record<string, unknown> }): Promise<Page<StartTaskRecord>>;
+  /**
+   * Moves the task to `status` only if it is currently in one of `from` (so reports are idempotent
+   * and can only move a task forward). False if it was not.
+   */
+  transition(id: string, from: readonly StartTaskStatus[], status: StartTaskStatus, changes: { detail?: string | null; sandbox_id?: string | null }): Promise<boolean>;
+  /** Unfinished tasks last updated before `before`, oldest first. */
+  stalled(before: string, limit: number): Promise<StartTaskRecord[]>;
+}

@@ -1,0 +1,173 @@
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
+import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
+
+function userQuery(table: string, userId: string, f: ConversationFilter) {
+  // created_at is the index's sort key, so its bounds are key conditions, not filters.
+  const key = ['userId = :u'];
+  const values: Record<string, unknown> = { ':u': userId };
+  if (f.createdGte && f.createdLt) {
+    key.push('createdAt BETWEEN :cg AND :clt');
+    values[':cg'] = f.createdGte;
+    values[':clt'] = f.createdLt;
+  } else if (f.createdGte) {
+    key.push('createdAt >= :cg');
+    values[':cg'] = f.createdGte;
+  } else if (f.createdLt) {
+    key.push('createdAt < :clt');
+    values[':clt'] = f.createdLt;
+  }
+  const filters = filterExpression([
+    ['titleLower', 'contains', ':t', f.titleContains?.toLowerCase()],
+    ['updatedAt', '>=', ':ug', f.updatedGte],
+    ['updatedAt', '<', ':ult', f.updatedLt],
+    // BETWEEN includes its upper bound; the API's __lt does not.
+    ['createdAt', '<', ':clt2', f.createdGte && f.createdLt ? f.createdLt : undefined],
+  ]);
+  return {
+    TableName: table,
+    IndexName: 'byUser',
+    KeyConditionExpression: key.join(' AND '),
+    ...filters,
+    ExpressionAttributeValues: { ...values, ...filters.ExpressionAttributeValues },
+  };
+}
+
+export class DynamoConversationStore implements ConversationStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('conversations');
+
+  async create(record: ConversationRecord): Promise<boolean> {
+    try {
+      await this.db.send(
+        new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase() }, ConditionExpression: 'attribute_not_exists(id)' }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<ConversationRecord | undefined> {
+    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as ConversationRecord | undefined;
+  }
+
+  getMany(ids: string[]): Promise<Map<string, ConversationRecord>> {
+    return batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids);
+  }
+
+  list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
+    return queryPage({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, Limit: limit, ExclusiveStartKey: startKey });
+  }
+
+  count(userId: string, filter: ConversationFilter): Promise<number> {
+    return queryCount(userQuery(this.table, userId, filter));
+  }
+
+  async update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
+    const entries = Object.entries({ ...changes, ...(changes.title !== undefined ? { titleLower: changes.title?.toLowerCase() } : {}) });
+    const names: Record<string, string> = { '#v': 'version' };
+    const values: Record<string, unknown> = { ':v': version, ':next': version + 1 };
+    const sets = entries.map(([k, v], i) => {
+      names[`#a${i}`] = k;
+      values[`:a${i}`] = v;
+      return `#a${i} = :a${i}`;
+    });
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: `SET ${[...sets, '#v = :next'].join(', ')}`,
+          ConditionExpression: 'attribute_exists(id) AND #v = :v',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+}
+
+const PENDING = 'pending';
+
+export class DynamoStartTaskStore implements StartTaskStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('startTasks');
+
+  async create(record: StartTaskRecord): Promise<void> {
+    await this.db.send(
+      new PutCommand({ TableName: this.table, Item: { ...record, pendingShard: PENDING }, ConditionExpression: 'attribute_not_exists(id)' }),
+    );
+  }
+
+  async get(id: string): Promise<StartTaskRecord | undefined> {
+    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as StartTaskRecord | undefined;
+  }
+
+  getMany(ids: string[]): Promise<Map<string, StartTaskRecord>> {
+    return batchGet<StartTaskRecord & Record<string, unknown>>(this.table, 'id', ids);
+  }
+
+  list(userId: string, o: { conversationId?: string; createdGte?: string; descending: boolean; limit: number; startKey?: Record<string, unknown> }): Promise<Page<StartTaskRecord>> {
+    const filters = filterExpression([['app_conversation_id', '=', ':c', o.conversationId]]);
+    return queryPage({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: o.createdGte ? 'userId = :u AND createdAt >= :g' : 'userId = :u',
+      ...filters,
+      ExpressionAttributeValues: { ':u': userId, ...(o.createdGte ? { ':g': o.createdGte } : {}), ...filters.ExpressionAttributeValues },
+      ScanIndexForward: !o.descending,
+      Limit: o.limit,
+      ExclusiveStartKey: o.startKey,
+    });
+  }
+
+  async transition(id: string, from: readonly StartTaskStatus[], status: StartTaskStatus, changes: { detail?: string | null; sandbox_id?: string | null }): Promise<boolean> {
+    const done = status === 'READY' || status === 'ERROR';
+    const values: Record<string, unknown> = { ':s': status, ':now': new Date().toISOString() };
+    from.forEach((f, i) => (values[`:f${i}`] = f));
+    const sets = ['#s = :s', 'updatedAt = :now'];
+    if (changes.detail !== undefined) {
+      sets.push('detail = :d');
+      values[':d'] = changes.detail;
+    }
+    if (changes.sandbox_id !== undefined) {
+      sets.push('sandbox_id = :sb');
+      values[':sb'] = changes.sandbox_id;
+    }
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: `SET ${sets.join(', ')}${done ? ' REMOVE pendingShard' : ''}`,
+          ConditionExpression: `attribute_exists(id) AND #s IN (${from.map((_, i) => `:f${i}`).join(', ')})`,
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async stalled(before: string, limit: number): Promise<StartTaskRecord[]> {
+    const page = await queryPage<StartTaskRecord>({
+      TableName: this.table,
+      IndexName: 'pending',
+      KeyConditionExpression: 'pendingShard = :p AND updatedAt < :b',
+      ExpressionAttributeValues: { ':p': PENDING, ':b': before },
+      Limit: limit,
+    });
+    return page.items;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * What conversations need from sandboxes (a port, so the conversation service does not depend on
+ * how sandboxes are run). The adapter wraps the sandbox service.
+ */
+export type SandboxStatus = 'STARTING' | 'RUNNING' | 'PAUSED' | 'ERROR' | 'MISSING';
+
+export interface SandboxSummary {
+  id: string;
+  status: SandboxStatus;
+  detail?: string | null;
+}
+
+/** Commands the control plane sends a sandbox about its conversations (delivered over the bridge, in order). */
+export type ConversationCommand =
+  | { type: 'start_conversation'; conversation_id: string; start_task_id: string }
+  | { type: 'send_message'; conversation_id: string; message: { role: 'user'; content: unknown[]; run: boolean } }
+  | { type: 'pause_conversation'; conversation_id: string }
+  | { type: 'run_conversation'; conversation_id: string }
+  | { type: 'respond_to_confirmation'; conversation_id: string; accept: boolean; reason: string | null };
+
+export interface SandboxControl {
+  /** Starts a new sandbox for the user (the running-sandbox limit applies). */
+  start(userId: string, baseUrl: string): Promise<SandboxSummary>;
+  /** The user's sandbox; undefined when unknown or another user's. */
+  find(userId: string, sandboxId: string): Promise<SandboxSummary | undefined>;
+  /** Statuses of sandboxes by id (missing ids are absent). */
+  statuses(ids: string[]): Promise<Map<string, SandboxSummary>>;
+  /** Resumes a paused sandbox of the user (no-op when running or starting). */
+  resume(userId: string, sandboxId: string, baseUrl: string): Promise<void>;
+  /** Queues a command for the sandbox's program; delivered when it next polls (also after a resume). */
+  send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void>;
+  /** The sandbox's owner when `key` is its current session key; null otherwise. */
+  authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string } | null>;
+  /** Records agent activity (keeps the sandbox from being paused as idle). */
+  touch(sandboxId: string): Promise<void>;
+}

@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type {
+  AppConversation,
+  AppConversationStartTask,
+  ConversationRecord,
+  ConversationSearch,
+  InitialMessage,
+  LegacyCreate,
+  StartRequest,
+  StartTaskRecord,
+} from '#shared/conversations/model.ts';
+import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
+import { logger } from '#shared/logging.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
+
+const newId = () => randomUUID().replaceAll('-', '');
+const normalizeId = (id: string) => id.replaceAll('-', '').toLowerCase();
+
+/** The legacy error body OpenHands clients read: `{status: "error", message, msg_id}`. */
+const legacyError = (status: number, msgId: string, message: string) => new ApiError(status, { status: 'error', message, msg_id: msgId });
+
+/** A title a person recognises: the given one, else the task, else the start of the first message. */
+function titleFor(req: StartRequest, id: string): string {
+  if (req.title) return req.title;
+  if (req.suggested_task) return `#${req.suggested_task.issue_number}: ${req.suggested_task.title}`.slice(0, 512);
+  if (req.create_microagent) return `Microagent for ${req.create_microagent.repo}`;
+  const text = req.initial_message?.content.find((c) => c.type === 'text');
+  if (text && text.type === 'text') return text.text.replace(/\s+/g, ' ').trim().slice(0, 80);
+  return `Conversation ${id.slice(0, 5)}`;
+}
+
+export function toAppConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, baseUrl: string): AppConversation {
+  return {
+    id: rec.id,
+    created_by_user_id: rec.userId,
+    sandbox_id: rec.sandbox_id,
+    selected_repository: rec.selected_repository,
+    selected_branch: rec.selected_branch,
+    git_provider: rec.git_provider,
+    title: rec.title,
+    trigger: rec.trigger,
+    pr_number: rec.pr_number,
+    llm_model: rec.llm_model,
+    metrics: rec.metrics,
+    parent_conversation_id: rec.parent_conversation_id,
+    created_at: rec.createdAt,
+    updated_at: rec.updatedAt,
+    sandbox_status: sandbox?.status ?? null,
+    execution_status: rec.execution_status,
+    // Served by this control plane and relayed to the sandbox (see the conversation routes).
+    conversation_url: `${baseUrl}/api/conversations/${rec.id}`,
+    // Clients talk to conversation_url with their own API key; the sandbox's key stays with the sandbox.
+    session_api_key: null,
+  };
+}
+
+export function toStartTask(t: StartTaskRecord, baseUrl: string): AppConversationStartTask {
+  return {
+    id: t.id,
+    created_by_user_id: t.userId,
+    status: t.status,
+    detail: t.detail,
+    app_conversation_id: t.app_conversation_id,
+    sandbox_id: t.sandbox_id,
+    agent_server_url: t.status === 'READY' ? `${baseUrl}/api/conversations/${t.app_conversation_id}` : null,
+    request: t.request as Record<string, unknown>,
+    created_at: t.createdAt,
+    updated_at: t.updatedAt,
+  };
+}
+
+/** Conversations as their owner sees them: start, list, search, and talk to a running one. */
+export class ConversationService {
+  constructor(
+    private readonly conversations: ConversationStore,
+    private readonly tasks: StartTaskStore,
+    private readonly settings: SettingsService,
+    private readonly sandboxes: SandboxControl,
+    private readonly cursors: CursorCodec,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /**
+   * Starts a conversation and returns its start task's first snapshot. Nothing slow happens here:
+   * the sandbox is started (or resumed) and sent a `start_conversation` command; the sandbox's
+   * reports move the task on (WAITING_FOR_SANDBOX ... READY), and the sweeper fails one that stalls.
+   */
+  async start(userId: string, req: StartRequest, baseUrl: string): Promise<AppConversationStartTask> {
+    const settings = await this.settings.resolve(userId);
+    if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
+    if (!settings.llm_api_key) throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
+    if (!(req.llm_model ?? settings.llm_model)) throw badRequest('No LLM model: set llm_model in your settings or in the request');
+
+    let sandbox: SandboxSummary | undefined;
+    if (req.sandbox_id) {
+      sandbox = await this.sandboxes.find(userId, req.sandbox_id);
+      if (!sandbox) throw notFound('Sandbox not found');
+      if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING') throw conflict(`Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`);
+    }
+
+    const id = req.conversation_id ?? newId();
+    const at = this.now().toISOString();
+    const repository = req.selected_repository ?? req.suggested_task?.repo ?? req.create_microagent?.repo ?? null;
+    const created = await this.conversations.create({
+      id,
+      userId,
+      createdAt: at,
+      updatedAt: at,
+      sandbox_id: sandbox?.id ?? null,
+      start_task_id: '',
+      selected_repository: repository,
+      selected_branch: req.selected_branch ?? null,
+      git_provider: req.git_provider ?? req.suggested_task?.git_provider ?? req.create_microagent?.git_provider ?? (repository ? 'github' : null),
+      title: titleFor(req, id),
+      trigger: req.trigger ?? null,
+      pr_number: req.pr_number,
+      llm_model: req.llm_model ?? settings.llm_model ?? null,
+      parent_conversation_id: req.parent_conversation_id ?? null,
+      agent_type: req.agent_type,
+      execution_status: null,
+      metrics: null,
+      version: 1,
+    });
+    if (!created) throw conflict(`Conversation id ${id} is already taken`);
+
+    const task: StartTaskRecord = {
+      id: newId(),
+      userId,
+      status: 'WORKING',
+      detail: null,
+      app_conversation_id: id,
+      sandbox_id: sandbox?.id ?? null,
+      request: { ...req, conversation_id: id },
+      createdAt: at,
+      updatedAt: at,
+    };
+    await this.tasks.create(task);
+    await this.conversations.update(id, 1, { start_task_id: task.id });
+
+    try {
+      if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl);
+      else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
+      await this.updateConversation(id, { sandbox_id: sandbox.id });
+      await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
+      await this.sandboxes.send(userId, sandbox.id, { type: 'start_conversation', conversation_id: id, start_task_id: task.id });
+    } catch (err) {
+      const detail = err instanceof ApiError ? `Could not get a sandbox: ${err.message}` : 'Could not get a sandbox: internal error';
+      if (!(err instanceof ApiError)) logger.error('conversation.start failed', { conversationId: id, error: err as Error });
+      await this.tasks.transition(task.id, ['WORKING', 'WAITING_FOR_SANDBOX'], 'ERROR', { detail });
+    }
+    logger.info('conversation.started', { conversationId: id, userId, sandboxId: sandbox?.id });
+    return toStartTask((await this.tasks.get(task.id))!, baseUrl);
+  }
+
+  /** POST /api/conversations: the legacy body mapped onto the V1 start, with the legacy errors. */
+  async legacyCreate(userId: string, body: LegacyCreate, baseUrl: string) {
+    const settings = await this.settings.find(userId);
+    if (!settings) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', 'Settings not found');
+    if (!settings.llm_api_key_set) throw legacyError(400, 'STATUS$ERROR_LLM_AUTHENTICATION', 'Error authenticating with the LLM provider. Please check your API key');
+    const content: InitialMessage['content'] = [];
+    if (body.initial_user_msg) content.push({ type: 'text', text: body.initial_user_msg });
+    if (body.image_urls?.length) content.push({ type: 'image', image_urls: body.image_urls });
+    const req: StartRequest = {
+      selected_repository: body.repository ?? null,
+      selected_branch: body.selected_branch ?? null,
+      git_provider: body.git_provider ?? null,
+      initial_message: content.length ? { role: 'user', content, run: true } : null,
+      replay_json: body.replay_json ?? null,
+      suggested_task: body.suggested_task ?? null,
+      create_microagent: body.create_microagent ?? null,
+      conversation_instructions: body.conversation_instructions ?? null,
+      mcp_config: body.mcp_config ?? null,
+      conversation_id: body.conversation_id ?? null,
+      pr_number: [],
+      agent_type: 'default',
+      trigger: 'gui',
+    };
+    let task: AppConversationStartTask;
+    try {
+      task = await this.start(userId, req, baseUrl);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409 && body.conversation_id) {
+        throw legacyError(409, 'CONVERSATION$ALREADY_EXISTS', `Conversation ${body.conversation_id} already exists`);
+      }
+      if (err instanceof ApiError && err.status === 400) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', err.message);
+      throw err;
+    }
+    if (task.status === 'ERROR') return { status: 'error', conversation_id: task.app_conversation_id ?? '', message: task.detail, conversation_status: 'STOPPED' as const };
+    return { status: 'ok', conversation_id: task.app_conversation_id ?? '', message: null, conversation_status: 'STARTING' as const };
+  }
+
+  async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
+    const normalized = ids.map(normalizeId);
+    const found = await this.conversations.getMany(normalized);
+    const mine = [...found.values()].filter((c) => c.userId === userId);
+    const sandboxes = await this.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
+    return normalized.map((id) => {
+      const c = found.get(id);
+      return c && c.userId === userId ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl) : null;
+    });
+  }
+
+  async search(userId: string, q: ConversationSearch, baseUrl: string) {
+    const scope = `${userId}:conversations`;
+    const page = await this.conversations.list(userId, filterOf(q), q.limit, await this.cursors.decode(q.page_id, scope));
+    const sandboxes = await this.sandboxes.statuses(page.items.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
+    return {
+      items: page.items.map((c) => toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl)),
+      next_page_id: await this.cursors.encode(page.lastKey, scope),
+    };
+  }
+
+  count(userId: string, q: Omit<ConversationSearch, 'page_id' | 'limit'>): Promise<number> {
+    return this.conversations.count(userId, filterOf(q));
+  }
+
+  async getTasks(userId: string, ids: string[], baseUrl: string): Promise<(AppConversationStartTask | null)[]> {
+    const found = await this.tasks.getMany(ids);
+    return ids.map((id) => {
+      const t = found.get(id);
+      return t && t.userId === userId ? toStartTask(t, baseUrl) : null;
+    });
+  }
+
+  async searchTasks(userId: string, q: { conversation_id__eq?: string; created_at__gte?: string; sort_order: string; page_id?: string; limit: number }, baseUrl: string) {
+    const scope = `${userId}:start-tasks:${q.sort_order}`;
+    const page = await this.tasks.list(userId, {
+      conversationId: q.conversation_id__eq,
+      createdGte: q.created_at__gte,
+      descending: q.sort_order === 'CREATED_AT_DESC',
+      limit: q.limit,
+      startKey: await this.cursors.decode(q.page_id, scope),
+    });
+    return { items: page.items.map((t) => toStartTask(t, baseUrl)), next_page_id: await this.cursors.encode(page.lastKey, scope) };
+  }
+
+  /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
+  async command(userId: string, conversationId: string, make: (id: string) => ConversationCommand): Promise<{ success: true }> {
+    const conversation = await this.conversations.get(normalizeId(conversationId));
+    if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');
+    if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
+    const sandbox = await this.sandboxes.find(userId, conversation.sandbox_id);
+    if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
+      throw conflict(`The conversation's sandbox is ${sandbox?.status ?? 'MISSING'}; start a new conversation`);
+    }
+    await this.sandboxes.send(userId, sandbox.id, make(conversation.id));
+    return { success: true };
+  }
+
+  /** Read-modify-write of a conversation under its version condition, retried on a lost race. */
+  async updateConversation(id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const rec = await this.conversations.get(id);
+      if (!rec) return;
+      const delta = typeof changes === 'function' ? changes(rec) : changes;
+      if (await this.conversations.update(id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
+    }
+    throw conflict('The conversation was changed concurrently; try again');
+  }
+}
+
+function filterOf(q: Omit<ConversationSearch, 'page_id' | 'limit'>) {
+  return {
+    titleContains: q.title__contains,
+    createdGte: q.created_at__gte,
+    createdLt: q.created_at__lt,
+    updatedGte: q.updated_at__gte,
+    updatedLt: q.updated_at__lt,
+  };
+}

@@ -1,0 +1,54 @@
+import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
+import type { EventStore } from '#shared/events/event-store.ts';
+import type { AgentEventEnvelope, EventSearch } from '#shared/events/model.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import { notFound } from '#shared/http/errors.ts';
+
+export interface EventPageView {
+  items: AgentEventEnvelope[];
+  next_page_id: string | null;
+  /**
+   * Ascending searches only: a cursor after the last event seen (or the one given when nothing new
+   * came), to poll with for events that arrive later. Following it, every event is seen once, in order.
+   */
+  follow_page_id?: string | null;
+}
+
+/** Reading a conversation's events (its owner only). */
+export class EventService {
+  constructor(
+    private readonly events: EventStore,
+    private readonly conversations: ConversationStore,
+    private readonly cursors: CursorCodec,
+  ) {}
+
+  private async owned(userId: string, conversationId: string): Promise<string> {
+    const id = conversationId.replaceAll('-', '').toLowerCase();
+    const conversation = await this.conversations.get(id);
+    if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');
+    return id;
+  }
+
+  async search(userId: string, q: EventSearch): Promise<EventPageView> {
+    const conversationId = await this.owned(userId, q.conversation_id__eq);
+    const descending = q.sort_order === 'TIMESTAMP_DESC';
+    const scope = `${userId}:events:${conversationId}:${q.sort_order}`;
+    const startKey = await this.cursors.decode(q.page_id, scope);
+    const page = await this.events.query(conversationId, {
+      kind: q.kind__eq,
+      timestampGte: q.timestamp__gte,
+      timestampLt: q.timestamp__lt,
+      descending,
+      limit: q.limit,
+      startKey,
+    });
+    const view: EventPageView = { items: page.items, next_page_id: await this.cursors.encode(page.lastKey, scope) };
+    if (!descending) view.follow_page_id = (await this.cursors.encode(page.lastKey ?? page.tailKey ?? startKey, scope)) ?? q.page_id ?? null;
+    return view;
+  }
+
+  async count(userId: string, q: Omit<EventSearch, 'page_id' | 'limit' | 'sort_order'>): Promise<number> {
+    const conversationId = await this.owned(userId, q.conversation_id__eq);
+    return this.events.count(conversationId, { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt });
+  }
+}

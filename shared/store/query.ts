@@ -1,0 +1,54 @@
+import { BatchGetCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { documentClient } from '#shared/store/dynamo.ts';
+
+export interface Page<T> {
+  items: T[];
+  lastKey?: Record<string, unknown>;
+}
+
+/** One Query page. */
+export async function queryPage<T>(input: QueryCommandInput): Promise<Page<T>> {
+  const out = await documentClient().send(new QueryCommand(input));
+  return { items: (out.Items ?? []) as T[], lastKey: out.LastEvaluatedKey };
+}
+
+/** Counts what a Query matches, page by page (Select COUNT reads keys, returns no items). */
+export async function queryCount(input: QueryCommandInput): Promise<number> {
+  let total = 0;
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await documentClient().send(new QueryCommand({ ...input, Select: 'COUNT', ExclusiveStartKey: start }));
+    total += out.Count ?? 0;
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return total;
+}
+
+/** BatchGetItem for up to 100 keys, retrying unprocessed keys; returns items keyed by `keyName`. */
+export async function batchGet<T extends Record<string, unknown>>(table: string, keyName: string, ids: string[]): Promise<Map<string, T>> {
+  const found = new Map<string, T>();
+  let pending = [...new Set(ids)].map((id) => ({ [keyName]: id }));
+  for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
+    const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }));
+    for (const item of out.Responses?.[table] ?? []) found.set(item[keyName] as string, item as T);
+    pending = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof pending;
+    if (pending.length) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+  }
+  if (pending.length) throw new Error('BatchGetItem left keys unprocessed');
+  return found;
+}
+
+/** Builds a FilterExpression from optional conditions, skipping the absent ones. */
+export function filterExpression(conditions: [string, string, string, unknown][]): Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+  const parts: string[] = [];
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  conditions.forEach(([attr, op, placeholder, value], i) => {
+    if (value === undefined) return;
+    const name = `#f${i}`;
+    names[name] = attr;
+    values[placeholder] = value;
+    parts.push(op === 'contains' ? `contains(${name}, ${placeholder})` : `${name} ${op} ${placeholder}`);
+  });
+  return parts.length ? { FilterExpression: parts.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values } : {};
+}
