@@ -1,4 +1,7 @@
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { ConversationBridge } from '#shared/conversations/bridge.ts';
+import type { ConversationService } from '#shared/conversations/service.ts';
+import type { EventService } from '#shared/events/service.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
@@ -10,4 +13,7 @@ export interface Services {
   apiKeys: ApiKeys;
   settings: SettingsService;
   cursors: CursorCodec;
+  conversations: ConversationService;
+  conversationBridge: ConversationBridge;
+  events: EventService;
 }

@@ -59,6 +59,8 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer, requestId: string, userId: string | undefined): ApiEvent {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  // As API Gateway does: the scheme the client used.
+  headers['x-forwarded-proto'] = 'http';
   const queryStringParameters: Record<string, string> = {};
   for (const [k, v] of url.searchParams) queryStringParameters[k] = k in queryStringParameters ? `${queryStringParameters[k]},${v}` : v;
   const now = new Date();

@@ -16,6 +16,8 @@ export interface Request<R> {
   /** The caller's user id (empty on routes without user auth). */
   userId: string;
   requestId: string;
+  /** This API's public base URL, as the caller reached it (or `PUBLIC_BASE_URL`), for links and the bridge. */
+  baseUrl: string;
   /** The JSON body as it arrived, before validation stripped unknown members. */
   rawBody: unknown;
   /** Header names in lower case. */

@@ -81,6 +81,16 @@ function readBody(event: ApiEvent, limit: number): unknown {
   }
 }
 
+/**
+ * The public base URL: `PUBLIC_BASE_URL` (e.g. a custom domain) or what the caller used. API Gateway
+ * sets `x-forwarded-proto`, and so does the local gateway.
+ */
+function baseUrlOf(event: ApiEvent, headers: Record<string, string>): string {
+  if (process.env.PUBLIC_BASE_URL) return process.env.PUBLIC_BASE_URL.replace(/\/+$/, '');
+  const host = headers['host'] ?? event.requestContext?.domainName ?? 'localhost';
+  return `${headers['x-forwarded-proto'] ?? 'https'}://${host}`;
+}
+
 /** Runs one operation on one event: auth check, parsing, validation, error mapping, a log line. */
 export async function handle(op: Operation, event: ApiEvent, services: Services): Promise<ApiResult> {
   const requestId = event.requestContext?.requestId ?? 'unknown';
@@ -97,7 +107,7 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     const query = validate('query', route.query, parseQuery(event.rawQueryString));
     const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', route.body, rawBody);
-    const value = await op.run({ body, rawBody, query, params, userId, requestId, headers } as never, services);
+    const value = await op.run({ body, rawBody, query, params, userId, requestId, headers, baseUrl: baseUrlOf(event, headers) } as never, services);
     result = toResult(value, requestId, route.status ?? 200);
   } catch (err) {
     if (err instanceof ApiError) {

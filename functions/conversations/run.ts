@@ -1,0 +1,7 @@
+import { defineOperation } from '#shared/http/operation.ts';
+import { awsHandler } from '#shared/wiring/aws.ts';
+
+export const operation = defineOperation('runConversation', ({ userId, params }, { conversations }) =>
+  conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
+);
+export const handler = awsHandler(operation);
