@@ -211,7 +211,8 @@ export class AgentSession {
     return this.#startLoop(async () => {
       if (decision.accept) return this.#execute(pending);
       const reason = decision.reason?.trim() || 'The user rejected this action.';
-      const results = [];
+      const results = this.#invalidResults;
+      this.#invalidResults = [];
       for (const p of pending) {
         await this.#emit(
           this.#event('UserRejectObservation', 'user', { action_id: p.event.id, tool_name: p.event.tool_name, tool_call_id: p.event.tool_call_id, rejection_reason: reason }),
