@@ -49,15 +49,15 @@ export class EventSink {
       this.#queue.splice(0, over);
       this.#o.onError?.(`${over} events were dropped: the receiver has been unreachable and the buffer is full.`);
     }
-    if (this.#queue.length >= this.#o.batchSize) void this.#drain();
-    else this.#timer ??= setTimeout(() => void this.#drain(), this.#o.flushIntervalMs);
+    if (this.#queue.length >= this.#o.batchSize) void this.#drain(false);
+    else this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
     return Promise.resolve();
   }
 
   /** Posts everything queued now; resolves when done (or when what failed was put back). */
   async flush(): Promise<void> {
     while (this.#inFlight) await this.#inFlight;
-    await this.#drain();
+    await this.#drain(true);
     while (this.#inFlight) await this.#inFlight;
   }
 
@@ -73,8 +73,9 @@ export class EventSink {
     return this.#queue.length;
   }
 
-  #drain(): Promise<void> {
-    if (this.#timer) {
+  /** Posts full batches; with `all`, the partial one at the end too. */
+  #drain(all: boolean): Promise<void> {
+    if (all && this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
@@ -82,7 +83,7 @@ export class EventSink {
     if (!this.#queue.length) return Promise.resolve();
     this.#inFlight = (async () => {
       try {
-        while (this.#queue.length) {
+        while (this.#queue.length >= this.#o.batchSize || (all && this.#queue.length)) {
           const batch = this.#queue.slice(0, this.#o.batchSize);
           try {
             await this.#post(batch);
@@ -100,7 +101,7 @@ export class EventSink {
       } finally {
         this.#inFlight = null;
         // What failed waits for the next tick of the interval rather than spinning.
-        if (this.#queue.length && !this.#closed) this.#timer ??= setTimeout(() => void this.#drain(), this.#o.flushIntervalMs);
+        if (this.#queue.length && !this.#closed) this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
       }
     })();
     return this.#inFlight;
