@@ -35,6 +35,8 @@ export const messageEventSchema = z.object({
   ...base,
   kind: z.literal('MessageEvent'),
   llm_message: z.object({ role: z.enum(['user', 'assistant', 'system']), content: z.array(contentSchema) }),
+  /** Names of the repository microagents this user message triggered (their text went to the model). */
+  activated_microagents: z.array(z.string()).optional(),
 });
 
 export const actionEventSchema = z.object({

@@ -4,6 +4,7 @@ import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSo
 import { LlmConfigError, MetricsCounter, resolveModel, type LlmConfig } from '#sandbox/agent/llm.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { McpHub } from '#sandbox/agent/mcp.ts';
+import { loadMicroagents, triggered, type Microagent } from '#sandbox/agent/microagents.ts';
 import { parseTrajectory, TrajectoryError, type ReplayStep } from '#sandbox/agent/replay.ts';
 import { ShellRunner } from '#sandbox/agent/tools/bash.ts';
 import { FileEditor } from '#sandbox/agent/tools/editor.ts';
@@ -39,8 +40,10 @@ export interface AgentSessionOptions {
   maxOutputChars?: number;
   /** The same action with the same result this many times in a row means the agent is stuck (default 4). */
   stuckThreshold?: number;
-  /** Extra environment for commands and MCP stdio servers (e.g. PATH additions of the sandbox image). */
+  /** Extra environment for commands (e.g. PATH additions of the sandbox image). */
   commandEnv?: Record<string, string>;
+  /** Read `.openhands/microagents/` of the workspace at start (default true). */
+  loadMicroagents?: boolean;
 }
 
 /** A call that does not fit the session's state (e.g. a confirmation when nothing waits for one). */
@@ -100,6 +103,8 @@ export class AgentSession {
   #llmAbort: AbortController | null = null;
   #iterations = 0;
   #recent: string[] = [];
+  #microagents: Microagent[] = [];
+  #started = false;
   #emitting: Promise<void> = Promise.resolve();
   #closed = false;
 
@@ -120,6 +125,9 @@ export class AgentSession {
 
   /** Connects the MCP servers (a failing one is reported, not fatal), then announces the prompt and tools. */
   async start(): Promise<void> {
+    if (this.#started) throw new AgentStateError('The session is already started.');
+    this.#started = true;
+    if (this.#o.loadMicroagents !== false) this.#microagents = await loadMicroagents(this.#o.workspaceDir);
     try {
       this.#model = resolveModel(this.#o.llm);
     } catch (err) {
@@ -163,8 +171,14 @@ export class AgentSession {
   /** Records a user message (text and images) and, with `run`, starts the loop; resolves when it stops. */
   async sendMessage(message: UserMessage): Promise<void> {
     this.#assertOpen();
+    if (!this.#started) throw new AgentStateError('Call start() first.');
     const content = toUserContent(message.content);
-    await this.#emit(this.#event('MessageEvent', 'user', { llm_message: { role: 'user', content: message.content } }));
+    const text = message.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+    const activated = triggered(this.#microagents, text);
+    for (const a of activated) content.push({ type: 'text', text: `<EXTRA_INFO>\nThe following information comes from the repository microagent "${a.name}", triggered by a keyword of this message:\n${a.content}\n</EXTRA_INFO>` });
+    await this.#emit(
+      this.#event('MessageEvent', 'user', { llm_message: { role: 'user', content: message.content }, ...(activated.length ? { activated_microagents: activated.map((a) => a.name) } : {}) }),
+    );
     this.#inbox.push({ role: 'user', content });
     this.#iterations = 0;
     this.#recent = [];
@@ -178,6 +192,7 @@ export class AgentSession {
    */
   run(): Promise<void> {
     this.#assertOpen();
+    if (!this.#started) throw new AgentStateError('Call start() first.');
     if (this.#loop) return this.#loop;
     if (this.#pending.length) {
       return this.#status === 'paused' ? this.#setStatus('waiting_for_confirmation') : Promise.resolve();
@@ -232,7 +247,8 @@ export class AgentSession {
    */
   async replay(trajectory: unknown, options: { run?: boolean } = {}): Promise<void> {
     this.#assertOpen();
-    if (this.#loop) throw new AgentStateError('The agent is running; pause it before a replay.');
+    if (!this.#started) throw new AgentStateError('Call start() first.');
+    if (this.#loop || this.#pending.length) throw new AgentStateError('The agent is running or waiting for a confirmation; a replay needs it stopped.');
     let steps: ReplayStep[];
     try {
       steps = parseTrajectory(trajectory);
@@ -410,6 +426,7 @@ export class AgentSession {
     let finished = false;
     let stuck = false;
     for (const a of actions) {
+      if (this.#closed) return 'stop';
       const outcome = await this.#runAction(a);
       results.push(toolResult(a.event, this.#mask(outcome.text)));
       if (outcome.finish) finished = true;
@@ -513,6 +530,7 @@ export class AgentSession {
 
   #buildSystemPrompt(): string {
     const secretNames = Object.keys(this.#o.secrets ?? {});
+    const always = this.#microagents.filter((a) => !a.triggers.length);
     return [
       `You are a capable software engineer working as an autonomous coding agent. Your workspace is ${this.#o.workspaceDir}; work there.`,
       'You act only through your tools. Work in small verified steps: inspect before you change, run what you changed, and fix what fails.',
@@ -520,6 +538,7 @@ export class AgentSession {
       secretNames.length
         ? `These environment variables hold the user's secrets: ${secretNames.join(', ')}. Use them by name (e.g. "$${secretNames[0]}"); never print their values.`
         : '',
+      ...always.map((a) => `Repository instructions (${a.name}):\n${a.content}`),
       this.#o.instructions?.trim() ?? '',
     ]
       .filter(Boolean)
@@ -528,7 +547,7 @@ export class AgentSession {
 }
 
 /** The model's form of a message; throws an AgentStateError for an image URL that is not a URL. */
-function toUserContent(content: Content[]): UserContent {
+function toUserContent(content: Content[]): Exclude<UserContent, string> {
   const image = (url: string) => {
     if (!URL.canParse(url)) throw new AgentStateError(`image_urls: "${url.slice(0, 100)}" is not a URL.`);
     return { type: 'image' as const, image: new URL(url) };

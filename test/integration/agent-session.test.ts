@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -305,6 +305,35 @@ describe('AgentSession against a scripted LLM', () => {
     expect(errors[0]!.error).toContain('does not exist');
     expect(errors[1]!.error).toContain('Invalid arguments');
     expect(JSON.stringify(h.llm.requests[1]!.body.messages.at(-1))).toContain('does not exist');
+  });
+});
+
+describe('AgentSession with repository microagents', () => {
+  it('puts always-on microagents in the system prompt and triggered ones with the message that triggers them', async () => {
+    const llm = await startScriptedLlm([reply.finish('ok'), reply.finish('ok')]);
+    const workspaceDir = mkdtempSync(join(tmpdir(), 'agent-ws-'));
+    const md = join(workspaceDir, '.openhands/microagents');
+    mkdirSync(md, { recursive: true });
+    writeFileSync(join(md, 'repo.md'), 'This repository uses pnpm.');
+    writeFileSync(join(md, 'db.md'), '---\nname: database\ntriggers: [postgres]\n---\nThe test database listens on port 5433.');
+    const events: AgentEvent[] = [];
+    const session = new AgentSession({ conversationId: 'm', workspaceDir, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async (e) => void events.push(...e) });
+    cleanups.push(async () => {
+      await session.close();
+      await llm.close();
+      rmSync(workspaceDir, { recursive: true, force: true });
+    });
+    await session.start();
+    await session.sendMessage(say('Say hi'));
+    await session.sendMessage(say('Why does Postgres fail?'));
+    const [first, second] = llm.requests.map((r) => r.body.messages);
+    expect(first[0].content).toContain('This repository uses pnpm.');
+    expect(JSON.stringify(first)).not.toContain('5433');
+    expect(JSON.stringify(second.at(-1))).toContain('The test database listens on port 5433.');
+    const messages = events.filter((e): e is EventOf<'MessageEvent'> => e.kind === 'MessageEvent' && e.source === 'user');
+    expect(messages.map((m) => m.activated_microagents)).toEqual([undefined, ['database']]);
+    // The event shows what the user wrote, not the added context.
+    expect(JSON.stringify(messages[1])).not.toContain('5433');
   });
 });
 

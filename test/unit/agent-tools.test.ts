@@ -158,3 +158,24 @@ describe('ShellRunner', () => {
     expect(r.output).toContain('failed to start');
   });
 });
+
+describe('repository microagents', () => {
+  it('reads front matter (inline and block triggers), skips README, and matches triggers case-insensitively', async () => {
+    const { loadMicroagents, triggered } = await import('#sandbox/agent/microagents.ts');
+    const md = join(dir, '.openhands/microagents');
+    mkdirSync(join(md, 'knowledge'), { recursive: true });
+    writeFileSync(join(md, 'repo.md'), '---\nname: repo\n---\nRun tests with `make test`.\n');
+    writeFileSync(join(md, 'knowledge/docker.md'), '---\nname: docker\ntriggers: [docker, "container"]\n---\nUse podman here.');
+    writeFileSync(join(md, 'knowledge/k8s.md'), '---\ntriggers:\n  - kubectl\n  - helm\n---\nCluster is minikube.');
+    writeFileSync(join(md, 'README.md'), 'not a microagent');
+    const agents = await loadMicroagents(dir);
+    expect(agents).toEqual([
+      { name: 'docker', triggers: ['docker', 'container'], content: 'Use podman here.' },
+      { name: 'knowledge/k8s', triggers: ['kubectl', 'helm'], content: 'Cluster is minikube.' },
+      { name: 'repo', triggers: [], content: 'Run tests with `make test`.' },
+    ]);
+    expect(triggered(agents, 'Build the Docker image').map((a) => a.name)).toEqual(['docker']);
+    expect(triggered(agents, 'nothing relevant')).toEqual([]);
+    expect(await loadMicroagents(outside)).toEqual([]);
+  });
+});
