@@ -201,6 +201,28 @@ describe('AgentSession against a scripted LLM', () => {
     expect(() => h.session.respondToConfirmation({ accept: true })).toThrow(AgentStateError);
   });
 
+  it('answers every tool call of a step, invalid ones included, when the actions are rejected', async () => {
+    const h = await harness([{ toolCalls: [{ name: 'execute_bash', args: { command: 'echo a' } }, { name: 'no_such_tool', args: {} }] }, reply.finish('ok')], { confirmationMode: true });
+    await h.session.sendMessage(say('two calls'));
+    expect(h.session.status).toBe('waiting_for_confirmation');
+    await h.session.respondToConfirmation({ accept: false });
+    const ids = h.llm.requests[1]!.body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.tool_call_id);
+    const asked = h.llm.requests[1]!.body.messages.find((m: any) => m.role === 'assistant').tool_calls.map((c: any) => c.id);
+    expect(ids.sort()).toEqual(asked.sort());
+    expect(h.of('UserRejectObservation')[0]!.rejection_reason).toBe('The user rejected this action.');
+  });
+
+  it('a message sent while the agent works joins the conversation before the next model call', async () => {
+    const h = await harness([reply.bash('sleep 0.3; echo slept'), reply.finish('ok')]);
+    const running = h.session.sendMessage(say('start'));
+    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    await h.session.sendMessage(say('Also, be brief.', false));
+    await running;
+    const messages = h.llm.requests[1]!.body.messages;
+    expect(messages.at(-2).role).toBe('tool');
+    expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'Also, be brief.' });
+  });
+
   it('stops at max_iterations with a ConversationErrorEvent naming the limit', async () => {
     const h = await harness([reply.bash('echo 1'), reply.bash('echo 2'), reply.finish('done')], { maxIterations: 2 });
     await h.session.sendMessage(say('Count'));
