@@ -62,6 +62,8 @@ interface PendingAction {
 }
 
 const DEFAULT_MAX_ITERATIONS = 100;
+const MCP_CONNECT_TIMEOUT_MS = 30_000;
+const MCP_CALL_TIMEOUT_MS = 300_000;
 // Variables of the sandbox program's own environment that commands may see; nothing else leaks
 // (the program's environment holds its session key for the control plane).
 const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ'];
@@ -142,19 +144,18 @@ export class AgentSession {
       commandTimeoutMs: this.#o.commandTimeoutMs ?? 120_000,
       maxCommandTimeoutMs: this.#o.maxCommandTimeoutMs ?? 600_000,
       maxOutputChars: this.#o.maxOutputChars ?? 30_000,
-      mcpCallTimeoutMs: 300_000,
     });
     const mcpErrors: AgentEvent[] = [];
     if (this.#o.mcpConfig) {
       this.#mcp = await McpHub.connect(this.#o.mcpConfig, {
         cwd: this.#o.workspaceDir,
         reservedNames: builtin.map((t) => t.name),
-        connectTimeoutMs: 30_000,
+        connectTimeoutMs: MCP_CONNECT_TIMEOUT_MS,
         onServerError: (server, message) =>
           mcpErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `MCP server ${server} is unavailable: ${message}`, tool_name: null, tool_call_id: null })),
       });
     }
-    const all = [...builtin, ...(this.#mcp?.tools.map((t) => mcpAgentTool(t, 300_000)) ?? [])];
+    const all = [...builtin, ...(this.#mcp?.tools.map((t) => mcpAgentTool(t, MCP_CALL_TIMEOUT_MS)) ?? [])];
     this.#tools = new Map(all.map((t) => [t.name, t]));
     this.#toolSet = Object.fromEntries(
       all.map((t) => [t.name, tool({ description: t.description, inputSchema: 'jsonSchema' in t.input ? jsonSchema(t.input.jsonSchema) : t.input })]),

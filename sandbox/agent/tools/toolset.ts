@@ -35,7 +35,6 @@ export interface BuiltinToolOptions {
   commandTimeoutMs: number;
   maxCommandTimeoutMs: number;
   maxOutputChars: number;
-  mcpCallTimeoutMs: number;
 }
 
 const text = (t: string): TextContent[] => [{ type: 'text', text: t }];
