@@ -120,6 +120,14 @@ export class MetricsCounter {
     this.#value.accumulated_cost += (input * this.#price.input + output * this.#price.output) / 1_000_000;
   }
 
+  /** Carries on from a saved snapshot (a conversation resumed in a new process). */
+  restore(saved: Pick<Metrics, 'accumulated_cost' | 'prompt_tokens' | 'completion_tokens' | 'llm_calls'>): void {
+    this.#value.accumulated_cost = saved.accumulated_cost;
+    this.#value.prompt_tokens = saved.prompt_tokens;
+    this.#value.completion_tokens = saved.completion_tokens;
+    this.#value.llm_calls = saved.llm_calls;
+  }
+
   get cost(): number {
     return this.#value.accumulated_cost;
   }

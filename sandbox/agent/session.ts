@@ -1,4 +1,6 @@
 import { APICallError, generateText, jsonSchema, RetryError, tool, type LanguageModel, type ModelMessage, type ToolSet, type UserContent } from 'ai';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { McpConfig } from '#shared/settings/model.ts';
 import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics } from '#sandbox/agent/events.ts';
 import { LlmConfigError, MetricsCounter, resolveModel, type LlmConfig } from '#sandbox/agent/llm.ts';
@@ -44,6 +46,12 @@ export interface AgentSessionOptions {
   commandEnv?: Record<string, string>;
   /** Read `.openhands/microagents/` of the workspace at start (default true). */
   loadMicroagents?: boolean;
+  /**
+   * Where the session keeps what it needs to carry on in a new process (history, pending actions,
+   * metrics, status): written after every step, read by `start()`. Put it on storage that survives a
+   * sandbox pause, outside the workspace. Without it a restarted sandbox starts the conversation afresh.
+   */
+  stateFile?: string;
 }
 
 /** A call that does not fit the session's state (e.g. a confirmation when nothing waits for one). */
@@ -129,6 +137,13 @@ export class AgentSession {
   async start(): Promise<void> {
     if (this.#started) throw new AgentStateError('The session is already started.');
     this.#started = true;
+    let saved: SavedState | null = null;
+    const startErrors: AgentEvent[] = [];
+    try {
+      saved = this.#o.stateFile ? readState(this.#o.stateFile) : null;
+    } catch (err) {
+      startErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `The saved conversation state could not be read, so the agent starts afresh: ${(err as Error).message}`, tool_name: null, tool_call_id: null }));
+    }
     if (this.#o.loadMicroagents !== false) this.#microagents = await loadMicroagents(this.#o.workspaceDir);
     try {
       this.#model = resolveModel(this.#o.llm);
@@ -145,14 +160,13 @@ export class AgentSession {
       maxCommandTimeoutMs: this.#o.maxCommandTimeoutMs ?? 600_000,
       maxOutputChars: this.#o.maxOutputChars ?? 30_000,
     });
-    const mcpErrors: AgentEvent[] = [];
     if (this.#o.mcpConfig) {
       this.#mcp = await McpHub.connect(this.#o.mcpConfig, {
         cwd: this.#o.workspaceDir,
         reservedNames: builtin.map((t) => t.name),
         connectTimeoutMs: MCP_CONNECT_TIMEOUT_MS,
         onServerError: (server, message) =>
-          mcpErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `MCP server ${server} is unavailable: ${message}`, tool_name: null, tool_call_id: null })),
+          startErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `MCP server ${server} is unavailable: ${message}`, tool_name: null, tool_call_id: null })),
       });
     }
     const all = [...builtin, ...(this.#mcp?.tools.map((t) => mcpAgentTool(t, MCP_CALL_TIMEOUT_MS)) ?? [])];
@@ -163,9 +177,11 @@ export class AgentSession {
     this.#systemPrompt = this.#buildSystemPrompt();
     await this.#emit(
       this.#event('SystemPromptEvent', 'agent', { system_prompt: { type: 'text', text: this.#systemPrompt }, tools: all.map((t) => ({ name: t.name, description: t.description })) }),
-      ...mcpErrors,
+      ...startErrors,
     );
+    if (saved) this.#restore(saved);
     if (this.#modelError) await this.#fail(this.#modelError);
+    else if (saved) await this.#setStatus(this.#status, true);
     else await this.#setStatus('idle');
   }
 
@@ -183,6 +199,7 @@ export class AgentSession {
     this.#inbox.push({ role: 'user', content });
     this.#iterations = 0;
     this.#recent = [];
+    this.#save();
     if (this.#status === 'finished' || this.#status === 'stuck' || this.#status === 'error') await this.#setStatus('idle');
     if (message.run) await this.run();
   }
@@ -305,6 +322,7 @@ export class AgentSession {
         await this.#setStatus('running');
         let next = first;
         while ((await next()) === 'continue') {
+          this.#save();
           if (this.#pauseRequested) break;
           next = () => this.#step();
         }
@@ -503,15 +521,48 @@ export class AgentSession {
     return this.#emitting;
   }
 
-  async #setStatus(status: ExecutionStatus): Promise<void> {
-    if (this.#status === status && status !== 'idle') return;
+  async #setStatus(status: ExecutionStatus, announce = false): Promise<void> {
+    if (this.#status === status && status !== 'idle' && !announce) return;
     this.#status = status;
+    this.#save();
     await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'execution_status', value: status }));
   }
 
   async #fail(error: string): Promise<void> {
     await this.#emit(this.#event('AgentErrorEvent', 'agent', { error, tool_name: null, tool_call_id: null }));
     await this.#setStatus('error');
+  }
+
+  /** Writes the state file (atomically: a reader never sees half of it). */
+  #save(): void {
+    const file = this.#o.stateFile;
+    if (!file || !this.#started) return;
+    const state: SavedState = {
+      version: 1,
+      status: this.#status,
+      history: this.#history,
+      inbox: this.#inbox,
+      pending: this.#pending.map((p) => ({ event: p.event, args: p.args })),
+      invalidResults: this.#invalidResults,
+      iterations: this.#iterations,
+      recent: this.#recent,
+      metrics: this.#metrics.snapshot(),
+    };
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(`${file}.tmp`, JSON.stringify(state));
+    renameSync(`${file}.tmp`, file);
+  }
+
+  #restore(saved: SavedState): void {
+    this.#history.push(...saved.history.map(reviveImages));
+    this.#inbox.push(...saved.inbox.map(reviveImages));
+    this.#pending = saved.pending.map((p) => ({ event: p.event, args: p.args, tool: this.#tools.get(p.event.tool_name) }));
+    this.#invalidResults = saved.invalidResults;
+    this.#iterations = saved.iterations;
+    this.#recent = saved.recent;
+    this.#metrics.restore(saved.metrics);
+    // A loop cut off by the process stopping is paused: `run()` carries on from the saved history.
+    this.#status = saved.status === 'running' ? 'paused' : saved.status;
   }
 
   #assertOpen(): void {
@@ -545,6 +596,31 @@ export class AgentSession {
       .filter(Boolean)
       .join('\n\n');
   }
+}
+
+interface SavedState {
+  version: 1;
+  status: ExecutionStatus;
+  history: ModelMessage[];
+  inbox: ModelMessage[];
+  pending: { event: EventOf<'ActionEvent'>; args: Record<string, unknown> }[];
+  invalidResults: Extract<ModelMessage, { role: 'tool' }>['content'];
+  iterations: number;
+  recent: string[];
+  metrics: Metrics;
+}
+
+function readState(file: string): SavedState | null {
+  if (!existsSync(file)) return null;
+  const state = JSON.parse(readFileSync(file, 'utf8')) as SavedState;
+  if (state.version !== 1) throw new Error(`${file}: unknown state version ${String(state.version)}`);
+  return state;
+}
+
+/** JSON turned the URLs of image parts into strings; the SDK reads a string as base64 data. */
+function reviveImages(m: ModelMessage): ModelMessage {
+  if (m.role !== 'user' || typeof m.content === 'string') return m;
+  return { ...m, content: m.content.map((p) => (p.type === 'image' && typeof p.image === 'string' && URL.canParse(p.image) ? { ...p, image: new URL(p.image) } : p)) };
 }
 
 /** The model's form of a message; throws an AgentStateError for an image URL that is not a URL. */

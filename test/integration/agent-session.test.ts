@@ -528,6 +528,82 @@ describe('AgentSession replay', () => {
   });
 });
 
+describe('AgentSession carried over to a new process (sandbox paused and resumed)', () => {
+  it('restores history, metrics and a paused loop from the state file, and continues', async () => {
+    const llm = await startScriptedLlm([reply.bash('echo step-one > one.txt && echo wrote'), { hang: true }, reply.finish('continued after resume')]);
+    const workspaceDir = mkdtempSync(join(tmpdir(), 'agent-ws-'));
+    const stateFile = join(mkdtempSync(join(tmpdir(), 'agent-state-')), 'conversations/c1.json');
+    cleanups.push(async () => {
+      await llm.close();
+      rmSync(workspaceDir, { recursive: true, force: true });
+    });
+    const make = (events: AgentEvent[]) =>
+      new AgentSession({ conversationId: 'c1', workspaceDir, stateFile, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async (e) => void events.push(...e) });
+
+    const before: AgentEvent[] = [];
+    const first = make(before);
+    await first.start();
+    const running = first.sendMessage({ content: [{ type: 'text', text: 'Work, see http://img' }, { type: 'image', image_urls: ['http://127.0.0.1:9/a.png'] }], run: true });
+    await until(() => llm.requests.length === 2, 'the second model call');
+    await first.close(); // the sandbox stops mid-call
+    await running;
+
+    const after: AgentEvent[] = [];
+    const second = make(after);
+    cleanups.push(() => second.close());
+    await second.start();
+    expect(second.status).toBe('paused');
+    expect(second.metrics).toMatchObject({ llm_calls: 1, prompt_tokens: 100 });
+    await second.run();
+    expect(second.status).toBe('finished');
+    expect(second.metrics.llm_calls).toBe(2);
+    // The model saw the same conversation as before the stop, images included.
+    expect(llm.requests[2]!.body.messages).toEqual(llm.requests[1]!.body.messages);
+    expect(JSON.stringify(llm.requests[2]!.body.messages)).toContain('wrote');
+    expect(JSON.stringify(llm.requests[2]!.body.messages)).toContain('"url":"http://127.0.0.1:9/a.png"');
+    expect(readFileSync(join(workspaceDir, 'one.txt'), 'utf8')).toBe('step-one\n');
+    const statuses = after.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => (e as EventOf<'ConversationStateUpdateEvent'>).value);
+    expect(statuses).toEqual(['paused', 'running', 'finished']);
+  });
+
+  it('restores an action waiting for confirmation', async () => {
+    const llm = await startScriptedLlm([reply.bash('echo ok > confirmed.txt'), reply.finish('done')]);
+    const workspaceDir = mkdtempSync(join(tmpdir(), 'agent-ws-'));
+    const stateFile = join(workspaceDir, '..', `${workspaceDir.split('/').pop()}-state.json`);
+    cleanups.push(async () => {
+      await llm.close();
+      rmSync(workspaceDir, { recursive: true, force: true });
+      rmSync(stateFile, { force: true });
+    });
+    const make = () =>
+      new AgentSession({ conversationId: 'c2', workspaceDir, stateFile, confirmationMode: true, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async () => undefined });
+    const first = make();
+    await first.start();
+    await first.sendMessage(say('write'));
+    expect(first.status).toBe('waiting_for_confirmation');
+    await first.close();
+
+    const second = make();
+    cleanups.push(() => second.close());
+    await second.start();
+    expect(second.status).toBe('waiting_for_confirmation');
+    await second.respondToConfirmation({ accept: true });
+    expect(readFileSync(join(workspaceDir, 'confirmed.txt'), 'utf8')).toBe('ok\n');
+    expect(second.status).toBe('finished');
+  });
+
+  it('starts afresh, saying so, when the state file cannot be read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-state-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'state.json'), '{"version": 1, "hist');
+    const h = await harness([reply.finish('ok')], { stateFile: join(dir, 'state.json') });
+    expect(h.of('AgentErrorEvent')[0]!.error).toMatch(/saved conversation state could not be read/);
+    await h.session.sendMessage(say('hi'));
+    expect(h.session.status).toBe('finished');
+    expect(JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')).status).toBe('finished');
+  });
+});
+
 describe('AgentSession close', () => {
   it('kills commands left running in the background', async () => {
     const h = await harness([reply.bash('sleep 300 & echo $! > bg.pid'), reply.finish('ok')]);
