@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -465,6 +467,52 @@ describe('AgentSession with MCP servers', () => {
     expect(observationText(obs!)).toContain('GREETING=hi');
     expect(failing!.tool_name).toBe('fail');
     expect(failed!.observation).toMatchObject({ kind: 'MCPToolObservation', is_error: true });
+  });
+
+  it('calls tools of remote servers over streamable HTTP and SSE, with the api_key as a bearer token', async () => {
+    const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js');
+    const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+    const { SSEServerTransport } = await import('@modelcontextprotocol/sdk/server/sse.js');
+    const { z } = await import('zod');
+    const authHeaders: (string | undefined)[] = [];
+    const mcpServer = (name: string) => {
+      const server = new McpServer({ name, version: '1.0.0' });
+      server.registerTool(`${name}_shout`, { description: 'upper-cases a text', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `${name}:${text.toUpperCase()}` }] }));
+      return server;
+    };
+    const sse = new Map<string, InstanceType<typeof SSEServerTransport>>();
+    const http = createServer(async (req, res) => {
+      authHeaders.push(req.headers.authorization);
+      if (req.url === '/mcp') {
+        // Stateless: a server and transport per request.
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        await mcpServer('web').connect(transport);
+        return transport.handleRequest(req, res);
+      }
+      if (req.url === '/sse' && req.method === 'GET') {
+        const transport = new SSEServerTransport('/messages', res);
+        sse.set(transport.sessionId, transport);
+        return mcpServer('events').connect(transport);
+      }
+      if (req.url?.startsWith('/messages')) {
+        const id = new URL(req.url, 'http://x').searchParams.get('sessionId') ?? '';
+        return sse.get(id)!.handlePostMessage(req, res);
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise<void>((r) => {
+      http.closeAllConnections();
+      http.close(() => r());
+    }));
+    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    const h = await harness([reply.tool('web_shout', { text: 'hi' }), reply.tool('events_shout', { text: 'yo' }), reply.finish('ok')], {
+      mcpConfig: { stdio_servers: [], shttp_servers: [{ url: `${base}/mcp`, api_key: 'remote-key-1' }], sse_servers: [{ url: `${base}/sse`, api_key: 'remote-key-2' }] },
+    });
+    expect(h.of('AgentErrorEvent')).toEqual([]);
+    await h.session.sendMessage(say('shout'));
+    expect(h.of('ObservationEvent').map(observationText)).toEqual(['web:HI', 'events:YO', 'ok']);
+    expect(new Set(authHeaders)).toEqual(new Set(['Bearer remote-key-1', 'Bearer remote-key-2']));
   });
 
   it('reports an unreachable remote server without failing the session', async () => {
