@@ -1,11 +1,10 @@
 import { APICallError, generateText, jsonSchema, RetryError, tool, type LanguageModel, type ModelMessage, type ToolSet, type UserContent } from 'ai';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { McpConfig } from '#shared/settings/model.ts';
 import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics } from '#sandbox/agent/events.ts';
 import { LlmConfigError, MetricsCounter, resolveModel, type LlmConfig } from '#sandbox/agent/llm.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { McpHub } from '#sandbox/agent/mcp.ts';
+import { readState, reviveImages, writeState, type SavedState } from '#sandbox/agent/state-file.ts';
 import { loadMicroagents, triggered, type Microagent } from '#sandbox/agent/microagents.ts';
 import { parseTrajectory, TrajectoryError, type ReplayStep } from '#sandbox/agent/replay.ts';
 import { ShellRunner } from '#sandbox/agent/tools/bash.ts';
@@ -548,9 +547,7 @@ export class AgentSession {
       recent: this.#recent,
       metrics: this.#metrics.snapshot(),
     };
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(`${file}.tmp`, JSON.stringify(state));
-    renameSync(`${file}.tmp`, file);
+    writeState(file, state);
   }
 
   #restore(saved: SavedState): void {
@@ -596,31 +593,6 @@ export class AgentSession {
       .filter(Boolean)
       .join('\n\n');
   }
-}
-
-interface SavedState {
-  version: 1;
-  status: ExecutionStatus;
-  history: ModelMessage[];
-  inbox: ModelMessage[];
-  pending: { event: EventOf<'ActionEvent'>; args: Record<string, unknown> }[];
-  invalidResults: Extract<ModelMessage, { role: 'tool' }>['content'];
-  iterations: number;
-  recent: string[];
-  metrics: Metrics;
-}
-
-function readState(file: string): SavedState | null {
-  if (!existsSync(file)) return null;
-  const state = JSON.parse(readFileSync(file, 'utf8')) as SavedState;
-  if (state.version !== 1) throw new Error(`${file}: unknown state version ${String(state.version)}`);
-  return state;
-}
-
-/** JSON turned the URLs of image parts into strings; the SDK reads a string as base64 data. */
-function reviveImages(m: ModelMessage): ModelMessage {
-  if (m.role !== 'user' || typeof m.content === 'string') return m;
-  return { ...m, content: m.content.map((p) => (p.type === 'image' && typeof p.image === 'string' && URL.canParse(p.image) ? { ...p, image: new URL(p.image) } : p)) };
 }
 
 /** The model's form of a message; throws an AgentStateError for an image URL that is not a URL. */
