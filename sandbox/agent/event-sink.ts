@@ -1,0 +1,133 @@
+import type { AgentEvent } from '#sandbox/agent/events.ts';
+
+export interface EventSinkOptions {
+  /** e.g. `{bridge}/api/v1/webhooks/{sandbox_id}/events/{conversation_id}` */
+  url: string;
+  /** Sent with every post, e.g. `{ 'X-Session-API-Key': key }`. */
+  headers: Record<string, string>;
+  /** A batch is posted once it holds this many events (default 10)... */
+  batchSize?: number;
+  /** ...or this long after its first event arrived (default 1000 ms). */
+  flushIntervalMs?: number;
+  /** Tries per post (default 3), with exponential back-off from `backoffMs` (default 250 ms). */
+  attempts?: number;
+  backoffMs?: number;
+  /** Per attempt (default 10 s). */
+  requestTimeoutMs?: number;
+  /** Events kept while the receiver is unreachable; beyond it the oldest are dropped (default 10,000). */
+  maxBuffered?: number;
+  /** Told about a batch that could not be delivered (kept for later, or dropped when refused). */
+  onError?: (message: string) => void;
+}
+
+/** The receiver refused the batch for good (a 4xx other than 408/429): retrying cannot help. */
+class Refused extends Error {}
+
+/**
+ * Delivers agent events to the control plane in batches: at most one post in flight, so batches
+ * arrive in order. A post is retried with back-off; a batch that still fails stays at the head of the
+ * queue and goes again at the next flush, so a control plane that is down for a while loses nothing
+ * (within `maxBuffered`). Retries may deliver a batch twice: the receiver deduplicates by event id.
+ */
+export class EventSink {
+  readonly #o: Required<Omit<EventSinkOptions, 'onError'>> & Pick<EventSinkOptions, 'onError'>;
+  #queue: AgentEvent[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  #inFlight: Promise<void> | null = null;
+  #closed = false;
+
+  constructor(options: EventSinkOptions) {
+    this.#o = { batchSize: 10, flushIntervalMs: 1000, attempts: 3, backoffMs: 250, requestTimeoutMs: 10_000, maxBuffered: 10_000, ...options };
+  }
+
+  /** Queues events; a full batch is posted at once, a partial one after the flush interval. */
+  push(events: AgentEvent[]): Promise<void> {
+    if (this.#closed) throw new Error('The event sink is closed.');
+    this.#queue.push(...events);
+    const over = this.#queue.length - this.#o.maxBuffered;
+    if (over > 0) {
+      this.#queue.splice(0, over);
+      this.#o.onError?.(`${over} events were dropped: the receiver has been unreachable and the buffer is full.`);
+    }
+    if (this.#queue.length >= this.#o.batchSize) void this.#drain(false);
+    else this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
+    return Promise.resolve();
+  }
+
+  /** Posts everything queued now; resolves when done (or when what failed was put back). */
+  async flush(): Promise<void> {
+    while (this.#inFlight) await this.#inFlight;
+    await this.#drain(true);
+    while (this.#inFlight) await this.#inFlight;
+  }
+
+  /** Flushes, then refuses further events. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  /** Events not delivered yet. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  /** Posts full batches; with `all`, the partial one at the end too. */
+  #drain(all: boolean): Promise<void> {
+    if (all && this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    if (this.#inFlight) return this.#inFlight;
+    if (!this.#queue.length) return Promise.resolve();
+    this.#inFlight = (async () => {
+      try {
+        while (this.#queue.length >= this.#o.batchSize || (all && this.#queue.length)) {
+          const batch = this.#queue.slice(0, this.#o.batchSize);
+          try {
+            await this.#post(batch);
+            this.#queue.splice(0, batch.length);
+          } catch (err) {
+            if (err instanceof Refused) {
+              this.#queue.splice(0, batch.length);
+              this.#o.onError?.(`${batch.length} events were refused and dropped: ${err.message}`);
+              continue;
+            }
+            this.#o.onError?.(`${batch.length} events could not be delivered yet: ${(err as Error).message}`);
+            break;
+          }
+        }
+      } finally {
+        this.#inFlight = null;
+        // What failed waits for the next tick of the interval rather than spinning.
+        if (this.#queue.length && !this.#closed) this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
+      }
+    })();
+    return this.#inFlight;
+  }
+
+  async #post(batch: AgentEvent[]): Promise<void> {
+    let lastError: Error = new Error('not sent');
+    for (let attempt = 0; attempt < this.#o.attempts; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, this.#o.backoffMs * 2 ** (attempt - 1)));
+      try {
+        const res = await fetch(this.#o.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...this.#o.headers },
+          body: JSON.stringify(batch),
+          signal: AbortSignal.timeout(this.#o.requestTimeoutMs),
+        });
+        const body = await res.text().catch(() => '');
+        if (res.ok) return;
+        const detail = `HTTP ${res.status} ${body.slice(0, 200)}`.trim();
+        if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new Refused(detail);
+        lastError = new Error(detail);
+      } catch (err) {
+        if (err instanceof Refused) throw err;
+        lastError = err as Error;
+      }
+    }
+    throw lastError;
+  }
+}

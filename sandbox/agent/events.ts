@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+
+/*
+ * The agent's events, in OpenHands' kinds and field names (agent SDK v1), so clients that read
+ * OpenHands events can read ours. The control plane imports these schemas to validate webhook
+ * posts: keep this file free of anything but zod and node built-ins.
+ */
+
+export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
+export const executionStatusSchema = z.enum(executionStatuses);
+export type ExecutionStatus = z.infer<typeof executionStatusSchema>;
+
+export const eventSourceSchema = z.enum(['agent', 'user', 'environment']);
+export type EventSource = z.infer<typeof eventSourceSchema>;
+
+export const textContentSchema = z.object({ type: z.literal('text'), text: z.string() });
+export const imageContentSchema = z.object({ type: z.literal('image'), image_urls: z.array(z.string()).min(1) });
+export const contentSchema = z.discriminatedUnion('type', [textContentSchema, imageContentSchema]);
+export type TextContent = z.infer<typeof textContentSchema>;
+export type Content = z.infer<typeof contentSchema>;
+
+const base = {
+  /** uuid as 32 hex characters */
+  id: z.string().regex(/^[0-9a-f]{32}$/, 'must be 32 hex characters'),
+  /** ISO-8601 UTC with microseconds; strictly increasing within one conversation, so it orders events. */
+  timestamp: z.iso.datetime(),
+  source: eventSourceSchema,
+};
+
+/** An action or observation: a `kind` naming its type plus that type's fields (open, as tools vary). */
+const kinded = z.looseObject({ kind: z.string().min(1) });
+
+export const messageEventSchema = z.object({
+  ...base,
+  kind: z.literal('MessageEvent'),
+  llm_message: z.object({ role: z.enum(['user', 'assistant', 'system']), content: z.array(contentSchema) }),
+  /** Names of the repository microagents this user message triggered (their text went to the model). */
+  activated_microagents: z.array(z.string()).optional(),
+});
+
+export const actionEventSchema = z.object({
+  ...base,
+  kind: z.literal('ActionEvent'),
+  thought: z.array(textContentSchema),
+  action: kinded,
+  tool_name: z.string(),
+  tool_call_id: z.string(),
+});
+
+export const observationEventSchema = z.object({
+  ...base,
+  kind: z.literal('ObservationEvent'),
+  observation: kinded,
+  action_id: z.string(),
+  tool_name: z.string(),
+  tool_call_id: z.string(),
+});
+
+export const userRejectObservationSchema = z.object({
+  ...base,
+  kind: z.literal('UserRejectObservation'),
+  action_id: z.string(),
+  tool_name: z.string(),
+  tool_call_id: z.string(),
+  rejection_reason: z.string(),
+});
+
+export const agentErrorEventSchema = z.object({
+  ...base,
+  kind: z.literal('AgentErrorEvent'),
+  error: z.string(),
+  /** Set when the error belongs to one tool call (the model is told about it and goes on). */
+  tool_name: z.string().nullable(),
+  tool_call_id: z.string().nullable(),
+});
+
+export const conversationErrorEventSchema = z.object({
+  ...base,
+  kind: z.literal('ConversationErrorEvent'),
+  code: z.string(),
+  detail: z.string(),
+});
+
+export const conversationStateUpdateEventSchema = z.object({
+  ...base,
+  kind: z.literal('ConversationStateUpdateEvent'),
+  /** e.g. `execution_status` (value: an ExecutionStatus) or `metrics` (value: Metrics) */
+  key: z.string(),
+  value: z.unknown(),
+});
+
+export const pauseEventSchema = z.object({ ...base, kind: z.literal('PauseEvent') });
+
+export const systemPromptEventSchema = z.object({
+  ...base,
+  kind: z.literal('SystemPromptEvent'),
+  system_prompt: textContentSchema,
+  /** The tools offered to the model: name and description. */
+  tools: z.array(z.object({ name: z.string(), description: z.string() })),
+});
+
+export const agentEventSchema = z.discriminatedUnion('kind', [
+  messageEventSchema,
+  actionEventSchema,
+  observationEventSchema,
+  userRejectObservationSchema,
+  agentErrorEventSchema,
+  conversationErrorEventSchema,
+  conversationStateUpdateEventSchema,
+  pauseEventSchema,
+  systemPromptEventSchema,
+]);
+export type AgentEvent = z.infer<typeof agentEventSchema>;
+export type AgentEventKind = AgentEvent['kind'];
+export type EventOf<K extends AgentEventKind> = Extract<AgentEvent, { kind: K }>;
+
+/** A webhook batch: what the event sink posts. */
+export const agentEventBatchSchema = z.array(agentEventSchema).max(100);
+
+/** Conversation metrics: token usage and cost, accumulated over the conversation. */
+export const metricsSchema = z.object({
+  model: z.string(),
+  accumulated_cost: z.number(),
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  llm_calls: z.number().int(),
+  max_budget_per_task: z.number().nullable(),
+  /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
+  price_source: z.enum(['table', 'config', 'unknown']),
+  note: z.string().nullable(),
+});
+export type Metrics = z.infer<typeof metricsSchema>;
+
+/** Builds events with fresh ids and timestamps that strictly increase, even within one millisecond. */
+export class EventFactory {
+  #lastMicros = 0;
+
+  make<K extends AgentEventKind>(kind: K, source: EventSource, fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>): EventOf<K> {
+    return { kind, id: randomUUID().replaceAll('-', ''), timestamp: this.#now(), source, ...fields } as EventOf<K>;
+  }
+
+  #now(): string {
+    const micros = Math.max(Date.now() * 1000, this.#lastMicros + 1);
+    this.#lastMicros = micros;
+    const iso = new Date(Math.floor(micros / 1000)).toISOString(); // ...T12:00:00.123Z
+    return `${iso.slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`;
+  }
+}

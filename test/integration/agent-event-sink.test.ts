@@ -1,0 +1,131 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EventSink } from '#sandbox/agent/event-sink.ts';
+import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/agent/events.ts';
+
+/** A webhook receiver on loopback: answers with the statuses given (then 200), dedups by event id. */
+async function receiver(statuses: number[] = []) {
+  const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[] }[] = [];
+  const stored = new Map<string, AgentEvent>();
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const events = agentEventBatchSchema.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+    posts.push({ headers: req.headers, events });
+    const status = statuses.shift() ?? 200;
+    if (status === 200) for (const e of events) stored.set(e.id, e);
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? { success: true } : { detail: 'nope' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/webhooks/sb1/events/c1`;
+  return {
+    url,
+    posts,
+    stored: () => [...stored.values()],
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const factory = new EventFactory();
+const events = (n: number) => Array.from({ length: n }, (_, i) => factory.make('ConversationStateUpdateEvent', 'environment', { key: 'n', value: i }));
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('EventSink', () => {
+  it('posts full batches of 10 at once, with the key header, in order', async () => {
+    const rx = await receiver();
+    cleanups.push(rx.close);
+    // A long interval: only the batch size can trigger these posts.
+    const sink = new EventSink({ url: rx.url, headers: { 'X-Session-API-Key': 'sandbox-key' }, flushIntervalMs: 60_000 });
+    const sent = events(25);
+    await sink.push(sent.slice(0, 12));
+    await sink.push(sent.slice(12));
+    await until(() => sink.pending === 5, 'two full batches');
+    expect(rx.posts.map((p) => p.events.length)).toEqual([10, 10]);
+    await sink.close();
+    expect(rx.posts.map((p) => p.events.length)).toEqual([10, 10, 5]);
+    expect(rx.posts.flatMap((p) => p.events.map((e) => e.id))).toEqual(sent.map((e) => e.id));
+    expect(rx.posts[0]!.headers['x-session-api-key']).toBe('sandbox-key');
+    expect(() => sink.push(events(1))).toThrow(/closed/);
+  });
+
+  it('posts a partial batch after the flush interval', async () => {
+    const rx = await receiver();
+    cleanups.push(rx.close);
+    const sink = new EventSink({ url: rx.url, headers: {}, flushIntervalMs: 50 });
+    await sink.push(events(3));
+    await until(() => rx.posts.length === 1, 'the timed flush');
+    expect(rx.posts[0]!.events).toHaveLength(3);
+    await sink.close();
+  });
+
+  it('retries a failed post with back-off; a retried batch is stored once (the receiver dedups by id)', async () => {
+    const rx = await receiver([503, 500]);
+    cleanups.push(rx.close);
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5 });
+    const sent = events(4);
+    await sink.push(sent);
+    await sink.flush();
+    expect(rx.posts).toHaveLength(3);
+    expect(rx.stored().map((e) => e.id)).toEqual(sent.map((e) => e.id));
+    expect(sink.pending).toBe(0);
+    await sink.close();
+  });
+
+  it('keeps a batch it could not deliver after 3 tries and sends it, in order, once the receiver is back', async () => {
+    const rx = await receiver([500, 500, 500]);
+    cleanups.push(rx.close);
+    const errors: string[] = [];
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, flushIntervalMs: 30, onError: (m) => errors.push(m) });
+    const sent = events(3);
+    await sink.push(sent);
+    await sink.flush();
+    expect(rx.posts).toHaveLength(3);
+    expect(sink.pending).toBe(3);
+    expect(errors[0]).toMatch(/could not be delivered yet: HTTP 500/);
+    const more = events(2);
+    await sink.push(more);
+    await until(() => sink.pending === 0, 'the retry at the next flush');
+    expect(rx.stored().map((e) => e.id)).toEqual([...sent, ...more].map((e) => e.id));
+    await sink.close();
+  });
+
+  it('drops a batch the receiver refuses (401) instead of retrying it forever', async () => {
+    const rx = await receiver([401]);
+    cleanups.push(rx.close);
+    const errors: string[] = [];
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, onError: (m) => errors.push(m) });
+    await sink.push(events(2));
+    await sink.flush();
+    expect(rx.posts).toHaveLength(1);
+    expect(sink.pending).toBe(0);
+    expect(errors).toEqual([expect.stringMatching(/2 events were refused and dropped: HTTP 401/)]);
+    await sink.close();
+  });
+
+  it('survives a receiver that is not listening, within its buffer limit', async () => {
+    const rx = await receiver();
+    await rx.close();
+    const errors: string[] = [];
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 15, onError: (m) => errors.push(m) });
+    await sink.push(events(10));
+    await sink.flush();
+    await sink.push(events(10));
+    await sink.flush();
+    expect(sink.pending).toBe(15);
+    expect(errors.some((m) => /5 events were dropped/.test(m))).toBe(true);
+    expect(errors.some((m) => /could not be delivered yet/.test(m))).toBe(true);
+  });
+});
