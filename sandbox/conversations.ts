@@ -1,0 +1,251 @@
+/**
+ * The sandbox's side of conversations: it turns the control plane's commands into agent sessions.
+ * `start_conversation` fetches the conversation's start configuration, prepares the repository
+ * (clone with the provider token, setup script, git hooks), starts an AgentSession and reports each
+ * step; the other commands drive the running session. Events go back through an EventSink.
+ * A session's state lives under the workspace's state folder, so after a pause/resume (a new
+ * process on the same workspace) `restore()` brings every conversation back where it was.
+ */
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StartConfig } from '#shared/conversations/start-config.ts';
+import { EventSink } from '#sandbox/agent/event-sink.ts';
+import type { AgentEvent } from '#sandbox/agent/events.ts';
+import { AgentSession } from '#sandbox/agent/session.ts';
+
+type StartTaskStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT' | 'SETTING_UP_GIT_HOOKS' | 'STARTING_CONVERSATION' | 'READY' | 'ERROR';
+
+export interface RunnerOptions {
+  bridgeUrl: string;
+  sandboxId: string;
+  /** The session key from check-in. */
+  key: () => string | undefined;
+  workspaceDir: string;
+  /** Agent activity: keeps the sandbox from being paused as idle. */
+  markActive: () => void;
+  log: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+}
+
+interface Running {
+  session: AgentSession;
+  sink: EventSink;
+}
+
+const SETUP_TIMEOUT_MS = 10 * 60_000;
+
+function run(cmd: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd: options.cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? options.cwd, GIT_TERMINAL_PROMPT: '0', ...options.env }, timeout: options.timeoutMs ?? 300_000, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+const lastLines = (text: string, n = 3) => text.trim().split('\n').slice(-n).join(' / ').slice(0, 500);
+
+export class ConversationRunner {
+  private readonly running = new Map<string, Running>();
+  /** Per conversation, commands run one after another (a message waits for its start). */
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly stateDir: string;
+
+  constructor(private readonly o: RunnerOptions) {
+    this.stateDir = join(o.workspaceDir, '.sandbox-state', 'conversations');
+  }
+
+  /** The command handlers to register with the sandbox program. They return at once; work runs in order per conversation. */
+  handlers(): Record<string, (command: { type: string; payload: unknown }) => Promise<void>> {
+    const on = (fn: (cid: string, p: Record<string, unknown>) => Promise<void>) => async (command: { payload: unknown }) => {
+      const p = (command.payload ?? {}) as Record<string, unknown>;
+      const cid = String(p.conversation_id ?? '');
+      if (!/^[0-9a-f]{32}$/.test(cid)) throw new Error('command without a valid conversation_id');
+      this.enqueue(cid, () => fn(cid, p));
+    };
+    return {
+      start_conversation: on((cid) => this.start(cid, false)),
+      send_message: on(async (cid, p) => {
+        const message = p.message as { content: never[]; run?: boolean };
+        await this.session(cid).sendMessage({ content: message.content, run: false });
+        if (message.run !== false) this.background(cid, this.session(cid).run());
+      }),
+      pause_conversation: on((cid) => this.session(cid).pause()),
+      run_conversation: on(async (cid) => this.background(cid, this.session(cid).run())),
+      respond_to_confirmation: on(async (cid, p) =>
+        this.background(cid, this.session(cid).respondToConfirmation({ accept: Boolean(p.accept), reason: (p.reason as string | null) ?? undefined })),
+      ),
+    };
+  }
+
+  /** Brings back the conversations this workspace held before the sandbox was paused. */
+  async restore(): Promise<void> {
+    if (!existsSync(this.stateDir)) return;
+    for (const cid of readdirSync(this.stateDir)) {
+      if (/^[0-9a-f]{32}$/.test(cid) && existsSync(join(this.stateDir, cid, 'ready'))) this.enqueue(cid, () => this.start(cid, true));
+    }
+  }
+
+  /** Saves and closes every session, delivering the events still queued. */
+  async closeAll(): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+    for (const { session, sink } of this.running.values()) {
+      await session.close().catch(() => undefined);
+      await sink.close().catch(() => undefined);
+    }
+    this.running.clear();
+  }
+
+  /** Resolves when every queued command has been handled (for tests and shutdown). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.chains.values()]);
+  }
+
+  private enqueue(cid: string, work: () => Promise<void>): void {
+    const next = (this.chains.get(cid) ?? Promise.resolve())
+      .then(work)
+      .catch((err: unknown) => this.o.log('error', 'Conversation command failed', { conversationId: cid, error: (err as Error).message }));
+    this.chains.set(cid, next);
+  }
+
+  /** A loop runs on its own; its outcome shows as events and status reports. */
+  private background(cid: string, loop: Promise<void>): void {
+    loop.catch((err: unknown) => this.o.log('error', 'Agent loop failed', { conversationId: cid, error: (err as Error).message }));
+  }
+
+  private session(cid: string): AgentSession {
+    const r = this.running.get(cid);
+    if (!r) throw new Error(`conversation ${cid} is not running in this sandbox`);
+    return r.session;
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${this.o.bridgeUrl}/api/v1/webhooks/${encodeURIComponent(this.o.sandboxId)}${path}`, {
+      method,
+      headers: { 'x-session-api-key': this.o.key() ?? '', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+    return JSON.parse(text) as T;
+  }
+
+  private report(cid: string, fields: { start_task_status?: StartTaskStep; detail?: string | null; execution_status?: string; metrics?: Record<string, unknown> }): Promise<void> {
+    return this.call<unknown>('POST', '/conversations', { conversation_id: cid, ...fields }).then(
+      () => undefined,
+      (err: unknown) => this.o.log('warn', 'Status report failed', { conversationId: cid, error: (err as Error).message }),
+    );
+  }
+
+  private async start(cid: string, restoring: boolean): Promise<void> {
+    if (this.running.has(cid)) return; // a redelivered command
+    const config = await this.call<StartConfig>('GET', `/conversations/${cid}/start-config`);
+    const stateDir = join(this.stateDir, cid);
+    mkdirSync(stateDir, { recursive: true });
+    const secretEnv = config.secrets;
+    const fail = async (detail: string) => {
+      this.o.log('warn', 'Conversation start failed', { conversationId: cid, detail });
+      await this.report(cid, { start_task_status: 'ERROR', detail, execution_status: 'error' });
+    };
+
+    let dir = this.o.workspaceDir;
+    if (!restoring) await this.report(cid, { start_task_status: 'PREPARING_REPOSITORY' });
+    if (config.repository) {
+      const repo = config.repository;
+      dir = join(this.o.workspaceDir, repo.full_name.split('/').at(-1)!);
+      if (!existsSync(join(dir, '.git'))) {
+        const args = [...(repo.auth_header ? ['-c', `http.extraHeader=${repo.auth_header}`] : []), 'clone', '-q', ...(repo.branch ? ['--branch', repo.branch] : []), repo.clone_url, dir];
+        const cloned = await run('git', args, { cwd: this.o.workspaceDir });
+        if (cloned.code !== 0) {
+          const why = lastLines(cloned.output).replaceAll(repo.auth_header ?? '\u0000', '***');
+          return fail(`Could not clone ${repo.full_name}${repo.branch ? ` (branch ${repo.branch})` : ''} from ${repo.clone_url}: ${why || `git exited with ${cloned.code}`}${repo.auth_header ? '' : ` (no ${repo.provider} token in your settings' secrets_store)`}`);
+        }
+      }
+    } else if (!existsSync(join(dir, '.git'))) {
+      await run('git', ['init', '-q'], { cwd: dir });
+    }
+    const identity = config.git_identity.name && config.git_identity.email ? { name: config.git_identity.name, email: config.git_identity.email } : { name: 'openhands', email: 'openhands@all-hands.dev' };
+    await run('git', ['config', 'user.name', identity.name], { cwd: dir });
+    await run('git', ['config', 'user.email', identity.email], { cwd: dir });
+
+    if (!restoring) {
+      await this.report(cid, { start_task_status: 'RUNNING_SETUP_SCRIPT' });
+      if (existsSync(join(dir, '.openhands', 'setup.sh'))) {
+        const setup = await run('bash', ['.openhands/setup.sh'], { cwd: dir, env: secretEnv, timeoutMs: SETUP_TIMEOUT_MS });
+        if (setup.code !== 0) return fail(`.openhands/setup.sh failed with exit code ${setup.code}: ${lastLines(setup.output)}`);
+      }
+      await this.report(cid, { start_task_status: 'SETTING_UP_GIT_HOOKS' });
+      if (existsSync(join(dir, '.openhands', 'pre-commit.sh'))) {
+        const hook = join(dir, '.git', 'hooks', 'pre-commit');
+        mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
+        writeFileSync(hook, '#!/bin/sh\n# Installed by the sandbox from .openhands/pre-commit.sh\nexec bash "$(git rev-parse --show-toplevel)/.openhands/pre-commit.sh" "$@"\n');
+        chmodSync(hook, 0o755);
+      }
+      await this.report(cid, { start_task_status: 'STARTING_CONVERSATION' });
+    }
+
+    const sink = new EventSink({
+      url: `${this.o.bridgeUrl}/api/v1/webhooks/${encodeURIComponent(this.o.sandboxId)}/events/${cid}`,
+      headers: { 'X-Session-API-Key': this.o.key() ?? '' },
+      onError: (message) => this.o.log('warn', 'Event delivery', { conversationId: cid, message }),
+    });
+    const emit = async (events: AgentEvent[]) => {
+      this.o.markActive();
+      await sink.push(events);
+      for (const e of events) {
+        if (e.kind !== 'ConversationStateUpdateEvent') continue;
+        const { key, value } = e as unknown as { key: string; value: unknown };
+        if (key === 'execution_status') {
+          // Status changes are rare and matter to clients: deliver the events first, then report.
+          await sink.flush();
+          await this.report(cid, { execution_status: String(value) });
+        } else if (key === 'metrics' && value && typeof value === 'object') {
+          const m = value as Record<string, unknown>;
+          await this.report(cid, { metrics: { accumulated_cost: Number(m.accumulated_cost ?? 0), prompt_tokens: Number(m.prompt_tokens ?? 0), completion_tokens: Number(m.completion_tokens ?? 0), max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task } });
+        }
+      }
+    };
+    const session = new AgentSession({
+      conversationId: cid,
+      workspaceDir: dir,
+      llm: { model: config.llm.model, apiKey: config.llm.api_key, baseUrl: config.llm.base_url ?? undefined },
+      maxIterations: config.max_iterations,
+      maxBudgetPerTask: config.max_budget_per_task,
+      confirmationMode: config.confirmation_mode,
+      instructions: config.instructions ?? undefined,
+      mcpConfig: config.mcp_config,
+      secrets: secretEnv,
+      gitIdentity: identity,
+      emit,
+      stateFile: join(stateDir, 'agent.json'),
+    });
+    try {
+      await session.start();
+    } catch (err) {
+      return fail(`The agent could not start: ${(err as Error).message}`);
+    }
+    this.running.set(cid, { session, sink });
+    if (!restoring) {
+      writeFileSync(join(stateDir, 'ready'), new Date().toISOString());
+      await this.report(cid, { start_task_status: 'READY' });
+      if (config.replay_json) {
+        let trajectory: unknown;
+        try {
+          trajectory = JSON.parse(config.replay_json);
+        } catch {
+          trajectory = config.replay_json; // the session reports an unreadable trajectory as an error
+        }
+        await session.replay(trajectory, { run: false });
+      }
+      if (config.initial_message) {
+        await session.sendMessage({ content: config.initial_message.content as never[], run: false });
+        if (config.initial_message.run) this.background(cid, session.run());
+      } else if (config.replay_json) {
+        this.background(cid, session.run());
+      }
+    }
+    // A restored loop that the pause cut off comes back `paused`: `run` or a new message continues it.
+    this.o.log('info', restoring ? 'Conversation restored' : 'Conversation ready', { conversationId: cid, status: session.status });
+  }
+}
