@@ -5,7 +5,7 @@ import type { IFileSystem } from 'aws-cdk-lib/aws-efs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { Capability, RouteDef } from '#shared/http/route.ts';
-import type { TableKey } from '#shared/store/tables.ts';
+import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
 
 /**
  * THE map from what a function declares (its route-table `tables` and `capabilities`) to IAM.
@@ -41,6 +41,8 @@ interface Grant {
   actions: readonly string[];
   resources: (t: GrantTargets, stack: Stack) => string[];
   conditions?: (t: GrantTargets) => Record<string, Record<string, unknown>>;
+  /** Why a resource here holds a `*`: the cdk-nag acknowledgement of that finding (infra/nag.ts). */
+  wildcard?: string;
 }
 
 const inCluster = (t: GrantTargets) => ({ ArnEquals: { 'ecs:cluster': t.sandbox.cluster.clusterArn } });
@@ -61,21 +63,36 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   seal: [{ actions: ['kms:Encrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   'ecs:run': [
-    { actions: ['ecs:RunTask'], resources: sandboxFamilies, conditions: inCluster },
-    // RunTask with tags (startedBy is not a tag; `tags` are) needs TagResource on the new task.
-    { actions: ['ecs:TagResource'], resources: clusterTasks, conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RunTask' } }) },
+    {
+      actions: ['ecs:RunTask'],
+      resources: sandboxFamilies,
+      conditions: inCluster,
+      wildcard: 'Per-sandbox task-definition revisions are registered at run time: any revision of a family under this stack\'s sandbox prefix, in the sandbox cluster only.',
+    },
+    {
+      // RunTask with tags (startedBy is not a tag; `tags` are) needs TagResource on the new task.
+      actions: ['ecs:TagResource'],
+      resources: clusterTasks,
+      conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RunTask' } }),
+      wildcard: 'Tags a task while RunTask creates it; task ids are not known in advance, the ARN is limited to the sandbox cluster.',
+    },
     passSandboxRoles,
   ],
-  'ecs:stop': [{ actions: ['ecs:StopTask'], resources: clusterTasks, conditions: inCluster }],
+  'ecs:stop': [
+    { actions: ['ecs:StopTask'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
+  ],
   'ecs:describe': [
-    { actions: ['ecs:DescribeTasks'], resources: clusterTasks, conditions: inCluster },
-    // ListTasks has no task resource; the cluster condition scopes it.
-    { actions: ['ecs:ListTasks'], resources: () => ['*'], conditions: inCluster },
+    { actions: ['ecs:DescribeTasks'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
+    { actions: ['ecs:ListTasks'], resources: () => ['*'], conditions: inCluster, wildcard: 'ListTasks takes no task resource; the ecs:cluster condition limits it to the sandbox cluster.' },
   ],
   'ecs:task-definitions': [
     // Register/Deregister/DescribeTaskDefinition take no resource-level permissions in IAM.
     // Describe is needed to copy a spec's container definition into the per-sandbox revision.
-    { actions: ['ecs:RegisterTaskDefinition', 'ecs:DeregisterTaskDefinition', 'ecs:DescribeTaskDefinition'], resources: () => ['*'] },
+    {
+      actions: ['ecs:RegisterTaskDefinition', 'ecs:DeregisterTaskDefinition', 'ecs:DescribeTaskDefinition'],
+      resources: () => ['*'],
+      wildcard: 'ECS task-definition registration, deregistration and description accept no resource ARN in IAM.',
+    },
     passSandboxRoles,
   ],
   'efs:access-points': [
@@ -84,9 +101,16 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       // Access-point ARNs do not name their file system, so these cannot be narrowed to ours.
       actions: ['elasticfilesystem:DeleteAccessPoint', 'elasticfilesystem:DescribeAccessPoints', 'elasticfilesystem:TagResource'],
       resources: (t, stack) => [t.sandbox.fileSystem.fileSystemArn, accessPoints(stack)],
+      wildcard: 'One access point per sandbox is created at run time, and access-point ARNs do not name their file system.',
     },
   ],
 };
+
+/** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */
+export function wildcardReason(action: string): string | undefined {
+  for (const grants of Object.values(capabilityGrants)) for (const g of grants) if (g.wildcard && g.actions.includes(action)) return g.wildcard;
+  return undefined;
+}
 
 /** Every function writes to its log group; active tracing makes CDK add the X-Ray writes. */
 export const logActions = ['logs:CreateLogStream', 'logs:PutLogEvents'] as const;
@@ -117,7 +141,9 @@ export function accessStatements(
   const statements: PolicyStatement[] = [];
   for (const [key, level] of Object.entries(access.tables) as [TableKey, 'read' | 'write'][]) {
     const table = tables[key];
-    statements.push(new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, `${table.tableArn}/index/*`] }));
+    // The declared indexes by name, so a policy never names an index the design does not have.
+    const indexes = Object.keys(tableDefs[key].indexes).map((name) => `${table.tableArn}/index/${name}`);
+    statements.push(new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, ...indexes] }));
   }
   for (const cap of access.capabilities ?? []) {
     for (const grant of capabilityGrants[cap]) {
