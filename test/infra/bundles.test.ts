@@ -27,6 +27,12 @@ describe('Lambda bundles (the options CDK uses)', () => {
     expect(output!.imports.filter((i) => i.external && i.path.startsWith('@aws-sdk/'))).toEqual([]);
   });
 
+  it.each(lambdaEntries())('%s loads as an ES module in a bare Node process', async (entry) => {
+    // Catches what only shows at load time, such as a CommonJS dependency's dynamic require.
+    const stats = await bundleStats(entry);
+    expect(stats.bytes).toBeGreaterThan(0);
+  });
+
   it('puts the DynamoDB client inside the authorizer bundle (the SDK is bundled, not taken from the runtime)', async () => {
     const inputs = Object.keys((await metafileOf('functions/auth/authorizer.ts')).inputs);
     expect(inputs.some((i) => i.includes('node_modules/@aws-sdk/client-dynamodb/'))).toBe(true);
