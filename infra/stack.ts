@@ -106,7 +106,15 @@ export class ConversationServiceStack extends Stack {
         tables: this.data.tables,
         targets,
         timeout: options.timeout,
-        ...(options.async ? { async: { onFailure: this.failureQueue, retryAttempts: id === sweeperFunction.id ? 0 : 2 } } : {}),
+        // A sweep is redone every minute, so a failed or late one is dropped, not retried.
+        ...(options.async
+          ? {
+              async:
+                id === sweeperFunction.id
+                  ? { onFailure: this.failureQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }
+                  : { onFailure: this.failureQueue, retryAttempts: 2, maxEventAge: Duration.hours(6) },
+            }
+          : {}),
       });
       this.functions.set(id, { fn, access, async: options.async });
       return fn;

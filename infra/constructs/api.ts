@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, type CfnResource } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, type HttpRoute } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -95,6 +95,9 @@ export class Api extends Construct {
       });
       this.routes.set(route.id, added!);
     }
+    // CDK writes `IdentitySource: []`; the API documents it as optional for REQUEST authorizers,
+    // so leave it out rather than rely on how an empty list is read.
+    (this.httpApi.node.tryFindChild('ApiKeyAuthorizer')?.node.defaultChild as CfnResource | undefined)?.addPropertyDeletionOverride('IdentitySource');
   }
 
   get url(): string {

@@ -21,7 +21,7 @@ export interface ServiceFunctionProps {
   timeout: Duration;
   memorySize?: number;
   /** For asynchronously invoked functions: where a failed event goes after the retries. */
-  async?: { onFailure: IQueue; retryAttempts: number };
+  async?: { onFailure: IQueue; retryAttempts: number; maxEventAge: Duration };
 }
 
 /**
@@ -54,7 +54,9 @@ export class ServiceFunction extends Construct {
       tracing: Tracing.ACTIVE,
       bundling: cdkBundling,
       environment: { POWERTOOLS_SERVICE_NAME: 'agent-conversation-service', ...props.environment },
-      ...(props.async ? { retryAttempts: props.async.retryAttempts, onFailure: sendOnly(props.async.onFailure) } : {}),
+      ...(props.async
+        ? { retryAttempts: props.async.retryAttempts, maxEventAge: props.async.maxEventAge, onFailure: sendOnly(props.async.onFailure) }
+        : {}),
     });
   }
 }

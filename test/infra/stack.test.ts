@@ -161,7 +161,7 @@ describe('HTTP API', () => {
       EnableSimpleResponses: true,
       AuthorizerResultTtlInSeconds: 0,
     });
-    expect(authorizer.Properties.IdentitySource ?? []).toEqual([]);
+    expect(authorizer.Properties.IdentitySource).toBeUndefined();
     expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(logicalId(stack.functions.get('authorizer')!.fn.fn.node.defaultChild));
   });
 
