@@ -3,7 +3,7 @@ import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, P
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
 import { Cluster, ContainerImage, CpuArchitecture, FargateTaskDefinition, LinuxParameters, LogDrivers, OperatingSystemFamily } from 'aws-cdk-lib/aws-ecs';
 import { FileSystem, LifecyclePolicy, OutOfInfrequentAccessPolicy, PerformanceMode, ThroughputMode } from 'aws-cdk-lib/aws-efs';
-import { AnyPrincipal, Effect, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { AnyPrincipal, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { REPO_ROOT } from '#infra/bundle.ts';
