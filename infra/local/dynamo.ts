@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient, ListTablesCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
+import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
 
 export interface EmbeddedDynamo {
   endpoint: string;
@@ -44,8 +44,7 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
   return {
     TableName: name,
     BillingMode: 'PAY_PER_REQUEST',
-    // Key attributes are strings, except the numeric ordering keys named here.
-    AttributeDefinitions: [...attrs].map((a) => ({ AttributeName: a, AttributeType: a === 'seq' ? 'N' : 'S' })),
+    AttributeDefinitions: [...attrs].map((a) => ({ AttributeName: a, AttributeType: keyAttributeType(a) })),
     KeySchema: keySchema(def.pk, def.sk),
     ...(indexes.length
       ? {

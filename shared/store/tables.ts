@@ -51,3 +51,7 @@ export const tableKeys = Object.keys(tables) as TableKey[];
 
 /** The environment variable that carries a table's physical name into a function. */
 export const tableEnvVar = (key: TableKey) => `TABLE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+
+/** Key attributes are strings, except the numeric ordering keys named here (DynamoDB needs the type). */
+const numericKeyAttributes: ReadonlySet<string> = new Set(['seq']);
+export const keyAttributeType = (name: string): 'S' | 'N' => (numericKeyAttributes.has(name) ? 'N' : 'S');

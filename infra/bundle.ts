@@ -1,0 +1,76 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { build, type BuildOptions } from 'esbuild';
+
+/** The repository root: entries in the route table are relative to it. */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Matches the Lambda runtime in infra/constructs/functions.ts. */
+export const NODE_TARGET = 'node24';
+
+/**
+ * ESM bundles may still meet a CommonJS `require` inside a dependency (e.g. of `node:` built-ins):
+ * give them a real one.
+ */
+const BANNER = "import { createRequire as __acsCreateRequire } from 'node:module'; const require = __acsCreateRequire(import.meta.url);";
+
+/**
+ * One set of bundling choices for CDK and for the esbuild checks and benchmark: ESM, minified,
+ * `module` before `main` (the AWS SDK's ES build tree-shakes to a fraction), and the AWS SDK
+ * bundled rather than taken from the runtime, so the bundle runs the versions we tested.
+ */
+const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } as const;
+
+/** The `bundling` of every NodejsFunction. */
+export const cdkBundling: BundlingOptions = {
+  ...shared,
+  mainFields: [...shared.mainFields],
+  format: OutputFormat.ESM,
+  target: NODE_TARGET,
+  externalModules: [],
+  sourceMap: false,
+};
+
+/** The same bundle through esbuild's API, for an entry relative to the repository root. */
+export function esbuildOptions(entry: string): BuildOptions {
+  return {
+    ...shared,
+    mainFields: [...shared.mainFields],
+    banner: { js: BANNER },
+    entryPoints: [resolve(REPO_ROOT, entry)],
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: NODE_TARGET,
+    external: [],
+    logLevel: 'silent',
+  };
+}
+
+/**
+ * Size of an entry's bundle and the time a fresh Node process takes to load it (what a cold start
+ * pays before the handler runs). Used by `npm run bench`.
+ */
+export async function bundleStats(entry: string): Promise<{ bytes: number; loadMs: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'acs-bundle-'));
+  try {
+    const outfile = join(dir, 'index.mjs');
+    await build({ ...esbuildOptions(entry), outfile });
+    const bytes = statSync(outfile).size;
+    const script = `const t = performance.now(); await import(${JSON.stringify(pathToFileURL(outfile).href)}); process.stdout.write(String(performance.now() - t));`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    });
+    if (child.status !== 0) throw new Error(`Loading the bundle of ${entry} failed: ${child.stderr || child.error?.message}`);
+    return { bytes, loadMs: Math.round(Number(child.stdout) * 10) / 10 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+
+/**
+ * The deployment's configuration: CDK context keys (in cdk.json, or `-c key=value` on the command
+ * line, where every value arrives as a string: numbers, booleans and JSON lists are coerced).
+ * Checked once at synth; a bad value fails with the key's name.
+ */
+
+/** CloudWatch Logs accepts only these retention periods. */
+export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+
+/** Fargate's valid memory sizes (MiB) for each CPU size (CPU units). */
+const FARGATE_MEMORY: Record<number, { min: number; max: number; step: number }> = {
+  256: { min: 512, max: 2048, step: 512 },
+  512: { min: 1024, max: 4096, step: 1024 },
+  1024: { min: 2048, max: 8192, step: 1024 },
+  2048: { min: 4096, max: 16384, step: 1024 },
+  4096: { min: 8192, max: 30720, step: 1024 },
+  8192: { min: 16384, max: 61440, step: 4096 },
+  16384: { min: 32768, max: 122880, step: 8192 },
+};
+
+const fromJson = (value: unknown) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value; // left as a string, so the schema reports what it expected
+  }
+};
+
+const bool = z.preprocess((v) => (v === 'true' ? true : v === 'false' ? false : v), z.boolean());
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const specSchema = z
+  .strictObject({
+    /** The spec id clients see (`sandbox_spec_id`). */
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'lower-case letters, digits and dashes, at most 32'),
+    cpu: z.number().int(),
+    memory: z.number().int(),
+    /** Fargate Spot for this spec; defaults to the `sandboxSpot` key. */
+    spot: z.boolean().optional(),
+    command: z.array(z.string()).nullable().default(null),
+    initialEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+    workingDir: z.string().startsWith('/').default('/workspace'),
+  })
+  .superRefine((spec, ctx) => {
+    const range = FARGATE_MEMORY[spec.cpu];
+    if (!range) {
+      ctx.addIssue({ code: 'custom', path: ['cpu'], message: `Fargate cpu must be one of ${Object.keys(FARGATE_MEMORY).join(', ')}` });
+    } else if (spec.memory < range.min || spec.memory > range.max || (spec.memory - range.min) % range.step !== 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['memory'],
+        message: `with cpu ${spec.cpu}, Fargate memory must be ${range.min}..${range.max} in steps of ${range.step}`,
+      });
+    }
+  });
+
+export const configSchema = z.object({
+  /** Optional: without them the stack is environment-agnostic and deploys where the CLI's credentials point. */
+  account: z.string().regex(/^\d{12}$/, 'a 12-digit AWS account id').optional(),
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1').optional(),
+  stackName: z.string().regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/, 'letters, digits and dashes, starting with a letter').default('AgentConversationService'),
+  sandboxIdleMinutes: int(1, 1440).default(30),
+  sandboxStartTimeoutSeconds: int(30, 3600).default(600),
+  maxRunningSandboxes: int(1, 1000).default(5),
+  sandboxSpot: bool.default(false),
+  sandboxSpecs: z.preprocess(
+    fromJson,
+    z
+      .array(specSchema)
+      .min(1)
+      .refine((specs) => new Set(specs.map((s) => s.id)).size === specs.length, 'spec ids must be unique'),
+  ).default([{ id: 'default', cpu: 1024, memory: 2048, command: null, initialEnv: {}, workingDir: '/workspace' }]),
+  logRetentionDays: z.coerce
+    .number()
+    .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), `one of ${LOG_RETENTION_DAYS.join(', ')}`)
+    .default(30),
+  /** Steady-state requests per second and burst for the whole API stage. */
+  apiThrottleRateLimit: z.coerce.number().positive().max(10_000).default(50),
+  apiThrottleBurstLimit: int(1, 5000).default(100),
+  /** Browser origins allowed by CORS; empty = no CORS (API clients that are not browsers need none). */
+  corsAllowedOrigins: z.preprocess(
+    fromJson,
+    z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path')])),
+  ).default([]),
+  /** Optional address subscribed to the alarm topic. */
+  alarmEmail: z.email().optional(),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type SandboxSpecConfig = Config['sandboxSpecs'][number];
+
+/** Reads every configuration key through `get` (e.g. `app.node.tryGetContext`) and validates them. */
+export function loadConfig(get: (key: string) => unknown): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = get(key);
+    if (value !== undefined && value !== null && value !== '') raw[key] = value;
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const [key, ...rest] = issue.path.map(String);
+      return `context key "${key}"${rest.length ? ` (at ${rest.join('.')})` : ''}: ${issue.message}`;
+    });
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  return parsed.data;
+}

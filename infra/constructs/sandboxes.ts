@@ -1,0 +1,151 @@
+import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, Port, SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
+import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
+import { Cluster, ContainerImage, CpuArchitecture, FargateTaskDefinition, LinuxParameters, LogDrivers, OperatingSystemFamily } from 'aws-cdk-lib/aws-ecs';
+import { FileSystem, LifecyclePolicy, OutOfInfrequentAccessPolicy, PerformanceMode, ThroughputMode } from 'aws-cdk-lib/aws-efs';
+import { AnyPrincipal, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { REPO_ROOT } from '#infra/bundle.ts';
+import type { Config } from '#infra/config.ts';
+
+/** The container name in every sandbox task definition (RunTask overrides address it by name). */
+export const SANDBOX_CONTAINER = 'sandbox';
+
+/**
+ * Everything a sandbox runs on, none of it billed while no sandbox runs: a VPC with public subnets
+ * only (no NAT gateway; tasks get a public IP for outbound traffic), a security group with no
+ * ingress, an ECS cluster with no services (only the Fargate capacity providers), one Fargate task
+ * definition per configured spec, and the EFS file system that holds the workspaces (one access
+ * point per sandbox, created at run time).
+ */
+export class SandboxInfra extends Construct {
+  readonly vpc: Vpc;
+  readonly securityGroup: SecurityGroup;
+  readonly cluster: Cluster;
+  readonly fileSystem: FileSystem;
+  readonly taskRole: Role;
+  readonly executionRole: Role;
+  readonly familyPrefix: string;
+  readonly taskDefinitions: { spec: Config['sandboxSpecs'][number]; spot: boolean; taskDefinition: FargateTaskDefinition }[] = [];
+
+  constructor(scope: Construct, id: string, props: { config: Config; retention: RetentionDays }) {
+    super(scope, id);
+    const { config } = props;
+
+    this.vpc = new Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: 0,
+      subnetConfiguration: [{ name: 'public', subnetType: SubnetType.PUBLIC, cidrMask: 22 }],
+      // Free: keeps DynamoDB and S3 (ECR image layers) traffic off the internet path.
+      gatewayEndpoints: {
+        DynamoDb: { service: GatewayVpcEndpointAwsService.DYNAMODB },
+        S3: { service: GatewayVpcEndpointAwsService.S3 },
+      },
+      flowLogs: {
+        // Rejected traffic only: the signal worth keeping, billed per byte ingested.
+        rejected: {
+          trafficType: FlowLogTrafficType.REJECT,
+          destination: FlowLogDestination.toCloudWatchLogs(
+            new LogGroup(this, 'FlowLogs', { retention: props.retention, removalPolicy: RemovalPolicy.DESTROY }),
+          ),
+        },
+      },
+    });
+
+    // Sandboxes connect out (to the control plane, the LLM, git hosts); nothing connects in.
+    this.securityGroup = new SecurityGroup(this, 'SandboxSecurityGroup', {
+      vpc: this.vpc,
+      description: 'Sandbox tasks: outbound only, no ingress',
+      allowAllOutbound: true,
+    });
+
+    this.cluster = new Cluster(this, 'Cluster', { vpc: this.vpc, enableFargateCapacityProviders: true });
+
+    const efsSecurityGroup = new SecurityGroup(this, 'WorkspaceSecurityGroup', {
+      vpc: this.vpc,
+      description: 'Workspace file system: NFS from sandbox tasks only',
+      allowAllOutbound: false,
+    });
+    efsSecurityGroup.addIngressRule(this.securityGroup, Port.tcp(2049), 'NFS from sandbox tasks');
+    this.fileSystem = new FileSystem(this, 'Workspaces', {
+      vpc: this.vpc,
+      vpcSubnets: { subnetType: SubnetType.PUBLIC },
+      securityGroup: efsSecurityGroup,
+      encrypted: true,
+      performanceMode: PerformanceMode.GENERAL_PURPOSE,
+      throughputMode: ThroughputMode.ELASTIC,
+      lifecyclePolicy: LifecyclePolicy.AFTER_14_DAYS,
+      outOfInfrequentAccessPolicy: OutOfInfrequentAccessPolicy.AFTER_1_ACCESS,
+      removalPolicy: RemovalPolicy.RETAIN,
+      // The sandbox task role holds no permissions, so mounts are anonymous NFS clients; this
+      // policy lets them in only through a mount target, over TLS (ECS requires TLS with access
+      // points), without root. Each sandbox's access point confines it to its own directory.
+      allowAnonymousAccess: true,
+      fileSystemPolicy: new PolicyDocument({
+        statements: [
+          new PolicyStatement({
+            principals: [new AnyPrincipal()],
+            actions: ['elasticfilesystem:ClientMount', 'elasticfilesystem:ClientWrite'],
+            conditions: { Bool: { 'elasticfilesystem:AccessedViaMountTarget': 'true', 'aws:SecureTransport': 'true' } },
+          }),
+        ],
+      }),
+    });
+
+    this.taskRole = new Role(this, 'TaskRole', {
+      assumedBy: new ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'Sandbox tasks: no permissions (a sandbox reaches AWS only through the control plane)',
+    });
+    this.executionRole = new Role(this, 'ExecutionRole', {
+      assumedBy: new ServicePrincipal('ecs-tasks.amazonaws.com'),
+      description: 'ECS agent for sandbox tasks: pulls the image, writes the logs',
+    });
+
+    const image = new DockerImageAsset(this, 'Image', {
+      directory: REPO_ROOT,
+      file: 'sandbox/Dockerfile',
+      platform: Platform.LINUX_ARM64,
+    });
+    const logGroup = new LogGroup(this, 'Logs', { retention: props.retention, removalPolicy: RemovalPolicy.DESTROY });
+
+    this.familyPrefix = `${Stack.of(this).stackName}-sandbox-`;
+    for (const spec of config.sandboxSpecs) {
+      const taskDefinition = new FargateTaskDefinition(this, `Spec-${spec.id}`, {
+        family: `${this.familyPrefix}${spec.id}`,
+        cpu: spec.cpu,
+        memoryLimitMiB: spec.memory,
+        runtimePlatform: { cpuArchitecture: CpuArchitecture.ARM64, operatingSystemFamily: OperatingSystemFamily.LINUX },
+        taskRole: this.taskRole,
+        executionRole: this.executionRole,
+      });
+      taskDefinition.addContainer(SANDBOX_CONTAINER, {
+        image: ContainerImage.fromDockerImageAsset(image),
+        essential: true,
+        // The spec's initial_env is passed at RunTask (container overrides), with the sandbox's own values.
+        ...(spec.command ? { command: spec.command } : {}),
+        workingDirectory: spec.workingDir,
+        // An init process reaps the zombies agent shells leave behind.
+        linuxParameters: new LinuxParameters(this, `Linux-${spec.id}`, { initProcessEnabled: true }),
+        logging: LogDrivers.awsLogs({ logGroup, streamPrefix: spec.id }),
+      });
+      this.taskDefinitions.push({ spec, spot: spec.spot ?? config.sandboxSpot, taskDefinition });
+    }
+  }
+
+  /** The registry the sandbox-spec routes read: written into the functions' environment at deploy. */
+  specRegistry(createdAt: string): object[] {
+    return this.taskDefinitions.map(({ spec, spot, taskDefinition }) => ({
+      id: spec.id,
+      task_definition_arn: taskDefinition.taskDefinitionArn,
+      family: taskDefinition.family,
+      cpu: spec.cpu,
+      memory: spec.memory,
+      spot,
+      command: spec.command,
+      initial_env: spec.initialEnv,
+      working_dir: spec.workingDir,
+      created_at: createdAt,
+    }));
+  }
+}

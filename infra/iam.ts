@@ -1,0 +1,156 @@
+import { ArnFormat, Stack } from 'aws-cdk-lib';
+import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type { ICluster } from 'aws-cdk-lib/aws-ecs';
+import type { IFileSystem } from 'aws-cdk-lib/aws-efs';
+import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { Capability, RouteDef } from '#shared/http/route.ts';
+import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
+
+/**
+ * THE map from what a function declares (its route-table `tables` and `capabilities`) to IAM.
+ * The stack grants from it and nothing else; the infra tests compare every function's synthesized
+ * policy with `expectedActions`, so a grant added anywhere else fails them.
+ */
+
+/** What a function may touch: a route-table entry, or one of the extra functions in infra/functions.ts. */
+export type FunctionAccess = Pick<RouteDef, 'tables' | 'capabilities'>;
+
+const READ = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'] as const;
+
+/** Table access to DynamoDB actions, on the table and its indexes. No Scan, no transactions. */
+export const tableActions = {
+  read: READ,
+  write: [...READ, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
+} as const satisfies Record<'read' | 'write', readonly string[]>;
+
+/** The resources the capabilities are granted on; the sandbox ones exist once the stack has built them. */
+export interface GrantTargets {
+  secretsKey: IKey;
+  sandbox: {
+    cluster: ICluster;
+    /** Every sandbox task-definition family (the specs' and any per-sandbox revision) starts with this. */
+    familyPrefix: string;
+    /** The sandbox task and execution roles: the only roles a function may pass. */
+    roles: IRole[];
+    fileSystem: IFileSystem;
+  };
+}
+
+interface Grant {
+  actions: readonly string[];
+  resources: (t: GrantTargets, stack: Stack) => string[];
+  conditions?: (t: GrantTargets) => Record<string, Record<string, unknown>>;
+  /** Why a resource here holds a `*`: the cdk-nag acknowledgement of that finding (infra/nag.ts). */
+  wildcard?: string;
+}
+
+const inCluster = (t: GrantTargets) => ({ ArnEquals: { 'ecs:cluster': t.sandbox.cluster.clusterArn } });
+const ecsArn = (stack: Stack, resource: string, resourceName: string) =>
+  stack.formatArn({ service: 'ecs', resource, resourceName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+const clusterTasks = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task', `${t.sandbox.cluster.clusterName}/*`)];
+const sandboxFamilies = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task-definition', `${t.sandbox.familyPrefix}*:*`)];
+const accessPoints = (stack: Stack) =>
+  stack.formatArn({ service: 'elasticfilesystem', resource: 'access-point', resourceName: '*', arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+const passSandboxRoles: Grant = {
+  actions: ['iam:PassRole'],
+  resources: (t) => t.sandbox.roles.map((r) => r.roleArn),
+  conditions: () => ({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }),
+};
+
+/** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
+export const capabilityGrants: Record<Capability, readonly Grant[]> = {
+  seal: [{ actions: ['kms:Encrypt'], resources: (t) => [t.secretsKey.keyArn] }],
+  unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
+  'ecs:run': [
+    {
+      actions: ['ecs:RunTask'],
+      resources: sandboxFamilies,
+      conditions: inCluster,
+      wildcard: 'Per-sandbox task-definition revisions are registered at run time: any revision of a family under this stack\'s sandbox prefix, in the sandbox cluster only.',
+    },
+    {
+      // RunTask with tags (startedBy is not a tag; `tags` are) needs TagResource on the new task.
+      actions: ['ecs:TagResource'],
+      resources: clusterTasks,
+      conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RunTask' } }),
+      wildcard: 'Tags a task while RunTask creates it; task ids are not known in advance, the ARN is limited to the sandbox cluster.',
+    },
+    passSandboxRoles,
+  ],
+  'ecs:stop': [
+    { actions: ['ecs:StopTask'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
+  ],
+  'ecs:describe': [
+    { actions: ['ecs:DescribeTasks'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
+    { actions: ['ecs:ListTasks'], resources: () => ['*'], conditions: inCluster, wildcard: 'ListTasks takes no task resource; the ecs:cluster condition limits it to the sandbox cluster.' },
+  ],
+  'ecs:task-definitions': [
+    // Register/Deregister/DescribeTaskDefinition take no resource-level permissions in IAM.
+    // Describe is needed to copy a spec's container definition into the per-sandbox revision.
+    {
+      actions: ['ecs:RegisterTaskDefinition', 'ecs:DeregisterTaskDefinition', 'ecs:DescribeTaskDefinition'],
+      resources: () => ['*'],
+      wildcard: 'ECS task-definition registration, deregistration and description accept no resource ARN in IAM.',
+    },
+    passSandboxRoles,
+  ],
+  'efs:access-points': [
+    { actions: ['elasticfilesystem:CreateAccessPoint'], resources: (t) => [t.sandbox.fileSystem.fileSystemArn] },
+    {
+      // Access-point ARNs do not name their file system, so these cannot be narrowed to ours.
+      actions: ['elasticfilesystem:DeleteAccessPoint', 'elasticfilesystem:DescribeAccessPoints', 'elasticfilesystem:TagResource'],
+      resources: (t, stack) => [t.sandbox.fileSystem.fileSystemArn, accessPoints(stack)],
+      wildcard: 'One access point per sandbox is created at run time, and access-point ARNs do not name their file system.',
+    },
+  ],
+};
+
+/** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */
+export function wildcardReason(action: string): string | undefined {
+  for (const grants of Object.values(capabilityGrants)) for (const g of grants) if (g.wildcard && g.actions.includes(action)) return g.wildcard;
+  return undefined;
+}
+
+/** Every function writes to its log group; active tracing makes CDK add the X-Ray writes. */
+export const logActions = ['logs:CreateLogStream', 'logs:PutLogEvents'] as const;
+export const tracingActions = ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'] as const;
+/** An asynchronous function's on-failure destination (the Lambda service sends with the function's role). */
+export const onFailureActions = ['sqs:SendMessage'] as const;
+
+/** The IAM actions a function's declaration calls for, beyond logging and tracing. */
+export function accessActions(access: FunctionAccess): Set<string> {
+  const out = new Set<string>();
+  for (const level of Object.values(access.tables)) for (const a of tableActions[level!]) out.add(a);
+  for (const cap of access.capabilities ?? []) for (const grant of capabilityGrants[cap]) for (const a of grant.actions) out.add(a);
+  return out;
+}
+
+/** Everything a function's role must allow, exactly. */
+export function expectedActions(access: FunctionAccess, options: { async: boolean }): Set<string> {
+  return new Set([...logActions, ...tracingActions, ...accessActions(access), ...(options.async ? onFailureActions : [])]);
+}
+
+/** The policy statements for a declaration, on the deployed tables and sandbox resources. */
+export function accessStatements(
+  stack: Stack,
+  access: FunctionAccess,
+  tables: Record<TableKey, ITableV2>,
+  targets: GrantTargets,
+): PolicyStatement[] {
+  const statements: PolicyStatement[] = [];
+  for (const [key, level] of Object.entries(access.tables) as [TableKey, 'read' | 'write'][]) {
+    const table = tables[key];
+    // The declared indexes by name, so a policy never names an index the design does not have.
+    const indexes = Object.keys(tableDefs[key].indexes).map((name) => `${table.tableArn}/index/${name}`);
+    statements.push(new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, ...indexes] }));
+  }
+  for (const cap of access.capabilities ?? []) {
+    for (const grant of capabilityGrants[cap]) {
+      statements.push(
+        new PolicyStatement({ actions: [...grant.actions], resources: grant.resources(targets, stack), conditions: grant.conditions?.(targets) }),
+      );
+    }
+  }
+  return statements;
+}

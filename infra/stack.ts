@@ -1,0 +1,199 @@
+import { App, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import { Api } from '#infra/constructs/api.ts';
+import { Observability } from '#infra/constructs/observability.ts';
+import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
+import { ServiceFunction } from '#infra/constructs/service-function.ts';
+import { DataTables } from '#infra/constructs/tables.ts';
+import { loadConfig, type Config } from '#infra/config.ts';
+import { authorizerFunction, ecsEventsFunction, entryExists, fallbackFunction, sweeperFunction, type ExtraFunction } from '#infra/functions.ts';
+import { acknowledgeFindings } from '#infra/nag.ts';
+import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+import { routes } from '#shared/routes.ts';
+import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
+
+/** An HTTP function may run up to API Gateway's 30 s integration limit, minus a margin. */
+const API_TIMEOUT = Duration.seconds(29);
+
+const usesSandboxes = (access: FunctionAccess) => (access.capabilities ?? []).some((c) => c.startsWith('ecs:') || c.startsWith('efs:'));
+const usesSecretsKey = (access: FunctionAccess) => (access.capabilities ?? []).some((c) => c === 'seal' || c === 'unseal');
+/** The spec routes list the registry without touching ECS, so they get it without the ECS grants. */
+const readsSpecRegistry = (route: RouteDef) => route.entry.startsWith('functions/sandbox-specs/');
+
+export interface ServiceStackProps extends StackProps {
+  config: Config;
+}
+
+/** The whole deployment: API, functions, tables, secrets key, sandbox infrastructure, observability. */
+export class ConversationServiceStack extends Stack {
+  readonly data: DataTables;
+  readonly sandboxes: SandboxInfra;
+  readonly secretsKey: Key;
+  readonly failureQueue: Queue;
+  readonly functionLogs: LogGroup;
+  readonly api: Api;
+  readonly observability: Observability;
+  /** Every Lambda of the deployment by id: route ids, then `authorizer`, `fallback`, `ecsEvents`, `sweeper`. */
+  readonly functions = new Map<string, { fn: ServiceFunction; access: FunctionAccess; async: boolean }>();
+
+  constructor(scope: Construct, id: string, props: ServiceStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const retention = config.logRetentionDays as RetentionDays;
+
+    this.data = new DataTables(this, 'Tables');
+    this.secretsKey = new Key(this, 'SecretsKey', {
+      description: 'Seals user secrets (LLM keys, tokens) and the service keys kept in the keys table',
+      enableKeyRotation: true,
+      // The tables are retained, and what they hold sealed is unreadable without this key.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.sandboxes = new SandboxInfra(this, 'Sandboxes', { config, retention });
+    this.failureQueue = new Queue(this, 'FailedInvocations', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.functionLogs = new LogGroup(this, 'FunctionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
+
+    const targets: GrantTargets = {
+      secretsKey: this.secretsKey,
+      sandbox: {
+        cluster: this.sandboxes.cluster,
+        familyPrefix: this.sandboxes.familyPrefix,
+        roles: [this.sandboxes.taskRole, this.sandboxes.executionRole],
+        fileSystem: this.sandboxes.fileSystem,
+      },
+    };
+    const specRegistry = this.toJsonString(this.sandboxes.specRegistry(new Date().toISOString()));
+    const sandboxEnv: Record<string, string> = {
+      ECS_CLUSTER_ARN: this.sandboxes.cluster.clusterArn,
+      SANDBOX_SUBNET_IDS: this.sandboxes.vpc.publicSubnets.map((s) => s.subnetId).join(','),
+      SANDBOX_SECURITY_GROUP_ID: this.sandboxes.securityGroup.securityGroupId,
+      SANDBOX_SPECS: specRegistry,
+      SANDBOX_FILE_SYSTEM_ID: this.sandboxes.fileSystem.fileSystemId,
+      SANDBOX_TASK_ROLE_ARN: this.sandboxes.taskRole.roleArn,
+      SANDBOX_EXECUTION_ROLE_ARN: this.sandboxes.executionRole.roleArn,
+      SANDBOX_START_TIMEOUT_SECONDS: String(config.sandboxStartTimeoutSeconds),
+      SANDBOX_IDLE_MINUTES: String(config.sandboxIdleMinutes),
+      MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
+    };
+    /** Only what the declaration needs: its tables' names, the secrets key, the sandbox settings. */
+    const environment = (access: FunctionAccess, extra: Record<string, string> = {}) => {
+      const env: Record<string, string> = { ...extra };
+      for (const key of Object.keys(access.tables) as (keyof typeof access.tables)[]) env[tableEnvVar(key)] = this.data.tables[key].tableName;
+      if (usesSecretsKey(access)) env.SECRETS_KEY_ID = this.secretsKey.keyId;
+      if (usesSandboxes(access)) Object.assign(env, sandboxEnv);
+      return env;
+    };
+    const addFunction = (id: string, entry: string, access: FunctionAccess, options: { async: boolean; timeout: Duration; env?: Record<string, string> }) => {
+      const fn = new ServiceFunction(this, `Fn-${id}`, {
+        entry,
+        access,
+        environment: environment(access, options.env),
+        logGroup: this.functionLogs,
+        tables: this.data.tables,
+        targets,
+        timeout: options.timeout,
+        // A sweep is redone every minute, so a failed or late one is dropped, not retried.
+        ...(options.async
+          ? {
+              async:
+                id === sweeperFunction.id
+                  ? { onFailure: this.failureQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }
+                  : { onFailure: this.failureQueue, retryAttempts: 2, maxEventAge: Duration.hours(6) },
+            }
+          : {}),
+      });
+      this.functions.set(id, { fn, access, async: options.async });
+      return fn;
+    };
+
+    for (const route of routes as readonly RouteDef[]) {
+      addFunction(route.id, route.entry, route, {
+        async: false,
+        timeout: API_TIMEOUT,
+        ...(readsSpecRegistry(route) ? { env: { SANDBOX_SPECS: specRegistry } } : {}),
+      });
+    }
+    const extra = (f: ExtraFunction, timeout: Duration) => addFunction(f.id, f.entry, f, { async: f.async, timeout });
+    const authorizer = extra(authorizerFunction, Duration.seconds(10));
+    const fallback = extra(fallbackFunction, Duration.seconds(5));
+
+    this.api = new Api(this, 'Api', {
+      config,
+      routes: routes as readonly RouteDef[],
+      handlers: new Map((routes as readonly RouteDef[]).map((r) => [r.id, this.functions.get(r.id)!.fn.fn])),
+      authorizer: authorizer.fn,
+      fallback: fallback.fn,
+      accessLogs: new LogGroup(this, 'ApiAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY }),
+    });
+
+    // The sandbox event functions are written on another branch; wire them once their files exist.
+    if (entryExists(ecsEventsFunction.entry)) {
+      const ecsEvents = extra(ecsEventsFunction, Duration.seconds(60));
+      new Rule(this, 'SandboxTaskStopped', {
+        description: 'Sandbox tasks that stopped: reconcile their records',
+        eventPattern: {
+          source: ['aws.ecs'],
+          detailType: ['ECS Task State Change'],
+          detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED'] },
+        },
+        targets: [new LambdaFunction(ecsEvents.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 8, maxEventAge: Duration.hours(2) })],
+      });
+    }
+    if (entryExists(sweeperFunction.entry)) {
+      const sweeper = extra(sweeperFunction, Duration.seconds(60));
+      new Schedule(this, 'SweeperSchedule', {
+        description: 'Sandbox sweeper: start time-outs, idle sandboxes, orphan tasks',
+        schedule: ScheduleExpression.rate(Duration.minutes(1)),
+        // Each run redoes the whole sweep, so a missed one is made up a minute later.
+        target: new LambdaInvoke(sweeper.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+      });
+    }
+
+    const alarmTopic = new Topic(this, 'Alarms', { displayName: 'Agent Conversation Service alarms', enforceSSL: true });
+    if (config.alarmEmail) alarmTopic.addSubscription(new EmailSubscription(config.alarmEmail));
+    this.observability = new Observability(this, 'Observability', {
+      functionLogs: this.functionLogs,
+      api: this.api.httpApi,
+      failureQueue: this.failureQueue,
+      alarmTopic,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the API' });
+    for (const key of tableKeys) {
+      new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
+    }
+    new CfnOutput(this, 'ClusterArn', { value: this.sandboxes.cluster.clusterArn, description: 'ECS cluster of the sandboxes' });
+    new CfnOutput(this, 'SecretsKeyId', { value: this.secretsKey.keyId, description: 'KMS key that seals secrets' });
+    new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
+    new CfnOutput(this, 'FailedInvocationsQueueUrl', { value: this.failureQueue.queueUrl, description: 'Events that failed after their retries' });
+
+    acknowledgeFindings(this);
+  }
+}
+
+/** Builds the deployment into `app` from its context, with the cdk-nag packs as synth-time validations. */
+export function buildApp(app: App): ConversationServiceStack {
+  const config = loadConfig((key) => app.node.tryGetContext(key));
+  const env = config.account || config.region ? { account: config.account, region: config.region } : undefined;
+  const stack = new ConversationServiceStack(app, config.stackName, {
+    config,
+    ...(env ? { env } : {}),
+    description: 'Agent Conversation Service: serverless control plane with Fargate sandboxes',
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+  return stack;
+}

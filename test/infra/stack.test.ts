@@ -1,0 +1,396 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, type CfnElement } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedActions } from '#infra/iam.ts';
+import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
+import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+import { routes } from '#shared/routes.ts';
+import { tableEnvVar, tableKeys, tables } from '#shared/store/tables.ts';
+import { hourlyBilled } from './zero-cost.ts';
+
+const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<string, unknown>;
+const routeDefs = routes as readonly RouteDef[];
+const SANDBOX_ENV = [
+  'ECS_CLUSTER_ARN',
+  'SANDBOX_SUBNET_IDS',
+  'SANDBOX_SECURITY_GROUP_ID',
+  'SANDBOX_SPECS',
+  'SANDBOX_FILE_SYSTEM_ID',
+  'SANDBOX_TASK_ROLE_ARN',
+  'SANDBOX_EXECUTION_ROLE_ARN',
+  'SANDBOX_START_TIMEOUT_SECONDS',
+  'SANDBOX_IDLE_MINUTES',
+  'MAX_RUNNING_SANDBOXES',
+];
+
+type Json = Record<string, any>;
+
+// One synthesis for the whole file: bundling every function takes a while on two cores.
+let outdir: string;
+let stack: ConversationServiceStack;
+let template: Template;
+let resources: Record<string, Json>;
+let synthError: unknown;
+
+const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
+const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+
+beforeAll(() => {
+  outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
+  const app = new App({ context: cdkContext, outdir });
+  stack = buildApp(app);
+  try {
+    const assembly = app.synth();
+    template = Template.fromJSON(assembly.getStackByName(stack.stackName).template as Json);
+  } catch (err) {
+    synthError = err;
+    throw err;
+  }
+  resources = template.toJSON().Resources as Record<string, Json>;
+}, 300_000);
+
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+describe('cdk-nag (AwsSolutions and Serverless packs)', () => {
+  it('synthesizes with zero unacknowledged findings', () => {
+    expect(synthError).toBeUndefined();
+  });
+
+  it('acknowledges each finding on its own construct, by its full id, with a reason', () => {
+    const acks: { path: string; id: string; reason: string }[] = [];
+    for (const node of stack.node.findAll()) {
+      for (const entry of node.node.metadata) {
+        if (!entry.data || typeof entry.data !== 'object') continue;
+        for (const [key, value] of Object.entries(entry.data as Record<string, unknown>)) {
+          // Only cdk-nag's: CDK records some of its own (CloudFormation-Validate::...).
+          const id = key.replace(/^annotation::/i, '');
+          if (!/^(AwsSolutions|Serverless)-/.test(id)) continue;
+          acks.push({ path: node.node.path, id, reason: String(value) });
+        }
+      }
+    }
+    expect(acks.length).toBeGreaterThan(0);
+    for (const a of acks) {
+      expect(a.path, `${a.id} acknowledged on the whole stack`).not.toBe(stack.node.path);
+      expect(a.id, `${a.path}: acknowledge the specific finding`).not.toMatch(/IAM5$/);
+      expect(a.reason.length, `${a.path} ${a.id}: reason`).toBeGreaterThan(30);
+    }
+  });
+
+  it('is live: an unacknowledged finding fails the synth', () => {
+    const app = new App({ context: { ...cdkContext, 'aws:cdk:bundling-stacks': [] } });
+    const s = buildApp(app);
+    new Queue(s, 'PlainQueue'); // no SSL enforcement, no DLQ: AwsSolutions-SQS3/SQS4
+    expect(() => app.synth()).toThrow(/PlainQueue/);
+  });
+});
+
+describe('zero fixed cost', () => {
+  it('has nothing billed by the hour while nobody uses the service', () => {
+    expect(hourlyBilled(template.toJSON())).toEqual([]);
+  });
+
+  it('catches each kind of hourly-billed resource', () => {
+    const bad = {
+      Resources: {
+        Nat: { Type: 'AWS::EC2::NatGateway' },
+        Alb: { Type: 'AWS::ElasticLoadBalancingV2::LoadBalancer' },
+        Endpoint: { Type: 'AWS::EC2::VPCEndpoint', Properties: { VpcEndpointType: 'Interface' } },
+        Db: { Type: 'AWS::RDS::DBCluster' },
+        Cache: { Type: 'AWS::ElastiCache::CacheCluster' },
+        Search: { Type: 'AWS::OpenSearchService::Domain' },
+        Box: { Type: 'AWS::EC2::Instance' },
+        Service: { Type: 'AWS::ECS::Service', Properties: {} },
+        Warm: { Type: 'AWS::Lambda::Alias', Properties: { ProvisionedConcurrencyConfig: { ProvisionedConcurrentExecutions: 1 } } },
+        Ip: { Type: 'AWS::EC2::EIP' },
+        Fine: { Type: 'AWS::EC2::VPCEndpoint', Properties: {} },
+        IdleService: { Type: 'AWS::ECS::Service', Properties: { DesiredCount: 0 } },
+      },
+    };
+    expect(hourlyBilled(bad).map((line) => line.split(':')[0])).toEqual(['Nat', 'Alb', 'Endpoint', 'Db', 'Cache', 'Search', 'Box', 'Service', 'Warm', 'Ip']);
+  });
+});
+
+describe('tables', () => {
+  it('makes one on-demand table per declared table, with PITR, retained, indexes as declared', () => {
+    const made = ofType('AWS::DynamoDB::GlobalTable');
+    expect(made).toHaveLength(tableKeys.length);
+    for (const key of tableKeys) {
+      const [, r] = made.find(([id]) => id === logicalId(stack.data.tables[key].node.defaultChild))!;
+      expect(r.DeletionPolicy).toBe('Retain');
+      expect(r.UpdateReplacePolicy).toBe('Retain');
+      expect(r.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(r.Properties.Replicas[0].PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      const def = tables[key] as { pk: string; sk?: string; indexes: Record<string, { pk: string; sk?: string }> };
+      expect(r.Properties.KeySchema.map((k: Json) => k.AttributeName)).toEqual([def.pk, ...(def.sk ? [def.sk] : [])]);
+      const indexes = Object.fromEntries(
+        (r.Properties.GlobalSecondaryIndexes ?? []).map((i: Json) => [i.IndexName, i.KeySchema.map((k: Json) => k.AttributeName)]),
+      );
+      expect(indexes).toEqual(Object.fromEntries(Object.entries(def.indexes).map(([n, i]) => [n, [i.pk, ...(i.sk ? [i.sk] : [])]])));
+    }
+  });
+});
+
+describe('HTTP API', () => {
+  it('has one route per route-table entry, with the authorizer exactly on user routes, and a $default fallback', () => {
+    const made = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    expect(made.map((r) => r.RouteKey).sort()).toEqual([...routeDefs.map((r) => `${r.method} ${r.path}`), '$default'].sort());
+    for (const route of routeDefs) {
+      const r = made.find((m) => m.RouteKey === `${route.method} ${route.path}`)!;
+      if (route.auth === 'user') expect(r, route.id).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: expect.anything() });
+      else expect(r.AuthorizationType ?? 'NONE', route.id).toBe('NONE');
+      // each route reaches its own function
+      const target = JSON.stringify(resources[r.Target['Fn::Join'][1][1].Ref]!.Properties.IntegrationUri);
+      expect(target).toContain(logicalId(stack.functions.get(route.id)!.fn.fn.node.defaultChild));
+    }
+    const fallback = made.find((m) => m.RouteKey === '$default')!;
+    expect(fallback.AuthorizationType ?? 'NONE').toBe('NONE');
+  });
+
+  it('runs the REQUEST authorizer on every user request: no identity source, no cache, simple responses', () => {
+    template.resourceCountIs('AWS::ApiGatewayV2::Authorizer', 1);
+    const [, authorizer] = ofType('AWS::ApiGatewayV2::Authorizer')[0]!;
+    expect(authorizer.Properties).toMatchObject({
+      AuthorizerType: 'REQUEST',
+      AuthorizerPayloadFormatVersion: '2.0',
+      EnableSimpleResponses: true,
+      AuthorizerResultTtlInSeconds: 0,
+    });
+    expect(authorizer.Properties.IdentitySource).toBeUndefined();
+    expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(logicalId(stack.functions.get('authorizer')!.fn.fn.node.defaultChild));
+  });
+
+  it('throttles the stage and writes JSON access logs, from the configuration', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
+    });
+    const [, stage] = ofType('AWS::ApiGatewayV2::Stage')[0]!;
+    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+  });
+});
+
+describe('functions', () => {
+  it('has one function per route plus the authorizer and the fallback (and the event functions when present)', () => {
+    const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback'];
+    if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
+    if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
+    expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
+    expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
+  });
+
+  it('runs every function on ARM64, Node 22 or newer, traced, logging JSON to the shared log group', () => {
+    for (const [id, { fn }] of stack.functions) {
+      const props = resources[logicalId(fn.fn.node.defaultChild)]!.Properties;
+      expect(props.Architectures, id).toEqual(['arm64']);
+      expect(Number(/^nodejs(\d+)\.x$/.exec(props.Runtime)?.[1]), id).toBeGreaterThanOrEqual(22);
+      expect(props.Handler, id).toBe('index.handler');
+      expect(props.TracingConfig, id).toEqual({ Mode: 'Active' });
+      expect(props.LoggingConfig, id).toEqual({ LogFormat: 'JSON', LogGroup: { Ref: logicalId(stack.functionLogs.node.defaultChild) } });
+    }
+  });
+
+  it('gives each function only the environment its declaration needs', () => {
+    for (const [id, { fn, access }] of stack.functions) {
+      const env = Object.keys(resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {}).sort();
+      const caps = access.capabilities ?? [];
+      const route = routeDefs.find((r) => r.id === id);
+      const expected = ['POWERTOOLS_SERVICE_NAME', ...Object.keys(access.tables).map((k) => tableEnvVar(k as never))];
+      if (caps.includes('seal') || caps.includes('unseal')) expected.push('SECRETS_KEY_ID');
+      if (caps.some((c) => c.startsWith('ecs:') || c.startsWith('efs:'))) expected.push(...SANDBOX_ENV);
+      else if (route?.entry.startsWith('functions/sandbox-specs/')) expected.push('SANDBOX_SPECS');
+      expect(env, id).toEqual([...new Set(expected)].sort());
+    }
+  });
+
+  it('never names the API URL in a function environment (that would be a dependency cycle)', () => {
+    for (const [, r] of ofType('AWS::Lambda::Function')) {
+      expect(JSON.stringify(r.Properties.Environment ?? {})).not.toContain(logicalId(stack.api.httpApi.node.defaultChild));
+    }
+  });
+});
+
+describe('IAM: least privilege', () => {
+  const policiesOf = (roleId: string) =>
+    ofType('AWS::IAM::Policy').filter(([, p]) => (p.Properties.Roles as Json[]).some((r) => r.Ref === roleId));
+  const statementsOf = (roleId: string) =>
+    policiesOf(roleId).flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[]);
+
+  it('allows each function exactly the actions its declaration maps to, no more, no fewer', () => {
+    for (const [id, { fn, access, async }] of stack.functions) {
+      const roleId = logicalId(fn.role.node.defaultChild);
+      const role = resources[roleId]!.Properties;
+      expect(role.ManagedPolicyArns, `${id}: managed policies`).toBeUndefined();
+      expect(role.Policies, `${id}: inline policies`).toBeUndefined();
+      const allowed = new Set(statementsOf(roleId).filter((s) => s.Effect === 'Allow').flatMap((s) => [s.Action].flat() as string[]));
+      expect([...allowed].sort(), id).toEqual([...expectedActions(access, { async })].sort());
+    }
+  });
+
+  it('reads and writes only the declared tables: read-only routes have no write action', () => {
+    const getSettings = stack.functions.get('getSettings')!;
+    const actions = statementsOf(logicalId(getSettings.fn.role.node.defaultChild)).flatMap((s) => [s.Action].flat());
+    expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']));
+    expect(actions.filter((a: string) => a.startsWith('dynamodb:') && /Put|Update|Delete|Write|Scan/.test(a))).toEqual([]);
+  });
+
+  it('has no wildcard action anywhere', () => {
+    for (const [id, p] of ofType('AWS::IAM::Policy')) {
+      for (const s of p.Properties.PolicyDocument.Statement as Json[]) {
+        for (const action of [s.Action].flat() as string[]) expect(action, id).not.toMatch(/\*/);
+      }
+    }
+  });
+
+  it('passes only the sandbox task and execution roles, only to ECS tasks', () => {
+    const sandboxRoles = [stack.sandboxes.taskRole, stack.sandboxes.executionRole].map((r) => ({ 'Fn::GetAtt': [logicalId(r.node.defaultChild), 'Arn'] }));
+    for (const [id, p] of ofType('AWS::IAM::Policy')) {
+      for (const s of p.Properties.PolicyDocument.Statement as Json[]) {
+        if (![s.Action].flat().includes('iam:PassRole')) continue;
+        expect([s.Action].flat(), id).toEqual(['iam:PassRole']);
+        expect([s.Resource].flat(), id).toEqual(sandboxRoles);
+        expect(s.Condition, id).toEqual({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
+      }
+    }
+  });
+
+  it('leaves the sandbox task role empty', () => {
+    const roleId = logicalId(stack.sandboxes.taskRole.node.defaultChild);
+    expect(policiesOf(roleId)).toEqual([]);
+    expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(resources[roleId]!.Properties.Policies).toBeUndefined();
+  });
+});
+
+describe('sandbox infrastructure', () => {
+  it('is a VPC with public subnets only and no NAT gateway', () => {
+    template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    const subnets = ofType('AWS::EC2::Subnet');
+    expect(subnets.length).toBeGreaterThan(0);
+    for (const [, s] of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(true);
+    for (const [, e] of ofType('AWS::EC2::VPCEndpoint')) expect(e.Properties.VpcEndpointType ?? 'Gateway').toBe('Gateway');
+  });
+
+  it('gives the sandbox security group no ingress rule at all', () => {
+    const sgId = logicalId(stack.sandboxes.securityGroup.node.defaultChild);
+    expect(resources[sgId]!.Properties.SecurityGroupIngress).toBeUndefined();
+    const ingressOnSandboxes = ofType('AWS::EC2::SecurityGroupIngress').filter(([, r]) => JSON.stringify(r.Properties.GroupId).includes(sgId));
+    expect(ingressOnSandboxes).toEqual([]);
+  });
+
+  it('lets only the sandboxes reach the workspace file system, on NFS', () => {
+    const sgId = logicalId(stack.sandboxes.securityGroup.node.defaultChild);
+    const ingress = ofType('AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties);
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0]).toMatchObject({ IpProtocol: 'tcp', FromPort: 2049, ToPort: 2049, SourceSecurityGroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] } });
+    template.hasResourceProperties('AWS::EFS::FileSystem', { Encrypted: true, ThroughputMode: 'elastic' });
+  });
+
+  it('has a cluster with only the Fargate capacity providers and no service', () => {
+    template.resourceCountIs('AWS::ECS::Service', 0);
+    template.hasResourceProperties('AWS::ECS::ClusterCapacityProviderAssociations', { CapacityProviders: ['FARGATE', 'FARGATE_SPOT'] });
+  });
+
+  it('registers one ARM64 Fargate task definition per configured spec, from the sandbox image asset', () => {
+    const specs = cdkContext.sandboxSpecs as { id: string; cpu: number; memory: number }[];
+    const defs = ofType('AWS::ECS::TaskDefinition').map(([, r]) => r.Properties);
+    expect(defs).toHaveLength(specs.length);
+    for (const spec of specs) {
+      const def = defs.find((d) => d.Family === `${stack.stackName}-sandbox-${spec.id}`)!;
+      expect(def).toMatchObject({
+        Cpu: String(spec.cpu),
+        Memory: String(spec.memory),
+        RequiresCompatibilities: ['FARGATE'],
+        RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' },
+      });
+      expect(def.ContainerDefinitions[0].Name).toBe('sandbox');
+      expect(JSON.stringify(def.ContainerDefinitions[0].Image)).toContain('container-assets');
+    }
+  });
+
+  it('writes the spec registry the sandbox-spec routes read', () => {
+    const registry = stack.resolve(stack.sandboxes.specRegistry('2025-01-01T00:00:00.000Z')) as Json[];
+    expect(registry).toHaveLength((cdkContext.sandboxSpecs as unknown[]).length);
+    expect(Object.keys(registry[0]!).sort()).toEqual(
+      ['command', 'cpu', 'created_at', 'family', 'id', 'initial_env', 'memory', 'spot', 'task_definition_arn', 'working_dir'].sort(),
+    );
+    expect(registry[0]).toMatchObject({ id: 'default', cpu: 1024, memory: 2048, spot: false, command: null, initial_env: {}, working_dir: '/workspace' });
+  });
+});
+
+describe('event functions (written on the sandboxes branch)', () => {
+  const ecsPresent = entryExists(ecsEventsFunction.entry);
+  const sweeperPresent = entryExists(sweeperFunction.entry);
+
+  it.skipIf(!ecsPresent)('routes STOPPED sandbox task events to ecs-events, with a DLQ and an on-failure destination', () => {
+    const fnId = logicalId(stack.functions.get('ecsEvents')!.fn.fn.node.defaultChild);
+    const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.ecs'],
+        'detail-type': ['ECS Task State Change'],
+        detail: { clusterArn: [{ 'Fn::GetAtt': [logicalId(stack.sandboxes.cluster.node.defaultChild), 'Arn'] }], lastStatus: ['STOPPED'] },
+      },
+      Targets: [{ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } }],
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: fnId }, DestinationConfig: { OnFailure: { Destination: queue } } });
+  });
+
+  it.skipIf(!sweeperPresent)('runs the sweeper every minute from EventBridge Scheduler, with a DLQ and an on-failure destination', () => {
+    const fnId = logicalId(stack.functions.get('sweeper')!.fn.fn.node.defaultChild);
+    const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Target: { Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: fnId }, DestinationConfig: { OnFailure: { Destination: queue } } });
+  });
+
+  it.skipIf(!ecsPresent || !sweeperPresent)('gives both event functions the sandbox environment', () => {
+    for (const id of ['ecsEvents', 'sweeper']) {
+      const vars = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
+      expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES', 'TABLE_KEYS']));
+      expect(vars.SANDBOX_START_TIMEOUT_SECONDS).toBe(String(cdkContext.sandboxStartTimeoutSeconds));
+    }
+  });
+});
+
+describe('secrets, logs, observability, outputs', () => {
+  it('seals secrets with a rotating KMS key that outlives the stack', () => {
+    template.hasResource('AWS::KMS::Key', { Properties: { EnableKeyRotation: true }, DeletionPolicy: 'Retain' });
+  });
+
+  it('keeps every log group for the configured retention only', () => {
+    const groups = ofType('AWS::Logs::LogGroup');
+    expect(groups.length).toBeGreaterThanOrEqual(4);
+    for (const [id, g] of groups) expect(g.Properties.RetentionInDays, id).toBe(cdkContext.logRetentionDays);
+  });
+
+  it('turns the request, sandbox and conversation log lines into metrics', () => {
+    const filters = Object.fromEntries(ofType('AWS::Logs::MetricFilter').map(([, f]) => [f.Properties.MetricTransformations[0].MetricName, f.Properties]));
+    expect(Object.keys(filters).sort()).toEqual(['ConversationsStarted', 'SandboxFailures', 'SandboxStartLatency', 'SandboxStarts', 'ServerErrors']);
+    expect(filters.ServerErrors.FilterPattern).toBe('{ ($.message = "request") && ($.status >= 500) }');
+    expect(filters.SandboxStartLatency.MetricTransformations[0].MetricValue).toBe('$.startLatencyMs');
+    expect(filters.SandboxStarts.FilterPattern).toBe('{ $.message = "sandbox.started" }');
+    expect(filters.ConversationsStarted.FilterPattern).toBe('{ $.message = "conversation.started" }');
+  });
+
+  it('alarms to the alarm topic and has one dashboard', () => {
+    const alarms = ofType('AWS::CloudWatch::Alarm');
+    expect(alarms.length).toBeGreaterThanOrEqual(4);
+    for (const [id, a] of alarms) expect(a.Properties.AlarmActions, id).toHaveLength(1);
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('outputs the API URL, every table name, the cluster and the secrets key', () => {
+    const outputs = Object.keys(template.toJSON().Outputs);
+    expect(outputs).toEqual(expect.arrayContaining(['ApiUrl', 'KeysTableName', 'SettingsTableName', 'ClusterArn', 'SecretsKeyId']));
+    for (const key of tableKeys) expect(outputs).toContain(`${key[0]!.toUpperCase()}${key.slice(1)}TableName`);
+  });
+});
