@@ -1,0 +1,140 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+let stack: TestStack;
+let llm: ScriptedLlm;
+let git: GitServer;
+const TOKEN = 'glpat_inputs_token';
+const MCP_SERVER = new URL('../fixtures/agent/mcp-reverse-server.ts', import.meta.url).pathname;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  llm = await startScriptedLlm();
+  git = await startGitServer(TOKEN, 'oauth2');
+  git.createRepo('team/service', { 'README.md': '# service\n' });
+  await stack.call('POST', '/api/settings', {
+    body: {
+      llm_model: 'scripted-model',
+      llm_api_key: 'sk-inputs',
+      llm_base_url: llm.baseUrl,
+      secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: git.url } } },
+      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['--import', 'tsx', MCP_SERVER] }] },
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await llm?.close();
+  await git?.close();
+});
+
+const workspaceOf = (sandboxId: string) => join(stack.dataDir, 'sandboxes', sandboxId, 'workspace');
+const lastRequestText = () => JSON.stringify(llm.requests.at(-1)?.body ?? {});
+
+describe('every creation input of the spec', () => {
+  it('legacy initial_user_msg + image_urls: the model gets the text and the image', async () => {
+    llm.enqueue(reply.finish('seen'));
+    const res = await stack.call('POST', '/api/conversations', {
+      body: { initial_user_msg: 'Describe this picture', image_urls: ['https://images.example.test/cat.png'] },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', conversation_id: expect.stringMatching(/^[0-9a-f]{32}$/), message: null, conversation_status: 'STARTING' });
+    await waitForStatus(stack, res.body.conversation_id, ['finished']);
+    const sent = lastRequestText();
+    expect(sent).toContain('Describe this picture');
+    expect(sent).toContain('https://images.example.test/cat.png');
+  });
+
+  it('conversation_id chosen by the client, and a taken one is a 409', async () => {
+    llm.enqueue(reply.finish('ok'));
+    const id = 'c0ffee00c0ffee00c0ffee00c0ffee00';
+    const first = await stack.call('POST', '/api/conversations', { body: { conversation_id: id, initial_user_msg: 'first' } });
+    expect(first.body.conversation_id).toBe(id);
+    const again = await stack.call('POST', '/api/conversations', { body: { conversation_id: id } });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ status: 'error', msg_id: 'CONVERSATION$ALREADY_EXISTS' });
+    await waitForStatus(stack, id, ['finished']);
+  });
+
+  it('conversation_instructions reach the system prompt; mcp_config merges with the settings', async () => {
+    llm.enqueue(reply.finish('done'));
+    const task = await startConversation(stack, {
+      conversation_instructions: 'Always answer in haiku.',
+      mcp_config: { stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['--import', 'tsx', MCP_SERVER] }] },
+      initial_message: { content: [{ type: 'text', text: 'hello' }] },
+    });
+    expect(task.status).toBe('READY');
+    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    const body = llm.requests.at(-1)!.body;
+    expect(JSON.stringify(body.messages[0])).toContain('Always answer in haiku.');
+    const tools = (body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
+    // Both servers run the same fixture: the second one's tools are prefixed with its name.
+    expect(tools).toEqual(expect.arrayContaining(['reverse', 'fromrequest_reverse']));
+  });
+
+  it('suggested_task: the repository is cloned and the first message names the issue', async () => {
+    llm.enqueue(reply.finish('fixed'));
+    const task = await startConversation(stack, { suggested_task: { repo: 'team/service', issue_number: 17, title: 'Crash on empty input', git_provider: 'gitlab' } });
+    expect(task.status).toBe('READY');
+    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    expect(existsSync(join(workspaceOf(task.sandbox_id!), 'service', 'README.md'))).toBe(true);
+    const sent = lastRequestText();
+    expect(sent).toContain('#17');
+    expect(sent).toContain('Crash on empty input');
+  });
+
+  it('create_microagent: the agent is asked for a microagent file and writes it', async () => {
+    llm.enqueue(
+      reply.tool('str_replace_editor', { command: 'create', path: '.openhands/microagents/repo.md', file_text: '# service\nRun the tests with make test.\n' }),
+      reply.finish('written'),
+    );
+    const task = await startConversation(stack, { create_microagent: { repo: 'team/service', git_provider: 'gitlab' } });
+    expect(task.status).toBe('READY');
+    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    expect(JSON.stringify(llm.requests.at(-2)!.body)).toContain('.openhands/microagents/');
+    expect(readFileSync(join(workspaceOf(task.sandbox_id!), 'service', '.openhands', 'microagents', 'repo.md'), 'utf8')).toContain('make test');
+  });
+
+  it('replay_json: the recorded actions run again in order without the LLM, then the agent continues', async () => {
+    const trajectory = [
+      { action: 'run', source: 'agent', args: { command: 'echo replayed > replayed.txt' } },
+      { action: 'message', source: 'agent', args: { content: 'replayed the step' } },
+    ];
+    const calls = llm.requests.length;
+    llm.enqueue(reply.finish('continued after the replay'));
+    const res = await stack.call('POST', '/api/conversations', { body: { replay_json: JSON.stringify(trajectory) } });
+    expect(res.status).toBe(200);
+    const conv = await waitForStatus(stack, res.body.conversation_id, ['finished', 'error']);
+    expect(conv.execution_status).toBe('finished');
+    expect(readFileSync(join(workspaceOf(conv.sandbox_id), 'replayed.txt'), 'utf8').trim()).toBe('replayed');
+    expect(llm.requests.length).toBe(calls + 1);
+    const events = await allEvents(stack, res.body.conversation_id);
+    expect(events.some((e) => e.kind === 'ObservationEvent' && JSON.stringify(e).includes('replayed'))).toBe(true);
+  });
+});
+
+describe('legacy errors', () => {
+  it('400 CONFIGURATION$SETTINGS_NOT_FOUND without settings, 400 STATUS$ERROR_LLM_AUTHENTICATION without an LLM key', async () => {
+    const key = await stack.newUser('nosettings');
+    const none = await stack.call('POST', '/api/conversations', { key, body: {} });
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({ status: 'error', msg_id: 'CONFIGURATION$SETTINGS_NOT_FOUND' });
+    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm' } });
+    const nokey = await stack.call('POST', '/api/conversations', { key, body: {} });
+    expect(nokey.status).toBe(400);
+    expect(nokey.body).toMatchObject({ status: 'error', msg_id: 'STATUS$ERROR_LLM_AUTHENTICATION' });
+  });
+
+  it('422 for unknown fields and bad types, naming them', async () => {
+    const res = await stack.call('POST', '/api/conversations', { body: { repository: 'a/b', bogus: 1, git_provider: 'myspace' } });
+    expect(res.status).toBe(422);
+    const locs = res.body.detail.map((d: { loc: string[] }) => d.loc.join('.'));
+    expect(locs).toEqual(expect.arrayContaining(['body.git_provider']));
+    expect(JSON.stringify(res.body)).toContain('bogus');
+  });
+});
