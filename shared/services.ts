@@ -1,5 +1,7 @@
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
 /**
@@ -10,4 +12,6 @@ export interface Services {
   apiKeys: ApiKeys;
   settings: SettingsService;
   cursors: CursorCodec;
+  sandboxes: SandboxService;
+  sandboxSpecs: SandboxSpecService;
 }
