@@ -16,6 +16,8 @@ export type LocalConfig = {
   memory: boolean;
   /** Overrides of the sandbox settings (tests and benchmarks); the environment gives the rest. */
   sandboxes?: Partial<SandboxConfig>;
+  /** The sandbox specs file (default `config/sandbox-specs.json`). */
+  specsFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
 };

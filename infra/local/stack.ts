@@ -55,6 +55,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       return gatewayUrl;
     },
     sandboxes: config.sandboxes,
+    specsFile: config.specsFile,
   });
   const devKey = await ensureDevKey(services, config.dataDir);
   const gateway = await startGateway({ services, port: config.port, host: config.host });
