@@ -201,7 +201,7 @@ describe('the bridge', () => {
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
 
     // Straight at the store: payloads are sealed at rest, opened for the sandbox.
-    await stack.services.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
+    await stack.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
     await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: { text: 'secret-ish' } });
     await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: { text: 'second' } });
     const polled = await stack.call('GET', bridge(sandbox.id, 'commands'), { key });
@@ -234,7 +234,7 @@ describe('the bridge', () => {
 
   it('waits on a long-poll until a command arrives', async () => {
     const sandbox = await startRunning();
-    await stack.services.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
+    await stack.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
     const poll = stack.call('GET', bridge(sandbox.id, 'commands?wait=10'), { key: sandbox.session_api_key });
     await new Promise((r) => setTimeout(r, 300));
     await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: 1 });
