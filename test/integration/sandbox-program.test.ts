@@ -1,0 +1,53 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '#shared/wiring/local.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(() => stack?.stop());
+
+/** Runs sandbox/main.ts as the runtimes do, with only the given environment (async: the stack serves this process). */
+function runProgram(env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 30_000,
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve) => child.once('close', (status) => resolve({ status, stderr })));
+}
+
+describe('the sandbox program', () => {
+  it('in wipe mode empties its workspace (keeping the directory) and exits 0', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'acs-wipe-'));
+    writeFileSync(join(workspace, 'a.txt'), 'a');
+    mkdirSync(join(workspace, 'nested/deeper'), { recursive: true });
+    writeFileSync(join(workspace, 'nested/deeper/b.txt'), 'b');
+    const out = await runProgram({ SANDBOX_ID: 'wipe-test', WORKSPACE_DIR: workspace, SANDBOX_MODE: 'wipe' });
+    expect(out.status).toBe(0);
+    expect(existsSync(workspace)).toBe(true);
+    expect(readdirSync(workspace)).toEqual([]);
+  });
+
+  it('exits with code 3 when its enrollment token is refused, without retrying forever', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'acs-refused-'));
+    const out = await runProgram({ SANDBOX_ID: 'no-such-sandbox', WORKSPACE_DIR: workspace, BRIDGE_URL: stack.url, ENROLLMENT_TOKEN: 'enr_forged' });
+    expect(out.status).toBe(3);
+    expect(out.stderr).toContain('Check-in failed');
+    expect(out.stderr).not.toContain('enr_forged');
+  });
+
+  it('fails clearly when its environment is incomplete', async () => {
+    const out = await runProgram({ SANDBOX_ID: 'x' });
+    expect(out.status).toBe(1);
+    expect(out.stderr).toContain('WORKSPACE_DIR is not set');
+  });
+});
