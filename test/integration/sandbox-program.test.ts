@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,10 +7,19 @@ import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 let stack: TestStack;
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
 beforeAll(async () => {
   stack = await startTestStack();
 });
-afterAll(() => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
 
 /** Runs sandbox/main.ts as the runtimes do, with only the given environment (async: the stack serves this process). */
 function runProgram(env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
@@ -27,7 +36,7 @@ function runProgram(env: Record<string, string>): Promise<{ status: number | nul
 
 describe('the sandbox program', () => {
   it('in wipe mode empties its workspace (keeping the directory) and exits 0', async () => {
-    const workspace = mkdtempSync(join(tmpdir(), 'acs-wipe-'));
+    const workspace = tempDir('acs-wipe-');
     writeFileSync(join(workspace, 'a.txt'), 'a');
     mkdirSync(join(workspace, 'nested/deeper'), { recursive: true });
     writeFileSync(join(workspace, 'nested/deeper/b.txt'), 'b');
@@ -38,7 +47,7 @@ describe('the sandbox program', () => {
   });
 
   it('exits with code 3 when its enrollment token is refused, without retrying forever', async () => {
-    const workspace = mkdtempSync(join(tmpdir(), 'acs-refused-'));
+    const workspace = tempDir('acs-refused-');
     const out = await runProgram({ SANDBOX_ID: 'no-such-sandbox', WORKSPACE_DIR: workspace, BRIDGE_URL: stack.url, ENROLLMENT_TOKEN: 'enr_forged' });
     expect(out.status).toBe(3);
     expect(out.stderr).toContain('Check-in failed');

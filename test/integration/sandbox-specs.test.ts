@@ -4,7 +4,7 @@ import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -58,6 +58,7 @@ describe('spec registries', () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify([{ id: 'x', command: [], created_at: 'yesterday', working_dir: '/w' }]));
     expect(() => fileSpecRegistry(join(dir, 'bad.json'))).toThrow(/bad\.json at \[0\.command\]/);
     expect(() => fileSpecRegistry(join(dir, 'missing.json'))).toThrow(/cannot read sandbox specs/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('reads the deployment registry from SANDBOX_SPECS, with CPU, memory and Spot', () => {
