@@ -32,7 +32,27 @@ interface Instance {
   tail: string;
 }
 
-const TAIL_CHARS = 600;
+const TAIL_CHARS = 2000;
+
+/**
+ * The end of the program's stderr that explains a death: its warn/error log lines (JSON) and any
+ * plain text (a stack trace), the last three, cut to 500 characters.
+ */
+export function lastProblems(stderr: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .flatMap((line) => {
+      try {
+        const entry = JSON.parse(line) as { level?: string; message?: string; error?: string };
+        return entry.level === 'warn' || entry.level === 'error' ? [[entry.message, entry.error].filter(Boolean).join(': ')] : [];
+      } catch {
+        return [line];
+      }
+    });
+  return lines.slice(-3).join(' | ').slice(-500);
+}
 
 /**
  * Sandboxes as child processes (the local default). Each gets its own workspace directory and
@@ -118,7 +138,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         resolveExit();
         if (instance.stopRequested) return;
         const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-        const last = instance.tail.trim().split('\n').slice(-3).join(' | ');
+        const last = lastProblems(instance.tail);
         this.options.onStopped({
           sandboxId: req.sandboxId,
           generation: req.generation,

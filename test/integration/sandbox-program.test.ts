@@ -60,3 +60,17 @@ describe('the sandbox program', () => {
     expect(out.stderr).toContain('WORKSPACE_DIR is not set');
   });
 });
+
+describe('the detail of a dead sandbox process', () => {
+  it('keeps warnings, errors and plain text from stderr, not routine log lines', async () => {
+    const { lastProblems } = await import('#shared/sandboxes/process-sandbox-runtime.ts');
+    const stderr = [
+      '{"level":"info","message":"Checked in"}',
+      '{"level":"warn","message":"Polling for commands failed","error":"fetch failed"}',
+      'TypeError: boom',
+      '    at main (sandbox/main.ts:1:1)',
+    ].join('\n');
+    expect(lastProblems(stderr)).toBe('Polling for commands failed: fetch failed | TypeError: boom | at main (sandbox/main.ts:1:1)');
+    expect(lastProblems('{"level":"info","message":"Checked in"}\n')).toBe('');
+  });
+});
