@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
+import { waitFor } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 let stack: TestStack;
@@ -52,6 +53,36 @@ describe('the sandbox program', () => {
     expect(out.status).toBe(3);
     expect(out.stderr).toContain('Check-in failed');
     expect(out.stderr).not.toContain('enr_forged');
+  });
+
+  it('exits on its own when the process that started it dies (a crashed local server leaves no orphan)', async () => {
+    const workspace = tempDir('acs-parent-');
+    // A stand-in server: starts the program, reports its pid, then dies without stopping it.
+    const launcher = [
+      "const { spawn } = require('node:child_process');",
+      "const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], { detached: true, stdio: 'ignore' });",
+      'process.stdout.write(String(child.pid));',
+      'setTimeout(() => process.exit(0), 300);',
+    ].join('\n');
+    const parent = spawn(process.execPath, ['-e', launcher], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', SANDBOX_ID: 'orphan-test', WORKSPACE_DIR: workspace, BRIDGE_URL: 'http://127.0.0.1:9', ENROLLMENT_TOKEN: 'enr_x' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    let out = '';
+    parent.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    await new Promise((resolve) => parent.once('close', resolve));
+    const pid = Number(out);
+    expect(pid).toBeGreaterThan(0);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    await waitFor('the orphaned program to exit', () => (alive() ? undefined : true), 15_000);
   });
 
   it('fails clearly when its environment is incomplete', async () => {
