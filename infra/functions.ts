@@ -24,8 +24,14 @@ export const authorizerFunction: ExtraFunction = { id: 'authorizer', entry: 'fun
 export const fallbackFunction: ExtraFunction = { id: 'fallback', entry: 'functions/fallback.ts', tables: {}, async: false };
 /** ECS "Task State Change" (STOPPED) events for the sandbox cluster. */
 export const ecsEventsFunction: ExtraFunction = { id: 'ecsEvents', entry: 'functions/sandboxes/ecs-events.ts', async: true, ...sandboxEventAccess };
-/** Every minute: start time-outs, idle sandboxes, orphan tasks. */
-export const sweeperFunction: ExtraFunction = { id: 'sweeper', entry: 'functions/sandboxes/sweeper.ts', async: true, ...sandboxEventAccess };
+/** Every minute: start time-outs, idle sandboxes, orphan tasks; conversation starts that stalled. */
+export const sweeperFunction: ExtraFunction = {
+  id: 'sweeper',
+  entry: 'functions/sandboxes/sweeper.ts',
+  async: true,
+  ...sandboxEventAccess,
+  tables: { ...sandboxEventAccess.tables, startTasks: 'write' },
+};
 
 export const extraFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction] as const;
 

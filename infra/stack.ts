@@ -16,7 +16,7 @@ import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
-import { authorizerFunction, ecsEventsFunction, entryExists, fallbackFunction, sweeperFunction, type ExtraFunction } from '#infra/functions.ts';
+import { authorizerFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type ExtraFunction } from '#infra/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import type { RouteDef } from '#shared/http/route.ts';
@@ -140,8 +140,7 @@ export class ConversationServiceStack extends Stack {
       accessLogs: new LogGroup(this, 'ApiAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY }),
     });
 
-    // The sandbox event functions are written on another branch; wire them once their files exist.
-    if (entryExists(ecsEventsFunction.entry)) {
+    {
       const ecsEvents = extra(ecsEventsFunction, Duration.seconds(60));
       new Rule(this, 'SandboxTaskStopped', {
         description: 'Sandbox tasks that stopped: reconcile their records',
@@ -153,10 +152,10 @@ export class ConversationServiceStack extends Stack {
         targets: [new LambdaFunction(ecsEvents.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 8, maxEventAge: Duration.hours(2) })],
       });
     }
-    if (entryExists(sweeperFunction.entry)) {
+    {
       const sweeper = extra(sweeperFunction, Duration.seconds(60));
       new Schedule(this, 'SweeperSchedule', {
-        description: 'Sandbox sweeper: start time-outs, idle sandboxes, orphan tasks',
+        description: 'Sweeper: sandbox start time-outs, idle sandboxes, orphan tasks, stalled conversation starts',
         schedule: ScheduleExpression.rate(Duration.minutes(1)),
         // Each run redoes the whole sweep, so a missed one is made up a minute later.
         target: new LambdaInvoke(sweeper.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),

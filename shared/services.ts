@@ -3,6 +3,8 @@ import type { ConversationBridge } from '#shared/conversations/bridge.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
 import type { EventService } from '#shared/events/service.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
 /**
@@ -16,4 +18,6 @@ export interface Services {
   conversations: ConversationService;
   conversationBridge: ConversationBridge;
   events: EventService;
+  sandboxes: SandboxService;
+  sandboxSpecs: SandboxSpecService;
 }

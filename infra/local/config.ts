@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
 /** The local stack's configuration, from the environment; checked once at start with the key named. */
 export const localConfigSchema = z.object({
@@ -8,7 +9,18 @@ export const localConfigSchema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
 });
 
-export type LocalConfig = { port: number; host: string; dataDir: string; memory: boolean };
+export type LocalConfig = {
+  port: number;
+  host: string;
+  dataDir: string;
+  memory: boolean;
+  /** Overrides of the sandbox settings (tests and benchmarks); the environment gives the rest. */
+  sandboxes?: Partial<SandboxConfig>;
+  /** The sandbox specs file (default `config/sandbox-specs.json`). */
+  specsFile?: string;
+  /** How often the local sweeper runs (default 30 s). */
+  sweepIntervalMs?: number;
+};
 
 export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalConfig {
   const parsed = localConfigSchema.safeParse(env);

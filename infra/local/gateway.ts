@@ -99,9 +99,11 @@ const lambdaContext = (requestId: string, routeId: string): Context =>
  */
 export async function startGateway(options: { services: Services; port: number; host: string }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
+  // Handlers still running (a long-poll whose client went away) finish before close() resolves.
+  const inFlight = new Set<Promise<void>>();
   const server = createServer((req, res) => {
     const requestId = randomUUID();
-    void (async () => {
+    const work = (async () => {
       const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
       const match = matchRoute(req.method ?? 'GET', url.pathname);
       if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId));
@@ -125,6 +127,8 @@ export async function startGateway(options: { services: Services; port: number; 
       if (!res.headersSent) send(res, jsonResult(500, { detail: 'Internal Server Error' }, requestId));
       else res.destroy();
     });
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -134,10 +138,12 @@ export async function startGateway(options: { services: Services; port: number; 
   return {
     url: `http://${options.host}:${port}`,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
-      }),
+      });
+      await Promise.allSettled([...inFlight]);
+    },
   };
 }

@@ -1,5 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { logger } from '#shared/logging.ts';
+import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
@@ -13,6 +16,9 @@ export interface LocalStack {
   devKey: string;
   dynamoEndpoint: string;
   services: Services;
+  /** The child-process sandbox runtime (tests look at its processes). */
+  sandboxRuntime: ProcessSandboxRuntime;
+  /** Pauses every running sandbox and stops its process, then the gateway and the database. */
   close(): Promise<void>;
 }
 
@@ -42,15 +48,43 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   await createTables(dynamo.endpoint);
   // Lets `npm run keys` reach this dynalite while it holds the database open.
   writeFileSync(join(config.dataDir, 'dynamodb-endpoint'), dynamo.endpoint);
-  const services = localServices({ dataDir: config.dataDir });
+  let gatewayUrl: string | undefined;
+  const services = localServices({
+    dataDir: config.dataDir,
+    bridgeUrl: () => {
+      if (!gatewayUrl) throw new Error('The gateway is not listening yet');
+      return gatewayUrl;
+    },
+    sandboxes: config.sandboxes,
+    specsFile: config.specsFile,
+  });
   const devKey = await ensureDevKey(services, config.dataDir);
   const gateway = await startGateway({ services, port: config.port, host: config.host });
+  gatewayUrl = gateway.url;
+  const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
+  // The sweeper, as the scheduled function does on AWS. unref: it never keeps the process alive.
+  let sweeping = false;
+  const sweeper = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    Promise.all([services.sandboxes.sweep(), services.conversations.sweepStartTasks(new Date(), startTaskTimeout)])
+      .catch((err: unknown) => logger.error('Local sweep failed', { error: err as Error }))
+      .finally(() => (sweeping = false));
+  }, config.sweepIntervalMs ?? 30_000);
+  sweeper.unref();
   return {
     url: gateway.url,
     devKey,
     dynamoEndpoint: dynamo.endpoint,
     services,
+    sandboxRuntime: services.sandboxRuntime,
     close: async () => {
+      clearInterval(sweeper);
+      // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
+      await services.sandboxes.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
+        logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }),
+      );
+      await services.sandboxRuntime.stopAll();
       await gateway.close();
       await dynamo.close();
     },

@@ -11,6 +11,7 @@ import type {
   StartTaskRecord,
 } from '#shared/conversations/model.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
+import { sweepStartTasks } from '#shared/conversations/sweep.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
@@ -248,6 +249,11 @@ export class ConversationService {
     }
     await this.sandboxes.send(userId, sandbox.id, make(conversation.id));
     return { success: true };
+  }
+
+  /** Fails start tasks that cannot finish (see `sweepStartTasks`); the scheduled sweeper calls this. */
+  sweepStartTasks(now: Date, timeoutSeconds: number): Promise<number> {
+    return sweepStartTasks(this.tasks, this.sandboxes, now, timeoutSeconds);
   }
 
   /** Read-modify-write of a conversation under its version condition, retried on a lost race. */

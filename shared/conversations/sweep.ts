@@ -29,3 +29,12 @@ export async function sweepStartTasks(tasks: StartTaskStore, sandboxes: SandboxC
   }
   return failed;
 }
+
+/** `START_TASK_TIMEOUT_SECONDS` (a start step that reports nothing for this long fails), or the deployment's default. */
+export function startTaskTimeoutSeconds(env: NodeJS.ProcessEnv, fallback: number): number {
+  const raw = env.START_TASK_TIMEOUT_SECONDS;
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 10 || n > 86_400) throw new Error(`Configuration error: START_TASK_TIMEOUT_SECONDS must be an integer from 10 to 86400, not "${raw}"`);
+  return n;
+}

@@ -45,4 +45,6 @@ export interface RouteDef {
   status?: number;
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
+  /** The function's time-out when the default is too short (calls to ECS, the bridge long-poll). */
+  timeoutSeconds?: number;
 }

@@ -3,14 +3,17 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
 
 let client: DynamoDBDocumentClient | undefined;
+let clientEndpoint: string | undefined;
 
 /**
  * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally; on AWS it
  * is unset and the SDK finds the regional endpoint.
  */
 export function documentClient(): DynamoDBDocumentClient {
-  if (!client) {
+  // A new endpoint (a local stack started again in the same process) gets a new client.
+  if (!client || clientEndpoint !== process.env.DYNAMODB_ENDPOINT) {
     const endpoint = process.env.DYNAMODB_ENDPOINT;
+    clientEndpoint = endpoint;
     const base = new DynamoDBClient(
       endpoint
         ? { endpoint, region: process.env.AWS_REGION ?? 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }

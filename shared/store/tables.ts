@@ -19,12 +19,17 @@ export const tables = {
   keys: { pk: 'keyId', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
   /** One item per user. */
   settings: { pk: 'userId', indexes: {} },
-  /** Sandboxes by id; a user's newest first through `byUser`; live ones through the sparse `live`. */
+  /**
+   * Sandboxes by id; a user's newest first through `byUser`. Two sparse indexes hold only the items
+   * that carry their key attributes: `live` (every STARTING/RUNNING sandbox and unfinished deletes,
+   * for the sweeper) and `liveByUser` (a user's STARTING/RUNNING ones, for the per-user limit).
+   */
   sandboxes: {
     pk: 'id',
     indexes: {
       byUser: { pk: 'userId', sk: 'createdAt' },
       live: { pk: 'liveShard', sk: 'lastActivityAt' },
+      liveByUser: { pk: 'liveUserId', sk: 'lastActivityAt' },
     },
   },
   /** Conversations by id; a user's newest first through `byUser`. */
@@ -43,6 +48,8 @@ export const tables = {
    * `counter` for the sequence.
    */
   events: { pk: 'conversationId', sk: 'sk', indexes: {} },
+  /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
+  commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LocalConfig } from '#infra/local/config.ts';
 import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
 
 export interface TestStack extends LocalStack {
@@ -13,9 +14,9 @@ export interface TestStack extends LocalStack {
 }
 
 /** The real local stack (dynalite in memory, the gateway on a free loopback port) in this test process. */
-export async function startTestStack(): Promise<TestStack> {
+export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile'> = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
-  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true });
+  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true, ...options });
   const call: TestStack['call'] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { ...options.headers };
     const key = options.key === undefined ? stack.devKey : options.key;

@@ -1,0 +1,203 @@
+/**
+ * The program that runs inside every sandbox (a child process locally, a Fargate task on AWS).
+ * It checks in over the bridge (which makes the sandbox RUNNING), heartbeats, and long-polls for
+ * commands until it is told to stop. It takes no inbound connections.
+ *
+ * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_MODE=wipe
+ * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS optionally.
+ */
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
+import { ConversationRunner } from './conversations.ts';
+
+export const VERSION = '0.1.0';
+
+/** One JSON line on stderr (the runtime keeps stderr: its end becomes the detail of a crash). */
+function log(level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown> = {}): void {
+  process.stderr.write(`${JSON.stringify({ level, message, time: new Date().toISOString(), ...fields })}\n`);
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export interface SandboxContext {
+  sandboxId: string;
+  workspaceDir: string;
+  bridge: BridgeClient;
+  /** Ends the program after the current command (acknowledged first). */
+  stop(reason: string): void;
+  /** Marks agent activity, reported with the next heartbeat (what keeps the sandbox from idling out). */
+  markActive(): void;
+}
+
+export type CommandHandler = (command: BridgeCommand, ctx: SandboxContext) => Promise<void>;
+
+/**
+ * The commands this program obeys. The conversations work registers its commands here
+ * (`start_conversation`, `send_message`, `pause`, `run`, `respond_to_confirmation`, ...), each
+ * driving an agent session from `sandbox/agent/`. Anything not listed is acknowledged and logged.
+ */
+export const commandHandlers: Record<string, CommandHandler> = {
+  stop: async (command, ctx) => {
+    const reason = (command.payload as { reason?: string } | null)?.reason ?? 'asked by the control plane';
+    ctx.stop(`stop command: ${reason}`);
+  },
+};
+
+/** Runs one command; an unknown type or a failing handler is logged, never fatal. */
+export async function dispatch(command: BridgeCommand, ctx: SandboxContext, handlers = commandHandlers): Promise<void> {
+  const handler = Object.hasOwn(handlers, command.type) ? handlers[command.type] : undefined;
+  if (!handler) {
+    log('warn', 'Unknown command; acknowledged and ignored', { seq: command.seq, type: command.type });
+    return;
+  }
+  try {
+    if (command.type !== 'stop') ctx.markActive();
+    await handler(command, ctx);
+  } catch (err) {
+    log('error', 'Command failed', { seq: command.seq, type: command.type, error: (err as Error).message });
+  }
+}
+
+/** Empties the workspace (the directory itself stays: on AWS it is the access point's root). */
+function wipe(dir: string): void {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of entries) rmSync(join(dir, name), { recursive: true, force: true });
+  log('info', 'Workspace wiped', { entries: entries.length });
+}
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+}
+
+/** The program; resolves to its exit code. */
+export async function runSandbox(): Promise<number> {
+  const sandboxId = required('SANDBOX_ID');
+  const workspaceDir = required('WORKSPACE_DIR');
+  if (process.env.SANDBOX_MODE === 'wipe') {
+    wipe(workspaceDir);
+    return 0;
+  }
+  const bridgeUrl = required('BRIDGE_URL').replace(/\/+$/, '');
+  const enrollmentToken = required('ENROLLMENT_TOKEN');
+  // Nothing else needs the token; keep it out of what commands the agent runs can read.
+  delete process.env.ENROLLMENT_TOKEN;
+  mkdirSync(workspaceDir, { recursive: true });
+  process.chdir(workspaceDir);
+
+  const stopper = new AbortController();
+  let stopReason: string | undefined;
+  const stop = (reason: string) => {
+    if (stopReason) return;
+    stopReason = reason;
+    log('info', 'Stopping', { reason });
+    stopper.abort();
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  // Locally the server is the parent: if it dies, so does this program (on AWS the parent never changes).
+  const parent = process.ppid;
+  const parentWatch = setInterval(() => process.ppid !== parent && stop('the parent process is gone'), 1000);
+
+  const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
+  let checkIn;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...ConversationRunner.commands] });
+      break;
+    } catch (err) {
+      if (isUnauthorized(err) || attempt >= 8 || stopReason) {
+        log('error', 'Check-in failed', { error: (err as Error).message });
+        clearInterval(parentWatch);
+        return stopReason ? 0 : 3;
+      }
+      await sleep(500 * 2 ** Math.min(attempt, 4), stopper.signal);
+    }
+  }
+  log('info', 'Checked in', { sandboxId, version: VERSION });
+
+  let active = false;
+  const ctx: SandboxContext = { sandboxId, workspaceDir, bridge, stop, markActive: () => (active = true) };
+  // Conversations: their commands join the handlers; the ones this workspace held before a pause come back.
+  const runner = new ConversationRunner({ bridgeUrl, sandboxId, key: () => bridge.sessionKey, workspaceDir, markActive: ctx.markActive, log });
+  const handlers: Record<string, CommandHandler> = { ...commandHandlers };
+  for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);
+  await runner.restore();
+  const heartbeat = async () => {
+    const wasActive = active;
+    active = false;
+    try {
+      const { status } = await bridge.heartbeat(wasActive);
+      if (status !== 'RUNNING') stop(`the sandbox is ${status}`);
+    } catch (err) {
+      if (isUnauthorized(err)) stop('the session key was refused');
+      else if (!stopReason) {
+        active ||= wasActive;
+        log('warn', 'Heartbeat failed', { error: (err as Error).message });
+      }
+    }
+  };
+  const heartbeats = setInterval(() => void heartbeat(), Math.max(1, checkIn.heartbeat_seconds) * 1000);
+
+  const wait = Math.min(Number(process.env.POLL_WAIT_SECONDS) || checkIn.poll_wait_seconds, checkIn.poll_wait_seconds);
+  let failures = 0;
+  while (!stopReason) {
+    let commands: BridgeCommand[];
+    try {
+      commands = await bridge.commands(wait);
+      failures = 0;
+    } catch (err) {
+      if (stopReason) break;
+      if (isUnauthorized(err)) {
+        stop('the session key was refused');
+        break;
+      }
+      failures++;
+      log('warn', 'Polling for commands failed', { error: (err as Error).message, failures });
+      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), stopper.signal);
+      continue;
+    }
+    for (const command of commands) {
+      await dispatch(command, ctx, handlers);
+      try {
+        await bridge.ack(command.seq);
+      } catch (err) {
+        log('warn', 'Acknowledging a command failed', { seq: command.seq, error: (err as Error).message });
+      }
+      if (stopReason) break;
+    }
+  }
+  clearInterval(heartbeats);
+  clearInterval(parentWatch);
+  // Sessions save their state after every step; closing delivers the events still queued.
+  await runner.closeAll();
+  return 0;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runSandbox().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      log('error', 'Sandbox program failed', { error: (err as Error).message });
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,20 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { localSpecSchema } from '#shared/sandbox-specs/model.ts';
+import { ListSpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+
+/** Local specs from a JSON file (an array of specs, the default first): `config/sandbox-specs.json`. */
+export function fileSpecRegistry(path: string): ListSpecRegistry {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new Error(`Configuration error: cannot read sandbox specs from ${path}: ${(err as Error).message}`);
+  }
+  const parsed = z.array(localSpecSchema).safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`Configuration error: ${path} at [${issue.path.join('.')}]: ${issue.message}`);
+  }
+  return new ListSpecRegistry(parsed.data.map((s) => ({ ...s, cpu: null, memory: null })));
+}

@@ -1,0 +1,198 @@
+import { BatchGetCommand, BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
+import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+
+export class DynamoSandboxStore implements SandboxStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('sandboxes');
+  private commandsTable?: string;
+
+  /** Only the bridge and delete paths touch the command queue, so only their functions need TABLE_COMMANDS. */
+  private get commands(): string {
+    return (this.commandsTable ??= tableName('commands'));
+  }
+
+  async create(record: SandboxRecord): Promise<void> {
+    await this.db.send(new PutCommand({ TableName: this.table, Item: record, ConditionExpression: 'attribute_not_exists(id)' }));
+  }
+
+  async get(id: string): Promise<SandboxRecord | undefined> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }));
+    return out.Item as SandboxRecord | undefined;
+  }
+
+  async batchGet(ids: string[]): Promise<Map<string, SandboxRecord>> {
+    const found = new Map<string, SandboxRecord>();
+    let keys = [...new Set(ids)].map((id) => ({ id }));
+    // BatchGetItem takes 100 keys and may hand some back unprocessed: bounded retries.
+    for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
+      const batch = keys.slice(0, 100);
+      const out = await this.db.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: batch, ConsistentRead: true } } }));
+      for (const item of out.Responses?.[this.table] ?? []) found.set(item.id as string, item as SandboxRecord);
+      const unprocessed = (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as { id: string }[];
+      keys = [...unprocessed, ...keys.slice(100)];
+      if (unprocessed.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+    }
+    if (keys.length) throw new Error('BatchGetItem left keys unprocessed after retries');
+    return found;
+  }
+
+  async listByUser(userId: string, limit: number, startKey?: Record<string, unknown>) {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'byUser',
+        KeyConditionExpression: 'userId = :u',
+        ExpressionAttributeValues: { ':u': userId },
+        ScanIndexForward: false,
+        Limit: limit,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    return { items: (out.Items ?? []) as SandboxRecord[], lastKey: out.LastEvaluatedKey };
+  }
+
+  listLiveByUser(userId: string): Promise<SandboxRecord[]> {
+    return this.queryAll('liveByUser', 'liveUserId', userId);
+  }
+
+  listLive(): Promise<SandboxRecord[]> {
+    return this.queryAll('live', 'liveShard', LIVE_SHARD);
+  }
+
+  private async queryAll(index: string, key: string, value: string): Promise<SandboxRecord[]> {
+    const items: SandboxRecord[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: index,
+          KeyConditionExpression: '#k = :v',
+          ExpressionAttributeNames: { '#k': key },
+          ExpressionAttributeValues: { ':v': value },
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...((out.Items ?? []) as SandboxRecord[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  async update(id: string, expectedVersion: number, patch: SandboxPatch): Promise<SandboxRecord | undefined> {
+    const names: Record<string, string> = { '#version': 'version', '#updatedAt': 'updatedAt' };
+    const values: Record<string, unknown> = { ':expected': expectedVersion, ':next': expectedVersion + 1, ':now': new Date().toISOString() };
+    const sets = ['#version = :next', '#updatedAt = :now'];
+    const removes: string[] = [];
+    Object.entries(patch).forEach(([field, value], i) => {
+      if (value === undefined || field === 'id' || field === 'version' || field === 'updatedAt') return;
+      names[`#f${i}`] = field;
+      if (value === null) removes.push(`#f${i}`);
+      else {
+        values[`:v${i}`] = value;
+        sets.push(`#f${i} = :v${i}`);
+      }
+    });
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+          ConditionExpression: 'attribute_exists(id) AND #version = :expected',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes as SandboxRecord;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async touchActivity(id: string, at: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          // The sparse index keys move with it, so the sweeper sees the new time.
+          UpdateExpression: 'SET lastActivityAt = :at',
+          ConditionExpression: '#status = :running AND attribute_not_exists(deletedAt) AND lastActivityAt < :at',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':at': at, ':running': 'RUNNING' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    try {
+      await this.db.send(new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' }));
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
+  async nextCommandSeq(id: string): Promise<number | undefined> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: 'ADD commandSeq :one',
+          ConditionExpression: 'attribute_exists(id) AND attribute_not_exists(deletedAt)',
+          ExpressionAttributeValues: { ':one': 1 },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      return out.Attributes?.commandSeq as number;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async putCommand(command: StoredCommand): Promise<void> {
+    await this.db.send(new PutCommand({ TableName: this.commands, Item: command }));
+  }
+
+  async listCommands(sandboxId: string, limit: number): Promise<StoredCommand[]> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.commands,
+        KeyConditionExpression: 'sandboxId = :s',
+        ExpressionAttributeValues: { ':s': sandboxId },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []) as StoredCommand[];
+  }
+
+  async deleteCommand(sandboxId: string, seq: number): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.commands, Key: { sandboxId, seq } }));
+  }
+
+  async deleteAllCommands(sandboxId: string): Promise<void> {
+    // Bounded: each round removes up to 100 queued commands; a queue is short-lived and small.
+    for (let round = 0; round < 100; round++) {
+      const batch = await this.listCommands(sandboxId, 100);
+      if (!batch.length) return;
+      for (let i = 0; i < batch.length; i += 25) {
+        let requests = batch.slice(i, i + 25).map((c) => ({ DeleteRequest: { Key: { sandboxId, seq: c.seq } } }));
+        for (let attempt = 0; requests.length && attempt < 10; attempt++) {
+          const out = await this.db.send(new BatchWriteCommand({ RequestItems: { [this.commands]: requests } }));
+          requests = (out.UnprocessedItems?.[this.commands] ?? []) as typeof requests;
+        }
+      }
+    }
+  }
+}

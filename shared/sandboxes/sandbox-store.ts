@@ -1,0 +1,90 @@
+import type { SandboxStatus } from '#shared/sandboxes/model.ts';
+
+/** The one partition of the sparse `live` index (a few thousand live sandboxes fit one partition easily). */
+export const LIVE_SHARD = 'live';
+
+/** The stored sandbox item (table `sandboxes`; README.md describes each attribute). */
+export interface SandboxRecord {
+  id: string;
+  userId: string;
+  specId: string;
+  status: SandboxStatus;
+  /** Incremented by every state change: the condition of the next one. */
+  version: number;
+  /** Incremented by every start/resume: tells a current process or task from a stale one. */
+  generation: number;
+  createdAt: string;
+  updatedAt: string;
+  lastActivityAt: string;
+  /** When the current generation was started (stuck-start detection, start latency). */
+  startedAt?: string;
+  detail?: string;
+  /** Sparse index keys: set only while STARTING/RUNNING (and, `liveShard` only, while a delete is unfinished). */
+  liveShard?: string;
+  liveUserId?: string;
+  /** SHA-256 of the one-time enrollment token of the current generation; removed at check-in. */
+  enrollmentHash?: string;
+  /** SHA-256 of the session key, for authentication. */
+  sessionKeyHash?: string;
+  /** The session key sealed for the owner, so it can be shown while RUNNING. */
+  sessionKeySealed?: string;
+  /** The runtime's handle on the current generation (a pid, a task ARN). */
+  runtimeRef?: string;
+  /** What the runtime keeps per sandbox across generations (e.g. EFS access point, task definition). */
+  runtimeState?: Record<string, string>;
+  /** Counter of queued commands (atomic ADD, never part of a versioned write). */
+  commandSeq?: number;
+  agentVersion?: string;
+  /** Set when a delete began; the item is hidden from then on and removed when clean-up is done. */
+  deletedAt?: string;
+}
+
+/** A set of attribute changes; `null` removes the attribute. */
+export type SandboxPatch = { [K in keyof SandboxRecord]?: SandboxRecord[K] | null };
+
+export interface StoredCommand {
+  sandboxId: string;
+  seq: number;
+  type: string;
+  /** The payload, sealed for the sandbox's owner (it may carry secrets the agent needs). */
+  sealedPayload?: string;
+  /** A payload that carries no secret (e.g. a user message, stored as an event anyway), as JSON. */
+  payload?: string;
+  createdAt: string;
+}
+
+/**
+ * Storage of sandboxes and their command queues. Every state change is one conditional write on
+ * one item (dynalite has no transactions). Adapter: `DynamoSandboxStore`.
+ */
+export interface SandboxStore {
+  /** Stores a new record; throws if the id exists. */
+  create(record: SandboxRecord): Promise<void>;
+  /** The record (strongly consistent), or undefined. */
+  get(id: string): Promise<SandboxRecord | undefined>;
+  /** The records that exist among `ids` (duplicates allowed), keyed by id. */
+  batchGet(ids: string[]): Promise<Map<string, SandboxRecord>>;
+  /** A page of a user's sandboxes, newest first. */
+  listByUser(userId: string, limit: number, startKey?: Record<string, unknown>): Promise<{ items: SandboxRecord[]; lastKey?: Record<string, unknown> }>;
+  /** A user's STARTING/RUNNING sandboxes, least recently active first. */
+  listLiveByUser(userId: string): Promise<SandboxRecord[]>;
+  /** Every STARTING/RUNNING sandbox and unfinished delete, least recently active first. */
+  listLive(): Promise<SandboxRecord[]>;
+  /**
+   * Applies `patch` (and version + 1, updatedAt) if the stored version is still `expectedVersion`.
+   * Returns the new record, or undefined when another change got there first (or the item is gone).
+   */
+  update(id: string, expectedVersion: number, patch: SandboxPatch): Promise<SandboxRecord | undefined>;
+  /** Sets lastActivityAt when the sandbox is RUNNING (no version change: activity is not a state change). */
+  touchActivity(id: string, at: string): Promise<boolean>;
+  /** Removes the item if it is marked deleted. */
+  remove(id: string): Promise<void>;
+  /** The next command number of a sandbox that exists and is not being deleted; undefined otherwise. */
+  nextCommandSeq(id: string): Promise<number | undefined>;
+  putCommand(command: StoredCommand): Promise<void>;
+  /** The oldest `limit` queued commands. */
+  listCommands(sandboxId: string, limit: number): Promise<StoredCommand[]>;
+  /** Idempotent. */
+  deleteCommand(sandboxId: string, seq: number): Promise<void>;
+  deleteAllCommands(sandboxId: string): Promise<void>;
+}

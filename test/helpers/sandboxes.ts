@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { TestStack } from '#test/helpers/stack.ts';
+
+/** Polls `check` every 50 ms until it returns a value, failing after `timeoutMs` (a bound, not a timing assertion). */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The sandbox as GET /api/v1/sandboxes?id= shows it (null when unknown). */
+export async function getSandbox(stack: TestStack, id: string, key?: string): Promise<any> {
+  const res = await stack.call('GET', `/api/v1/sandboxes?id=${id}`, { key });
+  if (res.status !== 200) throw new Error(`GET sandbox: ${res.status} ${res.text}`);
+  return res.body[0];
+}
+
+export function waitForStatus(stack: TestStack, id: string, status: string, key?: string, timeoutMs?: number): Promise<any> {
+  return waitFor(
+    `sandbox ${id} to be ${status}`,
+    async () => {
+      const s = await getSandbox(stack, id, key);
+      return s?.status === status ? s : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** The environment a process was started with, from /proc (Linux). */
+export function processEnv(pid: number): Record<string, string> | undefined {
+  try {
+    const raw = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    return Object.fromEntries(
+      raw
+        .split('\0')
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live process on this machine started with SANDBOX_ID=<id>: what the OS sees, not what the runtime believes. */
+export function sandboxPids(sandboxId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (/\) Z /.test(stat)) continue; // a zombie has exited
+    } catch {
+      continue;
+    }
+    if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId) pids.push(Number(entry));
+  }
+  return pids;
+}

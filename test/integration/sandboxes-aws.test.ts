@@ -1,0 +1,183 @@
+import { readFileSync } from 'node:fs';
+import { RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
+import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import type { Context } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import type { ApiEvent, ApiResult } from '#shared/http/wrapper.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import type { EcsTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
+import { CLUSTER, fargateConfig, FakeAws, sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
+
+/**
+ * The AWS path end to end: the Lambda handlers as API Gateway and EventBridge call them, with
+ * awsServices() wiring, DynamoDB on dynalite and ECS, EFS and KMS at the SDK boundary.
+ */
+let dynamo: EmbeddedDynamo;
+let aws: FakeAws;
+const kms = mockClient(KMSClient);
+
+beforeAll(async () => {
+  dynamo = await startDynalite();
+  useLocalTables(dynamo.endpoint, 'aws-path');
+  await createTables(dynamo.endpoint, 'aws-path');
+  Object.assign(process.env, {
+    AWS_REGION: 'eu-west-1',
+    SECRETS_KEY_ID: 'alias/acs-secrets',
+    ECS_CLUSTER_ARN: CLUSTER,
+    SANDBOX_SUBNET_IDS: fargateConfig.subnetIds.join(','),
+    SANDBOX_SECURITY_GROUP_ID: fargateConfig.securityGroupId,
+    SANDBOX_FILE_SYSTEM_ID: fargateConfig.fileSystemId,
+    SANDBOX_TASK_ROLE_ARN: fargateConfig.taskRoleArn,
+    SANDBOX_EXECUTION_ROLE_ARN: fargateConfig.executionRoleArn,
+    SANDBOX_SPECS: sandboxSpecsEnv(),
+  });
+  // KMS stand-in: the "ciphertext" carries its context, so a wrong context fails as KMS would.
+  kms.on(EncryptCommand).callsFake(async ({ Plaintext, EncryptionContext }) => ({
+    CiphertextBlob: Buffer.from(JSON.stringify({ c: EncryptionContext, p: Buffer.from(Plaintext).toString('base64') })),
+  }));
+  kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob, EncryptionContext }) => {
+    const { c, p } = JSON.parse(Buffer.from(CiphertextBlob).toString('utf8'));
+    if (JSON.stringify(c) !== JSON.stringify(EncryptionContext)) throw Object.assign(new Error('denied'), { name: 'InvalidCiphertextException' });
+    return { Plaintext: Buffer.from(p, 'base64') };
+  });
+});
+afterAll(async () => {
+  kms.restore();
+  await dynamo?.close();
+});
+beforeEach(() => {
+  aws?.restore();
+  aws = new FakeAws();
+});
+
+const context = {} as Context;
+let n = 0;
+async function invoke(entry: string, method: string, path: string, init: { userId?: string; key?: string; body?: unknown; params?: Record<string, string>; query?: string } = {}) {
+  const { handler } = (await import(`../../functions/${entry}`)) as { handler: (e: ApiEvent, c: Context) => Promise<ApiResult> };
+  const event = {
+    version: '2.0',
+    rawPath: path,
+    rawQueryString: init.query ?? '',
+    headers: {
+      host: 'abc123.execute-api.eu-west-1.amazonaws.com',
+      ...(init.key ? { 'x-session-api-key': init.key } : {}),
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+    },
+    pathParameters: init.params,
+    body: init.body ? JSON.stringify(init.body) : undefined,
+    isBase64Encoded: false,
+    requestContext: { requestId: `req-${++n}`, http: { method, path }, authorizer: { lambda: { userId: init.userId ?? '' } } },
+  } as unknown as ApiEvent;
+  const result = await handler(event, context);
+  return { status: result.statusCode!, body: JSON.parse(result.body as string), headers: result.headers ?? {} };
+}
+
+const startAs = (userId: string) => invoke('sandboxes/start.ts', 'POST', '/api/v1/sandboxes', { userId });
+const getAs = async (userId: string, id: string) =>
+  (await invoke('sandboxes/batch-get.ts', 'GET', '/api/v1/sandboxes', { userId, query: `id=${id}` })).body[0];
+const runEnv = () => aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides!.containerOverrides![0]!.environment!;
+const envValue = (name: string) => runEnv().find((e) => e.name === name)?.value;
+
+async function ecsEvent(fixture: string, sandboxId: string, generation: number) {
+  const event = JSON.parse(readFileSync(new URL(`../fixtures/ecs-events/${fixture}`, import.meta.url), 'utf8')) as EcsTaskStateChange;
+  event.detail!.startedBy = sandboxId;
+  for (const e of event.detail!.overrides!.containerOverrides![0]!.environment!) {
+    if (e.name === 'SANDBOX_ID') e.value = sandboxId;
+    if (e.name === 'SANDBOX_GENERATION') e.value = String(generation);
+  }
+  const { handler } = await import('../../functions/sandboxes/ecs-events.ts');
+  await handler(event as never);
+}
+
+describe('sandboxes on the AWS path', () => {
+  it('starts a task with a one-time token; the bridge URL comes from the request host', async () => {
+    const res = await startAs('alice');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('STARTING');
+    expect(envValue('BRIDGE_URL')).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com');
+    expect(envValue('SANDBOX_ID')).toBe(res.body.id);
+    const token = envValue('ENROLLMENT_TOKEN')!;
+
+    // The task's program checks in: RUNNING, with the session key shown to its owner only.
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: { version: '1' }, params: { sandbox_id: res.body.id } });
+    expect(checkIn.status).toBe(200);
+    const running = await getAs('alice', res.body.id);
+    expect(running.status).toBe('RUNNING');
+    expect(running.session_api_key).toBe(checkIn.body.session_api_key);
+    expect(await getAs('mallory', res.body.id)).toBeNull();
+    const again = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: {}, params: { sandbox_id: res.body.id } });
+    expect(again.status).toBe(401);
+  });
+
+  it('turns throttling by ECS into ERROR with a readable detail, never a 500', async () => {
+    aws.ecs.on(RunTaskCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+    const res = await startAs('bob');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('ERROR');
+    expect(res.body.detail).toBe('AWS is throttling sandbox starts (ThrottlingException); resume the sandbox to try again');
+  });
+
+  it('turns an unrequested STOPPED event into ERROR, a stop that was asked for into PAUSED, and ignores stale generations', async () => {
+    const crashed = (await startAs('carol')).body.id;
+    await ecsEvent('stopped-crash.json', crashed, 2); // a generation that is not current: ignored
+    expect((await getAs('carol', crashed)).status).toBe('STARTING');
+    await ecsEvent('stopped-image-pull.json', crashed, 1);
+    const failed = await getAs('carol', crashed);
+    expect(failed.status).toBe('ERROR');
+    expect(failed.detail).toMatch(/^The sandbox image could not be pulled: CannotPullContainerError/);
+    // Redelivered: no harm.
+    await ecsEvent('stopped-image-pull.json', crashed, 1);
+    expect((await getAs('carol', crashed)).updated_at).toBe(failed.updated_at);
+
+    const stopped = (await startAs('carol')).body.id;
+    await ecsEvent('stopped-user-initiated.json', stopped, 1);
+    const paused = await getAs('carol', stopped);
+    expect(paused.status).toBe('PAUSED');
+    expect(paused.detail).toBe('The sandbox task was stopped: Task stopped by user');
+  });
+
+  it('pauses with StopTask and resumes with a new generation and a new token', async () => {
+    const id = (await startAs('dave')).body.id;
+    const firstToken = envValue('ENROLLMENT_TOKEN');
+    const pause = await invoke('sandboxes/pause.ts', 'POST', `/api/v1/sandboxes/${id}/pause`, { userId: 'dave', params: { sandbox_id: id } });
+    expect(pause.body).toEqual({ success: true });
+    expect(aws.ecs.commandCalls(StopTaskCommand)).toHaveLength(1);
+    // ECS then reports the stop it was asked for: the sandbox stays PAUSED.
+    await ecsEvent('stopped-user-initiated.json', id, 1);
+    expect((await getAs('dave', id)).detail).toBeNull();
+    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${id}/resume`, { userId: 'dave', params: { sandbox_id: id } });
+    expect(resume.body).toEqual({ success: true });
+    expect(envValue('SANDBOX_GENERATION')).toBe('2');
+    expect(envValue('ENROLLMENT_TOKEN')).not.toBe(firstToken);
+    expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(2);
+  });
+
+  it('deletes in two steps: a wipe task, then (on its STOPPED event) the access point and the record', async () => {
+    const id = (await startAs('erin')).body.id;
+    const del = await invoke('sandboxes/delete.ts', 'DELETE', `/api/v1/sandboxes/${id}`, { userId: 'erin', params: { sandbox_id: id } });
+    expect(del.body).toEqual({ success: true });
+    expect(envValue('SANDBOX_MODE')).toBe('wipe');
+    expect(await getAs('erin', id)).toBeNull();
+    const store = new DynamoSandboxStore();
+    expect((await store.get(id))?.deletedAt).toEqual(expect.any(String));
+    aws.finishWipes();
+    await ecsEvent('stopped-wipe.json', id, 1);
+    expect(await store.get(id)).toBeUndefined();
+  });
+
+  it('runs the scheduled sweeper: a start stuck past 600 s becomes ERROR and its task is stopped', async () => {
+    const id = (await startAs('frank')).body.id;
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(id))!;
+    const old = new Date(Date.now() - 601_000).toISOString();
+    await store.update(id, rec.version, { startedAt: old, lastActivityAt: old });
+    const { handler } = await import('../../functions/sandboxes/sweeper.ts');
+    const summary = await handler();
+    expect(summary.failed).toContain(id);
+    const failed = await getAs('frank', id);
+    expect(failed.detail).toBe('The sandbox did not check in within 600 seconds of starting');
+    expect(aws.ecs.commandCalls(StopTaskCommand).map((c) => c.args[0].input.task)).toContain(rec.runtimeRef);
+  });
+});
