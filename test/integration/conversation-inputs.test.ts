@@ -1,5 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
@@ -11,6 +13,8 @@ let llm: ScriptedLlm;
 let git: GitServer;
 const TOKEN = 'glpat_inputs_token';
 const MCP_SERVER = new URL('../fixtures/agent/mcp-reverse-server.ts', import.meta.url).pathname;
+// The server runs from the sandbox's workspace, where a bare `tsx` would not resolve.
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 beforeAll(async () => {
   stack = await startTestStack();
@@ -23,7 +27,7 @@ beforeAll(async () => {
       llm_api_key: 'sk-inputs',
       llm_base_url: llm.baseUrl,
       secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: git.url } } },
-      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['--import', 'tsx', MCP_SERVER] }] },
+      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['--import', TSX, MCP_SERVER] }] },
     },
   });
 });
@@ -65,7 +69,7 @@ describe('every creation input of the spec', () => {
     llm.enqueue(reply.finish('done'));
     const task = await startConversation(stack, {
       conversation_instructions: 'Always answer in haiku.',
-      mcp_config: { stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['--import', 'tsx', MCP_SERVER] }] },
+      mcp_config: { stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['--import', TSX, MCP_SERVER] }] },
       initial_message: { content: [{ type: 'text', text: 'hello' }] },
     });
     expect(task.status).toBe('READY');
@@ -74,7 +78,7 @@ describe('every creation input of the spec', () => {
     expect(JSON.stringify(body.messages[0])).toContain('Always answer in haiku.');
     const tools = (body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     // Both servers run the same fixture: the second one's tools are prefixed with its name.
-    expect(tools).toEqual(expect.arrayContaining(['reverse', 'fromrequest_reverse']));
+    expect(tools).toEqual(expect.arrayContaining(['reverse_text', 'fromrequest_reverse_text']));
   });
 
   it('suggested_task: the repository is cloned and the first message names the issue', async () => {
