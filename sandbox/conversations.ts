@@ -46,9 +46,6 @@ function run(cmd: string, args: string[], options: { cwd: string; env?: Record<s
 const lastLines = (text: string, n = 3) => text.trim().split('\n').slice(-n).join(' / ').slice(0, 500);
 
 export class ConversationRunner {
-  /** The command types this runner handles (announced at check-in). */
-  static readonly commands = ['start_conversation', 'send_message', 'pause_conversation', 'run_conversation', 'respond_to_confirmation'] as const;
-
   private readonly running = new Map<string, Running>();
   /** Per conversation, commands run one after another (a message waits for its start). */
   private readonly chains = new Map<string, Promise<void>>();

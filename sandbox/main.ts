@@ -10,7 +10,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
-import { ConversationRunner } from './conversations.ts';
+import { CONVERSATION_COMMANDS } from './conversation-commands.ts';
 
 export const VERSION = '0.1.0';
 
@@ -121,7 +121,7 @@ export async function runSandbox(): Promise<number> {
   let checkIn;
   for (let attempt = 0; ; attempt++) {
     try {
-      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...ConversationRunner.commands] });
+      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...CONVERSATION_COMMANDS] });
       break;
     } catch (err) {
       if (isUnauthorized(err) || attempt >= 8 || stopReason) {
@@ -137,6 +137,9 @@ export async function runSandbox(): Promise<number> {
   let active = false;
   const ctx: SandboxContext = { sandboxId, workspaceDir, bridge, stop, markActive: () => (active = true) };
   // Conversations: their commands join the handlers; the ones this workspace held before a pause come back.
+  // Loaded only now: the agent and its SDKs take a while to import, and checking in (RUNNING) and
+  // watching the parent process should not wait for them.
+  const { ConversationRunner } = await import('./conversations.ts');
   const runner = new ConversationRunner({ bridgeUrl, sandboxId, key: () => bridge.sessionKey, workspaceDir, markActive: ctx.markActive, log });
   const handlers: Record<string, CommandHandler> = { ...commandHandlers };
   for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);
