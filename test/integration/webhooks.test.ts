@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+let stack: TestStack;
+let llm: ScriptedLlm;
+let conversationId: string;
+let sandboxId: string;
+let sandboxKey: string;
+
+const event = (i: number, id = randomUUID().replaceAll('-', '')) => ({
+  kind: 'MessageEvent',
+  id,
+  timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+  source: 'agent',
+  llm_message: { role: 'assistant', content: [{ type: 'text', text: `message ${i}` }] },
+});
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  llm = await startScriptedLlm([reply.finish('ready')]);
+  await stack.call('POST', '/api/settings', { body: { llm_model: 'm', llm_api_key: 'sk-w', llm_base_url: llm.baseUrl } });
+  const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
+  conversationId = task.app_conversation_id;
+  sandboxId = task.sandbox_id!;
+  await waitForStatus(stack, conversationId, ['finished']);
+  sandboxKey = (await stack.call('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body[0].session_api_key;
+  expect(sandboxKey).toBeTypeOf('string');
+});
+afterAll(async () => {
+  await stack?.stop();
+  await llm?.close();
+});
+
+const post = (events: unknown, key: string | null = sandboxKey, cid = conversationId, sid = sandboxId) =>
+  stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}`, { key, body: events });
+
+describe('the event webhook', () => {
+  it('is idempotent by event id: a batch posted twice (a retry) stores each event once, in first order', async () => {
+    const before = (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body as number;
+    const batch = [event(1), event(2), event(3)];
+    expect((await post(batch)).body).toEqual({ success: true, added: 3 });
+    expect((await post([...batch, event(4)])).body).toEqual({ success: true, added: 1 });
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body).toBe(before + 4);
+    const page = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&sort_order=TIMESTAMP_DESC&limit=4`);
+    expect(page.body.items.map((e: { llm_message: { content: { text: string }[] } }) => e.llm_message.content[0]!.text)).toEqual(['message 4', 'message 3', 'message 2', 'message 1']);
+  });
+
+  it('refuses a wrong key, a user key, a foreign conversation and another sandbox id with 401', async () => {
+    for (const res of [
+      await post([event(9)], 'sbx_wrong'),
+      await post([event(9)], null),
+      await post([event(9)], stack.devKey),
+      await post([event(9)], sandboxKey, randomUUID().replaceAll('-', '')),
+      await post([event(9)], sandboxKey, conversationId, 'someothersandbox'),
+    ]) {
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ detail: 'Unauthorized' });
+    }
+    const report = await stack.call('POST', `/api/v1/webhooks/${sandboxId}/conversations`, { key: 'sbx_wrong', body: { conversation_id: conversationId, execution_status: 'error' } });
+    expect(report.status).toBe(401);
+    const config = await stack.call('GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`, { key: stack.devKey });
+    expect(config.status).toBe(401);
+  });
+
+  it('gives the sandbox its start configuration with the secrets it needs, and nobody else', async () => {
+    const config = await stack.call('GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`, { key: sandboxKey });
+    expect(config.status).toBe(200);
+    expect(config.body.llm).toEqual({ model: 'm', api_key: 'sk-w', base_url: llm.baseUrl });
+  });
+
+  it('validates events: 422 naming the bad member; a status report can only move a start task forward', async () => {
+    const bad = await post([{ ...event(5), source: 'martian' }, { ...event(6), id: 'has spaces' }]);
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail.map((d: { loc: (string | number)[] }) => d.loc.slice(0, 3).join('.'))).toEqual(['body.0.source', 'body.1.id']);
+    const tooMany = await post(Array.from({ length: 101 }, (_, i) => event(i)));
+    expect(tooMany.status).toBe(422);
+    const back = await stack.call('POST', `/api/v1/webhooks/${sandboxId}/conversations`, { key: sandboxKey, body: { conversation_id: conversationId, start_task_status: 'PREPARING_REPOSITORY' } });
+    expect(back.status).toBe(200);
+    const [conv] = (await stack.call('GET', `/api/v1/app-conversations?ids=${conversationId}`)).body;
+    const tasks = (await stack.call('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${conversationId}`)).body.items;
+    expect(conv.id).toBe(conversationId);
+    expect(tasks[0].status).toBe('READY');
+  });
+});
