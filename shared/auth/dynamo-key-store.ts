@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { ApiKeyRecord } from '#shared/auth/model.ts';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 
 export class DynamoKeyStore implements KeyStore {
   private readonly db = documentClient();
@@ -38,8 +38,8 @@ export class DynamoKeyStore implements KeyStore {
   }
 
   async revoke(keyId: string, at: string): Promise<boolean> {
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { keyId },
@@ -47,17 +47,13 @@ export class DynamoKeyStore implements KeyStore {
           ConditionExpression: 'attribute_exists(keyId) AND attribute_exists(userId) AND attribute_not_exists(revokedAt)',
           ExpressionAttributeValues: { ':at': at },
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   async touch(keyId: string, at: string): Promise<void> {
-    try {
-      await this.db.send(
+    await conditionalWrite(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { keyId },
@@ -65,9 +61,7 @@ export class DynamoKeyStore implements KeyStore {
           ConditionExpression: 'attribute_exists(keyId)',
           ExpressionAttributeValues: { ':at': at },
         }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+      ),
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
 
 function userQuery(table: string, userId: string, f: ConversationFilter) {
@@ -40,15 +40,11 @@ export class DynamoConversationStore implements ConversationStore {
   private readonly table = tableName('conversations');
 
   async create(record: ConversationRecord): Promise<boolean> {
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase() }, ConditionExpression: 'attribute_not_exists(id)' }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   async get(id: string): Promise<ConversationRecord | undefined> {
@@ -76,8 +72,8 @@ export class DynamoConversationStore implements ConversationStore {
       values[`:a${i}`] = v;
       return `#a${i} = :a${i}`;
     });
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { id },
@@ -86,12 +82,8 @@ export class DynamoConversationStore implements ConversationStore {
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 }
 
@@ -142,8 +134,8 @@ export class DynamoStartTaskStore implements StartTaskStore {
       sets.push('sandbox_id = :sb');
       values[':sb'] = changes.sandbox_id;
     }
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { id },
@@ -152,12 +144,8 @@ export class DynamoStartTaskStore implements StartTaskStore {
           ExpressionAttributeNames: { '#s': 'status' },
           ExpressionAttributeValues: values,
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   async stalled(before: string, limit: number): Promise<StartTaskRecord[]> {

@@ -1,6 +1,6 @@
 import { BatchGetCommand, BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 
 export class DynamoSandboxStore implements SandboxStore {
   private readonly db = documentClient();
@@ -114,8 +114,8 @@ export class DynamoSandboxStore implements SandboxStore {
   }
 
   async touchActivity(id: string, at: string): Promise<boolean> {
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { id },
@@ -125,20 +125,12 @@ export class DynamoSandboxStore implements SandboxStore {
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':at': at, ':running': 'RUNNING' },
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 
   async remove(id: string): Promise<void> {
-    try {
-      await this.db.send(new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' }));
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
+    await conditionalWrite(() => this.db.send(new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' })));
   }
 
   async nextCommandSeq(id: string): Promise<number | undefined> {

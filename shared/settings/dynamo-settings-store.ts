@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SettingsRecord, SettingsStore } from '#shared/settings/settings-store.ts';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 
 export class DynamoSettingsStore implements SettingsStore {
   private readonly db = documentClient();
@@ -12,19 +12,15 @@ export class DynamoSettingsStore implements SettingsStore {
   }
 
   async put(record: SettingsRecord, expectedVersion: number): Promise<boolean> {
-    try {
-      await this.db.send(
+    return conditionalWrite(() =>
+      this.db.send(
         new PutCommand({
           TableName: this.table,
           Item: record,
           ConditionExpression: expectedVersion === 0 ? 'attribute_not_exists(userId)' : 'version = :v',
           ExpressionAttributeValues: expectedVersion === 0 ? undefined : { ':v': expectedVersion },
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
   }
 }

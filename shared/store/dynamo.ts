@@ -35,3 +35,17 @@ export function tableName(key: TableKey): string {
 
 export const isConditionFailure = (err: unknown): boolean =>
   (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
+
+/**
+ * Runs a conditional write: true when it was applied, false when its condition failed (another
+ * writer got there first, or the item is not in the expected state). Any other error is thrown.
+ */
+export async function conditionalWrite(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
