@@ -47,16 +47,19 @@ export function processEnv(pid: number): Record<string, string> | undefined {
 
 /** Every live process on this machine started with SANDBOX_ID=<id>: what the OS sees, not what the runtime believes. */
 export function sandboxPids(sandboxId: string): number[] {
-  const pids: number[] = [];
+  const mine = new Map<number, number>(); // pid -> parent pid
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (/\) Z /.test(stat)) continue; // a zombie has exited
     } catch {
       continue;
     }
-    if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId) pids.push(Number(entry));
+    if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId) mine.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
   }
-  return pids;
+  // The sandbox program's own children (tsx's esbuild service, agent commands) inherit its
+  // environment: count only the programs, whose parent is not one of them.
+  return [...mine].filter(([, ppid]) => !mine.has(ppid)).map(([pid]) => pid);
 }
