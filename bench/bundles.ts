@@ -21,6 +21,8 @@ export async function benchBundles(): Promise<string> {
     '',
     `Each of the ${rows.length} Lambda entries (one per route, plus the authorizer, the fallback route, the ECS event handler and the sweeper) bundled with the options CDK uses (\`infra/bundle.ts\`: ESM, minified, AWS SDK included), then imported by a bare \`node\` process: load time is the median of ${LOADS} processes, measured from just before the \`import()\` to its end, so Node's own start-up is left out. It is the part of a cold start the code decides; Lambda adds its own runtime start. Measured on Node ${process.versions.node}, while Lambda runs Node 24.`,
     '',
+    'Route bundles are all about the same size because each imports `shared/wiring/aws.ts`, which imports every AWS adapter (its lazy getters put off creating clients, not bundling them); `functions/fallback.ts`, which needs no services, shows what the route table (with its zod schemas) and the logger weigh alone.',
+    '',
     `Over all entries: size median ${count(percentile(kbs, 50))} KB, largest ${count(Math.max(...kbs))} KB; load median ${percentile(loads, 50).toFixed(1)} ms, slowest ${Math.max(...loads).toFixed(1)} ms.`,
     '',
     '| entry | bundle size | module load |',
