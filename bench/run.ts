@@ -1,19 +1,41 @@
 import { writeFileSync } from 'node:fs';
-import { cpus, totalmem, type } from 'node:os';
+import { cpus, loadavg, totalmem, type } from 'node:os';
+import { benchBundles } from './bundles.ts';
+import { benchConversations } from './conversations.ts';
+import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 
 /**
  * `npm run bench`: runs every benchmark section and rewrites docs/performance.md with the machine
  * and the date. Figures, not pass/fail: timed assertions are flaky on shared machines.
+ * `npm run bench -- <section>...` runs only those sections and prints them without writing the doc.
  */
-const sections: [string, () => Promise<string>][] = [['settings', benchSettings]];
+const sections: [string, () => Promise<string>][] = [
+  ['settings', benchSettings],
+  ['bundles', benchBundles],
+  ['sandboxes', benchSandboxes],
+  ['conversations', benchConversations],
+];
 
 const only = process.argv.slice(2);
+const unknown = only.filter((name) => !sections.some(([s]) => s === name));
+if (unknown.length) {
+  process.stderr.write(`bench: unknown section ${unknown.join(', ')}; sections: ${sections.map(([s]) => s).join(', ')}\n`);
+  process.exit(2);
+}
+
+const started = performance.now();
+const load = loadavg()[0]!;
 const parts: string[] = [];
+const durations: string[] = [];
 for (const [name, run] of sections) {
   if (only.length && !only.includes(name)) continue;
   process.stderr.write(`bench: ${name}...\n`);
+  const t = performance.now();
   const text = await run();
+  const seconds = (performance.now() - t) / 1000;
+  process.stderr.write(`bench: ${name} took ${seconds.toFixed(0)} s\n`);
+  durations.push(`${name} ${seconds.toFixed(0)} s`);
   process.stdout.write(`${text}\n`);
   parts.push(text);
 }
@@ -24,8 +46,20 @@ const doc = [
   '',
   'Written by `npm run bench` (do not edit by hand; run it again).',
   '',
-  `- Machine: ${machine}`,
+  `- Machine: ${machine}; load average ${load.toFixed(2)} when the run began`,
   `- Date: ${new Date().toISOString().slice(0, 10)}`,
+  `- Run time: ${((performance.now() - started) / 60_000).toFixed(1)} min (${durations.join(', ')})`,
+  '',
+  '## How to read these figures',
+  '',
+  '- Everything runs on one machine over loopback: the local gateway, dynalite (in memory, in the same process as',
+  '  the gateway and the client that measures), sandboxes as child processes, and a scripted LLM that answers at once.',
+  '  The figures compare parts of this codebase with each other and over time; they are not AWS latencies. On AWS,',
+  '  each DynamoDB call costs a few milliseconds of network where dynalite costs about one of CPU, and Lambda adds',
+  '  cold starts (the bundle section shows the part of those the code decides).',
+  '- p50 is the median; p99 is the nearest-rank 99th percentile, which for 20 samples is the slowest one.',
+  '- The machine may be shared (see the load average above): compare runs from the same machine, and read a single',
+  '  p99 as "it can be this slow", not as a property of the code.',
   '',
   ...parts,
 ].join('\n');

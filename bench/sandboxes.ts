@@ -1,38 +1,30 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
+import { waitFor } from '#test/helpers/sandboxes.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { json } from './http.ts';
+import { ms as msDigits, p50p99, percentile } from './stats.ts';
 
 const CEILING = 40;
 const STARTS = 20;
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
-}
-const ms = (n: number) => `${Math.round(n)} ms`;
-
-async function call(stack: LocalStack, method: string, path: string): Promise<any> {
-  const res = await fetch(`${stack.url}${path}`, { method, headers: { 'x-session-api-key': stack.devKey } });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-  return res.json();
-}
+const ms = (n: number) => msDigits(n, 0);
 
 /** Polls every 10 ms (that is the resolution of the figures) until the sandbox is RUNNING; bounded. */
-async function untilRunning(stack: LocalStack, id: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const [s] = await call(stack, 'GET', `/api/v1/sandboxes?id=${id}`);
-    if (s.status === 'RUNNING') return;
-    if (s.status !== 'STARTING') throw new Error(`sandbox ${id} is ${s.status}: ${s.detail}`);
-    if (Date.now() > deadline) throw new Error(`sandbox ${id} did not reach RUNNING in 60 s`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+function untilRunning(stack: TestStack, id: string): Promise<void> {
+  return waitFor(
+    `sandbox ${id} to be RUNNING`,
+    async () => {
+      const [s] = await json(stack, 'GET', `/api/v1/sandboxes?id=${id}`);
+      if (s.status === 'RUNNING') return true;
+      if (s.status !== 'STARTING') throw new Error(`sandbox ${id} is ${s.status}: ${s.detail}`);
+      return undefined;
+    },
+    60_000,
+    10,
+  ).then(() => undefined);
 }
 
-async function startToRunning(stack: LocalStack): Promise<{ id: string; ms: number }> {
+async function startToRunning(stack: TestStack): Promise<{ id: string; ms: number }> {
   const t = performance.now();
-  const { id } = await call(stack, 'POST', '/api/v1/sandboxes');
+  const { id } = await json(stack, 'POST', '/api/v1/sandboxes');
   await untilRunning(stack, id);
   return { id, ms: performance.now() - t };
 }
@@ -43,25 +35,17 @@ async function startToRunning(stack: LocalStack): Promise<{ id: string; ms: numb
  * start takes twice as long as on an idle machine (stopping at a ceiling).
  */
 export async function benchSandboxes(): Promise<string> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-sandboxes-'));
-  const stack = await startLocalStack({
-    port: 0,
-    host: '127.0.0.1',
-    dataDir,
-    memory: true,
-    sweepIntervalMs: 3_600_000,
-    sandboxes: { maxRunning: CEILING + 10 },
-  });
+  const stack = await startTestStack({ sweepIntervalMs: 3_600_000, sandboxes: { maxRunning: CEILING + 10 } });
   try {
     // One unmeasured start warms tsx's cache and the handlers.
     const warm = await startToRunning(stack);
-    await call(stack, 'DELETE', `/api/v1/sandboxes/${warm.id}`);
+    await json(stack, 'DELETE', `/api/v1/sandboxes/${warm.id}`);
 
     const starts: number[] = [];
     for (let i = 0; i < STARTS; i++) {
       const s = await startToRunning(stack);
       starts.push(s.ms);
-      await call(stack, 'DELETE', `/api/v1/sandboxes/${s.id}`);
+      await json(stack, 'DELETE', `/api/v1/sandboxes/${s.id}`);
     }
 
     const pauses: number[] = [];
@@ -69,14 +53,14 @@ export async function benchSandboxes(): Promise<string> {
     const one = await startToRunning(stack);
     for (let i = 0; i < 10; i++) {
       let t = performance.now();
-      await call(stack, 'POST', `/api/v1/sandboxes/${one.id}/pause`);
+      await json(stack, 'POST', `/api/v1/sandboxes/${one.id}/pause`);
       pauses.push(performance.now() - t);
       t = performance.now();
-      await call(stack, 'POST', `/api/v1/sandboxes/${one.id}/resume`);
+      await json(stack, 'POST', `/api/v1/sandboxes/${one.id}/resume`);
       await untilRunning(stack, one.id);
       resumes.push(performance.now() - t);
     }
-    await call(stack, 'DELETE', `/api/v1/sandboxes/${one.id}`);
+    await json(stack, 'DELETE', `/api/v1/sandboxes/${one.id}`);
 
     // Keep sandboxes running and watch the next start's latency against the idle-machine median.
     const baseline = percentile(starts, 50);
@@ -111,13 +95,12 @@ export async function benchSandboxes(): Promise<string> {
       '|---|---|',
       `| start → RUNNING, p50 of ${STARTS} | ${ms(percentile(starts, 50))} |`,
       `| start → RUNNING, p99 of ${STARTS} | ${ms(percentile(starts, 99))} |`,
-      `| pause, p50 / p99 of ${pauses.length} | ${ms(percentile(pauses, 50))} / ${ms(percentile(pauses, 99))} |`,
-      `| resume → RUNNING, p50 / p99 of ${resumes.length} | ${ms(percentile(resumes, 50))} / ${ms(percentile(resumes, 99))} |`,
+      `| pause, p50 / p99 of ${pauses.length} | ${p50p99(pauses, 0)} |`,
+      `| resume → RUNNING, p50 / p99 of ${resumes.length} | ${p50p99(resumes, 0)} |`,
       `| sandboxes running before a start takes twice the idle p50 | ${capacity} |`,
       '',
     ].join('\n');
   } finally {
-    await stack.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }

@@ -1,17 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
-import { startLocalStack } from '#infra/local/stack.ts';
+import { startTestStack } from '#test/helpers/stack.ts';
 import { ms, percentile, sample } from './stats.ts';
 
 const RUNS = 500;
 
 /** Settings through the whole local path (HTTP, gateway, authorizer, wrapper, sealing) vs a bare GetItem. */
 export async function benchSettings(): Promise<string> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-'));
-  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true });
+  const stack = await startTestStack();
   try {
     const headers = { 'x-session-api-key': stack.devKey, 'content-type': 'application/json' };
     const body = JSON.stringify({ llm_model: 'openai/gpt-4o', llm_api_key: 'sk-bench', max_iterations: 50, mcp_config: { stdio_servers: [{ name: 'a', command: 'b', env: { K: 'v' } }] } });
@@ -42,7 +38,6 @@ export async function benchSettings(): Promise<string> {
       '',
     ].join('\n');
   } finally {
-    await stack.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await stack.stop();
   }
 }

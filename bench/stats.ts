@@ -5,7 +5,14 @@ export function percentile(samples: number[], p: number): number {
   return sorted[rank] ?? NaN;
 }
 
-export const ms = (n: number) => `${n.toFixed(2)} ms`;
+/** Milliseconds for a table cell: two decimals for request latencies, none for process-level times. */
+export const ms = (n: number, digits = 2) => `${n.toFixed(digits)} ms`;
+
+/** `p50 / p99` of the samples, for a table cell. */
+export const p50p99 = (samples: number[], digits = 2) => `${ms(percentile(samples, 50), digits)} / ${ms(percentile(samples, 99), digits)}`;
+
+/** Thousands separators, so 100000 reads as 100,000. */
+export const count = (n: number) => Math.round(n).toLocaleString('en-US');
 
 /** Runs `fn` `warmup` times unmeasured, then `runs` times, returning each run's milliseconds. */
 export async function sample(runs: number, fn: () => Promise<unknown>, warmup = Math.min(20, runs)): Promise<number[]> {
@@ -17,4 +24,11 @@ export async function sample(runs: number, fn: () => Promise<unknown>, warmup = 
     out.push(performance.now() - t);
   }
   return out;
+}
+
+/** Milliseconds `fn` took, once. */
+export async function time(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
 }

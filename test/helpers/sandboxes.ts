@@ -1,14 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TestStack } from '#test/helpers/stack.ts';
 
-/** Polls `check` every 50 ms until it returns a value, failing after `timeoutMs` (a bound, not a timing assertion). */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+/**
+ * Polls `check` every `intervalMs` until it returns a value, failing after `timeoutMs` (a bound, not a
+ * timing assertion). A `check` that throws ends the wait at once. The benchmark polls more often.
+ */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
 

@@ -1,0 +1,280 @@
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import { waitFor } from '#test/helpers/sandboxes.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { json } from './http.ts';
+import { count, ms, p50p99, sample, time } from './stats.ts';
+
+const CONVERSATIONS = 20;
+/** Poll period while timing a start: the resolution of those figures. */
+const POLL_MS = 10;
+const SEARCHES = 200;
+const DEEP_EVENTS = 100_000;
+const SMALL_EVENTS = 10;
+/** The LLM's script for every timed conversation: one tool call (finish), so the agent's first event is an ActionEvent. */
+const SCRIPT = () => reply.finish('Done.');
+
+interface Ctx {
+  stack: TestStack;
+  llm: ScriptedLlm;
+}
+
+/** What a client sees of a start: ms from the POST to the start task's READY, and to the agent's first reply in events/search. */
+interface StartTiming {
+  ready: number;
+  firstAgentEvent: number;
+  sandboxId: string;
+}
+
+const step = (what: string) => process.stderr.write(`bench: conversations: ${what}\n`);
+
+const isAgentReply = (e: { source?: string; kind?: string }) => e.source === 'agent' && e.kind !== 'SystemPromptEvent';
+
+async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<StartTiming> {
+  llm.enqueue(SCRIPT());
+  const t = performance.now();
+  const task = await json(stack, 'POST', '/api/v1/app-conversations', {
+    body: { initial_message: { role: 'user', content: [{ type: 'text', text: 'Finish at once.' }], run: true }, ...(sandboxId ? { sandbox_id: sandboxId } : {}) },
+  });
+  const ready = await untilReady(stack, task.id);
+  const readyMs = performance.now() - t;
+  const cid = ready.app_conversation_id as string;
+  await waitFor(
+    `the agent's first event in ${cid}`,
+    async () => (await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${cid}`)).items.find(isAgentReply),
+    60_000,
+    POLL_MS,
+  );
+  const firstMs = performance.now() - t;
+  // Unmeasured: the agent finishes, so the next start meets a quiet sandbox and the script is used up.
+  await waitFor(`${cid} to finish`, async () => {
+    const [c] = await json(stack, 'GET', `/api/v1/app-conversations?ids=${cid}`);
+    if (c.execution_status === 'error') throw new Error(`conversation ${cid} ended in error`);
+    return c.execution_status === 'finished' ? true : undefined;
+  }, 60_000);
+  return { ready: readyMs, firstAgentEvent: firstMs, sandboxId: ready.sandbox_id };
+}
+
+async function untilReady(stack: TestStack, taskId: string): Promise<any> {
+  return waitFor(
+    `start task ${taskId} to be READY`,
+    async () => {
+      const [task] = await json(stack, 'GET', `/api/v1/app-conversations/start-tasks?ids=${taskId}`);
+      if (task.status === 'ERROR') throw new Error(`start task ${taskId} failed: ${task.detail}`);
+      return task.status === 'READY' ? task : undefined;
+    },
+    90_000,
+    POLL_MS,
+  );
+}
+
+/** A conversation on the sandbox with no message: the agent starts and waits, so only our events arrive after it. */
+async function idleConversation(stack: TestStack, sandboxId: string): Promise<string> {
+  const task = await json(stack, 'POST', '/api/v1/app-conversations', { body: { sandbox_id: sandboxId } });
+  return (await untilReady(stack, task.id)).app_conversation_id;
+}
+
+const eventCount = async (stack: TestStack, cid: string): Promise<number> => json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
+
+/** A bash observation of about half a kilobyte: the size of a typical agent event. */
+function benchEvents(tag: string, from: number, n: number): AgentEventEnvelope[] {
+  const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(3);
+  return Array.from({ length: n }, (_, k) => ({
+    kind: 'ObservationEvent',
+    id: `${tag}-${from + k}`,
+    timestamp: new Date().toISOString(),
+    source: 'environment' as const,
+    tool_name: 'execute_bash',
+    tool_call_id: `call_${from + k}`,
+    observation: { kind: 'ExecuteBashObservation', content: [{ type: 'text', text: output }], command: 'ls -l', exit_code: 0 },
+  }));
+}
+const EVENT_BYTES = Buffer.byteLength(JSON.stringify(benchEvents('x', 0, 1)[0]));
+
+interface Ingest {
+  batchSize: number;
+  clients: number;
+  events: number;
+  perSecond: number;
+  batchMs: number[];
+}
+
+/** `clients` loops posting `batches` batches each through the webhook route, as sandboxes do. */
+async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number): Promise<Ingest> {
+  const tag = `ingest-${batchSize}-${clients}`;
+  const path = `/api/v1/webhooks/${sandboxId}/events/${cid}`;
+  const post = async (from: number) => {
+    const res = await json(stack, 'POST', path, { key, body: benchEvents(tag, from, batchSize) });
+    if (res.added !== batchSize) throw new Error(`${path}: added ${res.added} of ${batchSize}`);
+  };
+  await post(-batchSize); // one warm-up batch, its ids apart from the measured ones
+  const batchMs: number[] = [];
+  const t = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      for (let b = 0; b < batches; b++) batchMs.push(await time(() => post((c * batches + b) * batchSize)));
+    }),
+  );
+  const events = clients * batches * batchSize;
+  return { batchSize, clients, events, perSecond: events / ((performance.now() - t) / 1000), batchMs };
+}
+
+/** Fills a conversation through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
+async function fill(cid: string, n: number): Promise<number> {
+  const store = new DynamoEventStore();
+  let next = 0;
+  return time(() =>
+    Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < n) {
+          const from = next;
+          next = Math.min(n, next + 100);
+          await store.append(cid, benchEvents('fill', from, next - from));
+        }
+      }),
+    ),
+  );
+}
+
+/** Sequential GETs of one events/search URL, timed from the request to the last byte of the body. */
+function searchLatency(stack: TestStack, query: string): Promise<number[]> {
+  return sample(SEARCHES, async () => {
+    const res = await fetch(`${stack.url}/api/v1/events/search?${query}`, { headers: { 'x-session-api-key': stack.devKey } });
+    if (res.status !== 200) throw new Error(`events/search?${query}: HTTP ${res.status}`);
+    await res.arrayBuffer();
+  });
+}
+
+/** Every page of a conversation's events, in order; returns the cursor of the last non-empty page. */
+async function walk(stack: TestStack, cid: string): Promise<{ lastPageCursor: string; pages: number; events: number }> {
+  let cursor: string | null = null;
+  let lastPageCursor = '';
+  let pages = 0;
+  let events = 0;
+  for (let guard = 0; guard < DEEP_EVENTS; guard++) {
+    const page: { items: unknown[]; next_page_id: string | null } = await json(
+      stack,
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${cid}&limit=100${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    if (page.items.length) {
+      pages++;
+      events += page.items.length;
+      if (cursor) lastPageCursor = cursor;
+    }
+    if (!page.next_page_id || !page.items.length) break;
+    cursor = page.next_page_id;
+  }
+  return { lastPageCursor, pages, events };
+}
+
+/**
+ * Conversations on the local stack: an agent in a sandbox process, driven by a scripted
+ * OpenAI-compatible LLM on loopback. Start latency on fresh and on reused sandboxes, event ingest
+ * through the webhook route, and events/search on a small and a 100,000-event conversation.
+ */
+export async function benchConversations(): Promise<string> {
+  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+  const llm = await startScriptedLlm();
+  const ctx = { stack, llm };
+  try {
+    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+
+    // One unmeasured conversation warms tsx's cache, the handlers and the agent's modules.
+    const warm = await timedStart(ctx);
+    await json(stack, 'DELETE', `/api/v1/sandboxes/${warm.sandboxId}`);
+
+    step(`${CONVERSATIONS} starts on fresh sandboxes`);
+    const fresh: StartTiming[] = [];
+    for (let i = 0; i < CONVERSATIONS; i++) {
+      const s = await timedStart(ctx);
+      fresh.push(s);
+      await json(stack, 'DELETE', `/api/v1/sandboxes/${s.sandboxId}`);
+    }
+
+    step(`${CONVERSATIONS} starts on one reused sandbox`);
+    // The reused sandbox: started by an unmeasured conversation, then every conversation passes its id.
+    const sandboxId = (await timedStart(ctx)).sandboxId;
+    const reused: StartTiming[] = [];
+    for (let i = 0; i < CONVERSATIONS; i++) reused.push(await timedStart(ctx, sandboxId));
+
+    // Ingest: the sandbox's own session key, shown by GET /api/v1/sandboxes while it runs.
+    const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
+    const key: string = sandbox.session_api_key;
+    if (!key) throw new Error(`sandbox ${sandboxId} shows no session key (status ${sandbox.status})`);
+    step('event ingest');
+    const ingestRuns: Ingest[] = [];
+    for (const [batchSize, batches, clients] of [
+      [10, 100, 1],
+      [100, 20, 1],
+      [100, 5, 4],
+    ] as const) {
+      ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients));
+    }
+
+    // Search: a conversation topped up to exactly 10 events, and one filled to 100,000.
+    const small = await idleConversation(stack, sandboxId);
+    const have = await eventCount(stack, small);
+    if (have > SMALL_EVENTS) throw new Error(`the idle conversation already has ${have} events`);
+    await json(stack, 'POST', `/api/v1/webhooks/${sandboxId}/events/${small}`, { key, body: benchEvents('small', 0, SMALL_EVENTS - have) });
+    step(`writing ${count(DEEP_EVENTS)} events through DynamoEventStore.append`);
+    const deep = await idleConversation(stack, sandboxId);
+    const fillMs = await fill(deep, DEEP_EVENTS - (await eventCount(stack, deep)));
+    let total = 0;
+    const countMs = await time(async () => (total = await eventCount(stack, deep)));
+    const smallTotal = await eventCount(stack, small);
+    if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS) throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
+    step('event search');
+    let walked = { lastPageCursor: '', pages: 0, events: 0 };
+    const walkMs = await time(async () => (walked = await walk(stack, deep)));
+    if (walked.events !== DEEP_EVENTS) throw new Error(`walking the pages found ${walked.events} events`);
+
+    const searches: [string, string, number[]][] = [
+      [`${SMALL_EVENTS} events`, `first page (all ${SMALL_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${small}`)],
+      [`${SMALL_EVENTS} events`, 'newest first (`TIMESTAMP_DESC`)', await searchLatency(stack, `conversation_id__eq=${small}&sort_order=TIMESTAMP_DESC`)],
+      [`${count(DEEP_EVENTS)} events`, 'first page (100)', await searchLatency(stack, `conversation_id__eq=${deep}`)],
+      [
+        `${count(DEEP_EVENTS)} events`,
+        `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`,
+        await searchLatency(stack, `conversation_id__eq=${deep}&page_id=${encodeURIComponent(walked.lastPageCursor)}`),
+      ],
+      [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', await searchLatency(stack, `conversation_id__eq=${deep}&sort_order=TIMESTAMP_DESC`)],
+    ];
+
+    const startRow = (name: string, pick: (s: StartTiming) => number) =>
+      `| ${name} | ${p50p99(fresh.map(pick), 0)} | ${p50p99(reused.map(pick), 0)} |`;
+    return [
+      '## Conversations (local: the agent in a sandbox process, a scripted LLM)',
+      '',
+      `Time a client waits for a new conversation: from \`POST /api/v1/app-conversations\` until the start task shows READY (\`GET .../start-tasks?ids=\`), and until the agent's first event of its own (not the system prompt) shows in \`GET /api/v1/events/search\`; both polled every ${POLL_MS} ms, sequentially, ${CONVERSATIONS} conversations each. The LLM is a scripted OpenAI-compatible server on loopback that answers at once (\`test/helpers/scripted-llm.ts\`) with one tool call, so these figures are the platform's own overhead, without any model time. *Fresh*: every conversation gets a new sandbox (a new process: sandbox start, check-in, start flow), deleted after. *Reused*: every conversation passes the same \`sandbox_id\`, which already runs (up to ${CONVERSATIONS} finished conversations stay in it). The sandbox posts the agent's events in batches (10 events, or 1 s after the first) but flushes at every execution-status change; with this script the agent's first event arrives with the \`finished\` flush, while in a long turn an event can wait up to that second.`,
+      '',
+      '| p50 / p99 | fresh sandbox | reused sandbox |',
+      '|---|---|---|',
+      startRow('`POST` → start task READY', (s) => s.ready),
+      startRow("`POST` → the agent's first event visible", (s) => s.firstAgentEvent),
+      '',
+      '## Event ingest',
+      '',
+      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, new ids (nothing deduplicated). A client posts its next batch when the previous one is answered. The store writes each event twice (an id guard, then the event), one after the other, so throughput is set by per-write latency: dynalite here, in the same process as the gateway. On AWS the same 200 sequential writes of a 100-event batch take 200 DynamoDB round trips of the webhook Lambda.`,
+      '',
+      '| batch size | clients | events | events/s | batch p50 / p99 |',
+      '|---|---|---|---|---|',
+      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      '',
+      '## Event search',
+      '',
+      `\`GET /api/v1/events/search\` (default limit 100) on a conversation with ${SMALL_EVENTS} events and one with ${count(DEEP_EVENTS)}, ${SEARCHES} sequential requests each after 20 warm-up ones, timed to the last byte of the body. A page is one Query on the conversation's partition, starting from the key in \`page_id\`; on DynamoDB its cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
+      '',
+      '| conversation | page | p50 / p99 |',
+      '|---|---|---|',
+      ...searches.map(([conv, page, s]) => `| ${conv} | ${page} | ${p50p99(s, 1)} |`),
+      '',
+      `Once each on the ${count(DEEP_EVENTS)}-event conversation: \`GET /api/v1/events/count\` took ${ms(countMs, 0)}; reading every page in order (${count(walked.pages)} requests of 100) took ${(walkMs / 1000).toFixed(1)} s.`,
+      '',
+    ].join('\n');
+  } finally {
+    await stack.stop();
+    await llm.close();
+  }
+}
