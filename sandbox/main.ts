@@ -113,9 +113,19 @@ export async function runSandbox(): Promise<number> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
-  // Locally the server is the parent: if it dies, so does this program (on AWS the parent never changes).
-  const parent = process.ppid;
-  const parentWatch = setInterval(() => process.ppid !== parent && stop('the parent process is gone'), 1000);
+  // Locally the server is the parent: if it dies, so does this program. The server names itself in
+  // SANDBOX_PARENT_PID, since it may be gone before this program, still loading, could read its ppid
+  // (on AWS the variable is unset and the parent never changes).
+  const parentPid = Number(process.env.SANDBOX_PARENT_PID) || process.ppid;
+  const parentGone = () => {
+    try {
+      process.kill(parentPid, 0);
+      return false;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+  };
+  const parentWatch = setInterval(() => parentGone() && stop('the parent process is gone'), 1000);
 
   const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
   let checkIn;

@@ -99,6 +99,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         BRIDGE_URL: req.bridgeUrl,
         ENROLLMENT_TOKEN: req.enrollmentToken,
         WORKSPACE_DIR: workspace,
+        // The program exits when this process is gone, even if that happens before it could look.
+        SANDBOX_PARENT_PID: String(process.pid),
         ...req.spec.initial_env,
       };
       // `node` means this very Node binary, so a sandbox runs on the server's version.

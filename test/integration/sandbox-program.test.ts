@@ -60,7 +60,7 @@ describe('the sandbox program', () => {
     // A stand-in server: starts the program, reports its pid, then dies without stopping it.
     const launcher = [
       "const { spawn } = require('node:child_process');",
-      "const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], { detached: true, stdio: 'ignore' });",
+      "const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], { detached: true, stdio: 'ignore', env: { ...process.env, SANDBOX_PARENT_PID: String(process.pid) } });",
       'process.stdout.write(String(child.pid));',
       'setTimeout(() => process.exit(0), 300);',
     ].join('\n');

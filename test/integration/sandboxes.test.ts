@@ -42,7 +42,7 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       const sandbox = await startRunning();
       const [pid] = sandboxPids(sandbox.id);
       const env = processEnv(pid!)!;
-      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'WORKSPACE_DIR']);
+      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'SANDBOX_PARENT_PID', 'WORKSPACE_DIR']);
       expect(env.BRIDGE_URL).toBe(stack.url);
       expect(env.WORKSPACE_DIR).toBe(workspace(sandbox.id));
       expect(env.HOME).toBe(join(stack.dataDir, 'sandboxes', sandbox.id, 'home'));
