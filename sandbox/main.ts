@@ -4,7 +4,8 @@
  * commands until it is told to stop. It takes no inbound connections.
  *
  * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_MODE=wipe
- * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS optionally.
+ * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS and, locally,
+ * SANDBOX_PARENT_PID (the server: the program exits when it is gone) optionally.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
