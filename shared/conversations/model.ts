@@ -51,7 +51,7 @@ export const startRequestSchema = z.strictObject({
   git_provider: gitProviderSchema.nullable().optional(),
   title: z.string().max(512).nullable().optional(),
   trigger: z.string().max(64).nullable().optional(),
-  pr_number: z.array(z.number().int().positive()).max(100).default([]),
+  pr_number: z.array(z.number().int().positive().max(1_000_000_000)).max(100).default([]),
   parent_conversation_id: conversationIdSchema.nullable().optional(),
   agent_type: z.enum(['default', 'plan']).default('default'),
   // The legacy inputs, also accepted here so V1 can create every kind of conversation the spec lists.
@@ -61,7 +61,7 @@ export const startRequestSchema = z.strictObject({
   suggested_task: z
     .object({
       repo: repository,
-      issue_number: z.number().int().positive(),
+      issue_number: z.number().int().positive().max(1_000_000_000),
       title: z.string().max(512),
       git_provider: gitProviderSchema.nullable().optional(),
       task_type: z.enum(['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR']).nullable().optional(),
@@ -96,11 +96,19 @@ export const legacyCreateResponseSchema = z.object({
   conversation_status: z.enum(['STARTING', 'RUNNING', 'STOPPED']).nullable(),
 });
 
+// Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
+const dollars = z
+  .number()
+  .min(0)
+  .max(1_000_000_000)
+  .transform((v) => Math.round(v * 1e9) / 1e9);
+const tokens = z.number().int().min(0).max(1e15);
+
 export const metricsSchema = z.object({
-  accumulated_cost: z.number(),
-  prompt_tokens: z.number(),
-  completion_tokens: z.number(),
-  max_budget_per_task: z.number().nullable(),
+  accumulated_cost: dollars,
+  prompt_tokens: tokens,
+  completion_tokens: tokens,
+  max_budget_per_task: dollars.nullable(),
 });
 export type Metrics = z.output<typeof metricsSchema>;
 

@@ -44,7 +44,8 @@ export class DynamoEventStore implements EventStore {
       await this.db.send(
         new PutCommand({
           TableName: this.table,
-          Item: { conversationId, sk: eventSk(seq), seq, kind: event.kind, timestamp: event.timestamp, event },
+          // As JSON text: an event is the agent's, and may hold numbers DynamoDB cannot store (1e-300).
+          Item: { conversationId, sk: eventSk(seq), seq, kind: event.kind, timestamp: event.timestamp, event: JSON.stringify(event) },
         }),
       );
     }
@@ -98,7 +99,7 @@ export class DynamoEventStore implements EventStore {
     const items = out.Items ?? [];
     const tail = items.at(-1);
     return {
-      items: items.map((i) => i.event as AgentEventEnvelope),
+      items: items.map((i) => JSON.parse(i.event as string) as AgentEventEnvelope),
       lastKey: out.LastEvaluatedKey,
       tailKey: tail ? { conversationId, sk: tail.sk } : undefined,
     };

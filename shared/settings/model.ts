@@ -94,7 +94,8 @@ export const settingsInputSchema = z.object({
   sandbox_api_key: nullableText(4096).optional(),
   max_budget_per_task: z
     .number()
-    .positive('max_budget_per_task must be greater than 0')
+    // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
+    .min(0.000001, 'max_budget_per_task must be at least 0.000001')
     .max(1_000_000, 'max_budget_per_task must be at most 1000000')
     .nullable()
     .optional(),

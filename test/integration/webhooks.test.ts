@@ -48,6 +48,19 @@ describe('the event webhook', () => {
     expect(page.body.items.map((e: { llm_message: { content: { text: string }[] } }) => e.llm_message.content[0]!.text)).toEqual(['message 4', 'message 3', 'message 2', 'message 1']);
   });
 
+  it('stores events whatever numbers they hold, and bounds the metrics a sandbox reports', async () => {
+    const odd = { ...event(7), extra: { tiny: 5e-324, huge: 1e300, big: Number.MAX_SAFE_INTEGER * 4 } };
+    expect((await post([odd])).body).toEqual({ success: true, added: 1 });
+    const page = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&sort_order=TIMESTAMP_DESC&limit=1`);
+    expect(page.body.items[0].extra).toEqual({ tiny: 5e-324, huge: 1e300, big: Number.MAX_SAFE_INTEGER * 4 });
+    const report = (metrics: unknown) => stack.call('POST', `/api/v1/webhooks/${sandboxId}/conversations`, { key: sandboxKey, body: { conversation_id: conversationId, metrics } });
+    expect((await report({ accumulated_cost: 1e300 })).status).toBe(422);
+    expect((await report({ prompt_tokens: 1.5 })).status).toBe(422);
+    expect((await report({ accumulated_cost: 5e-324, prompt_tokens: 12 })).status).toBe(200);
+    const [conv] = (await stack.call('GET', `/api/v1/app-conversations?ids=${conversationId}`)).body;
+    expect(conv.metrics).toMatchObject({ accumulated_cost: 0, prompt_tokens: 12 });
+  });
+
   it('refuses a wrong key, a user key, a foreign conversation and another sandbox id with 401', async () => {
     for (const res of [
       await post([event(9)], 'sbx_wrong'),
