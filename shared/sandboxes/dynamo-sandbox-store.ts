@@ -1,6 +1,7 @@
-import { BatchGetCommand, BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { batchGet } from '#shared/store/query.ts';
 
 export class DynamoSandboxStore implements SandboxStore {
   private readonly db = documentClient();
@@ -21,20 +22,8 @@ export class DynamoSandboxStore implements SandboxStore {
     return out.Item as SandboxRecord | undefined;
   }
 
-  async batchGet(ids: string[]): Promise<Map<string, SandboxRecord>> {
-    const found = new Map<string, SandboxRecord>();
-    let keys = [...new Set(ids)].map((id) => ({ id }));
-    // BatchGetItem takes 100 keys and may hand some back unprocessed: bounded retries.
-    for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
-      const batch = keys.slice(0, 100);
-      const out = await this.db.send(new BatchGetCommand({ RequestItems: { [this.table]: { Keys: batch, ConsistentRead: true } } }));
-      for (const item of out.Responses?.[this.table] ?? []) found.set(item.id as string, item as SandboxRecord);
-      const unprocessed = (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as { id: string }[];
-      keys = [...unprocessed, ...keys.slice(100)];
-      if (unprocessed.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
-    }
-    if (keys.length) throw new Error('BatchGetItem left keys unprocessed after retries');
-    return found;
+  batchGet(ids: string[]): Promise<Map<string, SandboxRecord>> {
+    return batchGet<SandboxRecord & Record<string, unknown>>(this.table, 'id', ids);
   }
 
   async listByUser(userId: string, limit: number, startKey?: Record<string, unknown>) {

@@ -24,17 +24,22 @@ export async function queryCount(input: QueryCommandInput): Promise<number> {
   return total;
 }
 
-/** BatchGetItem for up to 100 keys, retrying unprocessed keys; returns items keyed by `keyName`. */
+/**
+ * BatchGetItem for any number of keys, 100 a request, retrying unprocessed keys with back-off
+ * (bounded); returns the items found, keyed by `keyName`.
+ */
 export async function batchGet<T extends Record<string, unknown>>(table: string, keyName: string, ids: string[]): Promise<Map<string, T>> {
   const found = new Map<string, T>();
-  let pending = [...new Set(ids)].map((id) => ({ [keyName]: id }));
-  for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
-    const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }));
+  let keys = [...new Set(ids)].map((id) => ({ [keyName]: id }));
+  for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
+    const batch = keys.slice(0, 100);
+    const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }));
     for (const item of out.Responses?.[table] ?? []) found.set(item[keyName] as string, item as T);
-    pending = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof pending;
-    if (pending.length) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+    const unprocessed = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof keys;
+    keys = [...unprocessed, ...keys.slice(100)];
+    if (unprocessed.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
   }
-  if (pending.length) throw new Error('BatchGetItem left keys unprocessed');
+  if (keys.length) throw new Error('BatchGetItem left keys unprocessed after retries');
   return found;
 }
 
