@@ -1,8 +1,4 @@
-import { keyFromHeaders } from '#shared/auth/api-keys.ts';
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { sandboxCheckIn } from '#shared/sandboxes/bridge-operations.ts';
+import { awsRoute, sandboxConfig, sandboxStore, sealer } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('sandboxCheckIn', ({ params, headers, body }, { sandboxes }) =>
-  sandboxes.checkIn(params.sandbox_id, keyFromHeaders(headers), body),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(sandboxCheckIn, { sandboxStore, sealer, sandboxConfig });

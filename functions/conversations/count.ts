@@ -1,5 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { countConversations } from '#shared/conversations/operations.ts';
+import { awsRoute, conversationStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('countConversations', ({ userId, query }, { conversations }) => conversations.count(userId, query));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(countConversations, { conversationStore });

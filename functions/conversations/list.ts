@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { listConversations } from '#shared/conversations/operations.ts';
+import { awsRoute, conversationStore, cursorKey, sandboxStore, sealer } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('listConversations', ({ userId, query: { ids, ...search }, baseUrl }, { conversations }) =>
-  ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(listConversations, { conversationStore, sandboxStore, sealer, cursorKey });

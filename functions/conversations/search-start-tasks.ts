@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchStartTasks } from '#shared/conversations/operations.ts';
+import { awsRoute, cursorKey, sealer, startTaskStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('searchStartTasks', ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.searchTasks(userId, query, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchStartTasks, { startTaskStore, sealer, cursorKey });

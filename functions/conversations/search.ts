@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchConversations } from '#shared/conversations/operations.ts';
+import { awsRoute, conversationStore, cursorKey, sandboxStore, sealer } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('searchConversations', ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.search(userId, query, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchConversations, { conversationStore, sandboxStore, sealer, cursorKey });

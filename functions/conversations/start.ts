@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { startConversation } from '#shared/conversations/operations.ts';
+import { awsRoute, bridgeUrl, conversationStore, sandboxConfig, sandboxRuntime, sandboxStore, sealer, settingsStore, specs, startTaskStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('startConversation', ({ userId, body, baseUrl }, { conversations }) =>
-  conversations.start(userId, body, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(startConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl });

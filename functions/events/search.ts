@@ -1,5 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchEvents } from '#shared/events/operations.ts';
+import { awsRoute, conversationStore, cursorKey, eventStore, sealer } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('searchEvents', ({ userId, query }, { events }) => events.search(userId, query));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchEvents, { eventStore, conversationStore, sealer, cursorKey });

@@ -1,5 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
+import { awsRoute, specs } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('getSandboxSpecs', async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getSandboxSpecs, { specs });

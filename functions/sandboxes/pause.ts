@@ -1,8 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { pauseSandbox } from '#shared/sandboxes/operations.ts';
+import { awsRoute, sandboxConfig, sandboxRuntime, sandboxStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('pauseSandbox', async ({ userId, params }, { sandboxes }) => {
-  await sandboxes.pause(userId, params.sandbox_id);
-  return { success: true };
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(pauseSandbox, { sandboxStore, sandboxRuntime, sandboxConfig });

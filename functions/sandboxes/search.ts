@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchSandboxes } from '#shared/sandboxes/operations.ts';
+import { awsRoute, cursorKey, sandboxStore, sealer } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('searchSandboxes', ({ userId, query }, { sandboxes }) =>
-  sandboxes.search(userId, query.page_id, query.limit),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchSandboxes, { sandboxStore, sealer, cursorKey });

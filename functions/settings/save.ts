@@ -1,9 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { unknownSettingsFields } from '#shared/settings/model.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { saveSettings } from '#shared/settings/operations.ts';
+import { awsRoute, sealer, settingsStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('saveSettings', async ({ userId, body, rawBody }, { settings }) => {
-  await settings.save(userId, body);
-  return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(saveSettings, { settingsStore, sealer });

@@ -1,7 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getStartConfig } from '#shared/conversations/webhook-operations.ts';
+import { awsRoute, conversationStore, sandboxStore, sealer, settingsStore, startTaskStore } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('getStartConfig', ({ params, headers }, { conversationBridge }) =>
-  conversationBridge.startConfig(params.sandbox_id, headers['x-session-api-key'], params.conversation_id),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getStartConfig, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore });
