@@ -25,6 +25,12 @@ const BANNER = "import { createRequire as __acsCreateRequire } from 'node:module
  */
 const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } as const;
 
+/**
+ * Lambda's credentials come in the environment: the SDK's default provider chain is swapped for a
+ * small reader of those variables (infra/lambda-credentials.ts), the rest of the SDK is bundled as is.
+ */
+const ALIAS = { '@aws-sdk/credential-provider-node': resolve(REPO_ROOT, 'infra/lambda-credentials.ts') };
+
 /** The `bundling` of every NodejsFunction. */
 export const cdkBundling: BundlingOptions = {
   ...shared,
@@ -33,6 +39,7 @@ export const cdkBundling: BundlingOptions = {
   target: NODE_TARGET,
   externalModules: [],
   sourceMap: false,
+  esbuildArgs: Object.fromEntries(Object.entries(ALIAS).map(([from, to]) => [`--alias:${from}`, to])),
 };
 
 /** The same bundle through esbuild's API, for an entry relative to the repository root. */
@@ -48,6 +55,7 @@ export function esbuildOptions(entry: string): BuildOptions {
     format: 'esm',
     target: NODE_TARGET,
     external: [],
+    alias: ALIAS,
     logLevel: 'silent',
   };
 }

@@ -3,7 +3,8 @@ import { authorizeHeaders } from '#shared/auth/authorizer.ts';
 import { authorizerFunction } from '#shared/functions.ts';
 import type { AuthorizerContext } from '#shared/http/wrapper.ts';
 import { logger } from '#shared/logging.ts';
-import { awsFunction, keyStore } from '#shared/wiring/aws.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { keyStore } from '#shared/wiring/aws/keys.ts';
 
 /**
  * HTTP API REQUEST authorizer (simple responses). It hands the key's user id to the route, or an

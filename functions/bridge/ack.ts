@@ -1,4 +1,5 @@
 import { sandboxCommandAck } from '#shared/sandboxes/bridge-operations.ts';
-import { awsRoute, sandboxStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(sandboxCommandAck, { sandboxStore });

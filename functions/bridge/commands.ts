@@ -1,4 +1,6 @@
 import { sandboxCommands } from '#shared/sandboxes/bridge-operations.ts';
-import { awsRoute, sandboxConfig, sandboxStore, sealer } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(sandboxCommands, { sandboxStore, sealer, sandboxConfig });

@@ -1,4 +1,5 @@
 import { sandboxHeartbeat } from '#shared/sandboxes/bridge-operations.ts';
-import { awsRoute, sandboxConfig, sandboxStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(sandboxHeartbeat, { sandboxStore, sandboxConfig });

@@ -1,4 +1,5 @@
 import { countConversations } from '#shared/conversations/operations.ts';
-import { awsRoute, conversationStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
 export const handler = awsRoute(countConversations, { conversationStore });

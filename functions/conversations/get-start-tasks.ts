@@ -1,4 +1,5 @@
 import { getStartTasks } from '#shared/conversations/operations.ts';
-import { awsRoute, startTaskStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 
 export const handler = awsRoute(getStartTasks, { startTaskStore });

@@ -1,4 +1,6 @@
 import { respondToConfirmation } from '#shared/conversations/operations.ts';
-import { awsRoute, conversationStore, sandboxConfig, sandboxStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(respondToConfirmation, { conversationStore, sandboxStore, sandboxConfig });

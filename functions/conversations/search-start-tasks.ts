@@ -1,4 +1,7 @@
 import { searchStartTasks } from '#shared/conversations/operations.ts';
-import { awsRoute, cursorKey, sealer, startTaskStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
 export const handler = awsRoute(searchStartTasks, { startTaskStore, sealer, cursorKey });

@@ -1,4 +1,10 @@
 import { startConversation } from '#shared/conversations/operations.ts';
-import { awsRoute, bridgeUrl, conversationStore, sandboxConfig, sandboxRuntime, sandboxStore, sealer, settingsStore, specs, startTaskStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsRoute(startConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl });

@@ -1,4 +1,8 @@
 import { searchEvents } from '#shared/events/operations.ts';
-import { awsRoute, conversationStore, cursorKey, eventStore, sealer } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
 export const handler = awsRoute(searchEvents, { eventStore, conversationStore, sealer, cursorKey });

@@ -1,4 +1,5 @@
 import { searchSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
-import { awsRoute, specs } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsRoute(searchSandboxSpecs, { specs });

@@ -1,5 +1,8 @@
 import { ecsEventsFunction } from '#shared/functions.ts';
 import { handleTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
-import { awsFunction, sandboxConfig, sandboxRuntime, sandboxStore, specs } from '#shared/wiring/aws.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig }, handleTaskStateChange);

@@ -1,4 +1,6 @@
 import { pauseSandbox } from '#shared/sandboxes/operations.ts';
-import { awsRoute, sandboxConfig, sandboxRuntime, sandboxStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(pauseSandbox, { sandboxStore, sandboxRuntime, sandboxConfig });

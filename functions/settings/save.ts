@@ -1,4 +1,6 @@
 import { saveSettings } from '#shared/settings/operations.ts';
-import { awsRoute, sealer, settingsStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
 export const handler = awsRoute(saveSettings, { settingsStore, sealer });

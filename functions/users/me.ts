@@ -1,4 +1,5 @@
 import { getCurrentUser } from '#shared/settings/operations.ts';
-import { awsRoute, settingsStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
 export const handler = awsRoute(getCurrentUser, { settingsStore });

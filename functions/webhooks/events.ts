@@ -1,4 +1,7 @@
 import { postEvents } from '#shared/conversations/webhook-operations.ts';
-import { awsRoute, conversationStore, eventStore, sandboxStore } from '#shared/wiring/aws.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore });

@@ -1,51 +1,14 @@
-import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
-import { systemKey } from '#shared/auth/system-keys.ts';
-import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+/*
+ * The AWS wiring of one function. Its entry imports the AWS builders of the adapters it may use
+ * from shared/wiring/aws/<resource>.ts (one module per SDK client, so a bundle carries only those)
+ * and passes them here; shared/wiring/adapters.ts holds each build and call to the declaration.
+ */
 import type { EventFunctionDef } from '#shared/functions.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import { lambdaHandler, type ApiHandler } from '#shared/http/wrapper.ts';
-import { envSpecRegistry } from '#shared/sandbox-specs/env-spec-registry.ts';
-import { sandboxConfig as readSandboxConfig } from '#shared/sandboxes/config.ts';
-import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { fargateConfigFromEnv, FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
-import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { servicesOf, type Services } from '#shared/services.ts';
-import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
-import { wire, type AdapterName, type Builder, type Builders } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { wire, type AdapterName, type Builders } from '#shared/wiring/adapters.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
-
-/*
- * The AWS adapters, one builder each. An entry imports the builders its function may use and passes
- * them to `awsRoute` or `awsFunction`, so its bundle carries those adapters (and their SDK clients)
- * and no other; shared/wiring/adapters.ts checks each build and call against the declaration.
- */
-export const keyStore: Builder<'keyStore'> = () => new DynamoKeyStore();
-export const settingsStore: Builder<'settingsStore'> = () => new DynamoSettingsStore();
-export const sealer: Builder<'sealer'> = () => new KmsSealer(requireEnv('SECRETS_KEY_ID', 'the KMS key that seals secrets'));
-export const cursorKey: Builder<'cursorKey'> = (get) => systemKey('cursor', get('sealer'));
-export const specs: Builder<'specs'> = () => envSpecRegistry(process.env.SANDBOX_SPECS);
-export const sandboxStore: Builder<'sandboxStore'> = () => new DynamoSandboxStore();
-export const sandboxRuntime: Builder<'sandboxRuntime'> = () => new FargateSandboxRuntime(fargateConfigFromEnv());
-export const sandboxConfig: Builder<'sandboxConfig'> = () =>
-  readSandboxConfig(process.env, { startTimeoutSeconds: 600, pollMaxSeconds: 10, pollIntervalMs: 1000 });
-export const bridgeUrl: Builder<'bridgeUrl'> = () => publicBaseUrl;
-export const conversationStore: Builder<'conversationStore'> = () => new DynamoConversationStore();
-export const startTaskStore: Builder<'startTaskStore'> = () => new DynamoStartTaskStore();
-export const eventStore: Builder<'eventStore'> = () => new DynamoEventStore();
-
-/**
- * Where a sandbox reaches the API: `PUBLIC_BASE_URL` if set (a custom domain), else the host the
- * starting request came to. Never the API's URL through the environment: that would make the
- * functions depend on the API in CloudFormation, a cycle.
- */
-export function publicBaseUrl(host: string | undefined): string {
-  const configured = process.env.PUBLIC_BASE_URL;
-  if (configured) return configured.replace(/\/+$/, '');
-  if (!host) throw new Error('Cannot tell a sandbox where the API is: the request has no Host header and PUBLIC_BASE_URL is not set');
-  return `https://${host}`;
-}
 
 /** How a function is wired: read by the local gateway (which gives it the local adapters of the same names) and the wiring test. */
 export interface FunctionWiring {

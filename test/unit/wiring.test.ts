@@ -4,7 +4,7 @@ import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
-import { settingsStore } from '#shared/wiring/aws.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { environmentNames, uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
 
