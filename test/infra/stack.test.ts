@@ -11,23 +11,12 @@ import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys, tables } from '#shared/store/tables.ts';
-import { environmentNames } from '#shared/wiring/needs.ts';
+import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
 import { hourlyBilled } from './zero-cost.ts';
 
 const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<string, unknown>;
 const routeDefs = routes as readonly RouteDef[];
-const SANDBOX_ENV = [
-  'ECS_CLUSTER_ARN',
-  'SANDBOX_SUBNET_IDS',
-  'SANDBOX_SECURITY_GROUP_ID',
-  'SANDBOX_SPECS',
-  'SANDBOX_FILE_SYSTEM_ID',
-  'SANDBOX_TASK_ROLE_ARN',
-  'SANDBOX_EXECUTION_ROLE_ARN',
-  'SANDBOX_START_TIMEOUT_SECONDS',
-  'SANDBOX_IDLE_MINUTES',
-  'MAX_RUNNING_SANDBOXES',
-];
+const SANDBOX_ENV = [...sandboxRuntimeEnv, 'SANDBOX_SPECS'];
 
 type Json = Record<string, any>;
 
