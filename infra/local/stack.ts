@@ -86,7 +86,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     close: async () => {
       clearInterval(sweeper);
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
-      await services.sandboxes.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
+      await services.sandboxHousekeeping.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
         logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }),
       );
       await services.sandboxRuntime.stopAll();
