@@ -62,6 +62,8 @@ const passSandboxRoles: Grant = {
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   seal: [{ actions: ['kms:Encrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
+  // The specs come in the environment (SANDBOX_SPECS): nothing to call.
+  specs: [],
   'ecs:run': [
     {
       actions: ['ecs:RunTask'],

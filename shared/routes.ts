@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   conversationCountQuery,
   conversationIdSchema,
@@ -33,7 +33,7 @@ import { maskedSettingsSchema, saveSettingsResponseSchema, settingsInputSchema }
 const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
-const sandboxLaunch = ['ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
+const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
@@ -91,7 +91,7 @@ export const routes = [
     auth: 'user',
     summary: "Store (merge) the caller's settings",
     tag: 'settings',
-    tables: { settings: 'write', keys: 'read' },
+    tables: { settings: 'write' },
     capabilities: ['seal', 'unseal'],
     body: settingsInputSchema,
     response: saveSettingsResponseSchema,
@@ -203,6 +203,7 @@ export const routes = [
     summary: 'The sandbox specs this deployment offers, the default first',
     tag: 'sandbox-specs',
     tables: {},
+    capabilities: ['specs'],
     query: pageQuery,
     response: sandboxSpecPageSchema,
   },
@@ -215,6 +216,7 @@ export const routes = [
     summary: 'Sandbox specs by id, in request order; null for an unknown id',
     tag: 'sandbox-specs',
     tables: {},
+    capabilities: ['specs'],
     query: z.object({ id: repeated('id') }),
     response: z.array(sandboxSpecInfoSchema.nullable()),
   },

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
 /** The local stack's configuration, from the environment; checked once at start with the key named. */

@@ -4,6 +4,9 @@ import { logger } from '#shared/logging.ts';
 import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
+import { sweepAll } from '#shared/sandboxes/sweeper.ts';
+import { sweeperFunction } from '#shared/functions.ts';
+import { handler as awsSweeper } from '../../functions/sandboxes/sweeper.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
@@ -62,12 +65,14 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const gateway = await startGateway({ services, port: config.port, host: config.host });
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
+  // Held to the sweeper function's declaration and adapters, as on AWS.
+  const sweeperServices = services.forFunction(sweeperFunction.id, sweeperFunction, awsSweeper.wiring.adapters);
   // The sweeper, as the scheduled function does on AWS. unref: it never keeps the process alive.
   let sweeping = false;
   const sweeper = setInterval(() => {
     if (sweeping) return;
     sweeping = true;
-    Promise.all([services.sandboxes.sweep(), services.conversations.sweepStartTasks(new Date(), startTaskTimeout)])
+    sweepAll(sweeperServices, new Date(), startTaskTimeout)
       .catch((err: unknown) => logger.error('Local sweep failed', { error: err as Error }))
       .finally(() => (sweeping = false));
   }, config.sweepIntervalMs ?? 30_000);

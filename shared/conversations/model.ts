@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { pageId, pageLimit } from '#shared/http/query.ts';
 
 /** Largest event we store (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Query strings arrive as text; these read them into typed values with the API's own bounds. */
 export const pageLimit = z.coerce

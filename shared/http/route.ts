@@ -16,6 +16,7 @@ export type AuthMode = 'none' | 'user' | 'sandbox';
 export type Capability =
   | 'seal' // kms:Encrypt with the secrets key
   | 'unseal' // kms:Decrypt with the secrets key
+  | 'specs' // reads the deployment's sandbox specs (SANDBOX_SPECS); no IAM
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bounded text: every string the API stores has a ceiling, so no field can bloat an item. */
 const text = (max = 1024) => z.string().max(max, `must be at most ${max} characters`);

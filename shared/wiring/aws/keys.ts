@@ -1,0 +1,7 @@
+import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { systemKey } from '#shared/auth/system-keys.ts';
+import type { Builder } from '#shared/wiring/adapters.ts';
+
+/** The keys table: API keys, and the service's own sealed keys (the cursor signing key). */
+export const keyStore: Builder<'keyStore'> = () => new DynamoKeyStore();
+export const cursorKey: Builder<'cursorKey'> = (get) => systemKey('cursor', get('sealer'));
