@@ -5,7 +5,7 @@ import { REPO_ROOT } from '#infra/bundle.ts';
 
 /**
  * The synthesized CloudFormation template, read from cdk.out, with every intrinsic (Ref, GetAtt,
- * Join, Sub, Select, Split) resolved to the local names the tier gives resources: tables keep a
+ * Join, Sub, Select, Split, GetAZs) resolved to the local names the tier gives resources: tables keep a
  * stack-prefixed name, ARNs use REGION/ACCOUNT below. An intrinsic this file does not know throws,
  * so a new construct cannot slip past the tier with an unresolved value.
  */
@@ -124,6 +124,8 @@ export function resolveTemplate(template: Template, stack = STACK): Template {
           return walk(arg[1]).join(arg[0]);
         case 'Fn::Select':
           return walk(arg[1])[Number(walk(arg[0]))];
+        case 'Fn::GetAZs':
+          return ['a', 'b', 'c'].map((z) => `${REGION}${z}`);
         case 'Fn::Split':
           return walk(arg[1]).split(arg[0]);
         case 'Fn::Sub': {
