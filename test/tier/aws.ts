@@ -385,7 +385,8 @@ export class FakeAws {
     }
     const child = spawn(process.execPath, [this.options.sandboxProgram], {
       cwd: env.WORKSPACE_DIR,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env },
+      // SANDBOX_PARENT_PID is the tier's only addition: the program exits if the test process dies.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env, SANDBOX_PARENT_PID: String(process.pid) },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let tail = '';

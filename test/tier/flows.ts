@@ -47,7 +47,10 @@ export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl
   return got;
 }
 
-export const sandboxOf = async (tier: TierStack, key: string, id: string) => ((await tier.call('GET', `/api/v1/sandboxes?id=${id}`, { key })).body as any[])?.[0];
+/** A GET that must answer 200: a poll fails at once on an error instead of waiting out its time. */
+const getOk = (tier: TierStack, key: string, path: string) => expectOk(tier, `GET ${path.split('?')[0]}`, tier.call('GET', path, { key }));
+
+export const sandboxOf = async (tier: TierStack, key: string, id: string) => ((await getOk(tier, key, `/api/v1/sandboxes?id=${id}`)) as any[])[0];
 
 /** Starts a sandbox and waits until its program has checked in over the bridge (RUNNING). */
 export async function startSandbox(tier: TierStack, key: string): Promise<any> {
@@ -85,7 +88,7 @@ export async function startConversationV1(tier: TierStack, key: string, message:
   const done = await until(
     tier,
     `start task ${task.id}`,
-    async () => ((await tier.call('GET', `/api/v1/app-conversations/start-tasks?ids=${task.id}`, { key })).body as any[])?.[0],
+    async () => ((await getOk(tier, key, `/api/v1/app-conversations/start-tasks?ids=${task.id}`)) as any[])[0],
     (t) => t?.status === 'READY' || t?.status === 'ERROR',
     90_000,
   );
@@ -104,7 +107,7 @@ async function finishedEvents(tier: TierStack, key: string, id: string): Promise
   const conv = await until(
     tier,
     `conversation ${id} finished`,
-    async () => ((await tier.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body as any[])?.[0],
+    async () => ((await getOk(tier, key, `/api/v1/app-conversations?ids=${id}`)) as any[])[0],
     (c) => ['finished', 'error', 'stuck'].includes(c?.execution_status),
     90_000,
   );

@@ -38,4 +38,6 @@ process.on('message', async ({ id, event, context }) => {
     process.send({ id, ok: false, error: asError(err) });
   }
 });
+// The tier is gone (or crashed): so is this environment.
+process.on('disconnect', () => process.exit(0));
 process.send({ ready: true });

@@ -35,6 +35,8 @@ export class LambdaService {
   private readonly pools = new Map<string, Instance[]>();
   private readonly logs = new Map<string, string>();
   private readonly permissions: { fn: string; principal: string; sourceArn?: string; action: string }[];
+  /** Once closed, nothing starts again (a sandbox stopped at shutdown still sends its STOPPED event). */
+  private closed = false;
 
   constructor(
     readonly functions: FunctionDef[],
@@ -84,6 +86,7 @@ export class LambdaService {
   async invoke(arn: string, event: unknown): Promise<InvokeResult> {
     const fn = this.byArn.get(arn);
     if (!fn) return { ok: false, error: { errorType: 'ResourceNotFoundException', errorMessage: `Function not found: ${arn}` } };
+    if (this.closed) return { ok: false, error: { errorType: 'ServiceUnavailable', errorMessage: 'The tier is shutting down' } };
     const instance = this.idle(fn);
     instance.busy = true;
     try {
@@ -177,6 +180,7 @@ export class LambdaService {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const all = [...this.pools.values()].flat();
     await Promise.all(
       all.map(

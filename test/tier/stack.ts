@@ -6,6 +6,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
@@ -30,7 +31,8 @@ export interface TierStack {
   bus: EventBus;
   /** Table TTL settings of the template (dynalite cannot expire items: noted, not enforced). */
   ttl: Record<string, string>;
-  call(method: string, path: string, options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  /** A request to the API; `key` is sent as X-Session-API-Key (none by default). */
+  call: ApiCall;
   /** `npm run keys -- <args> --aws` as docs/deploy.md says, with the operator's credentials against the tier's DynamoDB. */
   keys(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** What the functions behind the last failed requests logged, to explain a failure. */
@@ -117,24 +119,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
     const api = new HttpApiEmulator(resolved, lambda);
     await api.start();
     const dyn = dynamo;
-    const call: TierStack['call'] = async (method, path, o = {}) => {
-      const headers: Record<string, string> = { ...o.headers };
-      if (o.key) headers['x-session-api-key'] = o.key;
-      let body = o.rawBody;
-      if (o.body !== undefined) {
-        body = JSON.stringify(o.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(`${api.url}${path}`, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      return { status: res.status, body: parsed, headers: res.headers, text };
-    };
+    const call = apiCaller(api.url, null);
     return {
       url: api.url,
       template,
