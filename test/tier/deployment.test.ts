@@ -84,8 +84,14 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   });
 });
 
-/** Path parameters for the sweep: well-formed ids that name nothing. */
-const probePath = (routeKey: string) => routeKey.split(' ')[1]!.replace(/\{seq\}/g, '1').replace(/\{[^}]+\}/g, 'tierprobe0000000000000000000000000');
+/** Path parameters for the sweep: a real sandbox and conversation where a route names one, well-formed ids that name nothing elsewhere. */
+const probePath = (routeKey: string, ids: { sandbox: string; conversation: string }) =>
+  routeKey
+    .split(' ')[1]!
+    .replace(/\{sandbox_id\}/g, ids.sandbox)
+    .replace(/\{conversation_id\}/g, ids.conversation)
+    .replace(/\{seq\}/g, '1')
+    .replace(/\{[^}]+\}/g, 'tierprobe0000000000000000000000000');
 
 describe('every route of the template answers without a 5xx', () => {
   // The route keys come from the synthesized template, so a new route is swept without a change here.
@@ -94,16 +100,24 @@ describe('every route of the template answers without a 5xx', () => {
     expect(keys().length).toBeGreaterThan(20);
   });
   for (const authenticated of [true, false]) {
-    it(`${authenticated ? 'authenticated: each route answers below 500 [until structure]' : 'unauthenticated: each route answers below 500, 401 where the authorizer guards it'}`, async () => {
+    const name = authenticated
+      ? 'authenticated (a user key where the authorizer guards the route, a running sandbox and its own key elsewhere): each route answers below 500 [until structure]'
+      : 'unauthenticated: each route answers below 500, 401 where the authorizer guards it';
+    it(name, async () => {
+      // Routes without the authorizer check a sandbox's key themselves: give them a real one.
+      const sandbox = authenticated ? await startSandbox(tier, key) : undefined;
+      // A conversation of this user, so the routes on one reach past their 404 (its start need not finish).
+      const started = authenticated ? await tier.call('POST', '/api/v1/app-conversations', { key, body: {} }) : undefined;
+      const ids = { sandbox: sandbox?.id ?? 'tierprobe', conversation: started?.body?.app_conversation_id ?? 'tierprobe0000000000000000000000000' };
       const failures: string[] = [];
-      for (const { key: routeKey } of keys()) {
+      for (const { key: routeKey, auth } of keys()) {
         const method = routeKey.split(' ')[0]!;
-        const res = await tier.call(method, probePath(routeKey), {
-          ...(authenticated ? { key } : {}),
+        const res = await tier.call(method, probePath(routeKey, ids), {
+          ...(authenticated ? { key: auth ? key : sandbox.session_api_key } : {}),
           ...(['POST', 'PUT', 'PATCH'].includes(method) ? { body: {} } : {}),
         });
-        if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${tier.api.records.at(-1)?.error ?? ''} ${lastError(routeKey)}`);
-        if (!authenticated && tier.api.routeKeys().find((r) => r.key === routeKey)?.auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
+        if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${lastError(routeKey)}`);
+        if (!authenticated && auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
       }
       expect(failures).toEqual([]);
     }, 180_000);
