@@ -284,7 +284,7 @@ export class FakeAws {
       case 'StopTask': {
         const clusterArn = this.clusterArn(body.cluster);
         const task = this.findTask(clusterArn, body.task);
-        check('ecs:StopTask', [{ action: 'ecs:StopTask', resource: task?.taskArn ?? taskArnFor(clusterArn, body.task), context: { 'ecs:cluster': clusterArn } }]);
+        check('ecs:StopTask', [{ action: 'ecs:StopTask', resource: task?.taskArn ?? taskArnFor(clusterArn, body.task), context: { 'ecs:cluster': clusterArn, ...resourceTags(task) } }]);
         if (!task) throw new AwsError('InvalidParameterException', 'The referenced task was not found.');
         this.stopTask(task, body.reason ?? '');
         return { task };
@@ -292,7 +292,10 @@ export class FakeAws {
       case 'DescribeTasks': {
         const clusterArn = this.clusterArn(body.cluster);
         const refs: string[] = body.tasks ?? [];
-        check('ecs:DescribeTasks', refs.map((t) => ({ action: 'ecs:DescribeTasks', resource: taskArnFor(clusterArn, t), context: { 'ecs:cluster': clusterArn } })));
+        check(
+          'ecs:DescribeTasks',
+          refs.map((t) => ({ action: 'ecs:DescribeTasks', resource: taskArnFor(clusterArn, t), context: { 'ecs:cluster': clusterArn, ...resourceTags(this.findTask(clusterArn, t)) } })),
+        );
         const found = refs.map((t) => this.findTask(clusterArn, t));
         return {
           tasks: found.filter(Boolean),
@@ -310,8 +313,8 @@ export class FakeAws {
         };
       }
       case 'TagResource': {
-        check('ecs:TagResource', [{ action: 'ecs:TagResource', resource: body.resourceArn, context: tagContext(body.tags ?? []) }]);
         const task = this.tasks.get(body.resourceArn);
+        check('ecs:TagResource', [{ action: 'ecs:TagResource', resource: body.resourceArn, context: { ...tagContext(body.tags ?? []), ...resourceTags(task) } }]);
         if (task) task.tags = [...(task.tags ?? []), ...body.tags];
         return {};
       }
@@ -477,6 +480,8 @@ export class FakeAws {
   }
 }
 
+/** `aws:ResourceTag/<key>` for each tag the task carries. */
+const resourceTags = (task: EcsTask | undefined) => Object.fromEntries((task?.tags ?? []).map((t) => [`aws:ResourceTag/${t.key}`, t.value]));
 const taskArnFor = (clusterArn: string, ref: string) => (ref.startsWith('arn:') ? ref : `${clusterArn.replace(':cluster/', ':task/')}/${ref}`);
 const encryptionContext = (ctx: Record<string, string> | undefined) =>
   Object.fromEntries(Object.entries(ctx ?? {}).map(([k, v]) => [`kms:EncryptionContext:${k}`, v]));
