@@ -24,6 +24,15 @@ afterAll(async () => {
   await llm?.close();
 });
 
+describe('the functions run as deployed', () => {
+  it("see only the template's environment: this process's POWERTOOLS_LOG_LEVEL=WARN does not reach them", async () => {
+    expect(process.env.POWERTOOLS_LOG_LEVEL).toBe('WARN');
+    expect((await tier.call('GET', '/health')).status).toBe(200);
+    expect(tier.lambda.logsOf(tier.lambda.byName('health').arn)).toContain('"level":"INFO"');
+    expect(tier.lambda.byName('health').environment).not.toHaveProperty('POWERTOOLS_LOG_LEVEL');
+  });
+});
+
 describe('keys, created as docs/deploy.md says', () => {
   it('the keys CLI with --aws writes a key the authorizer accepts; list and revoke work the same way', async () => {
     expect((await tier.call('GET', '/api/v1/sandbox-specs/search', { key })).status).toBe(200);
@@ -52,6 +61,9 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     expect(task.tags).toEqual(expect.arrayContaining([{ key: 'sandbox-id', value: sb.id }]));
     await pauseResumeDelete(tier, key, sb.id);
     expect(tier.aws.denials).toEqual([]);
+    // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
+    const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
+    expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
   }, 180_000);
 
   it('V1 conversation start: the agent in the sandbox talks to the scripted LLM and its events are searchable [until structure]', async () => {
