@@ -30,8 +30,8 @@ export class ConversationBridge {
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
     const owner = await this.sandboxes.authenticate(sandboxId, key);
     if (!owner) throw unauthorized();
-    const conversation = await this.conversations.get(conversationId);
-    if (!conversation || conversation.userId !== owner.userId || conversation.sandbox_id !== sandboxId) throw unauthorized();
+    const conversation = await this.conversations.get(owner.userId, conversationId);
+    if (!conversation || conversation.sandbox_id !== sandboxId) throw unauthorized();
     return conversation;
   }
 
@@ -52,7 +52,7 @@ export class ConversationBridge {
       if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.service.updateConversation(conversation.id, (rec) => ({
+      await this.service.updateConversation(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
@@ -66,7 +66,7 @@ export class ConversationBridge {
 
   async postEvents(sandboxId: string, key: string | undefined, conversationId: string, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
     const conversation = await this.conversationOf(sandboxId, key, conversationId);
-    const added = await this.events.append(conversation.id, events);
+    const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, events);
     await this.sandboxes.touch(sandboxId);
     return { success: true, added };
   }

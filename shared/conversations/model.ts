@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
+import { sandboxIdParam } from '#shared/sandboxes/model.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
 
 /** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
@@ -43,7 +44,7 @@ export type InitialMessage = z.output<typeof initialMessageSchema>;
 
 /** POST /api/v1/app-conversations (OpenHands' AppConversationStartRequest; every member optional). */
 export const startRequestSchema = z.strictObject({
-  sandbox_id: z.string().min(1).max(64).nullable().optional(),
+  sandbox_id: sandboxIdParam.nullable().optional(),
   initial_message: initialMessageSchema.nullable().optional(),
   llm_model: z.string().max(256).nullable().optional(),
   selected_repository: repository.nullable().optional(),

@@ -139,12 +139,12 @@ export class ConversationService {
       updatedAt: at,
     };
     await this.tasks.create(task);
-    await this.conversations.update(id, 1, { start_task_id: task.id });
+    await this.conversations.update(userId, id, 1, { start_task_id: task.id });
 
     try {
       if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl);
       else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
-      await this.updateConversation(id, { sandbox_id: sandbox.id });
+      await this.updateConversation(userId, id, { sandbox_id: sandbox.id });
       await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
       await this.sandboxes.send(userId, sandbox.id, { type: 'start_conversation', conversation_id: id, start_task_id: task.id });
     } catch (err) {
@@ -195,12 +195,12 @@ export class ConversationService {
 
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
     const normalized = ids.map(normalizeId);
-    const found = await this.conversations.getMany(normalized);
-    const mine = [...found.values()].filter((c) => c.userId === userId);
+    const found = await this.conversations.getMany(userId, normalized);
+    const mine = [...found.values()];
     const sandboxes = await this.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     return normalized.map((id) => {
       const c = found.get(id);
-      return c && c.userId === userId ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl) : null;
+      return c ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl) : null;
     });
   }
 
@@ -240,8 +240,8 @@ export class ConversationService {
 
   /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
   async command(userId: string, conversationId: string, make: (id: string) => ConversationCommand): Promise<{ success: true }> {
-    const conversation = await this.conversations.get(normalizeId(conversationId));
-    if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');
+    const conversation = await this.conversations.get(userId, normalizeId(conversationId));
+    if (!conversation) throw notFound('Conversation not found');
     if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
     const sandbox = await this.sandboxes.find(userId, conversation.sandbox_id);
     if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
@@ -257,12 +257,12 @@ export class ConversationService {
   }
 
   /** Read-modify-write of a conversation under its version condition, retried on a lost race. */
-  async updateConversation(id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
+  async updateConversation(userId: string, id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const rec = await this.conversations.get(id);
+      const rec = await this.conversations.get(userId, id);
       if (!rec) return;
       const delta = typeof changes === 'function' ? changes(rec) : changes;
-      if (await this.conversations.update(id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
+      if (await this.conversations.update(userId, id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
     }
     throw conflict('The conversation was changed concurrently; try again');
   }

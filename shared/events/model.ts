@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { conversationIdSchema } from '#shared/conversations/model.ts';
 import { pageId, pageLimit } from '#shared/http/query.ts';
 
 /** Largest event we store (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */
@@ -23,7 +24,7 @@ export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMEST
 const timeFilter = z.iso.datetime({ offset: true, local: true }).optional();
 
 export const eventSearchQuery = z.object({
-  conversation_id__eq: z.string().min(1, 'conversation_id__eq is required'),
+  conversation_id__eq: conversationIdSchema,
   kind__eq: z.string().max(64).optional(),
   timestamp__gte: timeFilter,
   timestamp__lt: timeFilter,
