@@ -1,6 +1,7 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import { startTaskRank, startTaskStatuses, type ConversationRecord, type ConversationReport, type StartTaskStatus } from '#shared/conversations/model.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
+import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
@@ -40,7 +41,12 @@ export class ConversationBridge {
     const task = await this.tasks.get(conversation.start_task_id);
     const settings = await this.settings.resolve(conversation.userId);
     if (!task || !settings) throw unauthorized();
-    return buildStartConfig(conversation, task.request, settings, task.id);
+    const request = { ...task.request };
+    if (task.mcpSecretsSealed && request.mcp_config) {
+      const secrets = JSON.parse(await this.settings.openFor(conversation.userId, task.mcpSecretsSealed)) as McpSecrets;
+      request.mcp_config = unmaskMcp(request.mcp_config, secrets);
+    }
+    return buildStartConfig(conversation, request, settings, task.id);
   }
 
   async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {

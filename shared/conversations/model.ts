@@ -142,7 +142,10 @@ export interface StartTaskRecord {
   detail: string | null;
   app_conversation_id: string;
   sandbox_id: string | null;
+  /** The request with its MCP secrets masked (see mcp-secrets.ts). */
   request: StartRequest;
+  /** The request's MCP secrets, sealed for the user; absent when it had none. */
+  mcpSecretsSealed?: string;
   createdAt: string;
   updatedAt: string;
   /** Set while the task is not READY/ERROR, so the sweeper can find stalled ones (sparse index). */

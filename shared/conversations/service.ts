@@ -10,6 +10,7 @@ import type {
   StartRequest,
   StartTaskRecord,
 } from '#shared/conversations/model.ts';
+import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
 import { sweepStartTasks } from '#shared/conversations/sweep.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
@@ -67,7 +68,8 @@ export function toStartTask(t: StartTaskRecord, baseUrl: string): AppConversatio
     app_conversation_id: t.app_conversation_id,
     sandbox_id: t.sandbox_id,
     agent_server_url: t.status === 'READY' ? `${baseUrl}/api/conversations/${t.app_conversation_id}` : null,
-    request: t.request as Record<string, unknown>,
+    // Masked again here, so a record written before MCP secrets were sealed shows none either.
+    request: { ...t.request, mcp_config: maskMcp(t.request.mcp_config) } as Record<string, unknown>,
     created_at: t.createdAt,
     updated_at: t.updatedAt,
   };
@@ -102,6 +104,9 @@ export class ConversationService {
       if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING') throw conflict(`Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`);
     }
 
+    // Sealed before anything is written: a conversation's MCP secrets never sit in a record in the clear.
+    const mcpSecrets = mcpSecretsOf(req.mcp_config);
+    const mcpSecretsSealed = mcpSecrets ? await this.settings.sealFor(userId, JSON.stringify(mcpSecrets)) : undefined;
     const id = req.conversation_id ?? newId();
     const at = this.now().toISOString();
     const repository = req.selected_repository ?? req.suggested_task?.repo ?? req.create_microagent?.repo ?? null;
@@ -134,7 +139,8 @@ export class ConversationService {
       detail: null,
       app_conversation_id: id,
       sandbox_id: sandbox?.id ?? null,
-      request: { ...req, conversation_id: id },
+      request: { ...req, conversation_id: id, mcp_config: maskMcp(req.mcp_config) },
+      ...(mcpSecretsSealed ? { mcpSecretsSealed } : {}),
       createdAt: at,
       updatedAt: at,
     };
