@@ -8,7 +8,7 @@ import { useLocalTables } from '#infra/local/dynamo.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
-import type { Answer } from '#test/adversarial/client.ts';
+import { responseText, type Answer } from '#test/adversarial/client.ts';
 import { runFuzz } from '#test/adversarial/fuzz.ts';
 import { findLeaks, plant } from '#test/adversarial/secrets.ts';
 import { startWorld, type SpySandbox, type World } from '#test/adversarial/world.ts';
@@ -40,6 +40,8 @@ let llm: ScriptedLlm;
 const players: Record<string, Player> = {};
 /** Planted fake secrets, by a name saying where they were planted. */
 const secrets: Record<string, string> = {};
+/** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
+const startConfigSeen: string[] = [];
 
 const call = (method: string, path: string, o: Parameters<World['client']['call']>[2] = {}) => world.client.call(method, path, o);
 const userRoutes = (routes as readonly RouteDef[]).filter((r) => r.auth === 'user');
@@ -89,6 +91,7 @@ async function newPlayer(userId: string): Promise<Player> {
   // The spy fetches its start configuration as the real program would (this answer rightly holds secrets).
   const config = await call('GET', `/api/v1/webhooks/${sandbox.id}/conversations/${started.body.app_conversation_id}/start-config`, { key: sandbox.key, holdsSecrets: true });
   expect(config.status).toBe(200);
+  startConfigSeen.push(config.text);
   expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(secrets[`${userId}.v1.env`]);
   // ... and posts an event, so the conversation has data of its own.
   const event = { kind: 'MessageEvent', id: `ev-${userId}`, timestamp: new Date().toISOString(), source: 'agent', text: `event-of-${userId}` };
@@ -123,7 +126,7 @@ describe('fuzz over every route', () => {
     const knownIds = Object.values(players).flatMap((p) => [p.sandbox.id, p.conversationId, p.startTaskId]);
     const result = await runFuzz(
       { baseUrl: world.server.url, userKey: mallory.key, sandbox: { id: mallory.sandbox.id, key: mallory.sandbox.key }, knownIds: [...knownIds, mallory.conversationId, mallory.startTaskId] },
-      { requests: FUZZ_REQUESTS, concurrency: 16, seed: FUZZ_SEED, onResponse: (r) => world.client.seen.push(r) },
+      { requests: FUZZ_REQUESTS, concurrency: 16, seed: FUZZ_SEED, onResponse: (res, body) => world.client.seen.add(responseText(res, body)) },
     );
     console.log(`fuzz seed ${FUZZ_SEED}: ${result.sent} answers, statuses ${JSON.stringify(result.byStatus)}, ${result.transportErrors.length} transport errors`);
     expect(result.serverErrors, `seed ${FUZZ_SEED}`).toEqual([]);
@@ -359,8 +362,10 @@ describe('secrets sweep', () => {
 
   it('no response body, log line or stored start task of the whole suite holds a planted secret', async () => {
     expect(Object.keys(secrets).length).toBeGreaterThan(40);
-    const responses = world.client.seen.join('\n');
-    expect(responses.length).toBeGreaterThan(100_000);
+    const responses = [...world.client.seen].join('\n');
+    expect(world.client.seen.size).toBeGreaterThan(100);
+    // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
+    expect(findLeaks(startConfigSeen.join('\n'), secrets).length).toBeGreaterThan(10);
     const logs = world.server.output();
     useLocalTables(readFileSync(join(world.dataDir, 'dynamodb-endpoint'), 'utf8').trim());
     const tasks = await documentClient().send(new ScanCommand({ TableName: tableName('startTasks') }));

@@ -15,8 +15,8 @@ export interface CallOptions {
 }
 
 export class Client {
-  /** Every response body seen, for the secrets sweep. */
-  readonly seen: string[] = [];
+  /** Every distinct response (status, headers, body) seen, for the secrets sweep. */
+  readonly seen = new Set<string>();
 
   constructor(readonly baseUrl: string) {}
 
@@ -30,7 +30,7 @@ export class Client {
     }
     const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body, signal: AbortSignal.timeout(60_000) });
     const text = await res.text();
-    if (!o.holdsSecrets) this.seen.push(`${res.status} ${method} ${path}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n${text}`);
+    if (!o.holdsSecrets) this.seen.add(responseText(res, text));
     let parsed: unknown = text;
     try {
       parsed = JSON.parse(text);
@@ -39,4 +39,10 @@ export class Client {
     }
     return { status: res.status, text, body: parsed };
   }
+}
+
+/** A response as the sweep reads it: headers (without the per-request ones) and body. */
+export function responseText(res: Response, body: string): string {
+  const headers = [...res.headers].filter(([k]) => k !== 'x-request-id' && k !== 'date').map(([k, v]) => `${k}: ${v}`);
+  return `${res.status}\n${headers.join('\n')}\n${body}`;
 }

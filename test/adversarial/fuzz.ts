@@ -23,7 +23,7 @@ export interface FuzzOptions {
   concurrency: number;
   seed: number;
   /** Sees every response (e.g. to sweep bodies for secrets). */
-  onResponse?: (summary: string) => void;
+  onResponse?: (res: Response, body: string) => void;
 }
 
 export interface FuzzRequest {
@@ -162,7 +162,7 @@ export async function runFuzz(target: FuzzTarget, o: FuzzOptions): Promise<FuzzR
         const text = await res.text();
         result.sent++;
         result.byStatus[res.status] = (result.byStatus[res.status] ?? 0) + 1;
-        o.onResponse?.(`${res.status} ${r.method} ${r.path.slice(0, 200)}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n')}\n${text}`);
+        o.onResponse?.(res, text);
         if (res.status >= 500) result.serverErrors.push({ request: describe(r), status: res.status, body: text.slice(0, 500) });
       } catch (err) {
         result.transportErrors.push({ request: describe(r), error: String((err as Error).cause ?? (err as Error).message) });
