@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
+import { dateTimeFilter, pageId, pageLimit, repeated } from '#shared/http/query.ts';
 import { sandboxIdParam } from '#shared/sandboxes/model.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
 
@@ -188,7 +188,7 @@ export const startTaskSchema = z.object({
 });
 export type AppConversationStartTask = z.output<typeof startTaskSchema>;
 
-const dateFilter = z.iso.datetime({ offset: true, local: true }).optional();
+const dateFilter = dateTimeFilter;
 export const conversationSearchQuery = z.object({
   title__contains: z.string().max(512).optional(),
   created_at__gte: dateFilter,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { conversationIdSchema } from '#shared/conversations/model.ts';
-import { pageId, pageLimit } from '#shared/http/query.ts';
+import { dateTimeFilter, pageId, pageLimit } from '#shared/http/query.ts';
 
 /** Largest event we store (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */
 export const MAX_EVENT_BYTES = 256 * 1024;
@@ -21,7 +21,7 @@ export type AgentEventEnvelope = z.output<typeof eventSchema>;
 
 export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP');
 
-const timeFilter = z.iso.datetime({ offset: true, local: true }).optional();
+const timeFilter = dateTimeFilter;
 
 export const eventSearchQuery = z.object({
   conversation_id__eq: conversationIdSchema,

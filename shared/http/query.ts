@@ -10,6 +10,12 @@ export const pageLimit = z.coerce
 
 export const pageId = z.string().min(1).max(2048).optional();
 
+/**
+ * A date-time bound (`created_at__gte`, `timestamp__lt`...). Bounded: ISO-8601 allows any number of
+ * fractional digits, and a sort-key condition value over 1 KB is an error in DynamoDB.
+ */
+export const dateTimeFilter = z.iso.datetime({ offset: true, local: true, message: 'must be an ISO-8601 date-time' }).max(40).optional();
+
 /** A repeated parameter (`id=a&id=b`): always an array, at most 100 members. */
 export const repeated = (name: string) =>
   z.preprocess(

@@ -164,6 +164,14 @@ describe('input that used to reach a 5xx or echo a credential', () => {
     }
   });
 
+  it('422 for a date-time bound of any length (DynamoDB refuses key values over 1 KB)', async () => {
+    const long = `2020-01-01T00:00:00.${'1'.repeat(3000)}Z`;
+    for (const path of ['/api/v1/app-conversations/search?created_at__gte=', '/api/v1/app-conversations/count?created_at__lt=', '/api/v1/app-conversations/start-tasks/search?created_at__gte=']) {
+      expect((await stack.call('GET', `${path}${long}`)).status, path).toBe(422);
+    }
+    expect((await stack.call('GET', '/api/v1/app-conversations/search?created_at__gte=2020-01-01T00:00:00.123456789%2B02:00')).status).toBe(200);
+  });
+
   it('strips credentials from the input a 422 echoes', async () => {
     const res = await stack.call('POST', '/api/settings', { body: { llm_base_url: 'ftp://someone:sk-live-CRED1234567@example.com/v1?api_key=QUERYCRED99' } });
     expect(res.status).toBe(422);
