@@ -1,6 +1,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2WithLambdaAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
+import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import {
   ApiError,
   badRequest,
@@ -14,7 +15,6 @@ import { Reply, type Operation } from '#shared/http/operation.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
 import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
-import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import { logger } from '#shared/logging.ts';
 import type { Services } from '#shared/services.ts';
 
