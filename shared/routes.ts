@@ -131,7 +131,7 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
     capabilities: ['unseal'],
-    query: z.object({ id: repeated('id') }),
+    query: z.object({ id: repeated('id', sandboxIdParam) }),
     response: z.array(sandboxInfoSchema.nullable()),
   },
   {

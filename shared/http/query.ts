@@ -16,12 +16,9 @@ export const pageId = z.string().min(1).max(2048).optional();
  */
 export const dateTimeFilter = z.iso.datetime({ offset: true, local: true, message: 'must be an ISO-8601 date-time' }).max(40).optional();
 
-/** A repeated parameter (`id=a&id=b`): always an array, at most 100 members. */
-export const repeated = (name: string) =>
-  z.preprocess(
-    (v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]),
-    z.array(z.string().min(1).max(200)).max(100, `at most 100 ${name} values per request`),
-  );
+/** A repeated parameter (`id=a&id=b`): always an array, at most 100 members, each by its id kind's rule. */
+export const repeated = (name: string, item: z.ZodType<string> = z.string().min(1).max(200)) =>
+  z.preprocess((v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]), z.array(item).max(100, `at most 100 ${name} values per request`));
 
 /** Parses a raw query string, keeping repeated names as arrays (payload 2.0 would join them with commas). */
 export function parseQuery(raw: string | undefined): Record<string, string | string[]> {
