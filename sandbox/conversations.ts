@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import type { StartConfig } from '#shared/conversations/start-config.ts';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
 import type { AgentEvent } from '#sandbox/agent/events.ts';
+import { secretMasker } from '#sandbox/agent/mask.ts';
 import { AgentSession } from '#sandbox/agent/session.ts';
+import { startConfigSecrets } from '#sandbox/secret-forms.ts';
 
 type StartTaskStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT' | 'SETTING_UP_GIT_HOOKS' | 'STARTING_CONVERSATION' | 'READY' | 'ERROR';
 
@@ -190,7 +192,10 @@ export class ConversationRunner {
       headers: { 'X-Session-API-Key': this.o.key() ?? '' },
       onError: (message) => this.o.log('warn', 'Event delivery', { conversationId: cid, message }),
     });
-    const emit = async (events: AgentEvent[]) => {
+    // The session masks what it knows (custom secrets, the LLM key); this also covers the git token and the MCP secrets.
+    const maskAll = secretMasker(startConfigSecrets(config));
+    const emit = async (unmasked: AgentEvent[]) => {
+      const events = maskAll(unmasked);
       this.o.markActive();
       await sink.push(events);
       for (const e of events) {

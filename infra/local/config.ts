@@ -7,6 +7,7 @@ export const localConfigSchema = z.object({
   PORT: z.coerce.number({ error: 'PORT must be a port number' }).int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('.data'),
+  SANDBOX_SPECS_FILE: z.string().min(1).optional(),
 });
 
 export type LocalConfig = {
@@ -33,5 +34,6 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     host: parsed.data.HOST,
     dataDir: resolve(parsed.data.DATA_DIR),
     memory: argv.includes('--memory'),
+    ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
   };
 }

@@ -46,6 +46,8 @@ export interface RouteDef {
   status?: number;
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
+  /** Sandbox routes: which of the sandbox's credentials the call carries (default its session key). */
+  sandboxKey?: 'session' | 'enrollment';
   /** The function's time-out when the default is too short (calls to ECS, the bridge long-poll). */
   timeoutSeconds?: number;
 }
