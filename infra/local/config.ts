@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import type { Containment } from '#shared/sandboxes/containment.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
 /** The local stack's configuration, from the environment; checked once at start with the key named. */
@@ -14,6 +15,10 @@ export type LocalConfig = {
   host: string;
   dataDir: string;
   memory: boolean;
+  /** `--allow-uncontained`: without containment, start sandboxes for every user's key, not only the local user's. */
+  allowUncontained?: boolean;
+  /** Overrides the detected containment (tests of the uncontained mode). */
+  containment?: Containment;
   /** Overrides of the sandbox settings (tests and benchmarks); the environment gives the rest. */
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
@@ -33,5 +38,6 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     host: parsed.data.HOST,
     dataDir: resolve(parsed.data.DATA_DIR),
     memory: argv.includes('--memory'),
+    allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

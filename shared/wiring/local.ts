@@ -15,14 +15,14 @@ import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { SandboxService } from '#shared/sandboxes/service.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import type { Services } from '#shared/services.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { SettingsService } from '#shared/settings/service.ts';
 
-/** The repository root: local sandbox commands (`sandbox/main.ts`) run from here. */
+/** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface LocalOptions {
@@ -34,6 +34,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
+  containment: Pick<ProcessRuntimeOptions, 'containment' | 'programDir' | 'uncontainedUsers'>;
 }
 
 export interface LocalServices extends Services {
@@ -53,6 +55,7 @@ export function localServices(options: LocalOptions): LocalServices {
   const sandboxRuntime = new ProcessSandboxRuntime({
     dataDir: options.dataDir,
     projectRoot: PROJECT_ROOT,
+    ...options.containment,
     // A process that died on its own: the same reconciliation the ECS event handler does on AWS.
     onStopped: (event) =>
       void sandboxes?.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
