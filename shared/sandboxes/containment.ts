@@ -74,6 +74,8 @@ export function bwrapArgs(view: SandboxView): string[] {
   args.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev');
   args.push('--bind', view.workspace, view.workspace, '--bind', view.home, view.home);
   if (view.programDir) args.push('--ro-bind', view.programDir, BWRAP_PROGRAM_DIR);
+  // The root (where bwrap made the mount points) read-only: only the workspace, home and /tmp take writes.
+  args.push('--remount-ro', '/');
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'sandbox', '--die-with-parent');
   args.push('--chdir', view.workspace);
   return args;
