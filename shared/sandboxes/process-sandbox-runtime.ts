@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { accessSync, constants, createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { logger } from '#shared/logging.ts';
 import { BWRAP_PROGRAM_DIR, bwrapArgs, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
@@ -47,6 +47,27 @@ const TAIL_CHARS = 2000;
 /** In a spec's command: the pre-built sandbox program (`main.mjs` of `programDir`). */
 export const PROGRAM_PLACEHOLDER = '{sandbox_program}';
 const PROGRAM_ENTRY = 'main.mjs';
+
+/**
+ * The processes of process group `pgid` other than bubblewrap's own (Linux /proc). bubblewrap dies
+ * at SIGTERM and takes the sandbox with it (--die-with-parent), so a graceful stop signals the
+ * program inside instead: it saves its state and exits, and bubblewrap follows.
+ */
+function groupMembersButBwrap(pgid: number): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && comm !== 'bwrap') pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
 
 /** Whether `command` names an executable file (a path, or a name on PATH), as spawn would find it. */
 function executable(command: string, path: string): boolean {
@@ -145,9 +166,10 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         BRIDGE_URL: req.bridgeUrl,
         ENROLLMENT_TOKEN: req.enrollmentToken,
         WORKSPACE_DIR: workspace,
-        // The program exits when this process is gone, even if that happens before it could look.
-        // In its own pid namespace it cannot see this process: bwrap --die-with-parent does that job.
-        ...(containment === 'bwrap' ? {} : { SANDBOX_PARENT_PID: String(process.pid) }),
+        // The program exits when this process is gone, even if that happens before it could look. In
+        // its own pid namespace it cannot see this process: it watches its stdin, a pipe this process
+        // holds, instead (bwrap's --die-with-parent does not outlive a kill -9 of this process).
+        ...(containment === 'bwrap' ? { SANDBOX_PARENT_STDIN: '1' } : { SANDBOX_PARENT_PID: String(process.pid) }),
         ...req.spec.initial_env,
       };
       const view: SandboxView = { workspace, home, tmp, programDir: this.options.programDir, hidden: [this.options.dataDir, this.options.projectRoot] };
@@ -158,9 +180,11 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
       const child = spawn(file, argv, {
         cwd: workspace,
         env,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [containment === 'bwrap' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
         detached: true,
       });
+      // Never written to; the kernel closes it when this process ends, however it ends.
+      child.stdin?.on('error', () => undefined);
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
         child.once('error', (err) => reject(new SandboxStartError(`Could not run "${command}": ${err.message}`)));
@@ -240,14 +264,17 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
   private async kill(instance: Instance): Promise<void> {
     instance.stopRequested = true;
     const pid = instance.child.pid!;
-    const signal = (sig: NodeJS.Signals) => {
+    const signal = (sig: NodeJS.Signals, target = -pid) => {
       try {
-        process.kill(-pid, sig);
+        process.kill(target, sig);
       } catch {
         // Already gone.
       }
     };
-    signal('SIGTERM');
+    // A program that bubblewrap has not started yet has nothing to save: then the group gets it.
+    const inside = this.options.containment === 'bwrap' ? groupMembersButBwrap(pid) : [];
+    if (inside.length) for (const member of inside) signal('SIGTERM', member);
+    else signal('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       instance.exited.then(() => false),

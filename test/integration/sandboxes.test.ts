@@ -42,8 +42,8 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       const sandbox = await startRunning();
       const [pid] = sandboxPids(sandbox.id);
       const env = processEnv(pid!)!;
-      // Contained by bubblewrap (its pid namespace ends it with the server, hence no SANDBOX_PARENT_PID).
-      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'TMPDIR', 'WORKSPACE_DIR']);
+      // Contained by bubblewrap: in its own pid namespace it watches a pipe, not the server's pid.
+      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'SANDBOX_PARENT_STDIN', 'TMPDIR', 'WORKSPACE_DIR']);
       expect(env.TMPDIR).toBe('/tmp');
       expect(env.BRIDGE_URL).toBe(stack.url);
       expect(env.WORKSPACE_DIR).toBe(workspace(sandbox.id));
