@@ -91,7 +91,6 @@ export function bwrapArgs(view: SandboxView): string[] {
  */
 export const SEATBELT_PROFILE = `(version 1)
 (deny default)
-(import "system.sb")
 (allow process-exec process-fork)
 (allow signal (target same-sandbox))
 (allow process-info* (target same-sandbox))
