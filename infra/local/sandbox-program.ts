@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -91,5 +91,19 @@ export async function buildSandboxProgram(buildDir = join(ROOT, '.build', 'sandb
   const tmpManifest = `${manifestFile}.${process.pid}`;
   writeFileSync(tmpManifest, JSON.stringify(manifest));
   renameSync(tmpManifest, manifestFile);
+  prune(buildDir, name);
   return dir;
+}
+
+/** Removes earlier builds a day old (a server started before may still run one). */
+function prune(buildDir: string, keep: string): void {
+  const dayAgo = Date.now() - 24 * 3600_000;
+  for (const entry of readdirSync(buildDir)) {
+    if (entry === keep || !/^[0-9a-f]{16}$|^\.staging-/.test(entry)) continue;
+    try {
+      if (statSync(join(buildDir, entry)).mtimeMs < dayAgo) rmSync(join(buildDir, entry), { recursive: true, force: true });
+    } catch {
+      // Removed by another builder.
+    }
+  }
 }
