@@ -124,6 +124,21 @@ export function seatbeltArgs(view: SandboxView): string[] {
   return ['-p', SEATBELT_PROFILE, ...Object.entries(params).flatMap(([k, v]) => ['-D', `${k}=${v}`])];
 }
 
+let launcher: string[] | undefined;
+
+/**
+ * How to run bubblewrap so that it dies with the server even on `kill -9`: its --die-with-parent
+ * covers what runs inside when bubblewrap dies, not bubblewrap itself, so `setpriv --pdeathsig`
+ * (util-linux) gives bubblewrap that signal. Without setpriv the program still notices the server's
+ * end on its stdin pipe; a spec's own program that ignores it could outlive a crashed server.
+ */
+export function bwrapLauncher(): string[] {
+  launcher ??= spawnSync('setpriv', ['--pdeathsig', 'SIGKILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 }).status === 0
+    ? ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'bwrap']
+    : ['bwrap'];
+  return launcher;
+}
+
 /** Whether bubblewrap can run here (installed and allowed to create namespaces). */
 export function bwrapWorks(): boolean {
   const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--die-with-parent', 'true'], { stdio: 'ignore', timeout: 5000 });

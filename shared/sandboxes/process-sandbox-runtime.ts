@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { logger } from '#shared/logging.ts';
-import { BWRAP_PROGRAM_DIR, bwrapArgs, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
+import { BWRAP_PROGRAM_DIR, bwrapArgs, bwrapLauncher, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
 import {
   SandboxStartError,
   type InstanceRef,
@@ -61,7 +61,7 @@ function groupMembersButBwrap(pgid: number): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid && comm !== 'bwrap') pids.push(Number(entry));
+      if (Number(fields[2]) === pgid && comm !== 'bwrap' && comm !== 'setpriv') pids.push(Number(entry));
     } catch {
       // Gone meanwhile.
     }
@@ -174,7 +174,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
       };
       const view: SandboxView = { workspace, home, tmp, programDir: this.options.programDir, hidden: [this.options.dataDir, this.options.projectRoot] };
       const [file, argv] =
-        containment === 'bwrap' ? ['bwrap', [...bwrapArgs(view), '--', program, ...args]]
+        containment === 'bwrap' ? [bwrapLauncher()[0]!, [...bwrapLauncher().slice(1), ...bwrapArgs(view), '--', program, ...args]]
         : containment === 'seatbelt' ? ['/usr/bin/sandbox-exec', [...seatbeltArgs(view), program, ...args]]
         : [program, args];
       const child = spawn(file, argv, {
@@ -190,6 +190,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         child.once('error', (err) => reject(new SandboxStartError(`Could not run "${command}": ${err.message}`)));
       });
       const log = createWriteStream(join(dir, 'sandbox.log'), { flags: 'a' });
+      // A delete right after the start may remove the directory before the log opens: the log goes, nothing else.
+      log.on('error', () => undefined);
       let resolveExit!: () => void;
       const instance: Instance = {
         generation: req.generation,

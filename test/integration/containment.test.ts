@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
-import { processEnv, sandboxPids, waitForStatus as waitForSandbox } from '#test/helpers/sandboxes.ts';
+import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -49,9 +49,9 @@ beforeAll(async () => {
   await stack.call('POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-containment', llm_base_url: llm.baseUrl } });
   // Another user's sandbox that never checks in: its process holds an unused enrollment token.
   victimKey = await stack.newUser('victim');
-  const started = await stack.call('POST', '/api/v1/sandboxes', { key: victimKey, body: { sandbox_spec_id: 'never-checks-in' } });
+  const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key: victimKey });
   victimSandbox = started.body.id;
-  await waitForSandbox(stack, victimSandbox, 'STARTING', victimKey);
+  expect(started.body).toMatchObject({ sandbox_spec_id: 'never-checks-in', status: 'STARTING' });
   const [pid] = await (async () => {
     for (let i = 0; i < 100; i++) {
       const pids = sandboxPids(victimSandbox).filter((p) => processEnv(p)?.ENROLLMENT_TOKEN);

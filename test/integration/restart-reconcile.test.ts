@@ -30,8 +30,8 @@ describe('npm start after a crash', () => {
     servers.push(first);
     const running = (await api(first, 'POST', '/api/v1/sandboxes')).id as string;
     await waitFor('a RUNNING sandbox', async () => ((await api(first, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined));
-    const starting = (await api(first, 'POST', '/api/v1/sandboxes', { sandbox_spec_id: 'never-checks-in' })).id as string;
-    expect((await api(first, 'GET', `/api/v1/sandboxes?id=${starting}`))[0].status).toBe('STARTING');
+    const starting = (await api(first, 'POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in')).id as string;
+    expect((await api(first, 'GET', `/api/v1/sandboxes?id=${starting}`))[0]).toMatchObject({ sandbox_spec_id: 'never-checks-in', status: 'STARTING' });
 
     // kill -9: no shutdown pause. The sandboxes die with the server (bubblewrap's --die-with-parent).
     const exited = once(first.child, 'exit');
