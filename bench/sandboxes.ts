@@ -87,6 +87,7 @@ export async function benchSandboxes(): Promise<string> {
     return [
       '## Sandboxes (local: child processes)',
       '',
+      `Each sandbox is the pre-built program (\`.build/sandbox/\`, no tsx) in a child process, contained by ${stack.containment === 'none' ? 'nothing (no bubblewrap here)' : stack.containment}.`,
       'A start is `POST /api/v1/sandboxes` until `GET` shows RUNNING, i.e. the program checked in over the bridge',
       '(polled every 10 ms). Pause is the `POST .../pause` call (the process has exited when it returns); resume',
       'is `POST .../resume` until RUNNING again.',
