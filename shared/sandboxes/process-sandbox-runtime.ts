@@ -166,10 +166,10 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         BRIDGE_URL: req.bridgeUrl,
         ENROLLMENT_TOKEN: req.enrollmentToken,
         WORKSPACE_DIR: workspace,
-        // The program exits when this process is gone, even if that happens before it could look. In
-        // its own pid namespace it cannot see this process: it watches its stdin, a pipe this process
-        // holds, instead (bwrap's --die-with-parent does not outlive a kill -9 of this process).
-        ...(containment === 'bwrap' ? { SANDBOX_PARENT_STDIN: '1' } : { SANDBOX_PARENT_PID: String(process.pid) }),
+        // The program exits when this process is gone, even if that happens before it could look.
+        // Contained, it cannot see or signal this process (its own pid namespace; Seatbelt's
+        // same-sandbox rule): it watches its stdin, a pipe this process holds, instead.
+        ...(containment === 'none' ? { SANDBOX_PARENT_PID: String(process.pid) } : { SANDBOX_PARENT_STDIN: '1' }),
         ...req.spec.initial_env,
       };
       const view: SandboxView = { workspace, home, tmp, programDir: this.options.programDir, hidden: [this.options.dataDir, this.options.projectRoot] };
@@ -180,7 +180,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
       const child = spawn(file, argv, {
         cwd: workspace,
         env,
-        stdio: [containment === 'bwrap' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+        stdio: [containment === 'none' ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         detached: true,
       });
       // Never written to; the kernel closes it when this process ends, however it ends.
