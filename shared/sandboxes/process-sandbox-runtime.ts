@@ -48,25 +48,25 @@ const TAIL_CHARS = 2000;
 export const PROGRAM_PLACEHOLDER = '{sandbox_program}';
 const PROGRAM_ENTRY = 'main.mjs';
 
-/**
- * The processes of process group `pgid` other than bubblewrap's own (Linux /proc). bubblewrap dies
- * at SIGTERM and takes the sandbox with it (--die-with-parent), so a graceful stop signals the
- * program inside instead: it saves its state and exits, and bubblewrap follows.
- */
-function groupMembersButBwrap(pgid: number): number[] {
-  const pids: number[] = [];
+/** The live (not zombie) processes of process group `pgid`, with their command names (Linux /proc). */
+function groupMembers(pgid: number): { pid: number; comm: string }[] {
+  const members: { pid: number; comm: string }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid && comm !== 'bwrap' && comm !== 'setpriv') pids.push(Number(entry));
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') members.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
     } catch {
       // Gone meanwhile.
     }
   }
-  return pids;
+  return members;
+}
+
+/** Resolves once process group `pgid` has no live process left, or after `ms`. */
+async function groupGone(pgid: number, ms: number): Promise<void> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline && groupMembers(pgid).length; ) await new Promise((r) => setTimeout(r, 20));
 }
 
 /** Whether `command` names an executable file (a path, or a name on PATH), as spawn would find it. */
@@ -205,7 +205,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         log.write(chunk);
         instance.tail = (instance.tail + chunk.toString('utf8')).slice(-TAIL_CHARS);
       });
-      child.once('exit', (code, signal) => {
+      child.once('exit', async (code, signal) => {
         log.end();
         // Whatever the program left behind in its process group goes with it.
         try {
@@ -213,6 +213,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         } catch {
           // Nothing left.
         }
+        // bubblewrap may exit before what it started is gone: stopped means everything is gone.
+        if (containment === 'bwrap') await groupGone(child.pid!, 2000);
         if (this.instances.get(req.sandboxId) === instance) this.instances.delete(req.sandboxId);
         resolveExit();
         if (instance.stopRequested) return;
@@ -273,9 +275,11 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         // Already gone.
       }
     };
+    // bubblewrap dies at SIGTERM and takes the sandbox with it (--die-with-parent): a graceful stop
+    // signals the program inside instead, which saves its state and exits, and bubblewrap follows.
     // A program that bubblewrap has not started yet has nothing to save: then the group gets it.
-    const inside = this.options.containment === 'bwrap' ? groupMembersButBwrap(pid) : [];
-    if (inside.length) for (const member of inside) signal('SIGTERM', member);
+    const inside = this.options.containment === 'bwrap' ? groupMembers(pid).filter((m) => m.comm !== 'bwrap' && m.comm !== 'setpriv') : [];
+    if (inside.length) for (const member of inside) signal('SIGTERM', member.pid);
     else signal('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([

@@ -112,7 +112,7 @@ describe('a hostile agent in a contained sandbox', () => {
       // Ordinary work.
       reply.tool('str_replace_editor', { command: 'create', path: 'app/hello.sh', file_text: 'echo "hello from $(basename "$PWD")"\n' }),
       reply.tool('str_replace_editor', { command: 'str_replace', path: 'app/hello.sh', old_str: 'hello from', new_str: 'greetings from' }),
-      attempt('ordinary', `cd app && bash hello.sh && node -e "console.log('node', 6 * 7)" && git init -q && git -c user.name=Agent -c user.email=a@example.test commit -qam x --allow-empty && git add -A && git -c user.name=Agent -c user.email=a@example.test commit -qm "add hello" && git log --format=%s | head -1 && echo tmp-ok > ${SCRATCH} && cat ${SCRATCH}`),
+      attempt('ordinary', `cd app && bash hello.sh && node -e "console.log('node', 6 * 7)" && git init -q && git -c user.name=Agent -c user.email=a@example.test commit -qam x --allow-empty && git add -A && git -c user.name=Agent -c user.email=a@example.test commit -qm "add hello" && git log -1 --format=%s && echo tmp-ok > ${SCRATCH} && cat ${SCRATCH}`),
       reply.finish('done trying'),
     );
     const task = await startConversation(stack, { initial_message: { role: 'user', content: [{ type: 'text', text: 'Break out' }], run: true } });

@@ -1,11 +1,22 @@
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
+import { processEnv, sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
+
+/** Whether the spec's own program (not bubblewrap or setpriv) runs for a sandbox. */
+const programRuns = (sandboxId: string) =>
+  readdirSync('/proc').some((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' && processEnv(Number(pid))?.SANDBOX_ID === sandboxId;
+    } catch {
+      return false;
+    }
+  });
 
 const dataDir = mkdtempSync(join(tmpdir(), 'acs-restart-'));
 const env = { SANDBOX_SPECS_FILE: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json') };
@@ -32,6 +43,9 @@ describe('npm start after a crash', () => {
     await waitFor('a RUNNING sandbox', async () => ((await api(first, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined));
     const starting = (await api(first, 'POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in')).id as string;
     expect((await api(first, 'GET', `/api/v1/sandboxes?id=${starting}`))[0]).toMatchObject({ sandbox_spec_id: 'never-checks-in', status: 'STARTING' });
+    // Its program runs (bubblewrap has set up the sandbox): a crash in the very first milliseconds of a
+    // start, before `setpriv` has armed its death signal, is a race this test does not look at.
+    await waitFor('the never-checks-in program', () => (programRuns(starting) ? true : undefined), 10_000);
 
     // kill -9: no shutdown pause. The sandboxes die with the server (bubblewrap's --die-with-parent).
     const exited = once(first.child, 'exit');
