@@ -1,7 +1,5 @@
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useLocalTables } from '#infra/local/dynamo.ts';
@@ -20,8 +18,8 @@ import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripte
  * (a child process): fuzz over every route, a cross-user matrix, sandbox-credential misuse, and a
  * sweep of every response, log line and stored start task for the secrets planted on the way.
  */
-const MCP_SERVER = new URL('../fixtures/agent/mcp-reverse-server.ts', import.meta.url).pathname;
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// Run with `node -e`: a contained sandbox sees neither the checkout nor its node_modules.
+const MCP_SERVER = readFileSync(new URL('../fixtures/agent/mcp-reverse-server.mjs', import.meta.url), 'utf8');
 const FUZZ_REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
 const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
 
@@ -64,7 +62,7 @@ function plantedSettings(userId: string) {
     mcp_config: {
       sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: s('settings_sse_key') }],
       shttp_servers: [{ url: 'http://127.0.0.1:9/mcp', api_key: s('settings_shttp_key') }],
-      stdio_servers: [{ name: 'reverse', command: process.execPath, args: ['--import', TSX, MCP_SERVER], env: { GREETING: s('settings_env') } }],
+      stdio_servers: [{ name: 'reverse', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('settings_env') } }],
     },
   };
 }
@@ -74,7 +72,7 @@ function plantedMcp(userId: string, tag: string) {
   return {
     sse_servers: [{ url: 'http://127.0.0.1:9/conv-sse', api_key: s('sse_key') }],
     shttp_servers: [{ url: 'http://127.0.0.1:9/conv-mcp', api_key: s('shttp_key') }],
-    stdio_servers: [{ name: 'conv', command: process.execPath, args: ['--import', TSX, MCP_SERVER], env: { GREETING: s('env'), OTHER: s('env_other') } }],
+    stdio_servers: [{ name: 'conv', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('env'), OTHER: s('env_other') } }],
   };
 }
 

@@ -1,7 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
@@ -12,9 +10,9 @@ let stack: TestStack;
 let llm: ScriptedLlm;
 let git: GitServer;
 const TOKEN = 'glpat_inputs_token';
-const MCP_SERVER = new URL('../fixtures/agent/mcp-reverse-server.ts', import.meta.url).pathname;
-// The server runs from the sandbox's workspace, where a bare `tsx` would not resolve.
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// A contained sandbox sees neither the checkout nor node_modules: the server is a dependency-free
+// script run with `node -e` (the agent-session test runs the MCP SDK's own server, uncontained).
+const MCP_SERVER = readFileSync(new URL('../fixtures/agent/mcp-reverse-server.mjs', import.meta.url), 'utf8');
 
 beforeAll(async () => {
   stack = await startTestStack();
@@ -27,7 +25,7 @@ beforeAll(async () => {
       llm_api_key: 'sk-inputs',
       llm_base_url: llm.baseUrl,
       secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: git.url } } },
-      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['--import', TSX, MCP_SERVER] }] },
+      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['-e', MCP_SERVER] }] },
     },
   });
 });
@@ -73,7 +71,7 @@ describe('every creation input of the spec', () => {
       body: {
         conversation_instructions: 'Always answer in haiku.',
         mcp_config: {
-          stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['--import', TSX, MCP_SERVER], env: { GREETING: ENV_SECRET } }],
+          stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: ENV_SECRET } }],
           sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: KEY_SECRET }],
         },
         initial_message: { content: [{ type: 'text', text: 'hello' }] },
