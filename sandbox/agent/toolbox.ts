@@ -1,5 +1,6 @@
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import { z } from 'zod';
+import type { AgentChoice } from '#shared/settings/model.ts';
 import { securityRiskSchema, type EventOf, type SecurityRisk } from '#sandbox/agent/events.ts';
 import type { McpHub } from '#sandbox/agent/mcp.ts';
 import type { FileEditor } from '#sandbox/agent/tools/editor.ts';
@@ -8,8 +9,7 @@ import { builtinTools, mcpAgentTool, type AgentTool } from '#sandbox/agent/tools
 import { webTools, type WebToolOptions } from '#sandbox/agent/tools/web.ts';
 
 /** The agents a conversation can run (`agent` of the settings; `agent_type: "plan"` picks the planner). */
-export const agentKinds = ['CodeActAgent', 'PlanningAgent'] as const;
-export type AgentKind = (typeof agentKinds)[number];
+export type AgentKind = AgentChoice;
 
 /** The planning agent's one writable file, in the workspace. */
 export const PLAN_FILE = 'PLAN.md';
