@@ -72,8 +72,9 @@ export function assembleTools(o: ToolboxOptions): Toolbox {
   };
   const toolSet: ToolSet = Object.fromEntries(
     all.map((t) => {
-      // Built-in tools keep their zod schema, so the SDK reports bad arguments as invalid calls the model sees.
-      const input = 'jsonSchema' in t.input || rated(t) ? ('jsonSchema' in t.input ? jsonSchema(parameters(t)) : (t.input as z.ZodObject).extend({ security_risk: riskArgument })) : t.input;
+      // Unrated built-in tools keep their zod schema, so the SDK reports bad arguments as invalid calls. A rated
+      // tool's schema asks for security_risk, but a call without it still runs (as UNKNOWN risk, which waits).
+      const input = 'jsonSchema' in t.input || rated(t) ? jsonSchema(parameters(t)) : t.input;
       return [t.name, tool({ description: t.description, inputSchema: input as never })];
     }),
   );
