@@ -42,6 +42,9 @@ describe('Terminal (one persistent bash in a private tmux)', () => {
     const multi = await t.run({ command: 'cd ..\necho "a!b"\npwd' });
     expect(multi.output).toBe(`a!b\n${dir}`);
     expect(multi.metadata).toMatchObject({ exit_code: 0, working_dir: dir });
+    // Typed as they are: a trailing semicolon (tmux's own separator), tabs in a heredoc, non-ASCII text.
+    expect((await t.run({ command: 'echo b \\;' })).output).toBe('b ;');
+    expect((await t.run({ command: 'cat <<EOF\né\tü\nEOF' })).output).toBe('é       ü');
   });
 
   it('a command that outlives the soft time-out returns with -1; an empty command waits, C-c interrupts, a new command is refused meanwhile', async () => {

@@ -56,7 +56,7 @@ export interface TerminalResult {
 }
 
 const SPECIAL_KEYS = /^C-[a-z]$/i;
-const POLL_MIN_MS = 10;
+const POLL_MIN_MS = 5;
 const POLL_MAX_MS = 250;
 
 const run = (file: string, args: string[], env: Record<string, string>): Promise<string> =>
@@ -107,24 +107,20 @@ export class Terminal {
         return this.#result('', -1, { refused: true, suffix: `[Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. Send an empty command '' to wait for it, send input to it with is_input: true, or interrupt it with "C-c" (is_input: true) before running a new command.]` });
       }
       if (special) await this.#tmux('send-keys', '-t', 'agent', command.trim());
-      else if (command) await this.#tmux('send-keys', '-t', 'agent', '-l', command).then(() => this.#tmux('send-keys', '-t', 'agent', 'Enter'));
+      else if (command) await this.#tmux(...(await this.#typing(command)));
       return this.#wait(req);
     }
     if (req.isInput || !command.trim()) {
       return this.#result('', -1, { refused: true, suffix: req.isInput ? '[No command is running, so there is nothing to send input to. Send the command without is_input.]' : '[No command is running: give a command to run.]' });
     }
-    // A fresh pane for each command: the output is what lies between the echoed command and the next prompt.
-    await this.#tmux('send-keys', '-R', '-t', 'agent');
-    await this.#tmux('clear-history', '-t', 'agent');
     let typed = command.replace(/\n+$/, '');
     // Several lines go as one compound command, so the shell runs them all before its next prompt.
     if (typed.includes('\n') && !special) typed = `{ ${typed}\n}`;
     this.#running = { command, echoLines: special ? 0 : typed.split('\n').length, shown: 0 };
-    if (special) await this.#tmux('send-keys', '-t', 'agent', command.trim());
-    else {
-      await this.#tmux('send-keys', '-t', 'agent', '-l', typed);
-      await this.#tmux('send-keys', '-t', 'agent', 'Enter');
-    }
+    // A fresh pane for each command (the output is what lies between the echoed command and the next
+    // prompt); one tmux call for all of it, as each call is a process.
+    const keys = special ? ['send-keys', '-t', 'agent', command.trim()] : await this.#typing(typed);
+    await this.#tmux('send-keys', '-R', '-t', 'agent', ';', 'clear-history', '-t', 'agent', ';', ...keys);
     return this.#wait(req);
   }
 
@@ -171,6 +167,8 @@ export class Terminal {
         'set +H', // no history expansion: a "!" in a command stays a "!"
         "bind 'set disable-completion on' 2>/dev/null", // a tab typed into a heredoc stays a tab
         "bind 'set enable-bracketed-paste off' 2>/dev/null",
+        // Bytes above 127 are text (UTF-8), not Meta keys: "é" must not run readline commands.
+        "bind 'set input-meta on' 2>/dev/null; bind 'set output-meta on' 2>/dev/null; bind 'set convert-meta off' 2>/dev/null",
         'HISTFILE=/dev/null',
         "PS2=''",
         'PROMPT_COMMAND=',
@@ -188,6 +186,18 @@ export class Terminal {
       await sleep(POLL_MIN_MS * 2);
     }
     this.#everStarted = true;
+  }
+
+  /**
+   * Loads `text` into a paste buffer and returns the tmux arguments that type it and Enter. Through a
+   * file because, as an argument, tmux would read a trailing ";" as its own command separator; in a call
+   * of its own because tmux reads the file asynchronously (the call returns once it is loaded).
+   */
+  async #typing(text: string): Promise<string[]> {
+    const file = join(this.#dir!, 'input');
+    writeFileSync(file, text);
+    await this.#tmux('load-buffer', '-b', 'typed', file);
+    return ['paste-buffer', '-d', '-b', 'typed', '-t', 'agent', ';', 'send-keys', '-t', 'agent', 'Enter'];
   }
 
   #tmux(...args: string[]): Promise<string> {
@@ -244,7 +254,7 @@ export class Terminal {
         });
       }
       await sleep(poll);
-      poll = Math.min(POLL_MAX_MS, poll * 2);
+      poll = Math.min(POLL_MAX_MS, Math.ceil(poll * 1.5));
     }
   }
 
