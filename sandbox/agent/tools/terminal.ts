@@ -178,7 +178,11 @@ export class Terminal {
     );
     writeFileSync(join(dir, 'tmux.conf'), 'set -g history-limit 100000\nset -g status off\nset -g remain-on-exit off\n');
     const env = this.#o.env();
-    await run('tmux', ['-S', this.#socket, '-f', join(dir, 'tmux.conf'), 'new-session', '-d', '-s', 'agent', '-x', '1000', '-y', '100', '-c', this.#o.cwd, 'bash', '--noprofile', '--rcfile', join(dir, 'bashrc'), '-i'], env);
+    await run('tmux', ['-S', this.#socket, '-f', join(dir, 'tmux.conf'), 'new-session', '-d', '-s', 'agent', '-x', '1000', '-y', '100', '-c', this.#o.cwd, 'bash', '--noprofile', '--rcfile', join(dir, 'bashrc'), '-i'], env).catch((err: Error) => {
+      rmSync(dir, { recursive: true, force: true });
+      this.#dir = null;
+      throw new Error(/ENOENT/.test(err.message) ? 'tmux is not installed here, and the shell needs it' : `the shell could not start: ${err.message}`);
+    });
     this.#shellPid = Number((await this.#tmux('display-message', '-p', '-t', 'agent', '#{pane_pid}')).trim());
     const end = Date.now() + 10_000;
     while (!(await this.#capture()).includes(`ACS${t}###`)) {

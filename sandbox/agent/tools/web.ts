@@ -111,7 +111,7 @@ export function htmlToText(html: string): string {
   return html
     .replace(/<(script|style|noscript|template|svg)\b[\s\S]*?<\/\1\s*>/gi, '')
     .replace(/<!--[\s\S]*?-->/g, '')
-    .replace(/<(br|\/p|\/div|\/h[1-6]|\/li|\/tr|\/pre|\/blockquote|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, '\n')
+    .replace(/<(br|\/p|\/div|\/h[1-6]|\/ul|\/ol|\/title|\/tr|\/pre|\/blockquote|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, '\n')
     .replace(/<li\b[^>]*>/gi, '\n- ')
     .replace(/<[^>]+>/g, '')
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
