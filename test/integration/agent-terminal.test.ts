@@ -78,6 +78,15 @@ describe('Terminal (one persistent bash in a private tmux)', () => {
     expect((await t.run({ command: 'nothing', isInput: true })).refused).toBe(true);
   });
 
+  it('keeps an activated virtualenv between calls, and reports its interpreter', async () => {
+    const { t, dir } = terminal();
+    const made = await t.run({ command: 'python3 -m venv .venv && source .venv/bin/activate', timeoutSeconds: 60 });
+    if (made.exitCode !== 0) return; // no venv module on this machine
+    const which = await t.run({ command: 'command -v python' });
+    expect(which.output).toBe(join(dir, '.venv/bin/python'));
+    expect(which.metadata.py_interpreter_path).toBe(join(dir, '.venv/bin/python3'));
+  });
+
   it('keeps background jobs running between calls and kills them on close', async () => {
     const { t } = terminal();
     await t.run({ command: 'sleep 300 & echo $! > bg.pid' });

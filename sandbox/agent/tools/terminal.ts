@@ -86,6 +86,8 @@ export class Terminal {
   /** Said once, in the next result: why the shell is new. */
   #pendingNote: string | null = null;
   #everStarted = false;
+  /** False once a tmux call found the shell gone; the next call starts a new one. */
+  #alive = false;
   #closed = false;
 
   constructor(options: TerminalOptions) {
@@ -106,8 +108,14 @@ export class Terminal {
       if (command.trim() && !req.isInput && !special) {
         return this.#result('', -1, { refused: true, suffix: `[Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. Send an empty command '' to wait for it, send input to it with is_input: true, or interrupt it with "C-c" (is_input: true) before running a new command.]` });
       }
-      if (special) await this.#tmux('send-keys', '-t', 'agent', command.trim());
-      else if (command) await this.#tmux(...(await this.#typing(command)));
+      try {
+        if (special) await this.#tmux('send-keys', '-t', 'agent', command.trim());
+        else if (command) await this.#tmux(...(await this.#typing(command)));
+      } catch {
+        this.#alive = false;
+        this.#running = null;
+        return this.#result('', -1, { suffix: '[The shell session ended while the command ran.]' });
+      }
       return this.#wait(req);
     }
     if (req.isInput || !command.trim()) {
@@ -119,8 +127,19 @@ export class Terminal {
     this.#running = { command, echoLines: special ? 0 : typed.split('\n').length, shown: 0 };
     // A fresh pane for each command (the output is what lies between the echoed command and the next
     // prompt); one tmux call for all of it, as each call is a process.
-    const keys = special ? ['send-keys', '-t', 'agent', command.trim()] : await this.#typing(typed);
-    await this.#tmux('send-keys', '-R', '-t', 'agent', ';', 'clear-history', '-t', 'agent', ';', ...keys);
+    const send = async () => {
+      const keys = special ? ['send-keys', '-t', 'agent', command.trim()] : await this.#typing(typed);
+      await this.#tmux('send-keys', '-R', '-t', 'agent', ';', 'clear-history', '-t', 'agent', ';', ...keys);
+    };
+    try {
+      await send();
+    } catch {
+      // The shell is gone since the last call (`exit`, or its tmux server was killed): start a new one, once.
+      this.#alive = false;
+      await this.#ensureShell();
+      this.#running = { command, echoLines: special ? 0 : typed.split('\n').length, shown: 0 };
+      await send();
+    }
     return this.#wait(req);
   }
 
@@ -143,7 +162,7 @@ export class Terminal {
 
   async #ensureShell(): Promise<void> {
     if (this.#starting) await this.#starting.catch(() => undefined);
-    if (this.#dir && (await this.#tmux('has-session', '-t', 'agent').then(() => true, () => false))) return;
+    if (this.#dir && this.#alive) return;
     if (this.#everStarted && this.#dir) {
       this.#kill();
       this.#pendingNote = '[The previous shell session ended (e.g. `exit`), so this is a new one: the working directory, variables and background jobs of the old one are gone.]';
@@ -159,8 +178,8 @@ export class Terminal {
     this.#dir = dir;
     this.#socket = join(dir, 'tmux.sock');
     const t = this.#token;
-    // The prompt is the end marker; `$?` is read first, before anything else in it runs.
-    const ps1 = `\\n###ACS${t}{"exit_code":"$?","pid":"$!","username":"\\u","hostname":"\\h","working_dir":"$PWD","py_interpreter_path":"$(command -v python3 || command -v python || true)"}ACS${t}###\\n`;
+    // The prompt is the end marker, with what PROMPT_COMMAND noted (it runs first, so `$?` is the command's).
+    const ps1 = `\\n###ACS${t}{"exit_code":"$__acs_ec","pid":"$!","username":"\\u","hostname":"\\h","working_dir":"$PWD","py_interpreter_path":"$__acs_py"}ACS${t}###\\n`;
     writeFileSync(
       join(dir, 'bashrc'),
       [
@@ -170,8 +189,10 @@ export class Terminal {
         // Bytes above 127 are text (UTF-8), not Meta keys: "é" must not run readline commands.
         "bind 'set input-meta on' 2>/dev/null; bind 'set output-meta on' 2>/dev/null; bind 'set convert-meta off' 2>/dev/null",
         'HISTFILE=/dev/null',
+        'export VIRTUAL_ENV_DISABLE_PROMPT=1', // an activated virtualenv keeps the prompt (the end marker) as it is
         "PS2=''",
-        'PROMPT_COMMAND=',
+        // The exit code first; the Python lookup (a subshell) only when PATH changed (e.g. a virtualenv).
+        'PROMPT_COMMAND=\'__acs_ec=$?; if [[ "$PATH" != "$__acs_path" ]]; then __acs_path=$PATH; __acs_py=$(type -P python3 || type -P python); fi\'',
         `PS1='${ps1}'`,
         '',
       ].join('\n'),
@@ -190,6 +211,7 @@ export class Terminal {
       await sleep(POLL_MIN_MS * 2);
     }
     this.#everStarted = true;
+    this.#alive = true;
   }
 
   /**
@@ -198,10 +220,12 @@ export class Terminal {
    * of its own because tmux reads the file asynchronously (the call returns once it is loaded).
    */
   async #typing(text: string): Promise<string[]> {
+    const enter = ['send-keys', '-t', 'agent', 'Enter'];
+    if (!text.endsWith(';')) return ['send-keys', '-t', 'agent', '-l', '--', text, ';', ...enter];
     const file = join(this.#dir!, 'input');
     writeFileSync(file, text);
     await this.#tmux('load-buffer', '-b', 'typed', file);
-    return ['paste-buffer', '-d', '-b', 'typed', '-t', 'agent', ';', 'send-keys', '-t', 'agent', 'Enter'];
+    return ['paste-buffer', '-d', '-b', 'typed', '-t', 'agent', ';', ...enter];
   }
 
   #tmux(...args: string[]): Promise<string> {
@@ -226,6 +250,7 @@ export class Terminal {
       if (content === null) {
         // The tmux server is gone (the shell exited): what ran is over.
         this.#running = null;
+        this.#alive = false;
         return this.#result('', -1, { suffix: '[The shell session ended while the command ran.]' });
       }
       const marker = new RegExp(`###ACS${this.#token}(\\{.*?\\})ACS${this.#token}###`, 's').exec(content);
