@@ -172,7 +172,6 @@ export class Terminal {
   }
 
   async #start(): Promise<void> {
-    this.#closed = false;
     this.#running = null;
     const dir = this.#o.runtimeDir ? mkdtempSync(join(this.#o.runtimeDir, 'sh-')) : mkdtempSync(join(tmpdir(), 'agent-sh-'));
     this.#dir = dir;
