@@ -3,14 +3,15 @@ import type { McpConfig } from '#shared/settings/model.ts';
 import { applyCondensation, DEFAULT_CONDENSER_MAX_SIZE, planCondensation, summarize } from '#sandbox/agent/condenser.ts';
 import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics, type SecurityRisk } from '#sandbox/agent/events.ts';
 import { AgentStateError, toolResult, toUserContent, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
-import { describeLlmError, isContextWindowError, LlmConfigError, MetricsCounter, resolveModel, retryDelayMs, type LlmConfig, type RetryPolicy } from '#sandbox/agent/llm.ts';
+import { callResiliently } from '#sandbox/agent/llm-call.ts';
+import { describeLlmError, LlmConfigError, MetricsCounter, resolveModel, type LlmConfig, type RetryPolicy } from '#sandbox/agent/llm.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { McpHub } from '#sandbox/agent/mcp.ts';
 import { loadMicroagents, triggered, type Microagent } from '#sandbox/agent/microagents.ts';
 import { buildSystemPrompt } from '#sandbox/agent/prompt.ts';
 import { parseTrajectory, TrajectoryError, type ReplayStep } from '#sandbox/agent/replay.ts';
 import { readState, writeState, type LoopState } from '#sandbox/agent/state-file.ts';
-import { assembleTools, needsConfirmation, PLAN_FILE, splitRisk, type AgentKind } from '#sandbox/agent/toolbox.ts';
+import { assembleTools, commandEnvironment, needsConfirmation, PLAN_FILE, splitRisk, type AgentKind } from '#sandbox/agent/toolbox.ts';
 import { FileEditor } from '#sandbox/agent/tools/editor.ts';
 import { Terminal } from '#sandbox/agent/tools/terminal.ts';
 import type { AgentTool, ToolOutcome } from '#sandbox/agent/tools/toolset.ts';
@@ -88,9 +89,6 @@ const MCP_CONNECT_TIMEOUT_MS = 30_000;
 const MCP_CALL_TIMEOUT_MS = 300_000;
 /** Forced condensations per model call when the context overflows, before giving up. */
 const MAX_FORCED_CONDENSATIONS = 3;
-// Variables of the sandbox program's own environment that commands may see; nothing else leaks
-// (the program's environment holds its key for the control plane).
-const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ'];
 
 /**
  * One conversation with the coding agent: the LLM tool loop, its tools, its state and its events.
@@ -136,7 +134,7 @@ export class AgentSession {
     this.#metrics = new MetricsCounter(options.llm, options.maxBudgetPerTask ?? null);
     this.#terminal = new Terminal({
       cwd: options.workspaceDir,
-      env: () => this.#commandEnv(),
+      env: () => commandEnvironment(options),
       maxOutputChars: options.maxOutputChars ?? 30_000,
       noChangeTimeoutMs: options.noChangeTimeoutMs ?? 30_000,
       hardTimeoutMs: options.commandTimeoutMs ?? 120_000,
@@ -455,59 +453,33 @@ export class AgentSession {
    * AgentErrorEvent saying why, and status `error`.
    */
   async #callModel(model: LanguageModel) {
-    const policy: RetryPolicy = { maxRetries: this.#o.llm.maxRetries ?? 4, baseDelayMs: this.#o.llm.baseDelayMs ?? 1000, maxDelayMs: this.#o.llm.maxDelayMs ?? 60_000 };
-    const timeoutMs = this.#o.llm.timeoutMs ?? 120_000;
-    let forced = 0;
-    for (let attempt = 0; ; ) {
-      const abort = new AbortController();
-      this.#llmAbort = abort;
-      const timeout = AbortSignal.timeout(timeoutMs);
-      try {
-        const result = await generateText({
-          model,
-          system: this.#systemPrompt,
-          messages: this.#s.history.map((e) => e.message),
-          tools: this.#toolSet,
-          maxRetries: 0,
-          abortSignal: AbortSignal.any([abort.signal, timeout]),
-        });
-        this.#metrics.add(result.usage);
-        await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }));
-        return result;
-      } catch (err) {
-        if (abort.signal.aborted && this.#pauseRequested) {
-          this.#s.iterations -= 1;
-          return 'paused' as const;
-        }
-        if (isContextWindowError(err) && forced < MAX_FORCED_CONDENSATIONS && (await this.#condense(true))) {
-          forced += 1;
-          continue;
-        }
-        const timedOut = timeout.aborted;
-        const delay = attempt < policy.maxRetries ? retryDelayMs(err, attempt, policy, timedOut) : null;
-        if (delay === null) {
-          const why = timedOut
-            ? `The LLM did not answer within ${timeoutMs / 1000} s${attempt ? ` (${attempt + 1} attempts)` : ''} (model ${this.#o.llm.model}).`
-            : isContextWindowError(err)
-              ? `${describeLlmError(err, this.#o.llm.model, attempt + 1)} The conversation is too long for the model's context window even after condensing it.`
-              : describeLlmError(err, this.#o.llm.model, attempt + 1);
-          await this.#fail(why);
-          return 'failed' as const;
-        }
-        attempt += 1;
-        await this.#emit(
-          this.#event('ConversationStateUpdateEvent', 'environment', {
-            key: 'llm_retry',
-            value: { attempt, max_retries: policy.maxRetries, delay_ms: delay, reason: timedOut ? `no answer within ${timeoutMs / 1000} s` : describeLlmError(err, this.#o.llm.model) },
-          }),
-        );
-        if (!(await sleepUnlessAborted(delay, abort.signal))) {
-          this.#s.iterations -= 1;
-          return 'paused' as const;
-        }
-      } finally {
-        this.#llmAbort = null;
+    const abort = new AbortController();
+    this.#llmAbort = abort;
+    try {
+      const outcome = await callResiliently({
+        model: this.#o.llm.model,
+        policy: { maxRetries: this.#o.llm.maxRetries ?? 4, baseDelayMs: this.#o.llm.baseDelayMs ?? 1000, maxDelayMs: this.#o.llm.maxDelayMs ?? 60_000 },
+        timeoutMs: this.#o.llm.timeoutMs ?? 120_000,
+        pause: abort.signal,
+        attempt: (abortSignal) =>
+          generateText({ model, system: this.#systemPrompt, messages: this.#s.history.map((e) => e.message), tools: this.#toolSet, maxRetries: 0, abortSignal }),
+        shorten: () => this.#condense(true),
+        maxShortenings: MAX_FORCED_CONDENSATIONS,
+        onRetry: (value) => this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'llm_retry', value })),
+      });
+      if ('paused' in outcome) {
+        this.#s.iterations -= 1;
+        return 'paused' as const;
       }
+      if ('error' in outcome) {
+        await this.#fail(outcome.error);
+        return 'failed' as const;
+      }
+      this.#metrics.add(outcome.result.usage);
+      await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }));
+      return outcome.result;
+    } finally {
+      this.#llmAbort = null;
     }
   }
 
@@ -672,30 +644,4 @@ export class AgentSession {
     if (!this.#started) throw new AgentStateError('Call start() first.');
   }
 
-  #commandEnv(): Record<string, string> {
-    const env: Record<string, string> = {};
-    for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
-    Object.assign(env, { PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' }, this.#o.commandEnv);
-    const git = this.#o.gitIdentity;
-    if (git?.name) Object.assign(env, { GIT_AUTHOR_NAME: git.name, GIT_COMMITTER_NAME: git.name });
-    if (git?.email) Object.assign(env, { GIT_AUTHOR_EMAIL: git.email, GIT_COMMITTER_EMAIL: git.email });
-    Object.assign(env, this.#o.secrets);
-    return env;
-  }
-}
-
-/** Waits `ms`; false when `signal` aborted first (a pause). */
-function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -96,3 +96,19 @@ export function splitRisk(input: unknown): { risk: SecurityRisk; args: Record<st
 export function needsConfirmation(actions: { toolName: string; risk: SecurityRisk; known: boolean }[], securityAnalyzer: boolean): boolean {
   return actions.some((a) => a.known && !harmlessTools.has(a.toolName) && (!securityAnalyzer || a.risk === 'HIGH' || a.risk === 'UNKNOWN'));
 }
+
+// Variables of the sandbox program's own environment that commands may see; nothing else leaks
+// (the program's environment holds its key for the control plane).
+const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ'];
+
+/** The whole environment of the agent's shell: a few of the program's variables, the image's additions, the git identity and the custom secrets. */
+export function commandEnvironment(o: { commandEnv?: Record<string, string>; gitIdentity?: { name: string; email: string } | null; secrets?: Record<string, string> }): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
+  Object.assign(env, { PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' }, o.commandEnv);
+  const git = o.gitIdentity;
+  if (git?.name) Object.assign(env, { GIT_AUTHOR_NAME: git.name, GIT_COMMITTER_NAME: git.name });
+  if (git?.email) Object.assign(env, { GIT_AUTHOR_EMAIL: git.email, GIT_COMMITTER_EMAIL: git.email });
+  Object.assign(env, o.secrets);
+  return env;
+}
