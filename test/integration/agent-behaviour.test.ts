@@ -56,6 +56,23 @@ describe('the persistent shell', () => {
     expect(prompt.tools.find((t) => t.name === 'execute_bash')).toMatchObject({ type: 'function', function: { name: 'execute_bash', parameters: { type: 'object' } } });
   });
 
+  it('file edits carry what the OpenHands UI shows: output, path, prev_exist, old and new content', async () => {
+    const h = await harness([
+      reply.tool('str_replace_editor', { command: 'create', path: 'a.txt', file_text: 'one\n' }),
+      reply.tool('str_replace_editor', { command: 'str_replace', path: 'a.txt', old_str: 'one', new_str: 'two' }),
+      reply.tool('str_replace_editor', { command: 'str_replace', path: 'a.txt', old_str: 'absent', new_str: 'x' }),
+      reply.finish('ok'),
+    ]);
+    await h.session.sendMessage(say('Edit'));
+    const [created, replaced, failed] = h.of('ObservationEvent').map((e) => e.observation);
+    const path = join(h.workspaceDir, 'a.txt');
+    expect(created).toMatchObject({ kind: 'StrReplaceEditorObservation', command: 'create', path, prev_exist: false, old_content: null, new_content: 'one\n', error: null, is_error: false });
+    expect(created!.output).toContain('File created');
+    expect(replaced).toMatchObject({ command: 'str_replace', prev_exist: true, old_content: 'one\n', new_content: 'two\n', error: null });
+    expect(failed).toMatchObject({ is_error: true, error: expect.stringContaining('did not appear verbatim') });
+    expect(h.of('ActionEvent')[1]!.action).toMatchObject({ kind: 'StrReplaceEditorAction', command: 'str_replace', path: 'a.txt', old_str: 'one', new_str: 'two', file_text: null, insert_line: null, view_range: null });
+  });
+
   it('a command that outlives the soft time-out returns -1 with a note; the model waits, then interrupts it with C-c', async () => {
     const h = await harness(
       [
