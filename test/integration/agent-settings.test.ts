@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, waitFor, waitForStatus } from '#test/helpers/conversations.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -70,5 +70,33 @@ describe('agent options and settings', () => {
     // The search key is a secret: never in the events.
     const events = (await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${cid}`, { key })).body.items;
     expect(JSON.stringify(events)).not.toContain('tvly-secret-key-1');
+  });
+});
+
+describe('the agent in a real sandbox', () => {
+  it('keeps its shell between steps; after a sandbox pause and resume the shell is new and the observation says so', async () => {
+    const key = await stack.newUser('agent-shell');
+    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-shell', llm_base_url: llm.baseUrl } });
+    llm.enqueue(reply.bash('mkdir -p deep && cd deep && export KEPT=yes'), reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('first part'));
+    const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'cd and export' }] } }, key);
+    const cid = task.app_conversation_id;
+    await waitForStatus(stack, cid, ['finished'], key);
+    const bashOutputs = async () =>
+      (await allEvents(stack, cid, key)).filter((e) => e.kind === 'ObservationEvent').map((e) => (e as unknown as { observation: { output?: string; metadata?: { prefix?: string } } }).observation);
+    const [, second] = await bashOutputs();
+    expect(second!.output).toMatch(/^kept=\[yes\]\n.*\/deep$/);
+
+    const sandboxId = task.sandbox_id!;
+    expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
+    await waitFor(async () => (await conversation(stack, cid, key)).sandbox_status, (s) => s === 'PAUSED', 30_000, 'paused');
+    llm.enqueue(reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('second part'));
+    expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
+    await waitFor(async () => (await conversation(stack, cid, key)).sandbox_status, (s) => s === 'RUNNING', 60_000, 'running again');
+    expect((await stack.call('POST', `/api/conversations/${cid}/events`, { key, body: { role: 'user', content: [{ type: 'text', text: 'again' }], run: true } })).status).toBe(200);
+    await waitFor(bashOutputs, (o) => o.length >= 5, 60_000, 'the command after the resume');
+    const after = (await bashOutputs())[3]!;
+    expect(after.output).toMatch(/^kept=\[\]\n/);
+    expect(after.output).not.toContain('/deep');
+    expect(after.metadata!.prefix).toMatch(/paused and resumed/);
   });
 });
