@@ -85,7 +85,8 @@ export const settingsInputSchema = z.object({
   language: nullableText(32).optional(),
   agent: choice('agent', agentChoices).nullable().optional(),
   max_iterations: positiveInt('max_iterations', 10_000).nullable().optional(),
-  security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['']).nullable().optional(),
+  // "none" and "" as OpenHands' UI sends them for no analyzer.
+  security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['', 'none']).nullable().optional(),
   confirmation_mode: z.boolean().nullable().optional(),
   llm_model: nullableText(256).optional(),
   llm_api_key: nullableText(4096).optional(),

@@ -37,6 +37,7 @@ describe('agent options and settings', () => {
       expect(res.body.detail[0].loc).toEqual(['body', field]);
       expect(res.body.detail[0].msg).toContain(listed);
     }
+    expect((await stack.call('POST', '/api/settings', { key, body: { security_analyzer: 'none' } })).status).toBe(200);
     const ok = await stack.call('POST', '/api/settings', { key, body: { security_analyzer: '', agent: 'PlanningAgent', condenser_max_size: 60 } });
     expect(ok.status).toBe(200);
     const got = (await stack.call('GET', '/api/settings', { key })).body;
