@@ -113,7 +113,7 @@ export const routes = [
     path: '/api/options/security-analyzers',
     entry: 'functions/options/security-analyzers.ts',
     auth: 'user',
-    summary: 'The values the `security_analyzer` setting accepts (null or "" for none)',
+    summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
     tag: 'options',
     tables: {},
     response: z.array(z.enum(securityAnalyzerChoices)),

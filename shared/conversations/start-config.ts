@@ -1,5 +1,5 @@
 import type { ConversationRecord, StartRequest } from '#shared/conversations/model.ts';
-import type { AgentChoice, McpConfig, ResolvedSettings } from '#shared/settings/model.ts';
+import { agentChoices, type AgentChoice, type McpConfig, type ResolvedSettings } from '#shared/settings/model.ts';
 
 /** Everything the sandbox needs to prepare and run one conversation (sent to that sandbox only). */
 export interface StartConfig {
@@ -111,7 +111,8 @@ export function buildStartConfig(conversation: ConversationRecord, req: StartReq
     initial_message: firstMessage(req),
     replay_json: req.replay_json ?? null,
     agent_type: req.agent_type,
-    agent: req.agent_type === 'plan' ? 'PlanningAgent' : (settings.agent as AgentChoice | null | undefined) ?? 'CodeActAgent',
+    // A value stored before `agent` was checked against the choices runs the default agent.
+    agent: req.agent_type === 'plan' ? 'PlanningAgent' : agentChoices.find((a) => a === settings.agent) ?? 'CodeActAgent',
     security_analyzer: settings.security_analyzer === 'llm' ? 'llm' : null,
     condenser: { enabled: settings.enable_default_condenser ?? true, max_size: settings.condenser_max_size ?? null },
     search: settings.search_api_key ? { api_key: settings.search_api_key } : null,
