@@ -218,6 +218,12 @@ export class ConversationRunner {
       maxIterations: config.max_iterations,
       maxBudgetPerTask: config.max_budget_per_task,
       confirmationMode: config.confirmation_mode,
+      // Older control planes send none of these: the defaults are the default agent, no analyzer, the condenser on.
+      agent: config.agent ?? (config.agent_type === 'plan' ? 'PlanningAgent' : 'CodeActAgent'),
+      securityAnalyzer: config.security_analyzer ?? null,
+      condenser: { enabled: config.condenser?.enabled ?? true, maxSize: config.condenser?.max_size ?? null },
+      search: config.search ? { apiKey: config.search.api_key, baseUrl: process.env.SEARCH_API_BASE_URL ?? null } : null,
+      language: config.language ?? null,
       instructions: config.instructions ?? undefined,
       mcpConfig: config.mcp_config,
       secrets: secretEnv,

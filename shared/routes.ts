@@ -28,7 +28,7 @@ import {
   sandboxPageSchema,
   successSchema,
 } from '#shared/sandboxes/model.ts';
-import { maskedSettingsSchema, saveSettingsResponseSchema, settingsInputSchema } from '#shared/settings/model.ts';
+import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
 
 const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
@@ -95,6 +95,28 @@ export const routes = [
     capabilities: ['seal', 'unseal'],
     body: settingsInputSchema,
     response: saveSettingsResponseSchema,
+  },
+  {
+    id: 'listAgents',
+    method: 'GET',
+    path: '/api/options/agents',
+    entry: 'functions/options/agents.ts',
+    auth: 'user',
+    summary: 'The values the `agent` setting accepts',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(agentChoices)),
+  },
+  {
+    id: 'listSecurityAnalyzers',
+    method: 'GET',
+    path: '/api/options/security-analyzers',
+    entry: 'functions/options/security-analyzers.ts',
+    auth: 'user',
+    summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(securityAnalyzerChoices)),
   },
   {
     id: 'getCurrentUser',
