@@ -95,6 +95,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       resources: () => ['*'],
       wildcard: 'ECS task-definition registration, deregistration and description accept no resource ARN in IAM.',
     },
+    {
+      // RegisterTaskDefinition with tags (the per-sandbox revision is tagged with its sandbox id)
+      // needs TagResource on the new revision: tag-on-create, like RunTask's above.
+      actions: ['ecs:TagResource'],
+      resources: sandboxFamilies,
+      conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RegisterTaskDefinition' } }),
+      wildcard: 'Tags a task-definition revision while RegisterTaskDefinition creates it; revisions are numbered at run time, the ARN is limited to this stack\'s sandbox families.',
+    },
     passSandboxRoles,
   ],
   'efs:access-points': [

@@ -28,7 +28,7 @@ import {
   sandboxPageSchema,
   successSchema,
 } from '#shared/sandboxes/model.ts';
-import { maskedSettingsSchema, saveSettingsResponseSchema, settingsInputSchema } from '#shared/settings/model.ts';
+import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
 
 const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
@@ -97,6 +97,28 @@ export const routes = [
     response: saveSettingsResponseSchema,
   },
   {
+    id: 'listAgents',
+    method: 'GET',
+    path: '/api/options/agents',
+    entry: 'functions/options/agents.ts',
+    auth: 'user',
+    summary: 'The values the `agent` setting accepts',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(agentChoices)),
+  },
+  {
+    id: 'listSecurityAnalyzers',
+    method: 'GET',
+    path: '/api/options/security-analyzers',
+    entry: 'functions/options/security-analyzers.ts',
+    auth: 'user',
+    summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(securityAnalyzerChoices)),
+  },
+  {
     id: 'getCurrentUser',
     method: 'GET',
     path: '/api/v1/users/me',
@@ -131,7 +153,7 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
     capabilities: ['unseal'],
-    query: z.object({ id: repeated('id') }),
+    query: z.object({ id: repeated('id', sandboxIdParam) }),
     response: z.array(sandboxInfoSchema.nullable()),
   },
   {
@@ -232,6 +254,7 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'write' },
     capabilities: ['seal'],
+    sandboxKey: 'enrollment',
     params: sandboxParams,
     body: checkInBodySchema,
     response: checkInResponseSchema,
@@ -288,7 +311,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
     body: startRequestSchema,
     response: startTaskSchema,
@@ -417,7 +440,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
     body: legacyCreateSchema,
     response: legacyCreateResponseSchema,
@@ -459,7 +482,7 @@ export const routes = [
     summary: "Sandbox: post a batch of a conversation's events (idempotent by event id)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
-    params: z.object({ sandbox_id: z.string().min(1).max(64), conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
     body: z.array(eventSchema).max(100),
     response: z.object({ success: z.boolean(), added: z.number().int() }),
     maxBodyBytes: 6 * 1024 * 1024,
@@ -473,7 +496,7 @@ export const routes = [
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
     tables: { conversations: 'write', startTasks: 'write', sandboxes: 'write' },
-    params: z.object({ sandbox_id: z.string().min(1).max(64) }),
+    params: z.object({ sandbox_id: sandboxIdParam }),
     body: conversationReportSchema,
     response: z.object({ success: z.boolean() }),
   },
@@ -487,6 +510,6 @@ export const routes = [
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
-    params: z.object({ sandbox_id: z.string().min(1).max(64), conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
   },
 ] as const satisfies readonly RouteDef[];

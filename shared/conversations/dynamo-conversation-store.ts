@@ -47,12 +47,12 @@ export class DynamoConversationStore implements ConversationStore {
     );
   }
 
-  async get(id: string): Promise<ConversationRecord | undefined> {
-    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as ConversationRecord | undefined;
+  async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
+    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item as ConversationRecord | undefined;
   }
 
-  getMany(ids: string[]): Promise<Map<string, ConversationRecord>> {
-    return batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids);
+  getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
+    return batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
   }
 
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
@@ -63,7 +63,7 @@ export class DynamoConversationStore implements ConversationStore {
     return queryCount(userQuery(this.table, userId, filter));
   }
 
-  async update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
+  async update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
     const entries = Object.entries({ ...changes, ...(changes.title !== undefined ? { titleLower: changes.title?.toLowerCase() } : {}) });
     const names: Record<string, string> = { '#v': 'version' };
     const values: Record<string, unknown> = { ':v': version, ':next': version + 1 };
@@ -76,7 +76,7 @@ export class DynamoConversationStore implements ConversationStore {
       this.db.send(
         new UpdateCommand({
           TableName: this.table,
-          Key: { id },
+          Key: { userId, id },
           UpdateExpression: `SET ${[...sets, '#v = :next'].join(', ')}`,
           ConditionExpression: 'attribute_exists(id) AND #v = :v',
           ExpressionAttributeNames: names,

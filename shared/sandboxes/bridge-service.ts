@@ -43,6 +43,18 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   /**
+   * Whether `key` is one of the sandbox's credentials at all: its session key (in any state, so a
+   * stale program can still be told to stop) or, for check-in, its pending enrollment token. The
+   * wrapper asks this before it reads a sandbox route's body; the operation then checks in detail.
+   */
+  async admits(sandboxId: string, key: string | undefined, kind: 'session' | 'enrollment'): Promise<boolean> {
+    if (kind === 'session') return (await this.keyOwner(sandboxId, key)) !== null;
+    if (!key) return false;
+    const rec = await this.deps.store.get(sandboxId);
+    return Boolean(rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)));
+  }
+
+  /**
    * The RUNNING sandbox a session key belongs to, or null (wrong key, unknown id, not RUNNING).
    * For other services' sandbox-facing routes (e.g. the conversation webhooks): they answer 401 on null.
    */

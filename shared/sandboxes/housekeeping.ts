@@ -77,6 +77,28 @@ export class SandboxHousekeeping extends SandboxRecords {
     return summary;
   }
 
+  /**
+   * The local server came back after stopping without pausing its sandboxes (a crash, `kill -9`):
+   * live records whose process is not running died with it. RUNNING becomes MISSING and STARTING
+   * becomes ERROR at once, rather than at the sweep's time-outs. Returns the ids it changed.
+   */
+  async reconcileLost(detail: string): Promise<string[]> {
+    const live = await this.deps.store.listLive();
+    const instances = await this.deps.runtime.list();
+    const lost: string[] = [];
+    for (const rec of live) {
+      if (rec.deletedAt || instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) continue;
+      const t = await this.transition(rec.id, (cur) =>
+        cur.generation !== rec.generation || !isLive(cur.status) ? 'skip'
+        : cur.status === 'RUNNING' ? { status: 'MISSING', detail, ...notLive }
+        : toError(detail),
+      );
+      if (t?.changed) lost.push(rec.id);
+    }
+    if (lost.length) logger.warn('sandbox.lost', { sandboxIds: lost, detail });
+    return lost;
+  }
+
   /** Pauses every live sandbox (the local server shutting down), so no process outlives it. */
   async suspendAll(detail: string): Promise<void> {
     const live = await this.deps.store.listLive();

@@ -202,6 +202,8 @@ export class SandboxService extends SandboxRecords {
       session_api_key: running && rec.sessionKeySealed ? await this.deps.sealer.open(rec.sessionKeySealed, rec.userId) : null,
       exposed_urls: running ? [] : null,
       detail: rec.detail ?? null,
+      // The process runtime records how it contained the last start; Fargate tasks always are.
+      contained: rec.runtimeState?.containment !== 'none',
       created_at: rec.createdAt,
       updated_at: rec.updatedAt,
       last_activity_at: rec.lastActivityAt,

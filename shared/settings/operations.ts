@@ -1,5 +1,5 @@
 import { defineOperation } from '#shared/http/operation.ts';
-import { unknownSettingsFields } from '#shared/settings/model.ts';
+import { agentChoices, securityAnalyzerChoices, unknownSettingsFields } from '#shared/settings/model.ts';
 
 /** The settings routes: each maps a validated request onto the settings service. */
 export const getSettings = defineOperation('getSettings', ({ userId }, { settings }) => settings.get(userId));
@@ -13,3 +13,8 @@ export const getCurrentUser = defineOperation('getCurrentUser', async ({ userId 
   id: userId,
   settings: await settings.find(userId),
 }));
+
+/** The choices of the `agent` and `security_analyzer` settings (anything else is a 422). */
+export const listAgents = defineOperation('listAgents', async () => [...agentChoices]);
+
+export const listSecurityAnalyzers = defineOperation('listSecurityAnalyzers', async () => [...securityAnalyzerChoices]);

@@ -8,7 +8,7 @@ import { logger } from '#shared/logging.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type Services } from '#shared/services.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
@@ -16,7 +16,7 @@ import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wi
 import { lazy } from '#shared/wiring/lazy.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
-/** The repository root: local sandbox commands (`sandbox/main.ts`) run from here. */
+/** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface LocalOptions {
@@ -28,6 +28,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
+  containment: Pick<ProcessRuntimeOptions, 'containment' | 'programDir' | 'uncontainedUsers'>;
 }
 
 export interface LocalServices extends Services {
@@ -51,6 +53,7 @@ export function localServices(options: LocalOptions): LocalServices {
   const sandboxRuntime = new ProcessSandboxRuntime({
     dataDir: options.dataDir,
     projectRoot: PROJECT_ROOT,
+    ...options.containment,
     // A process that died on its own: the same reconciliation the ECS event handler does on AWS.
     onStopped: (event) =>
       void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
