@@ -24,7 +24,7 @@ export const ecsEventsFunction = {
   id: 'ecsEvents',
   entry: 'functions/sandboxes/ecs-events.ts',
   async: true,
-  tables: { sandboxes: 'write', commands: 'write' },
+  tables: { sandboxes: 'write' },
   capabilities: sandboxHousekeeping,
 } as const satisfies EventFunctionDef;
 /** Every minute: start time-outs, idle sandboxes, orphan tasks; conversation starts that stalled. */
@@ -32,7 +32,7 @@ export const sweeperFunction = {
   id: 'sweeper',
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
-  tables: { sandboxes: 'write', commands: 'write', startTasks: 'write' },
+  tables: { sandboxes: 'write', startTasks: 'write' },
   capabilities: sandboxHousekeeping,
 } as const satisfies EventFunctionDef;
 

@@ -5,7 +5,10 @@ import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-con
 import { EventService } from '#shared/events/service.ts';
 import { CursorCodec } from '#shared/http/cursor.ts';
 import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
-import { SandboxService, type SandboxServiceDeps } from '#shared/sandboxes/service.ts';
+import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
+import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import { SandboxService } from '#shared/sandboxes/service.ts';
 import { SettingsService } from '#shared/settings/service.ts';
 import type { AdapterName, Adapters } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
@@ -18,7 +21,10 @@ export interface Services {
   conversations: ConversationService;
   conversationBridge: ConversationBridge;
   events: EventService;
+  /** Sandboxes, by audience: the user's API, the bridge the sandbox program calls, housekeeping. */
   sandboxes: SandboxService;
+  sandboxBridge: SandboxBridge;
+  sandboxHousekeeping: SandboxHousekeeping;
   sandboxSpecs: SandboxSpecService;
 }
 
@@ -47,34 +53,34 @@ function deferred<T extends object>(get: () => T): T {
 export function servicesOf(adapters: Adapters): Services {
   const a = <K extends AdapterName>(name: K) => deferred(() => adapters[name] as Adapters[K] & object);
   // Plain values and functions are read when first called, not when the service is built.
-  const sandboxes = (): SandboxService =>
-    new SandboxService(
-      lazy<SandboxServiceDeps>({
-        store: () => adapters.sandboxStore,
-        runtime: () => adapters.sandboxRuntime,
-        specs: () => adapters.specs,
-        sealer: () => adapters.sealer,
-        cursors: () => built.cursors,
-        config: () => adapters.sandboxConfig,
-        bridgeUrl: () => adapters.bridgeUrl,
-        now: () => () => new Date(),
-      }),
-    );
+  const sandboxDeps = (): SandboxServiceDeps =>
+    lazy<SandboxServiceDeps>({
+      store: () => adapters.sandboxStore,
+      runtime: () => adapters.sandboxRuntime,
+      specs: () => adapters.specs,
+      sealer: () => adapters.sealer,
+      cursors: () => built.cursors,
+      config: () => adapters.sandboxConfig,
+      bridgeUrl: () => adapters.bridgeUrl,
+      now: () => () => new Date(),
+    });
   const built: Services = lazy<Services>({
     apiKeys: () => new ApiKeys(a('keyStore')),
     settings: () => new SettingsService(a('settingsStore'), a('sealer')),
     cursors: () => new CursorCodec(() => adapters.cursorKey()),
     sandboxSpecs: () => new SandboxSpecService(a('specs')),
-    sandboxes,
+    sandboxes: () => new SandboxService(sandboxDeps()),
+    sandboxBridge: () => new SandboxBridge(sandboxDeps()),
+    sandboxHousekeeping: () => new SandboxHousekeeping(sandboxDeps()),
     conversations: () =>
-      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, new ServiceSandboxControl(() => built.sandboxes), built.cursors),
+      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge), built.cursors),
     conversationBridge: () =>
       new ConversationBridge(
         a('conversationStore'),
         a('startTaskStore'),
         a('eventStore'),
         built.settings,
-        new ServiceSandboxControl(() => built.sandboxes),
+        new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge),
         built.conversations,
       ),
     events: () => new EventService(a('eventStore'), a('conversationStore'), built.cursors),

@@ -75,7 +75,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   });
   const devKey = await ensureDevKey(services, config.dataDir);
   // No process of this server runs yet: every live record is a sandbox that died with the last one.
-  const reconciled = await services.sandboxes.reconcileLost('The sandbox process ended with the local server (it stopped without pausing it)');
+  const reconciled = await services.sandboxHousekeeping.reconcileLost('The sandbox process ended with the local server (it stopped without pausing it)');
   const gateway = await startGateway({ services, port: config.port, host: config.host });
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
@@ -102,7 +102,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     close: async () => {
       clearInterval(sweeper);
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
-      await services.sandboxes.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
+      await services.sandboxHousekeeping.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
         logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }),
       );
       await services.sandboxRuntime.stopAll();

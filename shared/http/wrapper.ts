@@ -110,7 +110,7 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
     if (route.auth === 'sandbox') {
       const sandboxId = (params as { sandbox_id: string }).sandbox_id;
-      if (!(await services.sandboxes.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
+      if (!(await services.sandboxBridge.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
     }
     const query = validate('query', route.query, parseQuery(event.rawQueryString));
     const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;

@@ -71,9 +71,9 @@ export function parseTaskStateChange(event: EcsTaskStateChange): TaskEvent | und
  * workspace wipe completes the delete. Idempotent, so a redelivered event does no harm; an error
  * is thrown so EventBridge retries (then the DLQ).
  */
-export async function handleTaskStateChange(event: EcsTaskStateChange, { sandboxes }: Services): Promise<void> {
+export async function handleTaskStateChange(event: EcsTaskStateChange, { sandboxHousekeeping }: Services): Promise<void> {
   const parsed = parseTaskStateChange(event);
   if (!parsed) return;
-  if (parsed.kind === 'wipe') await sandboxes.continueDelete(parsed.sandboxId);
-  else await sandboxes.handleInstanceStopped(parsed.stopped);
+  if (parsed.kind === 'wipe') await sandboxHousekeeping.continueDelete(parsed.sandboxId);
+  else await sandboxHousekeeping.handleInstanceStopped(parsed.stopped);
 }

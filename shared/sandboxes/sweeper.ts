@@ -1,10 +1,10 @@
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
-import type { SweepSummary } from '#shared/sandboxes/service.ts';
+import type { SweepSummary } from '#shared/sandboxes/records.ts';
 import type { Services } from '#shared/services.ts';
 
 /** Idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts. */
 export async function sweepAll(services: Services, now: Date, startTaskTimeout: number): Promise<SweepSummary & { startTasksFailed: number }> {
-  const sandboxes = await services.sandboxes.sweep(now);
+  const sandboxes = await services.sandboxHousekeeping.sweep(now);
   const startTasksFailed = await services.conversations.sweepStartTasks(now, startTaskTimeout);
   return { ...sandboxes, startTasksFailed };
 }

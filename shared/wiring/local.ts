@@ -56,7 +56,7 @@ export function localServices(options: LocalOptions): LocalServices {
     ...options.containment,
     // A process that died on its own: the same reconciliation the ECS event handler does on AWS.
     onStopped: (event) =>
-      void all?.sandboxes.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
+      void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),

@@ -349,7 +349,7 @@ describe('event functions (written on the sandboxes branch)', () => {
   it.skipIf(!ecsPresent || !sweeperPresent)('gives both event functions the sandbox environment', () => {
     for (const id of ['ecsEvents', 'sweeper']) {
       const vars = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
-      expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES', 'TABLE_COMMANDS']));
+      expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES']));
       expect(vars.SANDBOX_START_TIMEOUT_SECONDS).toBe(String(cdkContext.sandboxStartTimeoutSeconds));
     }
   });

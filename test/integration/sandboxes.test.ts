@@ -170,8 +170,8 @@ describe('the bridge', () => {
     }
     const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: sandbox.session_api_key, body: {} });
     expect(ok.body).toEqual({ status: 'RUNNING' });
-    expect(await stack.services.sandboxes.authenticateSandbox(sandbox.id, sandbox.session_api_key)).toMatchObject({ id: sandbox.id });
-    expect(await stack.services.sandboxes.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
+    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, sandbox.session_api_key)).toMatchObject({ id: sandbox.id });
+    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
   });
 
   it('records agent activity only from an active heartbeat', async () => {
