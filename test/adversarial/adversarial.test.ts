@@ -173,6 +173,8 @@ const foreign: Record<string, (v: Player) => { method?: string; path: string; bo
   legacyCreateConversation: (v) => ({ path: '/api/conversations', method: 'POST', body: { initial_user_msg: `aimed at ${v.userId}` }, expect: 'own-only' }),
   searchEvents: (v) => ({ path: `/api/v1/events/search?conversation_id__eq=${v.conversationId}`, expect: 404 }),
   countEvents: (v) => ({ path: `/api/v1/events/count?conversation_id__eq=${v.conversationId}`, expect: 404 }),
+  listAgents: () => ({ path: '/api/options/agents', expect: 'own-only' }),
+  listSecurityAnalyzers: () => ({ path: '/api/options/security-analyzers', expect: 'own-only' }),
 };
 
 describe('cross-user matrix: three users, every user route, every foreign id', () => {

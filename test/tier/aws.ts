@@ -171,9 +171,13 @@ export class FakeAws {
 
   private forwardToDynalite(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
     return new Promise((resolve, reject) => {
-      const target = new URL(this.options.dynaliteEndpoint);
+      // The embedded dynalite listens on a unix socket (`unix:<path>`), as under `npm start`.
+      const endpoint = this.options.dynaliteEndpoint;
+      const target = endpoint.startsWith('unix:')
+        ? { socketPath: endpoint.slice('unix:'.length), headers: { ...req.headers, host: 'localhost' } }
+        : { host: new URL(endpoint).hostname, port: new URL(endpoint).port, headers: { ...req.headers, host: new URL(endpoint).host } };
       const out = httpRequest(
-        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+        { ...target, method: req.method, path: req.url },
         (r) => {
           res.writeHead(r.statusCode ?? 500, r.headers);
           r.pipe(res);

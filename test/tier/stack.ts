@@ -6,6 +6,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { endpointConfig } from '#shared/store/dynamo.ts';
 import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
@@ -60,7 +61,7 @@ async function buildSandboxProgram(dir: string): Promise<string> {
 
 /** The template's tables, created in dynalite as CloudFormation would. */
 async function createTables(resolved: Template, endpoint: string): Promise<Record<string, string>> {
-  const client = new DynamoDBClient({ endpoint, region: REGION, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'x' } });
+  const client = new DynamoDBClient({ ...endpointConfig(endpoint), region: REGION, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'x' } });
   const ttl: Record<string, string> = {};
   for (const type of ['AWS::DynamoDB::GlobalTable', 'AWS::DynamoDB::Table']) {
     for (const [id, r] of ofType(resolved, type)) {
