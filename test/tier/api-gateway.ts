@@ -51,6 +51,8 @@ export class HttpApiEmulator {
   readonly apiId: string;
   readonly stage: string;
   readonly records: GatewayRecord[] = [];
+  /** Errors of the emulator itself (never of a function): a test asserts there are none. */
+  readonly faults: Error[] = [];
   private readonly routes: RouteDef[] = [];
   private readonly cors?: any;
   private readonly cache = new Map<string, { until: number; result: { allowed: boolean; context?: unknown } }>();
@@ -119,7 +121,14 @@ export class HttpApiEmulator {
   }
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    // A fault of the emulator itself answers 500 with its message, so a test sees it instead of a hung request.
+    this.server = createServer((req, res) =>
+      void this.handle(req, res).catch((err: Error) => {
+        this.faults.push(err);
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ message: `tier emulator fault: ${err.message}` }));
+      }),
+    );
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
@@ -143,15 +152,20 @@ export class HttpApiEmulator {
         const greedy = /^\{(.+)\+\}$/.exec(seg);
         if (greedy) {
           if (i >= parts.length || i !== route.segments.length - 1) ok = false;
-          else params[greedy[1]!] = decodeURIComponent(parts.slice(i).join('/'));
+          else {
+            const value = decoded(parts.slice(i).join('/'));
+            if (value === undefined) ok = false;
+            else params[greedy[1]!] = value;
+          }
           score.push(0);
           break;
         }
         const part = parts[i];
         if (part === undefined) ok = false;
         else if (/^\{.+\}$/.test(seg)) {
-          if (part === '') ok = false;
-          else params[seg.slice(1, -1)] = decodeURIComponent(part);
+          const value = part === '' ? undefined : decoded(part);
+          if (value === undefined) ok = false;
+          else params[seg.slice(1, -1)] = value;
           score.push(1);
         } else if (seg === part) score.push(2);
         else ok = false;
@@ -302,6 +316,18 @@ export class HttpApiEmulator {
       },
       body: Buffer.alloc(0),
     };
+  }
+}
+
+/**
+ * A path segment as a path parameter, or undefined when its percent-encoding is malformed: such a
+ * path matches no route with a parameter there (as in the local router), so it falls to `$default`.
+ */
+function decoded(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
   }
 }
 
