@@ -127,8 +127,9 @@ export class ConversationServiceStack extends Stack {
         ...(readsSpecRegistry(route) ? { env: { SANDBOX_SPECS: specRegistry } } : {}),
       });
     }
-    const extra = (f: ExtraFunction, timeout: Duration) => addFunction(f.id, f.entry, f, { async: f.async, timeout });
-    const authorizer = extra(authorizerFunction, Duration.seconds(10));
+    const extra = (f: ExtraFunction, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+    // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
+    const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));
 
     this.api = new Api(this, 'Api', {

@@ -1,4 +1,6 @@
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
 import type { EventService } from '#shared/events/service.ts';
@@ -13,6 +15,8 @@ import type { SettingsService } from '#shared/settings/service.ts';
  */
 export interface Services {
   apiKeys: ApiKeys;
+  sessions: Sessions;
+  conversationKeys: ConversationKeys;
   settings: SettingsService;
   cursors: CursorCodec;
   conversations: ConversationService;

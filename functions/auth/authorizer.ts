@@ -1,20 +1,26 @@
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
-import { authorizeHeaders } from '#shared/auth/authorizer.ts';
-import type { AuthorizerContext } from '#shared/http/wrapper.ts';
+import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { allowedOrigins } from '#shared/http/cors.ts';
 import { logger } from '#shared/logging.ts';
 import { awsServices } from '#shared/wiring/aws.ts';
 
+const origins = allowedOrigins();
+
 /**
- * HTTP API REQUEST authorizer (simple responses). It hands the key's user id to the route, or an
- * empty one for a missing, unknown or revoked key: the route's wrapper then answers the documented
- * 401 `{"detail": "Unauthorized"}`, where a deny here would give API Gateway's own 403 body.
+ * HTTP API REQUEST authorizer (simple responses). It hands the caller's user id (and, for a
+ * conversation-scoped key, its conversation) to the route, or an empty one for missing or bad
+ * credentials: the route's wrapper then answers the documented 401 `{"detail": "Unauthorized"}`,
+ * where a deny here would give API Gateway's own 403 body. Payload 2.0 moves cookies out of the
+ * headers into `cookies`.
  */
 export async function handler(
   event: APIGatewayRequestAuthorizerEventV2,
 ): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> {
   try {
-    const principal = await authorizeHeaders(event.headers ?? {}, awsServices().apiKeys);
-    return { isAuthorized: true, context: { userId: principal?.userId ?? '' } };
+    const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
+    const { apiKeys, sessions, conversationKeys } = awsServices();
+    const context = await authorizeRequest(event.requestContext.http.method, headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
+    return { isAuthorized: true, context };
   } catch (err) {
     logger.error('Authorizer failed', { error: err as Error });
     return { isAuthorized: true, context: { userId: '' } };

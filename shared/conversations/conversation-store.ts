@@ -7,6 +7,8 @@ export interface ConversationFilter {
   createdLt?: string;
   updatedGte?: string;
   updatedLt?: string;
+  repository?: string;
+  trigger?: string;
 }
 
 /** Conversations. Adapters: `DynamoConversationStore`. */
@@ -20,6 +22,8 @@ export interface ConversationStore {
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
   update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
+  /** Removes the record; a no-op when it is gone. */
+  delete(id: string): Promise<void>;
 }
 
 /** Conversation start tasks. Adapters: `DynamoStartTaskStore`. */

@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -23,6 +23,8 @@ function userQuery(table: string, userId: string, f: ConversationFilter) {
     ['titleLower', 'contains', ':t', f.titleContains?.toLowerCase()],
     ['updatedAt', '>=', ':ug', f.updatedGte],
     ['updatedAt', '<', ':ult', f.updatedLt],
+    ['selected_repository', '=', ':repo', f.repository],
+    ['trigger', '=', ':trig', f.trigger],
     // BETWEEN includes its upper bound; the API's __lt does not.
     ['createdAt', '<', ':clt2', f.createdGte && f.createdLt ? f.createdLt : undefined],
   ]);
@@ -84,6 +86,10 @@ export class DynamoConversationStore implements ConversationStore {
         }),
       ),
     );
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.table, Key: { id } }));
   }
 }
 

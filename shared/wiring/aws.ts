@@ -1,9 +1,12 @@
 import { ApiKeys } from '#shared/auth/api-keys.ts';
+import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
+import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import { ConversationService } from '#shared/conversations/service.ts';
+import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
 import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { EventService } from '#shared/events/service.ts';
@@ -46,6 +49,8 @@ export function awsServices(): Services {
     const specRegistry = () => (specs ??= envSpecRegistry(process.env.SANDBOX_SPECS));
     const built: Services = lazy<Services>({
       apiKeys: () => new ApiKeys(new DynamoKeyStore()),
+      sessions: () => new Sessions(new DynamoSessionStore(), built.apiKeys, () => sessionSeconds()),
+      conversationKeys: () => new ConversationKeys(systemKey('conversation-keys', kms()), conversationKeyVersion(new DynamoConversationStore())),
       settings: () => new SettingsService(new DynamoSettingsStore(), kms()),
       cursors: () => new CursorCodec(systemKey('cursor', kms())),
       sandboxSpecs: () => new SandboxSpecService(specRegistry()),
@@ -65,7 +70,7 @@ export function awsServices(): Services {
           }),
         ),
       conversations: () =>
-        new ConversationService(new DynamoConversationStore(), new DynamoStartTaskStore(), built.settings, new ServiceSandboxControl(() => built.sandboxes), built.cursors),
+        new ConversationService(new DynamoConversationStore(), new DynamoStartTaskStore(), built.settings, new ServiceSandboxControl(() => built.sandboxes), built.cursors, built.conversationKeys),
       conversationBridge: () =>
         new ConversationBridge(new DynamoConversationStore(), new DynamoStartTaskStore(), new DynamoEventStore(), built.settings, new ServiceSandboxControl(() => built.sandboxes), built.conversations),
       events: () => new EventService(new DynamoEventStore(), new DynamoConversationStore(), built.cursors),

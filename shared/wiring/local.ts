@@ -1,11 +1,14 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiKeys } from '#shared/auth/api-keys.ts';
+import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
+import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import { ConversationService } from '#shared/conversations/service.ts';
+import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
 import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { EventService } from '#shared/events/service.ts';
@@ -71,9 +74,13 @@ export function localServices(options: LocalOptions): LocalServices {
   const startTasks = new DynamoStartTaskStore();
   const events = new DynamoEventStore();
   const control = new ServiceSandboxControl(() => sandboxes!);
-  const conversations = new ConversationService(conversationStore, startTasks, settings, control, cursors);
+  const apiKeys = new ApiKeys(new DynamoKeyStore());
+  const conversationKeys = new ConversationKeys(systemKey('conversation-keys', sealer), conversationKeyVersion(conversationStore));
+  const conversations = new ConversationService(conversationStore, startTasks, settings, control, cursors, conversationKeys);
   return {
-    apiKeys: new ApiKeys(new DynamoKeyStore()),
+    apiKeys,
+    sessions: new Sessions(new DynamoSessionStore(), apiKeys, () => sessionSeconds()),
+    conversationKeys,
     settings,
     cursors,
     sandboxes,
