@@ -24,8 +24,9 @@ export interface ApiProps {
 /**
  * The HTTP API: one route per route-table entry, `user` routes behind the Lambda REQUEST
  * authorizer, and `$default` for everything else. The authorizer has no identity source and no
- * cache (see docs/architecture.md, "Authorizer"): a key may come in either of two headers, and an
- * identity source would reject a request lacking the one it names before our authorizer ran.
+ * cache (see docs/architecture.md, "Authorizer"): a key may come in either of two headers or not at
+ * all (a browser's session cookie), and an identity source would reject a request lacking the one
+ * it names before our authorizer ran.
  */
 export class Api extends Construct {
   readonly httpApi: HttpApi;
