@@ -22,7 +22,7 @@ export interface ConversationStore {
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
   update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
-  /** Removes the record; a no-op when it is gone. */
+  /** Removes the record for every reader; its id stays taken (its events are still stored). */
   delete(id: string): Promise<void>;
 }
 

@@ -1,4 +1,4 @@
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -50,11 +50,14 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   async get(id: string): Promise<ConversationRecord | undefined> {
-    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as ConversationRecord | undefined;
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item;
+    return item && !item.deletedAt ? (item as ConversationRecord) : undefined;
   }
 
-  getMany(ids: string[]): Promise<Map<string, ConversationRecord>> {
-    return batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids);
+  async getMany(ids: string[]): Promise<Map<string, ConversationRecord>> {
+    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids);
+    for (const [id, item] of found) if (item.deletedAt) found.delete(id);
+    return found;
   }
 
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
@@ -88,8 +91,12 @@ export class DynamoConversationStore implements ConversationStore {
     );
   }
 
+  /**
+   * Leaves a tombstone: no owner (so out of `byUser`), invisible to `get`, and the id stays taken, so
+   * nobody can create a conversation under it and read the events still stored for it.
+   */
   async delete(id: string): Promise<void> {
-    await this.db.send(new DeleteCommand({ TableName: this.table, Key: { id } }));
+    await this.db.send(new PutCommand({ TableName: this.table, Item: { id, deletedAt: new Date().toISOString() } }));
   }
 }
 

@@ -383,6 +383,13 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect((await stack.call('POST', `/api/conversations/${id}/pause`, { key })).status).toBe(404);
     expect((await stack.call('DELETE', `/api/conversations/${id}`, { key })).status).toBe(404);
     expect((await stack.call('GET', '/api/conversations', { key })).body.results.map((c: any) => c.conversation_id)).toEqual([secondId]);
+    expect((await stack.call('GET', '/api/v1/app-conversations/count', { key })).body).toBe(1);
+    // The id stays taken: nobody (the owner included) can start a conversation under it and read its old events.
+    for (const who of [key, otherKey]) {
+      const again = await stack.call('POST', '/api/v1/app-conversations', { key: who, body: { ...message('reuse'), conversation_id: id } });
+      expect(again.status).toBe(409);
+    }
+    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: otherKey })).status).toBe(404);
   });
 });
 
