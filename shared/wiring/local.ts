@@ -75,6 +75,7 @@ export function localServices(options: LocalOptions): LocalServices {
   const events = new DynamoEventStore();
   const control = new ServiceSandboxControl(() => sandboxes!);
   const apiKeys = new ApiKeys(new DynamoKeyStore());
+  sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const conversationKeys = new ConversationKeys(systemKey('conversation-keys', sealer), conversationKeyVersion(conversationStore));
   const conversations = new ConversationService(conversationStore, startTasks, settings, control, cursors, conversationKeys);
   return {
