@@ -38,8 +38,14 @@ import { appConfigSchema } from '#shared/options/model.ts';
 const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
 const conversationParams = z.object({ conversation_id: conversationIdSchema });
 const apiKeyView = z.object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: z.string(), last_used_at: z.string().nullable() });
-/** What showing a conversation-scoped key needs: its signing key, created on first use and sealed. */
-const conversationKeyTables = { keys: 'write' } as const;
+/**
+ * What the legacy conversation reads touch: conversations, their start tasks and sandboxes, and the
+ * signing key of conversation-scoped keys (created on first use, sealed) that they show.
+ */
+const legacyConversationReads = {
+  tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', keys: 'write' },
+  capabilities: ['seal', 'unseal'],
+} as const;
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
 const sandboxLaunch = ['ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
@@ -557,8 +563,7 @@ export const routes = [
     auth: 'user',
     summary: "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
     tag: 'legacy',
-    tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', ...conversationKeyTables },
-    capabilities: ['seal', 'unseal'],
+    ...legacyConversationReads,
     query: legacyListQuery,
     response: legacyConversationPageSchema,
   },
@@ -570,8 +575,7 @@ export const routes = [
     auth: 'user',
     summary: 'One conversation in the legacy shape, with its conversation-scoped session_api_key',
     tag: 'legacy',
-    tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', ...conversationKeyTables },
-    capabilities: ['seal', 'unseal'],
+    ...legacyConversationReads,
     params: conversationParams,
     response: legacyConversationSchema,
   },

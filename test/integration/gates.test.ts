@@ -96,7 +96,7 @@ describe('browser sign-in (session cookie)', () => {
   it('refuses cross-site use: a foreign or missing Origin on a write, a cross-site read', async () => {
     const { cookie } = await signIn(stack.devKey);
     const before = (await stack.call('GET', '/api/settings')).body.max_iterations;
-    for (const headers of [{ origin: EVIL_ORIGIN }, {}, { 'sec-fetch-site': 'same-origin' }, { origin: 'null' }, { origin: '*' }]) {
+    for (const headers of [{ origin: EVIL_ORIGIN }, {}, { 'sec-fetch-site': 'same-origin' }, { origin: 'null' }, { origin: '*' }] as Record<string, string>[]) {
       const res = await stack.call('POST', '/api/settings', { ...withCookie(cookie, headers), body: { max_iterations: 7 } });
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(res.body.detail).toMatch(/Cross-site request refused/);
