@@ -1,7 +1,7 @@
 import { keyFromHeaders, type ApiKeys } from '#shared/auth/api-keys.ts';
 import { isConversationKey, type ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Principal } from '#shared/auth/model.ts';
-import { cookieValue, SESSION_COOKIE, type Sessions } from '#shared/auth/sessions.ts';
+import { sessionToken, type Sessions } from '#shared/auth/sessions.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
 
 export interface AuthDeps {
@@ -48,7 +48,7 @@ export async function authorizeRequest(method: string, rawHeaders: Record<string
     const principal = await deps.apiKeys.authenticate(key);
     return principal?.via === 'key' ? { userId: principal.userId, via: 'key', keyId: principal.keyId } : { userId: '' };
   }
-  const token = cookieValue(headers['cookie'], SESSION_COOKIE);
+  const token = sessionToken(headers);
   if (!token) return { userId: '' };
   const principal = await deps.sessions.authenticate(token);
   if (principal?.via !== 'session') return { userId: '' };

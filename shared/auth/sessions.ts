@@ -3,8 +3,22 @@ import { hashKey, type ApiKeys } from '#shared/auth/api-keys.ts';
 import type { Principal } from '#shared/auth/model.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 
-/** The cookie that carries a browser session. */
-export const SESSION_COOKIE = 'acs_session';
+/**
+ * The cookie that carries a browser session. Over https it is `__Host-acs_session`: browsers accept
+ * that name only with Secure, Path=/ and no Domain, so a sibling subdomain cannot plant a session of
+ * its own choosing (cookie tossing); over plain http (local) it is `acs_session`.
+ */
+export const sessionCookieName = (secure: boolean) => (secure ? '__Host-acs_session' : 'acs_session');
+
+/** Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for links). */
+export function servedOverHttps(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : headers['x-forwarded-proto'] === 'https';
+}
+
+/** The session token a request carries, under the cookie name for how it was served. */
+export function sessionToken(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return cookieValue(headers['cookie'], sessionCookieName(servedOverHttps(headers, env)));
+}
 const TOKEN_PATTERN = /^acss_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 
 /** How long a session lasts: `SESSION_HOURS` (default 12, at most a week). */
@@ -75,7 +89,7 @@ export function cookieValue(header: string | undefined, name: string): string | 
 
 /** The Set-Cookie header for a session token (or, with `null`, one that removes the cookie). */
 export function sessionCookie(token: string | null, maxAgeSeconds: number, secure: boolean): string {
-  const attributes = [`${SESSION_COOKIE}=${token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${token ? maxAgeSeconds : 0}`];
+  const attributes = [`${sessionCookieName(secure)}=${token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${token ? maxAgeSeconds : 0}`];
   if (secure) attributes.push('Secure');
   return attributes.join('; ');
 }

@@ -89,6 +89,7 @@ export function openApiDocument(serverUrl?: string) {
       securitySchemes: {
         sessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
         bearer: { type: 'http', scheme: 'bearer' },
+        // `__Host-acs_session` when served over https (see shared/auth/sessions.ts).
         sessionCookie: { type: 'apiKey', in: 'cookie', name: 'acs_session' },
       },
     },

@@ -80,13 +80,15 @@ describe('the Lambda authorizer', () => {
   it('reads the session cookie from payload 2.0 `cookies`, and checks the Origin on writes', async () => {
     const { record } = await services.apiKeys.create('frank', 'test');
     const { token } = await services.sessions.create('frank', record.keyId);
-    const cookies = ['theme=dark', `acs_session=${token}`];
+    const cookies = ['theme=dark', `__Host-acs_session=${token}`];
     expect((await authorize(authorizerEvent('GET', { 'sec-fetch-site': 'same-origin' }, cookies))).context).toMatchObject({ userId: 'frank', via: 'session', originVerified: false });
     expect((await authorize(authorizerEvent('POST', { origin: UI }, cookies))).context).toMatchObject({ userId: 'frank', originVerified: true });
     expect((await authorize(authorizerEvent('POST', { origin: `https://${HOST}` }, cookies))).context).toMatchObject({ userId: 'frank', originVerified: true });
     const refused = (await authorize(authorizerEvent('POST', { origin: 'https://evil.example.com' }, cookies))).context;
     expect(refused).toMatchObject({ userId: '', refusal: expect.stringMatching(/Cross-site/) });
     expect((await authorize(authorizerEvent('POST', {}, cookies))).context.userId).toBe('');
+    // Over https only the __Host- cookie counts (one planted by a sibling subdomain under the plain name does not).
+    expect((await authorize(authorizerEvent('POST', { origin: UI }, [`acs_session=${token}`]))).context.userId).toBe('');
     // The route answers that refusal as a 403 with its reason.
     const res = await invoke('settings/get.ts', 'GET', '/api/settings', refused);
     expect(res.status).toBe(403);
@@ -120,6 +122,6 @@ describe('sign-in on AWS', () => {
     const { record } = await services.apiKeys.create('hana', 'test');
     const res = await invoke('auth/authenticate.ts', 'POST', '/api/authenticate', { userId: 'hana', via: 'key', keyId: record.keyId });
     expect(res.status).toBe(200);
-    expect(res.headers['set-cookie']).toMatch(/^acs_session=acss_[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
+    expect(res.headers['set-cookie']).toMatch(/^__Host-acs_session=acss_[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
   });
 });

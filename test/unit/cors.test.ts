@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { allowedOrigins, corsHeaders, originVerdict } from '#shared/http/cors.ts';
-import { sessionCookie, sessionSeconds } from '#shared/auth/sessions.ts';
+import { sessionCookie, sessionSeconds, sessionToken } from '#shared/auth/sessions.ts';
 
 describe('CORS_ORIGINS', () => {
   it('is a comma-separated list of origins; a bad entry fails with the key named', () => {
@@ -39,8 +39,15 @@ describe('the Origin check of cookie requests', () => {
 
 describe('the session cookie', () => {
   it('is Secure only over https, and removal sets Max-Age=0', () => {
-    expect(sessionCookie('t', 60, true)).toBe('acs_session=t; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure');
+    expect(sessionCookie('t', 60, true)).toBe('__Host-acs_session=t; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure');
     expect(sessionCookie(null, 60, false)).toBe('acs_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0');
+  });
+  it('over https is read only under its __Host- name, which a subdomain cannot set', () => {
+    const cookie = 'acs_session=tossed; __Host-acs_session=real';
+    expect(sessionToken({ cookie, 'x-forwarded-proto': 'https' }, {})).toBe('real');
+    expect(sessionToken({ cookie: 'acs_session=tossed', 'x-forwarded-proto': 'https' }, {})).toBeUndefined();
+    expect(sessionToken({ cookie, 'x-forwarded-proto': 'http' }, {})).toBe('tossed');
+    expect(sessionToken({ cookie, 'x-forwarded-proto': 'http' }, { PUBLIC_BASE_URL: 'https://api.example.com' })).toBe('real');
   });
   it('lives SESSION_HOURS, default 12, at most a week', () => {
     expect(sessionSeconds({})).toBe(43_200);
