@@ -463,6 +463,9 @@ describe('docs', () => {
     expect((await stack.call('GET', '/docs/assets/swagger-ui.css', { key: null })).headers.get('content-type')).toContain('text/css');
     const doc = await stack.call('GET', '/openapi.json', { key: null });
     expect(doc.body.paths['/api/authenticate'].post.security).toEqual([{ sessionApiKey: [] }, { bearer: [] }, { sessionCookie: [] }]);
+    expect(doc.body.paths['/api/conversations/{conversation_id}/pause'].post.description).toMatch(/session_api_key/);
+    expect(doc.body.paths['/api/settings'].get.description).toBeUndefined();
+    expect(doc.body.paths['/api/settings'].get.responses['403'].description).toMatch(/conversation key/);
   });
 
   it('serves only the listed files', async () => {
