@@ -337,10 +337,11 @@ export class ConversationService {
     return true;
   }
 
-  /** Revokes every conversation-scoped key handed out for the conversation (new GETs show a new one). */
-  async revokeKey(userId: string, conversationId: string): Promise<void> {
+  /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
+  async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.own(userId, conversationId);
     await this.updateConversation(rec.id, (r) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    return { session_api_key: await this.sessionKey((await this.own(userId, rec.id))) };
   }
 
   /**

@@ -360,12 +360,17 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     }
   });
 
-  it('revoking bumps the version: old keys stop, the GETs show a new one that works', async () => {
+  it('revoking (POST .../session-api-key/revoke) bumps the version: old keys stop, the new one works', async () => {
     const before = (await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.session_api_key;
     expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status).toBe(200);
-    await stack.services.conversations.revokeKey('carol', secondId);
+    const revokePath = `/api/v1/app-conversations/${secondId}/session-api-key/revoke`;
+    expect((await stack.call('POST', revokePath, { key: otherKey })).status).toBe(404);
+    expect((await stack.call('POST', revokePath, { key: before })).status).toBe(403); // a key cannot renew itself
+    const revoked = await stack.call('POST', revokePath, { key });
+    expect(revoked.status).toBe(200);
     expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status).toBe(401);
     const after = (await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.session_api_key;
+    expect(after).toBe(revoked.body.session_api_key);
     expect(after).toMatch(/\.2\./);
     expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: after })).status).toBe(200);
     // The other conversation's key is untouched.
