@@ -121,7 +121,7 @@ async function ingest(stack: TestStack, sandboxId: string, key: string, cid: str
 }
 
 /** Fills a conversation through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
-async function fill(cid: string, n: number): Promise<number> {
+async function fill(userId: string, cid: string, n: number): Promise<number> {
   const store = new DynamoEventStore();
   let next = 0;
   return time(() =>
@@ -130,7 +130,7 @@ async function fill(cid: string, n: number): Promise<number> {
         while (next < n) {
           const from = next;
           next = Math.min(n, next + 100);
-          await store.append(cid, benchEvents('fill', from, next - from));
+          await store.append({ userId, conversationId: cid }, benchEvents('fill', from, next - from));
         }
       }),
     ),
@@ -202,6 +202,7 @@ export async function benchConversations(): Promise<string> {
     // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
     const key = await stack.sandboxKey(sandboxId);
     if (!key) throw new Error(`sandbox ${sandboxId} has no session key`);
+    const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
     step('event ingest');
     const ingestRuns: Ingest[] = [];
     for (const [batchSize, batches, clients] of [
@@ -219,7 +220,7 @@ export async function benchConversations(): Promise<string> {
     await json(stack, 'POST', `/api/v1/webhooks/${sandboxId}/events/${small}`, { key, body: benchEvents('small', 0, SMALL_EVENTS - have) });
     step(`writing ${count(DEEP_EVENTS)} events through DynamoEventStore.append`);
     const deep = await idleConversation(stack, sandboxId);
-    const fillMs = await fill(deep, DEEP_EVENTS - (await eventCount(stack, deep)));
+    const fillMs = await fill(sandbox.created_by_user_id, deep, DEEP_EVENTS - (await eventCount(stack, deep)));
     let total = 0;
     const countMs = await time(async () => (total = await eventCount(stack, deep)));
     const smallTotal = await eventCount(stack, small);

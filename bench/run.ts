@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, type } from 'node:os';
+import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConversations } from './conversations.ts';
 import { benchSandboxes } from './sandboxes.ts';
@@ -15,6 +16,7 @@ const sections: [string, () => Promise<string>][] = [
   ['bundles', benchBundles],
   ['sandboxes', benchSandboxes],
   ['conversations', benchConversations],
+  ['agent', benchAgent],
 ];
 
 const only = process.argv.slice(2);

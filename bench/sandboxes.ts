@@ -30,14 +30,14 @@ async function startToRunning(stack: TestStack): Promise<{ id: string; ms: numbe
 }
 
 /**
- * Local sandboxes (child processes running sandbox/main.ts through tsx): start-to-RUNNING over 20
+ * Local sandboxes (child processes contained by bubblewrap, running the pre-built program): start-to-RUNNING over 20
  * starts, pause and resume latency, and how many running sandboxes this machine holds before a
  * start takes twice as long as on an idle machine (stopping at a ceiling).
  */
 export async function benchSandboxes(): Promise<string> {
   const stack = await startTestStack({ sweepIntervalMs: 3_600_000, sandboxes: { maxRunning: CEILING + 10 } });
   try {
-    // One unmeasured start warms tsx's cache and the handlers.
+    // One unmeasured start warms the handlers and the page cache.
     const warm = await startToRunning(stack);
     await json(stack, 'DELETE', `/api/v1/sandboxes/${warm.id}`);
 
@@ -87,6 +87,7 @@ export async function benchSandboxes(): Promise<string> {
     return [
       '## Sandboxes (local: child processes)',
       '',
+      `Each sandbox is the pre-built program (\`.build/sandbox/\`, no tsx) in a child process, contained by ${stack.containment === 'none' ? 'nothing (no bubblewrap here)' : stack.containment}.`,
       'A start is `POST /api/v1/sandboxes` until `GET` shows RUNNING, i.e. the program checked in over the bridge',
       '(polled every 10 ms). Pause is the `POST .../pause` call (the process has exited when it returns); resume',
       'is `POST .../resume` until RUNNING again.',

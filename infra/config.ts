@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The deployment's configuration: CDK context keys (in cdk.json, or `-c key=value` on the command

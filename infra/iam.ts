@@ -62,6 +62,8 @@ const passSandboxRoles: Grant = {
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   seal: [{ actions: ['kms:Encrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
+  // The specs come in the environment (SANDBOX_SPECS): nothing to call.
+  specs: [],
   'ecs:run': [
     {
       actions: ['ecs:RunTask'],
@@ -92,6 +94,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['ecs:RegisterTaskDefinition', 'ecs:DeregisterTaskDefinition', 'ecs:DescribeTaskDefinition'],
       resources: () => ['*'],
       wildcard: 'ECS task-definition registration, deregistration and description accept no resource ARN in IAM.',
+    },
+    {
+      // RegisterTaskDefinition with tags (the per-sandbox revision is tagged with its sandbox id)
+      // needs TagResource on the new revision: tag-on-create, like RunTask's above.
+      actions: ['ecs:TagResource'],
+      resources: sandboxFamilies,
+      conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RegisterTaskDefinition' } }),
+      wildcard: 'Tags a task-definition revision while RegisterTaskDefinition creates it; revisions are numbered at run time, the ARN is limited to this stack\'s sandbox families.',
     },
     passSandboxRoles,
   ],

@@ -16,20 +16,17 @@ import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
-import { authorizerFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type ExtraFunction } from '#infra/functions.ts';
+import { authorizerFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type EventFunctionDef } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
+import { environmentNames } from '#shared/wiring/needs.ts';
 
 /** An HTTP function may run up to API Gateway's 30 s integration limit, minus a margin. */
 const API_TIMEOUT = Duration.seconds(29);
 
-const usesSandboxes = (access: FunctionAccess) => (access.capabilities ?? []).some((c) => c.startsWith('ecs:') || c.startsWith('efs:'));
-const usesSecretsKey = (access: FunctionAccess) => (access.capabilities ?? []).some((c) => c === 'seal' || c === 'unseal');
-/** The spec routes list the registry without touching ECS, so they get it without the ECS grants. */
-const readsSpecRegistry = (route: RouteDef) => route.entry.startsWith('functions/sandbox-specs/');
 
 export interface ServiceStackProps extends StackProps {
   config: Config;
@@ -76,12 +73,13 @@ export class ConversationServiceStack extends Stack {
         fileSystem: this.sandboxes.fileSystem,
       },
     };
-    const specRegistry = this.toJsonString(this.sandboxes.specRegistry(new Date().toISOString()));
-    const sandboxEnv: Record<string, string> = {
+    /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
+    const values: Record<string, string> = {
+      SECRETS_KEY_ID: this.secretsKey.keyId,
+      SANDBOX_SPECS: this.toJsonString(this.sandboxes.specRegistry(new Date().toISOString())),
       ECS_CLUSTER_ARN: this.sandboxes.cluster.clusterArn,
       SANDBOX_SUBNET_IDS: this.sandboxes.vpc.publicSubnets.map((s) => s.subnetId).join(','),
       SANDBOX_SECURITY_GROUP_ID: this.sandboxes.securityGroup.securityGroupId,
-      SANDBOX_SPECS: specRegistry,
       SANDBOX_FILE_SYSTEM_ID: this.sandboxes.fileSystem.fileSystemId,
       SANDBOX_TASK_ROLE_ARN: this.sandboxes.taskRole.roleArn,
       SANDBOX_EXECUTION_ROLE_ARN: this.sandboxes.executionRole.roleArn,
@@ -89,19 +87,22 @@ export class ConversationServiceStack extends Stack {
       SANDBOX_IDLE_MINUTES: String(config.sandboxIdleMinutes),
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
     };
-    /** Only what the declaration needs: its tables' names, the secrets key, the sandbox settings. */
-    const environment = (access: FunctionAccess, extra: Record<string, string> = {}) => {
-      const env: Record<string, string> = { ...extra };
-      for (const key of Object.keys(access.tables) as (keyof typeof access.tables)[]) env[tableEnvVar(key)] = this.data.tables[key].tableName;
-      if (usesSecretsKey(access)) env.SECRETS_KEY_ID = this.secretsKey.keyId;
-      if (usesSandboxes(access)) Object.assign(env, sandboxEnv);
+    for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
+    /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
+    const environment = (access: FunctionAccess) => {
+      const env: Record<string, string> = {};
+      for (const name of environmentNames(access)) {
+        const value = values[name];
+        if (value === undefined) throw new Error(`No value for ${name}, which a declaration calls for`);
+        env[name] = value;
+      }
       return env;
     };
     const addFunction = (id: string, entry: string, access: FunctionAccess, options: { async: boolean; timeout: Duration; env?: Record<string, string> }) => {
       const fn = new ServiceFunction(this, `Fn-${id}`, {
         entry,
         access,
-        environment: environment(access, options.env),
+        environment: { ...environment(access), ...options.env },
         logGroup: this.functionLogs,
         tables: this.data.tables,
         targets,
@@ -121,13 +122,9 @@ export class ConversationServiceStack extends Stack {
     };
 
     for (const route of routes as readonly RouteDef[]) {
-      addFunction(route.id, route.entry, route, {
-        async: false,
-        timeout: API_TIMEOUT,
-        ...(readsSpecRegistry(route) ? { env: { SANDBOX_SPECS: specRegistry } } : {}),
-      });
+      addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
     }
-    const extra = (f: ExtraFunction, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));

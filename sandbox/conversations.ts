@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import type { StartConfig } from '#shared/conversations/start-config.ts';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
 import type { AgentEvent } from '#sandbox/agent/events.ts';
+import { secretMasker } from '#sandbox/agent/mask.ts';
 import { AgentSession } from '#sandbox/agent/session.ts';
+import { startConfigSecrets } from '#sandbox/secret-forms.ts';
 
 type StartTaskStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT' | 'SETTING_UP_GIT_HOOKS' | 'STARTING_CONVERSATION' | 'READY' | 'ERROR';
 
@@ -190,7 +192,10 @@ export class ConversationRunner {
       headers: { 'X-Session-API-Key': this.o.key() ?? '' },
       onError: (message) => this.o.log('warn', 'Event delivery', { conversationId: cid, message }),
     });
-    const emit = async (events: AgentEvent[]) => {
+    // The session masks what it knows (custom secrets, the LLM key); this also covers the git token and the MCP secrets.
+    const maskAll = secretMasker(startConfigSecrets(config));
+    const emit = async (unmasked: AgentEvent[]) => {
+      const events = maskAll(unmasked);
       this.o.markActive();
       await sink.push(events);
       for (const e of events) {
@@ -213,6 +218,12 @@ export class ConversationRunner {
       maxIterations: config.max_iterations,
       maxBudgetPerTask: config.max_budget_per_task,
       confirmationMode: config.confirmation_mode,
+      // Older control planes send none of these: the defaults are the default agent, no analyzer, the condenser on.
+      agent: config.agent ?? (config.agent_type === 'plan' ? 'PlanningAgent' : 'CodeActAgent'),
+      securityAnalyzer: config.security_analyzer ?? null,
+      condenser: { enabled: config.condenser?.enabled ?? true, maxSize: config.condenser?.max_size ?? null },
+      search: config.search ? { apiKey: config.search.api_key, baseUrl: process.env.SEARCH_API_BASE_URL ?? null } : null,
+      language: config.language ?? null,
       instructions: config.instructions ?? undefined,
       mcpConfig: config.mcp_config,
       secrets: secretEnv,

@@ -5,7 +5,9 @@
  *
  * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_MODE=wipe
  * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS and, locally,
- * SANDBOX_PARENT_PID (the server: the program exits when it is gone) optionally.
+ * SANDBOX_PARENT_PID (the server: the program exits when it is gone) or, contained (bubblewrap,
+ * Seatbelt) where the server cannot be seen, SANDBOX_PARENT_STDIN=1 (stdin is a pipe the server
+ * holds: its end means the server is gone, even after a kill -9) optionally.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -127,6 +129,10 @@ export async function runSandbox(): Promise<number> {
     }
   };
   const parentWatch = setInterval(() => parentGone() && stop('the parent process is gone'), 1000);
+  if (process.env.SANDBOX_PARENT_STDIN === '1') {
+    const gone = () => stop('the parent process is gone (its pipe closed)');
+    process.stdin.once('end', gone).once('close', gone).once('error', gone).resume();
+  }
 
   const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
   let checkIn;

@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
-# The test command (`npm test`): vitest over every suite, then the closing line CI reads.
+# The test command (`npm test`): synthesize, vitest over every suite, then the closing line CI reads.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=.test-results.json
 rm -f "$results"
+# The tier (test/tier/) runs the synthesized stack from cdk.out: synthesize first (offline, about 30 s)
+# so it never reads a stale one. Skipped only when every argument names tests outside the tier.
+synth=1
+if [ $# -gt 0 ]; then
+  synth=0
+  for arg in "$@"; do case "$arg" in *tier*|-*) synth=1 ;; esac; done
+fi
+if [ "$synth" = 1 ]; then
+  log=$(mktemp)
+  if ! npm run --silent synth >"$log" 2>&1; then
+    cat "$log"
+    rm -f "$log"
+    echo "npm run synth failed: the tier cannot run"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  rm -f "$log"
+fi
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results" "$@"
 code=$?
 node -e '

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   conversationCountQuery,
   conversationIdSchema,
@@ -32,7 +32,7 @@ import {
   sandboxPageSchema,
   successSchema,
 } from '#shared/sandboxes/model.ts';
-import { maskedSettingsSchema, saveSettingsResponseSchema, settingsInputSchema } from '#shared/settings/model.ts';
+import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
 import { appConfigSchema } from '#shared/options/model.ts';
 
 const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
@@ -48,7 +48,7 @@ const legacyConversationReads = {
 } as const;
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
-const sandboxLaunch = ['ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
+const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
@@ -106,10 +106,32 @@ export const routes = [
     auth: 'user',
     summary: "Store (merge) the caller's settings",
     tag: 'settings',
-    tables: { settings: 'write', keys: 'read' },
+    tables: { settings: 'write' },
     capabilities: ['seal', 'unseal'],
     body: settingsInputSchema,
     response: saveSettingsResponseSchema,
+  },
+  {
+    id: 'listAgents',
+    method: 'GET',
+    path: '/api/options/agents',
+    entry: 'functions/options/agents.ts',
+    auth: 'user',
+    summary: 'The values the `agent` setting accepts',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(agentChoices)),
+  },
+  {
+    id: 'listSecurityAnalyzers',
+    method: 'GET',
+    path: '/api/options/security-analyzers',
+    entry: 'functions/options/security-analyzers.ts',
+    auth: 'user',
+    summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
+    tag: 'options',
+    tables: {},
+    response: z.array(z.enum(securityAnalyzerChoices)),
   },
   {
     id: 'getCurrentUser',
@@ -145,7 +167,7 @@ export const routes = [
     summary: 'Sandboxes by id, in request order; null for an unknown or foreign id',
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
-    query: z.object({ id: repeated('id') }),
+    query: z.object({ id: repeated('id', sandboxIdParam) }),
     response: z.array(sandboxInfoSchema.nullable()),
   },
   {
@@ -217,6 +239,7 @@ export const routes = [
     summary: 'The sandbox specs this deployment offers, the default first',
     tag: 'sandbox-specs',
     tables: {},
+    capabilities: ['specs'],
     query: pageQuery,
     response: sandboxSpecPageSchema,
   },
@@ -229,6 +252,7 @@ export const routes = [
     summary: 'Sandbox specs by id, in request order; null for an unknown id',
     tag: 'sandbox-specs',
     tables: {},
+    capabilities: ['specs'],
     query: z.object({ id: repeated('id') }),
     response: z.array(sandboxSpecInfoSchema.nullable()),
   },
@@ -244,6 +268,7 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'write' },
     capabilities: ['seal'],
+    sandboxKey: 'enrollment',
     params: sandboxParams,
     body: checkInBodySchema,
     response: checkInResponseSchema,
@@ -300,7 +325,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
     body: startRequestSchema,
     response: startTaskSchema,
@@ -433,7 +458,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
     body: legacyCreateSchema,
     response: legacyCreateResponseSchema,
@@ -477,7 +502,7 @@ export const routes = [
     summary: "Sandbox: post a batch of a conversation's events (idempotent by event id)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
-    params: z.object({ sandbox_id: z.string().min(1).max(64), conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
     body: z.array(eventSchema).max(100),
     response: z.object({ success: z.boolean(), added: z.number().int() }),
     maxBodyBytes: 6 * 1024 * 1024,
@@ -491,7 +516,7 @@ export const routes = [
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
     tables: { conversations: 'write', startTasks: 'write', sandboxes: 'write' },
-    params: z.object({ sandbox_id: z.string().min(1).max(64) }),
+    params: z.object({ sandbox_id: sandboxIdParam }),
     body: conversationReportSchema,
     response: z.object({ success: z.boolean() }),
   },
@@ -505,7 +530,7 @@ export const routes = [
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
-    params: z.object({ sandbox_id: z.string().min(1).max(64), conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {

@@ -1,8 +1,12 @@
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
 import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { authorizerFunction } from '#shared/functions.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { logger } from '#shared/logging.ts';
-import { awsServices } from '#shared/wiring/aws.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
 const origins = allowedOrigins();
 
@@ -13,16 +17,17 @@ const origins = allowedOrigins();
  * where a deny here would give API Gateway's own 403 body. Payload 2.0 moves cookies out of the
  * headers into `cookies`.
  */
-export async function handler(
-  event: APIGatewayRequestAuthorizerEventV2,
-): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> {
-  try {
-    const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
-    const { apiKeys, sessions, conversationKeys } = awsServices();
-    const context = await authorizeRequest(event.requestContext.http.method, headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
-    return { isAuthorized: true, context };
-  } catch (err) {
-    logger.error('Authorizer failed', { error: err as Error });
-    return { isAuthorized: true, context: { userId: '' } };
-  }
-}
+export const handler = awsFunction(
+  authorizerFunction,
+  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore },
+  async (event: APIGatewayRequestAuthorizerEventV2, { apiKeys, sessions, conversationKeys }): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
+    try {
+      const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
+      const context = await authorizeRequest(event.requestContext.http.method, headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
+      return { isAuthorized: true, context };
+    } catch (err) {
+      logger.error('Authorizer failed', { error: err as Error });
+      return { isAuthorized: true, context: { userId: '' } };
+    }
+  },
+);

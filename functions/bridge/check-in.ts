@@ -1,8 +1,6 @@
-import { keyFromHeaders } from '#shared/auth/api-keys.ts';
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { sandboxCheckIn } from '#shared/sandboxes/bridge-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('sandboxCheckIn', ({ params, headers, body }, { sandboxes }) =>
-  sandboxes.checkIn(params.sandbox_id, keyFromHeaders(headers), body),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(sandboxCheckIn, { sandboxStore, sealer, sandboxConfig });

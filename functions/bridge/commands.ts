@@ -1,8 +1,6 @@
-import { keyFromHeaders } from '#shared/auth/api-keys.ts';
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { sandboxCommands } from '#shared/sandboxes/bridge-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('sandboxCommands', ({ params, headers, query }, { sandboxes }) =>
-  sandboxes.pollCommands(params.sandbox_id, keyFromHeaders(headers), query.wait),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(sandboxCommands, { sandboxStore, sealer, sandboxConfig });

@@ -1,8 +1,5 @@
-import { keyFromHeaders } from '#shared/auth/api-keys.ts';
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { sandboxHeartbeat } from '#shared/sandboxes/bridge-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('sandboxHeartbeat', ({ params, headers, body }, { sandboxes }) =>
-  sandboxes.heartbeat(params.sandbox_id, keyFromHeaders(headers), body.active),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(sandboxHeartbeat, { sandboxStore, sandboxConfig });

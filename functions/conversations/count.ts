@@ -1,5 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { countConversations } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
-export const operation = defineOperation('countConversations', ({ userId, query }, { conversations }) => conversations.count(userId, query));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(countConversations, { conversationStore });

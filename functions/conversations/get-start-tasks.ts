@@ -1,7 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getStartTasks } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 
-export const operation = defineOperation('getStartTasks', ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.getTasks(userId, query.ids, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getStartTasks, { startTaskStore });

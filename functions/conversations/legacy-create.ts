@@ -1,7 +1,10 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { legacyCreateConversation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const operation = defineOperation('legacyCreateConversation', ({ userId, body, baseUrl }, { conversations }) =>
-  conversations.legacyCreate(userId, body, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(legacyCreateConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl });

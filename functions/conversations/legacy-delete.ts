@@ -1,5 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { legacyDeleteConversation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('legacyDeleteConversation', ({ userId, params }, { conversations }) => conversations.remove(userId, params.conversation_id));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(legacyDeleteConversation, { conversationStore, sandboxStore, sandboxConfig });

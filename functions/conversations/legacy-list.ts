@@ -1,5 +1,8 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { legacyListConversations } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('legacyListConversations', ({ userId, query, baseUrl }, { conversations }) => conversations.legacyList(userId, query, baseUrl));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(legacyListConversations, { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret, cursorKey });

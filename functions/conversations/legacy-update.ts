@@ -1,7 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { legacyUpdateConversation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
-export const operation = defineOperation('legacyUpdateConversation', ({ userId, params, body }, { conversations }) =>
-  conversations.rename(userId, params.conversation_id, body.title),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(legacyUpdateConversation, { conversationStore });

@@ -1,12 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { respondToConfirmation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('respondToConfirmation', ({ userId, params, body }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({
-    type: 'respond_to_confirmation',
-    conversation_id: id,
-    accept: body.accept,
-    reason: body.reason ?? null,
-  })),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(respondToConfirmation, { conversationStore, sandboxStore, sandboxConfig });

@@ -1,5 +1,7 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { revokeConversationKey } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { conversationKeySecret } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const operation = defineOperation('revokeConversationKey', ({ userId, params }, { conversations }) => conversations.revokeKey(userId, params.conversation_id));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(revokeConversationKey, { conversationStore, sealer, conversationKeySecret });

@@ -1,7 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { runConversation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('runConversation', ({ userId, params }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(runConversation, { conversationStore, sandboxStore, sandboxConfig });

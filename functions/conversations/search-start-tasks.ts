@@ -1,7 +1,7 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchStartTasks } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const operation = defineOperation('searchStartTasks', ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.searchTasks(userId, query, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchStartTasks, { startTaskStore, sealer, cursorKey });

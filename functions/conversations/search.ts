@@ -1,7 +1,8 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchConversations } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('searchConversations', ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.search(userId, query, baseUrl),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchConversations, { conversationStore, sandboxStore, sealer, cursorKey, conversationKeySecret });

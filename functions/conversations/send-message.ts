@@ -1,7 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { sendMessage } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('sendMessage', ({ userId, params, body }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({ type: 'send_message', conversation_id: id, message: body })),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(sendMessage, { conversationStore, sandboxStore, sandboxConfig });

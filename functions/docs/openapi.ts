@@ -1,8 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { openApiDocument } from '#shared/http/openapi.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { openapi } from '#shared/http/service-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
 
-let doc: ReturnType<typeof openApiDocument> | undefined;
-
-export const operation = defineOperation('openapi', async () => (doc ??= openApiDocument()));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(openapi, {});

@@ -1,5 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { countEvents } from '#shared/events/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
 
-export const operation = defineOperation('countEvents', ({ userId, query }, { events }) => events.count(userId, query));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(countEvents, { eventStore, conversationStore });

@@ -1,5 +1,8 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchEvents } from '#shared/events/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const operation = defineOperation('searchEvents', ({ userId, query }, { events }) => events.search(userId, query));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchEvents, { eventStore, conversationStore, sealer, cursorKey });

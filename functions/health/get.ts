@@ -1,5 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { health } from '#shared/http/service-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('health', async () => ({ status: 'ok' }));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(health, {});

@@ -1,5 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { createKey } from '#shared/auth/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { keyStore } from '#shared/wiring/aws/keys.ts';
 
-export const operation = defineOperation('createKey', ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(createKey, { keyStore });

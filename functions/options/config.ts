@@ -1,6 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { appConfig } from '#shared/options/model.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getOptionsConfig } from '#shared/options/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('getOptionsConfig', async () => appConfig);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getOptionsConfig, {});

@@ -1,6 +1,4 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { llmModels } from '#shared/options/model.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getOptionsModels } from '#shared/options/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const operation = defineOperation('getOptionsModels', async () => llmModels());
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getOptionsModels, {});

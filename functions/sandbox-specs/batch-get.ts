@@ -1,5 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const operation = defineOperation('getSandboxSpecs', async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getSandboxSpecs, { specs });

@@ -1,7 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const operation = defineOperation('searchSandboxSpecs', async ({ query }, { sandboxSpecs }) =>
-  sandboxSpecs.search(query.page_id, query.limit),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchSandboxSpecs, { specs });

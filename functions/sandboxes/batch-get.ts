@@ -1,5 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getSandboxes } from '#shared/sandboxes/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('getSandboxes', ({ userId, query }, { sandboxes }) => sandboxes.batchGet(userId, query.id));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getSandboxes, { sandboxStore });

@@ -1,8 +1,7 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { deleteSandbox } from '#shared/sandboxes/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const operation = defineOperation('deleteSandbox', async ({ userId, params }, { sandboxes }) => {
-  await sandboxes.delete(userId, params.sandbox_id);
-  return { success: true };
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(deleteSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig });

@@ -1,8 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { pauseSandbox } from '#shared/sandboxes/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('pauseSandbox', async ({ userId, params }, { sandboxes }) => {
-  await sandboxes.pause(userId, params.sandbox_id);
-  return { success: true };
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(pauseSandbox, { sandboxStore, sandboxRuntime, sandboxConfig });

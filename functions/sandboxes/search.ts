@@ -1,7 +1,7 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { searchSandboxes } from '#shared/sandboxes/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('searchSandboxes', ({ userId, query }, { sandboxes }) =>
-  sandboxes.search(userId, query.page_id, query.limit),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(searchSandboxes, { sandboxStore, sealer, cursorKey });

@@ -1,9 +1,7 @@
-import { defineOperation, Reply } from '#shared/http/operation.ts';
-import { PAUSED_HEADER } from '#shared/sandboxes/model.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { startSandbox } from '#shared/sandboxes/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const operation = defineOperation('startSandbox', async ({ userId, query, headers }, { sandboxes }) => {
-  const { sandbox, paused } = await sandboxes.start(userId, query.sandbox_spec_id, headers.host);
-  return new Reply(200, sandbox, paused.length ? { [PAUSED_HEADER]: paused.join(',') } : {});
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(startSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl });

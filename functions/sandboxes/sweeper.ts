@@ -1,12 +1,9 @@
-import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
-import type { SweepSummary } from '#shared/sandboxes/service.ts';
-import { awsServices } from '#shared/wiring/aws.ts';
+import { sweep } from '#shared/sandboxes/sweeper.ts';
+import { sweeperFunction } from '#shared/functions.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { specs } from '#shared/wiring/aws/specs.ts';
 
-/** Scheduled (every minute): idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts. */
-export async function handler(): Promise<SweepSummary & { startTasksFailed: number }> {
-  const now = new Date();
-  const services = awsServices();
-  const sandboxes = await services.sandboxes.sweep(now);
-  const startTasksFailed = await services.conversations.sweepStartTasks(now, startTaskTimeoutSeconds(process.env, 900));
-  return { ...sandboxes, startTasksFailed };
-}
+export const handler = awsFunction(sweeperFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, startTaskStore }, sweep);

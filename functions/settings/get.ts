@@ -1,5 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getSettings } from '#shared/settings/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const operation = defineOperation('getSettings', ({ userId }, { settings }) => settings.get(userId));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getSettings, { settingsStore });

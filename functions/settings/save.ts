@@ -1,9 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { unknownSettingsFields } from '#shared/settings/model.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { saveSettings } from '#shared/settings/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const operation = defineOperation('saveSettings', async ({ userId, body, rawBody }, { settings }) => {
-  await settings.save(userId, body);
-  return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };
-});
-export const handler = awsHandler(operation);
+export const handler = awsRoute(saveSettings, { settingsStore, sealer });

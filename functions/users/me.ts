@@ -1,8 +1,5 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getCurrentUser } from '#shared/settings/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const operation = defineOperation('getCurrentUser', async ({ userId }, { settings }) => ({
-  id: userId,
-  settings: await settings.find(userId),
-}));
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getCurrentUser, { settingsStore });

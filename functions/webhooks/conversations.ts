@@ -1,7 +1,6 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { reportConversation } from '#shared/conversations/webhook-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('reportConversation', ({ params, headers, body }, { conversationBridge }) =>
-  conversationBridge.report(params.sandbox_id, headers['x-session-api-key'], body),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(reportConversation, { conversationStore, startTaskStore, sandboxStore });

@@ -1,7 +1,7 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { postEvents } from '#shared/conversations/webhook-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const operation = defineOperation('postEvents', ({ params, headers, body }, { conversationBridge }) =>
-  conversationBridge.postEvents(params.sandbox_id, headers['x-session-api-key'], params.conversation_id, body),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore });

@@ -1,7 +1,8 @@
-import { defineOperation } from '#shared/http/operation.ts';
-import { awsHandler } from '#shared/wiring/aws.ts';
+import { getStartConfig } from '#shared/conversations/webhook-operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const operation = defineOperation('getStartConfig', ({ params, headers }, { conversationBridge }) =>
-  conversationBridge.startConfig(params.sandbox_id, headers['x-session-api-key'], params.conversation_id),
-);
-export const handler = awsHandler(operation);
+export const handler = awsRoute(getStartConfig, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore });

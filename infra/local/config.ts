@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
+import type { Containment } from '#shared/sandboxes/containment.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
 /** The local stack's configuration, from the environment; checked once at start with the key named. */
@@ -7,6 +8,7 @@ export const localConfigSchema = z.object({
   PORT: z.coerce.number({ error: 'PORT must be a port number' }).int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('.data'),
+  SANDBOX_SPECS_FILE: z.string().min(1).optional(),
 });
 
 export type LocalConfig = {
@@ -14,9 +16,13 @@ export type LocalConfig = {
   host: string;
   dataDir: string;
   memory: boolean;
+  /** `--allow-uncontained`: without containment, start sandboxes for every user's key, not only the local user's. */
+  allowUncontained?: boolean;
+  /** Overrides the detected containment (tests of the uncontained mode). */
+  containment?: Containment;
   /** Overrides of the sandbox settings (tests and benchmarks); the environment gives the rest. */
   sandboxes?: Partial<SandboxConfig>;
-  /** The sandbox specs file (default `config/sandbox-specs.json`). */
+  /** The sandbox specs file (env SANDBOX_SPECS_FILE; default `config/sandbox-specs.json`). */
   specsFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
@@ -33,5 +39,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     host: parsed.data.HOST,
     dataDir: resolve(parsed.data.DATA_DIR),
     memory: argv.includes('--memory'),
+    ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
+    allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

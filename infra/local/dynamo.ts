@@ -1,26 +1,61 @@
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, ListTablesCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
+import { endpointConfig } from '#shared/store/dynamo.ts';
 import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
 
 export interface EmbeddedDynamo {
+  /** `unix:<socket path>`: what DYNAMODB_ENDPOINT and `.data/dynamodb-endpoint` hold. */
   endpoint: string;
   close(): Promise<void>;
 }
 
-/** dynalite in this process: on disk under `path`, or in memory without one. */
-export async function startDynalite(path?: string): Promise<EmbeddedDynamo> {
+/** Longest unix socket path that fits `sun_path` everywhere (104 bytes on macOS, with the NUL). */
+const MAX_SOCKET_PATH = 100;
+
+/**
+ * dynalite in this process: on disk under `path`, or in memory without one. It listens on a unix
+ * socket, never on loopback: dynalite has no authentication, and local sandboxes share loopback
+ * with the server. The socket is `socketPath` (in the data dir, which no contained sandbox sees)
+ * or, when that path is too long for a socket or none is given, one in a fresh private directory.
+ */
+export async function startDynalite(path?: string, socketPath?: string): Promise<EmbeddedDynamo> {
   const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const privateDir = socketPath && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH ? undefined : mkdtempSync(join(tmpdir(), 'acs-db-'));
+  const socket = privateDir ? join(privateDir, 'dynamodb.sock') : socketPath!;
+  // A socket left by a server that was killed: nothing listens on it any more (the caller checked).
+  rmSync(socket, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(socket, () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
-    // Closing the server closes its LevelDB, which flushes what was written.
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    endpoint: `unix:${socket}`,
+    // Closing the server closes its LevelDB, which flushes what was written (and removes the socket).
+    close: () =>
+      new Promise<void>((resolve) =>
+        server.close(() => {
+          if (privateDir) rmSync(privateDir, { recursive: true, force: true });
+          else rmSync(socket, { force: true });
+          resolve();
+        }),
+      ),
   };
+}
+
+/** Whether a dynalite answers at `endpoint` (a running `npm start`), within a second. */
+export async function dynamoAnswers(endpoint: string): Promise<boolean> {
+  const probe = new DynamoDBClient({ ...endpointConfig(endpoint), maxAttempts: 1 });
+  try {
+    await probe.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(1000) });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    probe.destroy();
+  }
 }
 
 /** Points this process's stores at `endpoint`, with table names `<prefix>-<table>`. */
@@ -60,7 +95,7 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
 
 /** Creates the service's tables that do not exist yet (idempotent, so restarts keep data). */
 export async function createTables(endpoint: string, prefix = 'acs'): Promise<void> {
-  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient(endpointConfig(endpoint));
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   for (const key of tableKeys) {
     const name = `${prefix}-${key}`;

@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { allowedOrigins, corsHeaders } from '#shared/http/cors.ts';
-import type { Operation } from '#shared/http/operation.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { matchRoute } from '#shared/http/router.ts';
 import { lambdaHandler, type ApiEvent, type ApiHandler, type ApiResult } from '#shared/http/wrapper.ts';
 import { logger } from '#shared/logging.ts';
 import { routes } from '#shared/routes.ts';
-import type { Services } from '#shared/services.ts';
+import type { FunctionWiring } from '#shared/wiring/aws.ts';
+import type { LocalServices } from '#shared/wiring/local.ts';
 
 /** API Gateway's own payload limit; routes set tighter ones, answered by the wrapper. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
@@ -21,13 +21,18 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Loads every route's entry file and wraps its operation with the local services. */
-export async function loadHandlers(services: Services): Promise<Map<string, ApiHandler>> {
+/**
+ * Loads every route's entry file and runs its operation with the local adapters of the same names
+ * its entry wires on AWS, held to the route's declaration (shared/wiring/adapters.ts).
+ */
+export async function loadHandlers(services: LocalServices): Promise<Map<string, ApiHandler>> {
   const handlers = new Map<string, ApiHandler>();
   for (const route of routes as readonly RouteDef[]) {
-    const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as { operation?: Operation };
-    if (!mod.operation) throw new Error(`${route.entry} exports no operation`);
-    handlers.set(route.id, lambdaHandler(mod.operation, () => services));
+    const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as { handler?: { wiring?: FunctionWiring } };
+    const wiring = mod.handler?.wiring;
+    if (!wiring?.operation) throw new Error(`${route.entry} exports no handler made by awsRoute`);
+    const scoped = services.forFunction(route.id, route, wiring.adapters);
+    handlers.set(route.id, lambdaHandler(wiring.operation, () => scoped));
   }
   return handlers;
 }
@@ -103,7 +108,7 @@ const lambdaContext = (requestId: string, routeId: string): Context =>
  * `CORS_ORIGINS` (preflight `OPTIONS` answered on every path), match the route (404/405), run the
  * same authorizer code for user routes, build the payload 2.0 event and call the route's handler.
  */
-export async function startGateway(options: { services: Services; port: number; host: string }): Promise<Gateway> {
+export async function startGateway(options: { services: LocalServices; port: number; host: string }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
   const origins = allowedOrigins();
   const { apiKeys, sessions, conversationKeys } = options.services;

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { ApiKeys } from '#shared/auth/api-keys.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { userIdSchema } from '#shared/auth/model.ts';
-import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { createTables, dynamoAnswers, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 
 const USAGE = `Usage:
   npm run keys -- create --user <user-id> [--name <label>]
@@ -23,13 +23,11 @@ async function connect(aws: boolean): Promise<EmbeddedDynamo | undefined> {
   const endpointFile = join(dataDir, 'dynamodb-endpoint');
   if (existsSync(endpointFile)) {
     const endpoint = readFileSync(endpointFile, 'utf8').trim();
-    try {
-      await fetch(endpoint, { method: 'POST', signal: AbortSignal.timeout(1000) });
+    if (await dynamoAnswers(endpoint)) {
       useLocalTables(endpoint);
       return undefined;
-    } catch {
-      // A stale file from a stopped server: open the database directly below.
     }
+    // A stale file from a stopped server: open the database directly below.
   }
   const dynamo = await startDynalite(join(dataDir, 'dynamodb'));
   useLocalTables(dynamo.endpoint);

@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { uncontainedWarning } from '#shared/sandboxes/containment.ts';
 import { loadLocalConfig } from '#infra/local/config.ts';
 import { startLocalStack } from '#infra/local/stack.ts';
 
@@ -12,9 +13,12 @@ async function main(): Promise<void> {
       '',
       `Agent Conversation Service listening on ${stack.url}`,
       `  storage:  ${config.memory ? 'in memory (--memory)' : join(config.dataDir, 'dynamodb')}`,
+      `  sandboxes: ${stack.containment === 'none' ? 'UNCONTAINED' : `contained by ${stack.containment === 'bwrap' ? 'bubblewrap' : 'Seatbelt'}`}`,
+      ...(stack.reconciled.length ? [`  reconciled: ${stack.reconciled.length} sandbox(es) that stopped with the last server`] : []),
       `  API docs: ${stack.url}/docs`,
       `  dev key:  ${stack.devKey}  (user "dev", also in ${join(config.dataDir, 'dev-api-key')})`,
       `  try:      curl -H "X-Session-API-Key: $(cat ${join(config.dataDir, 'dev-api-key')})" ${stack.url}/api/v1/users/me`,
+      ...(stack.containment === 'none' ? ['', uncontainedWarning()] : []),
       '',
     ].join('\n') + '\n',
   );

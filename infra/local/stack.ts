@@ -1,20 +1,30 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logger } from '#shared/logging.ts';
+import { detectContainment, type Containment } from '#shared/sandboxes/containment.ts';
 import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
+import { sweepAll } from '#shared/sandboxes/sweeper.ts';
+import { sweeperFunction } from '#shared/functions.ts';
+import { handler as awsSweeper } from '../../functions/sandboxes/sweeper.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
 import type { LocalConfig } from '#infra/local/config.ts';
+import { buildSandboxProgram } from '#infra/local/sandbox-program.ts';
 
 export const DEV_USER = 'dev';
 
 export interface LocalStack {
   url: string;
   devKey: string;
+  /** `unix:<path>`: dynalite's socket (nothing of the stack but the gateway listens on loopback). */
   dynamoEndpoint: string;
+  /** How sandbox processes are contained here ('none': a warning at start, the local user's sandboxes only). */
+  containment: Containment;
+  /** Sandboxes that had died with the previous server, reconciled at start (MISSING or ERROR). */
+  reconciled: string[];
   services: Services;
   /** The child-process sandbox runtime (tests look at its processes). */
   sandboxRuntime: ProcessSandboxRuntime;
@@ -39,11 +49,15 @@ async function ensureDevKey(services: Services, dataDir: string): Promise<string
 
 /**
  * Everything `npm start` runs, in this process: dynalite (on disk under the data dir, or in
- * memory), the tables, the local adapters, the gateway, and a development key.
+ * memory, on a unix socket), the tables, the sandbox program (built when its sources changed), the
+ * local adapters, the gateway, and a development key. Sandboxes that died with a previous server
+ * are reconciled before the gateway takes requests.
  */
 export async function startLocalStack(config: LocalConfig): Promise<LocalStack> {
   mkdirSync(config.dataDir, { recursive: true });
-  const dynamo = await startDynalite(config.memory ? undefined : join(config.dataDir, 'dynamodb'));
+  const containment = config.containment ?? detectContainment();
+  const programDir = await buildSandboxProgram();
+  const dynamo = await startDynalite(config.memory ? undefined : join(config.dataDir, 'dynamodb'), join(config.dataDir, 'dynamodb.sock'));
   useLocalTables(dynamo.endpoint);
   await createTables(dynamo.endpoint);
   // Lets `npm run keys` reach this dynalite while it holds the database open.
@@ -57,17 +71,22 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     },
     sandboxes: config.sandboxes,
     specsFile: config.specsFile,
+    containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });
   const devKey = await ensureDevKey(services, config.dataDir);
+  // No process of this server runs yet: every live record is a sandbox that died with the last one.
+  const reconciled = await services.sandboxHousekeeping.reconcileLost('The sandbox process ended with the local server (it stopped without pausing it)');
   const gateway = await startGateway({ services, port: config.port, host: config.host });
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
+  // Held to the sweeper function's declaration and adapters, as on AWS.
+  const sweeperServices = services.forFunction(sweeperFunction.id, sweeperFunction, awsSweeper.wiring.adapters);
   // The sweeper, as the scheduled function does on AWS. unref: it never keeps the process alive.
   let sweeping = false;
   const sweeper = setInterval(() => {
     if (sweeping) return;
     sweeping = true;
-    Promise.all([services.sandboxes.sweep(), services.conversations.sweepStartTasks(new Date(), startTaskTimeout)])
+    sweepAll(sweeperServices, new Date(), startTaskTimeout)
       .catch((err: unknown) => logger.error('Local sweep failed', { error: err as Error }))
       .finally(() => (sweeping = false));
   }, config.sweepIntervalMs ?? 30_000);
@@ -76,12 +95,14 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     url: gateway.url,
     devKey,
     dynamoEndpoint: dynamo.endpoint,
+    containment,
+    reconciled,
     services,
     sandboxRuntime: services.sandboxRuntime,
     close: async () => {
       clearInterval(sweeper);
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
-      await services.sandboxes.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
+      await services.sandboxHousekeeping.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
         logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }),
       );
       await services.sandboxRuntime.stopAll();

@@ -39,6 +39,11 @@ export const messageEventSchema = z.object({
   activated_microagents: z.array(z.string()).optional(),
 });
 
+/** How risky the model judged an action (with the LLM security analyzer); UNKNOWN when it did not say. */
+export const securityRisks = ['UNKNOWN', 'LOW', 'MEDIUM', 'HIGH'] as const;
+export const securityRiskSchema = z.enum(securityRisks);
+export type SecurityRisk = z.infer<typeof securityRiskSchema>;
+
 export const actionEventSchema = z.object({
   ...base,
   kind: z.literal('ActionEvent'),
@@ -46,6 +51,13 @@ export const actionEventSchema = z.object({
   action: kinded,
   tool_name: z.string(),
   tool_call_id: z.string(),
+  // What the OpenHands web UI reads besides the above (optional: older sandboxes do not send them).
+  /** The call as the model made it: `{id, type: "function", function: {name, arguments}}` (arguments as JSON text). */
+  tool_call: z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }).optional(),
+  llm_response_id: z.string().nullable().optional(),
+  security_risk: securityRiskSchema.optional(),
+  reasoning_content: z.string().nullable().optional(),
+  thinking_blocks: z.array(z.unknown()).optional(),
 });
 
 export const observationEventSchema = z.object({
@@ -90,14 +102,31 @@ export const conversationStateUpdateEventSchema = z.object({
   value: z.unknown(),
 });
 
+/** Part of the history was summarized for the model (the events stay; the model sees the summary instead). */
+export const condensationEventSchema = z.object({
+  ...base,
+  kind: z.literal('CondensationEvent'),
+  forgotten_event_ids: z.array(z.string()),
+  summary: z.string().nullable(),
+  /** Where the summary sits in what the model sees (after the kept first messages). */
+  summary_offset: z.number().int().nullable(),
+});
+
 export const pauseEventSchema = z.object({ ...base, kind: z.literal('PauseEvent') });
 
 export const systemPromptEventSchema = z.object({
   ...base,
   kind: z.literal('SystemPromptEvent'),
   system_prompt: textContentSchema,
-  /** The tools offered to the model: name and description. */
-  tools: z.array(z.object({ name: z.string(), description: z.string() })),
+  /** The tools offered to the model: name and description, and the OpenAI function form OpenHands clients read. */
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      description: z.string(),
+      type: z.literal('function').optional(),
+      function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }).optional(),
+    }),
+  ),
 });
 
 export const agentEventSchema = z.discriminatedUnion('kind', [
@@ -110,6 +139,7 @@ export const agentEventSchema = z.discriminatedUnion('kind', [
   conversationStateUpdateEventSchema,
   pauseEventSchema,
   systemPromptEventSchema,
+  condensationEventSchema,
 ]);
 export type AgentEvent = z.infer<typeof agentEventSchema>;
 export type AgentEventKind = AgentEvent['kind'];

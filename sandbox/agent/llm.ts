@@ -1,7 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel } from 'ai';
+import { APICallError, RetryError, type LanguageModel } from 'ai';
 import type { Metrics } from '#sandbox/agent/events.ts';
 
 export interface LlmConfig {
@@ -135,4 +135,82 @@ export class MetricsCounter {
   snapshot(): Metrics {
     return { ...this.#value };
   }
+}
+
+// --- failures: which to retry, how long to wait, what to tell the user ---------------------------
+
+export interface RetryPolicy {
+  /** Retries after the first attempt (default 4). */
+  maxRetries: number;
+  /** First back-off; doubled on each retry (default 1 s). */
+  baseDelayMs: number;
+  /** No wait is longer than this, a Retry-After header included (default 60 s). */
+  maxDelayMs: number;
+}
+
+const RETRY_STATUSES = new Set([408, 409, 425, 429]);
+
+/** The status of an HTTP failure from the provider, if it was one. */
+export function llmStatus(err: unknown): number | undefined {
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  return APICallError.isInstance(e) ? e.statusCode : undefined;
+}
+
+/** A request too large for the model's context window (each provider words it its own way). */
+export function isContextWindowError(err: unknown): boolean {
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  if (!APICallError.isInstance(e)) return false;
+  const text = `${e.message} ${e.responseBody ?? ''}`;
+  return (e.statusCode === 400 || e.statusCode === 413 || e.statusCode === undefined) && /context[_ ]length|context window|maximum context|too many tokens|prompt is too long|input is too long|reduce the length/i.test(text);
+}
+
+/**
+ * How long to wait before trying a failed call again, or null when retrying cannot help (a 401, a
+ * bad request): 429, 408, 5xx, time-outs and dropped connections are retried with exponential
+ * back-off, or after the provider's `retry-after-ms` / `retry-after` (seconds or a date), capped.
+ */
+export function retryDelayMs(err: unknown, attempt: number, policy: RetryPolicy, timedOut: boolean): number | null {
+  const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  if (timedOut) return backoff;
+  const e = RetryError.isInstance(err) ? err.lastError : err;
+  if (APICallError.isInstance(e)) {
+    const status = e.statusCode;
+    if (status !== undefined && !RETRY_STATUSES.has(status) && status < 500) return null;
+    const headers = Object.fromEntries(Object.entries(e.responseHeaders ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    const ms = Number(headers['retry-after-ms']);
+    if (headers['retry-after-ms'] && Number.isFinite(ms)) return Math.min(policy.maxDelayMs, Math.max(0, ms));
+    const after = headers['retry-after'];
+    if (after) {
+      const seconds = Number(after);
+      const wait = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(after) - Date.now();
+      if (Number.isFinite(wait)) return Math.min(policy.maxDelayMs, Math.max(0, wait));
+    }
+    return backoff;
+  }
+  // No HTTP answer at all: a refused or dropped connection, a reset, a body cut short.
+  const message = String((e as Error)?.message ?? e);
+  return /fetch failed|ECONNRESET|ECONNREFUSED|socket|terminated|network|EPIPE|ETIMEDOUT|other side closed/i.test(message) ? backoff : null;
+}
+
+/** A sentence a person can act on, from whatever the AI SDK threw. */
+export function describeLlmError(err: unknown, model: string, attempts = 1): string {
+  let e = err;
+  let tries = attempts > 1 ? ` after ${attempts} attempts` : '';
+  if (RetryError.isInstance(e)) {
+    tries = ` after ${e.errors.length} attempts`;
+    e = e.lastError;
+  }
+  if (APICallError.isInstance(e)) {
+    const status = e.statusCode;
+    const hint =
+      status === 401 || status === 403
+        ? ' Check llm_api_key.'
+        : status === 429
+          ? ' The provider is rate-limiting or the quota is used up.'
+          : status === undefined
+            ? ` Check that llm_base_url (${e.url}) is reachable.`
+            : '';
+    return `LLM request for ${model} failed${tries}${status ? ` (HTTP ${status})` : ''}: ${e.message}.${hint}`;
+  }
+  return `LLM request for ${model} failed${tries}: ${(e as Error)?.message ?? String(e)}`;
 }

@@ -1,3 +1,5 @@
+import { secretForms } from '#sandbox/secret-forms.ts';
+
 export const SECRET_MASK = '<secret hidden>';
 
 /** Secrets shorter than this are left alone: masking "ab" would garble every text that contains it. */
@@ -8,10 +10,11 @@ const STRUCTURAL = new Set(['kind', 'id', 'timestamp', 'source', 'action_id', 't
 
 /**
  * Replaces every occurrence of the given secret values in the strings of a value (at any depth) with
- * `<secret hidden>`. Longest values first, so a secret that contains another is masked whole.
+ * `<secret hidden>`, in every form `secretForms` lists. Longest values first, so a secret that contains another is masked whole.
  */
 export function secretMasker(values: Iterable<string>): <T>(value: T) => T {
-  const secrets = [...new Set(values)].filter((v) => v.length >= MIN_MASKED_LENGTH).sort((a, b) => b.length - a.length);
+  // Each value also in its URL-encoded and base64 forms (a Basic auth header, a token in a URL).
+  const secrets = [...new Set([...values].flatMap(secretForms))].filter((v) => v.length >= MIN_MASKED_LENGTH).sort((a, b) => b.length - a.length);
   if (!secrets.length) return (v) => v;
   const maskText = (s: string) => {
     for (const secret of secrets) if (s.includes(secret)) s = s.split(secret).join(SECRET_MASK);

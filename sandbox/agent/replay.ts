@@ -52,7 +52,9 @@ function fromV1(e: Obj): ReplayStep | null {
   if (e.kind === 'ActionEvent' && isObj(e.action) && typeof e.tool_name === 'string') {
     const { kind, ...rest } = e.action;
     if (kind === 'FinishAction') return null;
-    const args = kind === 'MCPToolAction' && isObj(rest.data) ? rest.data : rest;
+    // Actions carry every argument, unset ones as null (OpenHands' shape); the tools want them absent.
+    const all = kind === 'MCPToolAction' && isObj(rest.data) ? rest.data : rest;
+    const args = Object.fromEntries(Object.entries(all).filter(([, v]) => v !== null));
     return { type: 'action', toolName: e.tool_name, args };
   }
   if (e.kind === 'MessageEvent' && isObj(e.llm_message)) {

@@ -1,32 +1,48 @@
-import { APICallError, generateText, jsonSchema, RetryError, tool, type LanguageModel, type ModelMessage, type ToolSet, type UserContent } from 'ai';
+import { generateText, type LanguageModel, type ToolSet } from 'ai';
 import type { McpConfig } from '#shared/settings/model.ts';
-import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics } from '#sandbox/agent/events.ts';
-import { LlmConfigError, MetricsCounter, resolveModel, type LlmConfig } from '#sandbox/agent/llm.ts';
+import { applyCondensation, DEFAULT_CONDENSER_MAX_SIZE, planCondensation, summarize } from '#sandbox/agent/condenser.ts';
+import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics, type SecurityRisk } from '#sandbox/agent/events.ts';
+import { AgentStateError, toolResult, toUserContent, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
+import { callResiliently } from '#sandbox/agent/llm-call.ts';
+import { describeLlmError, LlmConfigError, MetricsCounter, resolveModel, type LlmConfig, type RetryPolicy } from '#sandbox/agent/llm.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { McpHub } from '#sandbox/agent/mcp.ts';
-import { readState, reviveImages, writeState, type SavedState } from '#sandbox/agent/state-file.ts';
 import { loadMicroagents, triggered, type Microagent } from '#sandbox/agent/microagents.ts';
+import { buildSystemPrompt } from '#sandbox/agent/prompt.ts';
 import { parseTrajectory, TrajectoryError, type ReplayStep } from '#sandbox/agent/replay.ts';
-import { ShellRunner } from '#sandbox/agent/tools/bash.ts';
+import { readState, writeState, type LoopState } from '#sandbox/agent/state-file.ts';
+import { assembleTools, commandEnvironment, needsConfirmation, PLAN_FILE, splitRisk, type AgentKind } from '#sandbox/agent/toolbox.ts';
 import { FileEditor } from '#sandbox/agent/tools/editor.ts';
-import { builtinTools, mcpAgentTool, type AgentTool, type ToolOutcome } from '#sandbox/agent/tools/toolset.ts';
+import { Terminal } from '#sandbox/agent/tools/terminal.ts';
+import type { AgentTool, ToolOutcome } from '#sandbox/agent/tools/toolset.ts';
+
+export { AgentStateError } from '#sandbox/agent/history.ts';
 
 export interface AgentSessionOptions {
   conversationId: string;
   /** The directory the agent works in; commands run there and file paths are confined to it. */
   workspaceDir: string;
-  llm: LlmConfig & {
-    /** Per model call, retries included (default 120 s). */
-    timeoutMs?: number;
-    /** Retries of a failed call (429, 5xx, network) with exponential back-off (default 2). */
-    maxRetries?: number;
-  };
+  llm: LlmConfig &
+    Partial<RetryPolicy> & {
+      /** Per attempt of a model call (default 120 s). */
+      timeoutMs?: number;
+    };
+  /** `CodeActAgent` (default: shell, editor, web, MCP) or `PlanningAgent` (reads, writes PLAN.md only). */
+  agent?: AgentKind;
   /** Model calls per task (a task starts with each user message); null: the default, 100. */
   maxIterations?: number | null;
   /** US dollars; the loop stops once the conversation's accumulated cost reaches it. null: no limit. */
   maxBudgetPerTask?: number | null;
-  /** Ask before each action (think and finish excepted). */
+  /** Ask before actions: every one (think and finish excepted), or with an analyzer only HIGH and UNKNOWN risks. */
   confirmationMode?: boolean;
+  /** `llm`: the model rates every action's risk (`security_risk`); null: no analyzer. */
+  securityAnalyzer?: 'llm' | null;
+  /** The LLM-summarizing condenser: on by default, at 120 messages. */
+  condenser?: { enabled: boolean; maxSize?: number | null };
+  /** Web search (Tavily) and fetch, with `search_api_key`. */
+  search?: { apiKey: string; baseUrl?: string | null } | null;
+  /** The language the agent writes to the user in (`language` of the settings). */
+  language?: string | null;
   /** Added to the system prompt: conversation_instructions, repository and microagent context. */
   instructions?: string;
   mcpConfig?: McpConfig | null;
@@ -35,9 +51,12 @@ export interface AgentSessionOptions {
   gitIdentity?: { name: string; email: string } | null;
   /** Receives events in order; awaited, so a slow receiver slows the agent instead of losing events. */
   emit: (events: AgentEvent[]) => Promise<void>;
-  /** Defaults: 120 s per command (the model may ask for up to 600 s), 30,000 characters of output. */
+  /** A command without its own `timeout` returns after this long at most, still running (default 120 s). */
   commandTimeoutMs?: number;
+  /** The longest `timeout` a command may ask for (default 600 s). */
   maxCommandTimeoutMs?: number;
+  /** A command with no new output for this long returns, still running (default 30 s, as OpenHands). */
+  noChangeTimeoutMs?: number;
   maxOutputChars?: number;
   /** The same action with the same result this many times in a row means the agent is stuck (default 4). */
   stuckThreshold?: number;
@@ -52,9 +71,6 @@ export interface AgentSessionOptions {
    */
   stateFile?: string;
 }
-
-/** A call that does not fit the session's state (e.g. a confirmation when nothing waits for one). */
-export class AgentStateError extends Error {}
 
 export interface UserMessage {
   content: Content[];
@@ -71,9 +87,8 @@ interface PendingAction {
 const DEFAULT_MAX_ITERATIONS = 100;
 const MCP_CONNECT_TIMEOUT_MS = 30_000;
 const MCP_CALL_TIMEOUT_MS = 300_000;
-// Variables of the sandbox program's own environment that commands may see; nothing else leaks
-// (the program's environment holds its session key for the control plane).
-const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ'];
+/** Forced condensations per model call when the context overflows, before giving up. */
+const MAX_FORCED_CONDENSATIONS = 3;
 
 /**
  * One conversation with the coding agent: the LLM tool loop, its tools, its state and its events.
@@ -95,23 +110,18 @@ export class AgentSession {
   readonly #events = new EventFactory();
   readonly #mask: <T>(v: T) => T;
   readonly #metrics: MetricsCounter;
-  readonly #shell = new ShellRunner();
-  readonly #history: ModelMessage[] = [];
-  /** User messages that arrived while a step was under way; they join the history between steps. */
-  readonly #inbox: ModelMessage[] = [];
+  readonly #terminal: Terminal;
+  readonly #s: Omit<LoopState, 'metrics' | 'pending'> = { status: 'idle', history: [], inbox: [], invalidResults: [], iterations: 0, recent: [] };
+  #pending: PendingAction[] = [];
   #tools = new Map<string, AgentTool>();
   #toolSet: ToolSet = {};
   #systemPrompt = '';
   #model: LanguageModel | null = null;
   #modelError: string | null = null;
   #mcp: McpHub | null = null;
-  #status: ExecutionStatus = 'idle';
-  #pending: PendingAction[] = [];
   #loop: Promise<void> | null = null;
   #pauseRequested = false;
   #llmAbort: AbortController | null = null;
-  #iterations = 0;
-  #recent: string[] = [];
   #microagents: Microagent[] = [];
   #started = false;
   #emitting: Promise<void> = Promise.resolve();
@@ -120,12 +130,20 @@ export class AgentSession {
   constructor(options: AgentSessionOptions) {
     this.#o = options;
     this.conversationId = options.conversationId;
-    this.#mask = secretMasker([...Object.values(options.secrets ?? {}), ...(options.llm.apiKey ? [options.llm.apiKey] : [])]);
+    this.#mask = secretMasker([...Object.values(options.secrets ?? {}), ...(options.llm.apiKey ? [options.llm.apiKey] : []), ...(options.search?.apiKey ? [options.search.apiKey] : [])]);
     this.#metrics = new MetricsCounter(options.llm, options.maxBudgetPerTask ?? null);
+    this.#terminal = new Terminal({
+      cwd: options.workspaceDir,
+      env: () => commandEnvironment(options),
+      maxOutputChars: options.maxOutputChars ?? 30_000,
+      noChangeTimeoutMs: options.noChangeTimeoutMs ?? 30_000,
+      hardTimeoutMs: options.commandTimeoutMs ?? 120_000,
+      maxTimeoutMs: options.maxCommandTimeoutMs ?? 600_000,
+    });
   }
 
   get status(): ExecutionStatus {
-    return this.#status;
+    return this.#s.status;
   }
 
   get metrics(): Metrics {
@@ -136,7 +154,7 @@ export class AgentSession {
   async start(): Promise<void> {
     if (this.#started) throw new AgentStateError('The session is already started.');
     this.#started = true;
-    let saved: SavedState | null = null;
+    let saved: LoopState | null = null;
     const startErrors: AgentEvent[] = [];
     try {
       saved = this.#o.stateFile ? readState(this.#o.stateFile) : null;
@@ -150,56 +168,61 @@ export class AgentSession {
       if (!(err instanceof LlmConfigError)) throw err;
       this.#modelError = err.message;
     }
-    const builtin = builtinTools({
-      workspaceDir: this.#o.workspaceDir,
-      shell: this.#shell,
-      editor: new FileEditor(this.#o.workspaceDir),
-      commandEnv: () => this.#commandEnv(),
-      commandTimeoutMs: this.#o.commandTimeoutMs ?? 120_000,
-      maxCommandTimeoutMs: this.#o.maxCommandTimeoutMs ?? 600_000,
-      maxOutputChars: this.#o.maxOutputChars ?? 30_000,
-    });
-    if (this.#o.mcpConfig) {
+    const agent = this.#o.agent ?? 'CodeActAgent';
+    if (this.#o.mcpConfig && agent !== 'PlanningAgent') {
       this.#mcp = await McpHub.connect(this.#o.mcpConfig, {
         cwd: this.#o.workspaceDir,
-        reservedNames: builtin.map((t) => t.name),
+        reservedNames: ['execute_bash', 'str_replace_editor', 'think', 'finish', ...(this.#o.search ? ['web_search', 'fetch'] : [])],
         connectTimeoutMs: MCP_CONNECT_TIMEOUT_MS,
         onServerError: (server, message) =>
           startErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `MCP server ${server} is unavailable: ${message}`, tool_name: null, tool_call_id: null })),
       });
     }
-    const all = [...builtin, ...(this.#mcp?.tools.map((t) => mcpAgentTool(t, MCP_CALL_TIMEOUT_MS)) ?? [])];
-    this.#tools = new Map(all.map((t) => [t.name, t]));
-    this.#toolSet = Object.fromEntries(
-      all.map((t) => [t.name, tool({ description: t.description, inputSchema: 'jsonSchema' in t.input ? jsonSchema(t.input.jsonSchema) : t.input })]),
-    );
-    this.#systemPrompt = this.#buildSystemPrompt();
-    await this.#emit(
-      this.#event('SystemPromptEvent', 'agent', { system_prompt: { type: 'text', text: this.#systemPrompt }, tools: all.map((t) => ({ name: t.name, description: t.description })) }),
-      ...startErrors,
-    );
+    const toolbox = assembleTools({
+      agent,
+      workspaceDir: this.#o.workspaceDir,
+      terminal: this.#terminal,
+      editor: new FileEditor(this.#o.workspaceDir),
+      securityAnalyzer: this.#analyzer,
+      web: this.#o.search ? { apiKey: this.#o.search.apiKey, baseUrl: this.#o.search.baseUrl } : null,
+      mcp: this.#mcp,
+      mcpCallTimeoutMs: MCP_CALL_TIMEOUT_MS,
+      hardTimeoutMs: this.#o.commandTimeoutMs ?? 120_000,
+      maxCommandTimeoutMs: this.#o.maxCommandTimeoutMs ?? 600_000,
+      noChangeTimeoutMs: this.#o.noChangeTimeoutMs ?? 30_000,
+    });
+    this.#tools = toolbox.tools;
+    this.#toolSet = toolbox.toolSet;
+    this.#systemPrompt = buildSystemPrompt({
+      workspaceDir: this.#o.workspaceDir,
+      secretNames: Object.keys(this.#o.secrets ?? {}),
+      microagents: this.#microagents.filter((a) => !a.triggers.length),
+      instructions: this.#o.instructions,
+      language: this.#o.language,
+      planFile: agent === 'PlanningAgent' ? PLAN_FILE : undefined,
+      securityAnalyzer: this.#analyzer,
+    });
+    await this.#emit(this.#event('SystemPromptEvent', 'agent', { system_prompt: { type: 'text', text: this.#systemPrompt }, tools: toolbox.specs }), ...startErrors);
     if (saved) this.#restore(saved);
     if (this.#modelError) await this.#fail(this.#modelError);
-    else if (saved) await this.#setStatus(this.#status, true);
+    else if (saved) await this.#setStatus(this.#s.status, true);
     else await this.#setStatus('idle');
   }
 
   /** Records a user message (text and images) and, with `run`, starts the loop; resolves when it stops. */
   async sendMessage(message: UserMessage): Promise<void> {
-    this.#assertOpen();
-    if (!this.#started) throw new AgentStateError('Call start() first.');
+    this.#assertStarted();
     const content = toUserContent(message.content);
     const text = message.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
     const activated = triggered(this.#microagents, text);
     for (const a of activated) content.push({ type: 'text', text: `<EXTRA_INFO>\nThe following information comes from the repository microagent "${a.name}", triggered by a keyword of this message:\n${a.content}\n</EXTRA_INFO>` });
-    await this.#emit(
-      this.#event('MessageEvent', 'user', { llm_message: { role: 'user', content: message.content }, ...(activated.length ? { activated_microagents: activated.map((a) => a.name) } : {}) }),
-    );
-    this.#inbox.push({ role: 'user', content });
-    this.#iterations = 0;
-    this.#recent = [];
+    const event = this.#event('MessageEvent', 'user', { llm_message: { role: 'user', content: message.content }, ...(activated.length ? { activated_microagents: activated.map((a) => a.name) } : {}) });
+    await this.#emit(event);
+    this.#s.inbox.push({ message: { role: 'user', content }, eventIds: [event.id] });
+    this.#s.iterations = 0;
+    this.#s.recent = [];
     this.#save();
-    if (this.#status === 'finished' || this.#status === 'stuck' || this.#status === 'error') await this.#setStatus('idle');
+    if (this.#s.status === 'finished' || this.#s.status === 'stuck' || this.#s.status === 'error') await this.#setStatus('idle');
     if (message.run) await this.run();
   }
 
@@ -208,13 +231,12 @@ export class AgentSession {
    * for confirmation it only restores that state; a finished or stuck agent waits for a new message.
    */
   run(): Promise<void> {
-    this.#assertOpen();
-    if (!this.#started) throw new AgentStateError('Call start() first.');
+    this.#assertStarted();
     if (this.#loop) return this.#loop;
     if (this.#pending.length) {
-      return this.#status === 'paused' ? this.#setStatus('waiting_for_confirmation') : Promise.resolve();
+      return this.#s.status === 'paused' ? this.#setStatus('waiting_for_confirmation') : Promise.resolve();
     }
-    if ((this.#status === 'finished' || this.#status === 'stuck') && !this.#inbox.length) return Promise.resolve();
+    if ((this.#s.status === 'finished' || this.#s.status === 'stuck') && !this.#s.inbox.length) return Promise.resolve();
     return this.#startLoop(() => this.#step());
   }
 
@@ -229,7 +251,7 @@ export class AgentSession {
       this.#pauseRequested = true;
       this.#llmAbort?.abort();
       await this.#loop;
-    } else if (this.#status === 'idle' || this.#status === 'waiting_for_confirmation') {
+    } else if (this.#s.status === 'idle' || this.#s.status === 'waiting_for_confirmation') {
       await this.#setStatus('paused');
     }
   }
@@ -243,15 +265,15 @@ export class AgentSession {
     return this.#startLoop(async () => {
       if (decision.accept) return this.#execute(pending);
       const reason = decision.reason?.trim() || 'The user rejected this action.';
-      const results = this.#invalidResults;
-      this.#invalidResults = [];
+      const results = this.#takeInvalidResults();
+      const ids: string[] = [];
       for (const p of pending) {
-        await this.#emit(
-          this.#event('UserRejectObservation', 'user', { action_id: p.event.id, tool_name: p.event.tool_name, tool_call_id: p.event.tool_call_id, rejection_reason: reason }),
-        );
+        const rejected = this.#event('UserRejectObservation', 'user', { action_id: p.event.id, tool_name: p.event.tool_name, tool_call_id: p.event.tool_call_id, rejection_reason: reason });
+        await this.#emit(rejected);
+        ids.push(rejected.id);
         results.push(toolResult(p.event, `The user rejected this action: ${reason}`));
       }
-      this.#history.push({ role: 'tool', content: results });
+      this.#s.history.push({ message: { role: 'tool', content: results }, eventIds: ids });
       return 'continue';
     });
   }
@@ -263,8 +285,7 @@ export class AgentSession {
    * AgentErrorEvent and status `error`.
    */
   async replay(trajectory: unknown, options: { run?: boolean } = {}): Promise<void> {
-    this.#assertOpen();
-    if (!this.#started) throw new AgentStateError('Call start() first.');
+    this.#assertStarted();
     if (this.#loop || this.#pending.length) throw new AgentStateError('The agent is running or waiting for a confirmation; a replay needs it stopped.');
     let steps: ReplayStep[];
     try {
@@ -279,36 +300,40 @@ export class AgentSession {
         if (this.#pauseRequested) return 'stop';
         if (step.type === 'message') {
           const content: Content[] = [{ type: 'text', text: step.text }, ...(step.imageUrls.length ? [{ type: 'image' as const, image_urls: step.imageUrls }] : [])];
-          await this.#emit(this.#event('MessageEvent', step.role === 'user' ? 'user' : 'agent', { llm_message: { role: step.role, content } }));
-          this.#history.push(step.role === 'user' ? { role: 'user', content: toUserContent(content) } : { role: 'assistant', content: step.text });
+          const event = this.#event('MessageEvent', step.role === 'user' ? 'user' : 'agent', { llm_message: { role: step.role, content } });
+          await this.#emit(event);
+          this.#s.history.push({ message: step.role === 'user' ? { role: 'user', content: toUserContent(content) } : { role: 'assistant', content: step.text }, eventIds: [event.id] });
           continue;
         }
         const call = { toolCallId: `replay_${++n}`, toolName: step.toolName, input: step.args };
-        const event = this.#actionEvent(call, []);
+        const event = this.#actionEvent(call, [], 'UNKNOWN', null);
         await this.#emit(event);
-        this.#history.push({ role: 'assistant', content: [{ type: 'tool-call', ...call }] });
+        this.#s.history.push({ message: { role: 'assistant', content: [{ type: 'tool-call', ...call }] }, eventIds: [event.id] });
         await this.#execute([{ event, tool: this.#tools.get(step.toolName), args: step.args }], { detectStuck: false });
       }
       return 'stop';
     });
-    if (this.#status === 'running') await this.#setStatus('idle');
-    if (options.run && this.#status === 'idle') await this.run();
+    if (this.#s.status === 'running') await this.#setStatus('idle');
+    if (options.run && this.#s.status === 'idle') await this.run();
   }
 
-  /** Stops everything: the loop, commands still running in the background, MCP servers. */
+  /** Stops everything: the loop, the shell and what it still runs, MCP servers. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#pauseRequested = true;
     this.#llmAbort?.abort();
     this.#closed = true;
-    this.#shell.killAll();
+    await this.#terminal.close();
     await this.#loop?.catch(() => undefined);
-    this.#shell.killAll();
     await this.#mcp?.close();
     await this.#emitting;
   }
 
   // --- the loop ------------------------------------------------------------------------------------
+
+  get #analyzer(): boolean {
+    return this.#o.securityAnalyzer === 'llm';
+  }
 
   /**
    * Runs `first` (one step of work) then model steps until one says stop. Every way out leaves a
@@ -325,7 +350,7 @@ export class AgentSession {
           if (this.#pauseRequested) break;
           next = () => this.#step();
         }
-        if (this.#pauseRequested && !this.#closed && this.#status === 'running') await this.#setStatus('paused');
+        if (this.#pauseRequested && !this.#closed && this.#s.status === 'running') await this.#setStatus('paused');
       } catch (err) {
         await this.#fail(`The agent failed: ${(err as Error).message}`);
       } finally {
@@ -336,16 +361,16 @@ export class AgentSession {
     return loop;
   }
 
-  /** One iteration: limits, one model call, then its actions (or a stop for confirmation). */
+  /** One iteration: limits, condensation, one model call, then its actions (or a stop for confirmation). */
   async #step(): Promise<'continue' | 'stop'> {
     if (this.#pauseRequested) return 'stop';
-    if (this.#inbox.length) this.#history.push(...this.#inbox.splice(0));
+    if (this.#s.inbox.length) this.#s.history.push(...this.#s.inbox.splice(0));
     if (!this.#model) {
       await this.#fail(this.#modelError ?? 'No model is configured.');
       return 'stop';
     }
     const maxIterations = this.#o.maxIterations ?? DEFAULT_MAX_ITERATIONS;
-    if (this.#iterations >= maxIterations) {
+    if (this.#s.iterations >= maxIterations) {
       return this.#stopForLimit('MaxIterationsReached', `The agent stopped: it reached the maximum number of iterations (max_iterations = ${maxIterations}). Send a message to continue.`);
     }
     const budget = this.#o.maxBudgetPerTask;
@@ -355,22 +380,20 @@ export class AgentSession {
         `The agent stopped: the conversation has cost $${this.#metrics.cost.toFixed(4)}, which reaches the budget (max_budget_per_task = $${budget}).`,
       );
     }
-    this.#iterations += 1;
+    if (this.#o.condenser?.enabled !== false) await this.#condense(false);
+    this.#s.iterations += 1;
     const result = await this.#callModel(this.#model);
     if (result === 'paused' || result === 'failed') return 'stop';
 
     const text = result.text.trim();
     const calls = result.toolCalls;
     if (!calls.length) {
-      this.#history.push({ role: 'assistant', content: result.text });
-      if (text) await this.#emit(this.#event('MessageEvent', 'agent', { llm_message: { role: 'assistant', content: [{ type: 'text', text }] } }));
+      const event = text ? this.#event('MessageEvent', 'agent', { llm_message: { role: 'assistant', content: [{ type: 'text', text }] } }) : null;
+      this.#s.history.push({ message: { role: 'assistant', content: result.text }, eventIds: event ? [event.id] : [] });
+      if (event) await this.#emit(event);
       await this.#setStatus('finished');
       return 'stop';
     }
-    this.#history.push({
-      role: 'assistant',
-      content: [...(text ? [{ type: 'text' as const, text }] : []), ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input }))],
-    });
 
     const pending: PendingAction[] = [];
     const invalid: { toolCallId: string; toolName: string; message: string }[] = [];
@@ -379,25 +402,38 @@ export class AgentSession {
         invalid.push({ toolCallId: c.toolCallId, toolName: c.toolName, message: (c.error as Error | undefined)?.message ?? 'invalid tool call' });
         continue;
       }
-      const event = this.#actionEvent(c, i === 0 && text ? [{ type: 'text', text }] : []);
-      pending.push({ event, tool: this.#tools.get(c.toolName), args: c.input as Record<string, unknown> });
+      const { risk, args } = splitRisk(c.input);
+      const event = this.#actionEvent({ ...c, input: args }, i === 0 && text ? [{ type: 'text', text }] : [], risk, result.response.id ?? null);
+      pending.push({ event, tool: this.#tools.get(c.toolName), args });
     }
-    const invalidResults = [];
+    this.#s.history.push({
+      message: {
+        role: 'assistant',
+        content: [...(text ? [{ type: 'text' as const, text }] : []), ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input }))],
+      },
+      eventIds: pending.map((p) => p.event.id),
+    });
+    const invalidResults: ToolResultPart[] = [];
     for (const bad of invalid) {
       const error = this.#tools.has(bad.toolName)
-        ? `Invalid arguments for tool ${bad.toolName}: ${bad.message}`
+        ? `Invalid arguments for tool ${bad.toolName}: ${bad.message}. Call it again with arguments that fit its schema.`
         : `Tool "${bad.toolName}" does not exist. Available tools: ${[...this.#tools.keys()].join(', ')}.`;
       await this.#emit(this.#event('AgentErrorEvent', 'agent', { error, tool_name: bad.toolName, tool_call_id: bad.toolCallId }));
-      invalidResults.push({ type: 'tool-result' as const, toolCallId: bad.toolCallId, toolName: bad.toolName, output: { type: 'text' as const, value: `ERROR: ${error}` } });
+      invalidResults.push(toolResult({ tool_call_id: bad.toolCallId, tool_name: bad.toolName }, `ERROR: ${error}`));
     }
     await this.#emit(...pending.map((p) => p.event));
     if (!pending.length) {
-      this.#history.push({ role: 'tool', content: invalidResults });
+      this.#s.history.push({ message: { role: 'tool', content: invalidResults }, eventIds: [] });
       return 'continue';
     }
-    this.#invalidResults = invalidResults;
-    const needsConfirmation = this.#o.confirmationMode && pending.some((p) => p.tool && p.tool.name !== 'think' && p.tool.name !== 'finish');
-    if (needsConfirmation) {
+    this.#s.invalidResults = invalidResults;
+    const wait =
+      this.#o.confirmationMode &&
+      needsConfirmation(
+        pending.map((p) => ({ toolName: p.event.tool_name, risk: p.event.security_risk ?? 'UNKNOWN', known: Boolean(p.tool) })),
+        this.#analyzer,
+      );
+    if (wait) {
       this.#pending = pending;
       await this.#setStatus('waiting_for_confirmation');
       return 'stop';
@@ -405,52 +441,89 @@ export class AgentSession {
     return this.#execute(pending);
   }
 
-  /** Results for invalid calls of the step whose actions are pending: they join those actions' results. */
-  #invalidResults: Extract<ModelMessage, { role: 'tool' }>['content'] = [];
+  #takeInvalidResults(): ToolResultPart[] {
+    const results = this.#s.invalidResults;
+    this.#s.invalidResults = [];
+    return results;
+  }
 
+  /**
+   * One model call: retried with back-off on 429, 5xx, time-outs and dropped connections (each retry
+   * an event), and after a condensation when the context window overflows. Past the bounds: an
+   * AgentErrorEvent saying why, and status `error`.
+   */
   async #callModel(model: LanguageModel) {
     const abort = new AbortController();
     this.#llmAbort = abort;
-    const timeoutMs = this.#o.llm.timeoutMs ?? 120_000;
-    const timeout = AbortSignal.timeout(timeoutMs);
     try {
-      const result = await generateText({
-        model,
-        system: this.#systemPrompt,
-        messages: this.#history,
-        tools: this.#toolSet,
-        maxRetries: this.#o.llm.maxRetries ?? 2,
-        abortSignal: AbortSignal.any([abort.signal, timeout]),
+      const outcome = await callResiliently({
+        model: this.#o.llm.model,
+        policy: { maxRetries: this.#o.llm.maxRetries ?? 4, baseDelayMs: this.#o.llm.baseDelayMs ?? 1000, maxDelayMs: this.#o.llm.maxDelayMs ?? 60_000 },
+        timeoutMs: this.#o.llm.timeoutMs ?? 120_000,
+        pause: abort.signal,
+        attempt: (abortSignal) =>
+          generateText({ model, system: this.#systemPrompt, messages: this.#s.history.map((e) => e.message), tools: this.#toolSet, maxRetries: 0, abortSignal }),
+        shorten: () => this.#condense(true),
+        maxShortenings: MAX_FORCED_CONDENSATIONS,
+        onRetry: (value) => this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'llm_retry', value })),
       });
-      this.#metrics.add(result.usage);
-      await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }));
-      return result;
-    } catch (err) {
-      if (abort.signal.aborted && this.#pauseRequested) {
-        this.#iterations -= 1;
+      if ('paused' in outcome) {
+        this.#s.iterations -= 1;
         return 'paused' as const;
       }
-      await this.#fail(timeout.aborted ? `The LLM did not answer within ${timeoutMs / 1000} s (model ${this.#o.llm.model}).` : describeLlmError(err, this.#o.llm.model));
-      return 'failed' as const;
+      if ('error' in outcome) {
+        await this.#fail(outcome.error);
+        return 'failed' as const;
+      }
+      this.#metrics.add(outcome.result.usage);
+      await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }));
+      return outcome.result;
     } finally {
       this.#llmAbort = null;
     }
   }
 
+  /**
+   * Summarizes the middle of the history when it is longer than the condenser's size (or, with
+   * `force`, whenever it can be shortened). Returns whether the history got shorter.
+   */
+  async #condense(force: boolean): Promise<boolean> {
+    const maxSize = this.#o.condenser?.maxSize ?? DEFAULT_CONDENSER_MAX_SIZE;
+    const plan = planCondensation(this.#s.history, maxSize, force);
+    if (!plan || !this.#model) return false;
+    const forgotten = this.#s.history.slice(plan.head, plan.tailStart);
+    let summary: string;
+    try {
+      const r = await summarize(this.#model, forgotten, { abortSignal: AbortSignal.timeout(this.#o.llm.timeoutMs ?? 120_000), maxRetries: this.#o.llm.maxRetries ?? 2 });
+      this.#metrics.add(r.usage);
+      summary = r.summary || '(The summarizer returned nothing.)';
+    } catch (err) {
+      // Without a summary the history stays whole, unless it cannot fit at all.
+      await this.#emit(this.#event('AgentErrorEvent', 'environment', { error: `Condensing the history failed: ${describeLlmError(err, this.#o.llm.model)}`, tool_name: null, tool_call_id: null }));
+      if (!force) return false;
+      summary = '(Earlier events were dropped to fit the context window; no summary could be made.)';
+    }
+    this.#s.history = applyCondensation(this.#s.history, plan, summary);
+    await this.#emit(this.#event('CondensationEvent', 'environment', { forgotten_event_ids: forgotten.flatMap((e) => e.eventIds), summary, summary_offset: plan.head }));
+    this.#save();
+    return true;
+  }
+
   /** Runs actions in order, tells the model their results, and says whether the loop goes on. */
   async #execute(actions: PendingAction[], options: { detectStuck?: boolean } = {}): Promise<'continue' | 'stop'> {
-    const results = this.#invalidResults;
-    this.#invalidResults = [];
+    const results = this.#takeInvalidResults();
+    const ids: string[] = [];
     let finished = false;
     let stuck = false;
     for (const a of actions) {
       if (this.#closed) return 'stop';
-      const outcome = await this.#runAction(a);
+      const { outcome, eventId } = await this.#runAction(a);
+      ids.push(eventId);
       results.push(toolResult(a.event, this.#mask(outcome.text)));
       if (outcome.finish) finished = true;
       if (options.detectStuck !== false && this.#repeats(a, outcome)) stuck = true;
     }
-    this.#history.push({ role: 'tool', content: results });
+    this.#s.history.push({ message: { role: 'tool', content: results }, eventIds: ids });
     if (finished) {
       await this.#setStatus('finished');
       return 'stop';
@@ -464,11 +537,12 @@ export class AgentSession {
     return 'continue';
   }
 
-  async #runAction(a: PendingAction): Promise<ToolOutcome> {
+  async #runAction(a: PendingAction): Promise<{ outcome: ToolOutcome; eventId: string }> {
     const { event } = a;
-    const errorOutcome = async (error: string): Promise<ToolOutcome> => {
-      await this.#emit(this.#event('AgentErrorEvent', 'agent', { error, tool_name: event.tool_name, tool_call_id: event.tool_call_id }));
-      return { observation: { kind: 'AgentError' }, text: `ERROR: ${error}`, isError: true };
+    const errorOutcome = async (error: string) => {
+      const e = this.#event('AgentErrorEvent', 'agent', { error, tool_name: event.tool_name, tool_call_id: event.tool_call_id });
+      await this.#emit(e);
+      return { outcome: { observation: { kind: 'AgentError' }, text: `ERROR: ${error}`, isError: true }, eventId: e.id };
     };
     if (!a.tool) return errorOutcome(`Tool "${event.tool_name}" does not exist. Available tools: ${[...this.#tools.keys()].join(', ')}.`);
     let outcome: ToolOutcome;
@@ -478,16 +552,18 @@ export class AgentSession {
       const msg = err instanceof Error && err.name === 'ZodError' ? `Invalid arguments for tool ${a.tool.name}: ${err.message}` : `Tool ${a.tool.name} failed: ${(err as Error).message}`;
       return errorOutcome(msg);
     }
-    await this.#emit(this.#event('ObservationEvent', 'environment', { observation: outcome.observation, action_id: event.id, tool_name: event.tool_name, tool_call_id: event.tool_call_id }));
-    return outcome;
+    const e = this.#event('ObservationEvent', 'environment', { observation: outcome.observation, action_id: event.id, tool_name: event.tool_name, tool_call_id: event.tool_call_id });
+    await this.#emit(e);
+    return { outcome, eventId: e.id };
   }
 
   /** Whether this action and result complete a run of identical ones as long as the stuck threshold. */
   #repeats(a: PendingAction, outcome: ToolOutcome): boolean {
     const n = this.#o.stuckThreshold ?? 4;
-    this.#recent.push(JSON.stringify([a.event.tool_name, a.args, outcome.text]));
-    if (this.#recent.length > n) this.#recent.shift();
-    return this.#recent.length === n && this.#recent.every((s) => s === this.#recent[0]);
+    const recent = this.#s.recent;
+    recent.push(JSON.stringify([a.event.tool_name, a.args, outcome.text]));
+    if (recent.length > n) recent.shift();
+    return recent.length === n && recent.every((s) => s === recent[0]);
   }
 
   async #stopForLimit(code: string, detail: string): Promise<'stop'> {
@@ -498,11 +574,21 @@ export class AgentSession {
 
   // --- events and state ------------------------------------------------------------------------
 
-  #actionEvent(call: { toolCallId: string; toolName: string; input: unknown }, thought: { type: 'text'; text: string }[]): EventOf<'ActionEvent'> {
+  #actionEvent(call: { toolCallId: string; toolName: string; input: unknown }, thought: { type: 'text'; text: string }[], risk: SecurityRisk, responseId: string | null): EventOf<'ActionEvent'> {
     const args = (call.input ?? {}) as Record<string, unknown>;
     const t = this.#tools.get(call.toolName);
     const action = t ? t.action(args) : { kind: 'UnknownAction', ...args };
-    return this.#event('ActionEvent', 'agent', { thought, action, tool_name: call.toolName, tool_call_id: call.toolCallId });
+    return this.#event('ActionEvent', 'agent', {
+      thought,
+      action,
+      tool_name: call.toolName,
+      tool_call_id: call.toolCallId,
+      tool_call: { id: call.toolCallId, type: 'function', function: { name: call.toolName, arguments: JSON.stringify(args) } },
+      llm_response_id: responseId,
+      security_risk: risk,
+      reasoning_content: null,
+      thinking_blocks: [],
+    });
   }
 
   #event<K extends AgentEvent['kind']>(kind: K, source: EventSource, fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>): EventOf<K> {
@@ -521,8 +607,8 @@ export class AgentSession {
   }
 
   async #setStatus(status: ExecutionStatus, announce = false): Promise<void> {
-    if (this.#status === status && status !== 'idle' && !announce) return;
-    this.#status = status;
+    if (this.#s.status === status && status !== 'idle' && !announce) return;
+    this.#s.status = status;
     this.#save();
     await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'execution_status', value: status }));
   }
@@ -536,97 +622,26 @@ export class AgentSession {
   #save(): void {
     const file = this.#o.stateFile;
     if (!file || !this.#started) return;
-    const state: SavedState = {
-      version: 1,
-      status: this.#status,
-      history: this.#history,
-      inbox: this.#inbox,
-      pending: this.#pending.map((p) => ({ event: p.event, args: p.args })),
-      invalidResults: this.#invalidResults,
-      iterations: this.#iterations,
-      recent: this.#recent,
-      metrics: this.#metrics.snapshot(),
-    };
-    writeState(file, state);
+    writeState(file, { ...this.#s, pending: this.#pending.map((p) => ({ event: p.event, args: p.args })), metrics: this.#metrics.snapshot() });
   }
 
-  #restore(saved: SavedState): void {
-    this.#history.push(...saved.history.map(reviveImages));
-    this.#inbox.push(...saved.inbox.map(reviveImages));
-    this.#pending = saved.pending.map((p) => ({ event: p.event, args: p.args, tool: this.#tools.get(p.event.tool_name) }));
-    this.#invalidResults = saved.invalidResults;
-    this.#iterations = saved.iterations;
-    this.#recent = saved.recent;
-    this.#metrics.restore(saved.metrics);
+  #restore(saved: LoopState): void {
+    const { pending, metrics, ...rest } = saved;
+    Object.assign(this.#s, rest);
+    this.#pending = pending.map((p) => ({ event: p.event, args: p.args, tool: this.#tools.get(p.event.tool_name) }));
+    this.#metrics.restore(metrics);
     // A loop cut off by the process stopping is paused: `run()` carries on from the saved history.
-    this.#status = saved.status === 'running' ? 'paused' : saved.status;
+    if (saved.status === 'running') this.#s.status = 'paused';
+    this.#terminal.announce('[The sandbox was paused and resumed (or restarted): this is a new shell session in the workspace. Files are kept; the working directory, exported variables and background processes of the previous session are gone.]');
   }
 
   #assertOpen(): void {
     if (this.#closed) throw new AgentStateError('The conversation is closed.');
   }
 
-  #commandEnv(): Record<string, string> {
-    const env: Record<string, string> = {};
-    for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
-    Object.assign(env, { PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' }, this.#o.commandEnv);
-    const git = this.#o.gitIdentity;
-    if (git?.name) Object.assign(env, { GIT_AUTHOR_NAME: git.name, GIT_COMMITTER_NAME: git.name });
-    if (git?.email) Object.assign(env, { GIT_AUTHOR_EMAIL: git.email, GIT_COMMITTER_EMAIL: git.email });
-    Object.assign(env, this.#o.secrets);
-    return env;
+  #assertStarted(): void {
+    this.#assertOpen();
+    if (!this.#started) throw new AgentStateError('Call start() first.');
   }
 
-  #buildSystemPrompt(): string {
-    const secretNames = Object.keys(this.#o.secrets ?? {});
-    const always = this.#microagents.filter((a) => !a.triggers.length);
-    return [
-      `You are a capable software engineer working as an autonomous coding agent. Your workspace is ${this.#o.workspaceDir}; work there.`,
-      'You act only through your tools. Work in small verified steps: inspect before you change, run what you changed, and fix what fails.',
-      'When the task is done (or cannot be done), call `finish` with a short summary for the user.',
-      secretNames.length
-        ? `These environment variables hold the user's secrets: ${secretNames.join(', ')}. Use them by name (e.g. "$${secretNames[0]}"); never print their values.`
-        : '',
-      ...always.map((a) => `Repository instructions (${a.name}):\n${a.content}`),
-      this.#o.instructions?.trim() ?? '',
-    ]
-      .filter(Boolean)
-      .join('\n\n');
-  }
-}
-
-/** The model's form of a message; throws an AgentStateError for an image URL that is not a URL. */
-function toUserContent(content: Content[]): Exclude<UserContent, string> {
-  const image = (url: string) => {
-    if (!URL.canParse(url)) throw new AgentStateError(`image_urls: "${url.slice(0, 100)}" is not a URL.`);
-    return { type: 'image' as const, image: new URL(url) };
-  };
-  return content.flatMap((c): Exclude<UserContent, string> => (c.type === 'text' ? [{ type: 'text', text: c.text }] : c.image_urls.map(image)));
-}
-
-function toolResult(event: EventOf<'ActionEvent'>, text: string) {
-  return { type: 'tool-result' as const, toolCallId: event.tool_call_id, toolName: event.tool_name, output: { type: 'text' as const, value: text } };
-}
-
-/** A sentence a person can act on, from whatever the AI SDK threw. */
-export function describeLlmError(err: unknown, model: string): string {
-  let e = err;
-  let attempts = '';
-  if (RetryError.isInstance(e)) {
-    attempts = ` after ${e.errors.length} attempts`;
-    e = e.lastError;
-  }
-  if (APICallError.isInstance(e)) {
-    const status = e.statusCode;
-    const hint =
-      status === 401 || status === 403
-        ? ' Check llm_api_key.'
-        : status === 429
-          ? ' The provider is rate-limiting or the quota is used up.'
-          : status === undefined
-            ? ` Check that llm_base_url (${e.url}) is reachable.`
-            : '';
-    return `LLM request for ${model} failed${attempts}${status ? ` (HTTP ${status})` : ''}: ${e.message}.${hint}`;
-  }
-  return `LLM request for ${model} failed${attempts}: ${(e as Error)?.message ?? String(e)}`;
 }

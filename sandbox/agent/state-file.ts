@@ -2,36 +2,55 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { dirname } from 'node:path';
 import type { ModelMessage } from 'ai';
 import type { EventOf, ExecutionStatus, Metrics } from '#sandbox/agent/events.ts';
+import { reviveImages, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
 
-/** What a session needs to carry on in a new process (see `stateFile` in session.ts). */
-export interface SavedState {
-  version: 1;
+/** The loop's state that survives a process: what `stateFile` (session.ts) holds. */
+export interface LoopState {
   status: ExecutionStatus;
-  history: ModelMessage[];
-  inbox: ModelMessage[];
+  /** What the model sees, each message with the ids of the events it stands for. */
+  history: HistoryEntry[];
+  /** User messages that arrived while a step was under way; they join the history between steps. */
+  inbox: HistoryEntry[];
+  /** Actions waiting for confirmation. */
   pending: { event: EventOf<'ActionEvent'>; args: Record<string, unknown> }[];
-  invalidResults: Extract<ModelMessage, { role: 'tool' }>['content'];
+  /** Results for invalid calls of the step whose actions are pending: they join those actions' results. */
+  invalidResults: ToolResultPart[];
+  /** Model calls since the last user message. */
   iterations: number;
+  /** The last actions and results, to notice an agent stuck in a loop. */
   recent: string[];
   metrics: Metrics;
 }
 
-export function readState(file: string): SavedState | null {
-  if (!existsSync(file)) return null;
-  const state = JSON.parse(readFileSync(file, 'utf8')) as SavedState;
-  if (state.version !== 1) throw new Error(`${file}: unknown state version ${String(state.version)}`);
-  return state;
+interface SavedV1 extends Omit<LoopState, 'history' | 'inbox'> {
+  version: 1;
+  history: ModelMessage[];
+  inbox: ModelMessage[];
+}
+interface SavedV2 extends LoopState {
+  version: 2;
 }
 
-/** JSON turned the URLs of image parts into strings; the SDK reads a string as base64 data. */
-export function reviveImages(m: ModelMessage): ModelMessage {
-  if (m.role !== 'user' || typeof m.content === 'string') return m;
-  return { ...m, content: m.content.map((p) => (p.type === 'image' && typeof p.image === 'string' && URL.canParse(p.image) ? { ...p, image: new URL(p.image) } : p)) };
+const revive = (e: HistoryEntry): HistoryEntry => ({ ...e, message: reviveImages(e.message) });
+
+/** The saved state, or null when there is none; throws for a file it cannot read. */
+export function readState(file: string): LoopState | null {
+  if (!existsSync(file)) return null;
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as SavedV1 | SavedV2;
+  if (saved.version === 1) {
+    // Before condensation existed, messages had no event ids.
+    const { version: _, ...rest } = saved;
+    return { ...rest, history: saved.history.map((m) => revive({ message: m, eventIds: [] })), inbox: saved.inbox.map((m) => revive({ message: m, eventIds: [] })) };
+  }
+  if (saved.version !== 2) throw new Error(`${file}: unknown state version ${String((saved as { version: unknown }).version)}`);
+  const { version: _, ...state } = saved;
+  return { ...state, history: state.history.map(revive), inbox: state.inbox.map(revive) };
 }
 
 /** Writes atomically (temporary file, then rename): a reader never sees half a state. */
-export function writeState(file: string, state: SavedState): void {
+export function writeState(file: string, state: LoopState): void {
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(`${file}.tmp`, JSON.stringify(state));
+  const saved: SavedV2 = { version: 2, ...state };
+  writeFileSync(`${file}.tmp`, JSON.stringify(saved));
   renameSync(`${file}.tmp`, file);
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** User ids are chosen by whoever issues keys; this keeps them safe in paths, logs and keys. */
 export const userIdSchema = z

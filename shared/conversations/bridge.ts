@@ -1,6 +1,7 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import { startTaskRank, startTaskStatuses, type ConversationRecord, type ConversationReport, type StartTaskStatus } from '#shared/conversations/model.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
+import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
@@ -30,8 +31,8 @@ export class ConversationBridge {
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
     const owner = await this.sandboxes.authenticate(sandboxId, key);
     if (!owner) throw unauthorized();
-    const conversation = await this.conversations.get(conversationId);
-    if (!conversation || conversation.userId !== owner.userId || conversation.sandbox_id !== sandboxId) throw unauthorized();
+    const conversation = await this.conversations.get(owner.userId, conversationId);
+    if (!conversation || conversation.sandbox_id !== sandboxId) throw unauthorized();
     return conversation;
   }
 
@@ -40,7 +41,12 @@ export class ConversationBridge {
     const task = await this.tasks.get(conversation.start_task_id);
     const settings = await this.settings.resolve(conversation.userId);
     if (!task || !settings) throw unauthorized();
-    return buildStartConfig(conversation, task.request, settings, task.id);
+    const request = { ...task.request };
+    if (task.mcpSecretsSealed && request.mcp_config) {
+      const secrets = JSON.parse(await this.settings.openFor(conversation.userId, task.mcpSecretsSealed)) as McpSecrets;
+      request.mcp_config = unmaskMcp(request.mcp_config, secrets);
+    }
+    return buildStartConfig(conversation, request, settings, task.id);
   }
 
   async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {
@@ -52,7 +58,7 @@ export class ConversationBridge {
       if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.service.updateConversation(conversation.id, (rec) => ({
+      await this.service.updateConversation(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
@@ -66,7 +72,7 @@ export class ConversationBridge {
 
   async postEvents(sandboxId: string, key: string | undefined, conversationId: string, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
     const conversation = await this.conversationOf(sandboxId, key, conversationId);
-    const added = await this.events.append(conversation.id, events);
+    const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, events);
     await this.sandboxes.touch(sandboxId);
     return { success: true, added };
   }

@@ -11,19 +11,22 @@ export interface ConversationFilter {
   trigger?: string;
 }
 
-/** Conversations. Adapters: `DynamoConversationStore`. */
+/**
+ * Conversations, identified by (user, id): ids are unique per user only, so every read and write
+ * names the user. Adapters: `DynamoConversationStore`.
+ */
 export interface ConversationStore {
-  /** False when the id is taken. */
+  /** False when the user already has a conversation with this id. */
   create(record: ConversationRecord): Promise<boolean>;
-  get(id: string): Promise<ConversationRecord | undefined>;
-  getMany(ids: string[]): Promise<Map<string, ConversationRecord>>;
+  get(userId: string, id: string): Promise<ConversationRecord | undefined>;
+  getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>>;
   /** A user's conversations, newest first. */
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>>;
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
-  update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
-  /** Removes the record for every reader; its id stays taken (its events are still stored). */
-  delete(id: string): Promise<void>;
+  update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
+  /** Removes the record for every reader; the user's id stays taken (its events are still stored). */
+  delete(userId: string, id: string): Promise<void>;
 }
 
 /** Conversation start tasks. Adapters: `DynamoStartTaskStore`. */

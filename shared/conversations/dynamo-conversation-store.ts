@@ -49,13 +49,13 @@ export class DynamoConversationStore implements ConversationStore {
     );
   }
 
-  async get(id: string): Promise<ConversationRecord | undefined> {
-    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item;
+  async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item;
     return item && !item.deletedAt ? (item as ConversationRecord) : undefined;
   }
 
-  async getMany(ids: string[]): Promise<Map<string, ConversationRecord>> {
-    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids);
+  async getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
+    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
     for (const [id, item] of found) if (item.deletedAt) found.delete(id);
     return found;
   }
@@ -68,7 +68,7 @@ export class DynamoConversationStore implements ConversationStore {
     return queryCount(userQuery(this.table, userId, filter));
   }
 
-  async update(id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
+  async update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
     const entries = Object.entries({ ...changes, ...(changes.title !== undefined ? { titleLower: changes.title?.toLowerCase() } : {}) });
     const names: Record<string, string> = { '#v': 'version' };
     const values: Record<string, unknown> = { ':v': version, ':next': version + 1 };
@@ -81,7 +81,7 @@ export class DynamoConversationStore implements ConversationStore {
       this.db.send(
         new UpdateCommand({
           TableName: this.table,
-          Key: { id },
+          Key: { userId, id },
           UpdateExpression: `SET ${[...sets, '#v = :next'].join(', ')}`,
           ConditionExpression: 'attribute_exists(id) AND #v = :v',
           ExpressionAttributeNames: names,
@@ -95,8 +95,9 @@ export class DynamoConversationStore implements ConversationStore {
    * Leaves a tombstone: no owner (so out of `byUser`), invisible to `get`, and the id stays taken, so
    * nobody can create a conversation under it and read the events still stored for it.
    */
-  async delete(id: string): Promise<void> {
-    await this.db.send(new PutCommand({ TableName: this.table, Item: { id, deletedAt: new Date().toISOString() } }));
+  async delete(userId: string, id: string): Promise<void> {
+    // A tombstone without createdAt: out of the byUser index, and the user's id stays taken.
+    await this.db.send(new PutCommand({ TableName: this.table, Item: { userId, id, deletedAt: new Date().toISOString() } }));
   }
 }
 

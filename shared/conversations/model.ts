@@ -1,5 +1,6 @@
-import { z } from 'zod';
-import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
+import * as z from 'zod';
+import { dateTimeFilter, pageId, pageLimit, repeated } from '#shared/http/query.ts';
+import { sandboxIdParam } from '#shared/sandboxes/model.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
 
 /** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
@@ -43,7 +44,7 @@ export type InitialMessage = z.output<typeof initialMessageSchema>;
 
 /** POST /api/v1/app-conversations (OpenHands' AppConversationStartRequest; every member optional). */
 export const startRequestSchema = z.strictObject({
-  sandbox_id: z.string().min(1).max(64).nullable().optional(),
+  sandbox_id: sandboxIdParam.nullable().optional(),
   initial_message: initialMessageSchema.nullable().optional(),
   llm_model: z.string().max(256).nullable().optional(),
   selected_repository: repository.nullable().optional(),
@@ -143,7 +144,10 @@ export interface StartTaskRecord {
   detail: string | null;
   app_conversation_id: string;
   sandbox_id: string | null;
+  /** The request with its MCP secrets masked (see mcp-secrets.ts). */
   request: StartRequest;
+  /** The request's MCP secrets, sealed for the user; absent when it had none. */
+  mcpSecretsSealed?: string;
   createdAt: string;
   updatedAt: string;
   /** Set while the task is not READY/ERROR, so the sweeper can find stalled ones (sparse index). */
@@ -186,7 +190,7 @@ export const startTaskSchema = z.object({
 });
 export type AppConversationStartTask = z.output<typeof startTaskSchema>;
 
-const dateFilter = z.iso.datetime({ offset: true, local: true }).optional();
+const dateFilter = dateTimeFilter;
 export const conversationSearchQuery = z.object({
   title__contains: z.string().max(512).optional(),
   created_at__gte: dateFilter,

@@ -1,11 +1,15 @@
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
+import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 
 const hostOf = (baseUrl: string) => new URL(baseUrl).host;
 
-/** SandboxControl over the sandbox service (both deployments use this one adapter). */
+/** SandboxControl over the sandbox services (both deployments use this one adapter). */
 export class ServiceSandboxControl implements SandboxControl {
-  constructor(private readonly sandboxes: () => SandboxService) {}
+  constructor(
+    private readonly sandboxes: () => SandboxService,
+    private readonly bridge: () => SandboxBridge,
+  ) {}
 
   async start(userId: string, baseUrl: string): Promise<SandboxSummary> {
     const { sandbox } = await this.sandboxes().start(userId, undefined, hostOf(baseUrl));
@@ -34,11 +38,11 @@ export class ServiceSandboxControl implements SandboxControl {
   }
 
   async authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string } | null> {
-    const rec = await this.sandboxes().authenticateSandbox(sandboxId, key);
+    const rec = await this.bridge().authenticateSandbox(sandboxId, key);
     return rec ? { userId: rec.userId } : null;
   }
 
   async touch(sandboxId: string): Promise<void> {
-    await this.sandboxes().recordActivity(sandboxId);
+    await this.bridge().recordActivity(sandboxId);
   }
 }

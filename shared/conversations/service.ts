@@ -13,6 +13,7 @@ import type {
   StartRequest,
   StartTaskRecord,
 } from '#shared/conversations/model.ts';
+import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
 import { sweepStartTasks } from '#shared/conversations/sweep.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
@@ -40,8 +41,8 @@ function titleFor(req: StartRequest, id: string): string {
 export const conversationKeyVersion =
   (store: ConversationStore) =>
   async (userId: string, conversationId: string): Promise<number | undefined> => {
-    const rec = await store.get(conversationId);
-    return rec && rec.userId === userId ? (rec.keyVersion ?? 1) : undefined;
+    const rec = await store.get(userId, conversationId);
+    return rec ? (rec.keyVersion ?? 1) : undefined;
   };
 
 /** The legacy status of a conversation, from its sandbox (see OPENHANDS-REFERENCE: the V1 mapping). */
@@ -126,7 +127,8 @@ export function toStartTask(t: StartTaskRecord, baseUrl: string): AppConversatio
     app_conversation_id: t.app_conversation_id,
     sandbox_id: t.sandbox_id,
     agent_server_url: t.status === 'READY' ? `${baseUrl}/api/conversations/${t.app_conversation_id}` : null,
-    request: t.request as Record<string, unknown>,
+    // Masked again here, so a record written before MCP secrets were sealed shows none either.
+    request: { ...t.request, mcp_config: maskMcp(t.request.mcp_config) } as Record<string, unknown>,
     created_at: t.createdAt,
     updated_at: t.updatedAt,
   };
@@ -166,6 +168,9 @@ export class ConversationService {
       if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING') throw conflict(`Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`);
     }
 
+    // Sealed before anything is written: a conversation's MCP secrets never sit in a record in the clear.
+    const mcpSecrets = mcpSecretsOf(req.mcp_config);
+    const mcpSecretsSealed = mcpSecrets ? await this.settings.sealFor(userId, JSON.stringify(mcpSecrets)) : undefined;
     const id = req.conversation_id ?? newId();
     const at = this.now().toISOString();
     const repository = req.selected_repository ?? req.suggested_task?.repo ?? req.create_microagent?.repo ?? null;
@@ -198,17 +203,18 @@ export class ConversationService {
       detail: null,
       app_conversation_id: id,
       sandbox_id: sandbox?.id ?? null,
-      request: { ...req, conversation_id: id },
+      request: { ...req, conversation_id: id, mcp_config: maskMcp(req.mcp_config) },
+      ...(mcpSecretsSealed ? { mcpSecretsSealed } : {}),
       createdAt: at,
       updatedAt: at,
     };
     await this.tasks.create(task);
-    await this.conversations.update(id, 1, { start_task_id: task.id });
+    await this.conversations.update(userId, id, 1, { start_task_id: task.id });
 
     try {
       if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl);
       else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
-      await this.updateConversation(id, { sandbox_id: sandbox.id });
+      await this.updateConversation(userId, id, { sandbox_id: sandbox.id });
       await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
       await this.sandboxes.send(userId, sandbox.id, { type: 'start_conversation', conversation_id: id, start_task_id: task.id });
     } catch (err) {
@@ -259,13 +265,13 @@ export class ConversationService {
 
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
     const normalized = ids.map(normalizeId);
-    const found = await this.conversations.getMany(normalized);
-    const mine = [...found.values()].filter((c) => c.userId === userId);
+    const found = await this.conversations.getMany(userId, normalized);
+    const mine = [...found.values()];
     const sandboxes = await this.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.sessionKey(c)] as const)));
     return normalized.map((id) => {
       const c = found.get(id);
-      return c && c.userId === userId ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, keys.get(c.id)!) : null;
+      return c ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, keys.get(c.id)!) : null;
     });
   }
 
@@ -305,8 +311,8 @@ export class ConversationService {
 
   /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
   async command(userId: string, conversationId: string, make: (id: string) => ConversationCommand): Promise<{ success: true }> {
-    const conversation = await this.conversations.get(normalizeId(conversationId));
-    if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');
+    const conversation = await this.conversations.get(userId, normalizeId(conversationId));
+    if (!conversation) throw notFound('Conversation not found');
     if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
     const sandbox = await this.sandboxes.find(userId, conversation.sandbox_id);
     if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
@@ -333,14 +339,14 @@ export class ConversationService {
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
     const rec = await this.own(userId, conversationId);
-    await this.updateConversation(rec.id, { title });
+    await this.updateConversation(userId, rec.id, { title });
     return true;
   }
 
   /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.own(userId, conversationId);
-    await this.updateConversation(rec.id, (r) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    await this.updateConversation(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
     return { session_api_key: await this.sessionKey((await this.own(userId, rec.id))) };
   }
 
@@ -356,14 +362,14 @@ export class ConversationService {
         await this.sandboxes.send(userId, sandbox.id, { type: 'pause_conversation', conversation_id: rec.id });
       }
     }
-    await this.conversations.delete(rec.id);
+    await this.conversations.delete(userId, rec.id);
     logger.info('conversation.deleted', { conversationId: rec.id, userId });
     return true;
   }
 
   private async own(userId: string, conversationId: string): Promise<ConversationRecord> {
-    const rec = await this.conversations.get(normalizeId(conversationId));
-    if (!rec || rec.userId !== userId) throw notFound('Conversation not found');
+    const rec = await this.conversations.get(userId, normalizeId(conversationId));
+    if (!rec) throw notFound('Conversation not found');
     return rec;
   }
 
@@ -383,12 +389,12 @@ export class ConversationService {
   }
 
   /** Read-modify-write of a conversation under its version condition, retried on a lost race. */
-  async updateConversation(id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
+  async updateConversation(userId: string, id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const rec = await this.conversations.get(id);
+      const rec = await this.conversations.get(userId, id);
       if (!rec) return;
       const delta = typeof changes === 'function' ? changes(rec) : changes;
-      if (await this.conversations.update(id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
+      if (await this.conversations.update(userId, id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
     }
     throw conflict('The conversation was changed concurrently; try again');
   }

@@ -1,5 +1,5 @@
 import type { ConversationRecord, StartRequest } from '#shared/conversations/model.ts';
-import type { McpConfig, ResolvedSettings } from '#shared/settings/model.ts';
+import { agentChoices, type AgentChoice, type McpConfig, type ResolvedSettings } from '#shared/settings/model.ts';
 
 /** Everything the sandbox needs to prepare and run one conversation (sent to that sandbox only). */
 export interface StartConfig {
@@ -25,6 +25,15 @@ export interface StartConfig {
   initial_message: { content: unknown[]; run: boolean } | null;
   replay_json: string | null;
   agent_type: 'default' | 'plan';
+  /** The agent to run: `agent_type: "plan"` picks the planner, otherwise the `agent` setting (default CodeActAgent). */
+  agent: AgentChoice;
+  /** `llm`: the model rates each action's risk and confirmation mode asks only for risky ones. */
+  security_analyzer: 'llm' | null;
+  condenser: { enabled: boolean; max_size: number | null };
+  /** With `search_api_key`: web search and fetch tools (the key is masked in events like the LLM key). */
+  search: { api_key: string } | null;
+  /** The language the agent writes to the user in. */
+  language: string | null;
 }
 
 const DEFAULT_HOSTS: Record<string, string> = { github: 'github.com', gitlab: 'gitlab.com', bitbucket: 'bitbucket.org' };
@@ -102,5 +111,11 @@ export function buildStartConfig(conversation: ConversationRecord, req: StartReq
     initial_message: firstMessage(req),
     replay_json: req.replay_json ?? null,
     agent_type: req.agent_type,
+    // A value stored before `agent` was checked against the choices runs the default agent.
+    agent: req.agent_type === 'plan' ? 'PlanningAgent' : agentChoices.find((a) => a === settings.agent) ?? 'CodeActAgent',
+    security_analyzer: settings.security_analyzer === 'llm' ? 'llm' : null,
+    condenser: { enabled: settings.enable_default_condenser ?? true, max_size: settings.condenser_max_size ?? null },
+    search: settings.search_api_key ? { api_key: settings.search_api_key } : null,
+    language: settings.language || null,
   };
 }

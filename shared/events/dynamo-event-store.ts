@@ -1,21 +1,24 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
+import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 
 const eventSk = (seq: number) => `e#${String(seq).padStart(12, '0')}`;
+/** The partition of one conversation: conversation ids are unique per user only. */
+const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
 
 export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversationId: string, events: AgentEventEnvelope[]): Promise<number> {
+  async append(conversation: ConversationRef, events: AgentEventEnvelope[]): Promise<number> {
     if (events.length === 0) return 0;
+    const conversationKey = partitionOf(conversation);
     // Reserve a block of sequence numbers in one atomic update; unused ones leave harmless gaps.
     const counter = await this.db.send(
       new UpdateCommand({
         TableName: this.table,
-        Key: { conversationId, sk: 'counter' },
+        Key: { conversationKey, sk: 'counter' },
         UpdateExpression: 'ADD nextSeq :n',
         ExpressionAttributeValues: { ':n': events.length },
         ReturnValues: 'UPDATED_NEW',
@@ -30,14 +33,14 @@ export class DynamoEventStore implements EventStore {
         await this.db.send(
           new PutCommand({
             TableName: this.table,
-            Item: { conversationId, sk: `id#${event.id}`, seq },
+            Item: { conversationKey, sk: `id#${event.id}`, seq },
             ConditionExpression: 'attribute_not_exists(sk)',
           }),
         );
         added++;
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
-        const guard = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationId, sk: `id#${event.id}` }, ConsistentRead: true }));
+        const guard = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, sk: `id#${event.id}` }, ConsistentRead: true }));
         seq = guard.Item!.seq as number;
       }
       // Written after the guard, so an attempt cut off here is completed by the retry.
@@ -45,7 +48,7 @@ export class DynamoEventStore implements EventStore {
         new PutCommand({
           TableName: this.table,
           // As JSON text: an event is the agent's, and may hold numbers DynamoDB cannot store (1e-300).
-          Item: { conversationId, sk: eventSk(seq), seq, kind: event.kind, timestamp: event.timestamp, event: JSON.stringify(event) },
+          Item: { conversationKey, sk: eventSk(seq), seq, kind: event.kind, timestamp: event.timestamp, event: JSON.stringify(event) },
         }),
       );
     }
@@ -76,20 +79,20 @@ export class DynamoEventStore implements EventStore {
       : { ExpressionAttributeValues: {} };
   }
 
-  private keyCondition(conversationId: string, base: Partial<QueryCommandInput>): Partial<QueryCommandInput> {
+  private keyCondition(conversation: ConversationRef, base: Partial<QueryCommandInput>): Partial<QueryCommandInput> {
     return {
-      KeyConditionExpression: 'conversationId = :c AND begins_with(sk, :e)',
-      ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':c': conversationId, ':e': 'e#' },
+      KeyConditionExpression: 'conversationKey = :c AND begins_with(sk, :e)',
+      ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':c': partitionOf(conversation), ':e': 'e#' },
     };
   }
 
-  async query(conversationId: string, q: EventQuery): Promise<EventPage> {
+  async query(conversation: ConversationRef, q: EventQuery): Promise<EventPage> {
     const f = this.filters(q);
     const out = await this.db.send(
       new QueryCommand({
         TableName: this.table,
         ...f,
-        ...this.keyCondition(conversationId, f),
+        ...this.keyCondition(conversation, f),
         ScanIndexForward: !q.descending,
         Limit: q.limit,
         ExclusiveStartKey: q.startKey,
@@ -101,17 +104,17 @@ export class DynamoEventStore implements EventStore {
     return {
       items: items.map((i) => JSON.parse(i.event as string) as AgentEventEnvelope),
       lastKey: out.LastEvaluatedKey,
-      tailKey: tail ? { conversationId, sk: tail.sk } : undefined,
+      tailKey: tail ? { conversationKey: tail.conversationKey, sk: tail.sk } : undefined,
     };
   }
 
-  async count(conversationId: string, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number> {
+  async count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number> {
     const f = this.filters(q);
     let total = 0;
     let startKey: Record<string, unknown> | undefined;
     do {
       const out = await this.db.send(
-        new QueryCommand({ TableName: this.table, ...f, ...this.keyCondition(conversationId, f), Select: 'COUNT', ExclusiveStartKey: startKey }),
+        new QueryCommand({ TableName: this.table, ...f, ...this.keyCondition(conversation, f), Select: 'COUNT', ExclusiveStartKey: startKey }),
       );
       total += out.Count ?? 0;
       startKey = out.LastEvaluatedKey;

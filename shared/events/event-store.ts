@@ -17,14 +17,20 @@ export interface EventPage {
   tailKey?: Record<string, unknown>;
 }
 
+/** Which conversation: ids are unique per user only, so the user is part of the identity. */
+export interface ConversationRef {
+  userId: string;
+  conversationId: string;
+}
+
 /** A conversation's events in arrival order. Adapters: `DynamoEventStore`. */
 export interface EventStore {
   /**
    * Appends events in the given order. Idempotent by event id: an event already stored (by an
    * earlier, possibly half-finished attempt) keeps its first position. Returns how many were new.
    */
-  append(conversationId: string, events: AgentEventEnvelope[]): Promise<number>;
+  append(conversation: ConversationRef, events: AgentEventEnvelope[]): Promise<number>;
   /** One page, in arrival order (or reversed); filters apply within the page, as DynamoDB filters do. */
-  query(conversationId: string, q: EventQuery): Promise<EventPage>;
-  count(conversationId: string, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number>;
+  query(conversation: ConversationRef, q: EventQuery): Promise<EventPage>;
+  count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number>;
 }

@@ -1,5 +1,6 @@
-import { z } from 'zod';
-import { pageId, pageLimit } from '#shared/http/query.ts';
+import * as z from 'zod';
+import { conversationIdSchema } from '#shared/conversations/model.ts';
+import { dateTimeFilter, pageId, pageLimit } from '#shared/http/query.ts';
 
 /** Largest event we store (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */
 export const MAX_EVENT_BYTES = 256 * 1024;
@@ -20,10 +21,10 @@ export type AgentEventEnvelope = z.output<typeof eventSchema>;
 
 export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP');
 
-const timeFilter = z.iso.datetime({ offset: true, local: true }).optional();
+const timeFilter = dateTimeFilter;
 
 export const eventSearchQuery = z.object({
-  conversation_id__eq: z.string().min(1, 'conversation_id__eq is required'),
+  conversation_id__eq: conversationIdSchema,
   kind__eq: z.string().max(64).optional(),
   timestamp__gte: timeFilter,
   timestamp__lt: timeFilter,

@@ -24,7 +24,7 @@ export class EventService {
 
   private async owned(userId: string, conversationId: string): Promise<string> {
     const id = conversationId.replaceAll('-', '').toLowerCase();
-    const conversation = await this.conversations.get(id);
+    const conversation = await this.conversations.get(userId, id);
     if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');
     return id;
   }
@@ -34,7 +34,7 @@ export class EventService {
     const descending = q.sort_order === 'TIMESTAMP_DESC';
     const scope = `${userId}:events:${conversationId}:${q.sort_order}`;
     const startKey = await this.cursors.decode(q.page_id, scope);
-    const page = await this.events.query(conversationId, {
+    const page = await this.events.query({ userId, conversationId }, {
       kind: q.kind__eq,
       timestampGte: q.timestamp__gte,
       timestampLt: q.timestamp__lt,
@@ -49,6 +49,6 @@ export class EventService {
 
   async count(userId: string, q: Omit<EventSearch, 'page_id' | 'limit' | 'sort_order'>): Promise<number> {
     const conversationId = await this.owned(userId, q.conversation_id__eq);
-    return this.events.count(conversationId, { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt });
+    return this.events.count({ userId, conversationId }, { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt });
   }
 }

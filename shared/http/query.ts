@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Query strings arrive as text; these read them into typed values with the API's own bounds. */
 export const pageLimit = z.coerce
@@ -10,12 +10,15 @@ export const pageLimit = z.coerce
 
 export const pageId = z.string().min(1).max(2048).optional();
 
-/** A repeated parameter (`id=a&id=b`): always an array, at most 100 members. */
-export const repeated = (name: string) =>
-  z.preprocess(
-    (v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]),
-    z.array(z.string().min(1).max(200)).max(100, `at most 100 ${name} values per request`),
-  );
+/**
+ * A date-time bound (`created_at__gte`, `timestamp__lt`...). Bounded: ISO-8601 allows any number of
+ * fractional digits, and a sort-key condition value over 1 KB is an error in DynamoDB.
+ */
+export const dateTimeFilter = z.iso.datetime({ offset: true, local: true, message: 'must be an ISO-8601 date-time' }).max(40).optional();
+
+/** A repeated parameter (`id=a&id=b`): always an array, at most 100 members, each by its id kind's rule. */
+export const repeated = (name: string, item: z.ZodType<string> = z.string().min(1).max(200)) =>
+  z.preprocess((v) => (v === undefined ? [] : Array.isArray(v) ? v : [v]), z.array(item).max(100, `at most 100 ${name} values per request`));
 
 /** Parses a raw query string, keeping repeated names as arrays (payload 2.0 would join them with commas). */
 export function parseQuery(raw: string | undefined): Record<string, string | string[]> {

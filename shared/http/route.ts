@@ -16,10 +16,11 @@ export type AuthMode = 'none' | 'user' | 'sandbox';
 export type Capability =
   | 'seal' // kms:Encrypt with the secrets key
   | 'unseal' // kms:Decrypt with the secrets key
+  | 'specs' // reads the deployment's sandbox specs (SANDBOX_SPECS); no IAM
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
-  | 'ecs:task-definitions' // ecs:Register/Deregister/DescribeTaskDefinition (a revision per sandbox), iam:PassRole to the sandbox roles
+  | 'ecs:task-definitions' // ecs:Register/Deregister/DescribeTaskDefinition (a revision per sandbox), ecs:TagResource on the new revision (tag-on-create), iam:PassRole to the sandbox roles
   | 'efs:access-points'; // elasticfilesystem:CreateAccessPoint, DeleteAccessPoint, DescribeAccessPoints, TagResource
 
 export interface RouteDef {
@@ -45,6 +46,8 @@ export interface RouteDef {
   status?: number;
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
+  /** Sandbox routes: which of the sandbox's credentials the call carries (default its session key). */
+  sandboxKey?: 'session' | 'enrollment';
   /** The function's time-out when the default is too short (calls to ECS, the bridge long-poll). */
   timeoutSeconds?: number;
   /**

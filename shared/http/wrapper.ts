@@ -1,6 +1,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2WithLambdaAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
+import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import {
   ApiError,
   badRequest,
@@ -12,8 +13,9 @@ import {
   type ValidationIssue,
 } from '#shared/http/errors.ts';
 import { Reply, type Operation } from '#shared/http/operation.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
-import { isSecretKey, MASK } from '#shared/http/redact.ts';
+import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { checkPrincipal } from '#shared/auth/scope.ts';
 import { logger } from '#shared/logging.ts';
@@ -43,7 +45,7 @@ function toResult(value: unknown, requestId: string, defaultStatus: number): Api
   return json(value.status, value.body ?? null, requestId, value.headers);
 }
 
-/** Zod issues in the FastAPI shape, with any secret-named value masked and long inputs cut. */
+/** Zod issues in the FastAPI shape, with any secret-named value masked, credentials scrubbed and long inputs cut. */
 function toIssues(where: 'body' | 'query' | 'path', error: z.ZodError): ValidationIssue[] {
   return error.issues.map((issue) => {
     const loc = [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
@@ -52,7 +54,7 @@ function toIssues(where: 'body' | 'query' | 'path', error: z.ZodError): Validati
     if ('input' in issue && issue.input !== undefined) {
       const secret = loc.some(isSecretKey);
       const text = JSON.stringify(issue.input) ?? '';
-      out.input = secret ? MASK : text.length > 200 ? `${text.slice(0, 200)}…` : issue.input;
+      out.input = secret ? MASK : text.length > 200 ? scrub(`${text.slice(0, 200)}…`) : scrub(issue.input);
     }
     return out;
   });
@@ -71,8 +73,9 @@ function readBody(event: ApiEvent, limit: number): unknown {
   if (raw.trim() === '') throw invalid([{ type: 'missing', loc: ['body'], msg: 'A JSON request body is required' }]);
   const type = (event.headers?.['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
-    throw unsupportedMediaType(`Content-Type must be application/json, not ${type ? `"${type}"` : 'missing'}`);
+    throw unsupportedMediaType(`Content-Type must be application/json, not ${type ? `"${type.slice(0, 100)}"` : 'missing'}`);
   }
+  if (nestedDeeperThan(raw, MAX_JSON_DEPTH)) throw badRequest(`JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(raw) as unknown;
   } catch (err) {
@@ -108,6 +111,11 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     if (event.cookies?.length) headers['cookie'] = event.cookies.join('; ');
     event.headers = headers;
     const params = validate('path', route.params, event.pathParameters ?? {});
+    // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
+    if (route.auth === 'sandbox') {
+      const sandboxId = (params as { sandbox_id: string }).sandbox_id;
+      if (!(await services.sandboxBridge.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
+    }
     const query = validate('query', route.query, parseQuery(event.rawQueryString));
     checkPrincipal(route, auth, params, query);
     const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;

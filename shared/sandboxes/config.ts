@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 export interface SandboxConfig {
   /** Sandboxes without agent activity for this long are paused by the sweeper. */

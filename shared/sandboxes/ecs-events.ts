@@ -1,4 +1,5 @@
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { Services } from '#shared/services.ts';
 
 /** The parts of an EventBridge "ECS Task State Change" event this service reads. */
 export interface EcsTaskStateChange {
@@ -63,4 +64,16 @@ export function parseTaskStateChange(event: EcsTaskStateChange): TaskEvent | und
     kind: 'run',
     stopped: { sandboxId: d.startedBy, generation, requested: d.stopCode === 'UserInitiated', detail: stopDetail(d) },
   };
+}
+
+/**
+ * The ECS events function: a crash becomes ERROR, a stop that was asked for PAUSED, a finished
+ * workspace wipe completes the delete. Idempotent, so a redelivered event does no harm; an error
+ * is thrown so EventBridge retries (then the DLQ).
+ */
+export async function handleTaskStateChange(event: EcsTaskStateChange, { sandboxHousekeeping }: Services): Promise<void> {
+  const parsed = parseTaskStateChange(event);
+  if (!parsed) return;
+  if (parsed.kind === 'wipe') await sandboxHousekeeping.continueDelete(parsed.sandboxId);
+  else await sandboxHousekeeping.handleInstanceStopped(parsed.stopped);
 }

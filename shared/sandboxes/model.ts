@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const sandboxStatuses = ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'] as const;
 export type SandboxStatus = (typeof sandboxStatuses)[number];
@@ -11,7 +11,7 @@ export const sandboxIdParam = z.string().min(1).max(128);
 
 export const exposedUrlSchema = z.object({ name: z.string(), url: z.string() });
 
-/** SandboxInfo, OpenHands' members plus `detail`, `updated_at` and `last_activity_at`. */
+/** SandboxInfo, OpenHands' members plus `detail`, `contained`, `updated_at` and `last_activity_at`. */
 export const sandboxInfoSchema = z.object({
   id: z.string(),
   created_by_user_id: z.string(),
@@ -23,6 +23,9 @@ export const sandboxInfoSchema = z.object({
     .nullable()
     .meta({ description: 'Sandboxes take no inbound connections, so this is [] while RUNNING and null otherwise' }),
   detail: z.string().nullable().meta({ description: 'Why the sandbox is in ERROR, MISSING or PAUSED by the service' }),
+  contained: z.boolean().meta({
+    description: 'false when the sandbox ran as a plain local process, without bubblewrap or Seatbelt: its agent can reach everything the server can',
+  }),
   created_at: z.string(),
   updated_at: z.string(),
   last_activity_at: z.string().meta({ description: 'Last agent activity (or start/resume); idle sandboxes are paused' }),

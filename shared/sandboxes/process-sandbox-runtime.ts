@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
 import { logger } from '#shared/logging.ts';
+import { BWRAP_PROGRAM_DIR, bwrapArgs, bwrapLauncher, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
 import {
   SandboxStartError,
   type InstanceRef,
@@ -13,10 +14,19 @@ import {
 } from '#shared/sandboxes/sandbox-runtime.ts';
 
 export interface ProcessRuntimeOptions {
-  /** Sandboxes live under `<dataDir>/sandboxes/<id>/` (workspace/, home/, sandbox.log). */
+  /** Sandboxes live under `<dataDir>/sandboxes/<id>/` (workspace/, home/, tmp/, sandbox.log). */
   dataDir: string;
-  /** The directory commands run in (the repository root, so `sandbox/main.ts` resolves). */
+  /** The checkout: like the data dir, never visible to a contained sandbox. */
   projectRoot: string;
+  /** How each process is contained (`detectContainment()`); 'none' runs it as a plain child process. */
+  containment: Containment;
+  /** The pre-built sandbox program (the directory of `main.mjs`): what `{sandbox_program}` in a spec's command runs. */
+  programDir?: string;
+  /**
+   * Uncontained, sandboxes start only for these users (the local user); anyone's when undefined
+   * (`npm start -- --allow-uncontained`). Ignored when contained.
+   */
+  uncontainedUsers?: string[];
   /** Called when a process ends without being asked to. */
   onStopped: (event: InstanceStopped) => void;
   /** How long a process gets after SIGTERM before SIGKILL. */
@@ -33,6 +43,44 @@ interface Instance {
 }
 
 const TAIL_CHARS = 2000;
+
+/** In a spec's command: the pre-built sandbox program (`main.mjs` of `programDir`). */
+export const PROGRAM_PLACEHOLDER = '{sandbox_program}';
+const PROGRAM_ENTRY = 'main.mjs';
+
+/** The live (not zombie) processes of process group `pgid`, with their command names (Linux /proc). */
+function groupMembers(pgid: number): { pid: number; comm: string }[] {
+  const members: { pid: number; comm: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') members.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return members;
+}
+
+/** Resolves once process group `pgid` has no live process left, or after `ms`. */
+async function groupGone(pgid: number, ms: number): Promise<void> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline && groupMembers(pgid).length; ) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** Whether `command` names an executable file (a path, or a name on PATH), as spawn would find it. */
+function executable(command: string, path: string): boolean {
+  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(isAbsolute).map((dir) => join(dir, command));
+  return candidates.some((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
 
 /**
  * The end of the program's stderr that explains a death: its warn/error log lines (JSON) and any
@@ -55,9 +103,11 @@ export function lastProblems(stderr: string): string {
 }
 
 /**
- * Sandboxes as child processes (the local default). Each gets its own workspace directory and
- * home, and an environment holding only what it needs: nothing of the server's environment. A
- * process runs in its own process group, so stopping it also stops what the agent spawned.
+ * Sandboxes as child processes (the local default), contained by bubblewrap or Seatbelt (see
+ * containment.ts): each sees its own workspace and home, a read-only system and the program, and
+ * nothing of the data dir, the checkout, the server or other sandboxes. Its environment holds only
+ * what it needs. A process runs in its own process group, so stopping it also stops what the agent
+ * spawned (and with bubblewrap, the end of its pid namespace ends everything in it).
  */
 export class ProcessSandboxRuntime implements SandboxRuntime {
   private readonly instances = new Map<string, Instance>();
@@ -83,38 +133,65 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
       if (current && current.generation > req.generation) {
         throw new SandboxStartError(`Superseded by a newer start (generation ${current.generation})`);
       }
-      if (current?.generation === req.generation) return { ref: String(current.child.pid), state: {} };
+      if (current?.generation === req.generation) return { ref: String(current.child.pid), state: { containment: this.options.containment } };
       if (current) await this.kill(current);
-      const [command, ...args] = req.spec.command ?? [];
+      const { containment } = this.options;
+      if (containment === 'none' && this.options.uncontainedUsers && !this.options.uncontainedUsers.includes(req.userId)) {
+        throw new SandboxStartError(
+          'Sandboxes run uncontained on this server (neither bubblewrap nor Seatbelt is available), so it starts only its local user\'s; install bubblewrap, or restart it with --allow-uncontained',
+        );
+      }
+      const programPath = containment === 'bwrap' ? join(BWRAP_PROGRAM_DIR, PROGRAM_ENTRY) : this.options.programDir && join(this.options.programDir, PROGRAM_ENTRY);
+      const [command, ...specArgs] = req.spec.command ?? [];
       if (!command) throw new SandboxStartError(`Sandbox spec "${req.spec.id}" has no command to run`);
+      if (specArgs.includes(PROGRAM_PLACEHOLDER) && !this.options.programDir) {
+        throw new SandboxStartError(`Sandbox spec "${req.spec.id}" runs ${PROGRAM_PLACEHOLDER}, which this server did not build`);
+      }
+      const args = specArgs.map((arg) => (arg === PROGRAM_PLACEHOLDER ? programPath! : arg));
       const dir = this.sandboxDir(req.sandboxId);
       const workspace = this.workspaceDir(req.sandboxId);
       const home = join(dir, 'home');
-      mkdirSync(workspace, { recursive: true });
-      mkdirSync(home, { recursive: true });
+      const tmp = tmpDirOf(dir);
+      for (const d of [workspace, home, tmp]) mkdirSync(d, { recursive: true });
+      const path = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+      // `node` means this very Node binary, so a sandbox runs on the server's version.
+      const program = command === 'node' ? process.execPath : command;
+      if (!executable(program, path)) throw new SandboxStartError(`Could not run "${command}": no such executable`);
       const env: Record<string, string> = {
-        PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+        PATH: path,
         HOME: home,
+        // bubblewrap gives a private tmpfs /tmp; elsewhere the sandbox's own directory.
+        TMPDIR: containment === 'bwrap' ? '/tmp' : tmp,
         SANDBOX_ID: req.sandboxId,
         BRIDGE_URL: req.bridgeUrl,
         ENROLLMENT_TOKEN: req.enrollmentToken,
         WORKSPACE_DIR: workspace,
         // The program exits when this process is gone, even if that happens before it could look.
-        SANDBOX_PARENT_PID: String(process.pid),
+        // Contained, it cannot see or signal this process (its own pid namespace; Seatbelt's
+        // same-sandbox rule): it watches its stdin, a pipe this process holds, instead.
+        ...(containment === 'none' ? { SANDBOX_PARENT_PID: String(process.pid) } : { SANDBOX_PARENT_STDIN: '1' }),
         ...req.spec.initial_env,
       };
-      // `node` means this very Node binary, so a sandbox runs on the server's version.
-      const child = spawn(command === 'node' ? process.execPath : command, args, {
-        cwd: this.options.projectRoot,
+      const view: SandboxView = { workspace, home, tmp, programDir: this.options.programDir, hidden: [this.options.dataDir, this.options.projectRoot] };
+      const [file, argv] =
+        containment === 'bwrap' ? [bwrapLauncher()[0]!, [...bwrapLauncher().slice(1), ...bwrapArgs(view), '--', program, ...args]]
+        : containment === 'seatbelt' ? ['/usr/bin/sandbox-exec', [...seatbeltArgs(view), program, ...args]]
+        : [program, args];
+      const child = spawn(file, argv, {
+        cwd: workspace,
         env,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [containment === 'none' ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         detached: true,
       });
+      // Never written to; the kernel closes it when this process ends, however it ends.
+      child.stdin?.on('error', () => undefined);
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);
         child.once('error', (err) => reject(new SandboxStartError(`Could not run "${command}": ${err.message}`)));
       });
       const log = createWriteStream(join(dir, 'sandbox.log'), { flags: 'a' });
+      // A delete right after the start may remove the directory before the log opens: the log goes, nothing else.
+      log.on('error', () => undefined);
       let resolveExit!: () => void;
       const instance: Instance = {
         generation: req.generation,
@@ -128,7 +205,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         log.write(chunk);
         instance.tail = (instance.tail + chunk.toString('utf8')).slice(-TAIL_CHARS);
       });
-      child.once('exit', (code, signal) => {
+      child.once('exit', async (code, signal) => {
         log.end();
         // Whatever the program left behind in its process group goes with it.
         try {
@@ -136,6 +213,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         } catch {
           // Nothing left.
         }
+        // bubblewrap may exit before what it started is gone: stopped means everything is gone.
+        if (containment === 'bwrap') await groupGone(child.pid!, 2000);
         if (this.instances.get(req.sandboxId) === instance) this.instances.delete(req.sandboxId);
         resolveExit();
         if (instance.stopRequested) return;
@@ -149,7 +228,7 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         });
       });
       this.instances.set(req.sandboxId, instance);
-      return { ref: String(child.pid), state: {} };
+      return { ref: String(child.pid), state: { containment } };
     });
   }
 
@@ -189,14 +268,19 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
   private async kill(instance: Instance): Promise<void> {
     instance.stopRequested = true;
     const pid = instance.child.pid!;
-    const signal = (sig: NodeJS.Signals) => {
+    const signal = (sig: NodeJS.Signals, target = -pid) => {
       try {
-        process.kill(-pid, sig);
+        process.kill(target, sig);
       } catch {
         // Already gone.
       }
     };
-    signal('SIGTERM');
+    // bubblewrap dies at SIGTERM and takes the sandbox with it (--die-with-parent): a graceful stop
+    // signals the program inside instead, which saves its state and exits, and bubblewrap follows.
+    // A program that bubblewrap has not started yet has nothing to save: then the group gets it.
+    const inside = this.options.containment === 'bwrap' ? groupMembers(pid).filter((m) => m.comm !== 'bwrap' && m.comm !== 'setpriv') : [];
+    if (inside.length) for (const member of inside) signal('SIGTERM', member.pid);
+    else signal('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       instance.exited.then(() => false),

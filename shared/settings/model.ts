@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bounded text: every string the API stores has a ceiling, so no field can bloat an item. */
 const text = (max = 1024) => z.string().max(max, `must be at most ${max} characters`);
@@ -68,14 +68,25 @@ export const secretsStoreSchema = z.object({
 
 // --- Settings (the body of POST /api/settings) -------------------------------------------------
 
+/** The agents a conversation can run (`GET /api/options/agents`); the sandbox's agent implements each. */
+export const agentChoices = ['CodeActAgent', 'PlanningAgent'] as const;
+export type AgentChoice = (typeof agentChoices)[number];
+/** Security analyzers (`GET /api/options/security-analyzers`); null or "" means none. */
+export const securityAnalyzerChoices = ['llm'] as const;
+
+/** One of `choices`; anything else is a 422 that lists them. */
+const choice = (name: string, choices: readonly string[], extra: readonly string[] = []) =>
+  z.string().refine((v) => choices.includes(v) || extra.includes(v), `${name} must be one of: ${choices.join(', ')}${extra.length ? ` (or ${extra.map((e) => JSON.stringify(e)).join(', ')} or null for none)` : ''}`);
+
 const positiveInt = (name: string, max: number) =>
   z.number().int(`${name} must be an integer`).min(1, `${name} must be at least 1`).max(max, `${name} must be at most ${max}`);
 
 export const settingsInputSchema = z.object({
   language: nullableText(32).optional(),
-  agent: nullableText(128).optional(),
+  agent: choice('agent', agentChoices).nullable().optional(),
   max_iterations: positiveInt('max_iterations', 10_000).nullable().optional(),
-  security_analyzer: nullableText(128).optional(),
+  // "none" and "" as OpenHands' UI sends them for no analyzer.
+  security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['', 'none']).nullable().optional(),
   confirmation_mode: z.boolean().nullable().optional(),
   llm_model: nullableText(256).optional(),
   llm_api_key: nullableText(4096).optional(),
@@ -83,6 +94,14 @@ export const settingsInputSchema = z.object({
   remote_runtime_resource_factor: positiveInt('remote_runtime_resource_factor', 8).nullable().optional(),
   secrets_store: secretsStoreSchema.optional(),
   enable_default_condenser: z.boolean().optional(),
+  /** Messages the model sees before the condenser summarizes the middle (OpenHands' UI sends it); null: 120. */
+  condenser_max_size: z
+    .number()
+    .int('condenser_max_size must be an integer')
+    .min(20, 'condenser_max_size must be at least 20')
+    .max(10_000, 'condenser_max_size must be at most 10000')
+    .nullable()
+    .optional(),
   enable_sound_notifications: z.boolean().optional(),
   enable_proactive_conversation_starters: z.boolean().optional(),
   enable_solvability_analysis: z.boolean().optional(),

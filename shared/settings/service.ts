@@ -82,6 +82,15 @@ export class SettingsService {
     };
   }
 
+  /** Seals another secret of the user's (a conversation's MCP keys) as settings secrets are sealed: bound to the user. */
+  sealFor(userId: string, plaintext: string): Promise<string> {
+    return this.sealer.seal(plaintext, userId);
+  }
+
+  openFor(userId: string, sealed: string): Promise<string> {
+    return this.sealer.open(sealed, userId);
+  }
+
   /**
    * Merges `input` into the stored settings: an absent field keeps its value, a null clears it
    * except for the keep-on-null fields, "" clears a secret. The write is conditional on the version

@@ -1,24 +1,44 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Agent } from 'node:http';
+import { createConnection, type Socket } from 'node:net';
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
+
+/** HTTP over a unix socket: every connection goes to `path`, whatever the URL's host says. */
+class UnixSocketAgent extends Agent {
+  constructor(private readonly path: string) {
+    super({ keepAlive: true });
+  }
+
+  override createConnection(): Socket {
+    return createConnection(this.path);
+  }
+}
+
+/**
+ * The client configuration for a local endpoint: `http://host:port`, or `unix:<path>` for dynalite
+ * on a unix socket (the local stack: nothing unauthenticated listens on loopback, where sandboxes
+ * could reach it).
+ */
+export function endpointConfig(endpoint: string): DynamoDBClientConfig {
+  const local = { region: process.env.AWS_REGION ?? 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  if (!endpoint.startsWith('unix:')) return { ...local, endpoint };
+  return { ...local, endpoint: 'http://localhost', requestHandler: { httpAgent: new UnixSocketAgent(endpoint.slice('unix:'.length)) } };
+}
 
 let client: DynamoDBDocumentClient | undefined;
 let clientEndpoint: string | undefined;
 
 /**
- * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally; on AWS it
- * is unset and the SDK finds the regional endpoint.
+ * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally (see
+ * `endpointConfig`); on AWS it is unset and the SDK finds the regional endpoint.
  */
 export function documentClient(): DynamoDBDocumentClient {
   // A new endpoint (a local stack started again in the same process) gets a new client.
   if (!client || clientEndpoint !== process.env.DYNAMODB_ENDPOINT) {
     const endpoint = process.env.DYNAMODB_ENDPOINT;
     clientEndpoint = endpoint;
-    const base = new DynamoDBClient(
-      endpoint
-        ? { endpoint, region: process.env.AWS_REGION ?? 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-        : {},
-    );
+    const base = new DynamoDBClient(endpoint ? endpointConfig(endpoint) : {});
     client = DynamoDBDocumentClient.from(base, {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });

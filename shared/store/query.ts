@@ -26,11 +26,17 @@ export async function queryCount(input: QueryCommandInput): Promise<number> {
 
 /**
  * BatchGetItem for any number of keys, 100 a request, retrying unprocessed keys with back-off
- * (bounded); returns the items found, keyed by `keyName`.
+ * (bounded); returns the items found, keyed by `keyName`. `keyOf` builds the full key of an id
+ * when the table's key has more than `keyName` (e.g. `{userId, id}`).
  */
-export async function batchGet<T extends Record<string, unknown>>(table: string, keyName: string, ids: string[]): Promise<Map<string, T>> {
+export async function batchGet<T extends Record<string, unknown>>(
+  table: string,
+  keyName: string,
+  ids: string[],
+  keyOf: (id: string) => Record<string, unknown> = (id) => ({ [keyName]: id }),
+): Promise<Map<string, T>> {
   const found = new Map<string, T>();
-  let keys = [...new Set(ids)].map((id) => ({ [keyName]: id }));
+  let keys = [...new Set(ids)].map(keyOf);
   for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
     const batch = keys.slice(0, 100);
     const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }));

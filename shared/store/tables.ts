@@ -37,8 +37,11 @@ export const tables = {
       liveByUser: { pk: 'liveUserId', sk: 'lastActivityAt' },
     },
   },
-  /** Conversations by id; a user's newest first through `byUser`. */
-  conversations: { pk: 'id', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
+  /**
+   * Conversations by (user, id): a client may choose a conversation's id, so the id is unique only
+   * within its user and another user's equal id neither collides nor shows. Newest first through `byUser`.
+   */
+  conversations: { pk: 'userId', sk: 'id', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
   /** Conversation start tasks by id; a user's through `byUser`; the unfinished ones through `pending`. */
   startTasks: {
     pk: 'id',
@@ -48,11 +51,12 @@ export const tables = {
     },
   },
   /**
-   * A conversation's events and their id guards share one partition: `sk` is `e#<seq>` (arrival
-   * order, zero-padded) for an event, `id#<event id>` for the guard that makes posting idempotent,
-   * `counter` for the sequence.
+   * A conversation's events and their id guards share one partition, `conversationKey` =
+   * `<user id>#<conversation id>` (conversation ids are unique per user only): `sk` is `e#<seq>`
+   * (arrival order, zero-padded) for an event, `id#<event id>` for the guard that makes posting
+   * idempotent, `counter` for the sequence.
    */
-  events: { pk: 'conversationId', sk: 'sk', indexes: {} },
+  events: { pk: 'conversationKey', sk: 'sk', indexes: {} },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
 } as const satisfies Record<string, TableDef>;

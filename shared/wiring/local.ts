@@ -1,31 +1,24 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiKeys } from '#shared/auth/api-keys.ts';
-import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
-import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
+import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
-import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
-import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
-import { EventService } from '#shared/events/service.ts';
-import { CursorCodec } from '#shared/http/cursor.ts';
 import { logger } from '#shared/logging.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
-import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
-import { SandboxService } from '#shared/sandboxes/service.ts';
+import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
-import type { Services } from '#shared/services.ts';
+import { servicesOf, type Services } from '#shared/services.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
-import { SettingsService } from '#shared/settings/service.ts';
+import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
+import type { Declaration } from '#shared/wiring/needs.ts';
 
-/** The repository root: local sandbox commands (`sandbox/main.ts`) run from here. */
+/** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface LocalOptions {
@@ -37,60 +30,58 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
+  containment: Pick<ProcessRuntimeOptions, 'containment' | 'programDir' | 'uncontainedUsers'>;
 }
 
 export interface LocalServices extends Services {
   /** The process runtime, so the local stack can stop every sandbox process when it closes. */
   sandboxRuntime: ProcessSandboxRuntime;
-  /** For the local sweeper timer (start tasks that stall). */
-  startTasks: DynamoStartTaskStore;
-  sandboxControl: ServiceSandboxControl;
+  /**
+   * The same services for one function, held to its declaration and to the adapters its entry
+   * names, as on AWS: the local gateway runs each route through these, so every test that goes
+   * through it fails on a path that builds or calls what the route does not declare.
+   */
+  forFunction(id: string, declaration: Declaration, adapters: readonly AdapterName[]): Services;
 }
 
-/** The local adapters: the same DynamoDB stores (on dynalite), a key-file sealer, child-process sandboxes. */
+/**
+ * The local adapters: the same DynamoDB stores (on dynalite), a key-file sealer, child-process
+ * sandboxes. One of each for the process (the runtime knows its child processes), shared by every
+ * function's wiring.
+ */
 export function localServices(options: LocalOptions): LocalServices {
-  const sealer = LocalSealer.fromKeyFile(join(options.dataDir, 'secret.key'));
-  const cursors = new CursorCodec(systemKey('cursor', sealer));
-  const specs = fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json'));
-  let sandboxes: SandboxService | undefined;
+  let all: Services | undefined;
   const sandboxRuntime = new ProcessSandboxRuntime({
     dataDir: options.dataDir,
     projectRoot: PROJECT_ROOT,
+    ...options.containment,
     // A process that died on its own: the same reconciliation the ECS event handler does on AWS.
     onStopped: (event) =>
-      void sandboxes?.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
+      void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
-  sandboxes = new SandboxService({
-    store: new DynamoSandboxStore(),
-    runtime: sandboxRuntime,
-    specs,
-    sealer,
-    cursors,
-    config: { ...sandboxConfig(process.env, { startTimeoutSeconds: 60, pollMaxSeconds: 20, pollIntervalMs: 200 }), ...options.sandboxes },
-    bridgeUrl: () => options.bridgeUrl(),
+  const adapters: Adapters = lazy<Adapters>({
+    keyStore: () => new DynamoKeyStore(),
+    settingsStore: () => new DynamoSettingsStore(),
+    sealer: () => LocalSealer.fromKeyFile(join(options.dataDir, 'secret.key')),
+    cursorKey: (): Adapters['cursorKey'] => systemKey('cursor', adapters.sealer),
+    conversationKeySecret: (): Adapters['conversationKeySecret'] => systemKey('conversation-keys', adapters.sealer),
+    sessionStore: () => new DynamoSessionStore(),
+    specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
+    sandboxStore: () => new DynamoSandboxStore(),
+    sandboxRuntime: () => sandboxRuntime,
+    sandboxConfig: () => ({ ...sandboxConfig(process.env, { startTimeoutSeconds: 60, pollMaxSeconds: 20, pollIntervalMs: 200 }), ...options.sandboxes }),
+    bridgeUrl: () => () => options.bridgeUrl(),
+    conversationStore: () => new DynamoConversationStore(),
+    startTaskStore: () => new DynamoStartTaskStore(),
+    eventStore: () => new DynamoEventStore(),
   });
-  const settings = new SettingsService(new DynamoSettingsStore(), sealer);
-  const conversationStore = new DynamoConversationStore();
-  const startTasks = new DynamoStartTaskStore();
-  const events = new DynamoEventStore();
-  const control = new ServiceSandboxControl(() => sandboxes!);
-  const apiKeys = new ApiKeys(new DynamoKeyStore());
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
-  const conversationKeys = new ConversationKeys(systemKey('conversation-keys', sealer), conversationKeyVersion(conversationStore));
-  const conversations = new ConversationService(conversationStore, startTasks, settings, control, cursors, conversationKeys);
-  return {
-    apiKeys,
-    sessions: new Sessions(new DynamoSessionStore(), apiKeys, () => sessionSeconds()),
-    conversationKeys,
-    settings,
-    cursors,
-    sandboxes,
-    sandboxSpecs: new SandboxSpecService(specs),
+  const builders = (names: readonly AdapterName[]): Builders =>
+    Object.fromEntries(names.map((name) => [name, () => adapters[name]])) as Builders;
+  all = servicesOf(adapters);
+  return Object.assign(all, {
     sandboxRuntime,
-    conversations,
-    conversationBridge: new ConversationBridge(conversationStore, startTasks, events, settings, control, conversations),
-    events: new EventService(events, conversationStore, cursors),
-    startTasks,
-    sandboxControl: control,
-  };
+    forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[]) => servicesOf(wire(id, declaration, builders(names))),
+  });
 }

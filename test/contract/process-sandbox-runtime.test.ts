@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { detectContainment } from '#shared/sandboxes/containment.ts';
 import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { sandboxPids } from '#test/helpers/sandboxes.ts';
@@ -18,7 +19,7 @@ const spec = (id: string, command: string[]) => ({
 
 sandboxRuntimeContract('process (real child processes)', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-runtime-'));
-  const runtime = new ProcessSandboxRuntime({ dataDir, projectRoot: PROJECT_ROOT, onStopped: () => undefined, graceMs: 2000 });
+  const runtime = new ProcessSandboxRuntime({ dataDir, projectRoot: PROJECT_ROOT, containment: detectContainment(), onStopped: () => undefined, graceMs: 2000 });
   return {
     runtime,
     spec: spec('sleeper', ['node', '-e', 'setInterval(() => {}, 60000)']),

@@ -62,7 +62,7 @@ export function sandboxPids(sandboxId: string): number[] {
     }
     if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId) mine.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
   }
-  // The sandbox program's own children (tsx's esbuild service, agent commands) inherit its
-  // environment: count only the programs, whose parent is not one of them.
+  // bubblewrap's processes and the program's own children (agent commands) share its environment:
+  // count only the roots, whose parent is not one of them.
   return [...mine].filter(([, ppid]) => !mine.has(ppid)).map(([pid]) => pid);
 }

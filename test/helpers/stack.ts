@@ -6,10 +6,39 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
 
+export type ApiCall = (
+  method: string,
+  path: string,
+  options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+) => Promise<{ status: number; body: any; headers: Headers; text: string }>;
+
+/** Requests to an API at `baseUrl` with an `X-Session-API-Key` (`defaultKey` unless given; null for none), JSON in and out. */
+export function apiCaller(baseUrl: string, defaultKey: string | null): ApiCall {
+  return async (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? defaultKey : options.key;
+    if (key !== null) headers['x-session-api-key'] = key;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${baseUrl}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed, headers: res.headers, text };
+  };
+}
+
 export interface TestStack extends LocalStack {
   dataDir: string;
   /** fetch against the stack with the given key (default: the dev key). */
-  call(method: string, path: string, options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  call: ApiCall;
   /** A fresh user with a key of their own. */
   newUser(userId: string): Promise<string>;
   /**
@@ -20,29 +49,15 @@ export interface TestStack extends LocalStack {
   stop(): Promise<void>;
 }
 
-/** The real local stack (dynalite in memory, the gateway on a free loopback port) in this test process. */
-export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile'> = {}): Promise<TestStack> {
+/**
+ * The real local stack (dynalite in memory, the gateway on a free loopback port) in this test process.
+ * Other users' sandboxes start even where containment is unavailable (the containment tests, which
+ * fail there, are what says so).
+ */
+export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained'> & { memory?: boolean } = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
-  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true, ...options });
-  const call: TestStack['call'] = async (method, path, options = {}) => {
-    const headers: Record<string, string> = { ...options.headers };
-    const key = options.key === undefined ? stack.devKey : options.key;
-    if (key !== null) headers['x-session-api-key'] = key;
-    let body: string | undefined = options.rawBody;
-    if (options.body !== undefined) {
-      body = JSON.stringify(options.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const res = await fetch(`${stack.url}${path}`, { method, headers, body });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: res.status, body: parsed, headers: res.headers, text };
-  };
+  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true, allowUncontained: true, ...options });
+  const call = apiCaller(stack.url, stack.devKey);
   return {
     ...stack,
     dataDir,

@@ -1,8 +1,15 @@
 import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { bundleStats, esbuildOptions } from '#infra/bundle.ts';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleStats, esbuildOptions, REPO_ROOT } from '#infra/bundle.ts';
 import { lambdaEntries } from '#infra/functions.ts';
+import { eventFunctions } from '#shared/functions.ts';
+import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
+import type { Declaration } from '#shared/wiring/needs.ts';
 
 /** Code that exists only for the laptop deployment and must never reach a Lambda bundle. */
 const LOCAL_ONLY = [/^infra\/local\//, /^shared\/wiring\/local\.ts$/, /node_modules\/dynalite\//, /process-sandbox-runtime/, /local-sealer/];
@@ -13,6 +20,16 @@ async function metafileOf(entry: string): Promise<Metafile> {
   const result = await build({ ...esbuildOptions(entry), write: false, metafile: true, outdir: 'out' });
   return result.metafile;
 }
+
+const declarations = new Map<string, Declaration>([
+  ...(routes as readonly RouteDef[]).map((r) => [r.entry, r] as const),
+  ...eventFunctions.map((f) => [f.entry, f] as const),
+]);
+const sdkPackage = (inputs: string[], name: string) => inputs.some((i) => i.includes(`node_modules/@aws-sdk/${name}/`));
+
+/** The bounds of issue 9: sizes are deterministic for a given lockfile, so they are asserted (load times are not). */
+const MEDIAN_ROUTE_KB = 450;
+const LARGEST_ROUTE_KB = 550;
 
 describe('Lambda bundles (the options CDK uses)', () => {
   it('bundles every route entry', () => {
@@ -25,6 +42,46 @@ describe('Lambda bundles (the options CDK uses)', () => {
     // Bundled, not external: no bare import of an AWS SDK package is left in the output.
     const [output] = Object.values(metafile.outputs);
     expect(output!.imports.filter((i) => i.external && i.path.startsWith('@aws-sdk/'))).toEqual([]);
+  });
+
+  it.each(lambdaEntries())('%s carries the SDK clients its declaration calls for and no others, and no default credential chain', async (entry) => {
+    const inputs = Object.keys((await metafileOf(entry)).inputs);
+    const caps = declarations.get(entry)?.capabilities ?? [];
+    expect(sdkPackage(inputs, 'client-kms'), 'KMS').toBe(caps.includes('seal') || caps.includes('unseal'));
+    // The Fargate runtime holds both clients; pausing builds it to stop a task.
+    const runtime = caps.includes('ecs:run') || caps.includes('ecs:stop') || caps.includes('ecs:describe');
+    expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
+    expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(runtime);
+    // Lambda gives credentials in the environment: SSO, STS, INI and metadata providers are never bundled.
+    for (const name of ['credential-provider-node', 'credential-provider-sso', 'credential-provider-ini', 'nested-clients']) {
+      expect(sdkPackage(inputs, name), name).toBe(false);
+    }
+  });
+
+  it("gives a bundled SDK client the credentials Lambda puts in the environment, and a clear error without them", async () => {
+    const contents = "import { DynamoDBClient } from '@aws-sdk/client-dynamodb'; const c = new DynamoDBClient({ region: 'eu-west-1' }); try { process.stdout.write(JSON.stringify(await c.config.credentials())); } catch (e) { process.stdout.write('ERR ' + e.message); }";
+    const out = await build({ ...esbuildOptions('functions/health/get.ts'), entryPoints: undefined, stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' }, write: false, outdir: 'out' });
+    const dir = mkdtempSync(join(tmpdir(), 'acs-creds-'));
+    try {
+      const file = join(dir, 'creds.mjs');
+      writeFileSync(file, out.outputFiles[0]!.contents);
+      const run = (env: Record<string, string>) => spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } }).stdout;
+      expect(JSON.parse(run({ AWS_ACCESS_KEY_ID: 'AKIDROLE', AWS_SECRET_ACCESS_KEY: 's', AWS_SESSION_TOKEN: 't' }))).toEqual({ accessKeyId: 'AKIDROLE', secretAccessKey: 's', sessionToken: 't' });
+      expect(run({})).toMatch(/^ERR No AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps route bundles small: median and largest within the bounds', async () => {
+    const kb: number[] = [];
+    for (const route of routes as readonly RouteDef[]) {
+      const out = await build({ ...esbuildOptions(route.entry), write: false, outdir: 'out' });
+      kb.push(out.outputFiles[0]!.contents.length / 1024);
+    }
+    kb.sort((a, b) => a - b);
+    expect(kb[Math.floor(kb.length / 2)]).toBeLessThanOrEqual(MEDIAN_ROUTE_KB);
+    expect(kb.at(-1)).toBeLessThanOrEqual(LARGEST_ROUTE_KB);
   });
 
   it.each(lambdaEntries())('%s loads as an ES module in a bare Node process', async (entry) => {

@@ -11,22 +11,12 @@ import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys, tables } from '#shared/store/tables.ts';
+import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
 import { hourlyBilled } from './zero-cost.ts';
 
 const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<string, unknown>;
 const routeDefs = routes as readonly RouteDef[];
-const SANDBOX_ENV = [
-  'ECS_CLUSTER_ARN',
-  'SANDBOX_SUBNET_IDS',
-  'SANDBOX_SECURITY_GROUP_ID',
-  'SANDBOX_SPECS',
-  'SANDBOX_FILE_SYSTEM_ID',
-  'SANDBOX_TASK_ROLE_ARN',
-  'SANDBOX_EXECUTION_ROLE_ARN',
-  'SANDBOX_START_TIMEOUT_SECONDS',
-  'SANDBOX_IDLE_MINUTES',
-  'MAX_RUNNING_SANDBOXES',
-];
+const SANDBOX_ENV = [...sandboxRuntimeEnv, 'SANDBOX_SPECS'];
 
 type Json = Record<string, any>;
 
@@ -201,16 +191,20 @@ describe('functions', () => {
   it('gives each function only the environment its declaration needs', () => {
     for (const [id, { fn, access }] of stack.functions) {
       const env = Object.keys(resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {}).sort();
-      const caps = access.capabilities ?? [];
-      const route = routeDefs.find((r) => r.id === id);
-      const expected = ['POWERTOOLS_SERVICE_NAME', ...Object.keys(access.tables).map((k) => tableEnvVar(k as never))];
-      if (caps.includes('seal') || caps.includes('unseal')) expected.push('SECRETS_KEY_ID');
-      if (caps.some((c) => c.startsWith('ecs:') || c.startsWith('efs:'))) expected.push(...SANDBOX_ENV);
-      else if (route?.entry.startsWith('functions/sandbox-specs/')) expected.push('SANDBOX_SPECS');
+      // The one derivation (shared/wiring/needs.ts) the wiring test builds each adapter with.
+      const expected = ['POWERTOOLS_SERVICE_NAME', ...environmentNames(access)];
       // The authorizer takes session cookies only from the configured origins.
       if (id === 'authorizer') expected.push('CORS_ORIGINS');
       expect(env, id).toEqual([...new Set(expected)].sort());
     }
+  });
+
+  it('derives the environment from tables and capabilities alone: no secrets key or sandbox settings where none is declared', () => {
+    const envOf = (id: string) => Object.keys(resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables).sort();
+    expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'TABLE_SETTINGS']);
+    expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'SANDBOX_SPECS']);
+    expect(envOf('pauseSandbox')).toEqual(expect.arrayContaining(SANDBOX_ENV.filter((n) => n !== 'SANDBOX_SPECS')));
+    expect(envOf('pauseSandbox')).not.toContain('SANDBOX_SPECS');
   });
 
   it('never names the API URL in a function environment (that would be a dependency cycle)', () => {
@@ -359,7 +353,7 @@ describe('event functions (written on the sandboxes branch)', () => {
   it.skipIf(!ecsPresent || !sweeperPresent)('gives both event functions the sandbox environment', () => {
     for (const id of ['ecsEvents', 'sweeper']) {
       const vars = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
-      expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES', 'TABLE_KEYS']));
+      expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES']));
       expect(vars.SANDBOX_START_TIMEOUT_SECONDS).toBe(String(cdkContext.sandboxStartTimeoutSeconds));
     }
   });

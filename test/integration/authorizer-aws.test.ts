@@ -11,7 +11,7 @@ import type { Services } from '#shared/services.ts';
 
 /**
  * The Lambda authorizer and the route wrapper as API Gateway calls them (payload 2.0: cookies in
- * `event.cookies`, https), with awsServices() on dynalite and KMS at the SDK boundary.
+ * `event.cookies`, https), with the AWS adapters on dynalite and KMS at the SDK boundary.
  */
 const HOST = 'abc123.execute-api.eu-west-1.amazonaws.com';
 const UI = 'https://app.example.com';
@@ -29,7 +29,23 @@ beforeAll(async () => {
     CiphertextBlob: Buffer.from(JSON.stringify({ c: EncryptionContext, p: Buffer.from(Plaintext).toString('base64') })),
   }));
   kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({ Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64') }));
-  services = (await import('#shared/wiring/aws.ts')).awsServices();
+  // The authorizer's own adapters, plus the conversation store's writes (a revocation).
+  const [{ servicesOf }, { wire }, keys, conversations, { sealer }] = await Promise.all([
+    import('#shared/services.ts'),
+    import('#shared/wiring/adapters.ts'),
+    import('#shared/wiring/aws/keys.ts'),
+    import('#shared/wiring/aws/conversations.ts'),
+    import('#shared/wiring/aws/kms.ts'),
+  ]);
+  services = servicesOf(
+    wire('test', { tables: { keys: 'write', conversations: 'write' }, capabilities: ['seal', 'unseal'] }, {
+      keyStore: keys.keyStore,
+      sessionStore: keys.sessionStore,
+      conversationKeySecret: keys.conversationKeySecret,
+      sealer,
+      conversationStore: conversations.conversationStore,
+    }),
+  );
   authorize = (await import('../../functions/auth/authorizer.ts')).handler as never;
 });
 afterAll(async () => {

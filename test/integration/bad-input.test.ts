@@ -136,3 +136,49 @@ describe('fuzz: random JSON never gets a 5xx', () => {
     );
   });
 });
+
+describe('input that used to reach a 5xx or echo a credential', () => {
+  const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+
+  it('400 for JSON nested deeper than the limit, on a user route', async () => {
+    const res = await stack.call('POST', '/api/settings', { rawBody: deep(100_000), headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(/nested deeper than \d+ levels/);
+  });
+
+  it('401 before any body is read on sandbox routes without their key, however deep the body', async () => {
+    const sid = '0'.repeat(32);
+    const cid = 'a'.repeat(32);
+    for (const path of [`/api/v1/webhooks/${sid}/events/${cid}`, `/api/v1/webhooks/${sid}/conversations`, `/api/v1/sandboxes/${sid}/bridge/check-in`, `/api/v1/sandboxes/${sid}/bridge/heartbeat`]) {
+      const res = await stack.call('POST', path, { key: null, rawBody: deep(100_000), headers: { 'content-type': 'application/json' } });
+      expect(res.status, path).toBe(401);
+    }
+  });
+
+  it('422, not a 500 from the key size, for a conversation id of any length on events search and count', async () => {
+    for (const route of ['search', 'count']) {
+      const res = await stack.call('GET', `/api/v1/events/${route}?conversation_id__eq=${'a'.repeat(3000)}`);
+      expect(res.status, route).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['query', 'conversation_id__eq']);
+      expect(res.text.length).toBeLessThan(2000);
+    }
+  });
+
+  it('422 for a date-time bound of any length (DynamoDB refuses key values over 1 KB)', async () => {
+    const long = `2020-01-01T00:00:00.${'1'.repeat(3000)}Z`;
+    for (const path of ['/api/v1/app-conversations/search?created_at__gte=', '/api/v1/app-conversations/count?created_at__lt=', '/api/v1/app-conversations/start-tasks/search?created_at__gte=']) {
+      expect((await stack.call('GET', `${path}${long}`)).status, path).toBe(422);
+    }
+    expect((await stack.call('GET', '/api/v1/app-conversations/search?created_at__gte=2020-01-01T00:00:00.123456789%2B02:00')).status).toBe(200);
+  });
+
+  it('strips credentials from the input a 422 echoes', async () => {
+    const res = await stack.call('POST', '/api/settings', { body: { llm_base_url: 'ftp://someone:sk-live-CRED1234567@example.com/v1?api_key=QUERYCRED99' } });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'llm_base_url']);
+    expect(res.text).not.toContain('CRED1234567');
+    expect(res.text).not.toContain('someone');
+    expect(res.text).not.toContain('QUERYCRED99');
+    expect(res.text).toContain('example.com');
+  });
+});

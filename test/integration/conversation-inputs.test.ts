@@ -1,7 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
@@ -12,9 +10,9 @@ let stack: TestStack;
 let llm: ScriptedLlm;
 let git: GitServer;
 const TOKEN = 'glpat_inputs_token';
-const MCP_SERVER = new URL('../fixtures/agent/mcp-reverse-server.ts', import.meta.url).pathname;
-// The server runs from the sandbox's workspace, where a bare `tsx` would not resolve.
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// A contained sandbox sees neither the checkout nor node_modules: the server is a dependency-free
+// script run with `node -e` (the agent-session test runs the MCP SDK's own server, uncontained).
+const MCP_SERVER = readFileSync(new URL('../fixtures/agent/mcp-reverse-server.mjs', import.meta.url), 'utf8');
 
 beforeAll(async () => {
   stack = await startTestStack();
@@ -27,7 +25,7 @@ beforeAll(async () => {
       llm_api_key: 'sk-inputs',
       llm_base_url: llm.baseUrl,
       secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: git.url } } },
-      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['--import', TSX, MCP_SERVER] }] },
+      mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['-e', MCP_SERVER] }] },
     },
   });
 });
@@ -65,16 +63,40 @@ describe('every creation input of the spec', () => {
     await waitForStatus(stack, id, ['finished']);
   });
 
-  it('conversation_instructions reach the system prompt; mcp_config merges with the settings', async () => {
-    llm.enqueue(reply.finish('done'));
-    const task = await startConversation(stack, {
-      conversation_instructions: 'Always answer in haiku.',
-      mcp_config: { stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['--import', TSX, MCP_SERVER] }] },
-      initial_message: { content: [{ type: 'text', text: 'hello' }] },
+  it('conversation_instructions reach the system prompt; mcp_config merges with the settings, its secrets sealed and masked', async () => {
+    const ENV_SECRET = 'mcp-env-secret-4411';
+    const KEY_SECRET = 'mcp-sse-key-secret-8822';
+    llm.enqueue(reply.tool('fromrequest_reverse_text', { text: 'abc' }), reply.finish('done'));
+    const res = await stack.call('POST', '/api/v1/app-conversations', {
+      body: {
+        conversation_instructions: 'Always answer in haiku.',
+        mcp_config: {
+          stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: ENV_SECRET } }],
+          sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: KEY_SECRET }],
+        },
+        initial_message: { content: [{ type: 'text', text: 'hello' }] },
+      },
     });
+    expect(res.status).toBe(200);
+    expect(res.body.request.mcp_config.sse_servers[0]).toEqual({ url: 'http://127.0.0.1:9/sse', api_key: null, api_key_set: true });
+    expect(res.body.request.mcp_config.stdio_servers[0]).toMatchObject({ env: { GREETING: null }, env_set: true });
+    const task = await waitForStatus(stack, res.body.app_conversation_id, ['finished']).then(async () =>
+      (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${res.body.id}`)).body[0],
+    );
     expect(task.status).toBe('READY');
-    await waitForStatus(stack, task.app_conversation_id, ['finished']);
-    const body = llm.requests.at(-1)!.body;
+    const searched = await stack.call('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${task.app_conversation_id}`);
+    for (const text of [res.text, JSON.stringify(task), searched.text]) {
+      expect(text).not.toContain(ENV_SECRET);
+      expect(text).not.toContain(KEY_SECRET);
+    }
+    expect(searched.body.items[0].request.mcp_config.sse_servers[0].api_key_set).toBe(true);
+    // The sandbox got the sealed value back through the start-config webhook: the MCP server saw it.
+    expect(JSON.stringify(llm.requests.at(-1)!.body)).toContain(`GREETING=${ENV_SECRET}`);
+    // ... and the events that show the tool's output mask it.
+    const events = JSON.stringify(await allEvents(stack, task.app_conversation_id));
+    expect(events).toContain('cba');
+    expect(events).not.toContain(ENV_SECRET);
+    const body = llm.requests.at(-2)!.body;
     expect(JSON.stringify(body.messages[0])).toContain('Always answer in haiku.');
     const tools = (body.tools ?? []).map((t: { function: { name: string } }) => t.function.name);
     // Both servers run the same fixture: the second one's tools are prefixed with its name.

@@ -209,8 +209,8 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     await waitForStatus(stack, secondId, ['finished'], key);
     // The repository filter: a record as a clone would leave it (cloning needs a git server, tested elsewhere).
     const store = new DynamoConversationStore();
-    const rec = (await store.get(secondId))!;
-    expect(await store.update(secondId, rec.version, { selected_repository: 'acme/widget', selected_branch: 'main', git_provider: 'github' })).toBe(true);
+    const rec = (await store.get('carol', secondId))!;
+    expect(await store.update('carol', secondId, rec.version, { selected_repository: 'acme/widget', selected_branch: 'main', git_provider: 'github' })).toBe(true);
     scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0].session_api_key;
   }, 120_000);
 
@@ -389,11 +389,10 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect((await stack.call('DELETE', `/api/conversations/${id}`, { key })).status).toBe(404);
     expect((await stack.call('GET', '/api/conversations', { key })).body.results.map((c: any) => c.conversation_id)).toEqual([secondId]);
     expect((await stack.call('GET', '/api/v1/app-conversations/count', { key })).body).toBe(1);
-    // The id stays taken: nobody (the owner included) can start a conversation under it and read its old events.
-    for (const who of [key, otherKey]) {
-      const again = await stack.call('POST', '/api/v1/app-conversations', { key: who, body: { ...message('reuse'), conversation_id: id } });
-      expect(again.status).toBe(409);
-    }
+    // The id stays taken for its owner (a new conversation under it would read the old events); ids are
+    // per user, so another user's conversation of that id is another conversation, without those events.
+    const again = await stack.call('POST', '/api/v1/app-conversations', { key, body: { ...message('reuse'), conversation_id: id } });
+    expect(again.status).toBe(409);
     expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: otherKey })).status).toBe(404);
   });
 });

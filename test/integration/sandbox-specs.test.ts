@@ -21,7 +21,7 @@ describe('sandbox specs over HTTP', () => {
     expect(all.body.items.map((s: any) => s.id)).toEqual(['local-default', 'never-checks-in', 'no-such-binary']);
     expect(all.body.items[0]).toEqual({
       id: 'local-default',
-      command: ['node', '--import', 'tsx', 'sandbox/main.ts'],
+      command: ['node', '{sandbox_program}'],
       created_at: '2025-11-01T00:00:00Z',
       initial_env: { SANDBOX_FLAVOUR: 'test' },
       working_dir: '{data_dir}/sandboxes/{sandbox_id}/workspace',
@@ -50,7 +50,7 @@ describe('sandbox specs over HTTP', () => {
 describe('spec registries', () => {
   it('reads the repository config: the default spec runs sandbox/main.ts', () => {
     const registry = fileSpecRegistry(join(PROJECT_ROOT, 'config/sandbox-specs.json'));
-    expect(registry.defaultSpec()).toMatchObject({ id: 'local-default', command: ['node', '--import', 'tsx', 'sandbox/main.ts'] });
+    expect(registry.defaultSpec()).toMatchObject({ id: 'local-default', command: ['node', '{sandbox_program}'] });
   });
 
   it('fails fast, naming the place, on a bad file', () => {

@@ -175,7 +175,7 @@ describe('sandboxes on the AWS path', () => {
     const old = new Date(Date.now() - 601_000).toISOString();
     await store.update(id, rec.version, { startedAt: old, lastActivityAt: old });
     const { handler } = await import('../../functions/sandboxes/sweeper.ts');
-    const summary = await handler();
+    const summary = await handler({});
     expect(summary.failed).toContain(id);
     const failed = await getAs('frank', id);
     expect(failed.detail).toBe('The sandbox did not check in within 600 seconds of starting');

@@ -26,9 +26,9 @@ describe('the sweeper', () => {
     const key = await stack.newUser('idler');
     const { body } = await start(key);
     await waitForStatus(stack, body.id, 'RUNNING', key);
-    expect((await stack.services.sandboxes.sweep(minutes(10))).paused).not.toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep(minutes(10))).paused).not.toContain(body.id);
     expect((await getSandbox(stack, body.id, key)).status).toBe('RUNNING');
-    const summary = await stack.services.sandboxes.sweep(minutes(31));
+    const summary = await stack.services.sandboxHousekeeping.sweep(minutes(31));
     expect(summary.paused).toContain(body.id);
     const paused = await getSandbox(stack, body.id, key);
     expect(paused.status).toBe('PAUSED');
@@ -40,8 +40,8 @@ describe('the sweeper', () => {
     const key = await stack.newUser('stuck');
     const { body } = await start(key, 'never-checks-in');
     await waitFor('the process', () => (sandboxPids(body.id).length === 1 ? true : undefined));
-    expect((await stack.services.sandboxes.sweep(new Date(Date.now() + 30_000))).failed).not.toContain(body.id);
-    expect((await stack.services.sandboxes.sweep(new Date(Date.now() + 61_000))).failed).toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 30_000))).failed).not.toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 61_000))).failed).toContain(body.id);
     const failed = await getSandbox(stack, body.id, key);
     expect(failed.status).toBe('ERROR');
     expect(failed.detail).toBe('The sandbox did not check in within 60 seconds of starting');
@@ -57,7 +57,7 @@ describe('the sweeper', () => {
     const rec = (await store.get(body.id))!;
     await store.update(body.id, rec.version, { status: 'PAUSED', liveShard: null, liveUserId: null });
     expect(sandboxPids(body.id)).toHaveLength(1);
-    expect((await stack.services.sandboxes.sweep()).orphans).toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep()).orphans).toContain(body.id);
     expect(sandboxPids(body.id)).toEqual([]);
   });
 
@@ -67,7 +67,7 @@ describe('the sweeper', () => {
     const running = await waitForStatus(stack, body.id, 'RUNNING', key);
     // Stopped behind the service's back, with no exit event (as after a lost ECS event).
     await stack.sandboxRuntime.stop({ sandboxId: running.id, generation: 1 });
-    expect((await stack.services.sandboxes.sweep()).missing).toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep()).missing).toContain(body.id);
     const missing = await getSandbox(stack, body.id, key);
     expect(missing.status).toBe('MISSING');
     expect(missing.detail).toBe('The sandbox process or task no longer exists');

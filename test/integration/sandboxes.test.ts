@@ -25,7 +25,7 @@ const workspace = (id: string) => join(stack.dataDir, 'sandboxes', id, 'workspac
 describe('sandbox lifecycle over HTTP, with real child processes', () => {
   it('is RUNNING only once the program checked in, and never shows its session key', async () => {
     const sandbox = await startRunning();
-    expect(sandbox).toMatchObject({ created_by_user_id: 'dev', sandbox_spec_id: 'local-default', exposed_urls: [], detail: null });
+    expect(sandbox).toMatchObject({ created_by_user_id: 'dev', sandbox_spec_id: 'local-default', exposed_urls: [], detail: null, contained: true });
     expect(sandbox.session_api_key).toBeNull();
     expect(await stack.sandboxKey(sandbox.id)).toMatch(/^sbx_/);
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
@@ -43,7 +43,9 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       const sandbox = await startRunning();
       const [pid] = sandboxPids(sandbox.id);
       const env = processEnv(pid!)!;
-      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'SANDBOX_PARENT_PID', 'WORKSPACE_DIR']);
+      // Contained by bubblewrap: in its own pid namespace it watches a pipe, not the server's pid.
+      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'SANDBOX_PARENT_STDIN', 'TMPDIR', 'WORKSPACE_DIR']);
+      expect(env.TMPDIR).toBe('/tmp');
       expect(env.BRIDGE_URL).toBe(stack.url);
       expect(env.WORKSPACE_DIR).toBe(workspace(sandbox.id));
       expect(env.HOME).toBe(join(stack.dataDir, 'sandboxes', sandbox.id, 'home'));
@@ -170,8 +172,8 @@ describe('the bridge', () => {
     }
     const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: (await stack.sandboxKey(sandbox.id))!, body: {} });
     expect(ok.body).toEqual({ status: 'RUNNING' });
-    expect(await stack.services.sandboxes.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!)).toMatchObject({ id: sandbox.id });
-    expect(await stack.services.sandboxes.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
+    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!)).toMatchObject({ id: sandbox.id });
+    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
   });
 
   it('records agent activity only from an active heartbeat', async () => {

@@ -173,7 +173,7 @@ describe('settings', () => {
   it('keeps both fields when two saves race', async () => {
     const key = await stack.newUser('race');
     await stack.call('POST', '/api/settings', { key, body: {} });
-    const fields = ['language', 'agent', 'security_analyzer', 'email', 'git_user_name', 'git_user_email', 'sandbox_base_container_image', 'sandbox_runtime_container_image'];
+    const fields = ['language', 'email', 'git_user_name', 'git_user_email', 'sandbox_base_container_image', 'sandbox_runtime_container_image'];
     const results = await Promise.all(fields.map((f) => stack.call('POST', '/api/settings', { key, body: { [f]: `value-${f}` } })));
     for (const r of results) expect([200, 409]).toContain(r.status);
     const got = (await stack.call('GET', '/api/settings', { key })).body;

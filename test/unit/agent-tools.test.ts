@@ -2,7 +2,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ShellRunner } from '#sandbox/agent/tools/bash.ts';
 import { EditorError, FileEditor } from '#sandbox/agent/tools/editor.ts';
 
 let dir: string;
@@ -109,53 +108,6 @@ describe('FileEditor', () => {
     // An absolute path inside the workspace is fine.
     await ed.run({ command: 'create', path: join(dir, 'inside.txt'), file_text: 'ok' });
     expect(readFileSync(join(dir, 'inside.txt'), 'utf8')).toBe('ok');
-  });
-});
-
-describe('ShellRunner', () => {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  const opts = (o: Partial<{ timeoutMs: number; maxOutputChars: number }> = {}) => ({ cwd: dir, env, timeoutMs: 10_000, maxOutputChars: 10_000, ...o });
-
-  it('runs in the workspace with the given environment, stdout and stderr together, with the exit code', async () => {
-    const shell = new ShellRunner();
-    const r = await shell.run('pwd; echo out; echo err >&2; echo "v=$ONLY_THIS"; exit 3', { ...opts(), env: { ...env, ONLY_THIS: 'yes' } });
-    expect(r.exitCode).toBe(3);
-    expect(r.timedOut).toBe(false);
-    expect(r.output).toContain(dir);
-    expect(r.output).toContain('out');
-    expect(r.output).toContain('err');
-    expect(r.output).toContain('v=yes');
-  });
-
-  it('cuts long output in the middle, with a note saying how much', async () => {
-    const r = await new ShellRunner().run('seq 1 100000', opts({ maxOutputChars: 1000 }));
-    expect(r.truncated).toBe(true);
-    expect(r.output.startsWith('1\n2\n3\n')).toBe(true);
-    expect(r.output.trimEnd().endsWith('100000')).toBe(true);
-    expect(r.output).toMatch(/\[\.\.\. output truncated: \d+ characters omitted \.\.\.\]/);
-    expect(r.output.length).toBeLessThan(1200);
-  });
-
-  it('stops a command (and its children) at the time-out and says so', async () => {
-    const r = await new ShellRunner().run('echo started; sleep 30 & wait', opts({ timeoutMs: 300 }));
-    expect(r.timedOut).toBe(true);
-    expect(r.exitCode).toBeNull();
-    expect(r.output).toContain('started');
-    expect(r.output).toContain('[The command timed out after 0.3 s and was stopped.]');
-  });
-
-  it('returns when bash exits even if a background process keeps its output open', async () => {
-    const shell = new ShellRunner();
-    const r = await shell.run('sleep 30 & echo launched', opts());
-    expect(r.exitCode).toBe(0);
-    expect(r.output).toContain('launched');
-    shell.killAll();
-  });
-
-  it('reports a command that cannot start', async () => {
-    const r = await new ShellRunner().run('echo hi', { ...opts(), cwd: join(dir, 'does-not-exist') });
-    expect(r.exitCode).toBe(127);
-    expect(r.output).toContain('failed to start');
   });
 });
 

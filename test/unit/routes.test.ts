@@ -14,11 +14,11 @@ describe('the route table', () => {
     expect(new Set(all.map((r) => `${r.method} ${r.path}`)).size).toBe(all.length);
   });
 
-  it.each(all.map((r) => [r.id, r] as const))('%s has a handler file exporting handler and its operation', async (_id, route) => {
+  it.each(all.map((r) => [r.id, r] as const))('%s has a handler file exporting a handler wired to its operation', async (_id, route) => {
     expect(existsSync(new URL(route.entry, root)), route.entry).toBe(true);
-    const mod = (await import(new URL(route.entry, root).href)) as { handler?: unknown; operation?: { route: RouteDef } };
+    const mod = (await import(new URL(route.entry, root).href)) as { handler?: { wiring?: { operation?: { route: RouteDef } } } };
     expect(typeof mod.handler).toBe('function');
-    expect(mod.operation?.route).toBe(route);
+    expect(mod.handler?.wiring?.operation?.route).toBe(route);
   });
 
   it('is fully described by the OpenAPI document', () => {

@@ -20,6 +20,15 @@ export const editorArgsSchema = z.object({
 });
 export type EditorArgs = z.infer<typeof editorArgsSchema>;
 
+/** What an editor command did; the contents before and after are what OpenHands' UI shows as a diff. */
+export interface EditResult {
+  output: string;
+  path: string;
+  prevExist: boolean;
+  oldContent: string | null;
+  newContent: string | null;
+}
+
 /** A mistake the model can correct (bad path, text not found): reported to it, not a crash. */
 export class EditorError extends Error {}
 
@@ -42,20 +51,33 @@ export class FileEditor {
     this.#root = realpathSync(workspaceDir);
   }
 
-  async run(args: EditorArgs): Promise<{ output: string; path: string }> {
+  /** The absolute path inside the workspace that `input` names, or an EditorError. */
+  resolve(input: string): string {
+    return this.#resolve(input);
+  }
+
+  async run(args: EditorArgs): Promise<EditResult> {
     const path = this.#resolve(args.path);
+    if (args.command === 'view') return { path, output: await this.#view(path, args.view_range), prevExist: true, oldContent: null, newContent: null };
+    const before = existsSync(path) ? await readFile(path, 'utf8').catch(() => null) : null;
+    const prevExist = existsSync(path);
+    let output: string;
     switch (args.command) {
-      case 'view':
-        return { path, output: await this.#view(path, args.view_range) };
       case 'create':
-        return { path, output: await this.#create(path, args.file_text) };
+        output = await this.#create(path, args.file_text);
+        break;
       case 'str_replace':
-        return { path, output: await this.#replace(path, args.old_str, args.new_str ?? '') };
+        output = await this.#replace(path, args.old_str, args.new_str ?? '');
+        break;
       case 'insert':
-        return { path, output: await this.#insert(path, args.insert_line, args.new_str) };
+        output = await this.#insert(path, args.insert_line, args.new_str);
+        break;
       case 'undo_edit':
-        return { path, output: await this.#undo(path) };
+        output = await this.#undo(path);
+        break;
     }
+    const after = existsSync(path) ? await readFile(path, 'utf8').catch(() => null) : null;
+    return { path, output, prevExist, oldContent: before, newContent: after };
   }
 
   /** Absolute path inside the workspace, or an EditorError. */

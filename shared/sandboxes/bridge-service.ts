@@ -1,0 +1,122 @@
+import { unauthorized } from '#shared/http/errors.ts';
+import { logger } from '#shared/logging.ts';
+import type { SandboxCommand, SandboxStatus } from '#shared/sandboxes/model.ts';
+import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandboxes/records.ts';
+import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
+
+/** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
+export class SandboxBridge extends SandboxRecords {
+  /** Exchanges the one-time enrollment token for the session key; the sandbox is RUNNING from here. */
+  async checkIn(sandboxId: string, enrollmentToken: string | undefined, agent: { version: string }) {
+    if (!enrollmentToken) throw unauthorized();
+    const tokenHash = sha256(enrollmentToken);
+    const first = await this.deps.store.get(sandboxId);
+    if (!first || first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
+    const sessionKey = newToken('sbx');
+    const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
+    const t = await this.transition(sandboxId, (rec) =>
+      rec.status === 'STARTING' && sameHash(rec.enrollmentHash, tokenHash)
+        ? {
+            status: 'RUNNING',
+            enrollmentHash: null,
+            sessionKeyHash: sha256(sessionKey),
+            sessionKeySealed: sealed,
+            lastActivityAt: this.iso(),
+            detail: null,
+            agentVersion: agent.version,
+          }
+        : 'skip',
+    );
+    if (!t?.changed) throw unauthorized();
+    logger.info('sandbox.started', {
+      sandboxId,
+      userId: t.record.userId,
+      generation: t.record.generation,
+      startLatencyMs: Date.parse(t.record.lastActivityAt) - Date.parse(t.record.startedAt ?? t.record.lastActivityAt),
+    });
+    return {
+      sandbox_id: sandboxId,
+      session_api_key: sessionKey,
+      heartbeat_seconds: this.deps.config.heartbeatSeconds,
+      poll_wait_seconds: this.deps.config.pollMaxSeconds,
+    };
+  }
+
+  /**
+   * Whether `key` is one of the sandbox's credentials at all: its session key (in any state, so a
+   * stale program can still be told to stop) or, for check-in, its pending enrollment token. The
+   * wrapper asks this before it reads a sandbox route's body; the operation then checks in detail.
+   */
+  async admits(sandboxId: string, key: string | undefined, kind: 'session' | 'enrollment'): Promise<boolean> {
+    if (kind === 'session') return (await this.keyOwner(sandboxId, key)) !== null;
+    if (!key) return false;
+    const rec = await this.deps.store.get(sandboxId);
+    return Boolean(rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)));
+  }
+
+  /**
+   * The RUNNING sandbox a session key belongs to, or null (wrong key, unknown id, not RUNNING).
+   * For other services' sandbox-facing routes (e.g. the conversation webhooks): they answer 401 on null.
+   */
+  async authenticateSandbox(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
+    const rec = await this.keyOwner(sandboxId, key);
+    return rec?.status === 'RUNNING' ? rec : null;
+  }
+
+  /** Records a heartbeat; `active` (the agent did work) counts as activity for the idle sweep. */
+  async heartbeat(sandboxId: string, key: string | undefined, active: boolean): Promise<{ status: SandboxStatus }> {
+    const rec = await this.keyOwner(sandboxId, key);
+    if (!rec) throw unauthorized();
+    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(sandboxId, this.iso());
+    return { status: rec.status };
+  }
+
+  /**
+   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
+   * Returns false when the sandbox is not RUNNING.
+   */
+  recordActivity(sandboxId: string): Promise<boolean> {
+    return this.deps.store.touchActivity(sandboxId, this.iso());
+  }
+
+  /**
+   * Waits up to `waitSeconds` (capped by the deployment) for queued commands. A sandbox that is no
+   * longer RUNNING (paused, failed, replaced by a newer generation) gets a `stop` command instead.
+   */
+  async pollCommands(sandboxId: string, key: string | undefined, waitSeconds: number): Promise<{ commands: SandboxCommand[] }> {
+    let rec = await this.keyOwner(sandboxId, key);
+    if (!rec) throw unauthorized();
+    const deadline = Date.now() + Math.min(waitSeconds, this.deps.config.pollMaxSeconds) * 1000;
+    for (;;) {
+      if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
+      const queued = await this.deps.store.listCommands(sandboxId, 10);
+      if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
+      const left = deadline - Date.now();
+      if (left <= 0) return { commands: [] };
+      await sleep(Math.min(this.deps.config.pollIntervalMs, left));
+      const again = await this.deps.store.get(sandboxId);
+      if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
+        return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };
+      }
+      rec = again;
+    }
+  }
+
+  /** Removes a delivered command from the queue (idempotent; seq 0, the synthetic stop, is not queued). */
+  async ackCommand(sandboxId: string, key: string | undefined, seq: number): Promise<void> {
+    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
+    if (seq > 0) await this.deps.store.deleteCommand(sandboxId, seq);
+  }
+
+  private stopCommand(reason: string): SandboxCommand {
+    return { seq: 0, type: 'stop', payload: { reason }, created_at: this.iso() };
+  }
+
+  private async openCommand(c: StoredCommand, userId: string): Promise<SandboxCommand> {
+    const payload =
+      c.sealedPayload !== undefined ? (JSON.parse(await this.deps.sealer.open(c.sealedPayload, userId)) as unknown)
+      : c.payload !== undefined ? (JSON.parse(c.payload) as unknown)
+      : null;
+    return { seq: c.seq, type: c.type, payload, created_at: c.createdAt };
+  }
+}

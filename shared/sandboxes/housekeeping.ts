@@ -1,0 +1,107 @@
+import { logger } from '#shared/logging.ts';
+import { isLive, type SandboxStatus } from '#shared/sandboxes/model.ts';
+import { DELETE_RETRY_MS, notLive, SandboxRecords, toError, toPaused, type SweepSummary } from '#shared/sandboxes/records.ts';
+import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+
+/** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
+export class SandboxHousekeeping extends SandboxRecords {
+  /**
+   * A process or task ended. For the current generation of a live sandbox: a crash becomes ERROR
+   * with the reason, a stop that was asked for becomes PAUSED. Stale generations and sandboxes that
+   * were already paused, failed or deleted are left alone, so a repeated event does no harm.
+   */
+  async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
+    const t = await this.transition(event.sandboxId, (rec) =>
+      rec.generation !== event.generation || !isLive(rec.status) ? 'skip' : event.requested ? toPaused(event.detail) : toError(event.detail),
+    );
+    if (!t?.changed) return undefined;
+    if (t.record.status === 'ERROR') logger.warn('sandbox.failed', { sandboxId: event.sandboxId, userId: t.record.userId, detail: event.detail });
+    return t.record.status;
+  }
+
+  /** Continues an unfinished delete (e.g. when the Fargate workspace wipe task has stopped). */
+  async continueDelete(sandboxId: string): Promise<boolean> {
+    const rec = await this.deps.store.get(sandboxId);
+    return rec?.deletedAt ? this.finishDelete(rec) : false;
+  }
+
+  /**
+   * The scheduled sweep: pauses idle sandboxes, fails starts that never checked in, marks RUNNING
+   * sandboxes whose process is gone as MISSING, finishes stalled deletes, and stops processes or
+   * tasks that no live record owns. One failing item does not stop the others.
+   */
+  async sweep(now: Date = this.now()): Promise<SweepSummary> {
+    const summary: SweepSummary = { paused: [], failed: [], missing: [], orphans: [], deleted: [] };
+    const { idleMinutes, startTimeoutSeconds } = this.deps.config;
+    const t = now.getTime();
+    const idle = (r: SandboxRecord) => t - Date.parse(r.lastActivityAt) > idleMinutes * 60_000;
+    const stuck = (r: SandboxRecord) => t - Date.parse(r.startedAt ?? r.lastActivityAt) > startTimeoutSeconds * 1000;
+    // Records first, then instances: an instance started after the query is re-checked below before it is stopped.
+    const live = await this.deps.store.listLive();
+    const instances = await this.deps.runtime.list();
+    for (const rec of live) {
+      try {
+        if (rec.deletedAt) {
+          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec))) summary.deleted.push(rec.id);
+        } else if (rec.status === 'STARTING' && stuck(rec)) {
+          const detail = `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
+          if (await this.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur))) summary.failed.push(rec.id);
+        } else if (rec.status === 'RUNNING' && idle(rec)) {
+          const detail = `Paused after ${idleMinutes} minutes without agent activity`;
+          if (await this.pauseRecord(rec.id, detail, { when: (cur) => cur.generation === rec.generation && idle(cur) })) summary.paused.push(rec.id);
+        } else if (rec.status === 'RUNNING' && !instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) {
+          const t2 = await this.transition(rec.id, (cur) =>
+            cur.status === 'RUNNING' && cur.generation === rec.generation
+              ? { status: 'MISSING', detail: 'The sandbox process or task no longer exists', ...notLive }
+              : 'skip',
+          );
+          if (t2?.changed) summary.missing.push(rec.id);
+        }
+      } catch (err) {
+        logger.error('Sweep step failed', { sandboxId: rec.id, error: err as Error });
+      }
+    }
+    for (const inst of instances) {
+      try {
+        if (live.some((r) => r.id === inst.sandboxId && r.generation === inst.generation && !r.deletedAt && isLive(r.status))) continue;
+        const rec = await this.deps.store.get(inst.sandboxId);
+        if (rec && !rec.deletedAt && isLive(rec.status) && rec.generation === inst.generation) continue;
+        await this.deps.runtime.stop(inst);
+        summary.orphans.push(inst.sandboxId);
+      } catch (err) {
+        logger.error('Stopping an orphan failed', { sandboxId: inst.sandboxId, error: err as Error });
+      }
+    }
+    if (Object.values(summary).some((list) => list.length)) logger.info('sandbox.sweep', { ...summary });
+    return summary;
+  }
+
+  /**
+   * The local server came back after stopping without pausing its sandboxes (a crash, `kill -9`):
+   * live records whose process is not running died with it. RUNNING becomes MISSING and STARTING
+   * becomes ERROR at once, rather than at the sweep's time-outs. Returns the ids it changed.
+   */
+  async reconcileLost(detail: string): Promise<string[]> {
+    const live = await this.deps.store.listLive();
+    const instances = await this.deps.runtime.list();
+    const lost: string[] = [];
+    for (const rec of live) {
+      if (rec.deletedAt || instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) continue;
+      const t = await this.transition(rec.id, (cur) =>
+        cur.generation !== rec.generation || !isLive(cur.status) ? 'skip'
+        : cur.status === 'RUNNING' ? { status: 'MISSING', detail, ...notLive }
+        : toError(detail),
+      );
+      if (t?.changed) lost.push(rec.id);
+    }
+    if (lost.length) logger.warn('sandbox.lost', { sandboxIds: lost, detail });
+    return lost;
+  }
+
+  /** Pauses every live sandbox (the local server shutting down), so no process outlives it. */
+  async suspendAll(detail: string): Promise<void> {
+    const live = await this.deps.store.listLive();
+    await Promise.all(live.filter((r) => !r.deletedAt).map((r) => this.pauseRecord(r.id, detail).catch(() => false)));
+  }
+}

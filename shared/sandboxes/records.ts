@@ -1,0 +1,145 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { conflict, notFound } from '#shared/http/errors.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import { logger } from '#shared/logging.ts';
+import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import type { Sealer } from '#shared/secrets/sealer.ts';
+import type { SandboxConfig } from '#shared/sandboxes/config.ts';
+import { isLive } from '#shared/sandboxes/model.ts';
+import type { InstanceRef, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+
+export interface SandboxServiceDeps {
+  store: SandboxStore;
+  runtime: SandboxRuntime;
+  specs: SpecRegistry;
+  /** Seals session keys and command payloads for the sandbox's owner. */
+  sealer: Sealer;
+  cursors: CursorCodec;
+  config: SandboxConfig;
+  /** The control-plane URL a sandbox calls, given the Host header of the request that starts it. */
+  bridgeUrl: (host: string | undefined) => string;
+  now?: () => Date;
+}
+
+export interface SweepSummary {
+  paused: string[];
+  failed: string[];
+  missing: string[];
+  orphans: string[];
+  deleted: string[];
+}
+
+type Decision = SandboxPatch | 'skip';
+interface Transition {
+  record: SandboxRecord;
+  previous: SandboxRecord;
+  changed: boolean;
+}
+
+export const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
+export const newToken = (prefix: string) => `${prefix}_${randomBytes(32).toString('base64url')}`;
+export const sameHash = (stored: string | undefined, actual: string) =>
+  stored !== undefined && stored.length === actual.length && timingSafeEqual(Buffer.from(stored), Buffer.from(actual));
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const instanceOf = (r: SandboxRecord): InstanceRef => ({ sandboxId: r.id, generation: r.generation, ref: r.runtimeRef, state: r.runtimeState });
+export const sameState = (a: RuntimeState | undefined, b: RuntimeState) => JSON.stringify(a ?? {}) === JSON.stringify(b);
+
+export const notLive = { liveShard: null, liveUserId: null, enrollmentHash: null } as const;
+export const toError = (detail: string): SandboxPatch => ({ status: 'ERROR', detail, ...notLive });
+export const toPaused = (detail?: string): SandboxPatch => ({ status: 'PAUSED', detail: detail ?? null, ...notLive });
+
+/** A delete older than this that is still unfinished is retried by the sweeper. */
+export const DELETE_RETRY_MS = 60_000;
+
+/**
+ * The record logic every audience's service shares (the user's API in service.ts, the bridge in
+ * bridge-service.ts, housekeeping in housekeeping.ts). The sandbox lifecycle: `STARTING -> RUNNING` (only when the program inside checks in),
+ * `-> PAUSED` (asked for, idle, or over the per-user limit), `-> ERROR` (a crash, a failed or stuck
+ * start), `-> MISSING` (RUNNING but its process or task is gone). Every change is one conditional
+ * write on the record's version; the runtime is called after the write that decides, so two
+ * racing calls can never leave two live processes for one sandbox.
+ */
+export class SandboxRecords {
+  protected readonly now: () => Date;
+
+  constructor(protected readonly deps: SandboxServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  get config(): SandboxConfig {
+    return this.deps.config;
+  }
+
+  protected iso(): string {
+    return this.now().toISOString();
+  }
+
+  /** The record a session key belongs to, in any state (so a stale program can be told to stop). */
+  protected async keyOwner(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
+    if (!key) return null;
+    const rec = await this.deps.store.get(sandboxId);
+    return rec && !rec.deletedAt && sameHash(rec.sessionKeyHash, sha256(key)) ? rec : null;
+  }
+
+  /**
+   * Reads, decides and writes conditionally on the version read, retrying on a lost race. With
+   * `userId`, an unknown, foreign or deleted sandbox is a 404; without, it is `undefined`.
+   */
+  protected async transition(id: string, decide: (rec: SandboxRecord) => Decision, options: { userId?: string } = {}): Promise<Transition | undefined> {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      const rec = await this.deps.store.get(id);
+      if (!rec || rec.deletedAt || (options.userId !== undefined && rec.userId !== options.userId)) {
+        if (options.userId !== undefined) throw notFound('Sandbox not found');
+        return undefined;
+      }
+      const patch = decide(rec);
+      if (patch === 'skip') return { record: rec, previous: rec, changed: false };
+      const updated = await this.deps.store.update(id, rec.version, patch);
+      if (updated) return { record: updated, previous: rec, changed: true };
+      await sleep(2 + Math.random() * 10 * Math.min(attempt + 1, 8));
+    }
+    throw conflict('The sandbox is being changed by other requests; try again');
+  }
+
+  /** Pauses a live sandbox and stops its process; false when it was not live (or `when` said no). */
+  protected async pauseRecord(id: string, detail: string | undefined, options: { userId?: string; when?: (rec: SandboxRecord) => boolean } = {}): Promise<boolean> {
+    const t = await this.transition(id, (rec) => (isLive(rec.status) && (options.when?.(rec) ?? true) ? toPaused(detail) : 'skip'), options);
+    if (!t?.changed) return false;
+    await this.stopQuietly(instanceOf(t.previous));
+    return true;
+  }
+
+  /** Turns the same generation of a live sandbox to ERROR and stops whatever runs for it. */
+  protected async failIfCurrent(rec: SandboxRecord, detail: string, when: (cur: SandboxRecord) => boolean = () => true): Promise<boolean> {
+    const t = await this.transition(rec.id, (cur) => (cur.generation === rec.generation && isLive(cur.status) && when(cur) ? toError(detail) : 'skip'));
+    if (!t?.changed) return false;
+    logger.warn('sandbox.failed', { sandboxId: rec.id, userId: rec.userId, detail });
+    await this.stopQuietly(instanceOf(t.previous));
+    return true;
+  }
+
+  /** Runs the runtime's clean-up; removes the record once it is complete. False when it continues later. */
+  protected async finishDelete(rec: SandboxRecord): Promise<boolean> {
+    try {
+      const out = await this.deps.runtime.destroy(instanceOf(rec));
+      if (out.done) {
+        await this.deps.store.remove(rec.id);
+        return true;
+      }
+      if (!sameState(rec.runtimeState, out.state)) await this.deps.store.update(rec.id, rec.version, { runtimeState: out.state });
+    } catch (err) {
+      logger.error('Sandbox clean-up failed; the sweeper will retry', { sandboxId: rec.id, error: err as Error });
+    }
+    return false;
+  }
+
+  protected async stopQuietly(instance: InstanceRef): Promise<void> {
+    try {
+      await this.deps.runtime.stop(instance);
+    } catch (err) {
+      // The sweeper's orphan pass stops it later; the record is already right.
+      logger.error('Stopping a sandbox failed', { sandboxId: instance.sandboxId, error: err as Error });
+    }
+  }
+}

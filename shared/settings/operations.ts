@@ -1,0 +1,20 @@
+import { defineOperation } from '#shared/http/operation.ts';
+import { agentChoices, securityAnalyzerChoices, unknownSettingsFields } from '#shared/settings/model.ts';
+
+/** The settings routes: each maps a validated request onto the settings service. */
+export const getSettings = defineOperation('getSettings', ({ userId }, { settings }) => settings.get(userId));
+
+export const saveSettings = defineOperation('saveSettings', async ({ userId, body, rawBody }, { settings }) => {
+  await settings.save(userId, body);
+  return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };
+});
+
+export const getCurrentUser = defineOperation('getCurrentUser', async ({ userId }, { settings }) => ({
+  id: userId,
+  settings: await settings.find(userId),
+}));
+
+/** The choices of the `agent` and `security_analyzer` settings (anything else is a 422). */
+export const listAgents = defineOperation('listAgents', async () => [...agentChoices]);
+
+export const listSecurityAnalyzers = defineOperation('listSecurityAnalyzers', async () => [...securityAnalyzerChoices]);

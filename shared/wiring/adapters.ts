@@ -1,0 +1,146 @@
+import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { SessionStore } from '#shared/auth/session-store.ts';
+import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type { EventStore } from '#shared/events/event-store.ts';
+import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import type { SandboxConfig } from '#shared/sandboxes/config.ts';
+import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { Sealer } from '#shared/secrets/sealer.ts';
+import type { SettingsStore } from '#shared/settings/settings-store.ts';
+import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
+
+/** Every adapter a function may build, by name: what the AWS and the local wiring each provide. */
+export interface Adapters {
+  keyStore: KeyStore;
+  settingsStore: SettingsStore;
+  /** Seals and opens user secrets and the service's own keys. */
+  sealer: Sealer;
+  /** The key that signs page cursors: made on first use, kept sealed in the keys table. */
+  cursorKey: () => Promise<Buffer>;
+  /** Browser sign-in sessions, hashed, in the keys table under `session:<id>`. */
+  sessionStore: SessionStore;
+  /** The key that signs conversation-scoped keys: made on first use, kept sealed in the keys table. */
+  conversationKeySecret: () => Promise<Buffer>;
+  specs: SpecRegistry;
+  sandboxStore: SandboxStore;
+  sandboxRuntime: SandboxRuntime;
+  sandboxConfig: SandboxConfig;
+  /** The control-plane URL a sandbox calls, given the Host header of the request that starts it. */
+  bridgeUrl: (host: string | undefined) => string;
+  conversationStore: ConversationStore;
+  startTaskStore: StartTaskStore;
+  eventStore: EventStore;
+}
+export type AdapterName = keyof Adapters;
+
+/** How one adapter is built; `get` gives the adapters it is built on, checked the same way. */
+export type Builder<K extends AdapterName> = (get: <J extends AdapterName>(name: J) => Adapters[J]) => Adapters[K];
+export type Builders = { [K in AdapterName]?: Builder<K> };
+
+/**
+ * What each adapter asks of the declaration of a function that builds it (`build`) and of one that
+ * calls a given method (`calls`), on AWS and locally alike. The table is the one place that knows
+ * which IAM-bearing resource each adapter touches; a function's entry names the adapters it may
+ * build, and `wire` holds every build and call to the function's declaration.
+ */
+export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in keyof Adapters[K]]?: Needs } } } = {
+  keyStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, revoke: { tables: { keys: 'write' } }, touch: { tables: { keys: 'write' } } } },
+  settingsStore: { build: { tables: { settings: 'read' } }, calls: { put: { tables: { settings: 'write' } } } },
+  sealer: { build: { anyOf: ['seal', 'unseal'] }, calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } } },
+  cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
+  sessionStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } } },
+  conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
+  specs: { build: { capabilities: ['specs'] } },
+  sandboxStore: {
+    build: { tables: { sandboxes: 'read' } },
+    calls: {
+      create: { tables: { sandboxes: 'write' } },
+      update: { tables: { sandboxes: 'write' } },
+      touchActivity: { tables: { sandboxes: 'write' } },
+      remove: { tables: { sandboxes: 'write' } },
+      nextCommandSeq: { tables: { sandboxes: 'write' } },
+      putCommand: { tables: { commands: 'write' } },
+      listCommands: { tables: { commands: 'read' } },
+      deleteCommand: { tables: { commands: 'write' } },
+      deleteAllCommands: { tables: { commands: 'write' } },
+    },
+  },
+  sandboxRuntime: {
+    build: { anyOf: ['ecs:run', 'ecs:stop', 'ecs:describe'] },
+    calls: {
+      start: { capabilities: ['ecs:run', 'ecs:task-definitions', 'efs:access-points'] },
+      stop: { capabilities: ['ecs:stop', 'ecs:describe'] },
+      status: { capabilities: ['ecs:describe'] },
+      // Stops the task, runs a wipe task, then removes the access point and the revision.
+      destroy: { capabilities: ['ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] },
+      list: { capabilities: ['ecs:describe'] },
+    },
+  },
+  sandboxConfig: { build: {} },
+  bridgeUrl: { build: {} },
+  conversationStore: {
+    build: { tables: { conversations: 'read' } },
+    calls: { create: { tables: { conversations: 'write' } }, update: { tables: { conversations: 'write' } }, delete: { tables: { conversations: 'write' } } },
+  },
+  startTaskStore: {
+    build: { tables: { startTasks: 'read' } },
+    calls: { create: { tables: { startTasks: 'write' } }, transition: { tables: { startTasks: 'write' } } },
+  },
+  eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
+};
+
+/** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */
+export class WiringError extends Error {
+  override name = 'WiringError';
+}
+
+/** Throws a WiringError unless `declared` covers `needs`. */
+export function checkNeeds(fn: string, declared: Declaration, needs: Needs, what: string): void {
+  const missing = uncovered(declared, needs);
+  if (missing.length) throw new WiringError(`${fn}: ${what} needs ${missing.join(', ')}, which its declaration does not name`);
+}
+
+/** The adapter, with every method that has its own needs checked when called. */
+function guarded<K extends AdapterName>(fn: string, declared: Declaration, name: K, adapter: Adapters[K]): Adapters[K] {
+  const calls = adapterNeeds[name].calls as Record<string, Needs> | undefined;
+  if (!calls || typeof adapter !== 'object' || adapter === null) return adapter;
+  return new Proxy(adapter, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      const needs = typeof prop === 'string' ? calls[prop] : undefined;
+      if (!needs || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        checkNeeds(fn, declared, needs, `${name}.${String(prop)}()`);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/**
+ * The adapters of one function: each built on first use from `builders` (the ones its entry names),
+ * after checking that the function's declaration covers what building it needs, and kept. An
+ * adapter its entry does not name, or one its declaration does not cover, throws a WiringError
+ * instead of being built, so a path that needs more than declared fails in every test that runs it.
+ */
+export function wire(fn: string, declared: Declaration, builders: Builders): Adapters {
+  const built = new Map<AdapterName, unknown>();
+  const get = <K extends AdapterName>(name: K): Adapters[K] => {
+    if (built.has(name)) return built.get(name) as Adapters[K];
+    const build = builders[name] as Builder<K> | undefined;
+    if (!build) throw new WiringError(`${fn}: its entry does not wire the ${name} adapter (add it to the adapters the entry passes, and its needs to the declaration)`);
+    checkNeeds(fn, declared, adapterNeeds[name].build, `building ${name}`);
+    const adapter = guarded(fn, declared, name, build(get));
+    built.set(name, adapter);
+    return adapter;
+  };
+  const out = {} as Adapters;
+  for (const name of Object.keys(adapterNeeds) as AdapterName[]) Object.defineProperty(out, name, { enumerable: true, get: () => get(name) });
+  return out;
+}
+
+/** Everything the named adapters need to be built: what a declaration must cover for an entry's list. */
+export function buildNeeds(names: readonly AdapterName[]): Needs[] {
+  return names.map((n) => adapterNeeds[n].build);
+}

@@ -1,0 +1,4 @@
+import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
+import type { Builder } from '#shared/wiring/adapters.ts';
+
+export const settingsStore: Builder<'settingsStore'> = () => new DynamoSettingsStore();

@@ -1,0 +1,65 @@
+import type { Capability, RouteDef } from '#shared/http/route.ts';
+import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
+
+/**
+ * What a function may touch: its tables (`read`, or `write` which includes read) and capabilities.
+ * A route-table entry is one; the event functions' declarations are in shared/functions.ts. From it
+ * come the function's IAM statements (infra/iam.ts), its environment variables
+ * (`environmentNames`, filled in by infra/stack.ts) and the adapters its handler may build
+ * (shared/wiring/adapters.ts checks each against it).
+ */
+export type Declaration = Pick<RouteDef, 'tables' | 'capabilities'>;
+
+/** What building or calling an adapter asks of the declaration of the function that does it. */
+export interface Needs {
+  tables?: Partial<Record<TableKey, 'read' | 'write'>>;
+  capabilities?: readonly Capability[];
+  /** At least one of these: e.g. a sealer is built by a function that only seals or only opens. */
+  anyOf?: readonly Capability[];
+}
+
+/** What `needs` asks that `declared` does not give, in words; empty when covered. */
+export function uncovered(declared: Declaration, needs: Needs): string[] {
+  const out: string[] = [];
+  for (const [table, level] of Object.entries(needs.tables ?? {}) as [TableKey, 'read' | 'write'][]) {
+    const has = declared.tables[table];
+    if (!has || (level === 'write' && has !== 'write')) out.push(`tables.${table}: '${level}'`);
+  }
+  const caps = new Set(declared.capabilities ?? []);
+  for (const cap of needs.capabilities ?? []) if (!caps.has(cap)) out.push(`capability '${cap}'`);
+  if (needs.anyOf?.length && !needs.anyOf.some((c) => caps.has(c))) out.push(`one of the capabilities ${needs.anyOf.map((c) => `'${c}'`).join(', ')}`);
+  return out;
+}
+
+/** The settings of the sandbox runtime: given to every function that may start, stop or list sandbox tasks. */
+export const sandboxRuntimeEnv = [
+  'ECS_CLUSTER_ARN',
+  'SANDBOX_SUBNET_IDS',
+  'SANDBOX_SECURITY_GROUP_ID',
+  'SANDBOX_FILE_SYSTEM_ID',
+  'SANDBOX_TASK_ROLE_ARN',
+  'SANDBOX_EXECUTION_ROLE_ARN',
+  'SANDBOX_START_TIMEOUT_SECONDS',
+  'SANDBOX_IDLE_MINUTES',
+  'MAX_RUNNING_SANDBOXES',
+] as const;
+
+/** Each capability's environment variables (the IAM side is infra/iam.ts). */
+const capabilityEnv: Record<Capability, readonly string[]> = {
+  seal: ['SECRETS_KEY_ID'],
+  unseal: ['SECRETS_KEY_ID'],
+  specs: ['SANDBOX_SPECS'],
+  'ecs:run': sandboxRuntimeEnv,
+  'ecs:stop': sandboxRuntimeEnv,
+  'ecs:describe': sandboxRuntimeEnv,
+  'ecs:task-definitions': sandboxRuntimeEnv,
+  'efs:access-points': sandboxRuntimeEnv,
+};
+
+/** The environment variables a declaration gives its function, derived from it alone. */
+export function environmentNames(declared: Declaration): string[] {
+  const names = new Set<string>();
+  for (const table of Object.keys(declared.tables) as TableKey[]) names.add(tableEnvVar(table));
+  for (const cap of declared.capabilities ?? []) for (const name of capabilityEnv[cap]) names.add(name);
+  return [...names].sort();
+}

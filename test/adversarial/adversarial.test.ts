@@ -1,0 +1,449 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalTables } from '#infra/local/dynamo.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+import { routes } from '#shared/routes.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { responseText, type Answer } from '#test/adversarial/client.ts';
+import { runFuzz } from '#test/adversarial/fuzz.ts';
+import { findLeaks, plant } from '#test/adversarial/secrets.ts';
+import { startWorld, type SpySandbox, type World } from '#test/adversarial/world.ts';
+import { waitFor } from '#test/helpers/conversations.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+
+/**
+ * The service attacked as a hostile user and a hostile sandbox would, over HTTP against `npm start`
+ * (a child process): fuzz over every route, a cross-user matrix, sandbox-credential misuse, and a
+ * sweep of every response, log line and stored start task for the secrets planted on the way.
+ */
+// Run with `node -e`: a contained sandbox sees neither the checkout nor its node_modules.
+const MCP_SERVER = readFileSync(new URL('../fixtures/agent/mcp-reverse-server.mjs', import.meta.url), 'utf8');
+const FUZZ_REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 10_000);
+const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
+
+interface Player {
+  userId: string;
+  key: string;
+  sandbox: SpySandbox;
+  conversationId: string;
+  startTaskId: string;
+  /** The id of the user's API key (GET /api/keys). */
+  keyId: string;
+  /** The conversation made through the legacy route. */
+  legacyConversationId: string;
+  /** Strings only this user's data holds: another user must never see them. */
+  markers: string[];
+}
+
+let world: World;
+let llm: ScriptedLlm;
+const players: Record<string, Player> = {};
+/** Planted fake secrets, by a name saying where they were planted. */
+const secrets: Record<string, string> = {};
+/** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
+const startConfigSeen: string[] = [];
+
+const call = (method: string, path: string, o: Parameters<World['client']['call']>[2] = {}) => world.client.call(method, path, o);
+const userRoutes = (routes as readonly RouteDef[]).filter((r) => r.auth === 'user');
+const sandboxRoutes = (routes as readonly RouteDef[]).filter((r) => r.auth === 'sandbox');
+
+/** Settings and a conversation with a fake secret in every secret field. */
+function plantedSettings(userId: string) {
+  const s = (what: string) => (secrets[`${userId}.${what}`] = plant(what, userId));
+  return {
+    llm_model: `scripted-${userId}`,
+    llm_api_key: s('llm_api_key'),
+    llm_base_url: llm.baseUrl,
+    search_api_key: s('search_api_key'),
+    sandbox_api_key: s('sandbox_api_key'),
+    secrets_store: {
+      provider_tokens: { github: { token: s('github_token') }, gitlab: { token: s('gitlab_token'), host: 'http://127.0.0.1:9' } },
+      // A value whose URL-encoded form differs from it.
+      custom_secrets: { PLANT_CUSTOM: `${s('custom')}/+ x`, PLANT_OTHER: { secret: s('custom_other'), description: 'planted' } },
+    },
+    mcp_config: {
+      sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: s('settings_sse_key') }],
+      shttp_servers: [{ url: 'http://127.0.0.1:9/mcp', api_key: s('settings_shttp_key') }],
+      stdio_servers: [{ name: 'reverse', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('settings_env') } }],
+    },
+  };
+}
+
+function plantedMcp(userId: string, tag: string) {
+  const s = (what: string) => (secrets[`${userId}.${tag}.${what}`] = plant(`${tag}-${what}`, userId));
+  return {
+    sse_servers: [{ url: 'http://127.0.0.1:9/conv-sse', api_key: s('sse_key') }],
+    shttp_servers: [{ url: 'http://127.0.0.1:9/conv-mcp', api_key: s('shttp_key') }],
+    stdio_servers: [{ name: 'conv', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('env'), OTHER: s('env_other') } }],
+  };
+}
+
+async function newPlayer(userId: string): Promise<Player> {
+  const key = await world.newUser(userId);
+  expect((await call('POST', '/api/settings', { key, body: plantedSettings(userId) })).status).toBe(200);
+  const sandbox = await world.spySandbox(key);
+  const title = `title-of-${userId}-${Math.random().toString(36).slice(2)}`;
+  const started = await call('POST', '/api/v1/app-conversations', {
+    key,
+    body: { sandbox_id: sandbox.id, title, mcp_config: plantedMcp(userId, 'v1'), initial_message: { content: [{ type: 'text', text: `message-of-${userId}` }] } },
+  });
+  expect(started.status, started.text).toBe(200);
+  // The spy fetches its start configuration as the real program would (this answer rightly holds secrets).
+  const config = await call('GET', `/api/v1/webhooks/${sandbox.id}/conversations/${started.body.app_conversation_id}/start-config`, { key: sandbox.key, holdsSecrets: true });
+  expect(config.status).toBe(200);
+  startConfigSeen.push(config.text);
+  expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(secrets[`${userId}.v1.env`]);
+  // ... and posts an event, so the conversation has data of its own.
+  const event = { kind: 'MessageEvent', id: `ev-${userId}`, timestamp: new Date().toISOString(), source: 'agent', text: `event-of-${userId}` };
+  expect((await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}`, { key: sandbox.key, body: [event] })).status).toBe(200);
+  const legacy = await call('POST', '/api/conversations', { key, body: { initial_user_msg: `legacy-of-${userId}`, mcp_config: plantedMcp(userId, 'legacy') } });
+  expect(legacy.status, legacy.text).toBe(200);
+  // The sandbox's own key reaches only the sandbox: no user-facing answer may hold it.
+  secrets[`${userId}.sandbox_session_key`] = sandbox.key;
+  const keyId: string = (await call('GET', '/api/keys', { key })).body[0].id;
+  return {
+    userId,
+    key,
+    keyId,
+    legacyConversationId: legacy.body.conversation_id,
+    sandbox,
+    conversationId: started.body.app_conversation_id,
+    startTaskId: started.body.id,
+    markers: [sandbox.id, started.body.id, title, `event-of-${userId}`, `message-of-${userId}`, `scripted-${userId}`, `legacy-of-${userId}`, legacy.body.conversation_id, keyId],
+  };
+}
+
+beforeAll(async () => {
+  llm = await startScriptedLlm();
+  // Room for every sandbox the suite starts, so none of the players' is paused to make room.
+  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100' });
+  for (const userId of ['alice', 'bob', 'carol']) players[userId] = await newPlayer(userId);
+}, 180_000);
+
+afterAll(async () => {
+  await world?.stop();
+  await llm?.close();
+});
+
+describe('fuzz over every route', () => {
+  it(`answers ${FUZZ_REQUESTS} hostile requests without one 5xx`, async () => {
+    const mallory = await newPlayer('mallory');
+    const knownIds = Object.values(players).flatMap((p) => [p.sandbox.id, p.conversationId, p.startTaskId]);
+    const result = await runFuzz(
+      { baseUrl: world.server.url, userKey: mallory.key, sandbox: { id: mallory.sandbox.id, key: mallory.sandbox.key }, knownIds: [...knownIds, mallory.conversationId, mallory.startTaskId] },
+      {
+        requests: FUZZ_REQUESTS,
+        concurrency: 16,
+        seed: FUZZ_SEED,
+        // The fuzz holds mallory's sandbox key, so it may fetch that sandbox's start configuration: the one answer that rightly holds secrets.
+        onResponse: (res, body) => {
+          if (!(res.ok && new URL(res.url).pathname.endsWith('/start-config'))) world.client.seen.add(responseText(res, body));
+        },
+      },
+    );
+    console.log(`fuzz seed ${FUZZ_SEED}: ${result.sent} answers, statuses ${JSON.stringify(result.byStatus)}, ${result.transportErrors.length} transport errors`);
+    expect(result.serverErrors, `seed ${FUZZ_SEED}`).toEqual([]);
+    expect(result.sent).toBeGreaterThanOrEqual(FUZZ_REQUESTS * 0.99);
+    // A few requests fetch cannot put on the wire (e.g. a header value it refuses): never more than a handful.
+    expect(result.transportErrors.length, JSON.stringify(result.transportErrors.slice(0, 5))).toBeLessThanOrEqual(FUZZ_REQUESTS * 0.01);
+    players.mallory = mallory;
+  }, 300_000);
+});
+
+/**
+ * What each user route looks like aimed at the victim's resources. A route missing here fails the
+ * coverage test, so a new route cannot skip the matrix.
+ */
+const foreign: Record<string, (v: Player) => { method?: string; path: string; body?: unknown; expect: 'own-only' | 404 | 'null-list' | 'empty-items' | number[] }> = {
+  getSettings: () => ({ path: '/api/settings', expect: 'own-only' }),
+  saveSettings: () => ({ path: '/api/settings', method: 'POST', body: {}, expect: 'own-only' }),
+  getCurrentUser: () => ({ path: '/api/v1/users/me', expect: 'own-only' }),
+  searchSandboxes: () => ({ path: '/api/v1/sandboxes/search', expect: 'own-only' }),
+  getSandboxes: (v) => ({ path: `/api/v1/sandboxes?id=${v.sandbox.id}`, expect: 'null-list' }),
+  startSandbox: (v) => ({ path: `/api/v1/sandboxes?sandbox_spec_id=${v.sandbox.id}`, method: 'POST', expect: [404, 422] }),
+  pauseSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}/pause`, method: 'POST', expect: 404 }),
+  resumeSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}/resume`, method: 'POST', expect: 404 }),
+  deleteSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}`, method: 'DELETE', expect: 404 }),
+  searchSandboxSpecs: () => ({ path: '/api/v1/sandbox-specs/search', expect: 'own-only' }),
+  getSandboxSpecs: () => ({ path: '/api/v1/sandbox-specs?id=spy', expect: 'own-only' }),
+  startConversation: (v) => ({ path: '/api/v1/app-conversations', method: 'POST', body: { sandbox_id: v.sandbox.id }, expect: 404 }),
+  listConversations: (v) => ({ path: `/api/v1/app-conversations?ids=${v.conversationId}`, expect: 'null-list' }),
+  searchConversations: () => ({ path: '/api/v1/app-conversations/search', expect: 'own-only' }),
+  countConversations: () => ({ path: '/api/v1/app-conversations/count', expect: 'own-only' }),
+  searchStartTasks: (v) => ({ path: `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${v.conversationId}`, expect: 'empty-items' }),
+  getStartTasks: (v) => ({ path: `/api/v1/app-conversations/start-tasks?ids=${v.startTaskId}`, expect: 'null-list' }),
+  sendMessage: (v) => ({ path: `/api/conversations/${v.conversationId}/events`, method: 'POST', body: { content: [{ type: 'text', text: 'hi' }] }, expect: 404 }),
+  pauseConversation: (v) => ({ path: `/api/conversations/${v.conversationId}/pause`, method: 'POST', expect: 404 }),
+  runConversation: (v) => ({ path: `/api/conversations/${v.conversationId}/run`, method: 'POST', expect: 404 }),
+  respondToConfirmation: (v) => ({ path: `/api/conversations/${v.conversationId}/events/respond_to_confirmation`, method: 'POST', body: { accept: true }, expect: 404 }),
+  // Creates the attacker's own conversation: nothing of the victim's may show in it.
+  legacyCreateConversation: (v) => ({ path: '/api/conversations', method: 'POST', body: { initial_user_msg: `aimed at ${v.userId}` }, expect: 'own-only' }),
+  searchEvents: (v) => ({ path: `/api/v1/events/search?conversation_id__eq=${v.conversationId}`, expect: 404 }),
+  countEvents: (v) => ({ path: `/api/v1/events/count?conversation_id__eq=${v.conversationId}`, expect: 404 }),
+  listAgents: () => ({ path: '/api/options/agents', expect: 'own-only' }),
+  listSecurityAnalyzers: () => ({ path: '/api/options/security-analyzers', expect: 'own-only' }),
+  // Signs the attacker in as the attacker.
+  authenticate: () => ({ path: '/api/authenticate', method: 'POST', expect: 'own-only' }),
+  legacyListConversations: () => ({ path: '/api/conversations', expect: 'own-only' }),
+  legacyGetConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, expect: 404 }),
+  legacyUpdateConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'PATCH', body: { title: 'renamed by another' }, expect: 404 }),
+  legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
+  revokeConversationKey: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`, method: 'POST', expect: 404 }),
+  listKeys: () => ({ path: '/api/keys', expect: 'own-only' }),
+  createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: 'the attacker\'s own' }, expect: 'own-only' }),
+  deleteKey: (v) => ({ path: `/api/keys/${v.keyId}`, method: 'DELETE', expect: 404 }),
+};
+
+describe('cross-user matrix: three users, every user route, every foreign id', () => {
+  it('has an entry for every user route of the table', () => {
+    expect(userRoutes.map((r) => r.id).filter((id) => !foreign[id])).toEqual([]);
+  });
+
+  it('never answers with another user\'s data, and never changes it', async () => {
+    const trio = ['alice', 'bob', 'carol'].map((u) => players[u]!);
+    const before = await Promise.all(trio.map((p) => snapshot(p)));
+    const failures: string[] = [];
+    for (const attacker of trio) {
+      for (const victim of trio.filter((p) => p !== attacker)) {
+        for (const route of userRoutes) {
+          const r = foreign[route.id]!(victim);
+          const res = await call(r.method ?? route.method, r.path, { key: attacker.key, body: r.body });
+          const where = `${attacker.userId} -> ${victim.userId} ${route.id} (${res.status})`;
+          // An id the attacker sent may come back (e.g. named in a 422); nothing else of the victim's may.
+          const sent = `${r.path} ${JSON.stringify(r.body ?? null)}`;
+          const leaked = victim.markers.filter((m) => res.text.includes(m) && !sent.includes(m));
+          if (leaked.length) failures.push(`${where}: shows ${leaked.join(', ')}`);
+          if (res.status >= 500) failures.push(`${where}: ${res.text}`);
+          if (r.expect === 404 && res.status !== 404) failures.push(`${where}: expected 404`);
+          if (Array.isArray(r.expect) && !r.expect.includes(res.status)) failures.push(`${where}: expected one of ${r.expect.join(', ')}`);
+          if (r.expect === 'null-list' && (res.status !== 200 || !res.body.every((x: unknown) => x === null))) failures.push(`${where}: expected only nulls, got ${res.text.slice(0, 200)}`);
+          if (r.expect === 'empty-items' && (res.status !== 200 || res.body.items.length !== 0)) failures.push(`${where}: expected no items`);
+          if (r.expect === 'own-only' && res.status >= 400 && res.status !== 409) failures.push(`${where}: ${res.text.slice(0, 200)}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    // The victims' data is as it was.
+    expect(await Promise.all(trio.map((p) => snapshot(p)))).toEqual(before);
+  }, 120_000);
+
+  it('scopes conversation ids per user: another user\'s id neither collides nor shows; one\'s own again is a 409', async () => {
+    const [alice, bob] = [players.alice!, players.bob!];
+    // V1: bob starts a conversation with alice's id.
+    const mine = await call('POST', '/api/v1/app-conversations', { key: bob.key, body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId } });
+    expect(mine.status, mine.text).toBe(200);
+    expect(mine.body.app_conversation_id).toBe(alice.conversationId);
+    expect(mine.text).not.toContain(alice.markers[2]!);
+    // Each sees their own under that id; events are separate.
+    const [a, b] = (await Promise.all([alice.key, bob.key].map((key) => call('GET', `/api/v1/app-conversations?ids=${alice.conversationId}`, { key })))) as [Answer, Answer];
+    expect(a.body[0].title).toBe(alice.markers[2]);
+    expect(b.body[0].title).not.toBe(alice.markers[2]);
+    expect(b.body[0].created_by_user_id).toBe('bob');
+    const bobEvents = await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key });
+    expect(bobEvents.status).toBe(200);
+    expect(bobEvents.text).not.toContain('event-of-alice');
+    // The sandbox of bob cannot post into alice's conversation through the shared id, only into bob's.
+    const ev = { kind: 'MessageEvent', id: 'ev-bob-shared', timestamp: new Date().toISOString(), source: 'agent', text: 'bob-shared-id-event' };
+    expect((await call('POST', `/api/v1/webhooks/${bob.sandbox.id}/events/${alice.conversationId}`, { key: bob.sandbox.key, body: [ev] })).status).toBe(200);
+    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: alice.key })).text).not.toContain('bob-shared-id-event');
+    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key })).text).toContain('bob-shared-id-event');
+    // Reusing one's own id: 409 (V1 and legacy).
+    expect((await call('POST', '/api/v1/app-conversations', { key: bob.key, body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId } })).status).toBe(409);
+    const legacyAgain = await call('POST', '/api/conversations', { key: alice.key, body: { conversation_id: alice.conversationId } });
+    expect(legacyAgain.status).toBe(409);
+    expect(legacyAgain.body.msg_id).toBe('CONVERSATION$ALREADY_EXISTS');
+  }, 60_000);
+});
+
+/** What a victim's data looks like to its owner: unchanged by any attack. */
+async function snapshot(p: Player) {
+  const [settings, sandboxes, conversations, task, events] = await Promise.all([
+    call('GET', '/api/settings', { key: p.key }),
+    call('GET', `/api/v1/sandboxes?id=${p.sandbox.id}`, { key: p.key }),
+    call('GET', `/api/v1/app-conversations?ids=${p.conversationId}`, { key: p.key }),
+    call('GET', `/api/v1/app-conversations/start-tasks?ids=${p.startTaskId}`, { key: p.key }),
+    call('GET', `/api/v1/events/count?conversation_id__eq=${p.conversationId}`, { key: p.key }),
+  ]);
+  return {
+    settings: settings.body,
+    sandbox: { id: sandboxes.body[0]?.id, status: sandboxes.body[0]?.status },
+    conversation: { id: conversations.body[0]?.id, title: conversations.body[0]?.title, sandbox: conversations.body[0]?.sandbox_id },
+    task: { id: task.body[0]?.id, status: task.body[0]?.status },
+    events: events.body,
+  };
+}
+
+describe('sandbox-credential misuse', () => {
+  const bridgeCalls = (sandboxId: string, conversationId: string): [string, string, unknown?][] => [
+    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/check-in`, { version: 'x' }],
+    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/heartbeat`, { active: true }],
+    ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/commands?wait=0`],
+    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/commands/1/ack`],
+    ['POST', `/api/v1/webhooks/${sandboxId}/events/${conversationId}`, [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }]],
+    ['POST', `/api/v1/webhooks/${sandboxId}/conversations`, { conversation_id: conversationId, execution_status: 'error', title: 'hijacked' }],
+    ['GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`],
+  ];
+
+  it('covers every sandbox route', () => {
+    const covered = bridgeCalls('S', 'C').map(([m, p]) => `${m} ${p.split('?')[0]}`);
+    for (const r of sandboxRoutes) {
+      const shape = r.path.replace('{sandbox_id}', 'S').replace('{conversation_id}', 'C').replace('{seq}', '1');
+      expect(covered, r.id).toContain(`${r.method} ${shape}`);
+    }
+  });
+
+  it("a sandbox's key opens nothing of another sandbox, another user's conversation or any user route", async () => {
+    const [alice, bob] = [players.alice!, players.bob!];
+    const failures: string[] = [];
+    const expect401 = async (what: string, method: string, path: string, key: string, body?: unknown) => {
+      const res = await call(method, path, { key, body, holdsSecrets: false });
+      if (res.status !== 401) failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
+    };
+    for (const [method, path, body] of bridgeCalls(bob.sandbox.id, bob.conversationId)) await expect401("alice's sandbox key on bob's sandbox", method, path, alice.sandbox.key, body);
+    // Alice's own sandbox id with bob's conversation: (alice, bob's id) is no conversation on alice's sandbox.
+    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, bob.conversationId).slice(4)) await expect401("alice's sandbox on bob's conversation", method, path, alice.sandbox.key, body);
+    for (const route of userRoutes) {
+      const r = foreign[route.id]!(alice);
+      await expect401('a sandbox key on a user route', r.method ?? route.method, r.path, alice.sandbox.key, r.body);
+    }
+    // A user's API key is no sandbox credential, not even for the user's own sandbox.
+    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, alice.conversationId)) await expect401("alice's API key on her sandbox's routes", method, path, alice.key, body);
+    expect(failures).toEqual([]);
+  }, 60_000);
+
+  it('an enrollment token works once, for its own sandbox, and for nothing else', async () => {
+    const [alice, bob] = [players.alice!, players.bob!];
+    const failures: string[] = [];
+    for (const [who, token, sandboxId, conversationId] of [
+      ['reused', alice.sandbox.enrollment, alice.sandbox.id, alice.conversationId],
+      ["on bob's sandbox", alice.sandbox.enrollment, bob.sandbox.id, bob.conversationId],
+    ] as const) {
+      for (const [method, path, body] of bridgeCalls(sandboxId, conversationId)) {
+        const res = await call(method, path, { key: token, body });
+        if (res.status !== 401) failures.push(`${who}: ${method} ${path} -> ${res.status}`);
+      }
+    }
+    for (const route of userRoutes.slice(0, 5)) {
+      const r = foreign[route.id]!(alice);
+      const res = await call(r.method ?? route.method, r.path, { key: alice.sandbox.enrollment, body: r.body });
+      if (res.status !== 401) failures.push(`enrollment token on ${route.id} -> ${res.status}`);
+    }
+    // A fresh sandbox's token, not yet used, still cannot check in to another sandbox.
+    const started = await call('POST', '/api/v1/sandboxes?sandbox_spec_id=spy', { key: bob.key });
+    const fresh = await waitFor(async () => {
+      try {
+        return readFileSync(join(world.dataDir, 'sandboxes', started.body.id, 'workspace', '.enrollment'), 'utf8');
+      } catch {
+        return '';
+      }
+    }, (t) => t.length > 0, 20_000, 'the fresh enrollment token');
+    if ((await call('POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/check-in`, { key: fresh, body: {} })).status !== 401) failures.push("bob's fresh token checked in to alice's sandbox");
+    // A deleted sandbox's session key is dead.
+    const gone = await world.spySandbox(bob.key);
+    expect((await call('DELETE', `/api/v1/sandboxes/${gone.id}`, { key: bob.key })).status).toBe(200);
+    const after = await call('POST', `/api/v1/sandboxes/${gone.id}/bridge/heartbeat`, { key: gone.key, body: {} });
+    if (after.status !== 401) failures.push(`a deleted sandbox's key -> ${after.status}`);
+    expect(failures).toEqual([]);
+  }, 60_000);
+});
+
+describe('conversation-scoped key misuse', () => {
+  const keyOf = async (p: Player, conversationId: string): Promise<string> =>
+    (await call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: p.key })).body[0].session_api_key;
+  const count = (id: string) => `/api/v1/events/count?conversation_id__eq=${id}`;
+
+  it("a conversation's key opens its own conversation's routes and nothing else", async () => {
+    const [alice, bob] = [players.alice!, players.bob!];
+    const scoped = await keyOf(alice, alice.conversationId);
+    expect(scoped).toMatch(/^acsc\./);
+    // Its own routes work (the control that makes the refusals below mean something).
+    expect((await call('GET', count(alice.conversationId), { key: scoped })).status).toBe(200);
+    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: scoped })).status).toBe(200);
+    const failures: string[] = [];
+    const refused = async (what: string, method: string, path: string, allowed: number[], body?: unknown) => {
+      const res = await call(method, path, { key: scoped, body });
+      if (!allowed.includes(res.status)) failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
+    };
+    // Another conversation of the same user, and another user's conversation (same relay and event routes).
+    for (const [who, id] of [["alice's other conversation", alice.legacyConversationId], ["bob's conversation", bob.conversationId]] as const) {
+      await refused(who, 'GET', count(id), [403, 404]);
+      await refused(who, 'GET', `/api/v1/events/search?conversation_id__eq=${id}`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/pause`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], { content: [{ type: 'text', text: 'hi' }] });
+    }
+    // Every user route that does not take a conversation key, aimed at the key owner's own resources.
+    for (const route of userRoutes.filter((r) => !r.conversationKey)) {
+      const r = foreign[route.id]!(alice);
+      await refused(`user route ${route.id}`, r.method ?? route.method, r.path, [403], r.body);
+    }
+    // Sandbox routes take only the sandbox's own credentials.
+    await refused('the bridge', 'POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/heartbeat`, [401], { active: true });
+    await refused('a webhook', 'POST', `/api/v1/webhooks/${alice.sandbox.id}/events/${alice.conversationId}`, [401], []);
+    expect(failures).toEqual([]);
+  }, 60_000);
+
+  it('is dead after revocation (the new one works) and after the conversation is deleted', async () => {
+    const carol = players.carol!;
+    const before = await keyOf(carol, carol.conversationId);
+    const revoked = await call('POST', `/api/v1/app-conversations/${carol.conversationId}/session-api-key/revoke`, { key: carol.key });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.session_api_key).not.toBe(before);
+    expect((await call('GET', count(carol.conversationId), { key: before })).status).toBe(401);
+    expect((await call('POST', `/api/conversations/${carol.conversationId}/pause`, { key: before })).status).toBe(401);
+    expect((await call('GET', count(carol.conversationId), { key: revoked.body.session_api_key })).status).toBe(200);
+    // Delete: the legacy conversation's key (as the legacy GET shows it) stops working with it.
+    const legacyKey: string = (await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).body.session_api_key;
+    expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(200);
+    expect((await call('DELETE', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(200);
+    expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(401);
+    expect((await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(404);
+  }, 60_000);
+});
+
+describe('secrets sweep', () => {
+  it('the agent cannot make a secret reach its events, in any form', async () => {
+    const alice = players.alice!;
+    const agent = await call('POST', `/api/v1/sandboxes?sandbox_spec_id=${encodeURIComponent(world.agentSpecId)}`, { key: alice.key });
+    expect(agent.status, agent.text).toBe(200);
+    llm.enqueue(
+      reply.bash(
+        'echo "$PLANT_CUSTOM"; printf %s "$PLANT_CUSTOM" | base64 -w0; echo; printf %s "oauth2:$PLANT_CUSTOM" | base64 -w0; echo; ' +
+          'node -e "console.log(encodeURIComponent(process.env.PLANT_CUSTOM), process.env.PLANT_OTHER)"; env | grep PLANT_',
+      ),
+      reply.tool('reverse_text', { text: 'settings-server' }),
+      reply.tool('conv_reverse_text', { text: 'conversation-server' }),
+      reply.finish('done'),
+    );
+    const started = await call('POST', '/api/v1/app-conversations', {
+      key: alice.key,
+      body: { sandbox_id: agent.body.id, mcp_config: plantedMcp('alice', 'agent'), initial_message: { content: [{ type: 'text', text: 'show me the secrets' }] } },
+    });
+    expect(started.status, started.text).toBe(200);
+    const cid = started.body.app_conversation_id;
+    await waitFor(async () => (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status, (s) => s === 'finished' || s === 'error', 90_000, 'the agent to finish');
+    const events = await call('GET', `/api/v1/events/search?conversation_id__eq=${cid}&limit=100`, { key: alice.key });
+    // The commands and tools did run: their outputs are there, with the secrets masked.
+    expect(events.text).toContain('PLANT_CUSTOM=');
+    expect(events.text).toContain('revres-sgnittes');
+    expect(events.text).toContain('revres-noitasrevnoc');
+    expect(events.text).toContain('secret hidden');
+    expect(findLeaks(events.text, secrets)).toEqual([]);
+  }, 120_000);
+
+  it('no response body, log line or stored start task of the whole suite holds a planted secret', async () => {
+    expect(Object.keys(secrets).length).toBeGreaterThan(40);
+    const responses = [...world.client.seen].join('\n');
+    expect(world.client.seen.size).toBeGreaterThan(100);
+    // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
+    expect(findLeaks(startConfigSeen.join('\n'), secrets).length).toBeGreaterThan(10);
+    const logs = world.server.output();
+    useLocalTables(readFileSync(join(world.dataDir, 'dynamodb-endpoint'), 'utf8').trim());
+    const tasks = await documentClient().send(new ScanCommand({ TableName: tableName('startTasks') }));
+    const stored = JSON.stringify(tasks.Items);
+    expect(tasks.Items!.length).toBeGreaterThanOrEqual(6);
+    expect(stored).toContain('api_key_set');
+    expect({ responses: findLeaks(responses, secrets), logs: findLeaks(logs, secrets), startTasks: findLeaks(stored, secrets) }).toEqual({ responses: [], logs: [], startTasks: [] });
+  }, 60_000);
+});

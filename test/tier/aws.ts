@@ -1,0 +1,512 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { deniedMessage, evaluate, type AuthzRequest, type Statement } from '#test/tier/iam.ts';
+import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier/template.ts';
+
+/**
+ * The AWS APIs the functions call, on one loopback HTTP server: DynamoDB (a proxy in front of
+ * dynalite), KMS, ECS and EFS. Every call is signed by a function with an access key id that names
+ * its role; before doing anything the server asks the IAM evaluator (test/tier/iam.ts) whether that
+ * role may, with the actions, resources and condition keys AWS would check for the operation
+ * (the `authz` table below, tag-on-create and iam:PassRole included). A denial answers with AWS's
+ * AccessDeniedException and is recorded in `denials`. Signatures themselves are not verified.
+ *
+ * The fake ECS runs tasks for real: a task of a sandbox task definition is the sandbox program
+ * (built from sandbox/ like the image) in a child process, with the task's container environment
+ * and its EFS access point as a local directory. Its state changes go to `onTaskChange`, which the
+ * tier turns into EventBridge "ECS Task State Change" events.
+ */
+
+export const OPERATOR_KEY = 'TIER_operator';
+
+export interface Denial {
+  principal: string;
+  operation: string;
+  request: AuthzRequest;
+}
+
+export interface EcsTask {
+  taskArn: string;
+  clusterArn: string;
+  taskDefinitionArn: string;
+  group?: string;
+  startedBy?: string;
+  lastStatus: string;
+  desiredStatus: string;
+  overrides?: any;
+  containers: { name: string; lastStatus: string; exitCode?: number; reason?: string }[];
+  tags?: { key: string; value: string }[];
+  stopCode?: string;
+  stoppedReason?: string;
+  createdAt: number;
+  stoppedAt?: number;
+  capacityProviderName?: string;
+  version: number;
+}
+
+class AwsError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
+
+const camel = (v: any): any =>
+  Array.isArray(v) ? v.map(camel) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k[0]!.toLowerCase() + k.slice(1), camel(x)])) : v;
+
+const arn = (service: string, rest: string) => `arn:aws:${service}:${REGION}:${ACCOUNT}:${rest}`;
+const tagContext = (tags: { key?: string; value?: string; Key?: string; Value?: string }[]) => ({
+  'aws:TagKeys': tags.map((t) => t.key ?? t.Key ?? ''),
+  ...Object.fromEntries(tags.map((t) => [`aws:RequestTag/${t.key ?? t.Key}`, t.value ?? t.Value ?? ''])),
+});
+
+export interface FakeAwsOptions {
+  resolved: Template;
+  policies: Map<string, Statement[]>;
+  dynaliteEndpoint: string;
+  workDir: string;
+  /** The sandbox program (the image's /app/main.mjs, built by the tier). */
+  sandboxProgram: string;
+  onTaskChange(task: EcsTask): void;
+}
+
+export class FakeAws {
+  readonly denials: Denial[] = [];
+  /** Every call: principal, operation, allowed. */
+  readonly calls: { principal: string; operation: string; allowed: boolean }[] = [];
+  readonly tasks = new Map<string, EcsTask>();
+  private readonly processes = new Map<string, { child: ChildProcess; stopRequested: boolean; exited: Promise<void> }>();
+  private readonly taskDefinitions = new Map<string, any>();
+  private readonly clusters = new Map<string, string>();
+  private readonly kmsKeys = new Map<string, Buffer>();
+  private readonly accessPoints = new Map<string, any>();
+  private readonly fileSystems = new Map<string, string>();
+  private readonly keyRoles = new Map<string, string>();
+  private server!: Server;
+  url = '';
+
+  constructor(private readonly options: FakeAwsOptions) {
+    const { resolved } = options;
+    for (const roleArn of options.policies.keys()) this.keyRoles.set(`TIER_${roleArn.split('/').pop()}`, roleArn);
+    // Names as test/tier/template.ts gives them (`names` takes the unresolved resource: only its type matters here).
+    const named = (type: string) => ofType(resolved, type).map(([id, r]) => names(STACK, id, r));
+    for (const c of named('AWS::ECS::Cluster')) this.clusters.set(c.ref, c.atts.Arn!);
+    for (const [, r] of ofType(resolved, 'AWS::ECS::TaskDefinition')) {
+      const p = camel(r.Properties);
+      const taskDefinitionArn = arn('ecs', `task-definition/${p.family}:1`);
+      this.taskDefinitions.set(taskDefinitionArn, { ...p, taskDefinitionArn, revision: 1, status: 'ACTIVE', tags: undefined });
+    }
+    for (const k of named('AWS::KMS::Key')) this.kmsKeys.set(k.atts.Arn!, randomBytes(32));
+    for (const f of named('AWS::EFS::FileSystem')) this.fileSystems.set(f.ref, join(options.workDir, 'efs', f.ref));
+  }
+
+  /** The access key id a role's functions sign with. */
+  accessKeyFor(roleArn: string): string {
+    const key = `TIER_${roleArn.split('/').pop()}`;
+    if (!this.keyRoles.has(key)) throw new Error(`No role ${roleArn} in the template`);
+    return key;
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const p of this.processes.values()) p.child.kill('SIGKILL');
+    await Promise.all([...this.processes.values()].map((p) => p.exited));
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks);
+    const target = String(req.headers['x-amz-target'] ?? '');
+    const json = target.length > 0;
+    try {
+      const keyId = /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
+      const principal = keyId === OPERATOR_KEY ? 'operator' : this.keyRoles.get(keyId);
+      if (!principal) throw new AwsError('UnrecognizedClientException', 'The security token included in the request is invalid.');
+      const body = raw.length && json ? JSON.parse(raw.toString('utf8')) : {};
+      const [prefix, op] = target.split('.');
+      const check = (operation: string, requests: AuthzRequest[]) => this.authorize(principal, operation, requests);
+      if (prefix === 'DynamoDB_20120810') {
+        check(`dynamodb:${op}`, dynamoAuthz(op!, body));
+        return await this.forwardToDynalite(req, raw, res);
+      }
+      let out: unknown;
+      if (prefix === 'TrentService') out = this.kms(op!, body, check);
+      else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
+      else if (req.url?.startsWith('/2015-02-01/')) out = this.efs(req.method!, req.url, raw.length ? JSON.parse(raw.toString('utf8')) : {}, check);
+      else throw new AwsError('UnknownOperationException', `The tier fakes no ${target || req.url}`);
+      res.writeHead(200, { 'content-type': json ? 'application/x-amz-json-1.1' : 'application/json' }).end(JSON.stringify(out ?? {}));
+    } catch (err) {
+      const e = err instanceof AwsError ? err : new AwsError('InternalFailure', (err as Error).message, 500);
+      const body = json ? { __type: e.type, message: e.message, Message: e.message } : { ErrorCode: e.type, Message: e.message };
+      res.writeHead(e.status, { 'content-type': 'application/json', 'x-amzn-errortype': e.type }).end(JSON.stringify(body));
+    }
+  }
+
+  /** Throws AccessDeniedException unless every request is allowed for the principal. */
+  private authorize(principal: string, operation: string, requests: AuthzRequest[]): void {
+    for (const request of requests) {
+      const allowed = principal === 'operator' || evaluate(this.options.policies.get(principal) ?? [], request).allowed;
+      this.calls.push({ principal, operation, allowed });
+      if (!allowed) {
+        this.denials.push({ principal, operation, request });
+        throw new AwsError('AccessDeniedException', deniedMessage(principal, request), operation.startsWith('elasticfilesystem:') ? 403 : 400);
+      }
+    }
+  }
+
+  private forwardToDynalite(req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // The embedded dynalite listens on a unix socket (`unix:<path>`), as under `npm start`.
+      const endpoint = this.options.dynaliteEndpoint;
+      const target = endpoint.startsWith('unix:')
+        ? { socketPath: endpoint.slice('unix:'.length), headers: { ...req.headers, host: 'localhost' } }
+        : { host: new URL(endpoint).hostname, port: new URL(endpoint).port, headers: { ...req.headers, host: new URL(endpoint).host } };
+      const out = httpRequest(
+        { ...target, method: req.method, path: req.url },
+        (r) => {
+          res.writeHead(r.statusCode ?? 500, r.headers);
+          r.pipe(res);
+          r.on('end', resolve);
+        },
+      );
+      out.on('error', reject);
+      out.end(body);
+    });
+  }
+
+  // ---- KMS: AES-256-GCM under a per-key secret, the key ARN and encryption context bound in.
+  private kms(op: string, body: any, check: (op: string, r: AuthzRequest[]) => void): unknown {
+    const resolveKey = (id: string | undefined) => {
+      const found = [...this.kmsKeys.keys()].find((k) => id && (k === id || k.endsWith(`/${id}`)));
+      if (!found) throw new AwsError('NotFoundException', `Key '${id}' does not exist`);
+      return found;
+    };
+    const aad = (ctx: Record<string, string> | undefined) => Buffer.from(JSON.stringify(Object.entries(ctx ?? {}).sort()));
+    const encrypt = (keyArn: string, plaintext: Buffer, ctx: Record<string, string> | undefined) => {
+      const iv = randomBytes(12);
+      const c = createCipheriv('aes-256-gcm', this.kmsKeys.get(keyArn)!, iv).setAAD(aad(ctx));
+      const ct = Buffer.concat([c.update(plaintext), c.final()]);
+      const head = Buffer.from(keyArn);
+      return Buffer.concat([Buffer.from([head.length]), head, iv, c.getAuthTag(), ct]).toString('base64');
+    };
+    switch (op) {
+      case 'Encrypt': {
+        const keyArn = resolveKey(body.KeyId);
+        check('kms:Encrypt', [{ action: 'kms:Encrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
+        return { CiphertextBlob: encrypt(keyArn, Buffer.from(body.Plaintext, 'base64'), body.EncryptionContext), KeyId: keyArn, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+      }
+      case 'GenerateDataKey': {
+        const keyArn = resolveKey(body.KeyId);
+        check('kms:GenerateDataKey', [{ action: 'kms:GenerateDataKey', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
+        const plain = randomBytes(body.NumberOfBytes ?? (body.KeySpec === 'AES_128' ? 16 : 32));
+        return { CiphertextBlob: encrypt(keyArn, plain, body.EncryptionContext), Plaintext: plain.toString('base64'), KeyId: keyArn };
+      }
+      case 'Decrypt': {
+        const blob = Buffer.from(body.CiphertextBlob, 'base64');
+        const keyArn = blob.subarray(1, 1 + blob[0]!).toString();
+        if (!this.kmsKeys.has(keyArn)) throw new AwsError('InvalidCiphertextException', '');
+        if (body.KeyId && resolveKey(body.KeyId) !== keyArn) throw new AwsError('IncorrectKeyException', 'The key ID in the request does not identify a CMK that can perform this operation.');
+        check('kms:Decrypt', [{ action: 'kms:Decrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
+        const rest = blob.subarray(1 + blob[0]!);
+        try {
+          const d = createDecipheriv('aes-256-gcm', this.kmsKeys.get(keyArn)!, rest.subarray(0, 12)).setAAD(aad(body.EncryptionContext));
+          d.setAuthTag(rest.subarray(12, 28));
+          return { Plaintext: Buffer.concat([d.update(rest.subarray(28)), d.final()]).toString('base64'), KeyId: keyArn, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+        } catch {
+          throw new AwsError('InvalidCiphertextException', '');
+        }
+      }
+      default:
+        throw new AwsError('UnknownOperationException', `The tier's KMS fakes no ${op}`);
+    }
+  }
+
+  // ---- ECS
+  private clusterArn(cluster: string | undefined): string {
+    const name = (cluster ?? 'default').split('/').pop()!;
+    const found = this.clusters.get(name);
+    if (!found) throw new AwsError('ClusterNotFoundException', 'Cluster not found.');
+    return found;
+  }
+
+  private taskDefinition(ref: string): any {
+    const direct = this.taskDefinitions.get(ref) ?? this.taskDefinitions.get(arn('ecs', `task-definition/${ref}`));
+    if (direct) return direct;
+    const family = ref.split('/').pop()!.split(':')[0];
+    const latest = [...this.taskDefinitions.values()].filter((t) => t.family === family && t.status === 'ACTIVE').sort((a, b) => b.revision - a.revision)[0];
+    if (!latest || ref.includes(':')) throw new AwsError('ClientException', 'Unable to describe task definition.');
+    return latest;
+  }
+
+  private ecs(op: string, body: any, check: (op: string, r: AuthzRequest[]) => void): unknown {
+    const passRoles = (roles: (string | undefined)[]) =>
+      roles.filter(Boolean).map((r) => ({ action: 'iam:PassRole', resource: r!, context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }));
+    switch (op) {
+      case 'DescribeTaskDefinition': {
+        check('ecs:DescribeTaskDefinition', [{ action: 'ecs:DescribeTaskDefinition', resource: '*' }]);
+        const td = this.taskDefinition(body.taskDefinition);
+        return { taskDefinition: { ...td, tags: undefined }, tags: body.include?.includes('TAGS') ? (td.tags ?? []) : undefined };
+      }
+      case 'RegisterTaskDefinition': {
+        const revision = 1 + Math.max(0, ...[...this.taskDefinitions.values()].filter((t) => t.family === body.family).map((t) => t.revision));
+        const taskDefinitionArn = arn('ecs', `task-definition/${body.family}:${revision}`);
+        check('ecs:RegisterTaskDefinition', [
+          { action: 'ecs:RegisterTaskDefinition', resource: '*', context: tagContext(body.tags ?? []) },
+          // Tag-on-create: tags in the request need TagResource on the new revision.
+          ...(body.tags?.length
+            ? [{ action: 'ecs:TagResource', resource: taskDefinitionArn, context: { 'ecs:CreateAction': 'RegisterTaskDefinition', ...tagContext(body.tags) } }]
+            : []),
+          ...passRoles([body.taskRoleArn, body.executionRoleArn]),
+        ]);
+        const td = { ...body, taskDefinitionArn, revision, status: 'ACTIVE', registeredAt: Date.now() / 1000 };
+        this.taskDefinitions.set(taskDefinitionArn, td);
+        return { taskDefinition: { ...td, tags: undefined }, tags: body.tags };
+      }
+      case 'DeregisterTaskDefinition': {
+        check('ecs:DeregisterTaskDefinition', [{ action: 'ecs:DeregisterTaskDefinition', resource: '*' }]);
+        const td = this.taskDefinition(body.taskDefinition);
+        td.status = 'INACTIVE';
+        return { taskDefinition: td };
+      }
+      case 'RunTask':
+        return this.runTask(body, check, passRoles);
+      case 'StopTask': {
+        const clusterArn = this.clusterArn(body.cluster);
+        const task = this.findTask(clusterArn, body.task);
+        check('ecs:StopTask', [{ action: 'ecs:StopTask', resource: task?.taskArn ?? taskArnFor(clusterArn, body.task), context: { 'ecs:cluster': clusterArn, ...resourceTags(task) } }]);
+        if (!task) throw new AwsError('InvalidParameterException', 'The referenced task was not found.');
+        this.stopTask(task, body.reason ?? '');
+        return { task };
+      }
+      case 'DescribeTasks': {
+        const clusterArn = this.clusterArn(body.cluster);
+        const refs: string[] = body.tasks ?? [];
+        check(
+          'ecs:DescribeTasks',
+          refs.map((t) => ({ action: 'ecs:DescribeTasks', resource: taskArnFor(clusterArn, t), context: { 'ecs:cluster': clusterArn, ...resourceTags(this.findTask(clusterArn, t)) } })),
+        );
+        const found = refs.map((t) => this.findTask(clusterArn, t));
+        return {
+          tasks: found.filter(Boolean),
+          failures: refs.filter((_, i) => !found[i]).map((t) => ({ arn: taskArnFor(clusterArn, t), reason: 'MISSING' })),
+        };
+      }
+      case 'ListTasks': {
+        const clusterArn = this.clusterArn(body.cluster);
+        check('ecs:ListTasks', [{ action: 'ecs:ListTasks', resource: '*', context: { 'ecs:cluster': clusterArn } }]);
+        const desired = body.desiredStatus ?? 'RUNNING';
+        return {
+          taskArns: [...this.tasks.values()]
+            .filter((t) => t.clusterArn === clusterArn && t.desiredStatus === desired && (!body.startedBy || t.startedBy === body.startedBy) && (!body.family || t.taskDefinitionArn.includes(`/${body.family}:`)))
+            .map((t) => t.taskArn),
+        };
+      }
+      case 'TagResource': {
+        const task = this.tasks.get(body.resourceArn);
+        check('ecs:TagResource', [{ action: 'ecs:TagResource', resource: body.resourceArn, context: { ...tagContext(body.tags ?? []), ...resourceTags(task) } }]);
+        if (task) task.tags = [...(task.tags ?? []), ...body.tags];
+        return {};
+      }
+      default:
+        throw new AwsError('UnknownOperationException', `The tier's ECS fakes no ${op}`);
+    }
+  }
+
+  private findTask(clusterArn: string, ref: string): EcsTask | undefined {
+    return this.tasks.get(ref) ?? this.tasks.get(taskArnFor(clusterArn, ref));
+  }
+
+  private runTask(body: any, check: (op: string, r: AuthzRequest[]) => void, passRoles: (r: (string | undefined)[]) => AuthzRequest[]): unknown {
+    const clusterArn = this.clusterArn(body.cluster);
+    const td = this.taskDefinition(body.taskDefinition);
+    const taskArn = taskArnFor(clusterArn, randomBytes(16).toString('hex'));
+    const tags: { key: string; value: string }[] = body.tags ?? [];
+    check('ecs:RunTask', [
+      { action: 'ecs:RunTask', resource: td.taskDefinitionArn, context: { 'ecs:cluster': clusterArn, ...tagContext(tags) } },
+      ...(tags.length ? [{ action: 'ecs:TagResource', resource: taskArn, context: { 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn, ...tagContext(tags) } }] : []),
+      ...passRoles([body.overrides?.taskRoleArn ?? td.taskRoleArn, body.overrides?.executionRoleArn ?? td.executionRoleArn]),
+    ]);
+    const containers = (td.containerDefinitions ?? []) as any[];
+    const task: EcsTask = {
+      taskArn,
+      clusterArn,
+      taskDefinitionArn: td.taskDefinitionArn,
+      group: body.group ?? `family:${td.family}`,
+      startedBy: body.startedBy,
+      lastStatus: 'PROVISIONING',
+      desiredStatus: 'RUNNING',
+      overrides: body.overrides ?? { containerOverrides: [] },
+      containers: containers.map((c) => ({ name: c.name, lastStatus: 'PENDING' })),
+      tags,
+      createdAt: Date.now() / 1000,
+      capacityProviderName: body.capacityProviderStrategy?.[0]?.capacityProvider,
+      version: 1,
+    };
+    this.tasks.set(taskArn, task);
+    this.launch(task, td);
+    return { tasks: [task], failures: [] };
+  }
+
+  /** Runs the task's essential container: the sandbox image's program, in a child process. */
+  private launch(task: EcsTask, td: any): void {
+    const container = (td.containerDefinitions as any[]).find((c) => c.essential !== false) ?? td.containerDefinitions[0];
+    const override = (task.overrides?.containerOverrides ?? []).find((o: any) => o.name === container.name) ?? {};
+    const dir = join(this.options.workDir, 'tasks', task.taskArn.split('/').pop()!);
+    const home = join(dir, 'home');
+    mkdirSync(home, { recursive: true });
+    // The image's ENV, then the container definition's, then the RunTask overrides.
+    const env: Record<string, string> = { NODE_ENV: 'production', WORKSPACE_DIR: '/workspace' };
+    for (const e of [...(container.environment ?? []), ...(override.environment ?? [])]) env[e.name] = e.value;
+    // Mounts: a path inside the container maps to the access point's directory (or the task's own disk).
+    const mounts = new Map<string, string>();
+    for (const m of container.mountPoints ?? []) {
+      const volume = (td.volumes ?? []).find((v: any) => v.name === m.sourceVolume);
+      const ap = volume?.efsVolumeConfiguration?.authorizationConfig?.accessPointId;
+      const point = ap && this.accessPoints.get(ap);
+      if (point) mounts.set(m.containerPath, point.localDir);
+    }
+    const local = (path: string) => mounts.get(path) ?? join(dir, 'rootfs', path);
+    env.WORKSPACE_DIR = local(env.WORKSPACE_DIR!);
+    mkdirSync(env.WORKSPACE_DIR, { recursive: true });
+    // API Gateway is HTTPS; the emulated API listens on plain HTTP on loopback.
+    if (env.BRIDGE_URL) env.BRIDGE_URL = env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
+    const command = override.command ?? container.command;
+    if (command) {
+      this.finish(task, 'TaskFailedToStart', `The tier runs only the sandbox image's CMD, not ${JSON.stringify(command)}`, undefined);
+      return;
+    }
+    const child = spawn(process.execPath, [this.options.sandboxProgram], {
+      cwd: env.WORKSPACE_DIR,
+      // SANDBOX_PARENT_PID is the tier's only addition: the program exits if the test process dies.
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env, SANDBOX_PARENT_PID: String(process.pid) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let tail = '';
+    child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString('utf8')).slice(-4000)));
+    const entry = { child, stopRequested: false, exited: new Promise<void>((r) => child.once('exit', () => r())) };
+    this.processes.set(task.taskArn, entry);
+    child.once('spawn', () => {
+      task.lastStatus = 'RUNNING';
+      task.containers = task.containers.map((c) => ({ ...c, lastStatus: 'RUNNING' }));
+      task.version++;
+      this.options.onTaskChange({ ...task });
+    });
+    child.once('exit', (code, signal) => {
+      this.processes.delete(task.taskArn);
+      if (entry.stopRequested) this.finish(task, 'UserInitiated', task.stoppedReason ?? '', code ?? 137, container.name);
+      else this.finish(task, 'EssentialContainerExited', 'Essential container in task exited', code ?? (signal ? 137 : 1), container.name, tail);
+    });
+  }
+
+  private finish(task: EcsTask, stopCode: string, reason: string, exitCode: number | undefined, name?: string, tail = ''): void {
+    task.lastStatus = 'STOPPED';
+    task.desiredStatus = 'STOPPED';
+    task.stopCode = stopCode;
+    task.stoppedReason = reason;
+    task.stoppedAt = Date.now() / 1000;
+    task.containers = task.containers.map((c) => ({ ...c, lastStatus: 'STOPPED', ...(c.name === name && exitCode !== undefined ? { exitCode } : {}) }));
+    task.version++;
+    if (tail && exitCode) (task as any).tierLogTail = tail;
+    this.options.onTaskChange({ ...task });
+  }
+
+  private stopTask(task: EcsTask, reason: string): void {
+    if (task.desiredStatus === 'STOPPED') return;
+    task.desiredStatus = 'STOPPED';
+    task.stoppedReason = reason;
+    const p = this.processes.get(task.taskArn);
+    if (!p) return;
+    p.stopRequested = true;
+    p.child.kill('SIGTERM');
+    // Fargate's stop timeout: SIGKILL if the program does not exit.
+    setTimeout(() => p.child.kill('SIGKILL'), 30_000).unref();
+  }
+
+  // ---- EFS access points (REST): each one is a directory under its file system's.
+  private efs(method: string, url: string, body: any, check: (op: string, r: AuthzRequest[]) => void): unknown {
+    const path = url.split('?')[0]!;
+    if (method === 'POST' && path === '/2015-02-01/access-points') {
+      const fsDir = this.fileSystems.get(body.FileSystemId);
+      if (!fsDir) throw new AwsError('FileSystemNotFound', `File system '${body.FileSystemId}' does not exist.`, 404);
+      const existing = [...this.accessPoints.values()].find((a) => a.ClientToken === body.ClientToken);
+      const id = existing?.AccessPointId ?? `fsap-${randomBytes(9).toString('hex').slice(0, 17)}`;
+      const apArn = arn('elasticfilesystem', `access-point/${id}`);
+      check('elasticfilesystem:CreateAccessPoint', [
+        { action: 'elasticfilesystem:CreateAccessPoint', resource: arn('elasticfilesystem', `file-system/${body.FileSystemId}`), context: tagContext(body.Tags ?? []) },
+        ...(body.Tags?.length
+          ? [{ action: 'elasticfilesystem:TagResource', resource: apArn, context: { 'elasticfilesystem:CreateAction': 'CreateAccessPoint', ...tagContext(body.Tags) } }]
+          : []),
+      ]);
+      if (existing) return existing;
+      const localDir = join(fsDir, body.RootDirectory?.Path ?? '/');
+      mkdirSync(localDir, { recursive: true });
+      const ap = { ...body, AccessPointId: id, AccessPointArn: apArn, LifeCycleState: 'available', OwnerId: ACCOUNT, localDir };
+      this.accessPoints.set(id, ap);
+      return { ...ap, localDir: undefined };
+    }
+    const del = /^\/2015-02-01\/access-points\/([^/]+)$/.exec(path);
+    if (method === 'DELETE' && del) {
+      const id = decodeURIComponent(del[1]!);
+      check('elasticfilesystem:DeleteAccessPoint', [{ action: 'elasticfilesystem:DeleteAccessPoint', resource: arn('elasticfilesystem', `access-point/${id}`) }]);
+      if (!this.accessPoints.delete(id)) throw new AwsError('AccessPointNotFound', `Access point '${id}' does not exist.`, 404);
+      return {};
+    }
+    if (method === 'GET' && path === '/2015-02-01/access-points') {
+      check('elasticfilesystem:DescribeAccessPoints', [{ action: 'elasticfilesystem:DescribeAccessPoints', resource: '*' }]);
+      return { AccessPoints: [...this.accessPoints.values()].map((a) => ({ ...a, localDir: undefined })) };
+    }
+    throw new AwsError('UnknownOperationException', `The tier's EFS fakes no ${method} ${path}`);
+  }
+
+  /** The local directory of an access point (what a task mounting it sees), for assertions. */
+  accessPointDir(id: string): string | undefined {
+    return this.accessPoints.get(id)?.localDir;
+  }
+
+  /** The access points that exist. */
+  accessPointIds(): string[] {
+    return [...this.accessPoints.keys()];
+  }
+}
+
+/** `aws:ResourceTag/<key>` for each tag the task carries. */
+const resourceTags = (task: EcsTask | undefined) => Object.fromEntries((task?.tags ?? []).map((t) => [`aws:ResourceTag/${t.key}`, t.value]));
+const taskArnFor = (clusterArn: string, ref: string) => (ref.startsWith('arn:') ? ref : `${clusterArn.replace(':cluster/', ':task/')}/${ref}`);
+const encryptionContext = (ctx: Record<string, string> | undefined) =>
+  Object.fromEntries(Object.entries(ctx ?? {}).map(([k, v]) => [`kms:EncryptionContext:${k}`, v]));
+/** DynamoDB's authorization: the action and the table (or index) ARNs each operation touches. */
+export function dynamoAuthz(op: string, body: any): AuthzRequest[] {
+  const table = (name: string) => (name.startsWith('arn:') ? name : arn('dynamodb', `table/${name}`));
+  const action = `dynamodb:${op}`;
+  switch (op) {
+    case 'BatchGetItem':
+    case 'BatchWriteItem':
+      return Object.keys(body.RequestItems ?? {}).map((t) => ({ action, resource: table(t) }));
+    case 'TransactWriteItems':
+    case 'TransactGetItems':
+      return (body.TransactItems ?? []).map((item: any) => {
+        const [kind, spec] = Object.entries(item)[0] as [string, any];
+        const a = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' }[kind] ?? kind;
+        return { action: `dynamodb:${a}`, resource: table(spec.TableName) };
+      });
+    case 'ListTables':
+      return [{ action, resource: '*' }];
+    default:
+      return [{ action, resource: body.IndexName ? `${table(body.TableName)}/index/${body.IndexName}` : table(body.TableName) }];
+  }
+}

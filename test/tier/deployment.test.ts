@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { createKey, pauseResumeDelete, settingsRoundTrip, startConversationLegacy, startConversationV1, startSandbox } from '#test/tier/flows.ts';
+import { startTier, type TierStack } from '#test/tier/stack.ts';
+
+/**
+ * The deployment as synthesized (cdk.out), run locally: see test/tier/README.md. These tests fail
+ * when a function lacks an environment variable or a permission its code needs, when a route is
+ * wired to the wrong function, or when an event never reaches its handler.
+ */
+let tier: TierStack;
+let llm: ScriptedLlm;
+let key: string;
+
+beforeAll(async () => {
+  [tier, llm] = await Promise.all([startTier(), startScriptedLlm()]);
+  key = await createKey(tier, 'alice');
+}, 120_000);
+afterAll(async () => {
+  await tier?.stop();
+  await llm?.close();
+});
+
+describe('the functions run as deployed', () => {
+  it("see only the template's environment: this process's POWERTOOLS_LOG_LEVEL=WARN does not reach them", async () => {
+    expect(process.env.POWERTOOLS_LOG_LEVEL).toBe('WARN');
+    expect((await tier.call('GET', '/health')).status).toBe(200);
+    expect(tier.lambda.logsOf(tier.lambda.byName('health').arn)).toContain('"level":"INFO"');
+    expect(tier.lambda.byName('health').environment).not.toHaveProperty('POWERTOOLS_LOG_LEVEL');
+  });
+});
+
+describe('keys, created as docs/deploy.md says', () => {
+  it('the keys CLI with --aws writes a key the authorizer accepts; list and revoke work the same way', async () => {
+    expect((await tier.call('GET', '/api/v1/sandbox-specs/search', { key })).status).toBe(200);
+    const other = await createKey(tier, 'bob');
+    const listed = await tier.keys(['list', '--user', 'bob']);
+    expect(listed.code).toBe(0);
+    const keyId = other.split('_')[1]!;
+    expect(listed.stdout).toContain(keyId);
+    expect((await tier.keys(['revoke', keyId])).code).toBe(0);
+    const after = await tier.call('GET', '/api/v1/sandbox-specs/search', { key: other });
+    expect(after.status).toBe(401);
+  });
+});
+
+describe('the seed flows, end to end on the synthesized stack', () => {
+  it('settings round trip: saved sealed with KMS, read back masked', async () => {
+    await settingsRoundTrip(tier, key, llm.baseUrl);
+  });
+
+  it('a sandbox starts (the real program checks in with its enrollment token), pauses, resumes and is deleted, with ECS events through the rule', async () => {
+    const sb = await startSandbox(tier, key);
+    expect(tier.aws.denials).toEqual([]);
+    // The program got its sandbox's own workspace: an EFS access point, mounted by a per-sandbox revision.
+    const task = [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!;
+    expect(task.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default-sandbox:\d+$/);
+    expect(task.tags).toEqual(expect.arrayContaining([{ key: 'sandbox-id', value: sb.id }]));
+    await pauseResumeDelete(tier, key, sb.id);
+    expect(tier.aws.denials).toEqual([]);
+    // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
+    const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
+    expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
+  }, 180_000);
+
+  it('V1 conversation start: the agent in the sandbox talks to the scripted LLM and its events are searchable', async () => {
+    await settingsRoundTrip(tier, key, llm.baseUrl).catch(() => undefined);
+    llm.enqueue(reply.bash('echo hello from the tier'), reply.finish('Done on the tier.'));
+    const { events } = await startConversationV1(tier, key, 'Say hello');
+    const kinds = events.map((e) => e.kind);
+    expect(kinds).toContain('MessageEvent');
+    expect(JSON.stringify(events)).toContain('hello from the tier');
+    expect(tier.aws.denials).toEqual([]);
+  }, 240_000);
+
+  it('legacy conversation start (POST /api/conversations) runs the same way', async () => {
+    llm.enqueue(reply.finish('Legacy done.'));
+    const { events } = await startConversationLegacy(tier, key, 'Hello from the legacy API');
+    expect(events.map((e) => e.kind)).toContain('MessageEvent');
+  }, 240_000);
+
+  it('the sweeper runs through its schedule, invoked with the schedule role', async () => {
+    const run = await tier.bus.runSchedule();
+    expect(run.target).toMatch(/sweeper/i);
+    expect(run.result.error).toBeUndefined();
+    expect(run.result.ok).toBe(true);
+  });
+
+  it('no AWS call was denied and no event delivery failed during the flows', async () => {
+    await tier.bus.settle();
+    expect(tier.aws.denials).toEqual([]);
+    expect(tier.bus.failures.map((d) => d.result.error)).toEqual([]);
+  });
+});
+
+/** Path parameters for the sweep: a real sandbox and conversation where a route names one, well-formed ids that name nothing elsewhere. */
+const probePath = (routeKey: string, ids: { sandbox: string; conversation: string }) =>
+  routeKey
+    .split(' ')[1]!
+    .replace(/\{sandbox_id\}/g, ids.sandbox)
+    .replace(/\{conversation_id\}/g, ids.conversation)
+    .replace(/\{seq\}/g, '1')
+    .replace(/\{[^}]+\}/g, 'tierprobe0000000000000000000000000');
+
+describe('every route of the template answers without a 5xx', () => {
+  // The route keys come from the synthesized template, so a new route is swept without a change here.
+  const keys = () => tier.api.routeKeys().filter((r) => r.key !== '$default');
+  it('the template has routes to sweep', () => {
+    expect(keys().length).toBeGreaterThan(20);
+  });
+  for (const authenticated of [true, false]) {
+    const name = authenticated
+      ? 'authenticated (a user key where the authorizer guards the route, a running sandbox and its own key elsewhere): each route answers below 500'
+      : 'unauthenticated: each route answers below 500, 401 where the authorizer guards it';
+    it(name, async () => {
+      // Routes without the authorizer check a sandbox's key themselves: give them a real one.
+      const sandbox = authenticated ? await startSandbox(tier, key) : undefined;
+      // A conversation of this user, so the routes on one reach past their 404 (its start need not finish).
+      const started = authenticated ? await tier.call('POST', '/api/v1/app-conversations', { key, body: {} }) : undefined;
+      const ids = { sandbox: sandbox?.id ?? 'tierprobe', conversation: started?.body?.app_conversation_id ?? 'tierprobe0000000000000000000000000' };
+      const failures: string[] = [];
+      for (const { key: routeKey, auth } of keys()) {
+        const method = routeKey.split(' ')[0]!;
+        const res = await tier.call(method, probePath(routeKey, ids), {
+          ...(authenticated ? { key: auth ? key : sandbox.session_api_key } : {}),
+          ...(['POST', 'PUT', 'PATCH'].includes(method) ? { body: {} } : {}),
+        });
+        if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${lastError(routeKey)}`);
+        if (!authenticated && auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
+      }
+      expect(failures).toEqual([]);
+    }, 180_000);
+  }
+  it('$default answers unknown paths with 404 (the fallback function, invoked with its permission)', async () => {
+    const res = await tier.call('GET', '/no/such/route');
+    expect(res.status).toBe(404);
+    expect(tier.api.records.findLast((r) => r.path === '/no/such/route')!.routeKey).toBe('$default');
+  });
+});
+
+/** The configuration error a function logged last, if any: the sweep's failure message names it. */
+function lastError(routeKey: string): string {
+  const arn = tier.api.records.filter((r) => r.routeKey === routeKey).at(-1)?.functionArn;
+  const logs = arn ? tier.lambda.logsOf(arn) : '';
+  return /Configuration error: [^"]+/.exec(logs.split('\n').reverse().find((l) => l.includes('"error"')) ?? '')?.[0] ?? '';
+}

@@ -1,0 +1,176 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { build } from 'esbuild';
+import { REPO_ROOT } from '#infra/bundle.ts';
+import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { endpointConfig } from '#shared/store/dynamo.ts';
+import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
+import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
+import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
+import { EventBus } from '#test/tier/events.ts';
+import { rolePolicies } from '#test/tier/iam.ts';
+import { LambdaService } from '#test/tier/lambda.ts';
+import { CDK_OUT, functionsOf, loadTemplate, ofType, REGION, resolveTemplate, type Template } from '#test/tier/template.ts';
+
+/**
+ * The deployment, run locally from what `npm run synth` wrote: the template's tables in dynalite,
+ * the fakes of the AWS APIs behind the IAM checks, every function's bundle in its own process, the
+ * HTTP API in front, EventBridge and the Scheduler. `mutate` edits a copy of the template first
+ * (the mutation cases).
+ */
+export interface TierStack {
+  url: string;
+  template: Template;
+  resolved: Template;
+  outputs: Record<string, string>;
+  api: HttpApiEmulator;
+  aws: FakeAws;
+  lambda: LambdaService;
+  bus: EventBus;
+  /** Table TTL settings of the template (dynalite cannot expire items: noted, not enforced). */
+  ttl: Record<string, string>;
+  /** A request to the API; `key` is sent as X-Session-API-Key (none by default). */
+  call: ApiCall;
+  /** `npm run keys -- <args> --aws` as docs/deploy.md says, with the operator's credentials against the tier's DynamoDB. */
+  keys(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** What the functions behind the last failed requests logged, to explain a failure. */
+  explain(): string;
+  stop(): Promise<void>;
+}
+
+/** The image's program, built from sandbox/ exactly as sandbox/Dockerfile builds /app/main.mjs. */
+async function buildSandboxProgram(dir: string): Promise<string> {
+  const outfile = join(dir, 'sandbox-image', 'main.mjs');
+  await build({
+    entryPoints: [join(REPO_ROOT, 'sandbox/main.ts')],
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'esm',
+    mainFields: ['module', 'main'],
+    outfile,
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    logLevel: 'silent',
+  });
+  return outfile;
+}
+
+/** The template's tables, created in dynalite as CloudFormation would. */
+async function createTables(resolved: Template, endpoint: string): Promise<Record<string, string>> {
+  const client = new DynamoDBClient({ ...endpointConfig(endpoint), region: REGION, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'x' } });
+  const ttl: Record<string, string> = {};
+  for (const type of ['AWS::DynamoDB::GlobalTable', 'AWS::DynamoDB::Table']) {
+    for (const [id, r] of ofType(resolved, type)) {
+      const p = r.Properties;
+      const name = p.TableName ?? `AgentConversationService-${id}`;
+      if (p.TimeToLiveSpecification?.Enabled) ttl[name] = p.TimeToLiveSpecification.AttributeName;
+      await client.send(
+        new CreateTableCommand({
+          TableName: name,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: p.AttributeDefinitions,
+          KeySchema: p.KeySchema,
+          ...(p.GlobalSecondaryIndexes?.length
+            ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes.map((g: any) => ({ IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection })) }
+            : {}),
+          ...(p.LocalSecondaryIndexes?.length ? { LocalSecondaryIndexes: p.LocalSecondaryIndexes } : {}),
+        }),
+      );
+    }
+  }
+  client.destroy();
+  return ttl;
+}
+
+/** An ECS task's state change as EventBridge carries it ("ECS Task State Change"). */
+const taskStateEvent = (task: EcsTask) => {
+  const { tierLogTail: _tail, ...detail } = task as EcsTask & { tierLogTail?: string };
+  return { ...detail, updatedAt: new Date().toISOString(), createdAt: new Date(task.createdAt * 1000).toISOString(), ...(task.stoppedAt ? { stoppedAt: new Date(task.stoppedAt * 1000).toISOString() } : {}) };
+};
+
+export async function startTier(options: { mutate?: (template: Template) => void } = {}): Promise<TierStack> {
+  if (!existsSync(join(CDK_OUT, 'manifest.json'))) throw new Error('cdk.out is missing: run `npm run synth` first (npm test does)');
+  const template = loadTemplate();
+  options.mutate?.(template);
+  const resolved = resolveTemplate(template);
+  const outputs = Object.fromEntries(Object.entries(resolved.Outputs ?? {}).map(([k, v]: [string, any]) => [k, String(v.Value)]));
+  const workDir = mkdtempSync(join(tmpdir(), 'acs-tier-'));
+  const policies = rolePolicies(resolved);
+  let dynamo: EmbeddedDynamo | undefined;
+  let bus: EventBus | undefined;
+  try {
+    dynamo = await startDynalite();
+    const ttl = await createTables(resolved, dynamo.endpoint);
+    const aws = new FakeAws({
+      resolved,
+      policies,
+      dynaliteEndpoint: dynamo.endpoint,
+      workDir,
+      sandboxProgram: await buildSandboxProgram(workDir),
+      onTaskChange: (task) => bus?.put('ECS Task State Change', 'aws.ecs', taskStateEvent(task), [task.taskArn]),
+    });
+    await aws.start();
+    const endpoints = Object.fromEntries(['', '_DYNAMODB', '_KMS', '_ECS', '_EFS'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]));
+    const lambda = new LambdaService(functionsOf(template, resolved), resolved, { endpoints, accessKeyFor: (role) => aws.accessKeyFor(role) });
+    bus = new EventBus(resolved, lambda, policies);
+    const api = new HttpApiEmulator(resolved, lambda);
+    await api.start();
+    const dyn = dynamo;
+    const call = apiCaller(api.url, null);
+    return {
+      url: api.url,
+      template,
+      resolved,
+      outputs,
+      api,
+      aws,
+      lambda,
+      bus,
+      ttl,
+      call,
+      keys: (args) =>
+        new Promise((resolve) => {
+          const child = spawn('npm', ['run', '--silent', 'keys', '--', ...args, '--aws'], {
+            cwd: REPO_ROOT,
+            env: {
+              PATH: process.env.PATH,
+              HOME: workDir,
+              TABLE_KEYS: outputs.KeysTableName!,
+              AWS_REGION: REGION,
+              AWS_ACCESS_KEY_ID: OPERATOR_KEY,
+              AWS_SECRET_ACCESS_KEY: 'operator-secret',
+              AWS_ENDPOINT_URL_DYNAMODB: aws.url,
+              AWS_EC2_METADATA_DISABLED: 'true',
+            },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (c) => (stdout += c));
+          child.stderr.on('data', (c) => (stderr += c));
+          child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+        }),
+      explain: () => {
+        const failed = api.records.filter((r) => r.status >= 500).slice(-5);
+        const denied = aws.denials.slice(-5).map((d) => `denied ${d.request.action} on ${d.request.resource} to ${d.principal}`);
+        const logs = [...new Set(failed.map((r) => r.functionArn).filter(Boolean))].map((arn) => `--- ${arn}\n${lambda.logsOf(arn!).slice(-3000)}`);
+        return [...failed.map((r) => `${r.method} ${r.path} -> ${r.status} (${r.routeKey}): ${r.error ?? ''}`), ...denied, ...logs].join('\n');
+      },
+      stop: async () => {
+        await api.close();
+        await lambda.close();
+        await aws.close();
+        await dyn.close();
+        rmSync(workDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await dynamo?.close();
+    rmSync(workDir, { recursive: true, force: true });
+    throw err;
+  }
+}

@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { REPO_ROOT } from '#infra/bundle.ts';
+
+/**
+ * The synthesized CloudFormation template, read from cdk.out, with every intrinsic (Ref, GetAtt,
+ * Join, Sub, Select, Split, GetAZs) resolved to the local names the tier gives resources: tables keep a
+ * stack-prefixed name, ARNs use REGION/ACCOUNT below. An intrinsic this file does not know throws,
+ * so a new construct cannot slip past the tier with an unresolved value.
+ */
+
+export const REGION = 'eu-west-1';
+export const ACCOUNT = '123456789012';
+export const STACK = 'AgentConversationService';
+export const CDK_OUT = resolve(REPO_ROOT, 'cdk.out');
+
+export interface Resource {
+  Type: string;
+  Properties?: any;
+  Metadata?: Record<string, any>;
+}
+export type Template = { Resources: Record<string, Resource>; [k: string]: any };
+
+/** The template `npm run synth` wrote (a deep copy, so a test may mutate it). */
+export function loadTemplate(stackName = STACK): Template {
+  return JSON.parse(readFileSync(join(CDK_OUT, `${stackName}.template.json`), 'utf8'));
+}
+
+const hex = (s: string, n: number) => createHash('sha256').update(s).digest('hex').slice(0, n);
+const uuid = (s: string) => {
+  const h = hex(s, 32);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+const arn = (service: string, rest: string, region = REGION) => `arn:aws:${service}:${region}:${ACCOUNT}:${rest}`;
+
+/** Ref and GetAtt values of one resource, by its type (the names a deployment would have, shaped alike). */
+export function names(stack: string, id: string, r: Resource): { ref: string; atts: Record<string, string> } {
+  const p = r.Properties ?? {};
+  switch (r.Type) {
+    case 'AWS::DynamoDB::GlobalTable':
+    case 'AWS::DynamoDB::Table': {
+      const name = `${stack}-${id}`;
+      return { ref: name, atts: { Arn: arn('dynamodb', `table/${name}`), StreamArn: arn('dynamodb', `table/${name}/stream/1`) } };
+    }
+    case 'AWS::KMS::Key': {
+      const keyId = uuid(id);
+      return { ref: keyId, atts: { Arn: arn('kms', `key/${keyId}`), KeyId: keyId } };
+    }
+    case 'AWS::ECS::Cluster': {
+      const name = `${stack}-${id}`;
+      return { ref: name, atts: { Arn: arn('ecs', `cluster/${name}`) } };
+    }
+    case 'AWS::ECS::TaskDefinition':
+      return { ref: arn('ecs', `task-definition/${p.Family ?? id}:1`), atts: {} };
+    case 'AWS::IAM::Role':
+      return { ref: id, atts: { Arn: `arn:aws:iam::${ACCOUNT}:role/${id}`, RoleId: `AROA${hex(id, 16).toUpperCase()}` } };
+    case 'AWS::Lambda::Function':
+      return { ref: id, atts: { Arn: arn('lambda', `function:${id}`) } };
+    case 'AWS::EFS::FileSystem': {
+      const fs = `fs-${hex(id, 17)}`;
+      return { ref: fs, atts: { Arn: arn('elasticfilesystem', `file-system/${fs}`), FileSystemId: fs } };
+    }
+    case 'AWS::EC2::Subnet':
+      return { ref: `subnet-${hex(id, 17)}`, atts: {} };
+    case 'AWS::EC2::SecurityGroup':
+      return { ref: `sg-${hex(id, 17)}`, atts: { GroupId: `sg-${hex(id, 17)}` } };
+    case 'AWS::EC2::VPC':
+      return { ref: `vpc-${hex(id, 17)}`, atts: {} };
+    case 'AWS::SQS::Queue':
+      return { ref: `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${id}`, atts: { Arn: arn('sqs', id), QueueName: id } };
+    case 'AWS::SNS::Topic':
+      return { ref: arn('sns', id), atts: { TopicArn: arn('sns', id) } };
+    case 'AWS::Events::Rule':
+      return { ref: id, atts: { Arn: arn('events', `rule/${id}`) } };
+    case 'AWS::Logs::LogGroup':
+      return { ref: id, atts: { Arn: arn('logs', `log-group:${id}:*`) } };
+    case 'AWS::ApiGatewayV2::Api':
+      return { ref: hex(id, 10), atts: { ApiEndpoint: `https://${hex(id, 10)}.execute-api.${REGION}.amazonaws.com` } };
+    default:
+      return { ref: id, atts: { Arn: arn(r.Type.split('::')[1]!.toLowerCase(), id) } };
+  }
+}
+
+/** A template whose values are plain strings: what CloudFormation would have passed to each resource. */
+export function resolveTemplate(template: Template, stack = STACK): Template {
+  const table = new Map(Object.entries(template.Resources).map(([id, r]) => [id, names(stack, id, r)]));
+  const pseudo: Record<string, string> = {
+    'AWS::Partition': 'aws',
+    'AWS::Region': REGION,
+    'AWS::AccountId': ACCOUNT,
+    'AWS::URLSuffix': 'amazonaws.com',
+    'AWS::StackName': stack,
+    'AWS::StackId': arn('cloudformation', `stack/${stack}/1`),
+    'AWS::NoValue': '',
+  };
+  const ref = (name: string): string => {
+    if (name in pseudo) return pseudo[name]!;
+    const found = table.get(name);
+    if (!found) throw new Error(`Ref to unknown resource ${name}`);
+    return found.ref;
+  };
+  const getAtt = (id: string, att: string): string => {
+    const found = table.get(id);
+    const value = found?.atts[att];
+    if (value === undefined) throw new Error(`GetAtt ${id}.${att}: the tier does not name this attribute (add it in test/tier/template.ts)`);
+    return value;
+  };
+  const walk = (v: any): any => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (!v || typeof v !== 'object') return v;
+    const keys = Object.keys(v);
+    if (keys.length === 1 && (keys[0] === 'Ref' || keys[0]!.startsWith('Fn::'))) {
+      const [fn] = keys;
+      const arg = v[fn!];
+      switch (fn) {
+        case 'Ref':
+          return ref(arg);
+        case 'Fn::GetAtt': {
+          const [id, att] = Array.isArray(arg) ? arg : String(arg).split('.');
+          return getAtt(id, att);
+        }
+        case 'Fn::Join':
+          return walk(arg[1]).join(arg[0]);
+        case 'Fn::Select':
+          return walk(arg[1])[Number(walk(arg[0]))];
+        case 'Fn::GetAZs':
+          return ['a', 'b', 'c'].map((z) => `${REGION}${z}`);
+        case 'Fn::Split':
+          return walk(arg[1]).split(arg[0]);
+        case 'Fn::Sub': {
+          const [text, vars] = Array.isArray(arg) ? [arg[0], walk(arg[1] ?? {})] : [arg, {}];
+          return String(text).replace(/\$\{([^}]+)\}/g, (_, name: string) =>
+            name in vars ? vars[name] : name.includes('.') ? getAtt(...(name.split('.') as [string, string])) : ref(name),
+          );
+        }
+        default:
+          throw new Error(`The tier cannot resolve ${fn}`);
+      }
+    }
+    return Object.fromEntries(keys.map((k) => [k, walk(v[k])]));
+  };
+  return {
+    ...template,
+    Resources: Object.fromEntries(Object.entries(template.Resources).map(([id, r]) => [id, { ...r, Properties: walk(r.Properties) }])),
+    Outputs: walk(template.Outputs ?? {}),
+  };
+}
+
+/** Resources of one type, as [logical id, resource]. */
+export const ofType = (t: Template, type: string) => Object.entries(t.Resources).filter(([, r]) => r.Type === type);
+
+/** A Lambda function of the template with what the tier needs to run it. */
+export interface FunctionDef {
+  logicalId: string;
+  /** The construct id: `Fn-<route id>` → `<route id>`, e.g. `getSettings`, `sweeper`. */
+  name: string;
+  arn: string;
+  roleArn: string;
+  environment: Record<string, string>;
+  handler: string;
+  timeoutSeconds: number;
+  memoryMb: number;
+  runtime: string;
+  bundleDir: string;
+}
+
+export function functionsOf(raw: Template, resolved: Template): FunctionDef[] {
+  return ofType(resolved, 'AWS::Lambda::Function').map(([id, r]) => {
+    const p = r.Properties;
+    const path: string = raw.Resources[id]!.Metadata?.['aws:cdk:path'] ?? id;
+    const asset = raw.Resources[id]!.Metadata?.['aws:asset:path'];
+    if (!asset) throw new Error(`Function ${id} has no bundled asset in cdk.out`);
+    return {
+      logicalId: id,
+      name: /\/Fn-([^/]+)\//.exec(path)?.[1] ?? id,
+      arn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${id}`,
+      roleArn: p.Role,
+      environment: p.Environment?.Variables ?? {},
+      handler: p.Handler,
+      timeoutSeconds: p.Timeout ?? 3,
+      memoryMb: p.MemorySize ?? 128,
+      runtime: p.Runtime,
+      bundleDir: join(CDK_OUT, asset),
+    };
+  });
+}

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { eventFunctions } from '#shared/functions.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+import { routes } from '#shared/routes.ts';
+import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
+import type { FunctionWiring } from '#shared/wiring/aws.ts';
+import { settingsStore } from '#shared/wiring/aws/settings.ts';
+import { environmentNames, uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
+import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
+
+/**
+ * The guard of principle 9 that needs no AWS: every function's entry names the adapters it may
+ * build; each must be covered by the function's declaration, and must build with nothing but the
+ * environment the CDK app derives from that declaration. At run time `wire` refuses any other
+ * build or call, locally as on AWS, so an integration test that walks a path needing more fails.
+ */
+const functions: { id: string; entry: string; declaration: Declaration }[] = [
+  ...(routes as readonly RouteDef[]).map((r) => ({ id: r.id, entry: r.entry, declaration: r })),
+  ...eventFunctions.map((f) => ({ id: f.id, entry: f.entry, declaration: f })),
+];
+
+/** Plausible values: an adapter that parses its configuration must accept what the stack gives. */
+const sampleValues: Record<string, string> = {
+  SANDBOX_SPECS: sandboxSpecsEnv(),
+  SANDBOX_START_TIMEOUT_SECONDS: '600',
+  SANDBOX_IDLE_MINUTES: '30',
+  MAX_RUNNING_SANDBOXES: '5',
+  SANDBOX_SUBNET_IDS: 'subnet-1,subnet-2',
+};
+
+async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {
+  const mod = (await import(`../../${entry}`)) as { handler: { wiring?: FunctionWiring } };
+  return mod.handler.wiring;
+}
+
+/** Builds with `process.env` replaced by exactly `env` for the duration. */
+function withEnv<T>(env: Record<string, string>, run: () => T): T {
+  const saved = process.env;
+  process.env = { ...env };
+  try {
+    return run();
+  } finally {
+    process.env = saved;
+  }
+}
+
+const allNeeds = (name: AdapterName): Needs[] => [adapterNeeds[name].build, ...Object.values(adapterNeeds[name].calls ?? {}) as Needs[]];
+
+describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
+  it('builds only adapters its declaration covers, with only the environment derived from it', async () => {
+    const wiring = await wiringOf(entry);
+    if (!wiring) {
+      // Only a function that touches nothing may do without wiring (the $default route).
+      expect(declaration).toEqual(expect.objectContaining({ tables: {} }));
+      expect(declaration.capabilities ?? []).toEqual([]);
+      return;
+    }
+    expect(wiring.id).toBe(id);
+    expect(wiring.declaration).toBe(declaration);
+    for (const name of wiring.adapters) expect(uncovered(declaration, adapterNeeds[name].build), `${id} builds ${name}`).toEqual([]);
+    const env = { AWS_REGION: 'eu-west-1', ...Object.fromEntries(environmentNames(declaration).map((n) => [n, sampleValues[n] ?? `value-of-${n}`])) };
+    withEnv(env, () => {
+      const adapters = wire(id, declaration, wiring.builders);
+      for (const name of wiring.adapters) expect(() => adapters[name], `${id} builds ${name}`).not.toThrow();
+    });
+  });
+
+  it('declares nothing that none of its adapters can use (no grant without a use)', async () => {
+    const wiring = await wiringOf(entry);
+    const usable = (wiring?.adapters ?? []).flatMap(allNeeds);
+    const unused = uncovered({ tables: Object.assign({}, ...usable.map((n) => n.tables ?? {})), capabilities: usable.flatMap((n) => [...(n.capabilities ?? []), ...(n.anyOf ?? [])]) }, { tables: declaration.tables, capabilities: declaration.capabilities });
+    expect(unused, `${id} declares more than its adapters use`).toEqual([]);
+  });
+});
+
+describe('wire', () => {
+  const declared: Declaration = { tables: { settings: 'read' } };
+
+  it('refuses an adapter the entry does not name', () => {
+    const adapters = wire('getSettings', declared, { settingsStore });
+    expect(() => adapters.sealer).toThrow(WiringError);
+    expect(() => adapters.sealer).toThrow(/does not wire the sealer adapter/);
+  });
+
+  it('refuses to build an adapter the declaration does not cover, naming what is missing', () => {
+    const adapters = wire('getSettings', { tables: {} }, { settingsStore });
+    expect(() => adapters.settingsStore).toThrow("getSettings: building settingsStore needs tables.settings: 'read', which its declaration does not name");
+  });
+
+  it('refuses a call that needs more than the declaration gives (a write on a read declaration)', async () => {
+    const fake = { get: async () => undefined, put: async () => true };
+    const adapters = wire('getSettings', declared, { settingsStore: () => fake });
+    await expect(adapters.settingsStore.get('u')).resolves.toBeUndefined();
+    expect(() => adapters.settingsStore.put({} as never, 0)).toThrow("settingsStore.put() needs tables.settings: 'write'");
+  });
+
+  it('holds seal and open to their own capabilities', async () => {
+    const sealer = { seal: async (v: string) => `s:${v}`, open: async (v: string) => v.slice(2) };
+    const adapters = wire('sandboxCheckIn', { tables: {}, capabilities: ['seal'] }, { sealer: () => sealer });
+    await expect(adapters.sealer.seal('x', 'u')).resolves.toBe('s:x');
+    expect(() => adapters.sealer.open('s:x', 'u')).toThrow("sealer.open() needs capability 'unseal'");
+  });
+});
