@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The request headers a browser client may send (CORS), here and on API Gateway. */
 export const CORS_ALLOW_HEADERS = ['content-type', 'x-session-api-key', 'authorization'];

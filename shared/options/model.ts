@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * What the OpenHands web UI reads before anything else (`GET /api/options/config`). `APP_MODE:
