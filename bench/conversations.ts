@@ -199,10 +199,10 @@ export async function benchConversations(): Promise<string> {
     const reused: StartTiming[] = [];
     for (let i = 0; i < CONVERSATIONS; i++) reused.push(await timedStart(ctx, sandboxId));
 
-    // Ingest: the sandbox's own session key, shown by GET /api/v1/sandboxes while it runs.
+    // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
+    const key = await stack.sandboxKey(sandboxId);
+    if (!key) throw new Error(`sandbox ${sandboxId} has no session key`);
     const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
-    const key: string = sandbox.session_api_key;
-    if (!key) throw new Error(`sandbox ${sandboxId} shows no session key (status ${sandbox.status})`);
     step('event ingest');
     const ingestRuns: Ingest[] = [];
     for (const [batchSize, batches, clients] of [

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type BuildOptions } from 'esbuild';
+import { BUNDLED_DOCS_DIR, DOCS_ASSETS } from '#shared/http/docs-assets.ts';
 
 /** The repository root: entries in the route table are relative to it. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -41,6 +42,31 @@ export const cdkBundling: BundlingOptions = {
   sourceMap: false,
   esbuildArgs: Object.fromEntries(Object.entries(ALIAS).map(([from, to]) => [`--alias:${from}`, to])),
 };
+
+/**
+ * Files a function reads at run time, copied next to its bundle at bundle time (from the
+ * installed packages, so synthesis stays offline): entry -> [source under the repository, target in the bundle].
+ */
+export const bundledFiles: Record<string, [string, string][]> = {
+  'functions/docs/asset.ts': Object.keys(DOCS_ASSETS).map((f) => [`node_modules/swagger-ui-dist/${f}`, `${BUNDLED_DOCS_DIR}/${f}`]),
+};
+
+/** The bundling of one function: `cdkBundling`, plus a copy of the files it reads (`bundledFiles`). */
+export function bundlingFor(entry: string): BundlingOptions {
+  const files = bundledFiles[entry];
+  if (!files) return cdkBundling;
+  return {
+    ...cdkBundling,
+    commandHooks: {
+      beforeBundling: () => [],
+      beforeInstall: () => [],
+      afterBundling: (inputDir, outputDir) => [
+        ...new Set(files.map(([, to]) => `mkdir -p "${outputDir}/${dirname(to)}"`)),
+        ...files.map(([from, to]) => `cp "${inputDir}/${from}" "${outputDir}/${to}"`),
+      ],
+    },
+  };
+}
 
 /** The same bundle through esbuild's API, for an entry relative to the repository root. */
 export function esbuildOptions(entry: string): BuildOptions {

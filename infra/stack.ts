@@ -98,11 +98,11 @@ export class ConversationServiceStack extends Stack {
       }
       return env;
     };
-    const addFunction = (id: string, entry: string, access: FunctionAccess, options: { async: boolean; timeout: Duration }) => {
+    const addFunction = (id: string, entry: string, access: FunctionAccess, options: { async: boolean; timeout: Duration; env?: Record<string, string> }) => {
       const fn = new ServiceFunction(this, `Fn-${id}`, {
         entry,
         access,
-        environment: environment(access),
+        environment: { ...environment(access), ...options.env },
         logGroup: this.functionLogs,
         tables: this.data.tables,
         targets,
@@ -124,8 +124,9 @@ export class ConversationServiceStack extends Stack {
     for (const route of routes as readonly RouteDef[]) {
       addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
     }
-    const extra = (f: EventFunctionDef, timeout: Duration) => addFunction(f.id, f.entry, f, { async: f.async, timeout });
-    const authorizer = extra(authorizerFunction, Duration.seconds(10));
+    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+    // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
+    const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));
 
     this.api = new Api(this, 'Api', {

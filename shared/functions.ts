@@ -15,8 +15,18 @@ export interface EventFunctionDef extends Declaration {
 
 const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
 
-/** The HTTP API's REQUEST authorizer: it reads a key and records its last use (UpdateItem). */
-export const authorizerFunction = { id: 'authorizer', entry: 'functions/auth/authorizer.ts', tables: { keys: 'write' }, async: false } as const satisfies EventFunctionDef;
+/**
+ * The HTTP API's REQUEST authorizer: it reads a key and records its last use (UpdateItem), reads
+ * sessions, and checks conversation-scoped keys (the conversation's key version; the signing key,
+ * sealed in the keys table and created on first use).
+ */
+export const authorizerFunction = {
+  id: 'authorizer',
+  entry: 'functions/auth/authorizer.ts',
+  tables: { keys: 'write', conversations: 'read' },
+  capabilities: ['seal', 'unseal'],
+  async: false,
+} as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */
 export const fallbackFunction = { id: 'fallback', entry: 'functions/fallback.ts', tables: {}, async: false } as const satisfies EventFunctionDef;
 /** ECS "Task State Change" (STOPPED) events for the sandbox cluster. */

@@ -1,6 +1,8 @@
 import { ApiKeys } from '#shared/auth/api-keys.ts';
+import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
-import { ConversationService } from '#shared/conversations/service.ts';
+import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
 import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
 import { EventService } from '#shared/events/service.ts';
 import { CursorCodec } from '#shared/http/cursor.ts';
@@ -16,6 +18,8 @@ import { lazy } from '#shared/wiring/lazy.ts';
 /** What operations use. Built by `servicesOf` over one function's adapters (AWS or local). */
 export interface Services {
   apiKeys: ApiKeys;
+  sessions: Sessions;
+  conversationKeys: ConversationKeys;
   settings: SettingsService;
   cursors: CursorCodec;
   conversations: ConversationService;
@@ -66,6 +70,8 @@ export function servicesOf(adapters: Adapters): Services {
     });
   const built: Services = lazy<Services>({
     apiKeys: () => new ApiKeys(a('keyStore')),
+    sessions: () => new Sessions(a('sessionStore'), built.apiKeys, () => sessionSeconds()),
+    conversationKeys: () => new ConversationKeys(() => adapters.conversationKeySecret(), conversationKeyVersion(a('conversationStore'))),
     settings: () => new SettingsService(a('settingsStore'), a('sealer')),
     cursors: () => new CursorCodec(() => adapters.cursorKey()),
     sandboxSpecs: () => new SandboxSpecService(a('specs')),
@@ -73,7 +79,7 @@ export function servicesOf(adapters: Adapters): Services {
     sandboxBridge: () => new SandboxBridge(sandboxDeps()),
     sandboxHousekeeping: () => new SandboxHousekeeping(sandboxDeps()),
     conversations: () =>
-      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge), built.cursors),
+      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge), built.cursors, built.conversationKeys),
     conversationBridge: () =>
       new ConversationBridge(
         a('conversationStore'),

@@ -1,23 +1,30 @@
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
-import { authorizeHeaders } from '#shared/auth/authorizer.ts';
+import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { authorizerFunction } from '#shared/functions.ts';
-import type { AuthorizerContext } from '#shared/http/wrapper.ts';
+import { allowedOrigins } from '#shared/http/cors.ts';
 import { logger } from '#shared/logging.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { keyStore } from '#shared/wiring/aws/keys.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+
+const origins = allowedOrigins();
 
 /**
- * HTTP API REQUEST authorizer (simple responses). It hands the key's user id to the route, or an
- * empty one for a missing, unknown or revoked key: the route's wrapper then answers the documented
- * 401 `{"detail": "Unauthorized"}`, where a deny here would give API Gateway's own 403 body.
+ * HTTP API REQUEST authorizer (simple responses). It hands the caller's user id (and, for a
+ * conversation-scoped key, its conversation) to the route, or an empty one for missing or bad
+ * credentials: the route's wrapper then answers the documented 401 `{"detail": "Unauthorized"}`,
+ * where a deny here would give API Gateway's own 403 body. Payload 2.0 moves cookies out of the
+ * headers into `cookies`.
  */
 export const handler = awsFunction(
   authorizerFunction,
-  { keyStore },
-  async (event: APIGatewayRequestAuthorizerEventV2, { apiKeys }): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
+  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore },
+  async (event: APIGatewayRequestAuthorizerEventV2, { apiKeys, sessions, conversationKeys }): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
     try {
-      const principal = await authorizeHeaders(event.headers ?? {}, apiKeys);
-      return { isAuthorized: true, context: { userId: principal?.userId ?? '' } };
+      const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
+      const context = await authorizeRequest(event.requestContext.http.method, headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
+      return { isAuthorized: true, context };
     } catch (err) {
       logger.error('Authorizer failed', { error: err as Error });
       return { isAuthorized: true, context: { userId: '' } };

@@ -1,8 +1,8 @@
 import { listConversations } from '#shared/conversations/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { cursorKey } from '#shared/wiring/aws/keys.ts';
+import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(listConversations, { conversationStore, sandboxStore, sealer, cursorKey });
+export const handler = awsRoute(listConversations, { conversationStore, sandboxStore, sealer, cursorKey, conversationKeySecret });

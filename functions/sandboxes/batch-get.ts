@@ -1,6 +1,5 @@
 import { getSandboxes } from '#shared/sandboxes/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(getSandboxes, { sandboxStore, sealer });
+export const handler = awsRoute(getSandboxes, { sandboxStore });

@@ -7,10 +7,9 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Config } from '#infra/config.ts';
+import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE_SECONDS } from '#shared/http/cors.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 
-/** The request headers a browser client may send (CORS). */
-const CLIENT_HEADERS = ['content-type', 'x-session-api-key', 'authorization'];
 
 export interface ApiProps {
   config: Config;
@@ -25,8 +24,9 @@ export interface ApiProps {
 /**
  * The HTTP API: one route per route-table entry, `user` routes behind the Lambda REQUEST
  * authorizer, and `$default` for everything else. The authorizer has no identity source and no
- * cache (see docs/architecture.md, "Authorizer"): a key may come in either of two headers, and an
- * identity source would reject a request lacking the one it names before our authorizer ran.
+ * cache (see docs/architecture.md, "Authorizer"): a key may come in either of two headers or not at
+ * all (a browser's session cookie), and an identity source would reject a request lacking the one
+ * it names before our authorizer ran.
  */
 export class Api extends Construct {
   readonly httpApi: HttpApi;
@@ -43,12 +43,15 @@ export class Api extends Construct {
       defaultIntegration: new HttpLambdaIntegration('Fallback', props.fallback),
       ...(origins.length
         ? {
+            // The same answers as the local gateway (shared/http/cors.ts); API Gateway answers
+            // preflights on every route itself. Cookies only when every origin is named.
             corsPreflight: {
               allowOrigins: origins,
-              allowHeaders: CLIENT_HEADERS,
-              allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
-              exposeHeaders: ['x-request-id'],
-              maxAge: Duration.hours(1),
+              allowHeaders: CORS_ALLOW_HEADERS,
+              allowMethods: CORS_ALLOW_METHODS.map((m) => CorsHttpMethod[m as keyof typeof CorsHttpMethod]),
+              exposeHeaders: CORS_EXPOSE_HEADERS,
+              allowCredentials: !origins.includes('*'),
+              maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
             },
           }
         : {}),

@@ -7,7 +7,7 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { cdkBundling, REPO_ROOT } from '#infra/bundle.ts';
+import { bundlingFor, REPO_ROOT } from '#infra/bundle.ts';
 import { accessStatements, logActions, onFailureActions, type FunctionAccess, type GrantTargets } from '#infra/iam.ts';
 import type { TableKey } from '#shared/store/tables.ts';
 
@@ -52,7 +52,7 @@ export class ServiceFunction extends Construct {
       logGroup: props.logGroup,
       loggingFormat: LoggingFormat.JSON,
       tracing: Tracing.ACTIVE,
-      bundling: cdkBundling,
+      bundling: bundlingFor(props.entry),
       environment: { POWERTOOLS_SERVICE_NAME: 'agent-conversation-service', ...props.environment },
       ...(props.async
         ? { retryAttempts: props.async.retryAttempts, maxEventAge: props.async.maxEventAge, onFailure: sendOnly(props.async.onFailure) }

@@ -21,12 +21,14 @@ export class DataTables extends Construct {
     for (const key of tableKeys) {
       const def = tables[key];
       const sk: string | undefined = 'sk' in def ? def.sk : undefined;
+      const ttl: string | undefined = 'ttl' in def ? def.ttl : undefined;
       this.tables[key] = new TableV2(this, key, {
         partitionKey: attribute(def.pk),
         ...(sk ? { sortKey: attribute(sk) } : {}),
         billing: Billing.onDemand(),
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         removalPolicy: RemovalPolicy.RETAIN,
+        ...(ttl ? { timeToLiveAttribute: ttl } : {}),
         globalSecondaryIndexes: Object.entries(def.indexes as Record<string, { pk: string; sk?: string }>).map(([indexName, idx]) => ({
           indexName,
           partitionKey: attribute(idx.pk),

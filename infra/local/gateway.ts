@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
-import { authorizeHeaders } from '#shared/auth/authorizer.ts';
+import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { allowedOrigins, corsHeaders } from '#shared/http/cors.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { matchRoute } from '#shared/http/router.ts';
 import { lambdaHandler, type ApiEvent, type ApiHandler, type ApiResult } from '#shared/http/wrapper.ts';
@@ -36,8 +37,8 @@ export async function loadHandlers(services: LocalServices): Promise<Map<string,
   return handlers;
 }
 
-function send(res: ServerResponse, result: ApiResult): void {
-  const headers: Record<string, string> = {};
+function send(res: ServerResponse, result: ApiResult, cors: Record<string, string> = {}): void {
+  const headers: Record<string, string> = { ...cors };
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
   res.writeHead(result.statusCode ?? 200, headers);
   res.end(result.body ?? '');
@@ -61,11 +62,14 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 }
 
 /** The payload 2.0 event API Gateway would send for this request. */
-function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer, requestId: string, userId: string | undefined): ApiEvent {
+function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer, requestId: string, auth: AuthorizerContext | undefined): ApiEvent {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   // As API Gateway does: the scheme the client used.
   headers['x-forwarded-proto'] = 'http';
+  // As payload 2.0 does: cookies in their own list, not in the headers.
+  const cookies = headers['cookie']?.split(';').map((c) => c.trim()).filter(Boolean);
+  delete headers['cookie'];
   const queryStringParameters: Record<string, string> = {};
   for (const [k, v] of url.searchParams) queryStringParameters[k] = k in queryStringParameters ? `${queryStringParameters[k]},${v}` : v;
   const now = new Date();
@@ -75,6 +79,7 @@ function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
+    ...(cookies?.length ? { cookies } : {}),
     queryStringParameters: Object.keys(queryStringParameters).length ? queryStringParameters : undefined,
     pathParameters: Object.keys(params).length ? params : undefined,
     body: body.length ? body.toString('utf8') : undefined,
@@ -90,7 +95,7 @@ function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record
       stage: '$default',
       time: now.toUTCString(),
       timeEpoch: now.getTime(),
-      authorizer: { lambda: { userId: userId ?? '' } },
+      authorizer: { lambda: auth ?? { userId: '' } },
     },
   } as ApiEvent;
 }
@@ -99,34 +104,44 @@ const lambdaContext = (requestId: string, routeId: string): Context =>
   ({ awsRequestId: requestId, functionName: `local-${routeId}`, functionVersion: '$LATEST', memoryLimitInMB: '1024', callbackWaitsForEmptyEventLoop: false, getRemainingTimeInMillis: () => 30_000 }) as unknown as Context;
 
 /**
- * Serves the route table over HTTP the way API Gateway does: match the route (404/405), run the
+ * Serves the route table over HTTP the way API Gateway does: CORS for the origins in
+ * `CORS_ORIGINS` (preflight `OPTIONS` answered on every path), match the route (404/405), run the
  * same authorizer code for user routes, build the payload 2.0 event and call the route's handler.
  */
 export async function startGateway(options: { services: LocalServices; port: number; host: string }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
+  const origins = allowedOrigins();
+  const { apiKeys, sessions, conversationKeys } = options.services;
   // Handlers still running (a long-poll whose client went away) finish before close() resolves.
   const inFlight = new Set<Promise<void>>();
   const server = createServer((req, res) => {
     const requestId = randomUUID();
     const work = (async () => {
       const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+      const origin = req.headers.origin;
+      if (req.method === 'OPTIONS') {
+        // API Gateway answers preflights itself, before routes and authorizer: so do we.
+        const preflight = !!req.headers['access-control-request-method'];
+        return send(res, { statusCode: 204, headers: { 'x-request-id': requestId }, body: '' }, corsHeaders(origin, origins, preflight));
+      }
+      const cors = corsHeaders(origin, origins, false);
       const match = matchRoute(req.method ?? 'GET', url.pathname);
-      if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId));
+      if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId), cors);
       if (match.kind === 'method-not-allowed') {
-        return send(res, jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }));
+        return send(res, jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }), cors);
       }
       const body = await readBody(req);
       if (body === 'too-large') {
         res.shouldKeepAlive = false;
-        return send(res, jsonResult(413, { detail: 'Request body is too large' }, requestId));
+        return send(res, jsonResult(413, { detail: 'Request body is too large' }, requestId), cors);
       }
-      let userId: string | undefined;
+      let auth: AuthorizerContext | undefined;
       if (match.route.auth === 'user') {
-        const principal = await authorizeHeaders(req.headers as Record<string, string>, options.services.apiKeys);
-        userId = principal?.userId;
+        const headers = { ...(req.headers as Record<string, string>), 'x-forwarded-proto': 'http' };
+        auth = await authorizeRequest(req.method ?? 'GET', headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
       }
-      const event = toEvent(req, url, match.route, match.params, body, requestId, userId);
-      send(res, await handlers.get(match.route.id)!(event, lambdaContext(requestId, match.route.id)));
+      const event = toEvent(req, url, match.route, match.params, body, requestId, auth);
+      send(res, await handlers.get(match.route.id)!(event, lambdaContext(requestId, match.route.id)), cors);
     })().catch((err: unknown) => {
       logger.error('Gateway error', { requestId, error: err as Error });
       if (!res.headersSent) send(res, jsonResult(500, { detail: 'Internal Server Error' }, requestId));

@@ -1,12 +1,19 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { ApiKeyInfo, ApiKeyRecord, Principal } from '#shared/auth/model.ts';
+import { conflict } from '#shared/http/errors.ts';
 
 /**
  * Keys look like `acs_<key id>_<secret>`. The key id lets the authorizer find the record with one
  * GetItem; the record holds only the SHA-256 of the whole key, compared in constant time.
  */
 const KEY_PATTERN = /^acs_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+
+/** Active keys a user may hold when creating them over the API (the CLI is not limited). */
+export const MAX_KEYS_PER_USER = 50;
+
+/** A key as `GET /api/keys` shows it: never the key or its hash. */
+export const keyView = (k: ApiKeyInfo) => ({ id: k.keyId, name: k.name, prefix: `acs_${k.keyId}`, created_at: k.createdAt, last_used_at: k.lastUsedAt ?? null });
 
 /** Skip the last-used write when the stored time is this fresh, so a busy key is not a write per request. */
 const TOUCH_INTERVAL_MS = 5 * 60_000;
@@ -30,12 +37,38 @@ export class ApiKeys {
     return { key, record: info(record) };
   }
 
+  /** `POST /api/keys`: a key for the caller, within MAX_KEYS_PER_USER active keys. */
+  async createOwn(userId: string, name: string) {
+    const active = (await this.store.listByUser(userId)).filter((k) => !k.revokedAt);
+    if (active.length >= MAX_KEYS_PER_USER) throw conflict(`You have ${MAX_KEYS_PER_USER} active keys; delete one first`);
+    const { key, record } = await this.create(userId, name);
+    return { ...keyView(record), key };
+  }
+
+  /** `GET /api/keys`: the caller's active keys, oldest first. */
+  async listActive(userId: string) {
+    return (await this.list(userId)).filter((k) => !k.revokedAt).map(keyView);
+  }
+
   async list(userId: string): Promise<ApiKeyInfo[]> {
     return (await this.store.listByUser(userId)).map(info);
   }
 
   async revoke(keyId: string): Promise<boolean> {
     return this.store.revoke(keyId, this.now().toISOString());
+  }
+
+  /** Revokes one of the user's own keys; false when it is unknown, another user's or revoked already. */
+  async revokeOwn(userId: string, keyId: string): Promise<boolean> {
+    const record = await this.store.get(keyId);
+    if (!record || record.userId !== userId || record.revokedAt) return false;
+    return this.revoke(keyId);
+  }
+
+  /** Whether the key still works (a session made from it lives only as long as the key). */
+  async isActive(keyId: string): Promise<boolean> {
+    const record = await this.store.get(keyId);
+    return !!record && !record.revokedAt;
   }
 
   /** The key's owner, or null for a malformed, unknown or revoked key. */
@@ -51,7 +84,7 @@ export class ApiKeys {
     if (!record.lastUsedAt || now.getTime() - Date.parse(record.lastUsedAt) > TOUCH_INTERVAL_MS) {
       await this.store.touch(record.keyId, now.toISOString());
     }
-    return { userId: record.userId, keyId: record.keyId };
+    return { via: 'key', userId: record.userId, keyId: record.keyId };
   }
 }
 

@@ -19,7 +19,22 @@ export interface ApiKeyRecord {
 /** What a caller sees of a key: never the hash. */
 export type ApiKeyInfo = Omit<ApiKeyRecord, 'hash'>;
 
-export interface Principal {
+/**
+ * Who is calling and with what: an API key (`key`), a browser session made from one (`session`),
+ * or a conversation-scoped key (`conversation`), valid only on its conversation's routes.
+ */
+export type Principal =
+  | { via: 'key'; userId: string; keyId: string }
+  | { via: 'session'; userId: string; keyId: string; sessionId: string }
+  | { via: 'conversation'; userId: string; conversationId: string };
+
+/** A browser session: only the SHA-256 of its token is kept, and it ends at `expiresAt`. */
+export interface SessionRecord {
+  sessionId: string;
   userId: string;
+  /** The API key it was made from: revoking that key ends the session too. */
   keyId: string;
+  hash: string;
+  createdAt: string;
+  expiresAt: string;
 }

@@ -7,6 +7,8 @@ export interface ConversationFilter {
   createdLt?: string;
   updatedGte?: string;
   updatedLt?: string;
+  repository?: string;
+  trigger?: string;
 }
 
 /**
@@ -23,6 +25,8 @@ export interface ConversationStore {
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
   update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
+  /** Removes the record for every reader; the user's id stays taken (its events are still stored). */
+  delete(userId: string, id: string): Promise<void>;
 }
 
 /** Conversation start tasks. Adapters: `DynamoStartTaskStore`. */

@@ -23,6 +23,8 @@ function userQuery(table: string, userId: string, f: ConversationFilter) {
     ['titleLower', 'contains', ':t', f.titleContains?.toLowerCase()],
     ['updatedAt', '>=', ':ug', f.updatedGte],
     ['updatedAt', '<', ':ult', f.updatedLt],
+    ['selected_repository', '=', ':repo', f.repository],
+    ['trigger', '=', ':trig', f.trigger],
     // BETWEEN includes its upper bound; the API's __lt does not.
     ['createdAt', '<', ':clt2', f.createdGte && f.createdLt ? f.createdLt : undefined],
   ]);
@@ -48,11 +50,14 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
-    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item as ConversationRecord | undefined;
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item;
+    return item && !item.deletedAt ? (item as ConversationRecord) : undefined;
   }
 
-  getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
-    return batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
+  async getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
+    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
+    for (const [id, item] of found) if (item.deletedAt) found.delete(id);
+    return found;
   }
 
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
@@ -84,6 +89,15 @@ export class DynamoConversationStore implements ConversationStore {
         }),
       ),
     );
+  }
+
+  /**
+   * Leaves a tombstone: no owner (so out of `byUser`), invisible to `get`, and the id stays taken, so
+   * nobody can create a conversation under it and read the events still stored for it.
+   */
+  async delete(userId: string, id: string): Promise<void> {
+    // A tombstone without createdAt: out of the byUser index, and the user's id stays taken.
+    await this.db.send(new PutCommand({ TableName: this.table, Item: { userId, id, deletedAt: new Date().toISOString() } }));
   }
 }
 

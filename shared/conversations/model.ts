@@ -133,6 +133,8 @@ export interface ConversationRecord {
   metrics: Metrics | null;
   /** Bumped by every status report; the condition of the next one. */
   version: number;
+  /** The version of the conversation-scoped key (absent: 1); bumping it revokes the keys handed out. */
+  keyVersion?: number;
 }
 
 export interface StartTaskRecord {
@@ -221,3 +223,39 @@ export const conversationReportSchema = z.object({
   title: z.string().max(512).optional(),
 });
 export type ConversationReport = z.output<typeof conversationReportSchema>;
+
+/** GET /api/conversations (legacy list the OpenHands UI reads): newest first, optional filters. */
+export const legacyListQuery = z.object({
+  selected_repository: repository.optional(),
+  conversation_trigger: z.string().min(1).max(64).optional(),
+  page_id: pageId,
+  limit: pageLimit,
+});
+export type LegacyListQuery = z.output<typeof legacyListQuery>;
+
+export const legacyStatuses = ['STARTING', 'RUNNING', 'STOPPED', 'ARCHIVED', 'ERROR'] as const;
+
+/** A conversation in the legacy shape (the fields the OpenHands UI's list and conversation page read). */
+export const legacyConversationSchema = z.object({
+  conversation_id: z.string(),
+  title: z.string().nullable(),
+  selected_repository: z.string().nullable(),
+  selected_branch: z.string().nullable(),
+  git_provider: z.string().nullable(),
+  last_updated_at: z.string(),
+  created_at: z.string(),
+  status: z.enum(legacyStatuses),
+  runtime_status: z.string().nullable(),
+  trigger: z.string().nullable(),
+  url: z.string().nullable(),
+  session_api_key: z.string().nullable(),
+  pr_number: z.array(z.number()),
+  conversation_version: z.literal('V1'),
+  sub_conversation_ids: z.array(z.string()),
+});
+export type LegacyConversation = z.output<typeof legacyConversationSchema>;
+
+export const legacyConversationPageSchema = z.object({ results: z.array(legacyConversationSchema), next_page_id: z.string().nullable() });
+
+/** PATCH /api/conversations/{id}: only the title can change. */
+export const legacyUpdateSchema = z.strictObject({ title: z.string().trim().min(1, 'title must not be empty').max(512) });

@@ -48,3 +48,23 @@ export const respondToConfirmation = defineOperation('respondToConfirmation', ({
 export const legacyCreateConversation = defineOperation('legacyCreateConversation', ({ userId, body, baseUrl }, { conversations }) =>
   conversations.legacyCreate(userId, body, baseUrl),
 );
+
+export const legacyListConversations = defineOperation('legacyListConversations', ({ userId, query, baseUrl }, { conversations }) =>
+  conversations.legacyList(userId, query, baseUrl),
+);
+
+export const legacyGetConversation = defineOperation('legacyGetConversation', ({ userId, params, baseUrl }, { conversations }) =>
+  conversations.legacyGet(userId, params.conversation_id, baseUrl),
+);
+
+export const legacyUpdateConversation = defineOperation('legacyUpdateConversation', ({ userId, params, body }, { conversations }) =>
+  conversations.rename(userId, params.conversation_id, body.title),
+);
+
+export const legacyDeleteConversation = defineOperation('legacyDeleteConversation', ({ userId, params }, { conversations }) =>
+  conversations.remove(userId, params.conversation_id),
+);
+
+export const revokeConversationKey = defineOperation('revokeConversationKey', ({ userId, params }, { conversations }) =>
+  conversations.revokeKey(userId, params.conversation_id),
+);

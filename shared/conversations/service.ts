@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type {
   AppConversation,
@@ -6,7 +7,9 @@ import type {
   ConversationRecord,
   ConversationSearch,
   InitialMessage,
+  LegacyConversation,
   LegacyCreate,
+  LegacyListQuery,
   StartRequest,
   StartTaskRecord,
 } from '#shared/conversations/model.ts';
@@ -34,7 +37,63 @@ function titleFor(req: StartRequest, id: string): string {
   return `Conversation ${id.slice(0, 5)}`;
 }
 
-export function toAppConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, baseUrl: string): AppConversation {
+/** The current key version of a user's conversation, for `ConversationKeys` (undefined: gone or not theirs). */
+export const conversationKeyVersion =
+  (store: ConversationStore) =>
+  async (userId: string, conversationId: string): Promise<number | undefined> => {
+    const rec = await store.get(userId, conversationId);
+    return rec ? (rec.keyVersion ?? 1) : undefined;
+  };
+
+/** The legacy status of a conversation, from its sandbox (see OPENHANDS-REFERENCE: the V1 mapping). */
+function legacyStatus(sandbox: SandboxSummary | undefined, task: StartTaskRecord | undefined): LegacyConversation['status'] {
+  if (task?.status === 'ERROR') return 'ERROR';
+  if (!sandbox) return 'STARTING';
+  return ({ RUNNING: 'RUNNING', STARTING: 'STARTING', PAUSED: 'STOPPED', ERROR: 'ERROR', MISSING: 'ARCHIVED' } as const)[sandbox.status];
+}
+
+/** OpenHands' runtime status names (the UI shows them as the conversation's state). */
+function runtimeStatus(sandbox: SandboxSummary | undefined, task: StartTaskRecord | undefined): string | null {
+  if (task?.status === 'ERROR' || sandbox?.status === 'ERROR') return 'STATUS$ERROR';
+  if (sandbox?.status === 'PAUSED' || sandbox?.status === 'MISSING') return 'STATUS$STOPPED';
+  switch (task?.status) {
+    case undefined:
+      return null;
+    case 'READY':
+      return sandbox?.status === 'RUNNING' ? 'STATUS$READY' : 'STATUS$STARTING_RUNTIME';
+    case 'PREPARING_REPOSITORY':
+    case 'RUNNING_SETUP_SCRIPT':
+      return 'STATUS$SETTING_UP_WORKSPACE';
+    case 'SETTING_UP_GIT_HOOKS':
+      return 'STATUS$SETTING_UP_GIT_HOOKS';
+    case 'STARTING_CONVERSATION':
+      return 'STATUS$RUNTIME_STARTED';
+    default:
+      return 'STATUS$STARTING_RUNTIME';
+  }
+}
+
+export function toLegacyConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, task: StartTaskRecord | undefined, baseUrl: string, sessionKey: string): LegacyConversation {
+  return {
+    conversation_id: rec.id,
+    title: rec.title,
+    selected_repository: rec.selected_repository,
+    selected_branch: rec.selected_branch,
+    git_provider: rec.git_provider,
+    last_updated_at: rec.updatedAt,
+    created_at: rec.createdAt,
+    status: legacyStatus(sandbox, task),
+    runtime_status: runtimeStatus(sandbox, task),
+    trigger: rec.trigger,
+    url: `${baseUrl}/api/conversations/${rec.id}`,
+    session_api_key: sessionKey,
+    pr_number: rec.pr_number,
+    conversation_version: 'V1',
+    sub_conversation_ids: [],
+  };
+}
+
+export function toAppConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, baseUrl: string, sessionKey: string | null): AppConversation {
   return {
     id: rec.id,
     created_by_user_id: rec.userId,
@@ -54,8 +113,8 @@ export function toAppConversation(rec: ConversationRecord, sandbox: SandboxSumma
     execution_status: rec.execution_status,
     // Served by this control plane and relayed to the sandbox (see the conversation routes).
     conversation_url: `${baseUrl}/api/conversations/${rec.id}`,
-    // Clients talk to conversation_url with their own API key; the sandbox's key stays with the sandbox.
-    session_api_key: null,
+    // A key valid only for this conversation's routes (the sandbox's own key stays with the sandbox).
+    session_api_key: sessionKey,
   };
 }
 
@@ -83,8 +142,13 @@ export class ConversationService {
     private readonly settings: SettingsService,
     private readonly sandboxes: SandboxControl,
     private readonly cursors: CursorCodec,
+    private readonly keys: ConversationKeys,
     private readonly now: () => Date = () => new Date(),
   ) {}
+
+  private sessionKey(rec: ConversationRecord): Promise<string> {
+    return this.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
+  }
 
   /**
    * Starts a conversation and returns its start task's first snapshot. Nothing slow happens here:
@@ -204,9 +268,10 @@ export class ConversationService {
     const found = await this.conversations.getMany(userId, normalized);
     const mine = [...found.values()];
     const sandboxes = await this.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
+    const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.sessionKey(c)] as const)));
     return normalized.map((id) => {
       const c = found.get(id);
-      return c ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl) : null;
+      return c ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, keys.get(c.id)!) : null;
     });
   }
 
@@ -215,7 +280,7 @@ export class ConversationService {
     const page = await this.conversations.list(userId, filterOf(q), q.limit, await this.cursors.decode(q.page_id, scope));
     const sandboxes = await this.sandboxes.statuses(page.items.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     return {
-      items: page.items.map((c) => toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl)),
+      items: await Promise.all(page.items.map(async (c) => toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, await this.sessionKey(c)))),
       next_page_id: await this.cursors.encode(page.lastKey, scope),
     };
   }
@@ -255,6 +320,67 @@ export class ConversationService {
     }
     await this.sandboxes.send(userId, sandbox.id, make(conversation.id));
     return { success: true };
+  }
+
+  /** GET /api/conversations: the legacy list, newest first, filtered by repository and trigger. */
+  async legacyList(userId: string, q: LegacyListQuery, baseUrl: string) {
+    const scope = `${userId}:legacy-conversations`;
+    const filter = { repository: q.selected_repository, trigger: q.conversation_trigger };
+    const page = await this.conversations.list(userId, filter, q.limit, await this.cursors.decode(q.page_id, scope));
+    return { results: await this.toLegacy(page.items, baseUrl), next_page_id: await this.cursors.encode(page.lastKey, scope) };
+  }
+
+  /** GET /api/conversations/{id}: the caller's conversation in the legacy shape; 404 otherwise. */
+  async legacyGet(userId: string, conversationId: string, baseUrl: string): Promise<LegacyConversation> {
+    const [view] = await this.toLegacy([await this.own(userId, conversationId)], baseUrl);
+    return view!;
+  }
+
+  /** PATCH /api/conversations/{id}: a new title. */
+  async rename(userId: string, conversationId: string, title: string): Promise<true> {
+    const rec = await this.own(userId, conversationId);
+    await this.updateConversation(userId, rec.id, { title });
+    return true;
+  }
+
+  /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
+  async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
+    const rec = await this.own(userId, conversationId);
+    await this.updateConversation(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    return { session_api_key: await this.sessionKey((await this.own(userId, rec.id))) };
+  }
+
+  /**
+   * DELETE /api/conversations/{id}: the agent is told to stop (a pause command to its sandbox, if it
+   * has one), then the record goes, and with it every conversation-scoped key (they name a record).
+   */
+  async remove(userId: string, conversationId: string): Promise<true> {
+    const rec = await this.own(userId, conversationId);
+    if (rec.sandbox_id) {
+      const sandbox = await this.sandboxes.find(userId, rec.sandbox_id);
+      if (sandbox && (sandbox.status === 'RUNNING' || sandbox.status === 'STARTING' || sandbox.status === 'PAUSED')) {
+        await this.sandboxes.send(userId, sandbox.id, { type: 'pause_conversation', conversation_id: rec.id });
+      }
+    }
+    await this.conversations.delete(userId, rec.id);
+    logger.info('conversation.deleted', { conversationId: rec.id, userId });
+    return true;
+  }
+
+  private async own(userId: string, conversationId: string): Promise<ConversationRecord> {
+    const rec = await this.conversations.get(userId, normalizeId(conversationId));
+    if (!rec) throw notFound('Conversation not found');
+    return rec;
+  }
+
+  private async toLegacy(recs: ConversationRecord[], baseUrl: string): Promise<LegacyConversation[]> {
+    const [sandboxes, tasks] = await Promise.all([
+      this.sandboxes.statuses(recs.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : []))),
+      this.tasks.getMany(recs.flatMap((c) => (c.start_task_id ? [c.start_task_id] : []))),
+    ]);
+    return Promise.all(
+      recs.map(async (c) => toLegacyConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, tasks.get(c.start_task_id), baseUrl, await this.sessionKey(c))),
+    );
   }
 
   /** Fails start tasks that cannot finish (see `sweepStartTasks`); the scheduled sweeper calls this. */

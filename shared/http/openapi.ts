@@ -62,14 +62,23 @@ export function openApiDocument(serverUrl?: string) {
     if (route.auth === 'user' || route.auth === 'sandbox') {
       responses['401'] = { description: 'Missing, unknown or revoked key', content: { 'application/json': { schema: errorSchema } } };
     }
+    if (route.auth === 'user') {
+      responses['403'] = {
+        description: route.conversationKey
+          ? "A conversation key of another conversation, or a cross-site request signed in with the session cookie"
+          : 'A conversation key (valid only on its conversation\'s routes), or a cross-site request signed in with the session cookie',
+        content: { 'application/json': { schema: errorSchema } },
+      };
+    }
     if (route.body || route.query || route.params) {
       responses['422'] = { description: 'Invalid input', content: { 'application/json': { schema: validationErrorSchema } } };
     }
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: route.id,
       summary: route.summary,
+      ...(route.conversationKey ? { description: "Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key." } : {}),
       tags: [route.tag],
-      security: route.auth === 'none' ? [] : [{ sessionApiKey: [] }, { bearer: [] }],
+      security: route.auth === 'none' ? [] : [{ sessionApiKey: [] }, { bearer: [] }, ...(route.auth === 'user' ? [{ sessionCookie: [] }] : [])],
       parameters: parameters(route),
       ...(route.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(route.body, 'input') } } } }
@@ -89,25 +98,10 @@ export function openApiDocument(serverUrl?: string) {
       securitySchemes: {
         sessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
         bearer: { type: 'http', scheme: 'bearer' },
+        // `__Host-acs_session` when served over https (see shared/auth/sessions.ts).
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: 'acs_session' },
       },
     },
     paths,
   };
-}
-
-const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-
-/** A self-contained page (no CDN, works offline) listing every operation with its schemas. */
-export function docsPage(): string {
-  const doc = openApiDocument();
-  const sections = Object.entries(doc.paths).flatMap(([path, methods]) =>
-    Object.entries(methods).map(([method, op]) => {
-      const o = op as { summary: string; security: unknown[]; operationId: string };
-      return `<details id="${escape(o.operationId)}"><summary><b class="m ${method}">${method.toUpperCase()}</b> <code>${escape(path)}</code> ${escape(o.summary)}${o.security.length ? ' 🔑' : ''}</summary><pre>${escape(JSON.stringify(op, null, 2))}</pre></details>`;
-    }),
-  );
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(doc.info.title)} API</title>
-<style>body{font:15px system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}details{border:1px solid #ddd;border-radius:6px;margin:.4em 0;padding:.4em .8em}pre{overflow:auto;background:#f6f8fa;padding:.8em;font-size:12px}.m{display:inline-block;min-width:4em}.get{color:#0969da}.post{color:#1a7f37}.delete{color:#cf222e}</style></head>
-<body><h1>${escape(doc.info.title)}</h1><p>${escape(doc.info.description)} 🔑 marks operations that need a key in <code>X-Session-API-Key</code> or <code>Authorization: Bearer</code>. The machine-readable document is at <a href="openapi.json">openapi.json</a>.</p>
-${sections.join('\n')}</body></html>`;
 }

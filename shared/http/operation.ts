@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import type { Services } from '#shared/services.ts';
@@ -15,6 +16,8 @@ export interface Request<R> {
   params: Parsed<R, 'params'>;
   /** The caller's user id (empty on routes without user auth). */
   userId: string;
+  /** How the caller signed in (API key, session, conversation key), from the authorizer. */
+  auth: AuthorizerContext;
   requestId: string;
   /** This API's public base URL, as the caller reached it (or `PUBLIC_BASE_URL`), for links and the bridge. */
   baseUrl: string;

@@ -50,4 +50,11 @@ export interface RouteDef {
   sandboxKey?: 'session' | 'enrollment';
   /** The function's time-out when the default is too short (calls to ECS, the bridge long-poll). */
   timeoutSeconds?: number;
+  /**
+   * The route also accepts a conversation-scoped key, for the conversation named by this validated
+   * path or query field (the OpenHands UI calls these with the conversation's `session_api_key`).
+   */
+  conversationKey?: 'conversation_id' | 'conversation_id__eq';
+  /** The route manages credentials (API keys): a session cookie counts only with an allowed Origin. */
+  managesCredentials?: boolean;
 }

@@ -5,6 +5,7 @@ import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import {
   ApiError,
   badRequest,
+  forbidden,
   invalid,
   payloadTooLarge,
   unauthorized,
@@ -15,12 +16,12 @@ import { Reply, type Operation } from '#shared/http/operation.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
 import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
+import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { checkPrincipal } from '#shared/auth/scope.ts';
 import { logger } from '#shared/logging.ts';
 import type { Services } from '#shared/services.ts';
 
-export interface AuthorizerContext {
-  userId: string;
-}
+export type { AuthorizerContext };
 export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>;
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
@@ -99,12 +100,15 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
   const requestId = event.requestContext?.requestId ?? 'unknown';
   const route = op.route;
   const started = performance.now();
-  const userId = event.requestContext?.authorizer?.lambda?.userId ?? '';
+  const auth = route.auth === 'user' ? event.requestContext?.authorizer?.lambda : undefined;
+  const userId = auth?.userId ?? '';
   let result: ApiResult;
   try {
-    if (route.auth === 'user' && !userId) throw unauthorized();
+    if (route.auth === 'user' && !userId) throw auth?.refusal ? forbidden(auth.refusal) : unauthorized();
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
+    // Payload 2.0 moves cookies out of the headers.
+    if (event.cookies?.length) headers['cookie'] = event.cookies.join('; ');
     event.headers = headers;
     const params = validate('path', route.params, event.pathParameters ?? {});
     // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
@@ -113,9 +117,10 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
       if (!(await services.sandboxBridge.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
     }
     const query = validate('query', route.query, parseQuery(event.rawQueryString));
+    checkPrincipal(route, auth, params, query);
     const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', route.body, rawBody);
-    const value = await op.run({ body, rawBody, query, params, userId, requestId, headers, baseUrl: baseUrlOf(event, headers) } as never, services);
+    const value = await op.run({ body, rawBody, query, params, userId, auth: auth ?? { userId: '' }, requestId, headers, baseUrl: baseUrlOf(event, headers) } as never, services);
     result = toResult(value, requestId, route.status ?? 200);
   } catch (err) {
     if (err instanceof ApiError) {

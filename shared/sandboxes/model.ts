@@ -17,7 +17,7 @@ export const sandboxInfoSchema = z.object({
   created_by_user_id: z.string(),
   sandbox_spec_id: z.string(),
   status: z.enum(sandboxStatuses),
-  session_api_key: z.string().nullable().meta({ description: "The sandbox's own key; null unless RUNNING" }),
+  session_api_key: z.string().nullable().meta({ description: "Always null: a sandbox's own key reaches only the sandbox; clients use a conversation's session_api_key" }),
   exposed_urls: z
     .array(exposedUrlSchema)
     .nullable()

@@ -26,7 +26,7 @@ export interface SandboxRecord {
   enrollmentHash?: string;
   /** SHA-256 of the session key, for authentication. */
   sessionKeyHash?: string;
-  /** The session key sealed for the owner, so it can be shown while RUNNING. */
+  /** The session key sealed for the owner: never in a response; operators' tooling and tests read it. */
   sessionKeySealed?: string;
   /** The runtime's handle on the current generation (a pid, a task ARN). */
   runtimeRef?: string;

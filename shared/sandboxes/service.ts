@@ -199,7 +199,9 @@ export class SandboxService extends SandboxRecords {
       created_by_user_id: rec.userId,
       sandbox_spec_id: rec.specId,
       status: rec.status,
-      session_api_key: running && rec.sessionKeySealed ? await this.deps.sealer.open(rec.sessionKeySealed, rec.userId) : null,
+      // The sandbox's own key reaches only the sandbox (at check-in): with it, the start-config
+      // webhook hands out the user's secrets. Clients use conversation-scoped keys instead.
+      session_api_key: null,
       exposed_urls: running ? [] : null,
       detail: rec.detail ?? null,
       // The process runtime records how it contained the last start; Fargate tasks always are.

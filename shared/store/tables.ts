@@ -12,11 +12,16 @@ export interface TableDef {
   pk: string;
   sk?: string;
   indexes: Record<string, IndexDef>;
+  /** A number attribute (epoch seconds) after which DynamoDB deletes the item on its own (TTL). */
+  ttl?: string;
 }
 
 export const tables = {
-  /** API keys by key id; a user's keys through `byUser`. Also holds the service's own sealed keys. */
-  keys: { pk: 'keyId', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
+  /**
+   * API keys by key id; a user's keys through `byUser`. Also holds the service's own sealed keys
+   * (`system:<name>`) and browser sessions (`session:<id>`, removed by TTL once expired).
+   */
+  keys: { pk: 'keyId', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } }, ttl: 'expiresAtEpoch' },
   /** One item per user. */
   settings: { pk: 'userId', indexes: {} },
   /**

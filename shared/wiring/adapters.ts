@@ -1,4 +1,5 @@
 import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
@@ -17,6 +18,10 @@ export interface Adapters {
   sealer: Sealer;
   /** The key that signs page cursors: made on first use, kept sealed in the keys table. */
   cursorKey: () => Promise<Buffer>;
+  /** Browser sign-in sessions, hashed, in the keys table under `session:<id>`. */
+  sessionStore: SessionStore;
+  /** The key that signs conversation-scoped keys: made on first use, kept sealed in the keys table. */
+  conversationKeySecret: () => Promise<Buffer>;
   specs: SpecRegistry;
   sandboxStore: SandboxStore;
   sandboxRuntime: SandboxRuntime;
@@ -44,6 +49,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   settingsStore: { build: { tables: { settings: 'read' } }, calls: { put: { tables: { settings: 'write' } } } },
   sealer: { build: { anyOf: ['seal', 'unseal'] }, calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } } },
   cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
+  sessionStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } } },
+  conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   specs: { build: { capabilities: ['specs'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
@@ -72,7 +79,10 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   sandboxConfig: { build: {} },
   bridgeUrl: { build: {} },
-  conversationStore: { build: { tables: { conversations: 'read' } }, calls: { create: { tables: { conversations: 'write' } }, update: { tables: { conversations: 'write' } } } },
+  conversationStore: {
+    build: { tables: { conversations: 'read' } },
+    calls: { create: { tables: { conversations: 'write' } }, update: { tables: { conversations: 'write' } }, delete: { tables: { conversations: 'write' } } },
+  },
   startTaskStore: {
     build: { tables: { startTasks: 'read' } },
     calls: { create: { tables: { startTasks: 'write' } }, transition: { tables: { startTasks: 'write' } } },

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
+import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
@@ -63,6 +65,8 @@ export function localServices(options: LocalOptions): LocalServices {
     settingsStore: () => new DynamoSettingsStore(),
     sealer: () => LocalSealer.fromKeyFile(join(options.dataDir, 'secret.key')),
     cursorKey: (): Adapters['cursorKey'] => systemKey('cursor', adapters.sealer),
+    conversationKeySecret: (): Adapters['conversationKeySecret'] => systemKey('conversation-keys', adapters.sealer),
+    sessionStore: () => new DynamoSessionStore(),
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
@@ -72,6 +76,7 @@ export function localServices(options: LocalOptions): LocalServices {
     startTaskStore: () => new DynamoStartTaskStore(),
     eventStore: () => new DynamoEventStore(),
   });
+  sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
     Object.fromEntries(names.map((name) => [name, () => adapters[name]])) as Builders;
   all = servicesOf(adapters);

@@ -29,6 +29,10 @@ interface Player {
   sandbox: SpySandbox;
   conversationId: string;
   startTaskId: string;
+  /** The id of the user's API key (GET /api/keys). */
+  keyId: string;
+  /** The conversation made through the legacy route. */
+  legacyConversationId: string;
   /** Strings only this user's data holds: another user must never see them. */
   markers: string[];
 }
@@ -96,13 +100,18 @@ async function newPlayer(userId: string): Promise<Player> {
   expect((await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}`, { key: sandbox.key, body: [event] })).status).toBe(200);
   const legacy = await call('POST', '/api/conversations', { key, body: { initial_user_msg: `legacy-of-${userId}`, mcp_config: plantedMcp(userId, 'legacy') } });
   expect(legacy.status, legacy.text).toBe(200);
+  // The sandbox's own key reaches only the sandbox: no user-facing answer may hold it.
+  secrets[`${userId}.sandbox_session_key`] = sandbox.key;
+  const keyId: string = (await call('GET', '/api/keys', { key })).body[0].id;
   return {
     userId,
     key,
+    keyId,
+    legacyConversationId: legacy.body.conversation_id,
     sandbox,
     conversationId: started.body.app_conversation_id,
     startTaskId: started.body.id,
-    markers: [sandbox.id, started.body.id, title, `event-of-${userId}`, `message-of-${userId}`, `scripted-${userId}`, `legacy-of-${userId}`, legacy.body.conversation_id],
+    markers: [sandbox.id, started.body.id, title, `event-of-${userId}`, `message-of-${userId}`, `scripted-${userId}`, `legacy-of-${userId}`, legacy.body.conversation_id, keyId],
   };
 }
 
@@ -175,6 +184,16 @@ const foreign: Record<string, (v: Player) => { method?: string; path: string; bo
   countEvents: (v) => ({ path: `/api/v1/events/count?conversation_id__eq=${v.conversationId}`, expect: 404 }),
   listAgents: () => ({ path: '/api/options/agents', expect: 'own-only' }),
   listSecurityAnalyzers: () => ({ path: '/api/options/security-analyzers', expect: 'own-only' }),
+  // Signs the attacker in as the attacker.
+  authenticate: () => ({ path: '/api/authenticate', method: 'POST', expect: 'own-only' }),
+  legacyListConversations: () => ({ path: '/api/conversations', expect: 'own-only' }),
+  legacyGetConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, expect: 404 }),
+  legacyUpdateConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'PATCH', body: { title: 'renamed by another' }, expect: 404 }),
+  legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
+  revokeConversationKey: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`, method: 'POST', expect: 404 }),
+  listKeys: () => ({ path: '/api/keys', expect: 'own-only' }),
+  createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: 'the attacker\'s own' }, expect: 'own-only' }),
+  deleteKey: (v) => ({ path: `/api/keys/${v.keyId}`, method: 'DELETE', expect: 404 }),
 };
 
 describe('cross-user matrix: three users, every user route, every foreign id', () => {
@@ -331,11 +350,56 @@ describe('sandbox-credential misuse', () => {
 });
 
 describe('conversation-scoped key misuse', () => {
-  // Conversation-scoped keys come with the `gates` branch (issue 10, "What must exist" 1): once they
-  // exist, this block uses one conversation's key on another conversation's relay routes, event
-  // search/count and stream, on settings, keys and sandbox routes, after a version bump and after
-  // delete, and expects 401/404 for each.
-  it.todo("a conversation's key on another conversation, on settings, keys and sandbox routes, after revocation");
+  const keyOf = async (p: Player, conversationId: string): Promise<string> =>
+    (await call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key: p.key })).body[0].session_api_key;
+  const count = (id: string) => `/api/v1/events/count?conversation_id__eq=${id}`;
+
+  it("a conversation's key opens its own conversation's routes and nothing else", async () => {
+    const [alice, bob] = [players.alice!, players.bob!];
+    const scoped = await keyOf(alice, alice.conversationId);
+    expect(scoped).toMatch(/^acsc\./);
+    // Its own routes work (the control that makes the refusals below mean something).
+    expect((await call('GET', count(alice.conversationId), { key: scoped })).status).toBe(200);
+    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: scoped })).status).toBe(200);
+    const failures: string[] = [];
+    const refused = async (what: string, method: string, path: string, allowed: number[], body?: unknown) => {
+      const res = await call(method, path, { key: scoped, body });
+      if (!allowed.includes(res.status)) failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
+    };
+    // Another conversation of the same user, and another user's conversation (same relay and event routes).
+    for (const [who, id] of [["alice's other conversation", alice.legacyConversationId], ["bob's conversation", bob.conversationId]] as const) {
+      await refused(who, 'GET', count(id), [403, 404]);
+      await refused(who, 'GET', `/api/v1/events/search?conversation_id__eq=${id}`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/pause`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], { content: [{ type: 'text', text: 'hi' }] });
+    }
+    // Every user route that does not take a conversation key, aimed at the key owner's own resources.
+    for (const route of userRoutes.filter((r) => !r.conversationKey)) {
+      const r = foreign[route.id]!(alice);
+      await refused(`user route ${route.id}`, r.method ?? route.method, r.path, [403], r.body);
+    }
+    // Sandbox routes take only the sandbox's own credentials.
+    await refused('the bridge', 'POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/heartbeat`, [401], { active: true });
+    await refused('a webhook', 'POST', `/api/v1/webhooks/${alice.sandbox.id}/events/${alice.conversationId}`, [401], []);
+    expect(failures).toEqual([]);
+  }, 60_000);
+
+  it('is dead after revocation (the new one works) and after the conversation is deleted', async () => {
+    const carol = players.carol!;
+    const before = await keyOf(carol, carol.conversationId);
+    const revoked = await call('POST', `/api/v1/app-conversations/${carol.conversationId}/session-api-key/revoke`, { key: carol.key });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.session_api_key).not.toBe(before);
+    expect((await call('GET', count(carol.conversationId), { key: before })).status).toBe(401);
+    expect((await call('POST', `/api/conversations/${carol.conversationId}/pause`, { key: before })).status).toBe(401);
+    expect((await call('GET', count(carol.conversationId), { key: revoked.body.session_api_key })).status).toBe(200);
+    // Delete: the legacy conversation's key (as the legacy GET shows it) stops working with it.
+    const legacyKey: string = (await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).body.session_api_key;
+    expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(200);
+    expect((await call('DELETE', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(200);
+    expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(401);
+    expect((await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(404);
+  }, 60_000);
 });
 
 describe('secrets sweep', () => {

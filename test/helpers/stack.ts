@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalConfig } from '#infra/local/config.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
 
 export type ApiCall = (
@@ -39,6 +41,11 @@ export interface TestStack extends LocalStack {
   call: ApiCall;
   /** A fresh user with a key of their own. */
   newUser(userId: string): Promise<string>;
+  /**
+   * A sandbox's own session key, as only the program inside holds it (no response shows it): read
+   * from its record and unsealed, so tests can act as the sandbox on the bridge and webhooks.
+   */
+  sandboxKey(sandboxId: string): Promise<string | null>;
   stop(): Promise<void>;
 }
 
@@ -56,6 +63,10 @@ export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 's
     dataDir,
     call,
     newUser: async (userId) => (await stack.services.apiKeys.create(userId, 'test')).key,
+    sandboxKey: async (sandboxId) => {
+      const rec = await new DynamoSandboxStore().get(sandboxId);
+      return rec?.sessionKeySealed ? LocalSealer.fromKeyFile(join(dataDir, 'secret.key')).open(rec.sessionKeySealed, rec.userId) : null;
+    },
     stop: async () => {
       await stack.close();
       rmSync(dataDir, { recursive: true, force: true });

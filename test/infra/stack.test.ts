@@ -122,6 +122,8 @@ describe('tables', () => {
         (r.Properties.GlobalSecondaryIndexes ?? []).map((i: Json) => [i.IndexName, i.KeySchema.map((k: Json) => k.AttributeName)]),
       );
       expect(indexes).toEqual(Object.fromEntries(Object.entries(def.indexes).map(([n, i]) => [n, [i.pk, ...(i.sk ? [i.sk] : [])]])));
+      const ttl = (tables[key] as { ttl?: string }).ttl;
+      expect(r.Properties.TimeToLiveSpecification, key).toEqual(ttl ? { AttributeName: ttl, Enabled: true } : undefined);
     }
   });
 });
@@ -191,6 +193,8 @@ describe('functions', () => {
       const env = Object.keys(resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {}).sort();
       // The one derivation (shared/wiring/needs.ts) the wiring test builds each adapter with.
       const expected = ['POWERTOOLS_SERVICE_NAME', ...environmentNames(access)];
+      // The authorizer takes session cookies only from the configured origins.
+      if (id === 'authorizer') expected.push('CORS_ORIGINS');
       expect(env, id).toEqual([...new Set(expected)].sort());
     }
   });
@@ -386,5 +390,76 @@ describe('secrets, logs, observability, outputs', () => {
     const outputs = Object.keys(template.toJSON().Outputs);
     expect(outputs).toEqual(expect.arrayContaining(['ApiUrl', 'KeysTableName', 'SettingsTableName', 'ClusterArn', 'SecretsKeyId']));
     for (const key of tableKeys) expect(outputs).toContain(`${key[0]!.toUpperCase()}${key.slice(1)}TableName`);
+  });
+});
+
+describe('the OpenHands UI gates', () => {
+  const statementsOfFn = (id: string) => {
+    const roleId = logicalId(stack.functions.get(id)!.fn.role.node.defaultChild);
+    return ofType('AWS::IAM::Policy')
+      .filter(([, p]) => (p.Properties.Roles as Json[]).some((r) => r.Ref === roleId))
+      .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[]);
+  };
+  const resourcesFor = (id: string, action: string) =>
+    JSON.stringify(statementsOfFn(id).filter((s) => [s.Action].flat().includes(action)).map((s) => s.Resource));
+  const tableRef = (key: keyof typeof tables) => logicalId(stack.data.tables[key].node.defaultChild);
+  const synthWith = (context: Record<string, unknown>) => {
+    const app = new App({ context: { ...cdkContext, ...context, 'aws:cdk:bundling-stacks': [] } });
+    const s = buildApp(app);
+    return { s, t: Template.fromStack(s) };
+  };
+
+  it('the authorizer reads conversations (key versions) and may open the sealed conversation-key secret, nothing more', () => {
+    expect(resourcesFor('authorizer', 'dynamodb:GetItem')).toContain(tableRef('conversations'));
+    expect(resourcesFor('authorizer', 'dynamodb:PutItem')).not.toContain(tableRef('conversations'));
+    expect(resourcesFor('authorizer', 'kms:Decrypt')).toContain(logicalId(stack.secretsKey.node.defaultChild));
+    expect(statementsOfFn('authorizer').flatMap((s) => [s.Action].flat()).filter((a: string) => a.startsWith('ecs:'))).toEqual([]);
+  });
+
+  it('key routes touch only the keys table; the options and docs-asset routes touch nothing', () => {
+    for (const id of ['listKeys', 'createKey', 'deleteKey', 'authenticate', 'logout']) {
+      const tablesTouched = statementsOfFn(id).filter((s) => [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')));
+      expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), id).toContain(tableRef('keys'));
+      for (const other of tableKeys.filter((k) => k !== 'keys')) expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), `${id} ${other}`).not.toContain(tableRef(other));
+    }
+    expect(statementsOfFn('listKeys').flatMap((s) => [s.Action].flat()).filter((a: string) => /^dynamodb:.*(Put|Update|Delete|Write)/.test(a))).toEqual([]);
+    for (const id of ['getOptionsConfig', 'getOptionsModels', 'docsAsset']) {
+      expect(statementsOfFn(id).flatMap((s) => [s.Action].flat()).filter((a: string) => !/^(logs|xray):/.test(a)), id).toEqual([]);
+    }
+  });
+
+  it('bundles the Swagger UI files with the docs-asset function', () => {
+    const props = resources[logicalId(stack.functions.get('docsAsset')!.fn.fn.node.defaultChild)]!.Properties;
+    const hash = String(props.Code.S3Key).replace(/\.zip$/, '');
+    const dir = join(outdir, `asset.${hash}`);
+    for (const file of ['swagger-ui-bundle.js', 'swagger-ui.css']) {
+      expect(readFileSync(join(dir, 'swagger-ui', file), 'utf8').length, file).toBeGreaterThan(10_000);
+    }
+  });
+
+  it('no CORS configuration without configured origins', () => {
+    const [, api] = ofType('AWS::ApiGatewayV2::Api')[0]!;
+    expect(api.Properties.CorsConfiguration).toBeUndefined();
+  });
+
+  it('with origins configured: API Gateway answers preflights for them with credentials, and the authorizer knows them', () => {
+    const { s, t } = synthWith({ corsAllowedOrigins: ['https://app.example.com', 'http://localhost:3001'] });
+    t.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      CorsConfiguration: {
+        AllowOrigins: ['https://app.example.com', 'http://localhost:3001'],
+        AllowCredentials: true,
+        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization'],
+        AllowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids'],
+        MaxAge: 3600,
+      },
+    });
+    const authorizer = t.toJSON().Resources[s.getLogicalId(s.functions.get('authorizer')!.fn.fn.node.defaultChild as CfnElement)];
+    expect(authorizer.Properties.Environment.Variables.CORS_ORIGINS).toBe('https://app.example.com,http://localhost:3001');
+  });
+
+  it('with "*": any origin may read, but never with credentials', () => {
+    const { t } = synthWith({ corsAllowedOrigins: ['*'] });
+    t.hasResourceProperties('AWS::ApiGatewayV2::Api', { CorsConfiguration: { AllowOrigins: ['*'], AllowCredentials: false } });
   });
 });

@@ -57,8 +57,8 @@ describe('agent options and settings', () => {
     const cid = task.app_conversation_id;
     await waitForStatus(stack, cid, ['finished'], key);
 
-    const sandbox = (await stack.call('GET', `/api/v1/sandboxes?id=${task.sandbox_id}`, { key })).body[0];
-    const config = (await stack.call('GET', `/api/v1/webhooks/${task.sandbox_id}/conversations/${cid}/start-config`, { key: sandbox.session_api_key })).body;
+    const sandboxKey = (await stack.sandboxKey(task.sandbox_id!))!;
+    const config = (await stack.call('GET', `/api/v1/webhooks/${task.sandbox_id}/conversations/${cid}/start-config`, { key: sandboxKey })).body;
     expect(config).toMatchObject({ agent_type: 'plan', agent: 'PlanningAgent', security_analyzer: 'llm', condenser: { enabled: true, max_size: 40 }, search: { api_key: 'tvly-secret-key-1' }, language: 'fr' });
 
     const first = llm.requests.at(-1)!.body;

@@ -100,12 +100,13 @@ describe('sandboxes on the AWS path', () => {
     expect(envValue('SANDBOX_ID')).toBe(res.body.id);
     const token = envValue('ENROLLMENT_TOKEN')!;
 
-    // The task's program checks in: RUNNING, with the session key shown to its owner only.
+    // The task's program checks in: RUNNING; its session key goes to the program only.
     const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: { version: '1' }, params: { sandbox_id: res.body.id } });
     expect(checkIn.status).toBe(200);
     const running = await getAs('alice', res.body.id);
     expect(running.status).toBe('RUNNING');
-    expect(running.session_api_key).toBe(checkIn.body.session_api_key);
+    expect(checkIn.body.session_api_key).toMatch(/^sbx_/);
+    expect(running.session_api_key).toBeNull();
     expect(await getAs('mallory', res.body.id)).toBeNull();
     const again = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: {}, params: { sandbox_id: res.body.id } });
     expect(again.status).toBe(401);

@@ -99,8 +99,7 @@ describe('starting', () => {
     const aRunning = await waitForStatus(stack, a.id, 'RUNNING', key);
     await waitForStatus(stack, b.id, 'RUNNING', key);
     // b did something since it checked in; a did not: a is the least recently active.
-    const bInfo = await getSandbox(stack, b.id, key);
-    await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, { key: bInfo.session_api_key, body: { active: true } });
+    await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, { key: (await stack.sandboxKey(b.id))!, body: { active: true } });
     expect(aRunning.status).toBe('RUNNING');
 
     const third = await start(key);

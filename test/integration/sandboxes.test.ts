@@ -23,10 +23,11 @@ async function startRunning(key?: string): Promise<any> {
 const workspace = (id: string) => join(stack.dataDir, 'sandboxes', id, 'workspace');
 
 describe('sandbox lifecycle over HTTP, with real child processes', () => {
-  it('is RUNNING only once the program checked in, and shows its session key only then', async () => {
+  it('is RUNNING only once the program checked in, and never shows its session key', async () => {
     const sandbox = await startRunning();
     expect(sandbox).toMatchObject({ created_by_user_id: 'dev', sandbox_spec_id: 'local-default', exposed_urls: [], detail: null, contained: true });
-    expect(sandbox.session_api_key).toMatch(/^sbx_/);
+    expect(sandbox.session_api_key).toBeNull();
+    expect(await stack.sandboxKey(sandbox.id)).toMatch(/^sbx_/);
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`)).body).toEqual({ success: true });
     const paused = await getSandbox(stack, sandbox.id);
@@ -55,12 +56,13 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
 
   it('keeps the workspace across pause and resume, and removes it on delete', async () => {
     const sandbox = await startRunning();
+    const before = await stack.sandboxKey(sandbox.id);
     writeFileSync(join(workspace(sandbox.id), 'notes.txt'), 'kept across a pause');
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`);
     expect(sandboxPids(sandbox.id)).toEqual([]);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`)).body).toEqual({ success: true });
-    const resumed = await waitForStatus(stack, sandbox.id, 'RUNNING');
-    expect(resumed.session_api_key).not.toBe(sandbox.session_api_key);
+    await waitForStatus(stack, sandbox.id, 'RUNNING');
+    expect(await stack.sandboxKey(sandbox.id)).not.toBe(before);
     expect(readFileSync(join(workspace(sandbox.id), 'notes.txt'), 'utf8')).toBe('kept across a pause');
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
 
@@ -168,15 +170,15 @@ describe('the bridge', () => {
       expect(res.body).toEqual({ detail: 'Unauthorized' });
       expect((await stack.call('GET', bridge(sandbox.id, 'commands'), { key })).status).toBe(401);
     }
-    const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: sandbox.session_api_key, body: {} });
+    const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: (await stack.sandboxKey(sandbox.id))!, body: {} });
     expect(ok.body).toEqual({ status: 'RUNNING' });
-    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, sandbox.session_api_key)).toMatchObject({ id: sandbox.id });
+    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!)).toMatchObject({ id: sandbox.id });
     expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
   });
 
   it('records agent activity only from an active heartbeat', async () => {
     const sandbox = await startRunning();
-    const key = sandbox.session_api_key;
+    const key = (await stack.sandboxKey(sandbox.id))!;
     await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key, body: { active: false } });
     expect((await getSandbox(stack, sandbox.id)).last_activity_at).toBe(sandbox.last_activity_at);
     await new Promise((r) => setTimeout(r, 5));
@@ -188,7 +190,7 @@ describe('the bridge', () => {
 
   it('delivers queued commands in order with sealed payloads; the program acknowledges unknown ones and keeps running', async () => {
     const sandbox = await startRunning();
-    const key = sandbox.session_api_key;
+    const key = (await stack.sandboxKey(sandbox.id))!;
     const seq = await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'make_coffee', payload: { sugar: 2 } });
     expect(seq).toBe(1);
     // The program polls, gets it, logs it and acknowledges it: the queue empties.
@@ -220,7 +222,7 @@ describe('the bridge', () => {
 
   it('answers a paused sandbox\'s poll with a stop command, which the program obeys', async () => {
     const sandbox = await startRunning();
-    const key = sandbox.session_api_key;
+    const key = (await stack.sandboxKey(sandbox.id))!;
     // Pause only the record, as if the stop had been lost: the program must stop itself.
     const rec = (await stack.services.sandboxes.batchGet('dev', [sandbox.id]))[0]!;
     expect(rec.status).toBe('RUNNING');
@@ -237,7 +239,7 @@ describe('the bridge', () => {
   it('waits on a long-poll until a command arrives', async () => {
     const sandbox = await startRunning();
     await stack.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
-    const poll = stack.call('GET', bridge(sandbox.id, 'commands?wait=10'), { key: sandbox.session_api_key });
+    const poll = stack.call('GET', bridge(sandbox.id, 'commands?wait=10'), { key: (await stack.sandboxKey(sandbox.id))! });
     await new Promise((r) => setTimeout(r, 300));
     await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: 1 });
     const res = await poll;

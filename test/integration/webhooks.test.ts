@@ -26,7 +26,8 @@ beforeAll(async () => {
   conversationId = task.app_conversation_id;
   sandboxId = task.sandbox_id!;
   await waitForStatus(stack, conversationId, ['finished']);
-  sandboxKey = (await stack.call('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body[0].session_api_key;
+  expect((await stack.call('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body[0].session_api_key).toBeNull();
+  sandboxKey = (await stack.sandboxKey(sandboxId))!;
   expect(sandboxKey).toBeTypeOf('string');
 });
 afterAll(async () => {

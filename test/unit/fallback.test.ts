@@ -38,6 +38,14 @@ describe('the $default route (functions/fallback.ts)', () => {
           allow: local.headers.get('allow'),
         });
       }
+      // An OPTIONS no CORS rule answered: 204 without CORS headers on both.
+      for (const path of ['/api/settings', '/nope']) {
+        const local = await fetch(`${stack.url}${path}`, { method: 'OPTIONS', headers: { origin: 'http://unlisted.example' } });
+        const aws = await handler(event('OPTIONS', path));
+        expect([aws.statusCode, aws.body], path).toEqual([local.status, await local.text()]);
+        expect(Object.keys(aws.headers!).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+        expect([...local.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([]);
+      }
     } finally {
       await stack.stop();
     }

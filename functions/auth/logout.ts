@@ -1,0 +1,5 @@
+import { logout } from '#shared/auth/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
+
+export const handler = awsRoute(logout, { keyStore, sessionStore });

@@ -1,0 +1,5 @@
+import { legacyUpdateConversation } from '#shared/conversations/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+
+export const handler = awsRoute(legacyUpdateConversation, { conversationStore });

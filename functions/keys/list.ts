@@ -1,0 +1,5 @@
+import { listKeys } from '#shared/auth/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { keyStore } from '#shared/wiring/aws/keys.ts';
+
+export const handler = awsRoute(listKeys, { keyStore });

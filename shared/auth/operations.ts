@@ -1,0 +1,29 @@
+import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { forbidden, notFound } from '#shared/http/errors.ts';
+import { defineOperation, Reply } from '#shared/http/operation.ts';
+
+/** Browser sign-in: exchanges the API key the request carries for a session cookie. */
+export const authenticate = defineOperation('authenticate', async ({ userId, auth, baseUrl }, { sessions }) => {
+  if (auth.via !== 'key' || !auth.keyId) throw forbidden('Sign in with an API key (X-Session-API-Key or Authorization: Bearer)');
+  const session = await sessions.create(userId, auth.keyId);
+  return new Reply(200, { success: true, user_id: userId, expires_at: session.expiresAt }, {
+    'set-cookie': sessionCookie(session.token, session.maxAgeSeconds, baseUrl.startsWith('https:')),
+    'cache-control': 'no-store',
+  });
+});
+
+/** Ends the session server-side and removes the cookie; answers the same whether one existed or not. */
+export const logout = defineOperation('logout', async ({ headers, baseUrl }, { sessions }) => {
+  await sessions.end(sessionToken(headers));
+  return new Reply(200, { success: true }, { 'set-cookie': sessionCookie(null, 0, baseUrl.startsWith('https:')), 'cache-control': 'no-store' });
+});
+
+// The caller's own API keys: never the keys themselves, except a new one in its creation's response.
+export const listKeys = defineOperation('listKeys', ({ userId }, { apiKeys }) => apiKeys.listActive(userId));
+
+export const createKey = defineOperation('createKey', ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
+
+export const deleteKey = defineOperation('deleteKey', async ({ userId, params }, { apiKeys }) => {
+  if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
+  return { success: true };
+});

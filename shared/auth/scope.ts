@@ -1,0 +1,24 @@
+import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { forbidden } from '#shared/http/errors.ts';
+import type { RouteDef } from '#shared/http/route.ts';
+
+/**
+ * What a route lets each kind of principal do, from its declaration: a conversation-scoped key
+ * only on routes that declare `conversationKey`, and only for the conversation named there; on
+ * routes that manage credentials (`managesCredentials`), a session only with a verified Origin.
+ * Runs after validation, so the conversation id is already normalised (the wrapper answers 401
+ * for missing credentials before anything else).
+ */
+export function checkPrincipal(route: RouteDef, auth: AuthorizerContext | undefined, params: unknown, query: unknown): void {
+  if (route.auth !== 'user' || !auth) return;
+  if (auth.via === 'conversation') {
+    const field = route.conversationKey;
+    if (!field) throw forbidden('A conversation key is valid only on its own conversation\'s routes');
+    const named = (params as Record<string, unknown> | undefined)?.[field] ?? (query as Record<string, unknown> | undefined)?.[field];
+    const id = typeof named === 'string' ? named.replaceAll('-', '').toLowerCase() : undefined;
+    if (id !== auth.conversationId) throw forbidden('A conversation key is valid only for its own conversation');
+  }
+  if (auth.via === 'session' && route.managesCredentials && !auth.originVerified) {
+    throw forbidden('Managing keys with the session cookie needs an Origin header of an allowed origin');
+  }
+}

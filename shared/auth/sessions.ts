@@ -1,0 +1,95 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { hashKey, type ApiKeys } from '#shared/auth/api-keys.ts';
+import type { Principal } from '#shared/auth/model.ts';
+import type { SessionStore } from '#shared/auth/session-store.ts';
+
+/**
+ * The cookie that carries a browser session. Over https it is `__Host-acs_session`: browsers accept
+ * that name only with Secure, Path=/ and no Domain, so a sibling subdomain cannot plant a session of
+ * its own choosing (cookie tossing); over plain http (local) it is `acs_session`.
+ */
+export const sessionCookieName = (secure: boolean) => (secure ? '__Host-acs_session' : 'acs_session');
+
+/** Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for links). */
+export function servedOverHttps(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : headers['x-forwarded-proto'] === 'https';
+}
+
+/** The session token a request carries, under the cookie name for how it was served. */
+export function sessionToken(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return cookieValue(headers['cookie'], sessionCookieName(servedOverHttps(headers, env)));
+}
+const TOKEN_PATTERN = /^acss_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
+
+/** How long a session lasts: `SESSION_HOURS` (default 12, at most a week). */
+export function sessionSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  const hours = env.SESSION_HOURS === undefined || env.SESSION_HOURS === '' ? 12 : Number(env.SESSION_HOURS);
+  if (!Number.isFinite(hours) || hours <= 0 || hours > 168) throw new Error('Configuration error: SESSION_HOURS must be a number of hours above 0 and at most 168');
+  return Math.round(hours * 3600);
+}
+
+/**
+ * Browser sign-in: an API key is exchanged for a session token carried in an HttpOnly cookie. Only
+ * the token's SHA-256 is stored, with its expiry; a session ends at that time, at sign-out, or
+ * when the API key it was made from is revoked.
+ */
+export class Sessions {
+  constructor(
+    private readonly store: SessionStore,
+    private readonly apiKeys: ApiKeys,
+    private readonly lifetimeSeconds: () => number,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** A new session for the holder of an API key; the token is returned once. */
+  async create(userId: string, keyId: string): Promise<{ token: string; expiresAt: string; maxAgeSeconds: number }> {
+    const sessionId = randomBytes(16).toString('hex');
+    const token = `acss_${sessionId}_${randomBytes(32).toString('base64url')}`;
+    const maxAgeSeconds = this.lifetimeSeconds();
+    const now = this.now();
+    const expiresAt = new Date(now.getTime() + maxAgeSeconds * 1000).toISOString();
+    await this.store.create({ sessionId, userId, keyId, hash: hashKey(token), createdAt: now.toISOString(), expiresAt });
+    return { token, expiresAt, maxAgeSeconds };
+  }
+
+  /** The session's user, or null for a malformed, unknown, expired or ended session. */
+  async authenticate(token: string | undefined): Promise<Principal | null> {
+    const found = await this.find(token);
+    if (!found || !(await this.apiKeys.isActive(found.keyId))) return null;
+    return { via: 'session', userId: found.userId, keyId: found.keyId, sessionId: found.sessionId };
+  }
+
+  /** Ends the session the token belongs to (sign-out); false when there was none. */
+  async end(token: string | undefined): Promise<boolean> {
+    const found = await this.find(token);
+    if (!found) return false;
+    await this.store.delete(found.sessionId);
+    return true;
+  }
+
+  private async find(token: string | undefined) {
+    const match = token ? TOKEN_PATTERN.exec(token) : null;
+    if (!token || !match) return null;
+    const record = await this.store.get(match[1]!);
+    if (!record || Date.parse(record.expiresAt) <= this.now().getTime()) return null;
+    const expected = Buffer.from(record.hash, 'hex');
+    const actual = Buffer.from(hashKey(token), 'hex');
+    return expected.length === actual.length && timingSafeEqual(expected, actual) ? record : null;
+  }
+}
+
+/** A cookie's value from a Cookie header, or undefined. */
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** The Set-Cookie header for a session token (or, with `null`, one that removes the cookie). */
+export function sessionCookie(token: string | null, maxAgeSeconds: number, secure: boolean): string {
+  const attributes = [`${sessionCookieName(secure)}=${token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${token ? maxAgeSeconds : 0}`];
+  if (secure) attributes.push('Secure');
+  return attributes.join('; ');
+}
