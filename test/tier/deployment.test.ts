@@ -116,17 +116,23 @@ describe('every route of the template answers without a 5xx', () => {
       // Routes without the authorizer check a sandbox's key themselves: give them a real one.
       const sandbox = authenticated ? await startSandbox(tier, key) : undefined;
       // A conversation of this user, so the routes on one reach past their 404 (its start need not finish).
-      const started = authenticated ? await tier.call('POST', '/api/v1/app-conversations', { key, body: {} }) : undefined;
+      // In that sandbox: a new one could push it out under the per-user running limit, and its key with it.
+      const started = authenticated ? await tier.call('POST', '/api/v1/app-conversations', { key, body: { sandbox_id: sandbox.id } }) : undefined;
       const ids = { sandbox: sandbox?.id ?? 'tierprobe', conversation: started?.body?.app_conversation_id ?? 'tierprobe0000000000000000000000000' };
+      const sandboxKey = sandbox ? await tier.sandboxKey(sandbox.id) : null;
+      if (authenticated) expect(sandboxKey).toMatch(/.{16,}/);
       const failures: string[] = [];
-      for (const { key: routeKey, auth } of keys()) {
+      // The sandbox's own routes first: the user routes after them pause and delete that sandbox.
+      for (const { key: routeKey, auth } of keys().sort((a, b) => Number(a.auth) - Number(b.auth))) {
         const method = routeKey.split(' ')[0]!;
         const res = await tier.call(method, probePath(routeKey, ids), {
-          ...(authenticated ? { key: auth ? key : sandbox.session_api_key } : {}),
+          ...(authenticated ? { key: auth ? key : sandboxKey } : {}),
           ...(['POST', 'PUT', 'PATCH'].includes(method) ? { body: {} } : {}),
         });
         if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${lastError(routeKey)}`);
         if (!authenticated && auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
+        // The sandbox's own key opens its bridge and webhooks (check-in takes the one-time enrollment token instead).
+        if (authenticated && !auth && !routeKey.endsWith('/check-in') && res.status === 401) failures.push(`${routeKey} -> 401 with the sandbox's own key`);
       }
       expect(failures).toEqual([]);
     }, 180_000);

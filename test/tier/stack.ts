@@ -2,10 +2,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
@@ -36,6 +38,11 @@ export interface TierStack {
   call: ApiCall;
   /** `npm run keys -- <args> --aws` as docs/deploy.md says, with the operator's credentials against the tier's DynamoDB. */
   keys(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /**
+   * A sandbox's own session key, which no API response shows: read from its record and unsealed
+   * with the operator's credentials (as only an operator could), for tests of the bridge routes.
+   */
+  sandboxKey(sandboxId: string): Promise<string | null>;
   /** What the functions behind the last failed requests logged, to explain a failure. */
   explain(): string;
   stop(): Promise<void>;
@@ -154,6 +161,12 @@ export async function startTier(options: { mutate?: (template: Template) => void
           child.stderr.on('data', (c) => (stderr += c));
           child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
         }),
+      sandboxKey: async (sandboxId) => {
+        const operator = { region: REGION, endpoint: aws.url, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' } };
+        const item = await new DynamoDBClient(operator).send(new GetItemCommand({ TableName: outputs.SandboxesTableName!, Key: { id: { S: sandboxId } } }));
+        const sealed = item.Item?.sessionKeySealed?.S;
+        return sealed ? new KmsSealer(outputs.SecretsKeyId!, new KMSClient(operator)).open(sealed, item.Item!.userId!.S!) : null;
+      },
       explain: () => {
         const failed = api.records.filter((r) => r.status >= 500).slice(-5);
         const denied = aws.denials.slice(-5).map((d) => `denied ${d.request.action} on ${d.request.resource} to ${d.principal}`);
