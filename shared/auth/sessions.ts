@@ -10,9 +10,13 @@ import type { SessionStore } from '#shared/auth/session-store.ts';
  */
 export const sessionCookieName = (secure: boolean) => (secure ? '__Host-acs_session' : 'acs_session');
 
-/** Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for links). */
+/**
+ * Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for
+ * links). Without `x-forwarded-proto` it is https, the same rule as the wrapper's base URL, so the
+ * cookie the sign-in sets is the one the authorizer reads (API Gateway always sends the header).
+ */
 export function servedOverHttps(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : headers['x-forwarded-proto'] === 'https';
+  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : (headers['x-forwarded-proto'] ?? 'https') === 'https';
 }
 
 /** The session token a request carries, under the cookie name for how it was served. */

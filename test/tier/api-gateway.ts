@@ -229,6 +229,8 @@ export class HttpApiEmulator {
   private event(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer): any {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && k !== 'cookie') headers[k] = Array.isArray(v) ? v.join(',') : v;
+    // API Gateway's own forwarding headers: clients reach it over https only.
+    Object.assign(headers, { 'x-forwarded-proto': 'https', 'x-forwarded-port': '443', 'x-forwarded-for': '127.0.0.1' });
     const query: Record<string, string> = {};
     for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
     const cookies = req.headers.cookie?.split(';').map((c) => c.trim()).filter(Boolean);

@@ -175,7 +175,10 @@ export class LambdaService {
       }, context.timeoutMs);
       child.on('message', onMessage);
       child.once('exit', onExit);
-      child.send({ id, event, context });
+      // The runtime may have exited since it was picked (a crash, a time-out's kill): that is this invocation's failure, not the tier's.
+      child.send({ id, event, context }, (err) => {
+        if (err) done({ ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${id} Error: Runtime exited (${err.message})` } });
+      });
     });
   }
 

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { createKey, settingsRoundTrip, startConversationV1 } from '#test/tier/flows.ts';
+import { startTier, type TierStack } from '#test/tier/stack.ts';
+
+/**
+ * The browser gates on the synthesized stack (test/integration/gates.test.ts has the full matrix on
+ * the local stack): the session cookie through API Gateway's payload 2.0 `cookies` and the deployed
+ * authorizer, a conversation-scoped key, and the keys API, each function with only its template's
+ * environment and role.
+ */
+let tier: TierStack;
+let llm: ScriptedLlm;
+let key: string;
+
+beforeAll(async () => {
+  [tier, llm] = await Promise.all([startTier(), startScriptedLlm()]);
+  key = await createKey(tier, 'carol');
+}, 120_000);
+afterAll(async () => {
+  await tier?.stop();
+  await llm?.close();
+});
+
+const cookieOf = (setCookie: string | null) => setCookie?.split(';')[0] ?? '';
+
+describe('the gates, as deployed', () => {
+  it('signs in with a cookie the authorizer reads, refuses it cross-site, and ends it at sign-out', async () => {
+    const signIn = await tier.call('POST', '/api/authenticate', { key });
+    expect(signIn.status, signIn.text).toBe(200);
+    const setCookie = signIn.headers.get('set-cookie');
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Strict/i);
+    const cookie = cookieOf(setCookie);
+    const sameSite = { cookie, 'sec-fetch-site': 'same-origin' };
+    const me = await tier.call('GET', '/api/v1/users/me', { headers: sameSite });
+    expect(me.status, me.text).toBe(200);
+    expect(me.body.id).toBe('carol');
+    // A write with the cookie from a foreign origin (no CORS origin is configured in this template).
+    const evil = await tier.call('POST', '/api/settings', { headers: { cookie, origin: 'https://evil.example' }, body: { max_iterations: 7 } });
+    expect(evil.status).toBe(403);
+    const out = await tier.call('POST', '/api/logout', { headers: { ...sameSite, origin: tier.url } });
+    expect(out.status, out.text).toBe(200);
+    expect((await tier.call('GET', '/api/v1/users/me', { headers: sameSite })).status).toBe(401);
+    expect(tier.aws.denials).toEqual([]);
+  });
+
+  it("a conversation's scoped key opens that conversation's routes only, until it is revoked", async () => {
+    await settingsRoundTrip(tier, key, llm.baseUrl);
+    llm.enqueue(reply.finish('done'));
+    const { conversationId } = await startConversationV1(tier, key, 'hello');
+    const [conversation] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
+    const scoped: string = conversation.session_api_key;
+    expect(scoped).toMatch(/^acsc\./);
+    const search = await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, { key: scoped });
+    expect(search.status, search.text).toBe(200);
+    expect(search.body.items.length).toBeGreaterThan(0);
+    expect((await tier.call('GET', '/api/settings', { key: scoped })).status).toBe(403);
+    expect((await tier.call('GET', '/api/keys', { key: scoped })).status).toBe(403);
+    const revoked = await tier.call('POST', `/api/v1/app-conversations/${conversationId}/session-api-key/revoke`, { key });
+    expect(revoked.status, revoked.text).toBeLessThan(300);
+    expect((await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, { key: scoped })).status).toBe(401);
+    expect(tier.aws.denials).toEqual([]);
+  }, 120_000);
+
+  it('manages API keys over the API: created once, listed without the secret, revoked', async () => {
+    const created = await tier.call('POST', '/api/keys', { key, body: { name: 'tier' } });
+    expect(created.status, created.text).toBeLessThan(300);
+    const newKey: string = created.body.key;
+    expect((await tier.call('GET', '/api/v1/users/me', { key: newKey })).status).toBe(200);
+    const listed = await tier.call('GET', '/api/keys', { key });
+    expect(listed.status).toBe(200);
+    expect(listed.text).not.toContain(newKey);
+    const id = newKey.split('_')[1]!;
+    expect((await tier.call('DELETE', `/api/keys/${id}`, { key })).status).toBeLessThan(300);
+    expect((await tier.call('GET', '/api/v1/users/me', { key: newKey })).status).toBe(401);
+    expect(tier.aws.denials).toEqual([]);
+  });
+});
