@@ -130,7 +130,7 @@ describe('events by sequence number', () => {
       seen.push(...s);
       cursor = follow!;
     };
-    for (const [from, to] of [[4, 8], [0, 2], [8, 12], [2, 4]]) {
+    for (const [from, to] of [[4, 8], [0, 2], [8, 12], [2, 4]] as const) {
       await post(last + 1 + from, sent.slice(from, to));
       await poll();
     }
