@@ -12,6 +12,9 @@ const POLL_MS = 10;
 const SEARCHES = 200;
 const DEEP_EVENTS = 100_000;
 const SMALL_EVENTS = 10;
+const HUNDRED_EVENTS = 100;
+/** In the deep conversation, one event in this many is a MessageEvent: the rare kind of the kind-filter figures. */
+const RARE_EVERY = 1000;
 /** The LLM's script for every timed conversation: one tool call (finish), so the agent's first event is an ActionEvent. */
 const SCRIPT = () => reply.finish('Done.');
 
@@ -77,11 +80,11 @@ async function idleConversation(stack: TestStack, sandboxId: string): Promise<st
 
 const eventCount = async (stack: TestStack, cid: string): Promise<number> => json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
 
-/** A bash observation of about half a kilobyte: the size of a typical agent event. */
-function benchEvents(tag: string, from: number, n: number): AgentEventEnvelope[] {
+/** Bash observations of about half a kilobyte (a typical agent event); every `rareEvery`-th by number a MessageEvent. */
+function benchEvents(tag: string, from: number, n: number, rareEvery = 0): AgentEventEnvelope[] {
   const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(3);
   return Array.from({ length: n }, (_, k) => ({
-    kind: 'ObservationEvent',
+    kind: rareEvery && (from + k + 1) % rareEvery === 0 ? 'MessageEvent' : 'ObservationEvent',
     id: `${tag}-${from + k}`,
     timestamp: new Date().toISOString(),
     source: 'environment' as const,
@@ -100,48 +103,56 @@ interface Ingest {
   batchMs: number[];
 }
 
-/** `clients` loops posting `batches` batches each through the webhook route, as sandboxes do. */
+/** Posts events numbered after what the conversation holds (its agent may have posted a few). */
+async function postNumbered(stack: TestStack, sandboxId: string, key: string, cid: string, events: AgentEventEnvelope[], offset: number): Promise<void> {
+  const path = `/api/v1/webhooks/${sandboxId}/events/${cid}?first_seq=${offset + 1}`;
+  const res = await json(stack, 'POST', path, { key, body: events });
+  if (res.added !== events.length) throw new Error(`${path}: added ${res.added} of ${events.length}`);
+}
+
+/**
+ * `clients` loops posting `batches` batches each through the webhook route, as sandboxes do; the
+ * clients take turns in the numbering, so their batches land a little ahead of each other.
+ */
 async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number): Promise<Ingest> {
   const tag = `ingest-${batchSize}-${clients}`;
-  const path = `/api/v1/webhooks/${sandboxId}/events/${cid}`;
-  const post = async (from: number) => {
-    const res = await json(stack, 'POST', path, { key, body: benchEvents(tag, from, batchSize) });
-    if (res.added !== batchSize) throw new Error(`${path}: added ${res.added} of ${batchSize}`);
-  };
-  await post(-batchSize); // one warm-up batch, its ids apart from the measured ones
+  const base = await eventCount(stack, cid);
+  const post = (k: number) => postNumbered(stack, sandboxId, key, cid, benchEvents(tag, k * batchSize, batchSize), base + k * batchSize);
+  await post(0); // one warm-up batch
   const batchMs: number[] = [];
   const t = performance.now();
   await Promise.all(
     Array.from({ length: clients }, async (_, c) => {
-      for (let b = 0; b < batches; b++) batchMs.push(await time(() => post((c * batches + b) * batchSize)));
+      for (let b = 0; b < batches; b++) batchMs.push(await time(() => post(1 + b * clients + c)));
     }),
   );
+  if ((await eventCount(stack, cid)) !== base + (1 + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
   const events = clients * batches * batchSize;
   return { batchSize, clients, events, perSecond: events / ((performance.now() - t) / 1000), batchMs };
 }
 
-/** Fills a conversation through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
-async function fill(userId: string, cid: string, n: number): Promise<number> {
+/** Fills a conversation up to `total` through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
+async function fill(userId: string, cid: string, have: number, total: number, rareEvery: number): Promise<number> {
   const store = new DynamoEventStore();
-  let next = 0;
+  let next = have;
   return time(() =>
     Promise.all(
       Array.from({ length: 4 }, async () => {
-        while (next < n) {
+        while (next < total) {
           const from = next;
-          next = Math.min(n, next + 100);
-          await store.append({ userId, conversationId: cid }, benchEvents('fill', from, next - from));
+          next = Math.min(total, next + 100);
+          await store.append({ userId, conversationId: cid }, from + 1, benchEvents('fill', from, next - from, rareEvery));
         }
       }),
     ),
   );
 }
 
-/** Sequential GETs of one events/search URL, timed from the request to the last byte of the body. */
-function searchLatency(stack: TestStack, query: string): Promise<number[]> {
+/** Sequential GETs of one events/search (or count) URL, timed from the request to the last byte of the body. */
+function searchLatency(stack: TestStack, query: string, route: 'search' | 'count' = 'search'): Promise<number[]> {
   return sample(SEARCHES, async () => {
-    const res = await fetch(`${stack.url}/api/v1/events/search?${query}`, { headers: { 'x-session-api-key': stack.devKey } });
-    if (res.status !== 200) throw new Error(`events/search?${query}: HTTP ${res.status}`);
+    const res = await fetch(`${stack.url}/api/v1/events/${route}?${query}`, { headers: { 'x-session-api-key': stack.devKey } });
+    if (res.status !== 200) throw new Error(`events/${route}?${query}: HTTP ${res.status}`);
     await res.arrayBuffer();
   });
 }
@@ -170,8 +181,99 @@ async function walk(stack: TestStack, cid: string): Promise<{ lastPageCursor: st
 }
 
 /**
+ * Events on the local stack: ingest through the webhook route with a running sandbox's key, then
+ * count and search (unfiltered and by a rare kind) on conversations of 10, 100 and 100,000 events.
+ */
+export async function benchEventRoutes(): Promise<string> {
+  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+  const llm = await startScriptedLlm();
+  try {
+    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+    const sandboxId = (await timedStart({ stack, llm })).sandboxId;
+    // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
+    const key = await stack.sandboxKey(sandboxId);
+    if (!key) throw new Error(`sandbox ${sandboxId} has no session key`);
+    const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
+    step('event ingest');
+    const ingestRuns: Ingest[] = [];
+    for (const [batchSize, batches, clients] of [
+      [10, 100, 1],
+      [100, 20, 1],
+      [100, 5, 4],
+    ] as const) {
+      ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients));
+    }
+
+    // Search: conversations topped up to exactly 10 and 100 events, and one filled to 100,000.
+    const topUp = async (n: number, rareEvery: number) => {
+      const cid = await idleConversation(stack, sandboxId);
+      const have = await eventCount(stack, cid);
+      if (have > n) throw new Error(`the idle conversation already has ${have} events`);
+      await postNumbered(stack, sandboxId, key, cid, benchEvents('top', have, n - have, rareEvery), have);
+      return cid;
+    };
+    const small = await topUp(SMALL_EVENTS, 0);
+    const hundred = await topUp(HUNDRED_EVENTS, 10);
+    step(`writing ${count(DEEP_EVENTS)} events through DynamoEventStore.append`);
+    const deep = await idleConversation(stack, sandboxId);
+    const fillMs = await fill(sandbox.created_by_user_id, deep, await eventCount(stack, deep), DEEP_EVENTS, RARE_EVERY);
+    let total = 0;
+    const countMs = await time(async () => (total = await eventCount(stack, deep)));
+    const smallTotal = await eventCount(stack, small);
+    if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS) throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
+    const counts = await searchLatency(stack, `conversation_id__eq=${small}`, 'count');
+    const deepCounts = await searchLatency(stack, `conversation_id__eq=${deep}`, 'count');
+    step('event search');
+    let walked = { lastPageCursor: '', pages: 0, events: 0 };
+    const walkMs = await time(async () => (walked = await walk(stack, deep)));
+    if (walked.events !== DEEP_EVENTS) throw new Error(`walking the pages found ${walked.events} events`);
+    const rare = await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=100`);
+    if (rare.items.length !== DEEP_EVENTS / RARE_EVERY) throw new Error(`the kind filter found ${rare.items.length} of ${DEEP_EVENTS / RARE_EVERY} messages`);
+
+    const searches: [string, string, number[]][] = [
+      [`${SMALL_EVENTS} events`, `first page (all ${SMALL_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${small}`)],
+      [`${SMALL_EVENTS} events`, 'newest first (`TIMESTAMP_DESC`)', await searchLatency(stack, `conversation_id__eq=${small}&sort_order=TIMESTAMP_DESC`)],
+      [`${HUNDRED_EVENTS} events`, `first page (all ${HUNDRED_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${hundred}`)],
+      [`${HUNDRED_EVENTS} events`, '`kind__eq=MessageEvent` (10 of them)', await searchLatency(stack, `conversation_id__eq=${hundred}&kind__eq=MessageEvent`)],
+      [`${count(DEEP_EVENTS)} events`, 'first page (100)', await searchLatency(stack, `conversation_id__eq=${deep}`)],
+      [
+        `${count(DEEP_EVENTS)} events`,
+        `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`,
+        await searchLatency(stack, `conversation_id__eq=${deep}&page_id=${encodeURIComponent(walked.lastPageCursor)}`),
+      ],
+      [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', await searchLatency(stack, `conversation_id__eq=${deep}&sort_order=TIMESTAMP_DESC`)],
+      [`${count(DEEP_EVENTS)} events`, `\`kind__eq=MessageEvent\` (all ${count(DEEP_EVENTS / RARE_EVERY)}, one in ${count(RARE_EVERY)})`, await searchLatency(stack, `conversation_id__eq=${deep}&kind__eq=MessageEvent`)],
+      [`${count(DEEP_EVENTS)} events`, '`kind__eq=MessageEvent&limit=10` (as many as on 100 events)', await searchLatency(stack, `conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=10`)],
+    ];
+    return [
+      '## Event ingest',
+      '',
+      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). A client posts its next batch when the previous one is answered; with 4 clients they take turns in the numbering, so batches land ahead of a gap and the counter catches up. A batch is one consistent read of the counter, BatchWriteItem requests of 25 sent together, and one conditional update of the counter: on AWS a 100-event batch is 6 DynamoDB requests, 4 of them in parallel.`,
+      '',
+      '| batch size | clients | events | events/s | batch p50 / p99 |',
+      '|---|---|---|---|---|',
+      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      '',
+      '## Event search',
+      '',
+      `\`GET /api/v1/events/search\` (default limit 100) on conversations with ${SMALL_EVENTS}, ${HUNDRED_EVENTS} and ${count(DEEP_EVENTS)} events, ${SEARCHES} sequential requests each after 20 warm-up ones, timed to the last byte of the body. An unfiltered page is one Query on the conversation's partition from the sequence number in \`page_id\`; a kind filter is one Query on the \`byKind\` index (conversation, kind, sequence) up to the committed end, so a rare kind costs its page, not the partition. On DynamoDB a page's cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
+      '',
+      '| conversation | page | p50 / p99 |',
+      '|---|---|---|',
+      ...searches.map(([conv, page, s]) => `| ${conv} | ${page} | ${p50p99(s, 1)} |`),
+      '',
+      `\`GET /api/v1/events/count\` (unfiltered: one read of the counter item) p50 / p99 (${SEARCHES} requests): ${p50p99(counts, 1)} on ${SMALL_EVENTS} events, ${p50p99(deepCounts, 1)} on ${count(DEEP_EVENTS)}. Once each on the ${count(DEEP_EVENTS)}-event conversation: the first count took ${ms(countMs, 0)}; reading every page in order (${count(walked.pages)} requests of 100) took ${(walkMs / 1000).toFixed(1)} s.`,
+      '',
+    ].join('\n');
+  } finally {
+    await stack.stop();
+    await llm.close();
+  }
+}
+
+/**
  * Conversations on the local stack: an agent in a sandbox process, driven by a scripted
- * OpenAI-compatible LLM on loopback. Start latency on fresh and on reused sandboxes, event ingest
+ * OpenAI-compatible LLM on loopback: start latency on fresh and on reused sandboxes (the event
  * through the webhook route, and events/search on a small and a 100,000-event conversation.
  */
 export async function benchConversations(): Promise<string> {
@@ -199,49 +301,6 @@ export async function benchConversations(): Promise<string> {
     const reused: StartTiming[] = [];
     for (let i = 0; i < CONVERSATIONS; i++) reused.push(await timedStart(ctx, sandboxId));
 
-    // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
-    const key = await stack.sandboxKey(sandboxId);
-    if (!key) throw new Error(`sandbox ${sandboxId} has no session key`);
-    const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
-    step('event ingest');
-    const ingestRuns: Ingest[] = [];
-    for (const [batchSize, batches, clients] of [
-      [10, 100, 1],
-      [100, 20, 1],
-      [100, 5, 4],
-    ] as const) {
-      ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients));
-    }
-
-    // Search: a conversation topped up to exactly 10 events, and one filled to 100,000.
-    const small = await idleConversation(stack, sandboxId);
-    const have = await eventCount(stack, small);
-    if (have > SMALL_EVENTS) throw new Error(`the idle conversation already has ${have} events`);
-    await json(stack, 'POST', `/api/v1/webhooks/${sandboxId}/events/${small}`, { key, body: benchEvents('small', 0, SMALL_EVENTS - have) });
-    step(`writing ${count(DEEP_EVENTS)} events through DynamoEventStore.append`);
-    const deep = await idleConversation(stack, sandboxId);
-    const fillMs = await fill(sandbox.created_by_user_id, deep, DEEP_EVENTS - (await eventCount(stack, deep)));
-    let total = 0;
-    const countMs = await time(async () => (total = await eventCount(stack, deep)));
-    const smallTotal = await eventCount(stack, small);
-    if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS) throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
-    step('event search');
-    let walked = { lastPageCursor: '', pages: 0, events: 0 };
-    const walkMs = await time(async () => (walked = await walk(stack, deep)));
-    if (walked.events !== DEEP_EVENTS) throw new Error(`walking the pages found ${walked.events} events`);
-
-    const searches: [string, string, number[]][] = [
-      [`${SMALL_EVENTS} events`, `first page (all ${SMALL_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${small}`)],
-      [`${SMALL_EVENTS} events`, 'newest first (`TIMESTAMP_DESC`)', await searchLatency(stack, `conversation_id__eq=${small}&sort_order=TIMESTAMP_DESC`)],
-      [`${count(DEEP_EVENTS)} events`, 'first page (100)', await searchLatency(stack, `conversation_id__eq=${deep}`)],
-      [
-        `${count(DEEP_EVENTS)} events`,
-        `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`,
-        await searchLatency(stack, `conversation_id__eq=${deep}&page_id=${encodeURIComponent(walked.lastPageCursor)}`),
-      ],
-      [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', await searchLatency(stack, `conversation_id__eq=${deep}&sort_order=TIMESTAMP_DESC`)],
-    ];
-
     const startRow = (name: string, pick: (s: StartTiming) => number) =>
       `| ${name} | ${p50p99(fresh.map(pick), 0)} | ${p50p99(reused.map(pick), 0)} |`;
     return [
@@ -253,24 +312,6 @@ export async function benchConversations(): Promise<string> {
       '|---|---|---|',
       startRow('`POST` → start task READY', (s) => s.ready),
       startRow("`POST` → the agent's first event visible", (s) => s.firstAgentEvent),
-      '',
-      '## Event ingest',
-      '',
-      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, new ids (nothing deduplicated). A client posts its next batch when the previous one is answered. The store writes each event twice (an id guard, then the event), one after the other, so throughput is set by per-write latency: dynalite here, in the same process as the gateway. On AWS the same 200 sequential writes of a 100-event batch take 200 DynamoDB round trips of the webhook Lambda.`,
-      '',
-      '| batch size | clients | events | events/s | batch p50 / p99 |',
-      '|---|---|---|---|---|',
-      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${p50p99(r.batchMs, 1)} |`),
-      '',
-      '## Event search',
-      '',
-      `\`GET /api/v1/events/search\` (default limit 100) on a conversation with ${SMALL_EVENTS} events and one with ${count(DEEP_EVENTS)}, ${SEARCHES} sequential requests each after 20 warm-up ones, timed to the last byte of the body. A page is one Query on the conversation's partition, starting from the key in \`page_id\`; on DynamoDB its cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
-      '',
-      '| conversation | page | p50 / p99 |',
-      '|---|---|---|',
-      ...searches.map(([conv, page, s]) => `| ${conv} | ${page} | ${p50p99(s, 1)} |`),
-      '',
-      `Once each on the ${count(DEEP_EVENTS)}-event conversation: \`GET /api/v1/events/count\` took ${ms(countMs, 0)}; reading every page in order (${count(walked.pages)} requests of 100) took ${(walkMs / 1000).toFixed(1)} s.`,
       '',
     ].join('\n');
   } finally {

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, type } from 'node:os';
 import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
-import { benchConversations } from './conversations.ts';
+import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 
@@ -16,6 +16,7 @@ const sections: [string, () => Promise<string>][] = [
   ['bundles', benchBundles],
   ['sandboxes', benchSandboxes],
   ['conversations', benchConversations],
+  ['events', benchEventRoutes],
   ['agent', benchAgent],
 ];
 

@@ -7,7 +7,7 @@
  * process on the same workspace) `restore()` brings every conversation back where it was.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StartConfig } from '#shared/conversations/start-config.ts';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
@@ -187,10 +187,14 @@ export class ConversationRunner {
       await this.report(cid, { start_task_status: 'STARTING_CONVERSATION' });
     }
 
+    const seqFile = join(stateDir, 'event-seq');
     const sink = new EventSink({
       url: `${this.o.bridgeUrl}/api/v1/webhooks/${encodeURIComponent(this.o.sandboxId)}/events/${cid}`,
       headers: { 'X-Session-API-Key': this.o.key() ?? '' },
       onError: (message) => this.o.log('warn', 'Event delivery', { conversationId: cid, message }),
+      // Numbering continues across a pause/resume: the state folder survives it.
+      firstSeq: existsSync(seqFile) ? Number(readFileSync(seqFile, 'utf8')) || 1 : 1,
+      onDelivered: (next) => writeFileSync(seqFile, String(next)),
     });
     // The session masks what it knows (custom secrets, the LLM key); this also covers the git token and the MCP secrets.
     const maskAll = secretMasker(startConfigSecrets(config));

@@ -17,7 +17,7 @@ import {
   startTaskSchema,
   startTaskSearchQuery,
 } from '#shared/conversations/model.ts';
-import { eventCountQuery, eventPageSchema, eventSchema, eventSearchQuery } from '#shared/events/model.ts';
+import { eventCountQuery, eventPageSchema, eventPostQuery, eventSchema, eventSearchQuery } from '#shared/events/model.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
 import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
@@ -499,10 +499,11 @@ export const routes = [
     path: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
     entry: 'functions/webhooks/events.ts',
     auth: 'sandbox',
-    summary: "Sandbox: post a batch of a conversation's events (idempotent by event id)",
+    summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
     params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
+    query: eventPostQuery,
     body: z.array(eventSchema).max(100),
     response: z.object({ success: z.boolean(), added: z.number().int() }),
     maxBodyBytes: 6 * 1024 * 1024,

@@ -18,6 +18,10 @@ export interface EventSinkOptions {
   maxBuffered?: number;
   /** Told about a batch that could not be delivered (kept for later, or dropped when refused). */
   onError?: (message: string) => void;
+  /** The sequence number of the first event this sink delivers (default 1; a resumed conversation continues). */
+  firstSeq?: number;
+  /** Told the number the next event will take, after each delivered batch (to persist across a restart). */
+  onDelivered?: (nextSeq: number) => void;
 }
 
 /** The receiver refused the batch for good (a 4xx other than 408/429): retrying cannot help. */
@@ -27,17 +31,27 @@ class Refused extends Error {}
  * Delivers agent events to the control plane in batches: at most one post in flight, so batches
  * arrive in order. A post is retried with back-off; a batch that still fails stays at the head of the
  * queue and goes again at the next flush, so a control plane that is down for a while loses nothing
- * (within `maxBuffered`). Retries may deliver a batch twice: the receiver deduplicates by event id.
+ * (within `maxBuffered`).
+ *
+ * Every event has a sequence number, contiguous from `firstSeq`: the queue's head is `#headSeq`, and
+ * a batch is posted with `first_seq`. A retry repeats the same numbers with the same events, so the
+ * receiver stores it once. Numbers never leave a gap (a reader would stop at it for good): overflow drops
+ * only events never sent, and a refused batch (nothing stored) gives its numbers to the events after it.
  */
 export class EventSink {
-  readonly #o: Required<Omit<EventSinkOptions, 'onError'>> & Pick<EventSinkOptions, 'onError'>;
+  readonly #o: Required<Omit<EventSinkOptions, 'onError' | 'onDelivered'>> & Pick<EventSinkOptions, 'onError' | 'onDelivered'>;
   #queue: AgentEvent[] = [];
+  /** The number of `#queue[0]`. */
+  #headSeq: number;
+  /** How many events at the head have been sent at least once (their numbers are fixed). */
+  #sent = 0;
   #timer: NodeJS.Timeout | null = null;
   #inFlight: Promise<void> | null = null;
   #closed = false;
 
   constructor(options: EventSinkOptions) {
-    this.#o = { batchSize: 10, flushIntervalMs: 1000, attempts: 3, backoffMs: 250, requestTimeoutMs: 10_000, maxBuffered: 10_000, ...options };
+    this.#o = { batchSize: 10, flushIntervalMs: 1000, attempts: 3, backoffMs: 250, requestTimeoutMs: 10_000, maxBuffered: 10_000, firstSeq: 1, ...options };
+    this.#headSeq = this.#o.firstSeq;
   }
 
   /** Queues events; a full batch is posted at once, a partial one after the flush interval. */
@@ -46,8 +60,8 @@ export class EventSink {
     this.#queue.push(...events);
     const over = this.#queue.length - this.#o.maxBuffered;
     if (over > 0) {
-      this.#queue.splice(0, over);
-      this.#o.onError?.(`${over} events were dropped: the receiver has been unreachable and the buffer is full.`);
+      const dropped = this.#queue.splice(this.#sent, over).length;
+      this.#o.onError?.(`${dropped} events were dropped: the receiver has been unreachable and the buffer is full.`);
     }
     if (this.#queue.length >= this.#o.batchSize) void this.#drain(false);
     else this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
@@ -85,12 +99,17 @@ export class EventSink {
       try {
         while (this.#queue.length >= this.#o.batchSize || (all && this.#queue.length)) {
           const batch = this.#queue.slice(0, this.#o.batchSize);
+          this.#sent = Math.max(this.#sent, batch.length);
           try {
-            await this.#post(batch);
+            await this.#post(this.#headSeq, batch);
             this.#queue.splice(0, batch.length);
+            this.#sent -= batch.length;
+            this.#headSeq += batch.length;
+            this.#o.onDelivered?.(this.#headSeq);
           } catch (err) {
             if (err instanceof Refused) {
               this.#queue.splice(0, batch.length);
+              this.#sent -= batch.length;
               this.#o.onError?.(`${batch.length} events were refused and dropped: ${err.message}`);
               continue;
             }
@@ -107,12 +126,12 @@ export class EventSink {
     return this.#inFlight;
   }
 
-  async #post(batch: AgentEvent[]): Promise<void> {
+  async #post(firstSeq: number, batch: AgentEvent[]): Promise<void> {
     let lastError: Error = new Error('not sent');
     for (let attempt = 0; attempt < this.#o.attempts; attempt++) {
       if (attempt) await new Promise((r) => setTimeout(r, this.#o.backoffMs * 2 ** (attempt - 1)));
       try {
-        const res = await fetch(this.#o.url, {
+        const res = await fetch(`${this.#o.url}?first_seq=${firstSeq}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...this.#o.headers },
           body: JSON.stringify(batch),

@@ -1,7 +1,8 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { ApiKeyRecord } from '#shared/auth/model.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
+import { queryAll } from '#shared/store/query.ts';
 
 export class DynamoKeyStore implements KeyStore {
   private readonly db = documentClient();
@@ -18,23 +19,8 @@ export class DynamoKeyStore implements KeyStore {
     return out.Item as ApiKeyRecord | undefined;
   }
 
-  async listByUser(userId: string): Promise<ApiKeyRecord[]> {
-    const items: ApiKeyRecord[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: 'byUser',
-          KeyConditionExpression: 'userId = :u',
-          ExpressionAttributeValues: { ':u': userId },
-          ExclusiveStartKey: start,
-        }),
-      );
-      items.push(...((out.Items ?? []) as ApiKeyRecord[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
+  listByUser(userId: string): Promise<ApiKeyRecord[]> {
+    return queryAll({ TableName: this.table, IndexName: 'byUser', KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId } });
   }
 
   async revoke(keyId: string, at: string): Promise<boolean> {

@@ -4,9 +4,9 @@ import type { ConversationService } from '#shared/conversations/service.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
-import type { EventStore } from '#shared/events/event-store.ts';
+import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
-import { unauthorized } from '#shared/http/errors.ts';
+import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
@@ -70,9 +70,12 @@ export class ConversationBridge {
     return { success: true };
   }
 
-  async postEvents(sandboxId: string, key: string | undefined, conversationId: string, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
+  async postEvents(sandboxId: string, key: string | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
     const conversation = await this.conversationOf(sandboxId, key, conversationId);
-    const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, events);
+    const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, firstSeq, events).catch((err: unknown) => {
+      if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
+      throw err;
+    });
     await this.sandboxes.touch(sandboxId);
     return { success: true, added };
   }

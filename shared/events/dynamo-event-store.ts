@@ -1,124 +1,207 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
+import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { MAX_SEQ_AHEAD, SequenceAheadError, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { batchPut, queryCount } from '#shared/store/query.ts';
 
-const eventSk = (seq: number) => `e#${String(seq).padStart(12, '0')}`;
 /** The partition of one conversation: conversation ids are unique per user only. */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
+/** `seq = 0` is the counter item: `lastSeq` (the gap-free end) and `ahead` (a batch waits beyond a gap). */
+const COUNTER = 0;
+/** Query rounds a filtered page may take before it returns what it has (bounded read cost). */
+const MAX_ROUNDS = 10;
+
+type Filters = Omit<EventQuery, 'descending' | 'limit' | 'startKey'>;
+
+/** The sequence number in a page position; the cursor codec signs positions, this only checks the shape. */
+const positionOf = (key: Record<string, unknown> | undefined): number | undefined =>
+  typeof key?.seq === 'number' && Number.isSafeInteger(key.seq) && key.seq >= 0 ? key.seq : undefined;
 
 export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversation: ConversationRef, events: AgentEventEnvelope[]): Promise<number> {
-    if (events.length === 0) return 0;
+  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<number> {
     const conversationKey = partitionOf(conversation);
-    // Reserve a block of sequence numbers in one atomic update; unused ones leave harmless gaps.
-    const counter = await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { conversationKey, sk: 'counter' },
-        UpdateExpression: 'ADD nextSeq :n',
-        ExpressionAttributeValues: { ':n': events.length },
-        ReturnValues: 'UPDATED_NEW',
-      }),
+    const last = await this.committed(conversationKey);
+    if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
+    // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
+    const fresh = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
+    if (fresh.length === 0) return 0;
+    await batchPut(
+      this.table,
+      fresh.map(({ seq, event }) => ({
+        conversationKey,
+        seq,
+        kindKey: `${conversationKey}#${event.kind}`,
+        timestamp: event.timestamp,
+        // As JSON text: an event is the agent's, and may hold numbers DynamoDB cannot store (1e-300).
+        event: JSON.stringify(event),
+      })),
     );
-    const first = (counter.Attributes!.nextSeq as number) - events.length + 1;
-    let added = 0;
-    for (const [i, event] of events.entries()) {
-      let seq = first + i;
+    const from = fresh[0]!.seq;
+    const to = fresh.at(-1)!.seq;
+    if (from === last + 1) {
+      // Contiguous with the committed end: move the counter over this batch, forward only.
       try {
-        // The guard claims the event id; a retry finds it and reuses the first attempt's position.
-        await this.db.send(
-          new PutCommand({
+        const out = await this.db.send(
+          new UpdateCommand({
             TableName: this.table,
-            Item: { conversationKey, sk: `id#${event.id}`, seq },
-            ConditionExpression: 'attribute_not_exists(sk)',
+            Key: { conversationKey, seq: COUNTER },
+            UpdateExpression: 'SET lastSeq = :to',
+            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
+            ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
+            ReturnValues: 'ALL_NEW',
           }),
         );
-        added++;
+        if (out.Attributes?.ahead) await this.catchUp(conversationKey);
       } catch (err) {
+        // Another post of this batch (or a later one) moved it already.
         if (!isConditionFailure(err)) throw err;
-        const guard = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, sk: `id#${event.id}` }, ConsistentRead: true }));
-        seq = guard.Item!.seq as number;
       }
-      // Written after the guard, so an attempt cut off here is completed by the retry.
-      await this.db.send(
-        new PutCommand({
+    } else {
+      // Beyond a gap: flag it, so whoever fills the gap carries the counter over this batch too.
+      await this.db.send(new UpdateCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
+      await this.catchUp(conversationKey);
+    }
+    return fresh.length;
+  }
+
+  /** Moves the counter over every stored number that follows it without a gap. */
+  private async catchUp(conversationKey: string): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const last = await this.committed(conversationKey);
+      const out = await this.db.send(
+        new QueryCommand({
           TableName: this.table,
-          // As JSON text: an event is the agent's, and may hold numbers DynamoDB cannot store (1e-300).
-          Item: { conversationKey, sk: eventSk(seq), seq, kind: event.kind, timestamp: event.timestamp, event: JSON.stringify(event) },
+          KeyConditionExpression: 'conversationKey = :c AND seq > :last',
+          ExpressionAttributeValues: { ':c': conversationKey, ':last': last },
+          ProjectionExpression: 'seq',
+          Limit: MAX_SEQ_AHEAD + 200,
+          ConsistentRead: true,
         }),
       );
+      const stored = (out.Items ?? []).map((i) => i.seq as number);
+      let end = last;
+      for (const seq of stored) if (seq === end + 1) end++;
+      const waiting = stored.some((seq) => seq > end + 1);
+      if (end === last && waiting) return; // still a gap: the flag stays for whoever fills it
+      try {
+        await this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { conversationKey, seq: COUNTER },
+            UpdateExpression: waiting ? 'SET lastSeq = :end' : 'SET lastSeq = :end REMOVE ahead',
+            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last',
+            ExpressionAttributeValues: { ':end': end, ':last': last },
+          }),
+        );
+        return;
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+      }
     }
-    return added;
   }
 
-  private filters(q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Partial<QueryCommandInput> {
-    const conditions: string[] = [];
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {};
-    if (q.kind) {
-      conditions.push('#kind = :kind');
-      names['#kind'] = 'kind';
-      values[':kind'] = q.kind;
-    }
-    if (q.timestampGte) {
-      conditions.push('#ts >= :gte');
-      names['#ts'] = 'timestamp';
-      values[':gte'] = q.timestampGte;
-    }
-    if (q.timestampLt) {
-      conditions.push('#ts < :lt');
-      names['#ts'] = 'timestamp';
-      values[':lt'] = q.timestampLt;
-    }
-    return conditions.length
-      ? { FilterExpression: conditions.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values }
-      : { ExpressionAttributeValues: {} };
+  private async committed(conversationKey: string): Promise<number> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }));
+    return (out.Item?.lastSeq as number | undefined) ?? 0;
   }
 
-  private keyCondition(conversation: ConversationRef, base: Partial<QueryCommandInput>): Partial<QueryCommandInput> {
-    return {
-      KeyConditionExpression: 'conversationKey = :c AND begins_with(sk, :e)',
-      ExpressionAttributeValues: { ...base.ExpressionAttributeValues, ':c': partitionOf(conversation), ':e': 'e#' },
-    };
+  lastSeq(conversation: ConversationRef): Promise<number> {
+    return this.committed(partitionOf(conversation));
   }
 
   async query(conversation: ConversationRef, q: EventQuery): Promise<EventPage> {
-    const f = this.filters(q);
+    const conversationKey = partitionOf(conversation);
+    const after = positionOf(q.startKey);
+    if (!q.kind && !q.timestampGte && !q.timestampLt && !q.descending) return this.untilGap(conversationKey, after ?? 0, q.limit);
+    // Everything else reads the committed range only, where no number is missing.
+    const last = await this.committed(conversationKey);
+    const [lo, hi] = q.descending ? [1, Math.min(last, (after ?? last + 1) - 1)] : [(after ?? 0) + 1, last];
+    if (lo > hi) return { items: [], tailKey: q.descending ? undefined : { seq: Math.max(after ?? 0, last) } };
+    const input = this.rangeQuery(conversationKey, q, lo, hi);
+    const items: AgentEventEnvelope[] = [];
+    let position = q.descending ? hi + 1 : lo - 1;
+    let start: Record<string, unknown> | undefined;
+    let more = false;
+    for (let round = 0; round < MAX_ROUNDS && items.length < q.limit; round++) {
+      const want = q.limit - items.length;
+      // A filter applies after the read limit, so read more than the page needs and cut.
+      const out = await this.db.send(new QueryCommand({ ...input, Limit: input.FilterExpression ? Math.max(want, 200) : want, ExclusiveStartKey: start }));
+      for (const item of out.Items ?? []) {
+        if (items.length === q.limit) {
+          more = true;
+          break;
+        }
+        items.push(JSON.parse(item.event as string) as AgentEventEnvelope);
+        position = item.seq as number;
+      }
+      if (more) break;
+      start = out.LastEvaluatedKey;
+      if (!start) {
+        position = q.descending ? lo - 1 : hi; // read to the end of the range
+        break;
+      }
+      position = start.seq as number;
+    }
+    more ||= start !== undefined && position !== (q.descending ? lo : hi);
+    return { items, lastKey: more ? { seq: position } : undefined, tailKey: { seq: position } };
+  }
+
+  /** Ascending, unfiltered: reads past the counter too, but stops at the first missing number. */
+  private async untilGap(conversationKey: string, after: number, limit: number): Promise<EventPage> {
     const out = await this.db.send(
       new QueryCommand({
         TableName: this.table,
-        ...f,
-        ...this.keyCondition(conversation, f),
-        ScanIndexForward: !q.descending,
-        Limit: q.limit,
-        ExclusiveStartKey: q.startKey,
+        KeyConditionExpression: 'conversationKey = :c AND seq > :after',
+        ExpressionAttributeValues: { ':c': conversationKey, ':after': after },
+        Limit: limit,
         ConsistentRead: true,
       }),
     );
-    const items = out.Items ?? [];
-    const tail = items.at(-1);
+    const items: AgentEventEnvelope[] = [];
+    let next = after + 1;
+    for (const item of out.Items ?? []) {
+      if (item.seq !== next) break;
+      items.push(JSON.parse(item.event as string) as AgentEventEnvelope);
+      next++;
+    }
+    const full = items.length === limit && out.LastEvaluatedKey !== undefined;
+    return { items, lastKey: full ? { seq: next - 1 } : undefined, tailKey: { seq: next - 1 } };
+  }
+
+  /** The Query for numbers lo..hi: on the table, or on `byKind` for a kind; timestamps as a filter. */
+  private rangeQuery(conversationKey: string, q: Filters & { descending?: boolean }, lo: number, hi: number): QueryCommandInput {
+    const names: Record<string, string> = { '#s': 'seq' };
+    const values: Record<string, unknown> = { ':lo': lo, ':hi': hi };
+    const filters: string[] = [];
+    if (q.timestampGte) {
+      names['#ts'] = 'timestamp';
+      values[':gte'] = q.timestampGte;
+      filters.push('#ts >= :gte');
+    }
+    if (q.timestampLt) {
+      names['#ts'] = 'timestamp';
+      values[':lt'] = q.timestampLt;
+      filters.push('#ts < :lt');
+    }
+    const partition = q.kind ? { IndexName: 'byKind', KeyConditionExpression: 'kindKey = :p AND #s BETWEEN :lo AND :hi' } : { KeyConditionExpression: 'conversationKey = :p AND #s BETWEEN :lo AND :hi', ConsistentRead: true };
+    values[':p'] = q.kind ? `${conversationKey}#${q.kind}` : conversationKey;
     return {
-      items: items.map((i) => JSON.parse(i.event as string) as AgentEventEnvelope),
-      lastKey: out.LastEvaluatedKey,
-      tailKey: tail ? { conversationKey: tail.conversationKey, sk: tail.sk } : undefined,
+      TableName: this.table,
+      ...partition,
+      ...(filters.length ? { FilterExpression: filters.join(' AND ') } : {}),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ScanIndexForward: !q.descending,
     };
   }
 
-  async count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number> {
-    const f = this.filters(q);
-    let total = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({ TableName: this.table, ...f, ...this.keyCondition(conversation, f), Select: 'COUNT', ExclusiveStartKey: startKey }),
-      );
-      total += out.Count ?? 0;
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-    return total;
+  async count(conversation: ConversationRef, q: Filters): Promise<number> {
+    const conversationKey = partitionOf(conversation);
+    const last = await this.committed(conversationKey);
+    if (!q.kind && !q.timestampGte && !q.timestampLt) return last;
+    return last === 0 ? 0 : queryCount(this.rangeQuery(conversationKey, q, 1, last));
   }
 }

@@ -1,11 +1,15 @@
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
 
+/** How far past the committed end a batch may start (a sandbox may have a few batches in flight). */
+export const MAX_SEQ_AHEAD = 1000;
+
 export interface EventQuery {
   kind?: string;
   timestampGte?: string;
   timestampLt?: string;
   descending: boolean;
   limit: number;
+  /** A position from an earlier page (`lastKey` or `tailKey`): the page starts after it. */
   startKey?: Record<string, unknown>;
 }
 
@@ -13,7 +17,7 @@ export interface EventPage {
   items: AgentEventEnvelope[];
   /** Where the next page starts; absent when the store has nothing more now. */
   lastKey?: Record<string, unknown>;
-  /** The key of the last item returned, for following a conversation as it grows. */
+  /** How far this page read, for following a conversation as it grows (never past a gap). */
   tailKey?: Record<string, unknown>;
 }
 
@@ -23,14 +27,30 @@ export interface ConversationRef {
   conversationId: string;
 }
 
-/** A conversation's events in arrival order. Adapters: `DynamoEventStore`. */
+/** A batch starts further ahead of the committed events than `MAX_SEQ_AHEAD` allows. */
+export class SequenceAheadError extends Error {
+  constructor(readonly lastSeq: number) {
+    super(`first_seq must be at most ${lastSeq + 1 + MAX_SEQ_AHEAD} (${lastSeq} events are stored)`);
+  }
+}
+
+/**
+ * A conversation's events by sequence number (1, 2, 3, ..., given by the sandbox).
+ * Adapters: `DynamoEventStore`.
+ */
 export interface EventStore {
   /**
-   * Appends events in the given order. Idempotent by event id: an event already stored (by an
-   * earlier, possibly half-finished attempt) keeps its first position. Returns how many were new.
+   * Stores `events` as numbers `firstSeq`, `firstSeq + 1`, ... Numbers at or below the committed end
+   * (`lastSeq`) are left as they are: a retried batch changes nothing, and an event once committed
+   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were written.
    */
-  append(conversation: ConversationRef, events: AgentEventEnvelope[]): Promise<number>;
-  /** One page, in arrival order (or reversed); filters apply within the page, as DynamoDB filters do. */
+  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<number>;
+  /** The committed end: events 1..n are all stored (a read, whatever the conversation's size). */
+  lastSeq(conversation: ConversationRef): Promise<number>;
+  /**
+   * One page in sequence order (or reversed). Filters fill the page (up to a bounded read for the
+   * timestamp filters). No page moves past a missing number: items of one batch land in any order.
+   */
   query(conversation: ConversationRef, q: EventQuery): Promise<EventPage>;
   count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number>;
 }

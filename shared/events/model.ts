@@ -19,6 +19,15 @@ export const eventSchema = z
   .refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`);
 export type AgentEventEnvelope = z.output<typeof eventSchema>;
 
+/** The webhook's query: the sequence number of the batch's first event (the others follow it, one each). */
+export const eventPostQuery = z.object({
+  first_seq: z.coerce
+    .number({ error: 'first_seq must be a positive integer' })
+    .int('first_seq must be a positive integer')
+    .min(1, 'first_seq must be a positive integer')
+    .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
+});
+
 export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP');
 
 const timeFilter = dateTimeFilter;

@@ -1,7 +1,7 @@
 import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
-import { batchGet } from '#shared/store/query.ts';
+import { batchGet, queryAll } from '#shared/store/query.ts';
 
 export class DynamoSandboxStore implements SandboxStore {
   private readonly db = documentClient();
@@ -49,24 +49,14 @@ export class DynamoSandboxStore implements SandboxStore {
     return this.queryAll('live', 'liveShard', LIVE_SHARD);
   }
 
-  private async queryAll(index: string, key: string, value: string): Promise<SandboxRecord[]> {
-    const items: SandboxRecord[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: index,
-          KeyConditionExpression: '#k = :v',
-          ExpressionAttributeNames: { '#k': key },
-          ExpressionAttributeValues: { ':v': value },
-          ExclusiveStartKey: start,
-        }),
-      );
-      items.push(...((out.Items ?? []) as SandboxRecord[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
+  private queryAll(index: string, key: string, value: string): Promise<SandboxRecord[]> {
+    return queryAll({
+      TableName: this.table,
+      IndexName: index,
+      KeyConditionExpression: '#k = :v',
+      ExpressionAttributeNames: { '#k': key },
+      ExpressionAttributeValues: { ':v': value },
+    });
   }
 
   async update(id: string, expectedVersion: number, patch: SandboxPatch): Promise<SandboxRecord | undefined> {

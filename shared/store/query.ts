@@ -1,4 +1,4 @@
-import { BatchGetCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, paginateQuery, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '#shared/store/dynamo.ts';
 
 export interface Page<T> {
@@ -12,16 +12,38 @@ export async function queryPage<T>(input: QueryCommandInput): Promise<Page<T>> {
   return { items: (out.Items ?? []) as T[], lastKey: out.LastEvaluatedKey };
 }
 
+/** Everything a Query matches, following LastEvaluatedKey (lib-dynamodb's paginator). */
+export async function queryAll<T>(input: QueryCommandInput): Promise<T[]> {
+  const items: T[] = [];
+  for await (const page of paginateQuery({ client: documentClient() }, input)) items.push(...((page.Items ?? []) as T[]));
+  return items;
+}
+
 /** Counts what a Query matches, page by page (Select COUNT reads keys, returns no items). */
 export async function queryCount(input: QueryCommandInput): Promise<number> {
   let total = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await documentClient().send(new QueryCommand({ ...input, Select: 'COUNT', ExclusiveStartKey: start }));
-    total += out.Count ?? 0;
-    start = out.LastEvaluatedKey;
-  } while (start);
+  for await (const page of paginateQuery({ client: documentClient() }, { ...input, Select: 'COUNT' })) total += page.Count ?? 0;
   return total;
+}
+
+/**
+ * BatchWriteItem (puts) for any number of items, 25 a request, the requests sent together; unprocessed
+ * items are retried with back-off (bounded). Not atomic: the items become visible in any order.
+ */
+export async function batchPut(table: string, items: Record<string, unknown>[]): Promise<void> {
+  const chunks: Record<string, unknown>[][] = [];
+  for (let i = 0; i < items.length; i += 25) chunks.push(items.slice(i, i + 25));
+  await Promise.all(
+    chunks.map(async (chunk) => {
+      let requests = chunk.map((Item) => ({ PutRequest: { Item } }));
+      for (let attempt = 0; requests.length > 0 && attempt < 10; attempt++) {
+        if (attempt) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+        const out = await documentClient().send(new BatchWriteCommand({ RequestItems: { [table]: requests } }));
+        requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
+      }
+      if (requests.length) throw new Error('BatchWriteItem left items unprocessed after retries');
+    }),
+  );
 }
 
 /**

@@ -51,12 +51,12 @@ export const tables = {
     },
   },
   /**
-   * A conversation's events and their id guards share one partition, `conversationKey` =
-   * `<user id>#<conversation id>` (conversation ids are unique per user only): `sk` is `e#<seq>`
-   * (arrival order, zero-padded) for an event, `id#<event id>` for the guard that makes posting
-   * idempotent, `counter` for the sequence.
+   * A conversation's events in one partition, `conversationKey` = `<user id>#<conversation id>`
+   * (conversation ids are unique per user only), ordered by `seq`, the number the sandbox gives each
+   * event (1, 2, 3, ...); `seq = 0` is the partition's counter (`lastSeq`, the end of the gap-free
+   * prefix). `byKind` (`kindKey` = `<conversationKey>#<kind>`) serves the kind filter in order.
    */
-  events: { pk: 'conversationKey', sk: 'sk', indexes: {} },
+  events: { pk: 'conversationKey', sk: 'seq', indexes: { byKind: { pk: 'kindKey', sk: 'seq' } } },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
 } as const satisfies Record<string, TableDef>;

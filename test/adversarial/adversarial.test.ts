@@ -97,7 +97,7 @@ async function newPlayer(userId: string): Promise<Player> {
   expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(secrets[`${userId}.v1.env`]);
   // ... and posts an event, so the conversation has data of its own.
   const event = { kind: 'MessageEvent', id: `ev-${userId}`, timestamp: new Date().toISOString(), source: 'agent', text: `event-of-${userId}` };
-  expect((await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}`, { key: sandbox.key, body: [event] })).status).toBe(200);
+  expect((await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}?first_seq=1`, { key: sandbox.key, body: [event] })).status).toBe(200);
   const legacy = await call('POST', '/api/conversations', { key, body: { initial_user_msg: `legacy-of-${userId}`, mcp_config: plantedMcp(userId, 'legacy') } });
   expect(legacy.status, legacy.text).toBe(200);
   // The sandbox's own key reaches only the sandbox: no user-facing answer may hold it.
@@ -246,7 +246,7 @@ describe('cross-user matrix: three users, every user route, every foreign id', (
     expect(bobEvents.text).not.toContain('event-of-alice');
     // The sandbox of bob cannot post into alice's conversation through the shared id, only into bob's.
     const ev = { kind: 'MessageEvent', id: 'ev-bob-shared', timestamp: new Date().toISOString(), source: 'agent', text: 'bob-shared-id-event' };
-    expect((await call('POST', `/api/v1/webhooks/${bob.sandbox.id}/events/${alice.conversationId}`, { key: bob.sandbox.key, body: [ev] })).status).toBe(200);
+    expect((await call('POST', `/api/v1/webhooks/${bob.sandbox.id}/events/${alice.conversationId}?first_seq=1`, { key: bob.sandbox.key, body: [ev] })).status).toBe(200);
     expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: alice.key })).text).not.toContain('bob-shared-id-event');
     expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key })).text).toContain('bob-shared-id-event');
     // Reusing one's own id: 409 (V1 and legacy).
@@ -281,7 +281,7 @@ describe('sandbox-credential misuse', () => {
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/heartbeat`, { active: true }],
     ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/commands?wait=0`],
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/commands/1/ack`],
-    ['POST', `/api/v1/webhooks/${sandboxId}/events/${conversationId}`, [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }]],
+    ['POST', `/api/v1/webhooks/${sandboxId}/events/${conversationId}?first_seq=1`, [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }]],
     ['POST', `/api/v1/webhooks/${sandboxId}/conversations`, { conversation_id: conversationId, execution_status: 'error', title: 'hijacked' }],
     ['GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`],
   ];

@@ -4,17 +4,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
 import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/agent/events.ts';
 
-/** A webhook receiver on loopback: answers with the statuses given (then 200), dedups by event id. */
+/** A webhook receiver on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
 async function receiver(statuses: number[] = []) {
-  const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[] }[] = [];
-  const stored = new Map<string, AgentEvent>();
+  const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[]; firstSeq: number }[] = [];
+  const stored = new Map<number, AgentEvent>();
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const events = agentEventBatchSchema.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
-    posts.push({ headers: req.headers, events });
+    const firstSeq = Number(new URL(req.url!, 'http://x').searchParams.get('first_seq'));
+    posts.push({ headers: req.headers, events, firstSeq });
     const status = statuses.shift() ?? 200;
-    if (status === 200) for (const e of events) stored.set(e.id, e);
+    if (status === 200) for (const [i, e] of events.entries()) if (!stored.has(firstSeq + i)) stored.set(firstSeq + i, e);
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? { success: true } : { detail: 'nope' }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -22,7 +23,12 @@ async function receiver(statuses: number[] = []) {
   return {
     url,
     posts,
-    stored: () => [...stored.values()],
+    /** In number order; throws on a gap (a reader would stop there for good). */
+    stored: () => {
+      const seqs = [...stored.keys()].sort((a, b) => a - b);
+      seqs.forEach((seq, i) => expect(seq, 'numbers without a gap').toBe(seqs[0]! + i));
+      return seqs.map((seq) => stored.get(seq)!);
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -71,7 +77,49 @@ describe('EventSink', () => {
     await sink.close();
   });
 
-  it('retries a failed post with back-off; a retried batch is stored once (the receiver dedups by id)', async () => {
+  it('numbers events contiguously from firstSeq, repeats the numbers on a retry and reports the next one', async () => {
+    const rx = await receiver([503]);
+    cleanups.push(rx.close);
+    const delivered: number[] = [];
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, flushIntervalMs: 60_000, firstSeq: 41, onDelivered: (n) => delivered.push(n) });
+    await sink.push(events(13));
+    await sink.flush();
+    expect(rx.posts.map((p) => [p.firstSeq, p.events.length])).toEqual([[41, 10], [41, 10], [51, 3]]);
+    expect(delivered).toEqual([51, 54]);
+    await sink.close();
+  });
+
+  it('gives the numbers of a refused batch (nothing stored) to the events after it, so no gap is left', async () => {
+    const rx = await receiver([422]);
+    cleanups.push(rx.close);
+    const sink = new EventSink({ url: rx.url, headers: {}, flushIntervalMs: 60_000, onError: () => undefined });
+    await sink.push(events(10));
+    await sink.flush();
+    const after = events(4);
+    await sink.push(after);
+    await sink.flush();
+    expect(rx.posts.map((p) => p.firstSeq)).toEqual([1, 1]);
+    expect(rx.stored().map((e) => e.id)).toEqual(after.map((e) => e.id));
+    await sink.close();
+  });
+
+  it('drops only events never sent when its buffer overflows: the numbers stay contiguous', async () => {
+    // The full batch goes at once and again at the flush: 3 tries each, all failing.
+    const rx = await receiver(Array.from({ length: 6 }, () => 500));
+    cleanups.push(rx.close);
+    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 12, onError: () => undefined });
+    const first = events(10);
+    await sink.push(first);
+    await sink.flush(); // these 10 are numbered 1-10 now and may have landed
+    const later = events(6);
+    await sink.push(later); // 16 > 12: four of the unsent go
+    expect(sink.pending).toBe(12);
+    await sink.flush();
+    expect(rx.stored().map((e) => e.id)).toEqual([...first, ...later.slice(4)].map((e) => e.id));
+    await sink.close();
+  });
+
+  it('retries a failed post with back-off; a retried batch is stored once (same numbers)', async () => {
     const rx = await receiver([503, 500]);
     cleanups.push(rx.close);
     const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5 });

@@ -105,6 +105,10 @@ describe('talking to a running conversation', () => {
     );
     await waitForStatus(stack, id, ['finished'], key);
     expect(readFileSync(join(workspaceOf(sandboxId), 'kept.txt'), 'utf8')).toBe('before-pause\nafter-resume\n');
+    // The resumed sandbox numbered its events after the ones before the pause: all shown, all counted, none twice.
+    const after = await allEvents(stack, id, key);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key })).body).toBe(after.length);
+    expect(new Set(after.map((e) => e.id)).size).toBe(after.length);
     // The model saw the history from before the pause.
     expect(JSON.stringify(llm.requests.at(-1)!.body)).toContain('write kept.txt');
   });

@@ -35,16 +35,18 @@ afterAll(async () => {
   await llm?.close();
 });
 
-const post = (events: unknown, key: string | null = sandboxKey, cid = conversationId, sid = sandboxId) =>
-  stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}`, { key, body: events });
+const count = async () => (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body as number;
+/** Posts a batch numbered from `seq` (by default right after what the conversation holds). */
+const post = async (events: unknown, key: string | null = sandboxKey, cid = conversationId, sid = sandboxId, seq?: number) =>
+  stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${seq ?? (await count()) + 1}`, { key, body: events });
 
 describe('the event webhook', () => {
-  it('is idempotent by event id: a batch posted twice (a retry) stores each event once, in first order', async () => {
-    const before = (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body as number;
+  it('is idempotent by sequence number: a batch posted again (a retry, maybe grown) stores each event once, in order', async () => {
+    const before = await count();
     const batch = [event(1), event(2), event(3)];
-    expect((await post(batch)).body).toEqual({ success: true, added: 3 });
-    expect((await post([...batch, event(4)])).body).toEqual({ success: true, added: 1 });
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body).toBe(before + 4);
+    expect((await post(batch, sandboxKey, conversationId, sandboxId, before + 1)).body).toEqual({ success: true, added: 3 });
+    expect((await post([...batch, event(4)], sandboxKey, conversationId, sandboxId, before + 1)).body).toEqual({ success: true, added: 1 });
+    expect(await count()).toBe(before + 4);
     const page = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&sort_order=TIMESTAMP_DESC&limit=4`);
     expect(page.body.items.map((e: { llm_message: { content: { text: string }[] } }) => e.llm_message.content[0]!.text)).toEqual(['message 4', 'message 3', 'message 2', 'message 1']);
   });
