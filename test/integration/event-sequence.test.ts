@@ -24,7 +24,8 @@ beforeAll(async () => {
   sid = task.sandbox_id!;
   await waitForStatus(stack, cid, ['finished']);
   const [sandbox] = (await stack.call('GET', `/api/v1/sandboxes?id=${sid}`)).body;
-  key = sandbox.session_api_key;
+  // The sandbox's own key: no response shows it.
+  key = (await stack.sandboxKey(sid))!;
   userId = sandbox.created_by_user_id;
 });
 afterAll(async () => {
