@@ -6,7 +6,8 @@
  * Restore downloads the current snapshot with a presigned GET and unpacks it into the workspace.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, openAsBlob, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { lstatSync, mkdtempSync, openAsBlob, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -89,6 +90,28 @@ export class Snapshotter {
     private readonly log: (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void,
   ) {}
 
+  private saved: string | undefined;
+
+  /** Paths, sizes and modification times of the workspace: what "files changed" compares. */
+  private fingerprint(): string {
+    const hash = createHash('sha256');
+    for (const name of (readdirSync(this.workspaceDir, { recursive: true }) as string[]).sort()) {
+      try {
+        const st = lstatSync(join(this.workspaceDir, name));
+        hash.update(`${name}\0${st.size}\0${st.mtimeMs}\0${st.mode}\n`);
+      } catch {
+        // Removed while walking: the next fingerprint sees it.
+      }
+    }
+    return hash.digest('hex');
+  }
+
+  /** A snapshot if the workspace changed since the last saved one (after agent steps, at stop). */
+  requestIfChanged(): Promise<void> {
+    if (!this.running && this.fingerprint() === this.saved) return Promise.resolve();
+    return this.request();
+  }
+
   /** Asks for a snapshot; resolves when the workspace as it is now is saved (or saving it failed, logged). */
   request(): Promise<void> {
     this.dirty = true;
@@ -109,12 +132,14 @@ export class Snapshotter {
   }
 
   private async once(): Promise<void> {
+    const print = this.fingerprint();
     const packed = await packWorkspace(this.workspaceDir);
     try {
       const grant = await this.bridge.snapshotUpload();
       await uploadSnapshot(grant, packed.file, packed.bytes);
       await this.bridge.snapshotComplete(grant.key);
       this.lastKey = grant.key;
+      this.saved = print;
       this.log('info', 'Workspace saved', { key: grant.key, bytes: packed.bytes });
     } finally {
       packed.cleanup();
@@ -126,6 +151,7 @@ export class Snapshotter {
     const current = await this.bridge.snapshotDownload();
     if (!current) return false;
     await restoreWorkspace(current.url, this.workspaceDir);
+    this.saved = this.fingerprint();
     this.log('info', 'Workspace restored');
     return true;
   }

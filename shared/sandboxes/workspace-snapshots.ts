@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshot-model.ts';
 
 /**
  * Workspace snapshots in S3, from the control plane's side. The sandbox task holds no AWS
@@ -28,11 +29,6 @@ export interface SnapshotUpload {
   expires_at: string;
 }
 
-export class SnapshotKeyError extends Error {
-  override name = 'SnapshotKeyError';
-}
-
-const SNAPSHOT_KEY = /^sandboxes\/([A-Za-z0-9_-]{1,128})\/([0-9]{13}-[0-9a-f]{16})\.tar\.gz$/;
 
 export class WorkspaceSnapshots {
   constructor(
@@ -41,22 +37,10 @@ export class WorkspaceSnapshots {
     private readonly limits: SnapshotLimits = defaultSnapshotLimits,
   ) {}
 
-  /** The prefix that holds every object of one sandbox (and the IAM grant's unit). */
-  static prefix(sandboxId: string): string {
-    if (!/^[A-Za-z0-9_-]{1,128}$/.test(sandboxId)) throw new SnapshotKeyError(`Not a sandbox id: ${sandboxId}`);
-    return `sandboxes/${sandboxId}/`;
-  }
-
-  /** Whether `key` is one of this sandbox's snapshot keys (and nothing else: no `..`, no other prefix). */
-  static owns(sandboxId: string, key: string): boolean {
-    const m = SNAPSHOT_KEY.exec(key);
-    return Boolean(m && m[1] === sandboxId);
-  }
-
   /** A presigned POST for a new key, bounded in size and time. */
   async upload(sandboxId: string): Promise<SnapshotUpload> {
     const now = Date.now();
-    const key = `${WorkspaceSnapshots.prefix(sandboxId)}${String(now).padStart(13, '0')}-${randomBytes(8).toString('hex')}.tar.gz`;
+    const key = `${snapshotPrefix(sandboxId)}${String(now).padStart(13, '0')}-${randomBytes(8).toString('hex')}.tar.gz`;
     const { url, fields } = await createPresignedPost(this.s3, {
       Bucket: this.bucket,
       Key: key,
@@ -68,14 +52,14 @@ export class WorkspaceSnapshots {
 
   /** A presigned GET of one of the sandbox's own snapshots. */
   async download(sandboxId: string, key: string): Promise<{ url: string; expires_at: string }> {
-    if (!WorkspaceSnapshots.owns(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
+    if (!ownsSnapshot(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
     const url = await getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn: this.limits.expiresSeconds });
     return { url, expires_at: new Date(Date.now() + this.limits.expiresSeconds * 1000).toISOString() };
   }
 
   /** The snapshot's size once its upload completed; null when there is no such object (yet). */
   async verify(sandboxId: string, key: string): Promise<number | null> {
-    if (!WorkspaceSnapshots.owns(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
+    if (!ownsSnapshot(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
     try {
       const out = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return out.ContentLength ?? 0;
@@ -88,7 +72,7 @@ export class WorkspaceSnapshots {
 
   /** Deletes the sandbox's objects except `keep` (older snapshots), or all of them (the sandbox is deleted). */
   async prune(sandboxId: string, keep?: string): Promise<number> {
-    const prefix = WorkspaceSnapshots.prefix(sandboxId);
+    const prefix = snapshotPrefix(sandboxId);
     let removed = 0;
     let token: string | undefined;
     do {

@@ -71,6 +71,8 @@ export function localServices(options: LocalOptions): LocalServices {
     conversationStore: () => new DynamoConversationStore(),
     startTaskStore: () => new DynamoStartTaskStore(),
     eventStore: () => new DynamoEventStore(),
+    // Local workspaces are directories that outlive their process: nothing to snapshot.
+    workspaceSnapshots: () => null,
   });
   const builders = (names: readonly AdapterName[]): Builders =>
     Object.fromEntries(names.map((name) => [name, () => adapters[name]])) as Builders;

@@ -39,8 +39,10 @@ async function freePort(): Promise<number> {
 }
 
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
-function signingKey(date: string): Buffer {
-  return hmac(hmac(hmac(hmac(`AWS4${CREDENTIALS.secretAccessKey}`, date), REGION), 's3'), 'aws4_request');
+/** The SigV4 signing key of a credential scope (`<date>/<region>/s3/aws4_request`). */
+function signingKey(scope: string): Buffer {
+  const [date = '', region = ''] = scope.split('/');
+  return hmac(hmac(hmac(hmac(`AWS4${CREDENTIALS.secretAccessKey}`, date), region), 's3'), 'aws4_request');
 }
 
 export class CheckedS3 {
@@ -112,8 +114,8 @@ export class CheckedS3 {
     };
     const policyB64 = field('Policy');
     const credential = field('X-Amz-Credential');
-    const date = credential.split('/')[1] ?? '';
-    if (!policyB64 || hmac(signingKey(date), policyB64).toString('hex') !== field('X-Amz-Signature')) return 'POST policy signature does not match';
+    const scope = credential.split('/').slice(1).join('/');
+    if (!policyB64 || hmac(signingKey(scope), policyB64).toString('hex') !== field('X-Amz-Signature')) return 'POST policy signature does not match';
     if (!credential.startsWith(`${CREDENTIALS.accessKeyId}/`)) return 'POST signed by unknown credentials';
     const policy = JSON.parse(Buffer.from(policyB64, 'base64').toString()) as { expiration: string; conditions: unknown[] };
     const expires = Date.parse(policy.expiration);
@@ -149,7 +151,7 @@ export class CheckedS3 {
     const canonical = [method, url.pathname, canonicalQuery, `host:${url.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join('\n');
     const scope = (q.get('X-Amz-Credential') ?? '').split('/').slice(1).join('/');
     const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
-    const expected = hmac(signingKey(amzDate.slice(0, 8)), toSign).toString('hex');
+    const expected = hmac(signingKey(scope), toSign).toString('hex');
     if (q.get('X-Amz-SignedHeaders') !== 'host' || expected !== q.get('X-Amz-Signature')) return `${method} signature does not match`;
     if (method !== 'GET') return `${method} is not an allowed presigned method`;
     if (!(signed.getTime() + expiresIn * 1000 > Date.now())) return 'GET URL expired';

@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SnapshotKeyError, WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { SnapshotKeyError } from '#shared/sandboxes/snapshot-model.ts';
+import { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { packWorkspace, Snapshotter, uploadSnapshot, type SnapshotBridge } from '#sandbox/snapshots.ts';
 import { BUCKET, CheckedS3 } from '#test/helpers/checked-s3.ts';
 
