@@ -143,6 +143,8 @@ export class SandboxInfra extends Construct {
         // The spec's initial_env is passed at RunTask (container overrides), with the sandbox's own values.
         ...(spec.command ? { command: spec.command } : {}),
         workingDirectory: spec.workingDir,
+        // SIGTERM, then 120 s (Fargate's maximum, Spot's notice) for the program's last workspace snapshot.
+        stopTimeout: Duration.seconds(120),
         // An init process reaps the zombies agent shells leave behind.
         linuxParameters: new LinuxParameters(this, `Linux-${spec.id}`, { initProcessEnabled: true }),
         logging: LogDrivers.awsLogs({ logGroup, streamPrefix: spec.id }),
