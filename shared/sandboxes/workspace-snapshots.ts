@@ -2,7 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshot-model.ts';
+import type * as z from 'zod';
+import { ownsSnapshot, SnapshotKeyError, snapshotPrefix, type snapshotUploadSchema } from '#shared/sandboxes/snapshot-model.ts';
+
+/** What the sandbox program gets to upload one snapshot: a form POST for one new key, valid briefly. */
+type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
 
 /**
  * Workspace snapshots in S3, from the control plane's side. The sandbox task holds no AWS
@@ -20,14 +24,6 @@ export interface SnapshotLimits {
 
 export const defaultSnapshotLimits: SnapshotLimits = { maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
 
-/** What the sandbox program gets to upload one snapshot: a form POST, valid once per key and briefly. */
-export interface SnapshotUpload {
-  key: string;
-  url: string;
-  fields: Record<string, string>;
-  max_bytes: number;
-  expires_at: string;
-}
 
 
 export class WorkspaceSnapshots {
