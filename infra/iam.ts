@@ -4,6 +4,7 @@ import type { ICluster } from 'aws-cdk-lib/aws-ecs';
 import type { IFileSystem } from 'aws-cdk-lib/aws-efs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Capability, RouteDef } from '#shared/http/route.ts';
 import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
 
@@ -34,6 +35,8 @@ export interface GrantTargets {
     /** The sandbox task and execution roles: the only roles a function may pass. */
     roles: IRole[];
     fileSystem: IFileSystem;
+    /** Workspace snapshots, one prefix per sandbox under `sandboxes/`. */
+    workspaces: IBucket;
   };
 }
 
@@ -112,6 +115,19 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['elasticfilesystem:DeleteAccessPoint', 'elasticfilesystem:DescribeAccessPoints', 'elasticfilesystem:TagResource'],
       resources: (t, stack) => [t.sandbox.fileSystem.fileSystemArn, accessPoints(stack)],
       wildcard: 'One access point per sandbox is created at run time, and access-point ARNs do not name their file system.',
+    },
+  ],
+  's3:workspaces': [
+    {
+      // What the presigned requests do (S3 evaluates them against the signing role), and deletion.
+      actions: ['s3:PutObject', 's3:GetObject', 's3:DeleteObject'],
+      resources: (t) => [t.sandbox.workspaces.arnForObjects('sandboxes/*')],
+      wildcard: 'Snapshot keys are made per snapshot at run time; the ARN is limited to the sandboxes/ prefix of the workspace bucket.',
+    },
+    {
+      actions: ['s3:ListBucket'],
+      resources: (t) => [t.sandbox.workspaces.bucketArn],
+      conditions: () => ({ StringLike: { 's3:prefix': ['sandboxes/*'] } }),
     },
   ],
 };

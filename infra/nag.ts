@@ -82,6 +82,11 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
   ack(stack.failureQueue, 'AwsSolutions-SQS3', queueReason);
   ack(stack.failureQueue, 'Serverless-SQSRedrivePolicy', queueReason);
   ack(
+    stack.sandboxes.workspaces,
+    'AwsSolutions-S1',
+    'Workspace snapshots are written and read only through short-lived URLs the control plane presigns per sandbox (logged by the bridge functions); server access logs would bill a second bucket for the same record.',
+  );
+  ack(
     stack.sandboxes.cluster,
     'AwsSolutions-ECS4',
     'Container Insights bills custom metrics per task and cluster; sandbox health comes from the sandbox.* log metrics and ECS events instead (zero fixed cost).',

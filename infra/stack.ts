@@ -71,6 +71,7 @@ export class ConversationServiceStack extends Stack {
         familyPrefix: this.sandboxes.familyPrefix,
         roles: [this.sandboxes.taskRole, this.sandboxes.executionRole],
         fileSystem: this.sandboxes.fileSystem,
+        workspaces: this.sandboxes.workspaces,
       },
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
@@ -81,6 +82,7 @@ export class ConversationServiceStack extends Stack {
       SANDBOX_SUBNET_IDS: this.sandboxes.vpc.publicSubnets.map((s) => s.subnetId).join(','),
       SANDBOX_SECURITY_GROUP_ID: this.sandboxes.securityGroup.securityGroupId,
       SANDBOX_FILE_SYSTEM_ID: this.sandboxes.fileSystem.fileSystemId,
+      WORKSPACE_BUCKET: this.sandboxes.workspaces.bucketName,
       SANDBOX_TASK_ROLE_ARN: this.sandboxes.taskRole.roleArn,
       SANDBOX_EXECUTION_ROLE_ARN: this.sandboxes.executionRole.roleArn,
       SANDBOX_START_TIMEOUT_SECONDS: String(config.sandboxStartTimeoutSeconds),

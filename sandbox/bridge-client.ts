@@ -3,6 +3,8 @@
  * them. Plain fetch, no dependencies, so the sandbox image carries nothing of the control plane.
  */
 
+import type { SnapshotBridge, SnapshotUpload } from './snapshots.ts';
+
 export interface BridgeCommand {
   /** Queue position; 0 for the control plane's synthetic `stop`. */
   seq: number;
@@ -31,7 +33,7 @@ export class BridgeError extends Error {
 
 export const isUnauthorized = (err: unknown) => err instanceof BridgeError && err.status === 401;
 
-export class BridgeClient {
+export class BridgeClient implements SnapshotBridge {
   private key: string | undefined;
 
   constructor(
@@ -67,6 +69,20 @@ export class BridgeClient {
   /** Not aborted by the stop signal: the command that stopped the program is still acknowledged. */
   async ack(seq: number): Promise<void> {
     await this.call('POST', `commands/${seq}/ack`, { abortable: false });
+  }
+
+  /** Workspace snapshots (AWS): not aborted by the stop signal, since stopping is when the last one is saved. */
+  snapshotUpload(): Promise<SnapshotUpload> {
+    return this.call('POST', 'snapshots', { abortable: false });
+  }
+
+  async snapshotComplete(key: string): Promise<void> {
+    await this.call('POST', 'snapshots/complete', { body: { key }, abortable: false });
+  }
+
+  async snapshotDownload(): Promise<{ url: string } | null> {
+    const out = await this.call<{ url: string | null }>('GET', 'snapshots/current', { abortable: false });
+    return out.url ? { url: out.url } : null;
   }
 
   private async call<T>(method: string, path: string, options: { body?: unknown; key?: string; timeoutMs?: number; abortable?: boolean }): Promise<T> {

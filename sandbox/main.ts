@@ -3,7 +3,9 @@
  * It checks in over the bridge (which makes the sandbox RUNNING), heartbeats, and long-polls for
  * commands until it is told to stop. It takes no inbound connections.
  *
- * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_MODE=wipe
+ * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_SNAPSHOTS=1
+ * (AWS: the workspace is restored from its snapshot at start, saved after agent steps that changed
+ * files and at stop, through the bridge's presigned requests); SANDBOX_MODE=wipe
  * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS and, locally,
  * SANDBOX_PARENT_PID (the server: the program exits when it is gone) or, contained (bubblewrap,
  * Seatbelt) where the server cannot be seen, SANDBOX_PARENT_STDIN=1 (stdin is a pipe the server
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
 import { CONVERSATION_COMMANDS } from './conversation-commands.ts';
+import { Snapshotter } from './snapshots.ts';
 
 export const VERSION = '0.1.0';
 
@@ -151,8 +154,37 @@ export async function runSandbox(): Promise<number> {
   }
   log('info', 'Checked in', { sandboxId, version: VERSION });
 
+  // AWS: the workspace comes back from its last snapshot before anything reads it. A failed restore
+  // ends the program: carrying on would save an empty workspace over the good snapshot.
+  const snapshotter = process.env.SANDBOX_SNAPSHOTS === '1' ? new Snapshotter(bridge, workspaceDir, log) : undefined;
+  if (snapshotter) {
+    try {
+      await snapshotter.restore();
+    } catch (err) {
+      log('error', 'Restoring the workspace failed', { error: (err as Error).message });
+      clearInterval(parentWatch);
+      return 4;
+    }
+  }
+  // After agent activity settles (a step's events), save the workspace if its files changed.
+  let settle: NodeJS.Timeout | undefined;
+  const afterActivity = () => {
+    if (!snapshotter || stopReason) return;
+    clearTimeout(settle);
+    settle = setTimeout(() => void snapshotter.requestIfChanged(), 3000);
+  };
+
   let active = false;
-  const ctx: SandboxContext = { sandboxId, workspaceDir, bridge, stop, markActive: () => (active = true) };
+  const ctx: SandboxContext = {
+    sandboxId,
+    workspaceDir,
+    bridge,
+    stop,
+    markActive: () => {
+      active = true;
+      afterActivity();
+    },
+  };
   // Conversations: their commands join the handlers; the ones this workspace held before a pause come back.
   // Loaded only now: the agent and its SDKs take a while to import, and checking in (RUNNING) and
   // watching the parent process should not wait for them.
@@ -209,6 +241,9 @@ export async function runSandbox(): Promise<number> {
   clearInterval(parentWatch);
   // Sessions save their state after every step; closing delivers the events still queued.
   await runner.closeAll();
+  // Pause, SIGTERM (the task's stop timeout leaves 120 s) or stop: save what changed since the last snapshot.
+  clearTimeout(settle);
+  await snapshotter?.requestIfChanged();
   return 0;
 }
 

@@ -32,6 +32,7 @@ import {
   sandboxPageSchema,
   successSchema,
 } from '#shared/sandboxes/model.ts';
+import { snapshotCompleteBodySchema, snapshotCompleteResponseSchema, snapshotDownloadSchema, snapshotUploadSchema } from '#shared/sandboxes/snapshot-model.ts';
 import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
 import { appConfigSchema } from '#shared/options/model.ts';
 
@@ -691,5 +692,50 @@ export const routes = [
     tag: 'service',
     tables: {},
     params: z.object({ file: z.string().max(64) }),
+  },
+  // --- workspace snapshots (AWS; the sandbox's own objects only) ---------------------------------
+  {
+    id: 'sandboxSnapshotUpload',
+    method: 'POST',
+    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
+    entry: 'functions/bridge/snapshot-upload.ts',
+    auth: 'sandbox',
+    summary:
+      'Bridge: a presigned, size-bounded, short-lived POST for a new snapshot key under this sandbox\'s own prefix. ' +
+      '409 where workspaces are directories (locally).',
+    tag: 'bridge',
+    tables: { sandboxes: 'read' },
+    capabilities: ['s3:workspaces'],
+    params: sandboxParams,
+    response: snapshotUploadSchema,
+  },
+  {
+    id: 'sandboxSnapshotComplete',
+    method: 'POST',
+    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
+    entry: 'functions/bridge/snapshot-complete.ts',
+    auth: 'sandbox',
+    summary:
+      'Bridge: the upload of `key` completed; the sandbox\'s current snapshot moves to it once the object is seen ' +
+      '(409 if it is not there), and older snapshots are removed.',
+    tag: 'bridge',
+    tables: { sandboxes: 'write' },
+    capabilities: ['s3:workspaces'],
+    params: sandboxParams,
+    body: snapshotCompleteBodySchema,
+    response: snapshotCompleteResponseSchema,
+  },
+  {
+    id: 'sandboxSnapshotDownload',
+    method: 'GET',
+    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
+    entry: 'functions/bridge/snapshot-download.ts',
+    auth: 'sandbox',
+    summary: 'Bridge: a presigned, short-lived GET of the sandbox\'s current snapshot (restore on resume)',
+    tag: 'bridge',
+    tables: { sandboxes: 'read' },
+    capabilities: ['s3:workspaces'],
+    params: sandboxParams,
+    response: snapshotDownloadSchema,
   },
 ] as const satisfies readonly RouteDef[];

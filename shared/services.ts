@@ -66,6 +66,7 @@ export function servicesOf(adapters: Adapters): Services {
       cursors: () => built.cursors,
       config: () => adapters.sandboxConfig,
       bridgeUrl: () => adapters.bridgeUrl,
+      snapshots: () => adapters.workspaceSnapshots,
       now: () => () => new Date(),
     });
   const built: Services = lazy<Services>({

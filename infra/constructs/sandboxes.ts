@@ -1,10 +1,11 @@
-import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, Port, SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
 import { Cluster, ContainerImage, CpuArchitecture, FargateTaskDefinition, LinuxParameters, LogDrivers, OperatingSystemFamily } from 'aws-cdk-lib/aws-ecs';
 import { FileSystem, LifecyclePolicy, OutOfInfrequentAccessPolicy, PerformanceMode, ThroughputMode } from 'aws-cdk-lib/aws-efs';
 import { AnyPrincipal, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership, StorageClass } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import type { Config } from '#infra/config.ts';
@@ -24,6 +25,7 @@ export class SandboxInfra extends Construct {
   readonly securityGroup: SecurityGroup;
   readonly cluster: Cluster;
   readonly fileSystem: FileSystem;
+  readonly workspaces: Bucket;
   readonly taskRole: Role;
   readonly executionRole: Role;
   readonly familyPrefix: string;
@@ -93,6 +95,22 @@ export class SandboxInfra extends Construct {
       }),
     });
 
+    // Workspace snapshots: reached only through URLs the control plane presigns for a sandbox's own
+    // prefix (the task role holds nothing). Private, encrypted, TLS-only; a sandbox's objects are
+    // deleted with it, and the lifecycle clears what a crash left behind.
+    this.workspaces = new Bucket(this, 'WorkspaceSnapshots', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        // Long-paused sandboxes' snapshots are rarely read: cheaper storage after a month.
+        { id: 'infrequent-access', transitions: [{ storageClass: StorageClass.INFREQUENT_ACCESS, transitionAfter: Duration.days(30) }] },
+      ],
+    });
+
     this.taskRole = new Role(this, 'TaskRole', {
       assumedBy: new ServicePrincipal('ecs-tasks.amazonaws.com'),
       description: 'Sandbox tasks: no permissions (a sandbox reaches AWS only through the control plane)',
@@ -125,6 +143,8 @@ export class SandboxInfra extends Construct {
         // The spec's initial_env is passed at RunTask (container overrides), with the sandbox's own values.
         ...(spec.command ? { command: spec.command } : {}),
         workingDirectory: spec.workingDir,
+        // SIGTERM, then 120 s (Fargate's maximum, Spot's notice) for the program's last workspace snapshot.
+        stopTimeout: Duration.seconds(120),
         // An init process reaps the zombies agent shells leave behind.
         linuxParameters: new LinuxParameters(this, `Linux-${spec.id}`, { initProcessEnabled: true }),
         logging: LogDrivers.awsLogs({ logGroup, streamPrefix: spec.id }),

@@ -1,8 +1,13 @@
-import { unauthorized } from '#shared/http/errors.ts';
+import { conflict, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SandboxCommand, SandboxStatus } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandboxes/records.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
+import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+
+/** Where the record keeps its current snapshot (runtime state survives pause and resume). */
+export const SNAPSHOT_STATE = 'snapshotKey';
 
 /** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
 export class SandboxBridge extends SandboxRecords {
@@ -106,6 +111,46 @@ export class SandboxBridge extends SandboxRecords {
   async ackCommand(sandboxId: string, key: string | undefined, seq: number): Promise<void> {
     if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
     if (seq > 0) await this.deps.store.deleteCommand(sandboxId, seq);
+  }
+
+  /**
+   * Workspace snapshots (AWS). The session key authenticates in any state: a paused task saves its
+   * workspace after StopTask (SIGTERM), and a replaced generation's key no longer matches.
+   */
+  async snapshotUpload(sandboxId: string, key: string | undefined) {
+    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
+    return this.snapshots().upload(sandboxId);
+  }
+
+  /** Moves the sandbox's pointer to `objectKey` once S3 has it (never backwards), then removes older snapshots. */
+  async snapshotComplete(sandboxId: string, key: string | undefined, objectKey: string): Promise<{ key: string; bytes: number }> {
+    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
+    const snapshots = this.snapshots();
+    if (!ownsSnapshot(sandboxId, objectKey)) throw conflict('Not a snapshot key of this sandbox');
+    const bytes = await snapshots.verify(sandboxId, objectKey);
+    if (bytes === null) throw conflict('No such snapshot: its upload did not complete');
+    const t = await this.transition(sandboxId, (rec) => {
+      const current = rec.runtimeState?.[SNAPSHOT_STATE];
+      // Keys start with their issue time: a late report of an older upload never replaces a newer one.
+      if (current && current >= objectKey) return 'skip';
+      return { runtimeState: { ...rec.runtimeState, [SNAPSHOT_STATE]: objectKey } };
+    });
+    if (t?.changed) await snapshots.prune(sandboxId, objectKey);
+    return { key: objectKey, bytes };
+  }
+
+  async snapshotDownload(sandboxId: string, key: string | undefined): Promise<{ url: string | null; expires_at: string | null }> {
+    const rec = await this.keyOwner(sandboxId, key);
+    if (!rec) throw unauthorized();
+    const current = rec.runtimeState?.[SNAPSHOT_STATE];
+    if (!current) return { url: null, expires_at: null };
+    return this.snapshots().download(sandboxId, current);
+  }
+
+  private snapshots(): WorkspaceSnapshots {
+    const snapshots = this.deps.snapshots;
+    if (!snapshots) throw conflict('This deployment keeps workspaces as directories: there are no snapshots');
+    return snapshots;
   }
 
   private stopCommand(reason: string): SandboxCommand {

@@ -127,6 +127,8 @@ export class FargateSandboxRuntime implements SandboxRuntime {
               {
                 name: state.containerName,
                 environment: this.environment(req.sandboxId, req.generation, req.spec, 'run', {
+                  // The workspace is restored from, and saved to, its snapshots in S3 (sandbox/snapshots.ts).
+                  SANDBOX_SNAPSHOTS: '1',
                   BRIDGE_URL: req.bridgeUrl,
                   ENROLLMENT_TOKEN: req.enrollmentToken,
                 }),

@@ -8,6 +8,7 @@ import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import type { InstanceRef, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 
 export interface SandboxServiceDeps {
   store: SandboxStore;
@@ -19,6 +20,8 @@ export interface SandboxServiceDeps {
   config: SandboxConfig;
   /** The control-plane URL a sandbox calls, given the Host header of the request that starts it. */
   bridgeUrl: (host: string | undefined) => string;
+  /** Workspace snapshots in S3 (AWS); null where workspaces are directories that stay (locally). */
+  snapshots: WorkspaceSnapshots | null;
   now?: () => Date;
 }
 

@@ -6,6 +6,7 @@ import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
@@ -31,6 +32,8 @@ export interface Adapters {
   conversationStore: ConversationStore;
   startTaskStore: StartTaskStore;
   eventStore: EventStore;
+  /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
+  workspaceSnapshots: WorkspaceSnapshots | null;
 }
 export type AdapterName = keyof Adapters;
 
@@ -88,6 +91,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     calls: { create: { tables: { startTasks: 'write' } }, transition: { tables: { startTasks: 'write' } } },
   },
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
+  workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

@@ -75,6 +75,8 @@ export function localServices(options: LocalOptions): LocalServices {
     conversationStore: () => new DynamoConversationStore(),
     startTaskStore: () => new DynamoStartTaskStore(),
     eventStore: () => new DynamoEventStore(),
+    // Local workspaces are directories that outlive their process: nothing to snapshot.
+    workspaceSnapshots: () => null,
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

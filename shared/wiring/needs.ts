@@ -54,6 +54,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:describe': sandboxRuntimeEnv,
   'ecs:task-definitions': sandboxRuntimeEnv,
   'efs:access-points': sandboxRuntimeEnv,
+  's3:workspaces': ['WORKSPACE_BUCKET'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

@@ -281,6 +281,9 @@ describe('sandbox-credential misuse', () => {
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/heartbeat`, { active: true }],
     ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/commands?wait=0`],
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/commands/1/ack`],
+    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots`],
+    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots/complete`, { key: `sandboxes/${sandboxId}/0000000000000-0000000000000000.tar.gz` }],
+    ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots/current`],
     ['POST', `/api/v1/webhooks/${sandboxId}/events/${conversationId}?first_seq=1`, [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }]],
     ['POST', `/api/v1/webhooks/${sandboxId}/conversations`, { conversation_id: conversationId, execution_status: 'error', title: 'hijacked' }],
     ['GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`],
@@ -303,7 +306,7 @@ describe('sandbox-credential misuse', () => {
     };
     for (const [method, path, body] of bridgeCalls(bob.sandbox.id, bob.conversationId)) await expect401("alice's sandbox key on bob's sandbox", method, path, alice.sandbox.key, body);
     // Alice's own sandbox id with bob's conversation: (alice, bob's id) is no conversation on alice's sandbox.
-    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, bob.conversationId).slice(4)) await expect401("alice's sandbox on bob's conversation", method, path, alice.sandbox.key, body);
+    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, bob.conversationId).filter(([, p]) => p.includes('/webhooks/'))) await expect401("alice's sandbox on bob's conversation", method, path, alice.sandbox.key, body);
     for (const route of userRoutes) {
       const r = foreign[route.id]!(alice);
       await expect401('a sandbox key on a user route', r.method ?? route.method, r.path, alice.sandbox.key, r.body);

@@ -309,7 +309,20 @@ describe('sandbox infrastructure', () => {
       });
       expect(def.ContainerDefinitions[0].Name).toBe('sandbox');
       expect(JSON.stringify(def.ContainerDefinitions[0].Image)).toContain('container-assets');
+      // Time after SIGTERM for the last workspace snapshot: Fargate's maximum, Spot's notice.
+      expect(def.ContainerDefinitions[0].StopTimeout).toBe(120);
     }
+  });
+
+  it('keeps workspace snapshots in a private, encrypted, TLS-only, lifecycle-managed bucket', () => {
+    const [id, bucket] = ofType('AWS::S3::Bucket').find(([k]) => k.includes('WorkspaceSnapshots'))! as [string, { Properties: Json }];
+    expect(bucket.Properties).toMatchObject({
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      LifecycleConfiguration: { Rules: expect.arrayContaining([expect.objectContaining({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } })]) },
+    });
+    const policy = ofType('AWS::S3::BucketPolicy').map(([, r]) => r.Properties).find((p) => JSON.stringify(p.Bucket).includes(id))!;
+    expect(JSON.stringify(policy.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
   });
 
   it('writes the spec registry the sandbox-spec routes read', () => {

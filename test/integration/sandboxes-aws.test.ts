@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import type { Context } from 'aws-lambda';
@@ -8,6 +8,10 @@ import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from
 import type { ApiEvent, ApiResult } from '#shared/http/wrapper.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import type { EcsTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { packWorkspace, restoreWorkspace, uploadSnapshot } from '#sandbox/snapshots.ts';
+import { BUCKET, CheckedS3, CREDENTIALS } from '#test/helpers/checked-s3.ts';
 import { CLUSTER, fargateConfig, FakeAws, sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
 
 /**
@@ -180,5 +184,64 @@ describe('sandboxes on the AWS path', () => {
     const failed = await getAs('frank', id);
     expect(failed.detail).toBe('The sandbox did not check in within 600 seconds of starting');
     expect(aws.ecs.commandCalls(StopTaskCommand).map((c) => c.args[0].input.task)).toContain(rec.runtimeRef);
+  });
+});
+
+describe('workspace snapshots through the bridge on the AWS path', () => {
+  const s3 = new CheckedS3();
+  beforeAll(async () => {
+    await s3.start();
+    // The snapshot functions' S3 client, as on Lambda: bucket and credentials from the environment.
+    Object.assign(process.env, { WORKSPACE_BUCKET: BUCKET, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey });
+  }, 30_000);
+  afterAll(async () => {
+    await s3.stop();
+    for (const name of ['WORKSPACE_BUCKET', 'AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) delete process.env[name];
+  });
+
+  async function running(userId: string) {
+    const id = (await startAs(userId)).body.id as string;
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: envValue('ENROLLMENT_TOKEN'), body: { version: '1' }, params: { sandbox_id: id } });
+    return { id, key: checkIn.body.session_api_key as string };
+  }
+  const bridge = (entry: string, method: string, sb: { id: string; key: string }, body?: unknown) =>
+    invoke(`bridge/${entry}`, method, `/bridge/${entry}`, { key: sb.key, body, params: { sandbox_id: sb.id } });
+
+  it('issues its own presigned requests, moves the pointer only to an upload S3 has, and restores it', async () => {
+    const sb = await running('erin');
+    expect(envValue('SANDBOX_SNAPSHOTS')).toBe('1');
+    s3.intent = { sandboxId: sb.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+    expect((await bridge('snapshot-download.ts', 'GET', sb)).body).toEqual({ url: null, expires_at: null });
+
+    const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
+    writeFileSync(join(workspace, 'notes.md'), 'kept across a pause');
+    const grant = (await bridge('snapshot-upload.ts', 'POST', sb)).body;
+    expect(grant.key.startsWith(`sandboxes/${sb.id}/`)).toBe(true);
+    // Reported before it was uploaded (a kill mid-upload): refused, nothing becomes current.
+    expect((await bridge('snapshot-complete.ts', 'POST', sb, { key: grant.key })).status).toBe(409);
+    expect((await bridge('snapshot-download.ts', 'GET', sb)).body.url).toBeNull();
+
+    const packed = await packWorkspace(workspace);
+    await uploadSnapshot(grant, packed.file, packed.bytes);
+    packed.cleanup();
+    const done = await bridge('snapshot-complete.ts', 'POST', sb, { key: grant.key });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ key: grant.key, bytes: expect.any(Number) });
+    const { url } = (await bridge('snapshot-download.ts', 'GET', sb)).body;
+    const fresh = mkdtempSync(join(tmpdir(), 'ws-'));
+    await restoreWorkspace(url, fresh);
+    expect(readFileSync(join(fresh, 'notes.md'), 'utf8')).toBe('kept across a pause');
+    expect(s3.refusals).toEqual([]);
+  });
+
+  it("refuses another sandbox's keys, path tricks, and a foreign or missing session key", async () => {
+    const mine = await running('frank');
+    const theirs = await running('grace');
+    const theirGrant = (await bridge('snapshot-upload.ts', 'POST', theirs)).body;
+    expect((await bridge('snapshot-complete.ts', 'POST', mine, { key: theirGrant.key })).status).toBe(409);
+    expect((await bridge('snapshot-complete.ts', 'POST', mine, { key: `sandboxes/${mine.id}/../${theirs.id}/x.tar.gz` })).status).toBe(409);
+    expect((await bridge('snapshot-upload.ts', 'POST', { id: mine.id, key: theirs.key })).status).toBe(401);
+    expect((await bridge('snapshot-download.ts', 'GET', { id: theirs.id, key: 'sbx_wrong' })).status).toBe(401);
+    expect((await bridge('snapshot-complete.ts', 'POST', mine, {})).status).toBe(422);
   });
 });

@@ -96,6 +96,7 @@ describe('FargateSandboxRuntime.start', () => {
                 { name: 'SANDBOX_GENERATION', value: '1' },
                 { name: 'SANDBOX_MODE', value: 'run' },
                 { name: 'WORKSPACE_DIR', value: '/workspace' },
+                { name: 'SANDBOX_SNAPSHOTS', value: '1' },
                 { name: 'BRIDGE_URL', value: 'https://api.example.com' },
                 { name: 'ENROLLMENT_TOKEN', value: 'enr_one-time' },
               ],
