@@ -129,7 +129,8 @@ describe('Terminal (one persistent bash in a private tmux)', () => {
     const modules = realpathSync(join(repo, 'node_modules'));
     const out = execFileSync('bwrap', [
       '--ro-bind', '/usr', '/usr', '--ro-bind', '/lib', '/lib', '--ro-bind', '/lib64', '/lib64', '--ro-bind', '/bin', '/bin', '--ro-bind', '/etc', '/etc',
-      '--ro-bind', repo, repo, '--ro-bind', modules, modules, '--bind', ws, '/workspace', '--tmpfs', '/tmp',
+      // The private /tmp first: a checkout under /tmp (a CI clone) is bound over it, not hidden by it.
+      '--tmpfs', '/tmp', '--ro-bind', repo, repo, '--ro-bind', modules, modules, '--bind', ws, '/workspace',
       '--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--die-with-parent', '--chdir', repo, '--clearenv', '--setenv', 'PATH', '/usr/bin:/bin',
       process.execPath, '--import', 'tsx', '--input-type=module', '-e', script,
     ], { timeout: 30_000 }).toString();
