@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { hashKey, type ApiKeys } from '#shared/auth/api-keys.ts';
 import type { Principal } from '#shared/auth/model.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
+import { callerScheme } from '#shared/http/cors.ts';
 
 /**
  * The cookie that carries a browser session. Over https it is `__Host-acs_session`: browsers accept
@@ -12,11 +13,10 @@ export const sessionCookieName = (secure: boolean) => (secure ? '__Host-acs_sess
 
 /**
  * Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for
- * links). Without `x-forwarded-proto` it is https, the same rule as the wrapper's base URL, so the
- * cookie the sign-in sets is the one the authorizer reads (API Gateway always sends the header).
+ * links): the wrapper's rule, so the cookie the sign-in sets is the one the authorizer reads.
  */
 export function servedOverHttps(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : (headers['x-forwarded-proto'] ?? 'https') === 'https';
+  return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : callerScheme(headers) === 'https';
 }
 
 /** The session token a request carries, under the cookie name for how it was served. */

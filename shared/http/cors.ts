@@ -60,10 +60,16 @@ export function originVerdict(
   return read && headers['sec-fetch-site'] === 'same-origin' ? 'same-origin-read' : 'refused';
 }
 
+/**
+ * The scheme the caller used: `x-forwarded-proto`, which API Gateway and the local gateway set, else
+ * https. The one rule for base URLs, own origins and the session cookie's name, so they never disagree.
+ */
+export const callerScheme = (headers: Record<string, string | undefined>): string => headers['x-forwarded-proto'] ?? 'https';
+
 /** This API's own origins: as the caller reached it (proto + Host) and `PUBLIC_BASE_URL`. */
 export function selfOrigins(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): string[] {
   const out: string[] = [];
-  if (headers['host']) out.push(`${headers['x-forwarded-proto'] ?? 'https'}://${headers['host']}`);
+  if (headers['host']) out.push(`${callerScheme(headers)}://${headers['host']}`);
   if (env.PUBLIC_BASE_URL) out.push(new URL(env.PUBLIC_BASE_URL).origin);
   return out;
 }

@@ -12,6 +12,7 @@ import {
   unsupportedMediaType,
   type ValidationIssue,
 } from '#shared/http/errors.ts';
+import { callerScheme } from '#shared/http/cors.ts';
 import { Reply, type Operation } from '#shared/http/operation.ts';
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
@@ -92,7 +93,7 @@ function readBody(event: ApiEvent, limit: number): unknown {
 function baseUrlOf(event: ApiEvent, headers: Record<string, string>): string {
   if (process.env.PUBLIC_BASE_URL) return process.env.PUBLIC_BASE_URL.replace(/\/+$/, '');
   const host = headers['host'] ?? event.requestContext?.domainName ?? 'localhost';
-  return `${headers['x-forwarded-proto'] ?? 'https'}://${host}`;
+  return `${callerScheme(headers)}://${host}`;
 }
 
 /** Runs one operation on one event: auth check, parsing, validation, error mapping, a log line. */
