@@ -172,7 +172,7 @@ describe('who may open a stream', () => {
   });
 
   it('refuses a user API key in the URL, even the owner\'s own', async () => {
-    for (const query of [{ session_api_key: stack.devKey }, { api_key: stack.devKey, session_api_key: scoped }]) {
+    for (const query of [{ session_api_key: stack.devKey }, { api_key: stack.devKey, session_api_key: scoped }] as Record<string, string>[]) {
       await refusedWith(stream({ resend_all: 'true', ...query }), CLOSE.forbidden, REFUSALS.userKeyInUrl);
     }
     // In a header (a CLI client), as on every route.
