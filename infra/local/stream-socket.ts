@@ -1,16 +1,20 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { RouteDef } from '#shared/http/route.ts';
 import { logger } from '#shared/logging.ts';
+import { routes } from '#shared/routes.ts';
+import { relayClientMessage } from '#shared/stream/client-messages.ts';
 import type { StreamGrant, StreamRefusal } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
+import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
 /** How often the server pings each client; one unanswered ping ends the connection (4408). */
 export const DEFAULT_PING_MS = 30_000;
-/** Clients send nothing the stream reads; a bigger frame than this closes the socket (1009). */
-const MAX_CLIENT_FRAME = 64 * 1024;
+/** Clients send user messages at most; a bigger frame than this closes the socket (1009). */
+const MAX_CLIENT_FRAME = 1024 * 1024;
 
 export interface EventStreamOptions {
   services: LocalServices;
@@ -35,6 +39,9 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
+  // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
+  const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
+  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters);
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -82,8 +89,20 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     }, pingMs);
     pinger.unref();
     ws.on('pong', () => (answered = true));
-    // The stream is one-way: client frames are read by no one (ws answers pings on its own).
-    ws.on('message', () => {});
+    // User messages, relayed one after the other in the order sent (ws answers pings on its own).
+    let relaying = Promise.resolve();
+    ws.on('message', (data, isBinary) => {
+      relaying = relaying
+        .then(async () => {
+          if (ws.readyState !== ws.OPEN) return;
+          const outcome = await relayClientMessage(isBinary ? '' : String(data), conversation, relayServices);
+          if (outcome) ws.close(outcome.code, outcome.reason);
+        })
+        .catch((err: unknown) => {
+          logger.error('stream.relay-failed', { conversationId: conversation.conversationId, error: err as Error });
+          ws.close(CLOSE.internalError, 'Internal error');
+        });
+    });
     let subscription: StreamSubscription | undefined;
     let closed = false;
     ws.on('close', () => {
@@ -95,6 +114,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     const client = {
       send: (message: string) => new Promise<void>((resolve, reject) => ws.send(message, (err) => (err ? reject(err) : resolve()))),
       fail: (err: unknown) => {
+        if (ws.readyState !== ws.OPEN) return; // the client left mid-send: nothing failed
         logger.error('stream.delivery-failed', { conversationId: conversation.conversationId, error: err as Error });
         ws.close(CLOSE.internalError, 'Delivery failed');
       },

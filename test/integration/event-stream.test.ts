@@ -25,7 +25,7 @@ const clients: StreamClient[] = [];
 
 beforeAll(async () => {
   stack = await startTestStack({ streamPingMs: PING_MS });
-  llm = await startScriptedLlm([reply.finish('ready')]);
+  llm = await startScriptedLlm([reply.finish('ready'), reply.finish('heard you')]);
   await stack.call('POST', '/api/settings', { body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl } });
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
@@ -58,6 +58,27 @@ const seqs = (c: StreamClient) => c.messages.map((m) => m.seq);
 const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 
 describe('the event stream', () => {
+  // First: the agent numbers its own events, so it talks before the tests below post theirs.
+  it('relays a user message the client sends on the socket (as the OpenHands UI does) to the agent, whose events then arrive', async () => {
+    const c = stream({ resend_all: 'true', session_api_key: scoped });
+    await c.until(await committed());
+    const before = c.last();
+    c.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'over the socket' }], run: true }));
+    await waitFor(async () => c.messages, (ms) => ms.some((m) => m.kind === 'MessageEvent' && m.source === 'user' && JSON.stringify(m).includes('over the socket')), 30_000, 'the relayed message');
+    await waitFor(() => conversation(stack, cid), (v) => v.execution_status === 'finished', 30_000, 'finished again');
+    expect(c.messages.some((m) => m.seq > before && JSON.stringify(m).includes('heard you'))).toBe(true);
+    expect(seqs(c)).toEqual(range(1, c.last()));
+    // Not a user message: closed with the reason, nothing relayed.
+    c.ws.send(JSON.stringify({ role: 'assistant', content: [] }));
+    expect(await c.closed).toMatchObject({ code: CLOSE.invalidMessage, reason: expect.stringContaining('role') });
+    const garbage = stream({ session_api_key: scoped });
+    await garbage.opened;
+    garbage.ws.send('not json');
+    expect((await garbage.closed).code).toBe(CLOSE.invalidMessage);
+    // The agent is done: its events are all in (the tests below number theirs after them).
+    await waitFor(async () => [await committed(), (await allEvents(stack, cid)).length], ([a, b]) => a === b, 10_000, 'settled');
+  }, 60_000);
+
   it('with resend_all sends every stored event in order with its seq, then each new one as it is ingested', async () => {
     const stored = await allEvents(stack, cid);
     expect(stored.length).toBeGreaterThan(0);
@@ -195,7 +216,9 @@ describe('who may open a stream', () => {
     // That key does open its own conversation.
     const own = stream({ session_api_key: mineKey }, undefined, mine);
     await own.opened;
-    await own.close();
+    // A message to a conversation without a sandbox: the route's own refusal, as the close.
+    own.ws.send(JSON.stringify({ content: [{ type: 'text', text: 'anyone there?' }] }));
+    expect(await own.closed).toMatchObject({ code: 4409, reason: expect.stringContaining('no sandbox') });
     await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': bobKey }), CLOSE.notFound, REFUSALS.notFound);
     await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': stack.devKey }, bobs), CLOSE.notFound, REFUSALS.notFound);
     const bobScoped = await stack.services.conversationKeys.mint('bob', bobs, 1);
