@@ -168,6 +168,11 @@ describe('the event stream', () => {
     const fetched = await stack.call('GET', ref!.href as string, { key: scoped });
     expect(fetched.status).toBe(200);
     expect(fetched.body.items).toEqual([big]);
+    // A hostile agent's own "EventReference", pointing clients (and their key) elsewhere: sent as the server's reference.
+    const spoof = { ...ev(), kind: 'EventReference', href: 'https://evil.example/collect', event_kind: 'MessageEvent', bytes: 10 };
+    await post(end + 3, [spoof]);
+    await c.until(end + 3);
+    expect(c.messages[2]).toMatchObject({ kind: 'EventReference', id: spoof.id, seq: end + 3, event_kind: 'EventReference', href: `/api/v1/events/search?conversation_id__eq=${cid}&after_seq=${end + 2}&limit=1` });
     await c.close();
   });
 });
@@ -225,10 +230,21 @@ describe('who may open a stream', () => {
     await refusedWith(stream({ session_api_key: bobScoped }), CLOSE.forbidden, REFUSALS.otherConversation);
     // Bob cannot get a ticket for it either.
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: bobKey })).status).toBe(404);
-    // Revoked: the key handed out before stops opening the stream.
+    // Revoked: the key handed out before stops opening the stream, and a stream it opened is closed.
+    const held = stream({ session_api_key: mineKey }, undefined, mine);
+    await held.opened;
     const revoked = await stack.call('POST', `/api/v1/app-conversations/${mine}/session-api-key/revoke`);
     expect(revoked.status).toBe(200);
     await refusedWith(stream({ session_api_key: mineKey }, undefined, mine), CLOSE.unauthorized);
+    expect(await held.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
+    // A ticket's stream ends with its conversation.
+    const ticket = (await stack.call('POST', `/api/v1/app-conversations/${mine}/stream-tickets`)).body.ticket as string;
+    const ticketed = stream({ ticket }, undefined, mine);
+    await ticketed.opened;
+    await new Promise((r) => setTimeout(r, PING_MS * 2));
+    expect(ticketed.ws.readyState).toBe(ticketed.ws.OPEN);
+    expect((await stack.call('DELETE', `/api/conversations/${mine}`)).status).toBe(200);
+    expect(await ticketed.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
     await refusedWith(stream({}, { 'x-session-api-key': stack.devKey }, 'not-a-uuid'), CLOSE.badRequest);
   });
 
@@ -251,6 +267,11 @@ describe('who may open a stream', () => {
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: sandboxKey })).status).toBe(401);
     // A conversation key does not mint tickets (it opens the stream itself).
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: scoped })).status).toBe(403);
+  });
+
+  it("refuses the sandbox's own key (a hostile agent on loopback), in the URL or in a header", async () => {
+    await refusedWith(stream({ resend_all: 'true', session_api_key: sandboxKey }), CLOSE.unauthorized);
+    await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': sandboxKey }), CLOSE.unauthorized);
   });
 
   it('answers other paths with a plain 404 and takes no upgrade there', async () => {

@@ -6,7 +6,7 @@ import { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
-import { authorizeStream, REFUSALS, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
+import { authorizeStream, REFUSALS, StreamAccess, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, MAX_MESSAGE_BYTES, startAfter, streamMessage, streamQuerySchema, type EventReference } from '#shared/stream/messages.ts';
 import type { StreamTicketRecord, StreamTicketStore } from '#shared/stream/ticket-store.ts';
@@ -30,6 +30,13 @@ describe('stream messages', () => {
     expect(ref).toMatchObject({ kind: 'EventReference', id: 'e2', source: 'agent', timestamp: big.timestamp, seq: 12, event_kind: 'MessageEvent' });
     expect(ref.bytes).toBeGreaterThan(MAX_MESSAGE_BYTES);
     expect(ref.href).toBe(`/api/v1/events/search?conversation_id__eq=${CID}&after_seq=11&limit=1`);
+  });
+
+  it('never passes on an EventReference the agent wrote: its href could point a client, with its key, anywhere', () => {
+    const spoof = event(3, { kind: 'EventReference', href: 'https://evil.example/collect', bytes: 1 });
+    const ref = JSON.parse(streamMessage(CID, 5, spoof)) as EventReference;
+    expect(ref.href).toBe(`/api/v1/events/search?conversation_id__eq=${CID}&after_seq=4&limit=1`);
+    expect(ref.event_kind).toBe('EventReference');
   });
 
   it('counts bytes, not characters, at the boundary', () => {
@@ -185,6 +192,25 @@ describe('authorizeStream', () => {
     expect(refused(await open(deps, { ticket: forged }))).toMatchObject({ status: 401 });
     expect(await open(deps, { ticket: real.ticket })).toMatchObject({ allowed: true, via: 'ticket' });
     await expect(deps.tickets.issue('alice', 'c'.repeat(32))).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('keeps an open stream only while its credentials still hold (session ended: no longer)', async () => {
+    const { deps } = world();
+    const { allowedOrigins, ...rest } = deps;
+    const access = new StreamAccess(rest);
+    const { record } = await deps.apiKeys.create('alice', 'k');
+    const { token } = await deps.sessions.create('alice', record.keyId);
+    const input = { conversationId: CID, query: {}, headers: { host: 'api.example', 'x-forwarded-proto': 'https', cookie: `__Host-acs_session=${token}`, origin: 'https://ui.example' } };
+    const grant = await access.authorize(input, allowedOrigins);
+    if (!grant.allowed) throw new Error(grant.reason);
+    expect(await access.stillValid(grant, input, allowedOrigins)).toBe(true);
+    await deps.sessions.end(token);
+    expect(await access.stillValid(grant, input, allowedOrigins)).toBe(false);
+    // A ticket's stream: while the conversation is the user's.
+    const { ticket } = await deps.tickets.issue('alice', CID);
+    const byTicket = await access.authorize({ ...input, query: { ticket }, headers: {} }, allowedOrigins);
+    if (!byTicket.allowed) throw new Error(byTicket.reason);
+    expect(await access.stillValid(byTicket, { ...input, query: { ticket }, headers: {} }, allowedOrigins)).toBe(true);
   });
 
   it('keeps every reason within a close frame (123 bytes)', () => {
