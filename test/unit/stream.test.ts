@@ -278,23 +278,6 @@ describe('LocalEventHub', () => {
     expect(hub.size).toBe(0);
   });
 
-  it('resumes after a position with no gap and no duplicate; starts at the end without resend', async () => {
-    const store = new MemoryEvents();
-    const hub = new LocalEventHub(() => store);
-    await store.append(ref, 1, [1, 2, 3, 4, 5].map((n) => event(n)));
-    const got: number[] = [];
-    const client = { send: async (m: string) => void got.push(JSON.parse(m).seq), fail: () => {} };
-    const resumed = await hub.subscribe(ref, () => 3, client);
-    const fresh = await hub.subscribe(ref, (end) => end, { send: async (m) => void got.push(100 + JSON.parse(m).seq), fail: () => {} });
-    await store.append(ref, 6, [event(6)]);
-    await hub.committed(ref, 6);
-    await vi_waitFor(() => got.length === 4);
-    expect(got.filter((n) => n < 100)).toEqual([4, 5, 6]);
-    expect(got.filter((n) => n > 100)).toEqual([106]);
-    resumed.close();
-    fresh.close();
-  });
-
   it('ends a subscription whose client fails, and sends nothing more to it', async () => {
     const store = new MemoryEvents();
     const hub = new LocalEventHub(() => store);
