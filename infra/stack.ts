@@ -174,6 +174,7 @@ export class ConversationServiceStack extends Stack {
       new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
     }
     new CfnOutput(this, 'ClusterArn', { value: this.sandboxes.cluster.clusterArn, description: 'ECS cluster of the sandboxes' });
+    new CfnOutput(this, 'WorkspaceBucketName', { value: this.sandboxes.workspaces.bucketName, description: 'S3 bucket of workspace snapshots (retained)' });
     new CfnOutput(this, 'SecretsKeyId', { value: this.secretsKey.keyId, description: 'KMS key that seals secrets' });
     new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
     new CfnOutput(this, 'FailedInvocationsQueueUrl', { value: this.failureQueue.queueUrl, description: 'Events that failed after their retries' });

@@ -66,7 +66,8 @@ type AwsErrorKind = 'throttled' | 'capacity' | 'other';
 const errorKind = (err: unknown): AwsErrorKind => {
   const name = (err as { name?: string })?.name ?? '';
   const message = (err as { message?: string })?.message ?? '';
-  if (/Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded/i.test(`${name} ${message}`)) return 'throttled';
+  // "Too many concurrent attempts to create a new revision": two first starts of one image registering at once.
+  if (/Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded|Too many concurrent attempts/i.test(`${name} ${message}`)) return 'throttled';
   if (/capacity|ServerException/i.test(`${name} ${message}`)) return 'capacity';
   return 'other';
 };

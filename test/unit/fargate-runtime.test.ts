@@ -173,6 +173,13 @@ describe('FargateSandboxRuntime.start', () => {
     expect(err!.detail).toBe('AWS is throttling sandbox starts (ThrottlingException: Rate exceeded)');
   });
 
+  it('concurrent registrations of one image family are retried like throttling', async () => {
+    aws.ecs.on(RegisterTaskDefinitionCommand).rejects(failWith('ClientException', 'Too many concurrent attempts to create a new revision of the specified family.'));
+    const err = await startError(request({ options: { image: { kind: 'runtime', uri: 'ghcr.io/acme/sandbox:1' } } }));
+    expect(err!.retryable).toBe(true);
+    expect(err!.detail).toBe('AWS is throttling sandbox starts (ClientException: Too many concurrent attempts to create a new revision of the specified family.)');
+  });
+
   it('no capacity (RunTask failures) is retryable and names the capacity that was missing', async () => {
     aws.ecs.on(RunTaskCommand).resolves(noCapacity);
     const err = await startError(request());
