@@ -14,8 +14,10 @@ export class SandboxHousekeeping extends SandboxRecords {
    * were already paused, failed or deleted are left alone, so a repeated event does no harm.
    */
   async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
+    // A Spot task is out of ListTasks from the interruption on, so a sweep may have called it MISSING first.
+    const current = (rec: SandboxRecord) => rec.generation === event.generation && (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
     const t = await this.transition(event.sandboxId, (rec) =>
-      rec.generation !== event.generation || !isLive(rec.status) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
+      !current(rec) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
     );
     if (!t?.changed) return undefined;
     if (t.record.status === 'ERROR') logger.warn('sandbox.failed', { sandboxId: event.sandboxId, userId: t.record.userId, detail: event.detail });

@@ -167,8 +167,8 @@ export class SandboxService extends SandboxRecords {
       // webhook hands out the user's secrets. Clients use conversation-scoped keys instead.
       session_api_key: null,
       exposed_urls: running ? [] : null,
-      // A runtime's notice (e.g. on-demand instead of Spot, images that apply only on AWS) while nothing is wrong.
-      detail: rec.detail ?? rec.runtimeState?.[NOTICE_STATE] ?? null,
+      // A runtime's notice about the running generation (on-demand instead of Spot, images that apply only on AWS).
+      detail: rec.detail ?? (isLive(rec.status) ? rec.runtimeState?.[NOTICE_STATE] : undefined) ?? null,
       // The process runtime records how it contained the last start; Fargate tasks always are.
       contained: rec.runtimeState?.containment !== 'none',
       created_at: rec.createdAt,

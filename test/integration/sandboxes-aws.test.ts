@@ -201,6 +201,22 @@ describe('sandboxes on the AWS path', () => {
     const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${spot}/resume`, { userId: 'carol', params: { sandbox_id: spot } });
     expect(resume.status).toBe(200);
     expect((await getAs('carol', spot)).status).toBe('STARTING');
+
+    // The interrupted task left ListTasks before its STOPPED event, and a sweep called it MISSING: still PAUSED.
+    const store = new DynamoSandboxStore();
+    const missing = async () => {
+      const id = (await startAs('carol')).body.id as string;
+      const rec = (await store.get(id))!;
+      await store.update(id, rec.version, { status: 'MISSING', detail: 'The sandbox process or task no longer exists', liveShard: null, liveUserId: null, enrollmentHash: null });
+      return id;
+    };
+    const swept = await missing();
+    await ecsEvent('stopped-spot.json', swept, 1);
+    expect(await getAs('carol', swept)).toMatchObject({ status: 'PAUSED', detail: expect.stringMatching(/^Paused: Fargate Spot reclaimed/) });
+    // A crash reported after MISSING changes nothing: only an interruption is known to be resumable.
+    const crashed2 = await missing();
+    await ecsEvent('stopped-crash.json', crashed2, 1);
+    expect((await getAs('carol', crashed2)).status).toBe('MISSING');
   });
 
   it('pauses with StopTask and resumes with a new generation and a new token', async () => {
