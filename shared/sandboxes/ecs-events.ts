@@ -24,16 +24,16 @@ export const IMAGE_CHECK_EXIT: Record<number, string> = {
 };
 
 /** Why a user's image could not run, named from ECS's reasons and the program's exit code; undefined when it is not the image. */
-function imageProblem(text: string, exitCode: number | undefined): string | undefined {
+function imageProblem(text: string, exitCode: number | undefined, shown: string): string | undefined {
   if (exitCode !== undefined && IMAGE_CHECK_EXIT[exitCode]) return IMAGE_CHECK_EXIT[exitCode];
   if (/exec format error|does not match the specified platform|no matching manifest|platform.*(arm64|linux\/arm)/i.test(text)) {
-    return `The sandbox image is not built for linux/arm64 (sandbox tasks run on ARM64; many public images are amd64 only): ${text.trim()}`;
+    return `The sandbox image is not built for linux/arm64 (sandbox tasks run on ARM64; many public images are amd64 only): ${shown}`;
   }
   if (/\/opt\/acs\/node.*no such file|no such file.*\/opt\/acs\/node/i.test(text)) {
-    return `The sandbox image has no glibc (e.g. Alpine's musl), which the sandbox program's Node needs: use a glibc-based image (Debian, Ubuntu, ...): ${text.trim()}`;
+    return `The sandbox image has no glibc (e.g. Alpine's musl), which the sandbox program's Node needs: use a glibc-based image (Debian, Ubuntu, ...): ${shown}`;
   }
   if (/CannotPullContainer|pull image|ImagePull|pull access denied|manifest unknown|not found: manifest/i.test(text)) {
-    return `The sandbox image could not be pulled: ${text.trim()}`;
+    return `The sandbox image could not be pulled: ${shown}`;
   }
   return undefined;
 }
@@ -48,7 +48,7 @@ function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
       : container?.reason
         ? ` (${container.reason})`
         : '';
-  const image = imageProblem(`${reason} ${container?.reason ?? ''}`, container?.exitCode);
+  const image = imageProblem(`${reason} ${container?.reason ?? ''}`, container?.exitCode, container?.reason ?? reason);
   if (image) return image;
   switch (d.stopCode) {
     case 'TaskFailedToStart':

@@ -331,6 +331,27 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     expect(await s3.keys(`sandboxes/${other.id}/`)).toEqual([otherGrant.key]);
   });
 
+  it('a program that asks for uploads and never completes them gets a 429 once its prefix is full; a completed snapshot makes room', async () => {
+    const sb = await running('mallory');
+    s3.intent = { sandboxId: sb.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+    const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
+    writeFileSync(join(workspace, 'junk.bin'), 'x'.repeat(1000));
+    const packed = await packWorkspace(workspace);
+    const grants = [];
+    for (let i = 0; i < 4; i++) {
+      const grant = (await bridge('snapshot-upload.ts', 'POST', sb)).body;
+      await uploadSnapshot(grant, packed.file, packed.bytes);
+      grants.push(grant);
+    }
+    const refused = await bridge('snapshot-upload.ts', 'POST', sb);
+    expect(refused.status).toBe(429);
+    expect(refused.body.detail).toBe('Too many snapshots of this sandbox are pending: complete one first');
+    expect((await bridge('snapshot-complete.ts', 'POST', sb, { key: grants[3].key })).status).toBe(200);
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grants[3].key]);
+    expect((await bridge('snapshot-upload.ts', 'POST', sb)).status).toBe(200);
+    packed.cleanup();
+  });
+
   it("refuses another sandbox's keys, path tricks, and a foreign or missing session key", async () => {
     const mine = await running('frank');
     const theirs = await running('grace');
