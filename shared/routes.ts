@@ -705,7 +705,7 @@ export const routes = [
     auth: 'sandbox',
     summary:
       'Bridge: a presigned, size-bounded, short-lived POST for a new snapshot key under this sandbox\'s own prefix. ' +
-      '409 where workspaces are directories (locally).',
+      '429 while its prefix holds 4 objects (uploads granted and never completed); 409 where workspaces are directories (locally).',
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
