@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 
 /**
  * The deployment's configuration: CDK context keys (in cdk.json, or `-c key=value` on the command
@@ -8,17 +9,6 @@ import * as z from 'zod';
 
 /** CloudWatch Logs accepts only these retention periods. */
 export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
-
-/** Fargate's valid memory sizes (MiB) for each CPU size (CPU units). */
-const FARGATE_MEMORY: Record<number, { min: number; max: number; step: number }> = {
-  256: { min: 512, max: 2048, step: 512 },
-  512: { min: 1024, max: 4096, step: 1024 },
-  1024: { min: 2048, max: 8192, step: 1024 },
-  2048: { min: 4096, max: 16384, step: 1024 },
-  4096: { min: 8192, max: 30720, step: 1024 },
-  8192: { min: 16384, max: 61440, step: 4096 },
-  16384: { min: 32768, max: 122880, step: 8192 },
-};
 
 const fromJson = (value: unknown) => {
   if (typeof value !== 'string') return value;
@@ -40,21 +30,15 @@ const specSchema = z
     memory: z.number().int(),
     /** Fargate Spot for this spec; defaults to the `sandboxSpot` key. */
     spot: z.boolean().optional(),
+    /** With Spot: start on on-demand Fargate when Spot has no capacity (the sandbox's record says so). */
+    spotFallback: z.boolean().default(false),
     command: z.array(z.string()).nullable().default(null),
     initialEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
     workingDir: z.string().startsWith('/').default('/workspace'),
   })
   .superRefine((spec, ctx) => {
-    const range = FARGATE_MEMORY[spec.cpu];
-    if (!range) {
-      ctx.addIssue({ code: 'custom', path: ['cpu'], message: `Fargate cpu must be one of ${Object.keys(FARGATE_MEMORY).join(', ')}` });
-    } else if (spec.memory < range.min || spec.memory > range.max || (spec.memory - range.min) % range.step !== 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['memory'],
-        message: `with cpu ${spec.cpu}, Fargate memory must be ${range.min}..${range.max} in steps of ${range.step}`,
-      });
-    }
+    const problem = fargateSizeProblem(spec.cpu, spec.memory);
+    if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
   });
 
 export const configSchema = z.object({
@@ -72,7 +56,7 @@ export const configSchema = z.object({
       .array(specSchema)
       .min(1)
       .refine((specs) => new Set(specs.map((s) => s.id)).size === specs.length, 'spec ids must be unique'),
-  ).default([{ id: 'default', cpu: 1024, memory: 2048, command: null, initialEnv: {}, workingDir: '/workspace' }]),
+  ).default([{ id: 'default', cpu: 1024, memory: 2048, spotFallback: false, command: null, initialEnv: {}, workingDir: '/workspace' }]),
   logRetentionDays: z.coerce
     .number()
     .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), `one of ${LOG_RETENTION_DAYS.join(', ')}`)

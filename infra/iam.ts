@@ -1,7 +1,6 @@
 import { ArnFormat, Stack } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { ICluster } from 'aws-cdk-lib/aws-ecs';
-import type { IFileSystem } from 'aws-cdk-lib/aws-efs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
@@ -30,11 +29,10 @@ export interface GrantTargets {
   secretsKey: IKey;
   sandbox: {
     cluster: ICluster;
-    /** Every sandbox task-definition family (the specs' and any per-sandbox revision) starts with this. */
+    /** Every sandbox task-definition family (the specs' and those of users' images) starts with this. */
     familyPrefix: string;
     /** The sandbox task and execution roles: the only roles a function may pass. */
     roles: IRole[];
-    fileSystem: IFileSystem;
     /** Workspace snapshots, one prefix per sandbox under `sandboxes/`. */
     workspaces: IBucket;
   };
@@ -53,8 +51,6 @@ const ecsArn = (stack: Stack, resource: string, resourceName: string) =>
   stack.formatArn({ service: 'ecs', resource, resourceName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
 const clusterTasks = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task', `${t.sandbox.cluster.clusterName}/*`)];
 const sandboxFamilies = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task-definition', `${t.sandbox.familyPrefix}*:*`)];
-const accessPoints = (stack: Stack) =>
-  stack.formatArn({ service: 'elasticfilesystem', resource: 'access-point', resourceName: '*', arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
 const passSandboxRoles: Grant = {
   actions: ['iam:PassRole'],
   resources: (t) => t.sandbox.roles.map((r) => r.roleArn),
@@ -72,7 +68,7 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['ecs:RunTask'],
       resources: sandboxFamilies,
       conditions: inCluster,
-      wildcard: 'Per-sandbox task-definition revisions are registered at run time: any revision of a family under this stack\'s sandbox prefix, in the sandbox cluster only.',
+      wildcard: 'Task definitions of users\' images are registered at run time: any revision of a family under this stack\'s sandbox prefix, in the sandbox cluster only.',
     },
     {
       // RunTask with tags (startedBy is not a tag; `tags` are) needs TagResource on the new task.
@@ -91,31 +87,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     { actions: ['ecs:ListTasks'], resources: () => ['*'], conditions: inCluster, wildcard: 'ListTasks takes no task resource; the ecs:cluster condition limits it to the sandbox cluster.' },
   ],
   'ecs:task-definitions': [
-    // Register/Deregister/DescribeTaskDefinition take no resource-level permissions in IAM.
-    // Describe is needed to copy a spec's container definition into the per-sandbox revision.
+    // Register/DescribeTaskDefinition take no resource-level permissions in IAM. Describe reads a
+    // spec's definition (to copy it for a user's image) and finds an image's definition by family.
     {
-      actions: ['ecs:RegisterTaskDefinition', 'ecs:DeregisterTaskDefinition', 'ecs:DescribeTaskDefinition'],
+      actions: ['ecs:RegisterTaskDefinition', 'ecs:DescribeTaskDefinition'],
       resources: () => ['*'],
-      wildcard: 'ECS task-definition registration, deregistration and description accept no resource ARN in IAM.',
-    },
-    {
-      // RegisterTaskDefinition with tags (the per-sandbox revision is tagged with its sandbox id)
-      // needs TagResource on the new revision: tag-on-create, like RunTask's above.
-      actions: ['ecs:TagResource'],
-      resources: sandboxFamilies,
-      conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RegisterTaskDefinition' } }),
-      wildcard: 'Tags a task-definition revision while RegisterTaskDefinition creates it; revisions are numbered at run time, the ARN is limited to this stack\'s sandbox families.',
+      wildcard: 'ECS task-definition registration and description accept no resource ARN in IAM.',
     },
     passSandboxRoles,
-  ],
-  'efs:access-points': [
-    { actions: ['elasticfilesystem:CreateAccessPoint'], resources: (t) => [t.sandbox.fileSystem.fileSystemArn] },
-    {
-      // Access-point ARNs do not name their file system, so these cannot be narrowed to ours.
-      actions: ['elasticfilesystem:DeleteAccessPoint', 'elasticfilesystem:DescribeAccessPoints', 'elasticfilesystem:TagResource'],
-      resources: (t, stack) => [t.sandbox.fileSystem.fileSystemArn, accessPoints(stack)],
-      wildcard: 'One access point per sandbox is created at run time, and access-point ARNs do not name their file system.',
-    },
   ],
   's3:workspaces': [
     {

@@ -70,7 +70,6 @@ export class ConversationServiceStack extends Stack {
         cluster: this.sandboxes.cluster,
         familyPrefix: this.sandboxes.familyPrefix,
         roles: [this.sandboxes.taskRole, this.sandboxes.executionRole],
-        fileSystem: this.sandboxes.fileSystem,
         workspaces: this.sandboxes.workspaces,
       },
     };
@@ -81,7 +80,6 @@ export class ConversationServiceStack extends Stack {
       ECS_CLUSTER_ARN: this.sandboxes.cluster.clusterArn,
       SANDBOX_SUBNET_IDS: this.sandboxes.vpc.publicSubnets.map((s) => s.subnetId).join(','),
       SANDBOX_SECURITY_GROUP_ID: this.sandboxes.securityGroup.securityGroupId,
-      SANDBOX_FILE_SYSTEM_ID: this.sandboxes.fileSystem.fileSystemId,
       WORKSPACE_BUCKET: this.sandboxes.workspaces.bucketName,
       SANDBOX_TASK_ROLE_ARN: this.sandboxes.taskRole.roleArn,
       SANDBOX_EXECUTION_ROLE_ARN: this.sandboxes.executionRole.roleArn,
@@ -176,6 +174,7 @@ export class ConversationServiceStack extends Stack {
       new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
     }
     new CfnOutput(this, 'ClusterArn', { value: this.sandboxes.cluster.clusterArn, description: 'ECS cluster of the sandboxes' });
+    new CfnOutput(this, 'WorkspaceBucketName', { value: this.sandboxes.workspaces.bucketName, description: 'S3 bucket of workspace snapshots (retained)' });
     new CfnOutput(this, 'SecretsKeyId', { value: this.secretsKey.keyId, description: 'KMS key that seals secrets' });
     new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
     new CfnOutput(this, 'FailedInvocationsQueueUrl', { value: this.failureQueue.queueUrl, description: 'Events that failed after their retries' });

@@ -5,17 +5,17 @@
  *
  * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_SNAPSHOTS=1
  * (AWS: the workspace is restored from its snapshot at start, saved after agent steps that changed
- * files and at stop, through the bridge's presigned requests); SANDBOX_MODE=wipe
- * empties the workspace and exits (the Fargate runtime's delete); POLL_WAIT_SECONDS and, locally,
+ * files and at stop, through the bridge's presigned requests); SANDBOX_IMAGE_CHECK=1 (a user's image:
+ * exits with a code naming what the agent needs and the image lacks); POLL_WAIT_SECONDS and, locally,
  * SANDBOX_PARENT_PID (the server: the program exits when it is gone) or, contained (bubblewrap,
  * Seatbelt) where the server cannot be seen, SANDBOX_PARENT_STDIN=1 (stdin is a pipe the server
  * holds: its end means the server is gone, even after a kill -9) optionally.
  */
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
 import { CONVERSATION_COMMANDS } from './conversation-commands.ts';
+import { missingTool } from './image-check.ts';
 import { Snapshotter } from './snapshots.ts';
 
 export const VERSION = '0.1.0';
@@ -76,18 +76,6 @@ export async function dispatch(command: BridgeCommand, ctx: SandboxContext, hand
   }
 }
 
-/** Empties the workspace (the directory itself stays: on AWS it is the access point's root). */
-function wipe(dir: string): void {
-  let entries: string[] = [];
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of entries) rmSync(join(dir, name), { recursive: true, force: true });
-  log('info', 'Workspace wiped', { entries: entries.length });
-}
-
 function required(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set`);
@@ -98,9 +86,12 @@ function required(name: string): string {
 export async function runSandbox(): Promise<number> {
   const sandboxId = required('SANDBOX_ID');
   const workspaceDir = required('WORKSPACE_DIR');
-  if (process.env.SANDBOX_MODE === 'wipe') {
-    wipe(workspaceDir);
-    return 0;
+  if (process.env.SANDBOX_IMAGE_CHECK === '1') {
+    const missing = missingTool();
+    if (missing) {
+      log('error', 'The sandbox image lacks a tool the agent needs', { tool: missing.tool });
+      return missing.exitCode;
+    }
   }
   const bridgeUrl = required('BRIDGE_URL').replace(/\/+$/, '');
   const enrollmentToken = required('ENROLLMENT_TOKEN');

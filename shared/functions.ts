@@ -13,7 +13,7 @@ export interface EventFunctionDef extends Declaration {
   async: boolean;
 }
 
-const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
+const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 's3:workspaces'] as const;
 
 /**
  * The HTTP API's REQUEST authorizer: it reads a key and records its last use (UpdateItem), reads

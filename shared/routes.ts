@@ -48,8 +48,8 @@ const legacyConversationReads = {
   capabilities: ['seal', 'unseal'],
 } as const;
 const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
-/** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
-const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
+/** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
+const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
@@ -181,7 +181,8 @@ export const routes = [
       'Start a sandbox (STARTING until the program inside checks in). If the caller already has MAX_RUNNING_SANDBOXES ' +
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
-    tables: { sandboxes: 'write' },
+    // The user's sandbox images and resource factor.
+    tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
     query: z.object({ sandbox_spec_id: z.string().min(1).max(255).optional() }),
     response: sandboxInfoSchema,
@@ -211,7 +212,8 @@ export const routes = [
       'Start the sandbox again on the same workspace; resuming a running sandbox changes nothing. Sandboxes paused to ' +
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
-    tables: { sandboxes: 'write' },
+    // The user's sandbox images and resource factor.
+    tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
     params: sandboxParams,
     response: successSchema,
@@ -226,7 +228,8 @@ export const routes = [
     summary: 'Stop the sandbox and remove its workspace and record',
     tag: 'sandboxes',
     tables: { sandboxes: 'write', commands: 'write' },
-    capabilities: sandboxLaunch,
+    // Its snapshots go with it.
+    capabilities: [...sandboxLaunch, 's3:workspaces'],
     params: sandboxParams,
     response: successSchema,
     timeoutSeconds: 30,
@@ -716,7 +719,7 @@ export const routes = [
     auth: 'sandbox',
     summary:
       'Bridge: a presigned, size-bounded, short-lived POST for a new snapshot key under this sandbox\'s own prefix. ' +
-      '409 where workspaces are directories (locally).',
+      '429 while its prefix holds 4 objects (uploads granted and never completed); 409 where workspaces are directories (locally).',
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],

@@ -10,6 +10,7 @@ import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
 import { SandboxService } from '#shared/sandboxes/service.ts';
 import { SettingsService } from '#shared/settings/service.ts';
 import { StreamAccess } from '#shared/stream/access.ts';
@@ -72,6 +73,7 @@ export function servicesOf(adapters: Adapters): Services {
       config: () => adapters.sandboxConfig,
       bridgeUrl: () => adapters.bridgeUrl,
       snapshots: () => adapters.workspaceSnapshots,
+      launchOptions: () => async (userId: string) => launchOptionsOf(await built.settings.find(userId)),
       now: () => () => new Date(),
     });
   const built: Services = lazy<Services>({

@@ -2,7 +2,8 @@ import { ecsEventsFunction } from '#shared/functions.ts';
 import { handleTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig }, handleTaskStateChange);
+export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, workspaceSnapshots }, handleTaskStateChange);

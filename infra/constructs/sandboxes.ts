@@ -1,30 +1,28 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, Port, SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
+import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
 import { Cluster, ContainerImage, CpuArchitecture, FargateTaskDefinition, LinuxParameters, LogDrivers, OperatingSystemFamily } from 'aws-cdk-lib/aws-ecs';
-import { FileSystem, LifecyclePolicy, OutOfInfrequentAccessPolicy, PerformanceMode, ThroughputMode } from 'aws-cdk-lib/aws-efs';
-import { AnyPrincipal, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership, StorageClass } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import type { Config } from '#infra/config.ts';
+import { SANDBOX_CONTAINER } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
 
-/** The container name in every sandbox task definition (RunTask overrides address it by name). */
-export const SANDBOX_CONTAINER = 'sandbox';
 
 /**
  * Everything a sandbox runs on, none of it billed while no sandbox runs: a VPC with public subnets
  * only (no NAT gateway; tasks get a public IP for outbound traffic), a security group with no
  * ingress, an ECS cluster with no services (only the Fargate capacity providers), one Fargate task
- * definition per configured spec, and the EFS file system that holds the workspaces (one access
- * point per sandbox, created at run time).
+ * definition per configured spec (a user's image gets its own, registered at run time on first use),
+ * and the bucket of workspace snapshots. There is no shared file system: a task's workspace is its
+ * own disk, restored from and saved to its sandbox's prefix through presigned requests.
  */
 export class SandboxInfra extends Construct {
   readonly vpc: Vpc;
   readonly securityGroup: SecurityGroup;
   readonly cluster: Cluster;
-  readonly fileSystem: FileSystem;
   readonly workspaces: Bucket;
   readonly taskRole: Role;
   readonly executionRole: Role;
@@ -63,37 +61,6 @@ export class SandboxInfra extends Construct {
     });
 
     this.cluster = new Cluster(this, 'Cluster', { vpc: this.vpc, enableFargateCapacityProviders: true });
-
-    const efsSecurityGroup = new SecurityGroup(this, 'WorkspaceSecurityGroup', {
-      vpc: this.vpc,
-      description: 'Workspace file system: NFS from sandbox tasks only',
-      allowAllOutbound: false,
-    });
-    efsSecurityGroup.addIngressRule(this.securityGroup, Port.tcp(2049), 'NFS from sandbox tasks');
-    this.fileSystem = new FileSystem(this, 'Workspaces', {
-      vpc: this.vpc,
-      vpcSubnets: { subnetType: SubnetType.PUBLIC },
-      securityGroup: efsSecurityGroup,
-      encrypted: true,
-      performanceMode: PerformanceMode.GENERAL_PURPOSE,
-      throughputMode: ThroughputMode.ELASTIC,
-      lifecyclePolicy: LifecyclePolicy.AFTER_14_DAYS,
-      outOfInfrequentAccessPolicy: OutOfInfrequentAccessPolicy.AFTER_1_ACCESS,
-      removalPolicy: RemovalPolicy.RETAIN,
-      // The sandbox task role holds no permissions, so mounts are anonymous NFS clients; this
-      // policy lets them in only through a mount target, over TLS (ECS requires TLS with access
-      // points), without root. Each sandbox's access point confines it to its own directory.
-      allowAnonymousAccess: true,
-      fileSystemPolicy: new PolicyDocument({
-        statements: [
-          new PolicyStatement({
-            principals: [new AnyPrincipal()],
-            actions: ['elasticfilesystem:ClientMount', 'elasticfilesystem:ClientWrite'],
-            conditions: { Bool: { 'elasticfilesystem:AccessedViaMountTarget': 'true', 'aws:SecureTransport': 'true' } },
-          }),
-        ],
-      }),
-    });
 
     // Workspace snapshots: reached only through URLs the control plane presigns for a sandbox's own
     // prefix (the task role holds nothing). Private, encrypted, TLS-only; a sandbox's objects are
@@ -162,6 +129,7 @@ export class SandboxInfra extends Construct {
       cpu: spec.cpu,
       memory: spec.memory,
       spot,
+      spot_fallback: spec.spotFallback,
       command: spec.command,
       initial_env: spec.initialEnv,
       working_dir: spec.workingDir,

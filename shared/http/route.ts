@@ -21,7 +21,6 @@ export type Capability =
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
   | 'ecs:task-definitions' // ecs:Register/Deregister/DescribeTaskDefinition (a revision per sandbox), ecs:TagResource on the new revision (tag-on-create), iam:PassRole to the sandbox roles
-  | 'efs:access-points' // elasticfilesystem:CreateAccessPoint, DeleteAccessPoint, DescribeAccessPoints, TagResource
   | 's3:workspaces'; // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
 
 export interface RouteDef {

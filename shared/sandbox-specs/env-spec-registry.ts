@@ -28,7 +28,7 @@ export function envSpecRegistry(json: string | undefined): ListSpecRegistry {
       working_dir: s.working_dir,
       cpu: s.cpu,
       memory: s.memory,
-      fargate: { taskDefinitionArn: s.task_definition_arn, family: s.family, spot: s.spot },
+      fargate: { taskDefinitionArn: s.task_definition_arn, family: s.family, spot: s.spot, spotFallback: s.spot_fallback },
     })),
   );
 }

@@ -28,6 +28,8 @@ export const fargateSpecSchema = z.object({
   cpu: units,
   memory: units,
   spot: z.boolean().default(false),
+  /** With Spot: fall back to on-demand Fargate when Spot has no capacity. */
+  spot_fallback: z.boolean().default(false),
 });
 
 /** A spec as the services use it; `fargate` is present only for deployed specs. */
@@ -39,7 +41,7 @@ export interface SandboxSpec {
   working_dir: string;
   cpu: number | null;
   memory: number | null;
-  fargate?: { taskDefinitionArn: string; family: string; spot: boolean };
+  fargate?: { taskDefinitionArn: string; family: string; spot: boolean; spotFallback?: boolean };
 }
 
 /** SandboxSpecInfo as the API shows it (OpenHands' members plus CPU units and MiB of memory on AWS). */

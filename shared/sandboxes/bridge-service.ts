@@ -1,4 +1,4 @@
-import { conflict, unauthorized } from '#shared/http/errors.ts';
+import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SandboxCommand, SandboxStatus } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandboxes/records.ts';
@@ -119,7 +119,10 @@ export class SandboxBridge extends SandboxRecords {
    */
   async snapshotUpload(sandboxId: string, key: string | undefined) {
     if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
-    return this.snapshots().upload(sandboxId);
+    const snapshots = this.snapshots();
+    // Uploads granted but never reported complete stay until the next completed snapshot prunes them.
+    if (!(await snapshots.hasRoom(sandboxId))) throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first');
+    return snapshots.upload(sandboxId);
   }
 
   /** Moves the sandbox's pointer to `objectKey` once S3 has it (never backwards), then removes older snapshots. */

@@ -17,7 +17,26 @@ export interface EcsTaskStateChange {
   };
 }
 
-export type TaskEvent = { kind: 'run'; stopped: InstanceStopped } | { kind: 'wipe'; sandboxId: string };
+/** Exit codes of the program's check of a user's image (sandbox/image-check.ts). */
+export const IMAGE_CHECK_EXIT: Record<number, string> = {
+  80: 'The sandbox image has no bash, which the agent\'s terminal runs in: use an image that has bash (e.g. Debian or Ubuntu based)',
+  81: 'The sandbox image has no git, which the agent and repository checkouts need: use an image that has git',
+};
+
+/** Why a user's image could not run, named from ECS's reasons and the program's exit code; undefined when it is not the image. */
+function imageProblem(text: string, exitCode: number | undefined, shown: string): string | undefined {
+  if (exitCode !== undefined && IMAGE_CHECK_EXIT[exitCode]) return IMAGE_CHECK_EXIT[exitCode];
+  if (/exec format error|does not match the specified platform|no matching manifest|platform.*(arm64|linux\/arm)/i.test(text)) {
+    return `The sandbox image is not built for linux/arm64 (sandbox tasks run on ARM64; many public images are amd64 only): ${shown}`;
+  }
+  if (/\/opt\/acs\/node.*no such file|no such file.*\/opt\/acs\/node/i.test(text)) {
+    return `The sandbox image has no glibc (e.g. Alpine's musl), which the sandbox program's Node needs: use a glibc-based image (Debian, Ubuntu, ...): ${shown}`;
+  }
+  if (/CannotPullContainer|pull image|ImagePull|pull access denied|manifest unknown|not found: manifest/i.test(text)) {
+    return `The sandbox image could not be pulled: ${shown}`;
+  }
+  return undefined;
+}
 
 /** A sentence a user can act on, from ECS's stop code, reason and container exit. */
 function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
@@ -29,16 +48,15 @@ function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
       : container?.reason
         ? ` (${container.reason})`
         : '';
-  if (/CannotPullContainer|pull image|ImagePull/i.test(`${reason} ${container?.reason ?? ''}`)) {
-    return `The sandbox image could not be pulled: ${container?.reason ?? reason}`;
-  }
+  const image = imageProblem(`${reason} ${container?.reason ?? ''}`, container?.exitCode, container?.reason ?? reason);
+  if (image) return image;
   switch (d.stopCode) {
     case 'TaskFailedToStart':
       return `The sandbox task failed to start: ${reason}${exit}`;
     case 'EssentialContainerExited':
       return `The sandbox program exited${exit}: ${reason}`;
     case 'SpotInterruption':
-      return 'Fargate Spot reclaimed the capacity the sandbox ran on; resume it to start again';
+      return 'Paused: Fargate Spot reclaimed the capacity the sandbox ran on (the workspace was saved in the two minutes\' notice); resume it to continue';
     case 'UserInitiated':
       return `The sandbox task was stopped: ${reason}`;
     default:
@@ -48,32 +66,28 @@ function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
 
 /**
  * Reads a STOPPED task event into what the service acts on, or undefined for anything else (another
- * status, a task this service did not start). The sandbox id is `startedBy`; the generation and mode
- * come from the container overrides the task was started with, so no lookup is needed.
+ * status, a task this service did not start). The sandbox id is `startedBy`; the generation
+ * comes from the container overrides the task was started with, so no lookup is needed.
  */
-export function parseTaskStateChange(event: EcsTaskStateChange): TaskEvent | undefined {
+export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped | undefined {
   const d = event.detail;
   if (event['detail-type'] !== 'ECS Task State Change' || !d || d.lastStatus !== 'STOPPED' || !d.startedBy) return undefined;
   const env: Record<string, string> = {};
   for (const c of d.overrides?.containerOverrides ?? []) for (const e of c.environment ?? []) if (e.name) env[e.name] = e.value ?? '';
   if (env.SANDBOX_ID !== d.startedBy) return undefined;
-  if (env.SANDBOX_MODE === 'wipe') return { kind: 'wipe', sandboxId: d.startedBy };
   const generation = Number(env.SANDBOX_GENERATION);
   if (!Number.isInteger(generation) || generation < 1) return undefined;
-  return {
-    kind: 'run',
-    stopped: { sandboxId: d.startedBy, generation, requested: d.stopCode === 'UserInitiated', detail: stopDetail(d) },
-  };
+  return { sandboxId: d.startedBy, generation, requested: d.stopCode === 'UserInitiated', resumable: d.stopCode === 'SpotInterruption', detail: stopDetail(d) };
 }
 
 /**
- * The ECS events function: a crash becomes ERROR, a stop that was asked for PAUSED, a finished
- * workspace wipe completes the delete. Idempotent, so a redelivered event does no harm; an error
- * is thrown so EventBridge retries (then the DLQ).
+ * The ECS events function: a crash becomes ERROR, a stop that was asked for or a Spot interruption
+ * PAUSED, and the last task of a deleted sandbox completes its delete (its snapshots go then).
+ * Idempotent, so a redelivered event does no harm; an error is thrown so EventBridge retries (then the DLQ).
  */
 export async function handleTaskStateChange(event: EcsTaskStateChange, { sandboxHousekeeping }: Services): Promise<void> {
-  const parsed = parseTaskStateChange(event);
-  if (!parsed) return;
-  if (parsed.kind === 'wipe') await sandboxHousekeeping.continueDelete(parsed.sandboxId);
-  else await sandboxHousekeeping.handleInstanceStopped(parsed.stopped);
+  const stopped = parseTaskStateChange(event);
+  if (!stopped) return;
+  await sandboxHousekeeping.handleInstanceStopped(stopped);
+  await sandboxHousekeeping.continueDelete(stopped.sandboxId);
 }

@@ -1,5 +1,5 @@
+import { createHash } from 'node:crypto';
 import {
-  DeregisterTaskDefinitionCommand,
   DescribeTaskDefinitionCommand,
   DescribeTasksCommand,
   ECSClient,
@@ -7,17 +7,21 @@ import {
   RegisterTaskDefinitionCommand,
   RunTaskCommand,
   StopTaskCommand,
+  type ContainerDefinition,
   type Failure,
   type KeyValuePair,
+  type RunTaskCommandInput,
   type Task,
   type TaskDefinition,
 } from '@aws-sdk/client-ecs';
-import { CreateAccessPointCommand, DeleteAccessPointCommand, EFSClient } from '@aws-sdk/client-efs';
 import { logger } from '#shared/logging.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
+import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 import {
+  NOTICE_STATE,
   SandboxStartError,
   type InstanceRef,
+  type LaunchOptions,
   type RunningInstance,
   type RuntimeState,
   type SandboxRuntime,
@@ -31,8 +35,7 @@ export interface FargateRuntimeConfig {
   subnetIds: string[];
   /** A group with no ingress rules. */
   securityGroupId: string;
-  /** The EFS file system that holds every workspace (one access point per sandbox). */
-  fileSystemId: string;
+  /** The roles an image's task definition is registered with (the spec's own, which the deployment made). */
   taskRoleArn: string;
   executionRoleArn: string;
 }
@@ -46,36 +49,48 @@ export function fargateConfigFromEnv(): FargateRuntimeConfig {
       .map((s) => s.trim())
       .filter(Boolean),
     securityGroupId: requireEnv('SANDBOX_SECURITY_GROUP_ID', 'the sandbox security group'),
-    fileSystemId: requireEnv('SANDBOX_FILE_SYSTEM_ID', 'the EFS file system of sandbox workspaces'),
     taskRoleArn: requireEnv('SANDBOX_TASK_ROLE_ARN', 'the role sandbox tasks run as'),
     executionRoleArn: requireEnv('SANDBOX_EXECUTION_ROLE_ARN', 'the role ECS pulls images and writes logs with'),
   };
 }
 
-/** The volume name of the workspace in per-sandbox task definition revisions. */
-export const WORKSPACE_VOLUME = 'workspace';
-/** The POSIX identity files are created with (the image's `node` user). */
-const SANDBOX_UID = 1000;
-const WIPE_ATTEMPTS = 3;
+/** The container that runs the program in every sandbox task definition (RunTask overrides address it by name). */
+export const SANDBOX_CONTAINER = 'sandbox';
+/** A base image's task: the init container that copies our program (and its Node) into a volume the sandbox container runs it from. */
+export const PROGRAM_CONTAINER = 'sandbox-program';
+export const PROGRAM_VOLUME = 'sandbox-program';
+export const PROGRAM_DIR = '/opt/acs';
+
+type AwsErrorKind = 'throttled' | 'capacity' | 'other';
+
+const errorKind = (err: unknown): AwsErrorKind => {
+  const name = (err as { name?: string })?.name ?? '';
+  const message = (err as { message?: string })?.message ?? '';
+  // "Too many concurrent attempts to create a new revision": two first starts of one image registering at once.
+  if (/Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded|Too many concurrent attempts/i.test(`${name} ${message}`)) return 'throttled';
+  if (/capacity|ServerException/i.test(`${name} ${message}`)) return 'capacity';
+  return 'other';
+};
 
 /** A readable sentence for an SDK error, for the sandbox's `detail`. */
 export function describeAwsError(err: unknown): string {
   const name = (err as { name?: string })?.name ?? 'Error';
   const message = (err as { message?: string })?.message ?? String(err);
-  if (/Throttl|TooManyRequests|RequestLimitExceeded/i.test(name)) {
-    return `AWS is throttling sandbox starts (${name}); resume the sandbox to try again`;
-  }
-  if (/capacity/i.test(message)) return `No Fargate capacity is available right now (${message}); resume the sandbox to try again`;
+  const kind = errorKind(err);
+  if (kind === 'throttled') return `AWS is throttling sandbox starts (${name}: ${message})`;
+  if (kind === 'capacity') return `No Fargate capacity was available (${name}: ${message})`;
   if (/task ?definition/i.test(message) || name === 'ClientException') return `ECS rejected the sandbox's task definition: ${message}`;
-  if (name === 'AccessPointLimitExceeded') return `The workspace file system has no room for another access point: ${message}`;
   return `ECS could not start the sandbox (${name}): ${message}`;
 }
 
-/** A readable sentence for RunTask's `failures`. */
-export function describeFailures(failures: Failure[] | undefined): string {
-  const reasons = (failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(': ')).filter(Boolean);
-  const text = reasons.join('; ') || 'RunTask started no task and gave no reason';
-  if (/capacity|RESOURCE:/i.test(text)) return `No Fargate capacity is available right now (${text}); resume the sandbox to try again`;
+const failureText = (failures: Failure[] | undefined) =>
+  (failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(': ')).filter(Boolean).join('; ') || 'RunTask started no task and gave no reason';
+const isCapacityFailure = (failures: Failure[] | undefined) => /capacity|RESOURCE:|AGENT/i.test(failureText(failures));
+
+/** A readable sentence for RunTask's `failures`, naming the capacity that was missing. */
+export function describeFailures(failures: Failure[] | undefined, capacityProvider?: string): string {
+  const text = failureText(failures);
+  if (isCapacityFailure(failures)) return `No ${capacityProvider === 'FARGATE_SPOT' ? 'Fargate Spot' : 'Fargate'} capacity was available (${text})`;
   return `ECS could not start the sandbox: ${text}`;
 }
 
@@ -85,78 +100,63 @@ const envOf = (task: Task): Record<string, string> => {
   return out;
 };
 
-const isGone = (err: unknown) => /not found|does not exist|inactive/i.test((err as Error)?.message ?? '') || (err as Error)?.name === 'AccessPointNotFound';
-
-interface SandboxTask {
-  taskArn: string;
-  sandboxId: string;
-  generation: number;
-  mode: string;
-  lastStatus?: string;
-}
+const isGone = (err: unknown) => /not found|does not exist|inactive/i.test((err as Error)?.message ?? '');
+const isUnknownDefinition = (err: unknown) => (err as Error)?.name === 'ClientException' && /unable to describe|not found|does not exist/i.test((err as Error).message);
 
 /**
- * Sandboxes as ECS Fargate tasks. The workspace is an EFS access point per sandbox (its own root
- * directory, POSIX user 1000), mounted by a task definition revision per sandbox, since RunTask
- * cannot override volumes. Events (ECS "Task State Change") arrive through EventBridge, not here.
+ * Sandboxes as ECS Fargate tasks of the deployment's task definitions, one per spec (registered by
+ * the CDK app), or one per spec and distinct image of a user's (registered on first use, found
+ * again by its family name afterwards, never per sandbox). The workspace is not a volume: the
+ * program restores it from its S3 snapshot and saves it back (SANDBOX_SNAPSHOTS=1). Events (ECS
+ * "Task State Change") arrive through EventBridge, not here.
  */
 export class FargateSandboxRuntime implements SandboxRuntime {
-  private readonly baseDefinitions = new Map<string, Promise<TaskDefinition>>();
+  private readonly definitions = new Map<string, Promise<TaskDefinition>>();
+  private readonly imageDefinitions = new Map<string, Promise<string>>();
 
   constructor(
     private readonly config: FargateRuntimeConfig,
     private readonly ecs: ECSClient = new ECSClient({}),
-    private readonly efs: EFSClient = new EFSClient({}),
   ) {}
 
   async start(req: StartRequest): Promise<{ ref: string; state: RuntimeState }> {
     const fargate = req.spec.fargate;
     if (!fargate) throw new SandboxStartError(`Sandbox spec "${req.spec.id}" is not an ECS task definition`);
     const state: RuntimeState = { ...req.state };
+    delete state[NOTICE_STATE];
+    const size = this.size(req.spec, req.options);
+    let provider = fargate.spot ? 'FARGATE_SPOT' : 'FARGATE';
     try {
-      state.accessPointId ??= await this.createAccessPoint(req);
-      if (!state.taskDefinitionArn || !state.containerName) Object.assign(state, await this.registerRevision(req, state.accessPointId));
-      const out = await this.ecs.send(
-        new RunTaskCommand({
-          ...this.taskPlacement(fargate.spot),
-          taskDefinition: state.taskDefinitionArn,
-          count: 1,
-          startedBy: req.sandboxId,
-          overrides: {
-            containerOverrides: [
-              {
-                name: state.containerName,
-                environment: this.environment(req.sandboxId, req.generation, req.spec, 'run', {
-                  // The workspace is restored from, and saved to, its snapshots in S3 (sandbox/snapshots.ts).
-                  SANDBOX_SNAPSHOTS: '1',
-                  BRIDGE_URL: req.bridgeUrl,
-                  ENROLLMENT_TOKEN: req.enrollmentToken,
-                }),
-                ...(req.spec.command ? { command: req.spec.command } : {}),
-              },
-            ],
-          },
-          tags: [
-            { key: 'sandbox-id', value: req.sandboxId },
-            { key: 'user-id', value: req.userId },
-          ],
-          enableECSManagedTags: true,
-        }),
-      );
-      const taskArn = out.tasks?.[0]?.taskArn;
-      if (!taskArn) throw new SandboxStartError(describeFailures(out.failures), state);
-      return { ref: taskArn, state };
+      const taskDefinition = req.options?.image ? await this.imageDefinition(fargate, req.options.image) : fargate.taskDefinitionArn;
+      const run = async (capacityProvider: string) => {
+        try {
+          const out = await this.ecs.send(new RunTaskCommand(this.runInput(req, taskDefinition, capacityProvider, size)));
+          return { taskArn: out.tasks?.[0]?.taskArn, failures: out.failures, capacity: isCapacityFailure(out.failures) };
+        } catch (err) {
+          if (errorKind(err) !== 'capacity') throw err;
+          return { taskArn: undefined, failures: [{ reason: describeAwsError(err) }], capacity: true };
+        }
+      };
+      let out = await run(provider);
+      if (!out.taskArn && out.capacity && provider === 'FARGATE_SPOT' && fargate.spotFallback) {
+        const spotFailure = failureText(out.failures);
+        provider = 'FARGATE';
+        out = await run(provider);
+        if (out.taskArn) state[NOTICE_STATE] = `Running on on-demand Fargate: Fargate Spot had no capacity (${spotFailure})`;
+      }
+      if (!out.taskArn) throw new SandboxStartError(describeFailures(out.failures, provider), state, out.capacity);
+      return { ref: out.taskArn, state };
     } catch (err) {
       if (err instanceof SandboxStartError) throw err;
       logger.warn('RunTask failed', { sandboxId: req.sandboxId, error: err as Error });
-      throw new SandboxStartError(describeAwsError(err), state);
+      throw new SandboxStartError(describeAwsError(err), state, errorKind(err) !== 'other');
     }
   }
 
   async stop(instance: InstanceRef): Promise<void> {
     const arns = instance.ref
       ? [instance.ref]
-      : (await this.tasks(instance.sandboxId)).filter((t) => t.mode === 'run' && t.generation === instance.generation).map((t) => t.taskArn);
+      : (await this.tasks(instance.sandboxId, 'RUNNING')).filter((t) => t.generation === instance.generation).map((t) => t.taskArn);
     for (const task of arns) {
       try {
         await this.ecs.send(new StopTaskCommand({ cluster: this.config.clusterArn, task, reason: 'Stopped by the control plane (pause or delete)' }));
@@ -168,183 +168,145 @@ export class FargateSandboxRuntime implements SandboxRuntime {
 
   async status(instance: InstanceRef): Promise<'running' | 'stopped'> {
     if (!instance.ref) {
-      const tasks = await this.tasks(instance.sandboxId);
-      return tasks.some((t) => t.mode === 'run' && t.generation === instance.generation) ? 'running' : 'stopped';
+      const tasks = await this.tasks(instance.sandboxId, 'RUNNING');
+      return tasks.some((t) => t.generation === instance.generation) ? 'running' : 'stopped';
     }
     const task = (await this.describe([instance.ref]))[0];
     return !task || task.lastStatus === 'STOPPED' || task.desiredStatus === 'STOPPED' ? 'stopped' : 'running';
   }
 
   /**
-   * Stops the task, then wipes the workspace with a task in wipe mode (the program empties its
-   * workspace and exits), then deletes the access point and deregisters the revision. The wipe
-   * runs asynchronously: `done: false` until its task has stopped (the ECS event calls again).
+   * Stops every task of the sandbox; done once none is still running, so the caller removes the
+   * snapshots only after the last one (a task saves its workspace after SIGTERM). Until then
+   * `done: false`: the task's STOPPED event, or the sweeper, calls again. Nothing else is per sandbox.
    */
   async destroy(instance: InstanceRef): Promise<{ done: boolean; state: RuntimeState }> {
-    const state: RuntimeState = { ...instance.state };
     await this.stop(instance);
-    if (state.taskDefinitionArn && state.containerName && state.wipe !== 'done' && state.wipe !== 'failed') {
-      if (state.wipeTaskArn) {
-        const task = (await this.describe([state.wipeTaskArn]))[0];
-        if (task && task.lastStatus !== 'STOPPED') return { done: false, state };
-        const ok = task?.containers?.some((c) => c.name === state.containerName && c.exitCode === 0) ?? false;
-        delete state.wipeTaskArn;
-        if (ok) state.wipe = 'done';
-        else if (Number(state.wipeAttempts ?? 0) >= WIPE_ATTEMPTS) {
-          logger.error('Workspace wipe failed repeatedly; removing the access point without it', { sandboxId: instance.sandboxId });
-          state.wipe = 'failed';
-        }
-      }
-      if (!state.wipe) {
-        const out = await this.ecs.send(
-          new RunTaskCommand({
-            ...this.taskPlacement(false),
-            taskDefinition: state.taskDefinitionArn,
-            count: 1,
-            startedBy: instance.sandboxId,
-            overrides: {
-              containerOverrides: [{ name: state.containerName, environment: this.environment(instance.sandboxId, instance.generation, null, 'wipe', {}) }],
-            },
-            tags: [{ key: 'sandbox-id', value: instance.sandboxId }],
-          }),
-        );
-        const arn = out.tasks?.[0]?.taskArn;
-        if (!arn) throw new Error(describeFailures(out.failures));
-        state.wipeTaskArn = arn;
-        state.wipeAttempts = String(Number(state.wipeAttempts ?? 0) + 1);
-        return { done: false, state };
-      }
-    }
-    if (state.accessPointId) {
-      try {
-        await this.efs.send(new DeleteAccessPointCommand({ AccessPointId: state.accessPointId }));
-      } catch (err) {
-        if (!isGone(err)) throw err;
-      }
-    }
-    if (state.taskDefinitionArn) {
-      try {
-        await this.ecs.send(new DeregisterTaskDefinitionCommand({ taskDefinition: state.taskDefinitionArn }));
-      } catch (err) {
-        if (!isGone(err)) throw err;
-      }
-    }
-    return { done: true, state: {} };
+    for (const task of await this.tasks(instance.sandboxId, 'RUNNING')) await this.stop({ ...instance, ref: task.taskArn });
+    const stopping = (await this.tasks(instance.sandboxId, 'STOPPED')).filter((t) => t.lastStatus !== 'STOPPED');
+    return stopping.length ? { done: false, state: { ...instance.state } } : { done: true, state: {} };
   }
 
   async list(): Promise<RunningInstance[]> {
-    return (await this.tasks())
-      .filter((t) => t.mode === 'run')
-      .map((t) => ({ sandboxId: t.sandboxId, generation: t.generation, ref: t.taskArn }));
+    return (await this.tasks(undefined, 'RUNNING')).map((t) => ({ sandboxId: t.sandboxId, generation: t.generation, ref: t.taskArn }));
   }
 
-  private taskPlacement(spot: boolean) {
+  /** The task's CPU and memory: the spec's times the resource factor, which must still be a Fargate size. */
+  private size(spec: SandboxSpec, options: LaunchOptions | undefined): { cpu: number; memory: number } | undefined {
+    const factor = options?.resourceFactor ?? 1;
+    if (factor === 1 || spec.cpu === null || spec.memory === null) return undefined;
+    const cpu = spec.cpu * factor;
+    const memory = spec.memory * factor;
+    const problem = fargateSizeProblem(cpu, memory);
+    if (problem) {
+      throw new SandboxStartError(
+        `remote_runtime_resource_factor ${factor} asks for ${cpu / 1024} vCPU and ${memory} MiB (spec "${spec.id}": ${spec.cpu / 1024} vCPU, ${spec.memory} MiB), which Fargate cannot run: ${problem.message}. Choose a smaller factor`,
+      );
+    }
+    return { cpu, memory };
+  }
+
+  private runInput(req: StartRequest, taskDefinition: string, capacityProvider: string, size: { cpu: number; memory: number } | undefined): RunTaskCommandInput {
     return {
       cluster: this.config.clusterArn,
-      capacityProviderStrategy: [{ capacityProvider: spot ? 'FARGATE_SPOT' : 'FARGATE', weight: 1 }],
+      capacityProviderStrategy: [{ capacityProvider, weight: 1 }],
       networkConfiguration: {
-        awsvpcConfiguration: {
-          subnets: this.config.subnetIds,
-          securityGroups: [this.config.securityGroupId],
-          assignPublicIp: 'ENABLED' as const,
-        },
+        awsvpcConfiguration: { subnets: this.config.subnetIds, securityGroups: [this.config.securityGroupId], assignPublicIp: 'ENABLED' },
       },
+      taskDefinition,
+      count: 1,
+      startedBy: req.sandboxId,
+      overrides: {
+        // Task-level size overrides: the definition stays the spec's, whatever the factor.
+        ...(size ? { cpu: String(size.cpu), memory: String(size.memory) } : {}),
+        containerOverrides: [
+          {
+            name: SANDBOX_CONTAINER,
+            environment: this.environment(req),
+            ...(req.spec.command ? { command: req.spec.command } : {}),
+          },
+        ],
+      },
+      tags: [
+        { key: 'sandbox-id', value: req.sandboxId },
+        { key: 'user-id', value: req.userId },
+      ],
+      enableECSManagedTags: true,
     };
   }
 
   /** The program's environment: what it needs and nothing else (no key: it enrolls with a one-time token). */
-  private environment(sandboxId: string, generation: number, spec: SandboxSpec | null, mode: 'run' | 'wipe', extra: Record<string, string>): KeyValuePair[] {
+  private environment(req: StartRequest): KeyValuePair[] {
     const env: Record<string, string> = {
-      ...(spec?.initial_env ?? {}),
-      SANDBOX_ID: sandboxId,
-      SANDBOX_GENERATION: String(generation),
-      SANDBOX_MODE: mode,
-      WORKSPACE_DIR: spec?.working_dir ?? '/workspace',
-      ...extra,
+      ...req.spec.initial_env,
+      SANDBOX_ID: req.sandboxId,
+      SANDBOX_GENERATION: String(req.generation),
+      WORKSPACE_DIR: req.spec.working_dir,
+      // The workspace is restored from, and saved to, its snapshots in S3 (sandbox/snapshots.ts).
+      SANDBOX_SNAPSHOTS: '1',
+      BRIDGE_URL: req.bridgeUrl,
+      ENROLLMENT_TOKEN: req.enrollmentToken,
+      // A user's image: the program checks what the agent needs of it (bash, git) and says what is missing.
+      ...(req.options?.image ? { SANDBOX_IMAGE_CHECK: '1' } : {}),
     };
     return Object.entries(env).map(([name, value]) => ({ name, value }));
   }
 
-  private async createAccessPoint(req: StartRequest): Promise<string> {
-    const out = await this.efs.send(
-      new CreateAccessPointCommand({
-        // Idempotent per sandbox: a retried first start gets the same access point back.
-        ClientToken: req.sandboxId,
-        FileSystemId: this.config.fileSystemId,
-        PosixUser: { Uid: SANDBOX_UID, Gid: SANDBOX_UID },
-        RootDirectory: {
-          Path: `/sandboxes/${req.sandboxId}`,
-          CreationInfo: { OwnerUid: SANDBOX_UID, OwnerGid: SANDBOX_UID, Permissions: '0750' },
-        },
-        Tags: [
-          { Key: 'Name', Value: `sandbox-${req.sandboxId}` },
-          { Key: 'sandbox-id', Value: req.sandboxId },
-          { Key: 'user-id', Value: req.userId },
-        ],
-      }),
-    );
-    if (!out.AccessPointId) throw new Error('CreateAccessPoint returned no access point id');
-    return out.AccessPointId;
+  /**
+   * The task definition of the spec with a user's image: found by its family (the spec's family,
+   * the image kind and a hash of the image), registered when it does not exist yet. Revisions are
+   * registered once per image (twice at worst, when two first starts race), never per sandbox.
+   */
+  private imageDefinition(fargate: NonNullable<SandboxSpec['fargate']>, image: NonNullable<LaunchOptions['image']>): Promise<string> {
+    const family = `${fargate.family}-${image.kind}-${createHash('sha256').update(image.uri).digest('hex').slice(0, 16)}`;
+    let found = this.imageDefinitions.get(family);
+    if (!found) {
+      found = (async () => {
+        try {
+          const existing = await this.ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: family }));
+          if (existing.taskDefinition?.status === 'ACTIVE' && existing.taskDefinition.taskDefinitionArn) return existing.taskDefinition.taskDefinitionArn;
+        } catch (err) {
+          if (!isUnknownDefinition(err)) throw err;
+        }
+        const base = await this.definition(fargate.taskDefinitionArn);
+        const main = (base.containerDefinitions ?? []).find((c) => c.name === SANDBOX_CONTAINER);
+        if (!main?.image) throw new SandboxStartError(`Task definition ${fargate.taskDefinitionArn} has no "${SANDBOX_CONTAINER}" container`);
+        const out = await this.ecs.send(
+          new RegisterTaskDefinitionCommand({
+            family,
+            taskRoleArn: base.taskRoleArn ?? this.config.taskRoleArn,
+            executionRoleArn: base.executionRoleArn ?? this.config.executionRoleArn,
+            networkMode: 'awsvpc',
+            requiresCompatibilities: ['FARGATE'],
+            cpu: base.cpu,
+            memory: base.memory,
+            runtimePlatform: base.runtimePlatform,
+            ephemeralStorage: base.ephemeralStorage,
+            containerDefinitions: image.kind === 'runtime' ? [{ ...main, image: image.uri }] : baseImageContainers(main, image.uri),
+            volumes: [...(base.volumes ?? []), ...(image.kind === 'base' ? [{ name: PROGRAM_VOLUME }] : [])],
+          }),
+        );
+        const arn = out.taskDefinition?.taskDefinitionArn;
+        if (!arn) throw new Error('RegisterTaskDefinition returned no ARN');
+        logger.info('sandbox.image-definition', { family, kind: image.kind });
+        return arn;
+      })();
+      found.catch(() => this.imageDefinitions.delete(family));
+      this.imageDefinitions.set(family, found);
+    }
+    return found;
   }
 
-  /** A copy of the spec's task definition whose main container mounts this sandbox's access point. */
-  private async registerRevision(req: StartRequest, accessPointId: string): Promise<{ taskDefinitionArn: string; containerName: string }> {
-    const fargate = req.spec.fargate!;
-    const base = await this.baseDefinition(fargate.taskDefinitionArn);
-    const containers = base.containerDefinitions ?? [];
-    const main = containers.find((c) => c.essential !== false) ?? containers[0];
-    if (!main?.name) throw new SandboxStartError(`Task definition ${fargate.taskDefinitionArn} has no container`);
-    const out = await this.ecs.send(
-      new RegisterTaskDefinitionCommand({
-        family: `${fargate.family}-sandbox`,
-        taskRoleArn: this.config.taskRoleArn,
-        executionRoleArn: this.config.executionRoleArn,
-        networkMode: 'awsvpc',
-        requiresCompatibilities: ['FARGATE'],
-        cpu: base.cpu,
-        memory: base.memory,
-        runtimePlatform: base.runtimePlatform,
-        ephemeralStorage: base.ephemeralStorage,
-        containerDefinitions: containers.map((c) =>
-          c.name !== main.name
-            ? c
-            : {
-                ...c,
-                mountPoints: [
-                  ...(c.mountPoints ?? []).filter((m) => m.sourceVolume !== WORKSPACE_VOLUME),
-                  { sourceVolume: WORKSPACE_VOLUME, containerPath: req.spec.working_dir, readOnly: false },
-                ],
-              },
-        ),
-        volumes: [
-          ...(base.volumes ?? []).filter((v) => v.name !== WORKSPACE_VOLUME),
-          {
-            name: WORKSPACE_VOLUME,
-            efsVolumeConfiguration: {
-              fileSystemId: this.config.fileSystemId,
-              transitEncryption: 'ENABLED',
-              authorizationConfig: { accessPointId, iam: 'ENABLED' },
-            },
-          },
-        ],
-        tags: [{ key: 'sandbox-id', value: req.sandboxId }],
-      }),
-    );
-    const arn = out.taskDefinition?.taskDefinitionArn;
-    if (!arn) throw new Error('RegisterTaskDefinition returned no ARN');
-    return { taskDefinitionArn: arn, containerName: main.name };
-  }
-
-  /** The spec's own task definition, described once per container (specs change only with a deployment). */
-  private baseDefinition(arn: string): Promise<TaskDefinition> {
-    let found = this.baseDefinitions.get(arn);
+  /** A task definition of the deployment's, described once per container (they change only with a deployment). */
+  private definition(arn: string): Promise<TaskDefinition> {
+    let found = this.definitions.get(arn);
     if (!found) {
       found = this.ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: arn })).then((out) => {
         if (!out.taskDefinition) throw new Error(`Task definition ${arn} not found`);
         return out.taskDefinition;
       });
-      found.catch(() => this.baseDefinitions.delete(arn));
-      this.baseDefinitions.set(arn, found);
+      found.catch(() => this.definitions.delete(arn));
+      this.definitions.set(arn, found);
     }
     return found;
   }
@@ -358,24 +320,49 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     return out;
   }
 
-  /** Running sandbox tasks in the cluster (optionally of one sandbox), with the generation and mode they were started with. */
-  private async tasks(sandboxId?: string): Promise<SandboxTask[]> {
+  /** Sandbox tasks in the cluster by desired status (optionally of one sandbox), with the generation they were started with. */
+  private async tasks(sandboxId: string | undefined, desiredStatus: 'RUNNING' | 'STOPPED'): Promise<{ taskArn: string; sandboxId: string; generation: number; lastStatus?: string }[]> {
     const arns: string[] = [];
     let nextToken: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const out = await this.ecs.send(
-        new ListTasksCommand({ cluster: this.config.clusterArn, desiredStatus: 'RUNNING', ...(sandboxId ? { startedBy: sandboxId } : {}), nextToken }),
-      );
+      const out = await this.ecs.send(new ListTasksCommand({ cluster: this.config.clusterArn, desiredStatus, ...(sandboxId ? { startedBy: sandboxId } : {}), nextToken }));
       arns.push(...(out.taskArns ?? []));
       nextToken = out.nextToken;
       if (!nextToken) break;
     }
     if (!arns.length) return [];
     return (await this.describe(arns)).flatMap((task) => {
-      const env = envOf(task);
-      const generation = Number(env.SANDBOX_GENERATION);
+      const generation = Number(envOf(task).SANDBOX_GENERATION);
       if (!task.taskArn || !task.startedBy || !Number.isInteger(generation)) return [];
-      return [{ taskArn: task.taskArn, sandboxId: task.startedBy, generation, mode: env.SANDBOX_MODE ?? 'run', lastStatus: task.lastStatus }];
+      return [{ taskArn: task.taskArn, sandboxId: task.startedBy, generation, lastStatus: task.lastStatus }];
     });
   }
+}
+
+/**
+ * A base image's containers: our image's program and Node copied into a task-local volume by a
+ * non-essential init container, then the user's image running them (it needs glibc: Node does not
+ * run on musl; bash and git are checked by the program, SANDBOX_IMAGE_CHECK).
+ */
+function baseImageContainers(main: ContainerDefinition, uri: string): ContainerDefinition[] {
+  const mount = { sourceVolume: PROGRAM_VOLUME, containerPath: PROGRAM_DIR };
+  return [
+    {
+      name: PROGRAM_CONTAINER,
+      image: main.image,
+      essential: false,
+      user: '0',
+      command: ['sh', '-c', `cp "$(command -v node)" /app/main.mjs ${PROGRAM_DIR}/`],
+      mountPoints: [{ ...mount, readOnly: false }],
+      logConfiguration: main.logConfiguration,
+    },
+    {
+      ...main,
+      image: uri,
+      command: [`${PROGRAM_DIR}/node`, `${PROGRAM_DIR}/main.mjs`],
+      mountPoints: [...(main.mountPoints ?? []), { ...mount, readOnly: true }],
+      dependsOn: [{ containerName: PROGRAM_CONTAINER, condition: 'SUCCESS' }],
+      environment: [...(main.environment ?? []), { name: 'NODE_ENV', value: 'production' }],
+    },
+  ];
 }

@@ -1,6 +1,7 @@
 import { logger } from '#shared/logging.ts';
 import { isLive, type SandboxStatus } from '#shared/sandboxes/model.ts';
-import { DELETE_RETRY_MS, notLive, SandboxRecords, toError, toPaused, type SweepSummary } from '#shared/sandboxes/records.ts';
+import { DELETE_RETRY_MS, newToken, notLive, RETRY_STATE, SandboxRecords, sha256, toError, toPaused, type SweepSummary } from '#shared/sandboxes/records.ts';
+import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 
@@ -8,12 +9,15 @@ import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 export class SandboxHousekeeping extends SandboxRecords {
   /**
    * A process or task ended. For the current generation of a live sandbox: a crash becomes ERROR
-   * with the reason, a stop that was asked for becomes PAUSED. Stale generations and sandboxes that
+   * with the reason, a stop that was asked for becomes PAUSED, and so does a Spot interruption
+   * (resumable: the program saved the workspace in the notice ECS gives). Stale generations and sandboxes that
    * were already paused, failed or deleted are left alone, so a repeated event does no harm.
    */
   async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
+    // A Spot task is out of ListTasks from the interruption on, so a sweep may have called it MISSING first.
+    const current = (rec: SandboxRecord) => rec.generation === event.generation && (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
     const t = await this.transition(event.sandboxId, (rec) =>
-      rec.generation !== event.generation || !isLive(rec.status) ? 'skip' : event.requested ? toPaused(event.detail) : toError(event.detail),
+      !current(rec) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
     );
     if (!t?.changed) return undefined;
     if (t.record.status === 'ERROR') logger.warn('sandbox.failed', { sandboxId: event.sandboxId, userId: t.record.userId, detail: event.detail });
@@ -32,7 +36,7 @@ export class SandboxHousekeeping extends SandboxRecords {
    * tasks that no live record owns. One failing item does not stop the others.
    */
   async sweep(now: Date = this.now()): Promise<SweepSummary> {
-    const summary: SweepSummary = { paused: [], failed: [], missing: [], orphans: [], deleted: [] };
+    const summary: SweepSummary = { paused: [], failed: [], missing: [], orphans: [], deleted: [], retried: [] };
     const { idleMinutes, startTimeoutSeconds } = this.deps.config;
     const t = now.getTime();
     const idle = (r: SandboxRecord) => t - Date.parse(r.lastActivityAt) > idleMinutes * 60_000;
@@ -45,8 +49,13 @@ export class SandboxHousekeeping extends SandboxRecords {
         if (rec.deletedAt) {
           if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec))) summary.deleted.push(rec.id);
         } else if (rec.status === 'STARTING' && stuck(rec)) {
-          const detail = `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
+          const lastError = rec.runtimeState?.[RETRY_STATE.error];
+          const detail = lastError
+            ? `The sandbox could not be started within ${startTimeoutSeconds} seconds: ${lastError}`
+            : `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
           if (await this.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur))) summary.failed.push(rec.id);
+        } else if (rec.status === 'STARTING' && rec.runtimeState?.[RETRY_STATE.at] && Date.parse(rec.runtimeState[RETRY_STATE.at]!) <= t) {
+          if (await this.retryStart(rec)) summary.retried.push(rec.id);
         } else if (rec.status === 'RUNNING' && idle(rec)) {
           const detail = `Paused after ${idleMinutes} minutes without agent activity`;
           if (await this.pauseRecord(rec.id, detail, { when: (cur) => cur.generation === rec.generation && idle(cur) })) summary.paused.push(rec.id);
@@ -75,6 +84,27 @@ export class SandboxHousekeeping extends SandboxRecords {
     }
     if (Object.values(summary).some((list) => list.length)) logger.info('sandbox.sweep', { ...summary });
     return summary;
+  }
+
+  /**
+   * Tries a start again that failed for want of capacity or by throttling (the record says when):
+   * a new enrollment token for the same generation, then the same launch as the first attempt.
+   */
+  private async retryStart(rec: SandboxRecord): Promise<boolean> {
+    const due = rec.runtimeState?.[RETRY_STATE.at];
+    const spec = this.deps.specs.get(rec.specId);
+    if (!spec) return this.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+    const enrollment = newToken('enr');
+    const t = await this.transition(rec.id, (cur) => {
+      if (cur.generation !== rec.generation || cur.status !== 'STARTING' || cur.runtimeRef || cur.runtimeState?.[RETRY_STATE.at] !== due) return 'skip';
+      // The due time goes at once, so two sweeps never launch the same attempt twice.
+      const { [RETRY_STATE.at]: _due, ...state } = cur.runtimeState ?? {};
+      return { enrollmentHash: sha256(enrollment), runtimeState: state };
+    });
+    if (!t?.changed) return false;
+    const options = JSON.parse(rec.runtimeState?.[RETRY_STATE.launch] ?? '{}') as LaunchOptions;
+    await this.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', options);
+    return true;
   }
 
   /**

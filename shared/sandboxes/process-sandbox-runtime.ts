@@ -4,6 +4,8 @@ import { delimiter, isAbsolute, join } from 'node:path';
 import { logger } from '#shared/logging.ts';
 import { BWRAP_PROGRAM_DIR, bwrapArgs, bwrapLauncher, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
 import {
+  awsOnlyNotice,
+  NOTICE_STATE,
   SandboxStartError,
   type InstanceRef,
   type InstanceStopped,
@@ -228,7 +230,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         });
       });
       this.instances.set(req.sandboxId, instance);
-      return { ref: String(child.pid), state: { containment } };
+      const notice = awsOnlyNotice(req.options);
+      return { ref: String(child.pid), state: { containment, ...(notice ? { [NOTICE_STATE]: notice } : {}) } };
     });
   }
 

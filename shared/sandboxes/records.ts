@@ -6,7 +6,8 @@ import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
-import type { InstanceRef, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
+import { SandboxStartError, type InstanceRef, type LaunchOptions, type RuntimeState, type SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 
@@ -22,6 +23,8 @@ export interface SandboxServiceDeps {
   bridgeUrl: (host: string | undefined) => string;
   /** Workspace snapshots in S3 (AWS); null where workspaces are directories that stay (locally). */
   snapshots: WorkspaceSnapshots | null;
+  /** The user's sandbox settings a start applies (images, resource factor); none when absent. */
+  launchOptions?: (userId: string) => Promise<LaunchOptions>;
   now?: () => Date;
 }
 
@@ -31,6 +34,8 @@ export interface SweepSummary {
   missing: string[];
   orphans: string[];
   deleted: string[];
+  /** Starts tried again after throttling or missing capacity. */
+  retried: string[];
 }
 
 type Decision = SandboxPatch | 'skip';
@@ -54,6 +59,15 @@ export const toPaused = (detail?: string): SandboxPatch => ({ status: 'PAUSED', 
 
 /** A delete older than this that is still unfinished is retried by the sweeper. */
 export const DELETE_RETRY_MS = 60_000;
+
+/**
+ * What a start that may be retried keeps in the record's runtime state: when the sweeper tries
+ * again, how many attempts were made, the last error, and what the next attempt needs (the bridge
+ * URL and the launch options, since the sweeper has no request and reads no settings).
+ */
+export const RETRY_STATE = { at: 'retryAt', attempt: 'retryAttempt', error: 'retryError', bridgeUrl: 'bridgeUrl', launch: 'launch' } as const;
+/** Back-off between start attempts (the sweeper runs every minute, so later ones land on its ticks). */
+export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 ** (attempt - 1));
 
 /**
  * The record logic every audience's service shares (the user's API in service.ts, the bridge in
@@ -122,11 +136,71 @@ export class SandboxRecords {
     return true;
   }
 
-  /** Runs the runtime's clean-up; removes the record once it is complete. False when it continues later. */
+  /**
+   * Runs generation `record.generation` and records the outcome, if that generation is still the
+   * current one. A start that lost a race (paused or deleted meanwhile) stops what it started. A
+   * failure worth retrying (throttling, no capacity) leaves the sandbox STARTING with a detail and
+   * a time for the sweeper's next attempt, within the start time-out; any other is an ERROR.
+   */
+  protected async launch(record: SandboxRecord, spec: SandboxSpec, enrollmentToken: string, bridgeUrl: string, options: LaunchOptions): Promise<SandboxRecord> {
+    const generation = record.generation;
+    let started: { ref: string; state: RuntimeState } | undefined;
+    let failure: SandboxStartError | undefined;
+    try {
+      started = await this.deps.runtime.start({
+        sandboxId: record.id,
+        userId: record.userId,
+        generation,
+        spec,
+        enrollmentToken,
+        bridgeUrl,
+        state: record.runtimeState,
+        options,
+      });
+    } catch (err) {
+      failure = err instanceof SandboxStartError ? err : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
+    }
+    const attempt = Number(record.runtimeState?.[RETRY_STATE.attempt] ?? 0) + 1;
+    const deadline = Date.parse(record.startedAt ?? record.lastActivityAt) + this.deps.config.startTimeoutSeconds * 1000;
+    const retryAt = failure?.retryable ? this.now().getTime() + retryDelayMs(attempt) : undefined;
+    const retry = retryAt !== undefined && retryAt < deadline;
+    const state: RuntimeState = { ...(started?.state ?? failure!.state) };
+    for (const key of Object.values(RETRY_STATE)) delete state[key];
+    if (retry) {
+      Object.assign(state, {
+        [RETRY_STATE.at]: new Date(retryAt).toISOString(),
+        [RETRY_STATE.attempt]: String(attempt),
+        [RETRY_STATE.error]: failure!.detail,
+        [RETRY_STATE.bridgeUrl]: bridgeUrl,
+        [RETRY_STATE.launch]: JSON.stringify(options),
+      });
+    }
+    const detail = failure && (attempt > 1 ? `${failure.detail} (after ${attempt} attempts)` : failure.detail);
+    let current = false;
+    const t = await this.transition(record.id, (rec) => {
+      current = rec.generation === generation && isLive(rec.status);
+      const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
+      if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
+      if (current && failure) Object.assign(patch, retry ? { detail: `Waiting to start, trying again at ${state[RETRY_STATE.at]}: ${detail}` } : toError(detail!));
+      return Object.keys(patch).length ? patch : 'skip';
+    });
+    if (failure && current) logger.warn(retry ? 'sandbox.start-retry' : 'sandbox.failed', { sandboxId: record.id, userId: record.userId, detail });
+    if (started && !current) {
+      const instance = { sandboxId: record.id, generation, ref: started.ref, state };
+      // Deleted meanwhile: the delete's clean-up may have run before this start, so clean up again.
+      if (t) await this.stopQuietly(instance);
+      else await this.deps.runtime.destroy(instance).catch((err: unknown) => logger.error('Clean-up after a lost start failed', { sandboxId: record.id, error: err as Error }));
+    }
+    return t?.record ?? record;
+  }
+
+  /** Runs the runtime's clean-up, then removes the snapshots and the record. False when it continues later. */
   protected async finishDelete(rec: SandboxRecord): Promise<boolean> {
     try {
       const out = await this.deps.runtime.destroy(instanceOf(rec));
       if (out.done) {
+        // After the last task stopped: a task saves its workspace after SIGTERM, so not before.
+        await this.deps.snapshots?.prune(rec.id);
         await this.deps.store.remove(rec.id);
         return true;
       }

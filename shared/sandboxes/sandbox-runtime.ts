@@ -23,13 +23,54 @@ export interface StartRequest {
   /** Where the program reaches the control plane. */
   bridgeUrl: string;
   state?: RuntimeState;
+  /** What the user's settings ask of this start (images and size apply on AWS only). */
+  options?: LaunchOptions;
 }
+
+/**
+ * The user's sandbox settings as a start uses them. `image.kind`: `runtime` is an image used as it
+ * is (it already holds our program, e.g. built FROM our image); `base` is any image our program is
+ * brought into at start. `resourceFactor` multiplies the spec's CPU and memory (1, 2, 4 or 8).
+ */
+export interface LaunchOptions {
+  image?: { kind: 'runtime' | 'base'; uri: string };
+  resourceFactor?: number;
+}
+
+/** The settings' `sandbox_runtime_container_image` wins over `sandbox_base_container_image` when both are set. */
+export function launchOptionsOf(settings: {
+  sandbox_runtime_container_image?: string | null;
+  sandbox_base_container_image?: string | null;
+  remote_runtime_resource_factor?: number | null;
+} | null): LaunchOptions {
+  const runtime = settings?.sandbox_runtime_container_image?.trim();
+  const base = settings?.sandbox_base_container_image?.trim();
+  const factor = settings?.remote_runtime_resource_factor ?? 1;
+  return {
+    ...(runtime ? { image: { kind: 'runtime' as const, uri: runtime } } : base ? { image: { kind: 'base' as const, uri: base } } : {}),
+    ...(factor !== 1 ? { resourceFactor: factor } : {}),
+  };
+}
+
+/** The notice of a local sandbox started with settings that only AWS applies; undefined when there are none. */
+export function awsOnlyNotice(options: LaunchOptions | undefined): string | undefined {
+  const settings = [
+    ...(options?.image ? [`sandbox_${options.image.kind}_container_image`] : []),
+    ...(options?.resourceFactor && options.resourceFactor !== 1 ? ['remote_runtime_resource_factor'] : []),
+  ];
+  return settings.length ? `${settings.join(' and ')} apply only on AWS: this sandbox runs as a local process, without them` : undefined;
+}
+
+/** Where a runtime keeps a sentence the sandbox's record shows while nothing else is wrong (e.g. "ran on on-demand: Spot had no capacity"). */
+export const NOTICE_STATE = 'notice';
 
 /** A start that did not happen. `detail` is for the user; `state` is whatever was created before the failure. */
 export class SandboxStartError extends Error {
   constructor(
     readonly detail: string,
     readonly state: RuntimeState = {},
+    /** Worth trying again later (throttling, no capacity right now): the start flow retries with back-off. */
+    readonly retryable = false,
   ) {
     super(detail);
     this.name = 'SandboxStartError';
@@ -42,6 +83,8 @@ export interface InstanceStopped {
   generation: number;
   /** True when the stop was asked for (pause, delete, a stop from the console); false for a crash. */
   requested: boolean;
+  /** Not asked for, but no fault of the sandbox's (a Spot interruption): PAUSED, resumable, rather than ERROR. */
+  resumable?: boolean;
   detail: string;
 }
 
@@ -54,7 +97,7 @@ export interface RunningInstance {
 /**
  * Runs sandbox programs. Every method is idempotent and safe to call for an instance that no
  * longer exists. Adapters: `ProcessSandboxRuntime` (child processes, local), `FargateSandboxRuntime`
- * (ECS tasks with an EFS workspace). One contract suite (test/contract/) runs against both.
+ * (ECS tasks whose workspace is restored from, and saved to, S3 snapshots). One contract suite (test/contract/) runs against both.
  */
 export interface SandboxRuntime {
   /**

@@ -30,7 +30,7 @@ export interface SandboxRecord {
   sessionKeySealed?: string;
   /** The runtime's handle on the current generation (a pid, a task ARN). */
   runtimeRef?: string;
-  /** What the runtime keeps per sandbox across generations (e.g. EFS access point, task definition). */
+  /** What the runtime keeps per sandbox across generations (e.g. the current snapshot's key, a notice). */
   runtimeState?: Record<string, string>;
   /** Counter of queued commands (atomic ADD, never part of a versioned write). */
   commandSeq?: number;

@@ -3,9 +3,9 @@ import { invalidField, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import { isLive, type CommandInput, type SandboxInfo, type SandboxStatus } from '#shared/sandboxes/model.ts';
-import { newToken, SandboxRecords, sameState, sha256, toError } from '#shared/sandboxes/records.ts';
-import { SandboxStartError, type RuntimeState } from '#shared/sandboxes/sandbox-runtime.ts';
-import { LIVE_SHARD, type SandboxPatch, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
+import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
+import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService extends SandboxRecords {
@@ -53,7 +53,7 @@ export class SandboxService extends SandboxRecords {
     };
     await this.deps.store.create(record);
     const paused = await this.makeRoom(userId, record.id);
-    const launched = await this.launch(record, spec, enrollment, bridgeUrl);
+    const launched = await this.launch(record, spec, enrollment, bridgeUrl, await this.launchOptions(userId));
     return { sandbox: await this.view(launched), paused };
   }
 
@@ -93,7 +93,7 @@ export class SandboxService extends SandboxRecords {
       await this.failIfCurrent(t.record, `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`);
       return { paused };
     }
-    await this.launch(t.record, spec, enrollment, bridgeUrl);
+    await this.launch(t.record, spec, enrollment, bridgeUrl, await this.launchOptions(userId));
     return { paused };
   }
 
@@ -152,44 +152,8 @@ export class SandboxService extends SandboxRecords {
     return paused;
   }
 
-  /**
-   * Runs generation `record.generation` and records the outcome, if that generation is still the
-   * current one. A start that lost a race (paused or deleted meanwhile) stops what it started.
-   */
-  private async launch(record: SandboxRecord, spec: SandboxSpec, enrollmentToken: string, bridgeUrl: string): Promise<SandboxRecord> {
-    const generation = record.generation;
-    let started: { ref: string; state: RuntimeState } | undefined;
-    let failure: SandboxStartError | undefined;
-    try {
-      started = await this.deps.runtime.start({
-        sandboxId: record.id,
-        userId: record.userId,
-        generation,
-        spec,
-        enrollmentToken,
-        bridgeUrl,
-        state: record.runtimeState,
-      });
-    } catch (err) {
-      failure = err instanceof SandboxStartError ? err : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
-    }
-    const state = started?.state ?? failure!.state;
-    let current = false;
-    const t = await this.transition(record.id, (rec) => {
-      current = rec.generation === generation && isLive(rec.status);
-      const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
-      if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
-      if (current && failure) Object.assign(patch, toError(failure.detail));
-      return Object.keys(patch).length ? patch : 'skip';
-    });
-    if (failure && current) logger.warn('sandbox.failed', { sandboxId: record.id, userId: record.userId, detail: failure.detail });
-    if (started && !current) {
-      const instance = { sandboxId: record.id, generation, ref: started.ref, state };
-      // Deleted meanwhile: the delete's clean-up may have run before this start, so clean up again.
-      if (t) await this.stopQuietly(instance);
-      else await this.deps.runtime.destroy(instance).catch((err: unknown) => logger.error('Clean-up after a lost start failed', { sandboxId: record.id, error: err as Error }));
-    }
-    return t?.record ?? record;
+  private launchOptions(userId: string): Promise<LaunchOptions> {
+    return this.deps.launchOptions?.(userId) ?? Promise.resolve({});
   }
 
   private async view(rec: SandboxRecord): Promise<SandboxInfo> {
@@ -203,7 +167,8 @@ export class SandboxService extends SandboxRecords {
       // webhook hands out the user's secrets. Clients use conversation-scoped keys instead.
       session_api_key: null,
       exposed_urls: running ? [] : null,
-      detail: rec.detail ?? null,
+      // A runtime's notice about the running generation (on-demand instead of Spot, images that apply only on AWS).
+      detail: rec.detail ?? (isLive(rec.status) ? rec.runtimeState?.[NOTICE_STATE] : undefined) ?? null,
       // The process runtime records how it contained the last start; Fargate tasks always are.
       contained: rec.runtimeState?.containment !== 'none',
       created_at: rec.createdAt,

@@ -20,9 +20,14 @@ export interface SnapshotLimits {
   maxBytes: number;
   /** How long a signed request stays valid. */
   expiresSeconds: number;
+  /**
+   * Objects a sandbox's prefix may hold before another upload is granted: the current snapshot, one
+   * in flight (the program takes one at a time) and one a killed task left behind, plus one spare.
+   */
+  maxObjects: number;
 }
 
-export const defaultSnapshotLimits: SnapshotLimits = { maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+export const defaultSnapshotLimits: SnapshotLimits = { maxBytes: 2 * 1024 ** 3, expiresSeconds: 300, maxObjects: 4 };
 
 
 
@@ -32,6 +37,12 @@ export class WorkspaceSnapshots {
     private readonly bucket: string,
     private readonly limits: SnapshotLimits = defaultSnapshotLimits,
   ) {}
+
+  /** Whether the sandbox's prefix has room for another upload (a hostile program could otherwise ask for grants without end). */
+  async hasRoom(sandboxId: string): Promise<boolean> {
+    const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: snapshotPrefix(sandboxId), MaxKeys: this.limits.maxObjects }));
+    return (page.KeyCount ?? page.Contents?.length ?? 0) < this.limits.maxObjects;
+  }
 
   /** A presigned POST for a new key, bounded in size and time. */
   async upload(sandboxId: string): Promise<SnapshotUpload> {

@@ -81,6 +81,9 @@ const choice = (name: string, choices: readonly string[], extra: readonly string
 const positiveInt = (name: string, max: number) =>
   z.number().int(`${name} must be an integer`).min(1, `${name} must be at least 1`).max(max, `${name} must be at most ${max}`);
 
+/** The sizes a sandbox may be multiplied by (`remote_runtime_resource_factor`). */
+export const resourceFactors = [1, 2, 4, 8] as const as readonly number[];
+
 export const settingsInputSchema = z.object({
   language: nullableText(32).optional(),
   agent: choice('agent', agentChoices).nullable().optional(),
@@ -91,7 +94,12 @@ export const settingsInputSchema = z.object({
   llm_model: nullableText(256).optional(),
   llm_api_key: nullableText(4096).optional(),
   llm_base_url: httpUrl.or(z.literal('')).nullable().optional(),
-  remote_runtime_resource_factor: positiveInt('remote_runtime_resource_factor', 8).nullable().optional(),
+  // As OpenHands offers it: multiplies the sandbox spec's CPU and memory on AWS.
+  remote_runtime_resource_factor: z
+    .number()
+    .refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)
+    .nullable()
+    .optional(),
   secrets_store: secretsStoreSchema.optional(),
   enable_default_condenser: z.boolean().optional(),
   /** Messages the model sees before the condenser summarizes the middle (OpenHands' UI sends it); null: 120. */

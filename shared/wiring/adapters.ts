@@ -78,11 +78,11 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   sandboxRuntime: {
     build: { anyOf: ['ecs:run', 'ecs:stop', 'ecs:describe'] },
     calls: {
-      start: { capabilities: ['ecs:run', 'ecs:task-definitions', 'efs:access-points'] },
+      start: { capabilities: ['ecs:run', 'ecs:task-definitions'] },
       stop: { capabilities: ['ecs:stop', 'ecs:describe'] },
       status: { capabilities: ['ecs:describe'] },
-      // Stops the task, runs a wipe task, then removes the access point and the revision.
-      destroy: { capabilities: ['ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] },
+      // Stops the tasks and waits for them (the snapshots are removed after the last one).
+      destroy: { capabilities: ['ecs:stop', 'ecs:describe'] },
       list: { capabilities: ['ecs:describe'] },
     },
   },

@@ -36,7 +36,6 @@ export const sandboxRuntimeEnv = [
   'ECS_CLUSTER_ARN',
   'SANDBOX_SUBNET_IDS',
   'SANDBOX_SECURITY_GROUP_ID',
-  'SANDBOX_FILE_SYSTEM_ID',
   'SANDBOX_TASK_ROLE_ARN',
   'SANDBOX_EXECUTION_ROLE_ARN',
   'SANDBOX_START_TIMEOUT_SECONDS',
@@ -53,7 +52,6 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:stop': sandboxRuntimeEnv,
   'ecs:describe': sandboxRuntimeEnv,
   'ecs:task-definitions': sandboxRuntimeEnv,
-  'efs:access-points': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
 };
 

@@ -9,7 +9,7 @@ export interface RuntimeFixture {
   spec: SandboxSpec;
   /** A spec the platform refuses to start. */
   badSpec: SandboxSpec;
-  /** Lets asynchronous platform work finish (e.g. a Fargate wipe task); called between destroy calls. */
+  /** Lets asynchronous platform work finish (e.g. Fargate tasks still stopping); called between destroy calls. */
   settle?: () => Promise<void>;
   /** An independent view of what runs for a sandbox (OS processes, the fake ECS's tasks). */
   runningFor(sandboxId: string): Promise<number>;

@@ -4,7 +4,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 // @ts-expect-error s3rver ships no types
 import S3rver from 's3rver';
 
@@ -76,6 +76,14 @@ export class CheckedS3 {
 
   client(): S3Client {
     return new S3Client({ region: REGION, endpoint: this.endpoint, forcePathStyle: true, credentials: CREDENTIALS });
+  }
+
+  /** The keys stored under `prefix`, sorted (what the tests assert deletion with). */
+  async keys(prefix: string): Promise<string[]> {
+    const client = this.client();
+    const out = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    client.destroy();
+    return (out.Contents ?? []).map((o) => o.Key!).sort();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

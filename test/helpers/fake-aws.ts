@@ -1,5 +1,4 @@
 import {
-  DeregisterTaskDefinitionCommand,
   DescribeTaskDefinitionCommand,
   DescribeTasksCommand,
   ECSClient,
@@ -8,8 +7,8 @@ import {
   RunTaskCommand,
   StopTaskCommand,
   type Task,
+  type TaskDefinition,
 } from '@aws-sdk/client-ecs';
-import { CreateAccessPointCommand, DeleteAccessPointCommand, EFSClient } from '@aws-sdk/client-efs';
 import { mockClient } from 'aws-sdk-client-mock';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import type { FargateRuntimeConfig } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
@@ -23,7 +22,6 @@ export const fargateConfig: FargateRuntimeConfig = {
   clusterArn: CLUSTER,
   subnetIds: ['subnet-aaa', 'subnet-bbb'],
   securityGroupId: 'sg-0noingress',
-  fileSystemId: 'fs-0123456789abcdef0',
   taskRoleArn: `arn:aws:iam::${ACCOUNT}:role/sandbox-task`,
   executionRoleArn: `arn:aws:iam::${ACCOUNT}:role/sandbox-execution`,
 };
@@ -58,18 +56,24 @@ export const sandboxSpecsEnv = (spot = false) =>
   ]);
 
 /**
- * ECS and EFS at the SDK boundary (aws-sdk-client-mock), with just enough state to behave like the
- * services: tasks run until stopped, wipe tasks finish when `finishWipes()` says so.
+ * ECS at the SDK boundary (aws-sdk-client-mock), with just enough state to behave like the
+ * service: tasks run until stopped (at once, or after `finishStops()` with `stopsLinger`),
+ * registered task definitions are found again by ARN or family.
  */
 export class FakeAws {
   readonly ecs = mockClient(ECSClient);
-  readonly efs = mockClient(EFSClient);
   readonly tasks = new Map<string, Task>();
+  /** Task definitions registered at run time, by ARN. */
+  readonly registered = new Map<string, TaskDefinition>();
+  /** StopTask leaves the task stopping (desired STOPPED, last RUNNING) until `finishStops()`. */
+  stopsLinger = false;
   private counter = 0;
   private revision = 10;
 
   constructor() {
     this.ecs.on(DescribeTaskDefinitionCommand).callsFake(async ({ taskDefinition }) => {
+      const found = this.registered.get(taskDefinition) ?? [...this.registered.values()].filter((d) => d.family === taskDefinition).at(-1);
+      if (found) return { taskDefinition: found };
       if (taskDefinition !== BASE_TASK_DEF) {
         throw Object.assign(new Error('Unable to describe task definition.'), { name: 'ClientException' });
       }
@@ -93,11 +97,15 @@ export class FakeAws {
         },
       };
     });
-    this.ecs.on(RegisterTaskDefinitionCommand).callsFake(async ({ family }) => ({
-      taskDefinition: { taskDefinitionArn: `arn:aws:ecs:${REGION}:${ACCOUNT}:task-definition/${family}:${++this.revision}` },
-    }));
-    this.ecs.on(DeregisterTaskDefinitionCommand).resolves({});
+    this.ecs.on(RegisterTaskDefinitionCommand).callsFake(async (input) => {
+      const taskDefinition = { ...input, taskDefinitionArn: `arn:aws:ecs:${REGION}:${ACCOUNT}:task-definition/${input.family}:${++this.revision}`, status: 'ACTIVE' } as TaskDefinition;
+      this.registered.set(taskDefinition.taskDefinitionArn!, taskDefinition);
+      return { taskDefinition };
+    });
     this.ecs.on(RunTaskCommand).callsFake(async (input) => {
+      if (input.taskDefinition !== BASE_TASK_DEF && !this.registered.has(input.taskDefinition!)) {
+        throw Object.assign(new Error('TaskDefinition not found.'), { name: 'ClientException' });
+      }
       const taskArn = `arn:aws:ecs:${REGION}:${ACCOUNT}:task/sandboxes/${(++this.counter).toString(16).padStart(32, '0')}`;
       const task: Task = {
         taskArn,
@@ -115,42 +123,31 @@ export class FakeAws {
       const found = this.tasks.get(task);
       if (!found) throw Object.assign(new Error('The referenced task was not found.'), { name: 'InvalidParameterException' });
       found.desiredStatus = 'STOPPED';
-      found.lastStatus = 'STOPPED';
+      if (!this.stopsLinger) found.lastStatus = 'STOPPED';
       found.stopCode = 'UserInitiated';
       return { task: found };
     });
-    this.ecs.on(ListTasksCommand).callsFake(async ({ startedBy }) => ({
+    this.ecs.on(ListTasksCommand).callsFake(async ({ startedBy, desiredStatus }) => ({
       taskArns: [...this.tasks.values()]
-        .filter((t) => t.desiredStatus === 'RUNNING' && (!startedBy || t.startedBy === startedBy))
+        .filter((t) => t.desiredStatus === (desiredStatus ?? 'RUNNING') && (!startedBy || t.startedBy === startedBy))
         .map((t) => t.taskArn!),
     }));
     this.ecs.on(DescribeTasksCommand).callsFake(async ({ tasks }) => ({
       tasks: (tasks as string[]).flatMap((arn) => (this.tasks.has(arn) ? [this.tasks.get(arn)!] : [])),
       failures: (tasks as string[]).filter((arn) => !this.tasks.has(arn)).map((arn) => ({ arn, reason: 'MISSING' })),
     }));
-    this.efs.on(CreateAccessPointCommand).callsFake(async ({ ClientToken }) => ({ AccessPointId: `fsap-${ClientToken.slice(0, 17)}` }));
-    this.efs.on(DeleteAccessPointCommand).resolves({});
   }
 
-  /** Wipe tasks complete (the program emptied the workspace and exited 0). */
-  finishWipes(exitCode = 0): void {
-    for (const t of this.tasks.values()) {
-      const mode = t.overrides?.containerOverrides?.[0]?.environment?.find((e) => e.name === 'SANDBOX_MODE')?.value;
-      if (mode === 'wipe' && t.lastStatus !== 'STOPPED') {
-        t.lastStatus = 'STOPPED';
-        t.desiredStatus = 'STOPPED';
-        t.stopCode = 'EssentialContainerExited';
-        t.containers = [{ name: 'sandbox', lastStatus: 'STOPPED', exitCode }];
-      }
-    }
+  /** Stopping tasks finish stopping (their containers exited). */
+  finishStops(): void {
+    for (const t of this.tasks.values()) if (t.desiredStatus === 'STOPPED') t.lastStatus = 'STOPPED';
   }
 
   clients() {
-    return { ecs: new ECSClient({ region: REGION }), efs: new EFSClient({ region: REGION }) };
+    return { ecs: new ECSClient({ region: REGION }) };
   }
 
   restore(): void {
     this.ecs.restore();
-    this.efs.restore();
   }
 }

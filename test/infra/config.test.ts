@@ -14,7 +14,7 @@ describe('deployment configuration (CDK context)', () => {
     const config = from({});
     expect(config).toMatchObject({ stackName: 'AgentConversationService', sandboxIdleMinutes: 30, maxRunningSandboxes: 5, sandboxSpot: false, corsAllowedOrigins: [] });
     expect(config.account).toBeUndefined();
-    expect(config.sandboxSpecs).toEqual([{ id: 'default', cpu: 1024, memory: 2048, command: null, initialEnv: {}, workingDir: '/workspace' }]);
+    expect(config.sandboxSpecs).toEqual([{ id: 'default', cpu: 1024, memory: 2048, spotFallback: false, command: null, initialEnv: {}, workingDir: '/workspace' }]);
   });
 
   it('coerces `-c key=value` strings from the command line', () => {

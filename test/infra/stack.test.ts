@@ -282,12 +282,19 @@ describe('sandbox infrastructure', () => {
     expect(ingressOnSandboxes).toEqual([]);
   });
 
-  it('lets only the sandboxes reach the workspace file system, on NFS', () => {
-    const sgId = logicalId(stack.sandboxes.securityGroup.node.defaultChild);
-    const ingress = ofType('AWS::EC2::SecurityGroupIngress').map(([, r]) => r.Properties);
-    expect(ingress).toHaveLength(1);
-    expect(ingress[0]).toMatchObject({ IpProtocol: 'tcp', FromPort: 2049, ToPort: 2049, SourceSecurityGroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] } });
-    template.hasResourceProperties('AWS::EFS::FileSystem', { Encrypted: true, ThroughputMode: 'elastic' });
+  it('has no shared file system: no EFS, no mount target, no ingress rule anywhere (workspaces are S3 snapshots)', () => {
+    for (const type of ['AWS::EFS::FileSystem', 'AWS::EFS::MountTarget', 'AWS::EFS::AccessPoint', 'AWS::EC2::SecurityGroupIngress']) template.resourceCountIs(type, 0);
+    const env = JSON.stringify(ofType('AWS::Lambda::Function').map(([, r]) => r.Properties.Environment));
+    expect(env).not.toContain('SANDBOX_FILE_SYSTEM_ID');
+    expect(JSON.stringify(template.toJSON())).not.toContain('elasticfilesystem');
+  });
+
+  it('gives the sandbox task role no permissions at all', () => {
+    const roleId = logicalId(stack.sandboxes.taskRole.node.defaultChild);
+    const attached = ofType('AWS::IAM::Policy').filter(([, r]) => JSON.stringify(r.Properties.Roles).includes(roleId));
+    expect(attached).toEqual([]);
+    expect(resources[roleId]!.Properties.Policies).toBeUndefined();
+    expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
   });
 
   it('has a cluster with only the Fargate capacity providers and no service', () => {
@@ -329,9 +336,9 @@ describe('sandbox infrastructure', () => {
     const registry = stack.resolve(stack.sandboxes.specRegistry('2025-01-01T00:00:00.000Z')) as Json[];
     expect(registry).toHaveLength((cdkContext.sandboxSpecs as unknown[]).length);
     expect(Object.keys(registry[0]!).sort()).toEqual(
-      ['command', 'cpu', 'created_at', 'family', 'id', 'initial_env', 'memory', 'spot', 'task_definition_arn', 'working_dir'].sort(),
+      ['command', 'cpu', 'created_at', 'family', 'id', 'initial_env', 'memory', 'spot', 'spot_fallback', 'task_definition_arn', 'working_dir'].sort(),
     );
-    expect(registry[0]).toMatchObject({ id: 'default', cpu: 1024, memory: 2048, spot: false, command: null, initial_env: {}, working_dir: '/workspace' });
+    expect(registry[0]).toMatchObject({ id: 'default', cpu: 1024, memory: 2048, spot: false, spot_fallback: false, command: null, initial_env: {}, working_dir: '/workspace' });
   });
 });
 

@@ -45,7 +45,6 @@ export function hourlyBilled(template: { Resources?: Record<string, Resource> })
     if ((r.Type === 'AWS::Lambda::Alias' || r.Type === 'AWS::Lambda::Version') && p.ProvisionedConcurrencyConfig) out.push(`${id}: provisioned concurrency`);
     if (r.Type === 'AWS::DynamoDB::Table' && p.BillingMode !== 'PAY_PER_REQUEST') out.push(`${id}: provisioned DynamoDB table`);
     if (r.Type === 'AWS::DynamoDB::GlobalTable' && p.BillingMode !== 'PAY_PER_REQUEST') out.push(`${id}: provisioned DynamoDB table`);
-    if (r.Type === 'AWS::EFS::FileSystem' && p.ThroughputMode === 'provisioned') out.push(`${id}: EFS provisioned throughput`);
   }
   return out;
 }

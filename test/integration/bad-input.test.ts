@@ -16,6 +16,8 @@ describe('bad input gets its documented status and body', () => {
     [{ max_budget_per_task: -0.01 }, 'max_budget_per_task'],
     [{ max_budget_per_task: 5e-324 }, 'max_budget_per_task'], // found by the fuzz test: DynamoDB cannot store it
     [{ remote_runtime_resource_factor: 0 }, 'remote_runtime_resource_factor'],
+    [{ remote_runtime_resource_factor: 3 }, 'remote_runtime_resource_factor'],
+    [{ remote_runtime_resource_factor: 16 }, 'remote_runtime_resource_factor'],
     [{ confirmation_mode: 'yes' }, 'confirmation_mode'],
     [{ enable_default_condenser: null }, 'enable_default_condenser'],
     [{ llm_base_url: 'ftp://nope' }, 'llm_base_url'],

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { waitFor } from '#test/helpers/sandboxes.ts';
@@ -22,6 +22,13 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
+/** Where `tool` is on this machine's PATH. */
+const which = (tool: string) => {
+  const found = (process.env.PATH ?? '').split(delimiter).map((d) => join(d, tool)).find((p) => existsSync(p));
+  if (!found) throw new Error(`${tool} is not installed here`);
+  return found;
+};
+
 /** Runs sandbox/main.ts as the runtimes do, with only the given environment (async: the stack serves this process). */
 function runProgram(env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], {
@@ -36,15 +43,18 @@ function runProgram(env: Record<string, string>): Promise<{ status: number | nul
 }
 
 describe('the sandbox program', () => {
-  it('in wipe mode empties its workspace (keeping the directory) and exits 0', async () => {
-    const workspace = tempDir('acs-wipe-');
-    writeFileSync(join(workspace, 'a.txt'), 'a');
-    mkdirSync(join(workspace, 'nested/deeper'), { recursive: true });
-    writeFileSync(join(workspace, 'nested/deeper/b.txt'), 'b');
-    const out = await runProgram({ SANDBOX_ID: 'wipe-test', WORKSPACE_DIR: workspace, SANDBOX_MODE: 'wipe' });
-    expect(out.status).toBe(0);
-    expect(existsSync(workspace)).toBe(true);
-    expect(readdirSync(workspace)).toEqual([]);
+  it("checks a user's image for bash and git (SANDBOX_IMAGE_CHECK=1), exiting with the code that names the one it lacks", async () => {
+    const workspace = tempDir('acs-image-');
+    const bin = tempDir('acs-bin-');
+    // A PATH with node only: no bash, no git.
+    symlinkSync(process.execPath, join(bin, 'node'));
+    const bare = await runProgram({ SANDBOX_ID: 'image-test', WORKSPACE_DIR: workspace, SANDBOX_IMAGE_CHECK: '1', PATH: bin });
+    expect(bare.status).toBe(80);
+    expect(bare.stderr).toContain('"tool":"bash"');
+    symlinkSync(which('bash'), join(bin, 'bash'));
+    const noGit = await runProgram({ SANDBOX_ID: 'image-test', WORKSPACE_DIR: workspace, SANDBOX_IMAGE_CHECK: '1', PATH: bin });
+    expect(noGit.status).toBe(81);
+    expect(noGit.stderr).toContain('"tool":"git"');
   });
 
   it('exits with code 3 when its enrollment token is refused, without retrying forever', async () => {

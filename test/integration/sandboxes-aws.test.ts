@@ -1,5 +1,5 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
+import { RegisterTaskDefinitionCommand, RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -16,7 +16,7 @@ import { CLUSTER, fargateConfig, FakeAws, sandboxSpecsEnv } from '#test/helpers/
 
 /**
  * The AWS path end to end: the Lambda handlers as API Gateway and EventBridge call them, with
- * awsServices() wiring, DynamoDB on dynalite and ECS, EFS and KMS at the SDK boundary.
+ * awsServices() wiring, DynamoDB on dynalite, ECS and KMS at the SDK boundary, S3 as s3rver behind a signature check.
  */
 let dynamo: EmbeddedDynamo;
 let aws: FakeAws;
@@ -32,7 +32,6 @@ beforeAll(async () => {
     ECS_CLUSTER_ARN: CLUSTER,
     SANDBOX_SUBNET_IDS: fargateConfig.subnetIds.join(','),
     SANDBOX_SECURITY_GROUP_ID: fargateConfig.securityGroupId,
-    SANDBOX_FILE_SYSTEM_ID: fargateConfig.fileSystemId,
     SANDBOX_TASK_ROLE_ARN: fargateConfig.taskRoleArn,
     SANDBOX_EXECUTION_ROLE_ARN: fargateConfig.executionRoleArn,
     SANDBOX_SPECS: sandboxSpecsEnv(),
@@ -116,12 +115,63 @@ describe('sandboxes on the AWS path', () => {
     expect(again.status).toBe(401);
   });
 
-  it('turns throttling by ECS into ERROR with a readable detail, never a 500', async () => {
+  it('throttling leaves the start waiting (never a 500, never a wait in the request); the sweeper retries it with a new token', async () => {
     aws.ecs.on(RunTaskCommand).rejects(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
     const res = await startAs('bob');
     expect(res.status).toBe(200);
-    expect(res.body.status).toBe('ERROR');
-    expect(res.body.detail).toBe('AWS is throttling sandbox starts (ThrottlingException); resume the sandbox to try again');
+    expect(res.body.status).toBe('STARTING');
+    expect(res.body.detail).toMatch(/^Waiting to start, trying again at \S+: AWS is throttling sandbox starts \(ThrottlingException: Rate exceeded\)$/);
+    const { handler: sweep } = await import('../../functions/sandboxes/sweeper.ts');
+    // Not due yet: the sweep leaves it.
+    expect((await sweep({})).retried).not.toContain(res.body.id);
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(res.body.id))!;
+    expect(rec.runtimeState).toMatchObject({ retryAttempt: '1', bridgeUrl: 'https://abc123.execute-api.eu-west-1.amazonaws.com', launch: '{}' });
+    await store.update(rec.id, rec.version, { runtimeState: { ...rec.runtimeState, retryAt: new Date(Date.now() - 1000).toISOString() } });
+    aws.restore();
+    aws = new FakeAws();
+    expect((await sweep({})).retried).toContain(res.body.id);
+    const token = envValue('ENROLLMENT_TOKEN')!;
+    expect(envValue('SANDBOX_ID')).toBe(res.body.id);
+    expect(envValue('BRIDGE_URL')).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com');
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: { version: '1' }, params: { sandbox_id: res.body.id } });
+    expect(checkIn.status).toBe(200);
+    const running = await getAs('bob', res.body.id);
+    expect(running).toMatchObject({ status: 'RUNNING', detail: null });
+  });
+
+  it('a start that stays without capacity until its time-out is an ERROR naming the missing capacity', async () => {
+    const noCapacity = { tasks: [], failures: [{ reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }] };
+    aws.ecs.on(RunTaskCommand).resolves(noCapacity);
+    const id = (await startAs('bob')).body.id;
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(id))!;
+    const old = new Date(Date.now() - 601_000).toISOString();
+    await store.update(id, rec.version, { startedAt: old, lastActivityAt: old });
+    const { handler: sweep } = await import('../../functions/sandboxes/sweeper.ts');
+    expect((await sweep({})).failed).toContain(id);
+    const failed = await getAs('bob', id);
+    expect(failed.status).toBe('ERROR');
+    expect(failed.detail).toBe(
+      'The sandbox could not be started within 600 seconds: No Fargate capacity was available (Capacity is unavailable at this time. Please try again later or in a different availability zone)',
+    );
+  });
+
+  it('images and the resource factor from the settings reach RunTask; settings save refuses other factors', async () => {
+    const save = (body: unknown) => invoke('settings/save.ts', 'POST', '/api/settings', { userId: 'ivan', body });
+    expect((await save({ remote_runtime_resource_factor: 3 })).status).toBe(422);
+    expect((await save({ remote_runtime_resource_factor: 4, sandbox_base_container_image: 'ubuntu:24.04', sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1' })).status).toBe(200);
+    const res = await startAs('ivan');
+    expect(res.body.status).toBe('STARTING');
+    const input = aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input;
+    expect(input.overrides).toMatchObject({ cpu: '4096', memory: '8192' });
+    // The runtime image wins over the base image.
+    expect(input.taskDefinition).toMatch(/task-definition\/acs-sandbox-default-runtime-[0-9a-f]{16}:\d+$/);
+    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)[0]!.args[0].input.containerDefinitions![0]!.image).toBe('ghcr.io/acme/sandbox:1');
+    // 8 x (1 vCPU, 2 GiB) is still a Fargate size (products beyond it: test/unit/fargate-runtime.test.ts).
+    expect((await save({ remote_runtime_resource_factor: 8 })).status).toBe(200);
+    expect((await startAs('ivan')).body.status).toBe('STARTING');
+    expect(aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides).toMatchObject({ cpu: '8192', memory: '16384' });
   });
 
   it('turns an unrequested STOPPED event into ERROR, a stop that was asked for into PAUSED, and ignores stale generations', async () => {
@@ -141,6 +191,32 @@ describe('sandboxes on the AWS path', () => {
     const paused = await getAs('carol', stopped);
     expect(paused.status).toBe('PAUSED');
     expect(paused.detail).toBe('The sandbox task was stopped: Task stopped by user');
+
+    // A Spot interruption is no fault of the sandbox's: PAUSED, saying why, and it resumes.
+    const spot = (await startAs('carol')).body.id;
+    await ecsEvent('stopped-spot.json', spot, 1);
+    const interrupted = await getAs('carol', spot);
+    expect(interrupted.status).toBe('PAUSED');
+    expect(interrupted.detail).toMatch(/^Paused: Fargate Spot reclaimed the capacity/);
+    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${spot}/resume`, { userId: 'carol', params: { sandbox_id: spot } });
+    expect(resume.status).toBe(200);
+    expect((await getAs('carol', spot)).status).toBe('STARTING');
+
+    // The interrupted task left ListTasks before its STOPPED event, and a sweep called it MISSING: still PAUSED.
+    const store = new DynamoSandboxStore();
+    const missing = async () => {
+      const id = (await startAs('carol')).body.id as string;
+      const rec = (await store.get(id))!;
+      await store.update(id, rec.version, { status: 'MISSING', detail: 'The sandbox process or task no longer exists', liveShard: null, liveUserId: null, enrollmentHash: null });
+      return id;
+    };
+    const swept = await missing();
+    await ecsEvent('stopped-spot.json', swept, 1);
+    expect(await getAs('carol', swept)).toMatchObject({ status: 'PAUSED', detail: expect.stringMatching(/^Paused: Fargate Spot reclaimed/) });
+    // A crash reported after MISSING changes nothing: only an interruption is known to be resumable.
+    const crashed2 = await missing();
+    await ecsEvent('stopped-crash.json', crashed2, 1);
+    expect((await getAs('carol', crashed2)).status).toBe('MISSING');
   });
 
   it('pauses with StopTask and resumes with a new generation and a new token', async () => {
@@ -157,19 +233,6 @@ describe('sandboxes on the AWS path', () => {
     expect(envValue('SANDBOX_GENERATION')).toBe('2');
     expect(envValue('ENROLLMENT_TOKEN')).not.toBe(firstToken);
     expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(2);
-  });
-
-  it('deletes in two steps: a wipe task, then (on its STOPPED event) the access point and the record', async () => {
-    const id = (await startAs('erin')).body.id;
-    const del = await invoke('sandboxes/delete.ts', 'DELETE', `/api/v1/sandboxes/${id}`, { userId: 'erin', params: { sandbox_id: id } });
-    expect(del.body).toEqual({ success: true });
-    expect(envValue('SANDBOX_MODE')).toBe('wipe');
-    expect(await getAs('erin', id)).toBeNull();
-    const store = new DynamoSandboxStore();
-    expect((await store.get(id))?.deletedAt).toEqual(expect.any(String));
-    aws.finishWipes();
-    await ecsEvent('stopped-wipe.json', id, 1);
-    expect(await store.get(id)).toBeUndefined();
   });
 
   it('runs the scheduled sweeper: a start stuck past 600 s becomes ERROR and its task is stopped', async () => {
@@ -232,6 +295,61 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     await restoreWorkspace(url, fresh);
     expect(readFileSync(join(fresh, 'notes.md'), 'utf8')).toBe('kept across a pause');
     expect(s3.refusals).toEqual([]);
+  });
+
+  it('a delete removes the sandbox\'s snapshots once its last task has stopped (it saves after SIGTERM), then the record', async () => {
+    const sb = await running('judy');
+    s3.intent = { sandboxId: sb.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+    const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
+    writeFileSync(join(workspace, 'a.txt'), 'x');
+    const grant = (await bridge('snapshot-upload.ts', 'POST', sb)).body;
+    const packed = await packWorkspace(workspace);
+    await uploadSnapshot(grant, packed.file, packed.bytes);
+    packed.cleanup();
+    expect((await bridge('snapshot-complete.ts', 'POST', sb, { key: grant.key })).status).toBe(200);
+    const other = await running('judy');
+    s3.intent = { sandboxId: other.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+    const otherGrant = (await bridge('snapshot-upload.ts', 'POST', other)).body;
+    const otherPacked = await packWorkspace(workspace);
+    await uploadSnapshot(otherGrant, otherPacked.file, otherPacked.bytes);
+    otherPacked.cleanup();
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grant.key]);
+
+    aws.stopsLinger = true;
+    const del = await invoke('sandboxes/delete.ts', 'DELETE', `/api/v1/sandboxes/${sb.id}`, { userId: 'judy', params: { sandbox_id: sb.id } });
+    expect(del.body).toEqual({ success: true });
+    expect(await getAs('judy', sb.id)).toBeNull();
+    const store = new DynamoSandboxStore();
+    // Still stopping: the snapshot and the record (marked deleted) stay.
+    expect((await store.get(sb.id))?.deletedAt).toEqual(expect.any(String));
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grant.key]);
+    aws.finishStops();
+    await ecsEvent('stopped-user-initiated.json', sb.id, 1);
+    expect(await store.get(sb.id)).toBeUndefined();
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([]);
+    // Another sandbox's objects are untouched.
+    expect(await s3.keys(`sandboxes/${other.id}/`)).toEqual([otherGrant.key]);
+  });
+
+  it('a program that asks for uploads and never completes them gets a 429 once its prefix is full; a completed snapshot makes room', async () => {
+    const sb = await running('mallory');
+    s3.intent = { sandboxId: sb.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
+    const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
+    writeFileSync(join(workspace, 'junk.bin'), 'x'.repeat(1000));
+    const packed = await packWorkspace(workspace);
+    const grants = [];
+    for (let i = 0; i < 4; i++) {
+      const grant = (await bridge('snapshot-upload.ts', 'POST', sb)).body;
+      await uploadSnapshot(grant, packed.file, packed.bytes);
+      grants.push(grant);
+    }
+    const refused = await bridge('snapshot-upload.ts', 'POST', sb);
+    expect(refused.status).toBe(429);
+    expect(refused.body.detail).toBe('Too many snapshots of this sandbox are pending: complete one first');
+    expect((await bridge('snapshot-complete.ts', 'POST', sb, { key: grants[3].key })).status).toBe(200);
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grants[3].key]);
+    expect((await bridge('snapshot-upload.ts', 'POST', sb)).status).toBe(200);
+    packed.cleanup();
   });
 
   it("refuses another sandbox's keys, path tricks, and a foreign or missing session key", async () => {

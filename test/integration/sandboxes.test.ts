@@ -37,6 +37,22 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     expect(sandboxPids(sandbox.id)).toEqual([]);
   });
 
+  it('says in its record that images and the resource factor apply only on AWS, and runs the local program all the same', async () => {
+    const key = await stack.newUser('image-user');
+    const saved = await stack.call('POST', '/api/settings', { key, body: { sandbox_base_container_image: 'ubuntu:24.04', remote_runtime_resource_factor: 4 } });
+    expect(saved.status).toBe(200);
+    const sandbox = await startRunning(key);
+    expect(sandbox.detail).toBe(
+      'sandbox_base_container_image and remote_runtime_resource_factor apply only on AWS: this sandbox runs as a local process, without them',
+    );
+    // Settings without them: the next start says nothing.
+    await stack.call('POST', '/api/settings', { key, body: { sandbox_base_container_image: null, remote_runtime_resource_factor: 1 } });
+    await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`, { key });
+    await waitForStatus(stack, sandbox.id, 'PAUSED', key);
+    expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`, { key })).status).toBe(200);
+    expect((await waitForStatus(stack, sandbox.id, 'RUNNING', key)).detail).toBeNull();
+  });
+
   it('gives the process only the environment it needs, none of the server', async () => {
     process.env.SERVER_ONLY_SECRET = 'do-not-leak';
     try {

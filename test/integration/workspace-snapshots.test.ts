@@ -12,7 +12,7 @@ import { BUCKET, CheckedS3 } from '#test/helpers/checked-s3.ts';
 // s3rver on loopback behind a proxy that checks each signed request (test/helpers/checked-s3.ts).
 const SANDBOX = 'sbxaaaaaaaaaaaaaaaaaaaaaaaaaaaa1';
 const OTHER = 'sbxbbbbbbbbbbbbbbbbbbbbbbbbbbbb2';
-const LIMITS = { maxBytes: 64 * 1024, expiresSeconds: 120 };
+const LIMITS = { maxBytes: 64 * 1024, expiresSeconds: 120, maxObjects: 4 };
 let s3: CheckedS3;
 let workspace: string;
 

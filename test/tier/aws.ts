@@ -9,7 +9,7 @@ import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier
 
 /**
  * The AWS APIs the functions call, on one loopback HTTP server: DynamoDB (a proxy in front of
- * dynalite), KMS, ECS and EFS. Every call is signed by a function with an access key id that names
+ * dynalite), KMS, ECS and S3 (the workspace bucket, in memory). Every call is signed by a function with an access key id that names
  * its role; before doing anything the server asks the IAM evaluator (test/tier/iam.ts) whether that
  * role may, with the actions, resources and condition keys AWS would check for the operation
  * (the `authz` table below, tag-on-create and iam:PassRole included). A denial answers with AWS's
@@ -17,7 +17,7 @@ import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier
  *
  * The fake ECS runs tasks for real: a task of a sandbox task definition is the sandbox program
  * (built from sandbox/ like the image) in a child process, with the task's container environment
- * and its EFS access point as a local directory. Its state changes go to `onTaskChange`, which the
+ * and a disk of its own (its workspace comes from S3 snapshots, through the bridge's presigned requests). Its state changes go to `onTaskChange`, which the
  * tier turns into EventBridge "ECS Task State Change" events.
  */
 
@@ -86,8 +86,8 @@ export class FakeAws {
   private readonly taskDefinitions = new Map<string, any>();
   private readonly clusters = new Map<string, string>();
   private readonly kmsKeys = new Map<string, Buffer>();
-  private readonly accessPoints = new Map<string, any>();
-  private readonly fileSystems = new Map<string, string>();
+  /** S3 buckets of the template by name: key -> object. */
+  private readonly buckets = new Map<string, Map<string, { body: Buffer; modified: Date }>>();
   private readonly keyRoles = new Map<string, string>();
   private server!: Server;
   url = '';
@@ -104,7 +104,7 @@ export class FakeAws {
       this.taskDefinitions.set(taskDefinitionArn, { ...p, taskDefinitionArn, revision: 1, status: 'ACTIVE', tags: undefined });
     }
     for (const k of named('AWS::KMS::Key')) this.kmsKeys.set(k.atts.Arn!, randomBytes(32));
-    for (const f of named('AWS::EFS::FileSystem')) this.fileSystems.set(f.ref, join(options.workDir, 'efs', f.ref));
+    for (const b of named('AWS::S3::Bucket')) this.buckets.set(b.ref, new Map());
   }
 
   /** The access key id a role's functions sign with. */
@@ -132,6 +132,7 @@ export class FakeAws {
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks);
     const target = String(req.headers['x-amz-target'] ?? '');
+    if (!target && this.s3Bucket(new URL(req.url ?? '/', 'http://s3').pathname)) return this.s3(req, raw, res);
     const json = target.length > 0;
     try {
       const keyId = /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
@@ -147,7 +148,6 @@ export class FakeAws {
       let out: unknown;
       if (prefix === 'TrentService') out = this.kms(op!, body, check);
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
-      else if (req.url?.startsWith('/2015-02-01/')) out = this.efs(req.method!, req.url, raw.length ? JSON.parse(raw.toString('utf8')) : {}, check);
       else throw new AwsError('UnknownOperationException', `The tier fakes no ${target || req.url}`);
       res.writeHead(200, { 'content-type': json ? 'application/x-amz-json-1.1' : 'application/json' }).end(JSON.stringify(out ?? {}));
     } catch (err) {
@@ -164,7 +164,7 @@ export class FakeAws {
       this.calls.push({ principal, operation, allowed });
       if (!allowed) {
         this.denials.push({ principal, operation, request });
-        throw new AwsError('AccessDeniedException', deniedMessage(principal, request), operation.startsWith('elasticfilesystem:') ? 403 : 400);
+        throw new AwsError('AccessDeniedException', deniedMessage(principal, request));
       }
     }
   }
@@ -372,16 +372,8 @@ export class FakeAws {
     // The image's ENV, then the container definition's, then the RunTask overrides.
     const env: Record<string, string> = { NODE_ENV: 'production', WORKSPACE_DIR: '/workspace' };
     for (const e of [...(container.environment ?? []), ...(override.environment ?? [])]) env[e.name] = e.value;
-    // Mounts: a path inside the container maps to the access point's directory (or the task's own disk).
-    const mounts = new Map<string, string>();
-    for (const m of container.mountPoints ?? []) {
-      const volume = (td.volumes ?? []).find((v: any) => v.name === m.sourceVolume);
-      const ap = volume?.efsVolumeConfiguration?.authorizationConfig?.accessPointId;
-      const point = ap && this.accessPoints.get(ap);
-      if (point) mounts.set(m.containerPath, point.localDir);
-    }
-    const local = (path: string) => mounts.get(path) ?? join(dir, 'rootfs', path);
-    env.WORKSPACE_DIR = local(env.WORKSPACE_DIR!);
+    // Every path is on the task's own disk: nothing is shared with another task.
+    env.WORKSPACE_DIR = this.taskPath(task.taskArn, env.WORKSPACE_DIR!);
     mkdirSync(env.WORKSPACE_DIR, { recursive: true });
     // API Gateway is HTTPS; the emulated API listens on plain HTTP on loopback.
     if (env.BRIDGE_URL) env.BRIDGE_URL = env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
@@ -437,52 +429,99 @@ export class FakeAws {
     setTimeout(() => p.child.kill('SIGKILL'), 30_000).unref();
   }
 
-  // ---- EFS access points (REST): each one is a directory under its file system's.
-  private efs(method: string, url: string, body: any, check: (op: string, r: AuthzRequest[]) => void): unknown {
-    const path = url.split('?')[0]!;
-    if (method === 'POST' && path === '/2015-02-01/access-points') {
-      const fsDir = this.fileSystems.get(body.FileSystemId);
-      if (!fsDir) throw new AwsError('FileSystemNotFound', `File system '${body.FileSystemId}' does not exist.`, 404);
-      const existing = [...this.accessPoints.values()].find((a) => a.ClientToken === body.ClientToken);
-      const id = existing?.AccessPointId ?? `fsap-${randomBytes(9).toString('hex').slice(0, 17)}`;
-      const apArn = arn('elasticfilesystem', `access-point/${id}`);
-      check('elasticfilesystem:CreateAccessPoint', [
-        { action: 'elasticfilesystem:CreateAccessPoint', resource: arn('elasticfilesystem', `file-system/${body.FileSystemId}`), context: tagContext(body.Tags ?? []) },
-        ...(body.Tags?.length
-          ? [{ action: 'elasticfilesystem:TagResource', resource: apArn, context: { 'elasticfilesystem:CreateAction': 'CreateAccessPoint', ...tagContext(body.Tags) } }]
-          : []),
-      ]);
-      if (existing) return existing;
-      const localDir = join(fsDir, body.RootDirectory?.Path ?? '/');
-      mkdirSync(localDir, { recursive: true });
-      const ap = { ...body, AccessPointId: id, AccessPointArn: apArn, LifeCycleState: 'available', OwnerId: ACCOUNT, localDir };
-      this.accessPoints.set(id, ap);
-      return { ...ap, localDir: undefined };
-    }
-    const del = /^\/2015-02-01\/access-points\/([^/]+)$/.exec(path);
-    if (method === 'DELETE' && del) {
-      const id = decodeURIComponent(del[1]!);
-      check('elasticfilesystem:DeleteAccessPoint', [{ action: 'elasticfilesystem:DeleteAccessPoint', resource: arn('elasticfilesystem', `access-point/${id}`) }]);
-      if (!this.accessPoints.delete(id)) throw new AwsError('AccessPointNotFound', `Access point '${id}' does not exist.`, 404);
-      return {};
-    }
-    if (method === 'GET' && path === '/2015-02-01/access-points') {
-      check('elasticfilesystem:DescribeAccessPoints', [{ action: 'elasticfilesystem:DescribeAccessPoints', resource: '*' }]);
-      return { AccessPoints: [...this.accessPoints.values()].map((a) => ({ ...a, localDir: undefined })) };
-    }
-    throw new AwsError('UnknownOperationException', `The tier's EFS fakes no ${method} ${path}`);
+  // ---- S3 (REST, path style): the workspace bucket, in memory. Every request is authorized as S3
+  // does: a header-signed call as its signer, a presigned GET or POST as the role that signed it
+  // (so the presigning function's policy is evaluated for each object it signed for).
+  private s3Bucket(path: string): { bucket: string; key: string } | undefined {
+    const [, bucket = '', ...rest] = path.split('/');
+    if (!this.buckets.has(bucket)) return undefined;
+    return { bucket, key: rest.map(decodeURIComponent).join('/') };
   }
 
-  /** The local directory of an access point (what a task mounting it sees), for assertions. */
-  accessPointDir(id: string): string | undefined {
-    return this.accessPoints.get(id)?.localDir;
+  private async s3(req: IncomingMessage, raw: Buffer, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://s3');
+    const { bucket, key } = this.s3Bucket(url.pathname)!;
+    const objects = this.buckets.get(bucket)!;
+    const bucketArn = `arn:aws:s3:::${bucket}`;
+    const reply = (status: number, body = '', headers: Record<string, string> = {}): void => {
+      res.writeHead(status, { 'content-type': 'application/xml', ...headers }).end(req.method === 'HEAD' ? undefined : body);
+    };
+    const error = (status: number, code: string, message: string): void =>
+      reply(status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${xml(message)}</Message></Error>`, { 'x-amz-error-code': code });
+    try {
+      const form = req.method === 'POST' && !key && !url.searchParams.has('delete') ? await formOf(req, raw) : undefined;
+      const credential =
+        /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ??
+        url.searchParams.get('X-Amz-Credential')?.split('/')[0] ??
+        (typeof form?.get('X-Amz-Credential') === 'string' ? String(form.get('X-Amz-Credential')).split('/')[0] : undefined) ??
+        '';
+      const principal = credential === OPERATOR_KEY ? 'operator' : this.keyRoles.get(credential);
+      if (!principal) return error(403, 'InvalidAccessKeyId', 'The AWS access key Id you provided does not exist in our records.');
+      const check = (operation: string, requests: AuthzRequest[]) => this.authorize(principal, operation, requests);
+      if (url.searchParams.has('X-Amz-Signature')) {
+        const signed = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(url.searchParams.get('X-Amz-Date') ?? '');
+        const expires = signed ? Date.UTC(+signed[1]!, +signed[2]! - 1, +signed[3]!, +signed[4]!, +signed[5]!, +signed[6]!) + Number(url.searchParams.get('X-Amz-Expires')) * 1000 : 0;
+        if (!(expires > Date.now())) return error(403, 'AccessDenied', 'Request has expired');
+      }
+      if (form) {
+        // A browser-form upload: the signed policy must name this key and bound the file's size.
+        const field = (name: string) => (typeof form.get(name) === 'string' ? String(form.get(name)) : '');
+        const policy = JSON.parse(Buffer.from(field('Policy'), 'base64').toString() || '{}') as { expiration?: string; conditions?: unknown[] };
+        const conditions = policy.conditions ?? [];
+        const file = form.get('file');
+        const range = conditions.find((c) => Array.isArray(c) && c[0] === 'content-length-range') as [string, number, number] | undefined;
+        const keyCondition = conditions.find((c) => Array.isArray(c) && c[0] === 'eq' && c[1] === '$key') as string[] | undefined;
+        const objectKey = field('key');
+        check('s3:PutObject', [{ action: 's3:PutObject', resource: `${bucketArn}/${objectKey}` }]);
+        if (!(Date.parse(policy.expiration ?? '') > Date.now())) return error(403, 'AccessDenied', 'Invalid according to Policy: Policy expired.');
+        if (!keyCondition || keyCondition[2] !== objectKey) return error(403, 'AccessDenied', 'Invalid according to Policy: Policy Condition failed: ["eq", "$key"]');
+        if (!(file instanceof Blob)) return error(400, 'InvalidArgument', 'POST requires exactly one file upload per request.');
+        if (range && (file.size < range[1] || file.size > range[2])) return error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
+        objects.set(objectKey, { body: Buffer.from(await file.arrayBuffer()), modified: new Date() });
+        return reply(204);
+      }
+      if (req.method === 'POST' && url.searchParams.has('delete')) {
+        const keys = [...raw.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unxml(m[1]!));
+        check('s3:DeleteObject', keys.map((k) => ({ action: 's3:DeleteObject', resource: `${bucketArn}/${k}` })));
+        for (const k of keys) objects.delete(k);
+        return reply(200, `<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${keys.map((k) => `<Deleted><Key>${xml(k)}</Key></Deleted>`).join('')}</DeleteResult>`);
+      }
+      if (req.method === 'GET' && !key && url.searchParams.get('list-type') === '2') {
+        const prefix = url.searchParams.get('prefix') ?? '';
+        check('s3:ListBucket', [{ action: 's3:ListBucket', resource: bucketArn, context: { 's3:prefix': prefix } }]);
+        const found = [...objects.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => a.localeCompare(b));
+        const contents = found.map(([k, o]) => `<Contents><Key>${xml(k)}</Key><Size>${o.body.length}</Size><LastModified>${o.modified.toISOString()}</LastModified></Contents>`).join('');
+        return reply(200, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><Prefix>${xml(prefix)}</Prefix><KeyCount>${found.length}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`);
+      }
+      if ((req.method === 'GET' || req.method === 'HEAD') && key) {
+        check('s3:GetObject', [{ action: 's3:GetObject', resource: `${bucketArn}/${key}` }]);
+        const o = objects.get(key);
+        if (!o) return error(404, 'NoSuchKey', 'The specified key does not exist.');
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(o.body.length), 'last-modified': o.modified.toUTCString(), etag: '"tier"' });
+        res.end(req.method === 'HEAD' ? undefined : o.body);
+        return;
+      }
+      return error(501, 'NotImplemented', `The tier's S3 fakes no ${req.method} ${url.pathname}${url.search}`);
+    } catch (err) {
+      if (err instanceof AwsError && err.type === 'AccessDeniedException') return error(403, 'AccessDenied', err.message);
+      return error(500, 'InternalError', (err as Error).message);
+    }
   }
 
-  /** The access points that exist. */
-  accessPointIds(): string[] {
-    return [...this.accessPoints.keys()];
+  /** The keys stored in a bucket under `prefix` (for assertions). */
+  objectKeys(prefix = ''): string[] {
+    return [...this.buckets.values()].flatMap((objects) => [...objects.keys()]).filter((k) => k.startsWith(prefix)).sort();
+  }
+
+  /** The local directory a task's container sees at `path` (its own disk: nothing is shared between tasks). */
+  taskPath(taskArn: string, path: string): string {
+    return join(this.options.workDir, 'tasks', taskArn.split('/').pop()!, 'rootfs', path);
   }
 }
+
+const xml = (v: string) => v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const unxml = (v: string) => v.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const formOf = (req: IncomingMessage, raw: Buffer) => new Response(raw, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
 
 /** `aws:ResourceTag/<key>` for each tag the task carries. */
 const resourceTags = (task: EcsTask | undefined) => Object.fromEntries((task?.tags ?? []).map((t) => [`aws:ResourceTag/${t.key}`, t.value]));

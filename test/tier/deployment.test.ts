@@ -1,6 +1,8 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { createKey, pauseResumeDelete, settingsRoundTrip, startConversationLegacy, startConversationV1, startSandbox } from '#test/tier/flows.ts';
+import { createKey, pauseResumeDelete, settingsRoundTrip, startConversationLegacy, startConversationV1, startSandbox, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 
 /**
@@ -52,15 +54,56 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   it('a sandbox starts (the real program checks in with its enrollment token), pauses, resumes and is deleted, with ECS events through the rule', async () => {
     const sb = await startSandbox(tier, key);
     expect(tier.aws.denials).toEqual([]);
-    // The program got its sandbox's own workspace: an EFS access point, mounted by a per-sandbox revision.
-    const task = [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!;
-    expect(task.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default-sandbox:\d+$/);
+    // The spec's own task definition, as deployed: nothing registered per sandbox.
+    const running = () => [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id && t.desiredStatus === 'RUNNING')!;
+    const task = running();
+    expect(task.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default:1$/);
     expect(task.tags).toEqual(expect.arrayContaining([{ key: 'sandbox-id', value: sb.id }]));
-    await pauseResumeDelete(tier, key, sb.id);
+    // The workspace is the task's own disk; it survives the pause only as a snapshot in S3.
+    writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'notes.md'), 'kept across a pause');
+    await pauseResumeDelete(tier, key, sb.id, {
+      paused: async () => {
+        const keys = await until(tier, 'snapshot saved', async () => tier.aws.objectKeys(`sandboxes/${sb.id}/`), (k) => k.length === 1);
+        expect(keys[0]).toMatch(new RegExp(`^sandboxes/${sb.id}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`));
+      },
+      resumed: async () => {
+        const next = running();
+        expect(next.taskArn).not.toBe(task.taskArn);
+        const restored = join(tier.aws.taskPath(next.taskArn, '/workspace'), 'notes.md');
+        await until(tier, 'workspace restored', async () => existsSync(restored), (ok) => ok);
+        expect(readFileSync(restored, 'utf8')).toBe('kept across a pause');
+      },
+    });
     expect(tier.aws.denials).toEqual([]);
+    // S3 evaluated each presigned request as the role of the function that signed it: the POST as the
+    // upload route's, the GET as the download route's, the deletion as the delete route's or ecsEvents'.
+    const s3 = tier.aws.calls.filter((c) => c.operation.startsWith('s3:'));
+    const roleOf = (id: string) => tier.lambda.byName(id).roleArn;
+    expect(s3).toEqual(expect.arrayContaining([
+      { principal: roleOf('sandboxSnapshotUpload'), operation: 's3:PutObject', allowed: true },
+      { principal: roleOf('sandboxSnapshotComplete'), operation: 's3:GetObject', allowed: true },
+      { principal: roleOf('sandboxSnapshotDownload'), operation: 's3:GetObject', allowed: true },
+    ]));
+    expect(s3.some((c) => c.operation === 's3:DeleteObject' && [roleOf('deleteSandbox'), roleOf('ecsEvents')].includes(c.principal))).toBe(true);
     // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
     const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
     expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
+  }, 180_000);
+
+  it("a user's runtime image: its task definition is registered once (RegisterTaskDefinition and PassRole as deployed) and reused; the factor sizes the task", async () => {
+    const owner = await createKey(tier, 'imageowner');
+    const saved = await tier.call('POST', '/api/settings', { key: owner, body: { sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1', remote_runtime_resource_factor: 2 } });
+    expect(saved.status).toBe(200);
+    const a = await startSandbox(tier, owner);
+    const b = await startSandbox(tier, owner);
+    const tasks = [a, b].map((sb) => [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!);
+    expect(tasks[0]!.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default-runtime-[0-9a-f]{16}:1$/);
+    expect(tasks[1]!.taskDefinitionArn).toBe(tasks[0]!.taskDefinitionArn);
+    expect(tasks[0]!.overrides).toMatchObject({ cpu: '2048', memory: '4096' });
+    expect(tier.aws.calls.filter((c) => c.operation === 'ecs:RegisterTaskDefinition' && c.allowed).length).toBeGreaterThan(0);
+    expect(tier.aws.denials).toEqual([]);
+    for (const sb of [a, b]) expect((await tier.call('DELETE', `/api/v1/sandboxes/${sb.id}`, { key: owner })).status).toBe(200);
+    await tier.bus.settle();
   }, 180_000);
 
   it('V1 conversation start: the agent in the sandbox talks to the scripted LLM and its events are searchable', async () => {

@@ -60,22 +60,34 @@ export async function startSandbox(tier: TierStack, key: string): Promise<any> {
   return sb;
 }
 
-/** Pause (StopTask; ECS's STOPPED event through the rule), resume (a new task checks in), delete (wipe task, then cleanup). */
-export async function pauseResumeDelete(tier: TierStack, key: string, id: string): Promise<void> {
+/**
+ * Pause (StopTask; the program saves its workspace to S3 after SIGTERM; ECS's STOPPED event through
+ * the rule), resume (a new task checks in and restores it), delete (the tasks stop, then the
+ * snapshots and the record go). `hooks` look at the workspace between the steps.
+ */
+export async function pauseResumeDelete(
+  tier: TierStack,
+  key: string,
+  id: string,
+  hooks: { paused?: () => Promise<void>; resumed?: () => Promise<void> } = {},
+): Promise<void> {
   const delivered = () => tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents') && (d.event as any).detail?.startedBy === id);
   await expectOk(tier, 'pause', tier.call('POST', `/api/v1/sandboxes/${id}/pause`, { key }));
   await until(tier, 'STOPPED event delivered to ecsEvents', async () => delivered().length, (n) => n >= 1);
   await tier.bus.settle();
   const paused = await sandboxOf(tier, key, id);
   if (paused?.status !== 'PAUSED') fail(tier, 'paused', paused);
+  await hooks.paused?.();
   await expectOk(tier, 'resume', tier.call('POST', `/api/v1/sandboxes/${id}/resume`, { key }));
   const resumed = await until(tier, 'resumed RUNNING', () => sandboxOf(tier, key, id), (s) => s?.status === 'RUNNING' || s?.status === 'ERROR');
   if (resumed.status !== 'RUNNING') fail(tier, 'resume', resumed);
+  await hooks.resumed?.();
   await expectOk(tier, 'delete', tier.call('DELETE', `/api/v1/sandboxes/${id}`, { key }));
   if ((await sandboxOf(tier, key, id)) !== null) fail(tier, 'deleted sandbox still listed', await sandboxOf(tier, key, id));
-  // The wipe task stops; its STOPPED event finishes the delete: no task of it left running.
-  await until(tier, 'wipe finished', async () => [...tier.aws.tasks.values()].filter((t) => t.startedBy === id && t.lastStatus !== 'STOPPED').length, (n) => n === 0);
+  // The task stops; its STOPPED event finishes the delete (snapshots, then the record).
+  await until(tier, 'tasks stopped', async () => [...tier.aws.tasks.values()].filter((t) => t.startedBy === id && t.lastStatus !== 'STOPPED').length, (n) => n === 0);
   await tier.bus.settle();
+  await until(tier, 'snapshots removed', async () => tier.aws.objectKeys(`sandboxes/${id}/`).length, (n) => n === 0);
   const failed = tier.bus.failures.filter((d) => (d.event as any).detail?.startedBy === id);
   if (failed.length) fail(tier, 'ECS event deliveries failed', failed.map((d) => d.result.error));
 }

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, settingsRoundTrip, startSandbox, TierFailure } from '#test/tier/flows.ts';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKey, settingsRoundTrip, startSandbox, TierFailure, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 import { ofType, type Template } from '#test/tier/template.ts';
 
@@ -64,10 +66,36 @@ describe('mutation: the ecs:TagResource grants removed', () => {
     const key = await createKey(tier, 'mutant');
     await expect(startSandbox(tier, key)).rejects.toThrow(/sandbox \S+ start: .*"status":"ERROR".*ecs:TagResource/);
     expect(tier.aws.denials.map((d) => [d.operation, d.request.action, d.request.context?.['ecs:CreateAction']])).toContainEqual([
-      'ecs:RegisterTaskDefinition',
+      'ecs:RunTask',
       'ecs:TagResource',
-      'RegisterTaskDefinition',
+      'RunTask',
     ]);
+  }, 90_000);
+});
+
+describe('mutation: s3:PutObject removed from the roles that sign snapshot uploads', () => {
+  let tier: TierStack;
+  beforeAll(async () => {
+    tier = await startTier({ mutate: (t) => expect(withoutAction(t, 's3:PutObject')).toBeGreaterThan(0) });
+  }, 120_000);
+  afterAll(() => tier?.stop());
+
+  it("a pause's snapshot is refused by S3 as the signing role's policy says, and nothing becomes current", async () => {
+    const key = await createKey(tier, 'mutant');
+    const sb = await startSandbox(tier, key);
+    const task = [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!;
+    writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'lost.txt'), 'not saved');
+    expect((await tier.call('POST', `/api/v1/sandboxes/${sb.id}/pause`, { key })).status).toBe(200);
+    await until(tier, 'task stopped', async () => tier.aws.tasks.get(task.taskArn)!.lastStatus, (s) => s === 'STOPPED');
+    await tier.bus.settle();
+    const upload = tier.lambda.byName('sandboxSnapshotUpload').roleArn;
+    const denied = tier.aws.denials.filter((d) => d.request.action === 's3:PutObject');
+    expect(denied.length).toBeGreaterThan(0);
+    for (const d of denied) {
+      expect(d.principal).toBe(upload);
+      expect(d.request.resource).toMatch(new RegExp(`^arn:aws:s3:::[a-z0-9-]+/sandboxes/${sb.id}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`));
+    }
+    expect(tier.aws.objectKeys(`sandboxes/${sb.id}/`)).toEqual([]);
   }, 90_000);
 });
 

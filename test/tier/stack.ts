@@ -121,7 +121,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       onTaskChange: (task) => bus?.put('ECS Task State Change', 'aws.ecs', taskStateEvent(task), [task.taskArn]),
     });
     await aws.start();
-    const endpoints = Object.fromEntries(['', '_DYNAMODB', '_KMS', '_ECS', '_EFS'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]));
+    const endpoints = Object.fromEntries(['', '_DYNAMODB', '_KMS', '_ECS', '_S3'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]));
     const lambda = new LambdaService(functionsOf(template, resolved), resolved, { endpoints, accessKeyFor: (role) => aws.accessKeyFor(role) });
     bus = new EventBus(resolved, lambda, policies);
     const api = new HttpApiEmulator(resolved, lambda);

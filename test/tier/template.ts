@@ -57,9 +57,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
       return { ref: id, atts: { Arn: `arn:aws:iam::${ACCOUNT}:role/${id}`, RoleId: `AROA${hex(id, 16).toUpperCase()}` } };
     case 'AWS::Lambda::Function':
       return { ref: id, atts: { Arn: arn('lambda', `function:${id}`) } };
-    case 'AWS::EFS::FileSystem': {
-      const fs = `fs-${hex(id, 17)}`;
-      return { ref: fs, atts: { Arn: arn('elasticfilesystem', `file-system/${fs}`), FileSystemId: fs } };
+    case 'AWS::S3::Bucket': {
+      // Bucket ARNs name neither region nor account.
+      const name = `${stack}-${id}`.toLowerCase().slice(0, 63);
+      return { ref: name, atts: { Arn: `arn:aws:s3:::${name}`, DomainName: `${name}.s3.amazonaws.com`, RegionalDomainName: `${name}.s3.${REGION}.amazonaws.com` } };
     }
     case 'AWS::EC2::Subnet':
       return { ref: `subnet-${hex(id, 17)}`, atts: {} };

@@ -6,44 +6,64 @@ const SID = '0123456789abcdef0123456789abcdef';
 const fixture = (name: string) =>
   JSON.parse(readFileSync(new URL(`../fixtures/ecs-events/${name}`, import.meta.url), 'utf8')) as EcsTaskStateChange;
 
+/** The crash fixture with another reason and exit (what ECS reports for a user's image that cannot run). */
+const crashWith = (stopCode: string, stoppedReason: string, container: { exitCode?: number; reason?: string }) => {
+  const event = fixture('stopped-crash.json');
+  Object.assign(event.detail!, { stopCode, stoppedReason, containers: [{ name: 'sandbox', lastStatus: 'STOPPED', ...container }] });
+  return parseTaskStateChange(event);
+};
+
 describe('parseTaskStateChange (EventBridge "ECS Task State Change")', () => {
   it('reads a crash as an unrequested stop of that generation, with the exit in the detail', () => {
     expect(parseTaskStateChange(fixture('stopped-crash.json'))).toEqual({
-      kind: 'run',
-      stopped: {
-        sandboxId: SID,
-        generation: 2,
-        requested: false,
-        detail: 'The sandbox program exited (exit code 137, OutOfMemoryError: Container killed due to memory usage): Essential container in task exited',
-      },
+      sandboxId: SID,
+      generation: 2,
+      requested: false,
+      resumable: false,
+      detail: 'The sandbox program exited (exit code 137, OutOfMemoryError: Container killed due to memory usage): Essential container in task exited',
     });
   });
 
   it('reads a StopTask (UserInitiated) as a requested stop', () => {
     expect(parseTaskStateChange(fixture('stopped-user-initiated.json'))).toEqual({
-      kind: 'run',
-      stopped: { sandboxId: SID, generation: 2, requested: true, detail: 'The sandbox task was stopped: Task stopped by user' },
+      sandboxId: SID,
+      generation: 2,
+      requested: true,
+      resumable: false,
+      detail: 'The sandbox task was stopped: Task stopped by user',
     });
   });
 
   it('says plainly when the image could not be pulled', () => {
-    const parsed = parseTaskStateChange(fixture('stopped-image-pull.json'));
-    expect(parsed?.kind === 'run' && parsed.stopped).toEqual({
+    expect(parseTaskStateChange(fixture('stopped-image-pull.json'))).toEqual({
       sandboxId: SID,
       generation: 2,
       requested: false,
+      resumable: false,
       detail: expect.stringMatching(/^The sandbox image could not be pulled: CannotPullContainerError: pull image manifest/),
     });
   });
 
-  it('explains a Fargate Spot interruption', () => {
+  it('reads a Fargate Spot interruption as resumable (PAUSED, not ERROR), saying why', () => {
     const parsed = parseTaskStateChange(fixture('stopped-spot.json'));
-    expect(parsed?.kind === 'run' && parsed.stopped.detail).toBe('Fargate Spot reclaimed the capacity the sandbox ran on; resume it to start again');
-    expect(parsed?.kind === 'run' && parsed.stopped.requested).toBe(false);
+    expect(parsed?.detail).toBe(
+      "Paused: Fargate Spot reclaimed the capacity the sandbox ran on (the workspace was saved in the two minutes' notice); resume it to continue",
+    );
+    expect(parsed?.requested).toBe(false);
+    expect(parsed?.resumable).toBe(true);
   });
 
-  it('recognises a finished workspace wipe', () => {
-    expect(parseTaskStateChange(fixture('stopped-wipe.json'))).toEqual({ kind: 'wipe', sandboxId: SID });
+  it("names what is wrong with a user's image: architecture, libc, bash, git", () => {
+    const arch = crashWith('TaskFailedToStart', 'CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform \'linux/arm64\'', {});
+    expect(arch?.detail).toMatch(/^The sandbox image is not built for linux\/arm64 \(sandbox tasks run on ARM64; many public images are amd64 only\)/);
+    const exec = crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 255, reason: 'exec /opt/acs/node: exec format error' });
+    expect(exec?.detail).toMatch(/^The sandbox image is not built for linux\/arm64/);
+    const musl = crashWith('TaskFailedToStart', 'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec: "/opt/acs/node": stat /opt/acs/node: no such file or directory', {});
+    expect(musl?.detail).toMatch(/^The sandbox image has no glibc \(e\.g\. Alpine's musl\)/);
+    expect(crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 80 })?.detail).toMatch(/^The sandbox image has no bash/);
+    expect(crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 81 })?.detail).toMatch(/^The sandbox image has no git/);
+    const denied = crashWith('TaskFailedToStart', 'CannotPullContainerError: pull access denied for acme/private, repository does not exist or may require authorization', {});
+    expect(denied?.detail).toMatch(/^The sandbox image could not be pulled: CannotPullContainerError: pull access denied/);
   });
 
   it('ignores other statuses, other tasks and other events', () => {

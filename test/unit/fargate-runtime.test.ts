@@ -1,24 +1,17 @@
-import {
-  DeregisterTaskDefinitionCommand,
-  DescribeTaskDefinitionCommand,
-  RegisterTaskDefinitionCommand,
-  RunTaskCommand,
-  StopTaskCommand,
-} from '@aws-sdk/client-ecs';
-import { CreateAccessPointCommand, DeleteAccessPointCommand } from '@aws-sdk/client-efs';
+import { DescribeTaskDefinitionCommand, ListTasksCommand, RegisterTaskDefinitionCommand, RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
 import { SandboxStartError, type StartRequest } from '#shared/sandboxes/sandbox-runtime.ts';
 import { BASE_TASK_DEF, CLUSTER, fargateConfig, fargateSpec, FakeAws } from '#test/helpers/fake-aws.ts';
 
 const SANDBOX = '0123456789abcdef0123456789abcdef';
+const ECR_IMAGE = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/cdk-assets:abc';
 let aws: FakeAws;
 let runtime: FargateSandboxRuntime;
 
 beforeEach(() => {
   aws = new FakeAws();
-  const { ecs, efs } = aws.clients();
-  runtime = new FargateSandboxRuntime(fargateConfig, ecs, efs);
+  runtime = new FargateSandboxRuntime(fargateConfig, aws.clients().ecs);
 });
 afterEach(() => aws.restore());
 
@@ -33,57 +26,23 @@ const request = (overrides: Partial<StartRequest> = {}): StartRequest => ({
 });
 
 const failWith = (name: string, message: string) => Object.assign(new Error(message), { name, $metadata: {} });
+const startError = (req: StartRequest) => runtime.start(req).then(() => undefined, (e: unknown) => e as SandboxStartError);
+const runInputs = () => aws.ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
+const noCapacity = { tasks: [], failures: [{ arn: 'arn:aws:ecs:eu-west-1:123456789012:container-instance/x', reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }] };
 
 describe('FargateSandboxRuntime.start', () => {
-  it('creates the access point and task definition revision once, then runs the task with exact inputs', async () => {
+  it("runs the spec's own task definition with exact inputs: no file system, no registration, the program restores from snapshots", async () => {
     const started = await runtime.start(request());
-
-    expect(aws.efs.commandCalls(CreateAccessPointCommand).map((c) => c.args[0].input)).toEqual([
-      {
-        ClientToken: SANDBOX,
-        FileSystemId: 'fs-0123456789abcdef0',
-        PosixUser: { Uid: 1000, Gid: 1000 },
-        RootDirectory: { Path: `/sandboxes/${SANDBOX}`, CreationInfo: { OwnerUid: 1000, OwnerGid: 1000, Permissions: '0750' } },
-        Tags: [
-          { Key: 'Name', Value: `sandbox-${SANDBOX}` },
-          { Key: 'sandbox-id', Value: SANDBOX },
-          { Key: 'user-id', Value: 'alice@example.com' },
-        ],
-      },
-    ]);
-    expect(aws.ecs.commandCalls(DescribeTaskDefinitionCommand).map((c) => c.args[0].input)).toEqual([{ taskDefinition: BASE_TASK_DEF }]);
-    const registered = aws.ecs.commandCalls(RegisterTaskDefinitionCommand)[0]!.args[0].input;
-    expect(registered).toMatchObject({
-      family: 'acs-sandbox-default-sandbox',
-      taskRoleArn: fargateConfig.taskRoleArn,
-      executionRoleArn: fargateConfig.executionRoleArn,
-      networkMode: 'awsvpc',
-      requiresCompatibilities: ['FARGATE'],
-      cpu: '1024',
-      memory: '2048',
-      runtimePlatform: { cpuArchitecture: 'ARM64', operatingSystemFamily: 'LINUX' },
-      volumes: [
-        {
-          name: 'workspace',
-          efsVolumeConfiguration: {
-            fileSystemId: 'fs-0123456789abcdef0',
-            transitEncryption: 'ENABLED',
-            authorizationConfig: { accessPointId: `fsap-${SANDBOX.slice(0, 17)}`, iam: 'ENABLED' },
-          },
-        },
-      ],
-    });
-    expect(registered.containerDefinitions![0]!.mountPoints).toEqual([{ sourceVolume: 'workspace', containerPath: '/workspace', readOnly: false }]);
-    expect(registered.containerDefinitions![0]!.image).toContain('cdk-assets');
-
-    expect(aws.ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input)).toEqual([
+    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)).toHaveLength(0);
+    expect(aws.ecs.commandCalls(DescribeTaskDefinitionCommand)).toHaveLength(0);
+    expect(runInputs()).toEqual([
       {
         cluster: CLUSTER,
         capacityProviderStrategy: [{ capacityProvider: 'FARGATE', weight: 1 }],
         networkConfiguration: {
           awsvpcConfiguration: { subnets: ['subnet-aaa', 'subnet-bbb'], securityGroups: ['sg-0noingress'], assignPublicIp: 'ENABLED' },
         },
-        taskDefinition: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/acs-sandbox-default-sandbox:11',
+        taskDefinition: BASE_TASK_DEF,
         count: 1,
         startedBy: SANDBOX,
         overrides: {
@@ -94,7 +53,6 @@ describe('FargateSandboxRuntime.start', () => {
                 { name: 'LOG_LEVEL', value: 'info' },
                 { name: 'SANDBOX_ID', value: SANDBOX },
                 { name: 'SANDBOX_GENERATION', value: '1' },
-                { name: 'SANDBOX_MODE', value: 'run' },
                 { name: 'WORKSPACE_DIR', value: '/workspace' },
                 { name: 'SANDBOX_SNAPSHOTS', value: '1' },
                 { name: 'BRIDGE_URL', value: 'https://api.example.com' },
@@ -110,63 +68,157 @@ describe('FargateSandboxRuntime.start', () => {
         enableECSManagedTags: true,
       },
     ]);
-    expect(started).toEqual({
-      ref: expect.stringContaining(':task/sandboxes/'),
-      state: {
-        accessPointId: `fsap-${SANDBOX.slice(0, 17)}`,
-        taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/acs-sandbox-default-sandbox:11',
-        containerName: 'sandbox',
-      },
-    });
+    expect(started).toEqual({ ref: expect.stringContaining(':task/sandboxes/'), state: {} });
   });
 
-  it('resumes on the same access point and revision, with Fargate Spot when the spec says so', async () => {
-    const first = await runtime.start(request());
+  it('resumes on the same task definition, with Fargate Spot and the spec command when the spec says so; state it does not own is kept', async () => {
     const spot = fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true }, command: ['node', 'main.js'] });
-    await runtime.start(request({ generation: 2, state: first.state, spec: spot, enrollmentToken: 'enr_second' }));
-    expect(aws.efs.commandCalls(CreateAccessPointCommand)).toHaveLength(1);
-    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)).toHaveLength(1);
-    const second = aws.ecs.commandCalls(RunTaskCommand)[1]!.args[0].input;
+    const out = await runtime.start(request({ generation: 2, spec: spot, enrollmentToken: 'enr_second', state: { snapshotKey: 'k', notice: 'old' } }));
+    expect(out.state).toEqual({ snapshotKey: 'k' });
+    const second = runInputs()[0]!;
     expect(second.capacityProviderStrategy).toEqual([{ capacityProvider: 'FARGATE_SPOT', weight: 1 }]);
-    expect(second.taskDefinition).toBe(first.state.taskDefinitionArn);
+    expect(second.taskDefinition).toBe(BASE_TASK_DEF);
     expect(second.overrides!.containerOverrides![0]!.command).toEqual(['node', 'main.js']);
     expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'SANDBOX_GENERATION', value: '2' });
     expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'ENROLLMENT_TOKEN', value: 'enr_second' });
   });
 
-  it('turns throttling into a readable error and keeps what it created', async () => {
-    aws.ecs.on(RunTaskCommand).rejects(failWith('ThrottlingException', 'Rate exceeded'));
-    const err = (await runtime.start(request()).catch((e: unknown) => e)) as SandboxStartError;
+  it('multiplies CPU and memory by the resource factor through task-level overrides', async () => {
+    await runtime.start(request({ options: { resourceFactor: 4 } }));
+    expect(runInputs()[0]!.overrides).toMatchObject({ cpu: '4096', memory: '8192' });
+    expect(runInputs()[0]!.taskDefinition).toBe(BASE_TASK_DEF);
+  });
+
+  it('refuses a factor whose product Fargate cannot run, before calling ECS, with a readable detail', async () => {
+    const big = fargateSpec({ cpu: 4096, memory: 30720 });
+    const err = await startError(request({ spec: big, options: { resourceFactor: 8 } }));
     expect(err).toBeInstanceOf(SandboxStartError);
-    expect(err.detail).toBe('AWS is throttling sandbox starts (ThrottlingException); resume the sandbox to try again');
-    expect(err.state.accessPointId).toBe(`fsap-${SANDBOX.slice(0, 17)}`);
-    expect(err.state.taskDefinitionArn).toContain('acs-sandbox-default-sandbox');
-  });
-
-  it('turns a lack of capacity (RunTask failures) into a readable error', async () => {
-    aws.ecs.on(RunTaskCommand).resolves({
-      tasks: [],
-      failures: [{ arn: 'arn:aws:ecs:eu-west-1:123456789012:container-instance/x', reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }],
-    });
-    const err = (await runtime.start(request()).catch((e: unknown) => e)) as SandboxStartError;
-    expect(err.detail).toBe(
-      'No Fargate capacity is available right now (Capacity is unavailable at this time. Please try again later or in a different availability zone); resume the sandbox to try again',
+    expect(err!.retryable).toBe(false);
+    expect(err!.detail).toBe(
+      'remote_runtime_resource_factor 8 asks for 32 vCPU and 245760 MiB (spec "default": 4 vCPU, 30720 MiB), which Fargate cannot run: Fargate cpu must be one of 256, 512, 1024, 2048, 4096, 8192, 16384. Choose a smaller factor',
     );
+    const mem = await startError(request({ spec: fargateSpec({ cpu: 1024, memory: 8192 }), options: { resourceFactor: 4 } }));
+    expect(mem!.detail).toContain('asks for 4 vCPU and 32768 MiB');
+    expect(mem!.detail).toContain('with cpu 4096, Fargate memory must be 8192..30720 in steps of 1024');
+    expect(runInputs()).toHaveLength(0);
   });
 
-  it('turns a bad task definition into a readable error', async () => {
+  it('a runtime image: one task definition per image, the spec\'s copied with the image replaced, registered once and found again by family', async () => {
+    const image = { kind: 'runtime' as const, uri: 'ghcr.io/acme/sandbox:1' };
+    await runtime.start(request({ options: { image } }));
+    await runtime.start(request({ sandboxId: 'ffffffffffffffffffffffffffffffff', options: { image } }));
+    const registered = aws.ecs.commandCalls(RegisterTaskDefinitionCommand).map((c) => c.args[0].input);
+    expect(registered).toHaveLength(1);
+    expect(registered[0]).toEqual({
+      family: expect.stringMatching(/^acs-sandbox-default-runtime-[0-9a-f]{16}$/),
+      taskRoleArn: fargateConfig.taskRoleArn,
+      executionRoleArn: fargateConfig.executionRoleArn,
+      networkMode: 'awsvpc',
+      requiresCompatibilities: ['FARGATE'],
+      cpu: '1024',
+      memory: '2048',
+      runtimePlatform: { cpuArchitecture: 'ARM64', operatingSystemFamily: 'LINUX' },
+      ephemeralStorage: undefined,
+      containerDefinitions: [
+        { name: 'sandbox', image: 'ghcr.io/acme/sandbox:1', essential: true, logConfiguration: { logDriver: 'awslogs', options: { 'awslogs-group': 'sandboxes' } } },
+      ],
+      volumes: [],
+    });
+    const [a, b] = runInputs();
+    expect(a!.taskDefinition).toMatch(/task-definition\/acs-sandbox-default-runtime-[0-9a-f]{16}:11$/);
+    expect(b!.taskDefinition).toBe(a!.taskDefinition);
+    expect(a!.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'SANDBOX_IMAGE_CHECK', value: '1' });
+
+    // Another container (a cold start) finds it by family rather than registering again.
+    const fresh = new FargateSandboxRuntime(fargateConfig, aws.clients().ecs);
+    await fresh.start(request({ options: { image } }));
+    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)).toHaveLength(1);
+    expect(runInputs()[2]!.taskDefinition).toBe(a!.taskDefinition);
+  });
+
+  it('a base image: an init container copies our program into a task volume, the image runs it after it succeeded', async () => {
+    await runtime.start(request({ options: { image: { kind: 'base', uri: 'ubuntu:24.04' }, resourceFactor: 2 } }));
+    const registered = aws.ecs.commandCalls(RegisterTaskDefinitionCommand)[0]!.args[0].input;
+    expect(registered.family).toMatch(/^acs-sandbox-default-base-[0-9a-f]{16}$/);
+    expect(registered.volumes).toEqual([{ name: 'sandbox-program' }]);
+    expect(registered.containerDefinitions).toEqual([
+      {
+        name: 'sandbox-program',
+        image: ECR_IMAGE,
+        essential: false,
+        user: '0',
+        command: ['sh', '-c', 'cp "$(command -v node)" /app/main.mjs /opt/acs/'],
+        mountPoints: [{ sourceVolume: 'sandbox-program', containerPath: '/opt/acs', readOnly: false }],
+        logConfiguration: { logDriver: 'awslogs', options: { 'awslogs-group': 'sandboxes' } },
+      },
+      {
+        name: 'sandbox',
+        image: 'ubuntu:24.04',
+        essential: true,
+        logConfiguration: { logDriver: 'awslogs', options: { 'awslogs-group': 'sandboxes' } },
+        command: ['/opt/acs/node', '/opt/acs/main.mjs'],
+        mountPoints: [{ sourceVolume: 'sandbox-program', containerPath: '/opt/acs', readOnly: true }],
+        dependsOn: [{ containerName: 'sandbox-program', condition: 'SUCCESS' }],
+        environment: [{ name: 'NODE_ENV', value: 'production' }],
+      },
+    ]);
+    expect(runInputs()[0]!.overrides).toMatchObject({ cpu: '2048', memory: '4096' });
+  });
+
+  it('throttling is retryable, with a readable detail', async () => {
+    aws.ecs.on(RunTaskCommand).rejects(failWith('ThrottlingException', 'Rate exceeded'));
+    const err = await startError(request());
+    expect(err).toBeInstanceOf(SandboxStartError);
+    expect(err!.retryable).toBe(true);
+    expect(err!.detail).toBe('AWS is throttling sandbox starts (ThrottlingException: Rate exceeded)');
+  });
+
+  it('concurrent registrations of one image family are retried like throttling', async () => {
+    aws.ecs.on(RegisterTaskDefinitionCommand).rejects(failWith('ClientException', 'Too many concurrent attempts to create a new revision of the specified family.'));
+    const err = await startError(request({ options: { image: { kind: 'runtime', uri: 'ghcr.io/acme/sandbox:1' } } }));
+    expect(err!.retryable).toBe(true);
+    expect(err!.detail).toBe('AWS is throttling sandbox starts (ClientException: Too many concurrent attempts to create a new revision of the specified family.)');
+  });
+
+  it('no capacity (RunTask failures) is retryable and names the capacity that was missing', async () => {
+    aws.ecs.on(RunTaskCommand).resolves(noCapacity);
+    const err = await startError(request());
+    expect(err!.retryable).toBe(true);
+    expect(err!.detail).toBe('No Fargate capacity was available (Capacity is unavailable at this time. Please try again later or in a different availability zone)');
+    const spot = await startError(request({ spec: fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true } }) }));
+    expect(spot!.detail).toMatch(/^No Fargate Spot capacity was available/);
+    // Without the spec's permission, Spot never falls back.
+    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual(['FARGATE', 'FARGATE_SPOT']);
+  });
+
+  it('falls back from Spot to on-demand when the spec allows it, and says so in the notice', async () => {
+    aws.ecs.on(RunTaskCommand, { capacityProviderStrategy: [{ capacityProvider: 'FARGATE_SPOT', weight: 1 }] }).resolves(noCapacity);
+    const spec = fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true, spotFallback: true } });
+    const out = await runtime.start(request({ spec }));
+    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual(['FARGATE_SPOT', 'FARGATE']);
+    expect(out.state.notice).toBe(
+      'Running on on-demand Fargate: Fargate Spot had no capacity (Capacity is unavailable at this time. Please try again later or in a different availability zone)',
+    );
+    // Neither has capacity: the error names on-demand, the one tried last, and is retryable.
+    aws.ecs.on(RunTaskCommand).resolves(noCapacity);
+    const err = await startError(request({ spec }));
+    expect(err!.detail).toMatch(/^No Fargate capacity was available/);
+    expect(err!.retryable).toBe(true);
+  });
+
+  it('a bad task definition is an error that is not retried', async () => {
     const spec = fargateSpec({ fargate: { taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/deleted:1', family: 'deleted', spot: false } });
-    const err = (await runtime.start(request({ spec })).catch((e: unknown) => e)) as SandboxStartError;
-    expect(err.detail).toBe("ECS rejected the sandbox's task definition: Unable to describe task definition.");
-    aws.ecs.on(RunTaskCommand).rejects(failWith('ClientException', 'TaskDefinition is inactive'));
-    const inactive = (await runtime.start(request()).catch((e: unknown) => e)) as SandboxStartError;
-    expect(inactive.detail).toBe("ECS rejected the sandbox's task definition: TaskDefinition is inactive");
+    const err = await startError(request({ spec }));
+    expect(err!.detail).toBe("ECS rejected the sandbox's task definition: TaskDefinition not found.");
+    expect(err!.retryable).toBe(false);
+    const image = await startError(request({ spec, options: { image: { kind: 'runtime', uri: 'x:1' } } }));
+    expect(image!.detail).toBe("ECS rejected the sandbox's task definition: Unable to describe task definition.");
   });
 
   it('refuses a spec that is not a task definition', async () => {
-    const err = (await runtime.start(request({ spec: { ...fargateSpec(), fargate: undefined } })).catch((e: unknown) => e)) as SandboxStartError;
-    expect(err.detail).toBe('Sandbox spec "default" is not an ECS task definition');
-    expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(0);
+    const err = await startError(request({ spec: { ...fargateSpec(), fargate: undefined } }));
+    expect(err!.detail).toBe('Sandbox spec "default" is not an ECS task definition');
+    expect(runInputs()).toHaveLength(0);
   });
 });
 
@@ -188,42 +240,20 @@ describe('FargateSandboxRuntime.stop and destroy', () => {
     expect(await runtime.status({ sandboxId: SANDBOX, generation: 2, ref: second.ref })).toBe('running');
   });
 
-  it('wipes the workspace with a wipe-mode task, then deletes the access point and deregisters the revision', async () => {
-    const started = await runtime.start(request());
-    const first = await runtime.destroy({ sandboxId: SANDBOX, generation: 1, ref: started.ref, state: started.state });
-    expect(first.done).toBe(false);
-    const wipe = aws.ecs.commandCalls(RunTaskCommand)[1]!.args[0].input;
-    expect(wipe.taskDefinition).toBe(started.state.taskDefinitionArn);
-    expect(wipe.startedBy).toBe(SANDBOX);
-    expect(wipe.overrides!.containerOverrides![0]!.environment).toEqual([
-      { name: 'SANDBOX_ID', value: SANDBOX },
-      { name: 'SANDBOX_GENERATION', value: '1' },
-      { name: 'SANDBOX_MODE', value: 'wipe' },
-      { name: 'WORKSPACE_DIR', value: '/workspace' },
-    ]);
-    // Still wiping: not done, nothing deleted.
-    expect((await runtime.destroy({ sandboxId: SANDBOX, generation: 1, state: first.state })).done).toBe(false);
-    expect(aws.efs.commandCalls(DeleteAccessPointCommand)).toHaveLength(0);
-    aws.finishWipes();
-    expect(await runtime.destroy({ sandboxId: SANDBOX, generation: 1, state: first.state })).toEqual({ done: true, state: {} });
-    expect(aws.efs.commandCalls(DeleteAccessPointCommand).map((c) => c.args[0].input)).toEqual([{ AccessPointId: started.state.accessPointId }]);
-    expect(aws.ecs.commandCalls(DeregisterTaskDefinitionCommand).map((c) => c.args[0].input)).toEqual([
-      { taskDefinition: started.state.taskDefinitionArn },
-    ]);
+  it('destroy stops every task of the sandbox and is done only once none is still stopping (its last snapshot is saved by then)', async () => {
+    aws.stopsLinger = true;
+    const a = await runtime.start(request());
+    await runtime.start(request({ generation: 2 }));
+    const first = await runtime.destroy({ sandboxId: SANDBOX, generation: 2, state: { snapshotKey: 'k' } });
+    expect(first).toEqual({ done: false, state: { snapshotKey: 'k' } });
+    expect(aws.ecs.commandCalls(StopTaskCommand)).toHaveLength(2);
+    expect(aws.ecs.commandCalls(ListTasksCommand).map((c) => c.args[0].input.desiredStatus)).toContain('STOPPED');
+    aws.finishStops();
+    expect(await runtime.destroy({ sandboxId: SANDBOX, generation: 2, ref: a.ref, state: first.state })).toEqual({ done: true, state: {} });
+    expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(2);
   });
 
-  it('retries a failed wipe, and gives up after three attempts rather than keep the access point forever', async () => {
-    const started = await runtime.start(request());
-    let out = await runtime.destroy({ sandboxId: SANDBOX, generation: 1, ref: started.ref, state: started.state });
-    for (let attempt = 0; attempt < 3; attempt++) {
-      aws.finishWipes(1);
-      out = await runtime.destroy({ sandboxId: SANDBOX, generation: 1, state: out.state });
-    }
-    expect(out).toEqual({ done: true, state: {} });
-    expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(4); // the sandbox and three wipes
-  });
-
-  it('lists running sandbox tasks, not wipe tasks', async () => {
+  it('lists running sandbox tasks only', async () => {
     const a = await runtime.start(request());
     await runtime.destroy({ sandboxId: SANDBOX, generation: 1, ref: a.ref, state: a.state });
     const b = await runtime.start(request({ sandboxId: 'ffffffffffffffffffffffffffffffff' }));

@@ -1,5 +1,5 @@
 import { fargateConfigFromEnv, FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 
-/** ECS and EFS clients: only in the bundles of functions that start, stop or list sandbox tasks. */
+/** The ECS client: only in the bundles of functions that start, stop or list sandbox tasks. */
 export const sandboxRuntime: Builder<'sandboxRuntime'> = () => new FargateSandboxRuntime(fargateConfigFromEnv());
