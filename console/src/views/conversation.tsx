@@ -9,7 +9,10 @@ import { Badge, ErrorBox, Field, statusTone, useAction, useLoad, type Me } from 
 import type { Conversation } from './conversations.tsx';
 
 /** Markdown from the agent, through the sanitizer: the only HTML this console inserts as HTML. */
-const Markdown = (props: { source: string }) => <div class="markdown" dangerouslySetInnerHTML={{ __html: renderMarkdown(props.source) }} />;
+function Markdown(props: { source: string }) {
+  const html = useMemo(() => renderMarkdown(props.source), [props.source]);
+  return <div class="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
+}
 
 function Diff(props: { before: string; after: string }) {
   const rows = useMemo(() => lineDiff(props.before, props.after), [props.before, props.after]);
