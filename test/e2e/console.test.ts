@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,14 @@ import { startServerProcess, type ServerProcess } from '#test/helpers/server-pro
  * as a child process, with the scripted LLM: every step a person takes, and an agent whose output
  * is hostile. Screenshots go to test-artifacts/console/.
  */
+// What the functions given to page.evaluate see (they run in the page); declared here, in this module
+// only, so the rest of the program keeps Node's types.
+declare const window: any;
+declare const document: any;
+declare const localStorage: { length: number };
+declare const sessionStorage: { length: number };
+declare const history: { length: number };
+
 let llm: ScriptedLlm;
 let server: ServerProcess;
 let browser: Browser;
@@ -53,7 +60,7 @@ beforeAll(async () => {
   // Records every Content-Security-Policy violation the page reports (a payload the policy stopped).
   await browser.context.addInitScript(() => {
     (window as any).__violations = [];
-    document.addEventListener('securitypolicyviolation', (e) => (window as any).__violations.push({ directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample }));
+    document.addEventListener('securitypolicyviolation', (e: any) => (window as any).__violations.push({ directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample }));
   });
 }, 120_000);
 
