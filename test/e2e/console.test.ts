@@ -165,6 +165,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
       reply.finish('All **done**.'),
     );
     firstConversation = await startFromConsole('Write some notes', 'E2E notes');
+    await page.locator('.feed', { hasText: 'live' }).waitFor(); // over the WebSocket stream
     await page.locator('pre.output', { hasText: 'hello-from-the-agent' }).waitFor({ timeout: 60_000 });
     await page.locator('.diff .add', { hasText: 'second line' }).waitFor();
     await page.locator('.diff .del', { hasText: 'first line' }).first().waitFor();
@@ -182,6 +183,19 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.locator('.markdown', { hasText: 'The second answer.' }).waitFor({ timeout: 60_000 });
     expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
     expect(await page.getByLabel('Message to the agent').inputValue()).toBe('');
+  });
+
+  it('falls back to polling where the stream cannot be opened', async () => {
+    const other = await browser.context.newPage();
+    try {
+      await other.addInitScript(() => delete (window as any).WebSocket);
+      await other.goto(`${server.url}/#/conversations/${firstConversation}`);
+      await other.locator('pre.output', { hasText: 'hello-from-the-agent' }).waitFor();
+      await other.locator('.feed', { hasText: 'polling' }).waitFor();
+      expect(await other.locator('.event.message.user', { hasText: 'And now?' }).count()).toBe(1); // each event once
+    } finally {
+      await other.close();
+    }
   });
 
   it('finds conversations by title', async () => {
