@@ -46,10 +46,10 @@ export function lineDiff(before: string, after: string, context = 3): (DiffLine 
         middle.push({ op: ' ', text: midA[i]! });
         i++;
         j++;
-      } else if (j < midB.length && (i === midA.length || table[i * cols + j + 1]! >= table[(i + 1) * cols + j]!)) {
-        middle.push({ op: '+', text: midB[j++]! });
-      } else {
+      } else if (i < midA.length && (j === midB.length || table[(i + 1) * cols + j]! >= table[i * cols + j + 1]!)) {
         middle.push({ op: '-', text: midA[i++]! });
+      } else {
+        middle.push({ op: '+', text: midB[j++]! });
       }
     }
   }
