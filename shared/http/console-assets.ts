@@ -56,7 +56,7 @@ export function consoleAsset(name: string): { body: string; contentType: string 
  * inline script, no eval), fetches and the event stream to this origin only (`'self'` plus the
  * ws/wss scheme of this host, which older browsers do not count as `'self'`), images from here or
  * `data:` (a markdown image cannot call out with the page's data), no plugins, no framing, no
- * `<base>`, forms only to here.
+ * `<base>`, forms only to here, and Trusted Types: only DOMPurify's output may reach an HTML sink.
  */
 export function consoleHeaders(baseUrl: string): Record<string, string> {
   const host = new URL(baseUrl).host;
@@ -72,6 +72,9 @@ export function consoleHeaders(baseUrl: string): Record<string, string> {
     "form-action 'self'",
     "frame-ancestors 'none'",
     "object-src 'none'",
+    // Trusted Types: HTML sinks (innerHTML...) take only what DOMPurify's policy made.
+    "require-trusted-types-for 'script'",
+    'trusted-types dompurify',
   ].join('; ');
   return {
     'content-security-policy': csp,
