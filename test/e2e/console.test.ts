@@ -37,6 +37,14 @@ const api = async (method: string, path: string, body?: unknown, key = server.ke
   return { status: res.status, body: (await res.json().catch(() => null)) as any };
 };
 
+/** Form controls on the page with no accessible name (a label, or aria-label). */
+const unlabelledControls = () =>
+  page.evaluate(() =>
+    [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((el: any) => el.type !== 'hidden' && !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+      .map((el: any) => el.outerHTML.slice(0, 120)),
+  );
+
 /** Starts a conversation from the console's form and waits for its page. */
 async function startFromConsole(message: string, title: string): Promise<string> {
   await page.getByRole('link', { name: 'Conversations' }).click();
@@ -148,6 +156,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     expect(await page.locator('#setting-llm_api_key').inputValue()).toBe('');
     expect(await page.content()).not.toContain('e2e-custom-secret');
     await browser.shot('03-settings-saved');
+    expect(await unlabelledControls()).toEqual([]);
 
     await page.getByRole('button', { name: 'Remove SSE server 1' }).click();
     await page.getByRole('button', { name: 'Save settings' }).click();
@@ -208,6 +217,29 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByLabel('Title contains').fill('E2E');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByRole('link', { name: 'E2E notes' }).waitFor();
+  });
+
+  it('pauses and runs the agent, and chimes when it finishes if sound notifications are on', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Sound when the agent finishes or waits').check();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    llm.enqueue(reply.bash('sleep 4; echo slept'), reply.finish('Resumed and done.'));
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    await page.getByRole('link', { name: 'New conversation' }).click();
+    expect(await unlabelledControls()).toEqual([]);
+    await startFromConsole('Sleep a little', 'E2E pause');
+    await page.locator('pre.command', { hasText: 'sleep 4' }).waitFor({ timeout: 60_000 });
+    const chimesBefore = Number((await page.evaluate(() => document.documentElement.dataset.chimes)) ?? 0);
+    await page.getByRole('button', { name: 'Pause agent' }).click();
+    await page.locator('.event.state', { hasText: 'Paused by the user' }).waitFor({ timeout: 30_000 });
+    await page.locator('.facts .badge', { hasText: 'paused' }).waitFor({ timeout: 30_000 });
+    expect(await page.locator('.markdown', { hasText: 'Resumed and done.' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Run agent' }).click();
+    await page.locator('.markdown', { hasText: 'Resumed and done.' }).waitFor({ timeout: 60_000 });
+    await page.locator('.facts .badge', { hasText: 'finished' }).waitFor();
+    await expect.poll(async () => Number((await page.evaluate(() => document.documentElement.dataset.chimes)) ?? 0)).toBeGreaterThan(chimesBefore);
+    await api('POST', '/api/settings', { enable_sound_notifications: false });
   });
 
   it('holds a risky action for confirmation with its risk, runs the accepted one and not the rejected one', async () => {
@@ -343,10 +375,16 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
   });
 
-  it('signs out: the cookie stops working and the sign-in form is back', async () => {
+  it('signs out: the cookie stops working and the sign-in form is back, which works from the keyboard', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
     const status = await page.evaluate(async () => (await fetch('/api/v1/users/me')).status);
     expect(status).toBe(401);
+    // With the keyboard alone: Tab to the key, type it, Enter.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('api-key');
+    await page.keyboard.type(server.key);
+    await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
   });
 });
