@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, whenSignedOut } from './api.ts';
-import { ErrorBox, Field, useAction, type Me } from './ui.tsx';
+import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
 import { ConversationPage } from './views/conversation.tsx';
 import { ConversationsPage, NewConversationPage } from './views/conversations.tsx';
 import { KeysPage, SandboxesPage, SpecsPage } from './views/resources.tsx';
@@ -33,10 +33,7 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
     <main class="signin">
       <h1>Agent Conversation Service</h1>
       <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.call();
-        }}
+        onSubmit={submitting(action.call)}
       >
         <p>Paste an API key to sign in. It is exchanged for a session cookie and not kept by this page.</p>
         {props.notice && <p class="notice">{props.notice}</p>}

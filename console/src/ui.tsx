@@ -120,3 +120,26 @@ export interface Me {
 
 /** Navigates inside the console (the part of the URL after `#`). */
 export const go = (path: string) => (location.hash = `#/${path}`);
+
+/** A list as a table: a caption for screen readers, column headers, the rows. */
+export function Table(props: { caption: string; columns: string[]; children: ComponentChildren }) {
+  return (
+    <table class="list">
+      <caption class="visually-hidden">{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((c) => (
+            <th scope="col">{c}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{props.children}</tbody>
+    </table>
+  );
+}
+
+/** A form's submit handler: no page load, then `run`. */
+export const submitting = (run: () => unknown) => (e: Event) => {
+  e.preventDefault();
+  void run();
+};

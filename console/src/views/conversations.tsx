@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
-import { Ago, Badge, described, ErrorBox, Field, fieldErrors, go, statusTone, useAction, useLoad } from '../ui.tsx';
+import { Ago, Badge, described, ErrorBox, Field, fieldErrors, go, statusTone, submitting, Table, useAction, useLoad } from '../ui.tsx';
 
 export interface Conversation {
   id: string;
@@ -82,19 +82,7 @@ export function ConversationsPage() {
       <ErrorBox error={list.error} />
       {list.data && list.data.items.length === 0 && <p class="empty">No conversations{filters.title || filters.from || filters.to ? ' match' : ' yet'}.</p>}
       {list.data && list.data.items.length > 0 && (
-        <table class="list">
-          <caption class="visually-hidden">Conversations, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Title</th>
-              <th scope="col">Repository</th>
-              <th scope="col">Agent</th>
-              <th scope="col">Sandbox</th>
-              <th scope="col">Created</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table caption="Conversations, newest first" columns={['Title', 'Repository', 'Agent', 'Sandbox', 'Created', 'Updated']}>
             {list.data.items.map((c) => (
               <tr>
                 <td>
@@ -115,8 +103,7 @@ export function ConversationsPage() {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
       <nav class="pager" aria-label="Pages">
         <button type="button" class="secondary" disabled={pages.length < 2} onClick={() => setPages(pages.slice(0, -1))}>
@@ -234,10 +221,7 @@ export function NewConversationPage() {
       <form
         class="new-conversation"
         noValidate
-        onSubmit={(ev) => {
-          ev.preventDefault();
-          void start.call();
-        }}
+        onSubmit={submitting(start.call)}
       >
         <Field id="new-message" label="First message" error={e('initial_message', 'initial_message.content.0.text')}>
           <textarea id="new-message" rows={5} value={f.message ?? ''} onInput={set('message')} />

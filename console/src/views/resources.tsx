@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { Ago, Badge, described, ErrorBox, Field, fieldErrors, statusTone, useAction, useLoad } from '../ui.tsx';
+import { Ago, Badge, described, ErrorBox, Field, fieldErrors, statusTone, submitting, Table, useAction, useLoad } from '../ui.tsx';
 
 interface Sandbox {
   id: string;
@@ -30,19 +30,7 @@ export function SandboxesPage() {
       <ErrorBox error={list.error ?? act.error} />
       {list.data && list.data.items.length === 0 && <p class="empty">No sandboxes. Starting a conversation starts one.</p>}
       {list.data && list.data.items.length > 0 && (
-        <table class="list">
-          <caption class="visually-hidden">Your sandboxes, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Sandbox</th>
-              <th scope="col">Status</th>
-              <th scope="col">Spec</th>
-              <th scope="col">Age</th>
-              <th scope="col">Last activity</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table caption="Your sandboxes, newest first" columns={['Sandbox', 'Status', 'Spec', 'Age', 'Last activity', 'Actions']}>
             {list.data.items.map((s) => (
               <tr>
                 <td>
@@ -76,8 +64,7 @@ export function SandboxesPage() {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
     </section>
   );
@@ -101,18 +88,7 @@ export function SpecsPage() {
       <p class="hint">The sandbox templates this deployment offers; the first is the default.</p>
       <ErrorBox error={list.error} />
       {list.data && (
-        <table class="list">
-          <caption class="visually-hidden">Sandbox specs</caption>
-          <thead>
-            <tr>
-              <th scope="col">Spec</th>
-              <th scope="col">Command</th>
-              <th scope="col">Working directory</th>
-              <th scope="col">CPU / memory</th>
-              <th scope="col">Environment</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table caption="Sandbox specs" columns={['Spec', 'Command', 'Working directory', 'CPU / memory', 'Environment']}>
             {list.data.items.map((s) => (
               <tr>
                 <td>
@@ -130,8 +106,7 @@ export function SpecsPage() {
                 <td>{Object.keys(s.initial_env ?? {}).join(', ') || '-'}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
     </section>
   );
@@ -166,10 +141,7 @@ export function KeysPage() {
       <form
         class="row"
         noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create.call();
-        }}
+        onSubmit={submitting(create.call)}
       >
         <Field id="key-name" label="Name of a new key" error={errors.name}>
           <input type="text" {...described('key-name', errors.name)} maxLength={64} value={name} onInput={(e) => setName(e.currentTarget.value)} />
@@ -197,18 +169,7 @@ export function KeysPage() {
       )}
       <ErrorBox error={list.error ?? revoke.error} />
       {list.data && (
-        <table class="list">
-          <caption class="visually-hidden">Your API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table caption="Your API keys" columns={['Name', 'Prefix', 'Created', 'Last used', 'Actions']}>
             {list.data.map((k) => (
               <tr>
                 <td>{k.name}</td>
@@ -228,8 +189,7 @@ export function KeysPage() {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
     </section>
   );

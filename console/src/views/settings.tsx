@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure } from '../api.ts';
-import { Badge, described, ErrorBox, Field, fieldErrors, useAction, useLoad } from '../ui.tsx';
+import { Badge, described, ErrorBox, Field, fieldErrors, submitting, useAction, useLoad } from '../ui.tsx';
 
 type Kind = 'text' | 'int' | 'number' | 'bool' | 'secret' | 'agent' | 'analyzer' | 'model';
 interface FieldDef {
@@ -408,10 +408,7 @@ export function SettingsPage(props: { onSaved: () => void }) {
     <form
       class="settings"
       noValidate
-      onSubmit={(e) => {
-        e.preventDefault();
-        void save.call();
-      }}
+      onSubmit={submitting(save.call)}
     >
       <h1>Settings</h1>
       <datalist id="model-choices">
