@@ -153,7 +153,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     expect(stored.mcp_config.sse_servers).toEqual([{ url: 'https://mcp.example.test/sse', api_key: null }]);
     // Secrets come back write-only: a "set" badge, an empty input.
     await expect.poll(() => page.locator('label[for="setting-llm_api_key"] .badge').textContent()).toBe('set');
-    expect(await page.locator('#setting-llm_api_key').inputValue()).toBe('');
+    await expect.poll(() => page.locator('#setting-llm_api_key').inputValue()).toBe('');
     expect(await page.content()).not.toContain('e2e-custom-secret');
     await browser.shot('03-settings-saved');
     expect(await unlabelledControls()).toEqual([]);

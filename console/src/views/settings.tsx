@@ -185,8 +185,11 @@ export function SettingsPage(props: { onSaved: () => void }) {
   const save = useAction(async () => {
     setSaved(null);
     const res = await api<{ message: string; ignored_fields: string[] }>('POST', '/api/settings', bodyOf(draft!, settings.data ?? null));
+    // What was stored, in the same render as "Saved": secrets typed are gone from the inputs, "set" badges show.
+    const stored = await api<Settings>('GET', '/api/settings');
+    settings.setData(stored);
+    setDraft(draftOf(stored));
     setSaved(res.ignored_fields?.length ? `Saved (ignored: ${res.ignored_fields.join(', ')})` : 'Saved');
-    settings.reload();
     props.onSaved();
   });
   if (settings.error) return <ErrorBox error={settings.error} />;
