@@ -145,16 +145,22 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('button', { name: 'Add secret' }).click();
     await page.locator('#secret-0-name').fill('E2E_TOKEN');
     await page.locator('#secret-0-value').fill('e2e-custom-secret');
+    // A git server that refuses connections (loopback, port 9): the start that clones from it fails.
+    await page.locator('#token-enterprise_sso').fill('sso-e2e-token');
+    await page.locator('#token-enterprise_sso-host').fill('http://127.0.0.1:9');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
     let stored = (await api('GET', '/api/settings')).body;
     expect(stored).toMatchObject({ llm_model: 'scripted-e2e', llm_base_url: llm.baseUrl, llm_api_key: null, llm_api_key_set: true, max_iterations: 40 });
     expect(stored.secrets_store.custom_secrets).toEqual({ E2E_TOKEN: { secret: null, description: null } });
     expect(stored.mcp_config.sse_servers).toEqual([{ url: 'https://mcp.example.test/sse', api_key: null }]);
+    expect(stored.provider_tokens_set).toEqual({ enterprise_sso: 'http://127.0.0.1:9' });
+    await expect.poll(() => page.locator('label[for="token-enterprise_sso"] .badge').textContent()).toBe('set');
     // Secrets come back write-only: a "set" badge, an empty input.
     await expect.poll(() => page.locator('label[for="setting-llm_api_key"] .badge').textContent()).toBe('set');
     await expect.poll(() => page.locator('#setting-llm_api_key').inputValue()).toBe('');
     expect(await page.content()).not.toContain('e2e-custom-secret');
+    expect(await page.content()).not.toContain('sso-e2e-token');
     await browser.shot('03-settings-saved');
     expect(await unlabelledControls()).toEqual([]);
 
@@ -193,6 +199,23 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.locator('.markdown', { hasText: 'The second answer.' }).waitFor({ timeout: 60_000 });
     expect(await page.evaluate(() => (window as any).__samePage)).toBe(true);
     expect(await page.getByLabel('Message to the agent').inputValue()).toBe('');
+  });
+
+  it("shows a start that fails, with the start task's error detail", async () => {
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    await page.getByRole('link', { name: 'New conversation' }).click();
+    await page.getByLabel('First message').fill('Clone and look');
+    await page.getByLabel('Repository', { exact: true }).first().fill('acme/widgets');
+    await page.getByLabel('Provider').selectOption('enterprise_sso');
+    await page.getByLabel('Branch').fill('main');
+    await page.getByRole('button', { name: 'Start conversation' }).click();
+    const failure = page.getByRole('region', { name: 'Start progress' }).getByRole('alert');
+    await failure.waitFor({ timeout: 90_000 });
+    expect(await failure.textContent()).toMatch(/The start failed\..+/);
+    expect(await page.locator('.progress li.done').count()).toBeGreaterThanOrEqual(2);
+    expect(await page.locator('.progress li.failed').count()).toBe(1);
+    expect(await page.content()).not.toContain('sso-e2e-token');
+    await browser.shot('04b-start-failed');
   });
 
   it('falls back to polling where the stream cannot be opened', async () => {
@@ -281,6 +304,14 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('link', { name: 'Sandboxes' }).click();
     await page.locator('table.list').waitFor();
     expect(await page.locator('table.list tbody tr').count()).toBeGreaterThanOrEqual(2);
+    // Delete another sandbox from the list (the confirmation's): its row goes, the first one stays.
+    const keep = (await api('GET', `/api/v1/app-conversations?ids=${firstConversation}`)).body[0].sandbox_id as string;
+    const all = (await api('GET', '/api/v1/sandboxes/search')).body.items.map((s: { id: string }) => s.id) as string[];
+    const victim = all.find((id) => id !== keep)!;
+    await page.getByRole('button', { name: `Delete sandbox ${victim}` }).click();
+    await expect.poll(() => page.getByRole('button', { name: `Delete sandbox ${victim}` }).count(), { timeout: 30_000 }).toBe(0);
+    expect((await api('GET', `/api/v1/sandboxes?id=${victim}`)).body).toEqual([null]);
+    await page.getByRole('button', { name: `Delete sandbox ${keep}` }).waitFor();
     await page.getByRole('link', { name: 'Sandbox specs' }).click();
     await page.getByRole('cell', { name: 'local-default', exact: true }).waitFor();
     await browser.shot('07-specs');

@@ -133,14 +133,28 @@ const STEP_LABELS: Record<string, string> = {
 function StartProgress(props: { task: StartTask }) {
   const { task } = props;
   const reached = START_STEPS.indexOf(task.status);
-  const [seen, setSeen] = useState<string[]>([]);
-  useEffect(() => setSeen((s) => (s.includes(task.status) ? s : [...s, task.status])), [task.status]);
+  // The furthest step seen: an error happened in the step after it (polling may miss short steps).
+  const [furthest, setFurthest] = useState(-1);
+  useEffect(() => setFurthest((f) => Math.max(f, reached)), [reached]);
   return (
     <section class="progress" aria-live="polite" aria-label="Start progress">
       <h2>Starting</h2>
       <ol>
         {START_STEPS.map((step, i) => {
-          const state = task.status === 'ERROR' ? (seen.includes(step) ? 'done' : 'todo') : i < reached ? 'done' : i === reached ? (step === 'READY' ? 'done' : 'current') : 'todo';
+          const state =
+            task.status === 'ERROR'
+              ? i <= furthest
+                ? 'done'
+                : i === furthest + 1
+                  ? 'failed'
+                  : 'todo'
+              : i < reached
+                ? 'done'
+                : i === reached
+                  ? step === 'READY'
+                    ? 'done'
+                    : 'current'
+                  : 'todo';
           return (
             <li class={state} aria-current={state === 'current' ? 'step' : undefined}>
               {STEP_LABELS[step]}
