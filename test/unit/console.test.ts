@@ -125,8 +125,8 @@ describe('the console build', () => {
   });
 
   it('is served as the page names it; nothing else of the build directory is', () => {
-    const page = consolePage()!;
     const { version } = buildConsole();
+    const page = consolePage()!;
     expect(page).toContain(`assets/app.js?v=${version}`);
     expect(page).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/i);
     expect(consoleAsset('app.js')?.contentType).toMatch(/^text\/javascript/);
