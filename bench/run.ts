@@ -6,6 +6,7 @@ import { benchConsole } from './console.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
+import { benchStream } from './stream.ts';
 
 /**
  * `npm run bench`: runs every benchmark section and rewrites docs/performance.md with the machine
@@ -20,6 +21,7 @@ const sections: [string, () => Promise<string>][] = [
   ['events', benchEventRoutes],
   ['agent', benchAgent],
   ['console', benchConsole],
+  ['stream', benchStream],
 ];
 
 const only = process.argv.slice(2);

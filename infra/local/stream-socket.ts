@@ -1,16 +1,23 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { RouteDef } from '#shared/http/route.ts';
 import { logger } from '#shared/logging.ts';
-import type { StreamGrant, StreamRefusal } from '#shared/stream/access.ts';
+import { routes } from '#shared/routes.ts';
+import { relayClientMessage } from '#shared/stream/client-messages.ts';
+import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
+import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
-/** How often the server pings each client; one unanswered ping ends the connection (4408). */
+/**
+ * How often the server pings each client (one unanswered ping ends the connection: 4408) and checks
+ * its credentials again (revoked, ended or deleted: 4401).
+ */
 export const DEFAULT_PING_MS = 30_000;
-/** Clients send nothing the stream reads; a bigger frame than this closes the socket (1009). */
-const MAX_CLIENT_FRAME = 64 * 1024;
+/** Clients send user messages at most; a bigger frame than this closes the socket (1009). */
+const MAX_CLIENT_FRAME = 1024 * 1024;
 
 export interface EventStreamOptions {
   services: LocalServices;
@@ -35,6 +42,9 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
+  // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
+  const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
+  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters);
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -48,8 +58,10 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       // A repeated parameter is joined, as API Gateway does: it then fails validation rather than picking one.
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       let verdict: StreamGrant | StreamRefusal | 'error';
+      let request: StreamRequest | undefined;
       try {
-        verdict = await services.streamAccess.authorize({ conversationId: decodeURIComponent(match[1]!), query, headers }, options.allowedOrigins);
+        request = { conversationId: decodeURIComponent(match[1]!), query, headers };
+        verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';
@@ -60,7 +72,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
           logger.info('stream.refused', { status: verdict.status, reason: verdict.reason });
           return ws.close(verdict.code, verdict.reason);
         }
-        serve(ws, verdict);
+        serve(ws, verdict, request!);
       });
     })().catch((err: unknown) => {
       logger.error('stream.upgrade-failed', { error: err as Error });
@@ -68,9 +80,10 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     });
   };
 
-  const serve = (ws: WebSocket, grant: StreamGrant) => {
+  const serve = (ws: WebSocket, grant: StreamGrant, request: StreamRequest) => {
     const conversation = { userId: grant.userId, conversationId: grant.conversationId };
     let answered = true;
+    let checking = false;
     const pinger = setInterval(() => {
       if (!answered) {
         ws.close(CLOSE.idle, `No pong within ${Math.round(pingMs / 1000)} s`);
@@ -79,11 +92,30 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       }
       answered = false;
       ws.ping();
+      if (checking) return;
+      checking = true;
+      services.streamAccess
+        .stillValid(grant, request, options.allowedOrigins)
+        .then((valid) => void (valid || ws.close(CLOSE.unauthorized, REFUSALS.revoked)))
+        .catch((err: unknown) => logger.error('stream.recheck-failed', { error: err as Error }))
+        .finally(() => (checking = false));
     }, pingMs);
     pinger.unref();
     ws.on('pong', () => (answered = true));
-    // The stream is one-way: client frames are read by no one (ws answers pings on its own).
-    ws.on('message', () => {});
+    // User messages, relayed one after the other in the order sent (ws answers pings on its own).
+    let relaying = Promise.resolve();
+    ws.on('message', (data, isBinary) => {
+      relaying = relaying
+        .then(async () => {
+          if (ws.readyState !== ws.OPEN) return;
+          const outcome = await relayClientMessage(isBinary ? '' : String(data), conversation, relayServices);
+          if (outcome) ws.close(outcome.code, outcome.reason);
+        })
+        .catch((err: unknown) => {
+          logger.error('stream.relay-failed', { conversationId: conversation.conversationId, error: err as Error });
+          ws.close(CLOSE.internalError, 'Internal error');
+        });
+    });
     let subscription: StreamSubscription | undefined;
     let closed = false;
     ws.on('close', () => {
@@ -95,6 +127,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     const client = {
       send: (message: string) => new Promise<void>((resolve, reject) => ws.send(message, (err) => (err ? reject(err) : resolve()))),
       fail: (err: unknown) => {
+        if (ws.readyState !== ws.OPEN) return; // the client left mid-send: nothing failed
         logger.error('stream.delivery-failed', { conversationId: conversation.conversationId, error: err as Error });
         ws.close(CLOSE.internalError, 'Delivery failed');
       },

@@ -51,6 +51,7 @@ export const REFUSALS = {
   crossSite: 'Cross-site: the session cookie counts only from an allowed Origin',
   unauthorized: 'Unauthorized',
   notFound: 'Conversation not found',
+  revoked: 'The credentials or the conversation are no longer valid',
 } as const;
 
 /**
@@ -66,10 +67,11 @@ export const REFUSALS = {
  * conversation must be the user's (404 otherwise, as for a foreign id on HTTP).
  */
 export async function authorizeStream(input: StreamRequest, deps: StreamAccessDeps): Promise<StreamGrant | StreamRefusal> {
+  // First, whatever else is wrong: the caller must learn not to put the key in URLs.
+  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
   const id = conversationIdSchema.safeParse(input.conversationId);
   if (!id.success) return refuse(400, 'conversation_id must be a UUID (32 hex characters, dashes optional)');
   const conversationId = id.data;
-  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
   const parsed = streamQuerySchema.safeParse(input.query);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -111,5 +113,16 @@ export class StreamAccess {
 
   authorize(input: StreamRequest, allowedOrigins: readonly string[]): Promise<StreamGrant | StreamRefusal> {
     return authorizeStream(input, { ...this.deps, allowedOrigins });
+  }
+
+  /**
+   * Whether an open stream may stay open: its credentials, checked again, still give the same user
+   * and conversation (a revoked key, an ended session or a deleted conversation end it, as they end
+   * HTTP access). A ticket was used up at the open; its stream holds while the conversation is the user's.
+   */
+  async stillValid(grant: StreamGrant, input: StreamRequest, allowedOrigins: readonly string[]): Promise<boolean> {
+    if (grant.via === 'ticket') return (await this.deps.conversations.get(grant.userId, grant.conversationId))?.userId === grant.userId;
+    const again = await this.authorize(input, allowedOrigins);
+    return again.allowed && again.userId === grant.userId && again.conversationId === grant.conversationId;
   }
 }
