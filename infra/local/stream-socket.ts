@@ -60,7 +60,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       let verdict: StreamGrant | StreamRefusal | 'error';
       let request: StreamRequest | undefined;
       try {
-        request = { conversationId: decodeURIComponent(match[1]!), query, headers };
+        // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
+        request = { conversationId: match[1]!, query, headers };
         verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });

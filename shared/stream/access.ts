@@ -41,8 +41,8 @@ const refuse = (status: StreamRefusal['status'], reason: string): StreamRefusal 
   reason,
 });
 
-/** What an API key of a user looks like (`acs_<16 hex>_...`): never accepted from a URL. */
-const USER_KEY = /^acs_[0-9a-f]{16}_/;
+/** What an API key of a user looks like (`acs_<16 hex>_...`), also as one of repeated values joined by commas: never accepted from a URL. */
+const USER_KEY = /(?:^|,)\s*acs_[0-9a-f]{16}_/;
 
 export const REFUSALS = {
   userKeyInUrl: 'A user API key is refused in a URL (logs keep URLs): use the cookie, the session_api_key or a ticket',

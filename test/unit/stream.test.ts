@@ -129,7 +129,8 @@ describe('authorizeStream', () => {
     const { deps } = world();
     const { key } = await deps.apiKeys.create('alice', 'k');
     const scoped = await deps.conversationKeys.mint('alice', CID, 1);
-    for (const query of [{ session_api_key: key }, { api_key: key }, { token: key, session_api_key: scoped }, { ticket: key }] as Record<string, string>[]) {
+    // The last: a repeated parameter, joined by the gateway (as API Gateway does) with the scoped key first.
+    for (const query of [{ session_api_key: key }, { api_key: key }, { token: key, session_api_key: scoped }, { ticket: key }, { session_api_key: `${scoped},${key}` }] as Record<string, string>[]) {
       const r = await open(deps, query);
       expect(refused(r), JSON.stringify(Object.keys(query))).toEqual({ status: 403, code: CLOSE.forbidden, reason: REFUSALS.userKeyInUrl });
     }
