@@ -59,13 +59,12 @@ export function consoleAsset(name: string): { body: string; contentType: string 
  * `<base>`, forms only to here, and Trusted Types: only DOMPurify's output may reach an HTML sink.
  */
 export function consoleHeaders(baseUrl: string): Record<string, string> {
-  const host = new URL(baseUrl).host;
   const csp = [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self' data:",
-    `connect-src 'self' ws://${host} wss://${host}`,
+    connectSources(baseUrl),
     "font-src 'self'",
     "manifest-src 'self'",
     "base-uri 'none'",
@@ -84,6 +83,21 @@ export function consoleHeaders(baseUrl: string): Record<string, string> {
     'cross-origin-opener-policy': 'same-origin',
     'cross-origin-resource-policy': 'same-origin',
   };
+}
+
+/**
+ * `'self'` and the ws/wss scheme of this host. The host comes from `PUBLIC_BASE_URL` or the request's
+ * Host header, which a client writes: anything but a plain host name and port is left out, so no
+ * one can write directives into the policy (nor make the page fail).
+ */
+function connectSources(baseUrl: string): string {
+  let host = '';
+  try {
+    host = new URL(baseUrl).host;
+  } catch {
+    // Not a URL: 'self' alone.
+  }
+  return /^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$/.test(host) ? `connect-src 'self' ws://${host} wss://${host}` : "connect-src 'self'";
 }
 
 /** `/`: the console's page; every path is relative, so it works under any base URL. */

@@ -148,4 +148,13 @@ describe('the console build', () => {
     expect(headers['content-security-policy']).not.toMatch(/unsafe|\*|https?:/);
     expect(headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
   });
+
+  it('takes nothing but a host name and port from the Host header into the policy', () => {
+    for (const base of ['http://evil.example; script-src-elem https://evil.example', 'http://a b', 'not a url', "http://x'y", 'http://evil.example,script-src']) {
+      const csp = consoleHeaders(base)['content-security-policy']!;
+      expect(csp, base).toContain("connect-src 'self';");
+      expect(csp, base).not.toContain('evil');
+    }
+    expect(consoleHeaders('http://[::1]:3000')['content-security-policy']).toContain("connect-src 'self' ws://[::1]:3000 wss://[::1]:3000;");
+  });
 });
