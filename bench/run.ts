@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, type } from 'node:os';
 import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
+import { benchConsole } from './console.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
@@ -19,6 +20,7 @@ const sections: [string, () => Promise<string>][] = [
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
   ['agent', benchAgent],
+  ['console', benchConsole],
   ['stream', benchStream],
 ];
 

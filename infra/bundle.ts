@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type BuildOptions } from 'esbuild';
+import { BUNDLED_CONSOLE_DIR, CONSOLE_FILES } from '#shared/http/console-assets.ts';
 import { BUNDLED_DOCS_DIR, DOCS_ASSETS } from '#shared/http/docs-assets.ts';
+import { buildConsole, CONSOLE_BUILD_DIR } from '#infra/console-build.ts';
 
 /** The repository root: entries in the route table are relative to it. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,14 +49,19 @@ export const cdkBundling: BundlingOptions = {
  * Files a function reads at run time, copied next to its bundle at bundle time (from the
  * installed packages, so synthesis stays offline): entry -> [source under the repository, target in the bundle].
  */
+const consoleBuild = Object.values(CONSOLE_FILES).map((f): [string, string] => [`${relative(REPO_ROOT, CONSOLE_BUILD_DIR)}/${f}`, `${BUNDLED_CONSOLE_DIR}/${f}`]);
 export const bundledFiles: Record<string, [string, string][]> = {
   'functions/docs/asset.ts': Object.keys(DOCS_ASSETS).map((f) => [`node_modules/swagger-ui-dist/${f}`, `${BUNDLED_DOCS_DIR}/${f}`]),
+  'functions/console/page.ts': consoleBuild,
+  'functions/console/asset.ts': consoleBuild,
 };
 
 /** The bundling of one function: `cdkBundling`, plus a copy of the files it reads (`bundledFiles`). */
 export function bundlingFor(entry: string): BundlingOptions {
   const files = bundledFiles[entry];
   if (!files) return cdkBundling;
+  // The console's functions carry its build: make sure it is current before CDK copies it.
+  if (files === consoleBuild) buildConsole();
   return {
     ...cdkBundling,
     commandHooks: {

@@ -710,6 +710,29 @@ export const routes = [
     tables: {},
     params: z.object({ file: z.string().max(64) }),
   },
+  // --- the web console (console/): its page and built assets, same origin as the API ---
+  {
+    id: 'console',
+    method: 'GET',
+    path: '/',
+    entry: 'functions/console/page.ts',
+    auth: 'none',
+    summary: 'The web console (sign in with an API key; its session cookie then works on every user route)',
+    tag: 'service',
+    tables: {},
+  },
+  {
+    id: 'consoleAsset',
+    method: 'GET',
+    path: '/assets/{file}',
+    entry: 'functions/console/asset.ts',
+    auth: 'none',
+    summary: "The web console's built script and stylesheet",
+    tag: 'service',
+    tables: {},
+    params: z.object({ file: z.string().max(64) }),
+    query: z.object({ v: z.string().max(64).optional() }),
+  },
   // --- workspace snapshots (AWS; the sandbox's own objects only) ---------------------------------
   {
     id: 'sandboxSnapshotUpload',

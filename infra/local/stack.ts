@@ -13,6 +13,7 @@ import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo
 import { startGateway } from '#infra/local/gateway.ts';
 import type { LocalConfig } from '#infra/local/config.ts';
 import { buildSandboxProgram } from '#infra/local/sandbox-program.ts';
+import { buildConsole } from '#infra/console-build.ts';
 
 export const DEV_USER = 'dev';
 
@@ -49,7 +50,7 @@ async function ensureDevKey(services: Services, dataDir: string): Promise<string
 
 /**
  * Everything `npm start` runs, in this process: dynalite (on disk under the data dir, or in
- * memory, on a unix socket), the tables, the sandbox program (built when its sources changed), the
+ * memory, on a unix socket), the tables, the sandbox program and the web console (each built when its sources changed), the
  * local adapters, the gateway, and a development key. Sandboxes that died with a previous server
  * are reconciled before the gateway takes requests.
  */
@@ -57,6 +58,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   mkdirSync(config.dataDir, { recursive: true });
   const containment = config.containment ?? detectContainment();
   const programDir = await buildSandboxProgram();
+  buildConsole();
   const dynamo = await startDynalite(config.memory ? undefined : join(config.dataDir, 'dynamodb'), join(config.dataDir, 'dynamodb.sock'));
   useLocalTables(dynamo.endpoint);
   await createTables(dynamo.endpoint);

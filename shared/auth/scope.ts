@@ -5,7 +5,8 @@ import type { RouteDef } from '#shared/http/route.ts';
 /**
  * What a route lets each kind of principal do, from its declaration: a conversation-scoped key
  * only on routes that declare `conversationKey`, and only for the conversation named there; on
- * routes that manage credentials (`managesCredentials`), a session only with a verified Origin.
+ * routes that manage credentials (`managesCredentials`), a session writes only with a verified Origin
+ * (and reads from a page of this origin, the web console).
  * Runs after validation, so the conversation id is already normalised (the wrapper answers 401
  * for missing credentials before anything else).
  */
@@ -18,7 +19,10 @@ export function checkPrincipal(route: RouteDef, auth: AuthorizerContext | undefi
     const id = typeof named === 'string' ? named.replaceAll('-', '').toLowerCase() : undefined;
     if (id !== auth.conversationId) throw forbidden('A conversation key is valid only for its own conversation');
   }
-  if (auth.via === 'session' && route.managesCredentials && !auth.originVerified) {
+  // Reads of credential routes (the key list, which holds no key) also count from a page of this
+  // origin: browsers send no Origin on a same-origin GET, and the authorizer has already refused a
+  // session read unless Sec-Fetch-Site said same-origin. Writes always need the Origin.
+  if (auth.via === 'session' && route.managesCredentials && route.method !== 'GET' && !auth.originVerified) {
     throw forbidden('Managing keys with the session cookie needs an Origin header of an allowed origin');
   }
 }

@@ -1,9 +1,10 @@
 import { docsAsset as findDocsAsset, docsPage } from '#shared/http/docs-assets.ts';
-import { notFound } from '#shared/http/errors.ts';
+import { consoleAsset as findConsoleAsset, consoleHeaders, consoleManifest, consolePage as findConsolePage } from '#shared/http/console-assets.ts';
+import { ApiError, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { openApiDocument } from '#shared/http/openapi.ts';
 
-/** The service's own routes: liveness and the API documentation. */
+/** The service's own routes: liveness, the API documentation and the web console. */
 export const health = defineOperation('health', async () => ({ status: 'ok' }));
 
 let doc: ReturnType<typeof openApiDocument> | undefined;
@@ -18,4 +19,23 @@ export const docsAsset = defineOperation('docsAsset', async ({ params }) => {
   const asset = findDocsAsset(params.file);
   if (!asset) throw notFound();
   return new Reply(200, asset.body, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=86400' });
+});
+
+/** `/`: the web console's page (console/), with its Content-Security-Policy; 503 before it was built. */
+export const consolePage = defineOperation('console', async ({ baseUrl }) => {
+  const page = findConsolePage();
+  if (!page) throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
+  return new Reply(200, page, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...consoleHeaders(baseUrl) });
+});
+
+export const consoleAsset = defineOperation('consoleAsset', async ({ params, query, baseUrl }) => {
+  const asset = findConsoleAsset(params.file);
+  if (!asset) throw notFound();
+  // The page names the build's version in the URL: that URL's content never changes.
+  const current = query.v !== undefined && query.v === consoleManifest()?.version;
+  return new Reply(200, asset.body, {
+    'content-type': asset.contentType,
+    'cache-control': current ? 'public, max-age=31536000, immutable' : 'no-cache',
+    ...consoleHeaders(baseUrl),
+  });
 });

@@ -457,6 +457,16 @@ describe('the OpenHands UI gates', () => {
     }
   });
 
+  it('bundles the built web console with its page and asset functions, which touch nothing', () => {
+    for (const id of ['console', 'consoleAsset']) {
+      const props = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties;
+      const dir = join(outdir, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
+      expect(readFileSync(join(dir, 'console', 'app.js'), 'utf8').length, id).toBeGreaterThan(10_000);
+      expect(JSON.parse(readFileSync(join(dir, 'console', 'manifest.json'), 'utf8')).version, id).toMatch(/^[0-9a-f]{16}$/);
+      expect(statementsOfFn(id).flatMap((s) => [s.Action].flat()).filter((a: string) => !/^(logs|xray):/.test(a)), id).toEqual([]);
+    }
+  });
+
   it('no CORS configuration without configured origins', () => {
     const [, api] = ofType('AWS::ApiGatewayV2::Api')[0]!;
     expect(api.Properties.CorsConfiguration).toBeUndefined();

@@ -431,13 +431,16 @@ describe('API keys over the API', () => {
     expect((await stack.call('DELETE', '/api/keys/session:0')).status).toBe(422);
   });
 
-  it('with the session cookie: only with an allowed Origin, never a same-origin read without one', async () => {
+  it('with the session cookie: writes only with an allowed Origin; reads also from a page of this origin (the console)', async () => {
     const key = await stack.newUser('cookie-keys');
     const { cookie } = await signIn(key);
     const listed = await stack.call('GET', '/api/keys', withCookie(cookie, { origin: UI_ORIGIN }));
     expect(listed.status).toBe(200);
-    const noOrigin = await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-origin' }));
-    expect(noOrigin.status).toBe(403);
+    const sameOriginRead = await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-origin' }));
+    expect(sameOriginRead.status).toBe(200);
+    expect((await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-site' }))).status).toBe(403);
+    expect((await stack.call('GET', '/api/keys', withCookie(cookie))).status).toBe(403);
+    expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie, { 'sec-fetch-site': 'same-origin' }), body: { name: 'no origin' } })).status).toBe(403);
     expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie, { origin: EVIL_ORIGIN }), body: { name: 'csrf' } })).status).toBe(403);
     expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie), body: { name: 'csrf' } })).status).toBe(403);
     const made = await stack.call('POST', '/api/keys', { ...withCookie(cookie, { origin: UI_ORIGIN }), body: { name: 'from the ui' } });

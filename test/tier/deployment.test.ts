@@ -136,6 +136,26 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   });
 });
 
+describe('the web console as deployed', () => {
+  it('GET / serves its page with the Content-Security-Policy, and the assets it names come from their function', async () => {
+    const page = await tier.call('GET', '/', { key: null });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toMatch(/connect-src 'self' ws:\/\/\S+ wss:\/\/\S+;/);
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    for (const href of [...page.text.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((m) => m[1]!)) {
+      const asset = await tier.call('GET', `/${href}`, { key: null });
+      expect(asset.status, href).toBe(200);
+      expect(asset.text.length, href).toBeGreaterThan(1000);
+      expect(tier.api.records.findLast((r) => r.path === `/${href.split('?')[0]}`)!.routeKey).toBe('GET /assets/{file}');
+    }
+    expect((await tier.call('GET', '/assets/manifest.json', { key: null })).status).toBe(404);
+  });
+});
+
 /** Path parameters for the sweep: a real sandbox and conversation where a route names one, well-formed ids that name nothing elsewhere. */
 const probePath = (routeKey: string, ids: { sandbox: string; conversation: string }) =>
   routeKey

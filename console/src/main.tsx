@@ -1,0 +1,136 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiFailure, whenSignedOut } from './api.ts';
+import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
+import { ConversationPage } from './views/conversation.tsx';
+import { ConversationsPage, NewConversationPage } from './views/conversations.tsx';
+import { KeysPage, SandboxesPage, SpecsPage } from './views/resources.tsx';
+import { SettingsPage } from './views/settings.tsx';
+
+/** The page's location: the part of the URL after `#`, so `/` is the only path the server serves. */
+function useRoute(): string[] {
+  const read = () => location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const on = () => setRoute(read());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
+  // The key lives only in this input until the request is sent; it is cleared either way.
+  const [key, setKey] = useState('');
+  const action = useAction(async () => {
+    const k = key.trim();
+    setKey('');
+    await api('POST', '/api/authenticate', undefined, { 'x-session-api-key': k });
+    props.onSignedIn();
+  });
+  const error = action.error instanceof ApiFailure && action.error.status === 401 ? new Error('That key was not accepted.') : action.error;
+  return (
+    <main class="signin">
+      <h1>Agent Conversation Service</h1>
+      <form
+        onSubmit={submitting(action.call)}
+      >
+        <p>Paste an API key to sign in. It is exchanged for a session cookie and not kept by this page.</p>
+        {props.notice && <p class="notice">{props.notice}</p>}
+        <Field id="api-key" label="API key" error={error ? String((error as Error).message) : undefined}>
+          <input id="api-key" type="password" autocomplete="off" spellcheck={false} required value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        </Field>
+        <button type="submit" disabled={action.busy || !key.trim()}>
+          Sign in
+        </button>
+        <p class="hint">
+          Running locally? <code>npm start</code> prints a development key (also in <code>.data/dev-api-key</code>).
+        </p>
+      </form>
+    </main>
+  );
+}
+
+const NAV: [string, string][] = [
+  ['conversations', 'Conversations'],
+  ['sandboxes', 'Sandboxes'],
+  ['specs', 'Sandbox specs'],
+  ['settings', 'Settings'],
+  ['keys', 'API keys'],
+];
+
+function App() {
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const route = useRoute();
+  const loadMe = () =>
+    api<Me>('GET', '/api/v1/users/me').then(
+      (m) => {
+        setMe(m);
+        setLoadError(null);
+      },
+      (e: unknown) => {
+        if (e instanceof ApiFailure && (e.status === 401 || e.status === 403)) setMe(null);
+        else setLoadError(e);
+      },
+    );
+  useEffect(() => {
+    whenSignedOut(() => {
+      setMe(null);
+      setNotice('Your session ended. Sign in again.');
+    });
+    void loadMe();
+  }, []);
+  const signOut = async () => {
+    await api('POST', '/api/logout').catch(() => undefined);
+    setNotice('Signed out.');
+    setMe(null);
+  };
+  if (loadError) return <ErrorBox error={loadError} />;
+  if (me === undefined) return <p class="loading">Loading…</p>;
+  if (me === null)
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={() => {
+          setNotice(null);
+          void loadMe();
+        }}
+      />
+    );
+  const [section = 'conversations', id] = route;
+  let page;
+  if (section === 'conversations' && id === 'new') page = <NewConversationPage />;
+  else if (section === 'conversations' && id) page = <ConversationPage id={id} me={me} />;
+  else if (section === 'sandboxes') page = <SandboxesPage />;
+  else if (section === 'specs') page = <SpecsPage />;
+  else if (section === 'settings') page = <SettingsPage onSaved={() => void loadMe()} />;
+  else if (section === 'keys') page = <KeysPage />;
+  else page = <ConversationsPage />;
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/conversations">
+          Agent Conversation Service
+        </a>
+        <nav aria-label="Main">
+          {NAV.map(([path, label]) => (
+            <a href={`#/${path}`} aria-current={section === path ? 'page' : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <span class="user" title="Signed in as">
+          {me.id}
+        </span>
+        <button type="button" class="secondary" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </header>
+      <main id="main">{page}</main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,160 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { buildConsole, CONSOLE_BUILD_DIR } from '#infra/console-build.ts';
+import { consoleAsset, consoleHeaders, consolePage } from '#shared/http/console-assets.ts';
+import { failureOf } from '../../console/src/api.ts';
+import { lineDiff } from '../../console/src/diff.ts';
+import { viewOf, type AnyEvent } from '../../console/src/events.ts';
+
+/** The console's pure parts (what it makes of events, diffs, errors), its build and its headers. The browser tests are test/e2e/. */
+let n = 0;
+const ev = (kind: string, fields: Record<string, unknown> = {}): AnyEvent => ({ kind, id: `e${++n}`, timestamp: '2026-01-01T00:00:00Z', source: 'agent', ...fields });
+
+describe('the events view', () => {
+  it('pairs each action with its observation: command output, file edits with both versions, MCP calls, rejections', () => {
+    const bash = ev('ActionEvent', { tool_name: 'execute_bash', thought: [{ type: 'text', text: 'list it' }], action: { kind: 'ExecuteBashAction', command: 'ls' }, security_risk: 'LOW' });
+    const edit = ev('ActionEvent', { tool_name: 'str_replace_editor', action: { kind: 'StrReplaceEditorAction', command: 'str_replace', path: 'a.py', old_str: 'x', new_str: 'y' } });
+    const mcp = ev('ActionEvent', { tool_name: 'fetch_page', action: { kind: 'MCPToolAction', data: { url: 'https://example.test' } } });
+    const rejected = ev('ActionEvent', { tool_name: 'execute_bash', action: { kind: 'ExecuteBashAction', command: 'rm -rf /' }, security_risk: 'HIGH' });
+    const view = viewOf([
+      ev('MessageEvent', { source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image', image_urls: ['https://img.test/a.png'] }] } }),
+      bash,
+      ev('ObservationEvent', { action_id: bash.id, observation: { kind: 'ExecuteBashObservation', output: 'a\nb', exit_code: 2, error: false } }),
+      edit,
+      ev('ObservationEvent', { action_id: edit.id, observation: { kind: 'StrReplaceEditorObservation', old_content: 'x\n', new_content: 'y\n', error: null } }),
+      mcp,
+      ev('ObservationEvent', { action_id: mcp.id, observation: { kind: 'MCPToolObservation', content: [{ type: 'text', text: 'page text' }], is_error: true } }),
+      rejected,
+      ev('UserRejectObservation', { source: 'user', action_id: rejected.id, rejection_reason: 'no' }),
+    ]);
+    expect(view.items.map((i) => i.kind)).toEqual(['message', 'action', 'action', 'action', 'action']);
+    expect(view.items[0]).toMatchObject({ role: 'user', text: 'hi', images: ['https://img.test/a.png'] });
+    expect(view.items[1]).toMatchObject({ thought: 'list it', risk: 'LOW', action: { type: 'command', command: 'ls' }, observation: { text: 'a\nb', exitCode: 2, isError: false } });
+    expect(view.items[2]).toMatchObject({ action: { type: 'edit', path: 'a.py', oldStr: 'x', newStr: 'y' }, observation: { oldContent: 'x\n', newContent: 'y\n' } });
+    expect(view.items[3]).toMatchObject({ action: { type: 'mcp', tool: 'fetch_page', args: expect.stringContaining('https://example.test') }, observation: { text: 'page text', isError: true } });
+    expect(view.items[4]).toMatchObject({ risk: 'HIGH', observation: { rejected: 'no' } });
+    expect(view.pending).toEqual([]);
+  });
+
+  it('tracks the execution status, tokens and cost, and the actions waiting for confirmation', () => {
+    const waiting = ev('ActionEvent', { tool_name: 'execute_bash', action: { kind: 'ExecuteBashAction', command: 'deploy' }, security_risk: 'HIGH' });
+    const view = viewOf([
+      ev('ConversationStateUpdateEvent', { source: 'environment', key: 'execution_status', value: 'running' }),
+      ev('ConversationStateUpdateEvent', { source: 'environment', key: 'metrics', value: { accumulated_cost: 0.25, prompt_tokens: 100, completion_tokens: 20, max_budget_per_task: 1 } }),
+      waiting,
+      ev('ConversationStateUpdateEvent', { source: 'environment', key: 'execution_status', value: 'waiting_for_confirmation' }),
+    ]);
+    expect(view.executionStatus).toBe('waiting_for_confirmation');
+    expect(view.metrics).toEqual({ cost: 0.25, promptTokens: 100, completionTokens: 20, budget: 1 });
+    expect(view.pending.map((p) => p.id)).toEqual([waiting.id]);
+    // Metrics update the header, not the timeline.
+    expect(view.items.filter((i) => i.kind === 'state').map((i) => (i as { text: string }).text)).toEqual(['Agent running', 'Agent waiting_for_confirmation']);
+  });
+
+  it('shows errors, and survives events of unknown kinds or with fields of the wrong type', () => {
+    const view = viewOf([
+      ev('AgentErrorEvent', { error: 'LLM said 401' }),
+      ev('ConversationErrorEvent', { code: 'AgentStuckInLoop', detail: 'repeated' }),
+      ev('SomethingNew', { x: 1 }),
+      ev('ActionEvent', { tool_name: 42, action: 'not an object', thought: { text: 1 } }),
+      ev('ObservationEvent', { action_id: 'unknown', observation: null }),
+      ev('MessageEvent', { llm_message: null }),
+    ]);
+    expect(view.items.slice(0, 3)).toMatchObject([
+      { kind: 'error', title: 'Agent error', detail: 'LLM said 401' },
+      { kind: 'error', title: 'AgentStuckInLoop', detail: 'repeated' },
+      { kind: 'system', text: 'SomethingNew' },
+    ]);
+    expect(view.items[3]).toMatchObject({ kind: 'action', tool: '42', thought: '' });
+    expect(view.items[5]).toMatchObject({ kind: 'message', role: 'agent', text: '' });
+  });
+});
+
+describe('line diffs', () => {
+  it('marks removed and added lines and folds long unchanged runs', () => {
+    const before = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n');
+    const after = before.replace('line 10', 'line ten');
+    const diff = lineDiff(before, after, 2);
+    expect(diff).toEqual([
+      { op: '…', skipped: 8 },
+      { op: ' ', text: 'line 8' },
+      { op: ' ', text: 'line 9' },
+      { op: '-', text: 'line 10' },
+      { op: '+', text: 'line ten' },
+      { op: ' ', text: 'line 11' },
+      { op: ' ', text: 'line 12' },
+      { op: '…', skipped: 7 },
+    ]);
+  });
+
+  it('a new file is all additions; an unchanged one has no change', () => {
+    expect(lineDiff('', 'a\nb\n')).toEqual([
+      { op: '+', text: 'a' },
+      { op: '+', text: 'b' },
+    ]);
+    expect(lineDiff('a\nb', 'a\nb').every((l) => l.op === '…')).toBe(true);
+  });
+});
+
+describe('API errors in the console', () => {
+  it('a 422 becomes one message per field, without the body/query prefix', () => {
+    const failure = failureOf(422, {
+      detail: [
+        { loc: ['body', 'max_iterations'], msg: 'max_iterations must be at least 1' },
+        { loc: ['body', 'mcp_config', 'sse_servers', 0, 'url'], msg: 'must be an http(s) URL' },
+      ],
+    });
+    expect(failure.fields).toEqual({ max_iterations: 'max_iterations must be at least 1', 'mcp_config.sse_servers.0.url': 'must be an http(s) URL' });
+    expect(failureOf(404, { detail: 'Not Found' }).message).toBe('Not Found');
+    expect(failureOf(500, '<html>').message).toBe('Request failed (HTTP 500)');
+  });
+});
+
+describe('the console build', () => {
+  it('is under 200 KB of gzipped JavaScript, and is not rebuilt while its sources are unchanged', () => {
+    const manifest = buildConsole();
+    const script = readFileSync(join(CONSOLE_BUILD_DIR, 'app.js'));
+    expect(manifest.scriptGzipBytes).toBe(gzipSync(script, { level: 9 }).length);
+    expect(manifest.scriptGzipBytes).toBeLessThan(200 * 1024);
+    console.log(`console: ${manifest.scriptBytes} bytes of JS, ${manifest.scriptGzipBytes} gzipped`);
+    const mtime = statSync(join(CONSOLE_BUILD_DIR, 'app.js')).mtimeMs;
+    expect(buildConsole().version).toBe(manifest.version);
+    expect(statSync(join(CONSOLE_BUILD_DIR, 'app.js')).mtimeMs).toBe(mtime);
+  });
+
+  it('is served as the page names it; nothing else of the build directory is', () => {
+    const { version } = buildConsole();
+    const page = consolePage()!;
+    expect(page).toContain(`assets/app.js?v=${version}`);
+    expect(page).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/i);
+    expect(consoleAsset('app.js')?.contentType).toMatch(/^text\/javascript/);
+    for (const name of ['manifest.json', '../manifest.json', 'app.js/', '__proto__', 'constructor']) expect(consoleAsset(name), name).toBeUndefined();
+  });
+
+  it('has a policy without inline script, eval or other origins; the stream on this host only', () => {
+    const headers = consoleHeaders('https://acs.example.com');
+    const csp = Object.fromEntries(headers['content-security-policy']!.split('; ').map((d) => [d.split(' ')[0], d.split(' ').slice(1).join(' ')]));
+    expect(csp).toMatchObject({
+      'default-src': "'none'",
+      'script-src': "'self'",
+      'style-src': "'self'",
+      'connect-src': "'self' ws://acs.example.com wss://acs.example.com",
+      'frame-ancestors': "'none'",
+      'base-uri': "'none'",
+      'object-src': "'none'",
+    });
+    expect(headers['content-security-policy']).not.toMatch(/unsafe|\*|https?:/);
+    expect(headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
+  });
+
+  it('takes nothing but a host name and port from the Host header into the policy', () => {
+    for (const base of ['http://evil.example; script-src-elem https://evil.example', 'http://a b', 'not a url', "http://x'y", 'http://evil.example,script-src']) {
+      const csp = consoleHeaders(base)['content-security-policy']!;
+      expect(csp, base).toContain("connect-src 'self';");
+      expect(csp, base).not.toContain('evil');
+    }
+    expect(consoleHeaders('http://[::1]:3000')['content-security-policy']).toContain("connect-src 'self' ws://[::1]:3000 wss://[::1]:3000;");
+  });
+});
