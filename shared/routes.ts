@@ -1,38 +1,11 @@
 import * as z from 'zod';
-import {
-  conversationCountQuery,
-  conversationIdSchema,
-  conversationListQuery,
-  conversationReportSchema,
-  conversationSchema,
-  conversationSearchQuery,
-  initialMessageSchema,
-  legacyCreateResponseSchema,
-  legacyConversationPageSchema,
-  legacyConversationSchema,
-  legacyCreateSchema,
-  legacyListQuery,
-  legacyUpdateSchema,
-  startRequestSchema,
-  startTaskSchema,
-  startTaskSearchQuery,
-} from '#shared/conversations/model.ts';
-import { eventCountQuery, eventPageSchema, eventPostQuery, eventSchema, eventSearchQuery } from '#shared/events/model.ts';
+import { conversationCountQuery, conversationListQuery, conversationSchema, conversationSearchQuery, initialMessageSchema, legacyCreateResponseSchema, legacyConversationPageSchema, legacyConversationSchema, legacyCreateSchema, legacyListQuery, legacyUpdateSchema, startRequestSchema, startTaskSchema, startTaskSearchQuery } from '#shared/conversations/model.ts';
+import { eventCountQuery, eventPageSchema, eventSearchQuery } from '#shared/events/model.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
+import { checkInBodySchema, checkInResponseSchema, commandsResponseSchema, conversationIdSchema, conversationReportSchema, eventPostQuery, eventSchema, heartbeatBodySchema, heartbeatResponseSchema, sandboxIdSchema, snapshotCompleteBodySchema, snapshotCompleteResponseSchema, snapshotDownloadSchema, snapshotUploadSchema, protocolPaths } from '#shared/protocol.ts';
 import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
-import {
-  checkInBodySchema,
-  checkInResponseSchema,
-  commandsResponseSchema,
-  heartbeatBodySchema,
-  heartbeatResponseSchema,
-  sandboxIdParam,
-  sandboxInfoSchema,
-  sandboxPageSchema,
-  successSchema,
-} from '#shared/sandboxes/model.ts';
-import { snapshotCompleteBodySchema, snapshotCompleteResponseSchema, snapshotDownloadSchema, snapshotUploadSchema } from '#shared/sandboxes/snapshot-model.ts';
+import { sandboxInfoSchema, sandboxPageSchema, successSchema } from '#shared/sandboxes/model.ts';
 import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
 import { appConfigSchema } from '#shared/options/model.ts';
 
@@ -47,7 +20,7 @@ const legacyConversationReads = {
   tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', keys: 'write' },
   capabilities: ['seal', 'unseal'],
 } as const;
-const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
+const sandboxParams = z.object({ sandbox_id: sandboxIdSchema });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
 
@@ -168,7 +141,7 @@ export const routes = [
     summary: 'Sandboxes by id, in request order; null for an unknown or foreign id',
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
-    query: z.object({ id: repeated('id', sandboxIdParam) }),
+    query: z.object({ id: repeated('id', sandboxIdSchema) }),
     response: z.array(sandboxInfoSchema.nullable()),
   },
   {
@@ -260,7 +233,7 @@ export const routes = [
   {
     id: 'sandboxCheckIn',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/check-in',
+    path: protocolPaths.checkIn,
     entry: 'functions/bridge/check-in.ts',
     auth: 'sandbox',
     summary:
@@ -277,7 +250,7 @@ export const routes = [
   {
     id: 'sandboxHeartbeat',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/heartbeat',
+    path: protocolPaths.heartbeat,
     entry: 'functions/bridge/heartbeat.ts',
     auth: 'sandbox',
     summary: 'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at)',
@@ -290,7 +263,7 @@ export const routes = [
   {
     id: 'sandboxCommands',
     method: 'GET',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/commands',
+    path: protocolPaths.commands,
     entry: 'functions/bridge/commands.ts',
     auth: 'sandbox',
     summary:
@@ -307,13 +280,13 @@ export const routes = [
   {
     id: 'sandboxCommandAck',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/ack',
+    path: protocolPaths.ack,
     entry: 'functions/bridge/ack.ts',
     auth: 'sandbox',
     summary: 'Bridge: the program took a command; it leaves the queue',
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+    params: z.object({ sandbox_id: sandboxIdSchema, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
     response: successSchema,
   },
   // --- conversations (V1) ---------------------------------------------------------------------
@@ -497,13 +470,13 @@ export const routes = [
   {
     id: 'postEvents',
     method: 'POST',
-    path: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
+    path: protocolPaths.events,
     entry: 'functions/webhooks/events.ts',
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }),
     query: eventPostQuery,
     body: z.array(eventSchema).max(100),
     response: z.object({ success: z.boolean(), added: z.number().int() }),
@@ -512,27 +485,27 @@ export const routes = [
   {
     id: 'reportConversation',
     method: 'POST',
-    path: '/api/v1/webhooks/{sandbox_id}/conversations',
+    path: protocolPaths.report,
     entry: 'functions/webhooks/conversations.ts',
     auth: 'sandbox',
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
     tables: { conversations: 'write', startTasks: 'write', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam }),
+    params: z.object({ sandbox_id: sandboxIdSchema }),
     body: conversationReportSchema,
     response: z.object({ success: z.boolean() }),
   },
   {
     id: 'getStartConfig',
     method: 'GET',
-    path: '/api/v1/webhooks/{sandbox_id}/conversations/{conversation_id}/start-config',
+    path: protocolPaths.startConfig,
     entry: 'functions/webhooks/start-config.ts',
     auth: 'sandbox',
     summary: 'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
-    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
+    params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }),
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {
@@ -697,7 +670,7 @@ export const routes = [
   {
     id: 'sandboxSnapshotUpload',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
+    path: protocolPaths.snapshotUpload,
     entry: 'functions/bridge/snapshot-upload.ts',
     auth: 'sandbox',
     summary:
@@ -712,7 +685,7 @@ export const routes = [
   {
     id: 'sandboxSnapshotComplete',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
+    path: protocolPaths.snapshotComplete,
     entry: 'functions/bridge/snapshot-complete.ts',
     auth: 'sandbox',
     summary:
@@ -728,7 +701,7 @@ export const routes = [
   {
     id: 'sandboxSnapshotDownload',
     method: 'GET',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
+    path: protocolPaths.snapshotDownload,
     entry: 'functions/bridge/snapshot-download.ts',
     auth: 'sandbox',
     summary: 'Bridge: a presigned, short-lived GET of the sandbox\'s current snapshot (restore on resume)',

@@ -1,13 +1,13 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import { startTaskRank, startTaskStatuses, type ConversationRecord, type ConversationReport, type StartTaskStatus } from '#shared/conversations/model.ts';
+import { startTaskRank, type ConversationRecord } from '#shared/conversations/model.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
-import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
+import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
 import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
+import { type AgentEventEnvelope, type ConversationReport, type StartConfig, type StartTaskStatus, startTaskStatuses } from '#shared/protocol.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */

@@ -1,30 +1,17 @@
 import * as z from 'zod';
 import { dateTimeFilter, pageId, pageLimit, repeated } from '#shared/http/query.ts';
-import { sandboxIdParam } from '#shared/sandboxes/model.ts';
+import {
+  conversationIdSchema,
+  executionStatusSchema,
+  metricsSchema,
+  sandboxIdSchema,
+  startTaskStatuses,
+  startTaskStatusSchema,
+  type ExecutionStatus,
+  type Metrics,
+  type StartTaskStatus,
+} from '#shared/protocol.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
-
-/** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
-export const conversationIdSchema = z
-  .string()
-  .regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')
-  .transform((v) => v.replaceAll('-', '').toLowerCase());
-
-export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
-export const executionStatusSchema = z.enum(executionStatuses);
-export type ExecutionStatus = z.output<typeof executionStatusSchema>;
-
-export const startTaskStatuses = [
-  'WORKING',
-  'WAITING_FOR_SANDBOX',
-  'PREPARING_REPOSITORY',
-  'RUNNING_SETUP_SCRIPT',
-  'SETTING_UP_GIT_HOOKS',
-  'STARTING_CONVERSATION',
-  'READY',
-  'ERROR',
-] as const;
-export const startTaskStatusSchema = z.enum(startTaskStatuses);
-export type StartTaskStatus = z.output<typeof startTaskStatusSchema>;
 
 /** Where a status stands in the start flow; a report may only move a task forward. */
 export const startTaskRank = (s: StartTaskStatus) => (s === 'ERROR' ? 100 : startTaskStatuses.indexOf(s));
@@ -44,7 +31,7 @@ export type InitialMessage = z.output<typeof initialMessageSchema>;
 
 /** POST /api/v1/app-conversations (OpenHands' AppConversationStartRequest; every member optional). */
 export const startRequestSchema = z.strictObject({
-  sandbox_id: sandboxIdParam.nullable().optional(),
+  sandbox_id: sandboxIdSchema.nullable().optional(),
   initial_message: initialMessageSchema.nullable().optional(),
   llm_model: z.string().max(256).nullable().optional(),
   selected_repository: repository.nullable().optional(),
@@ -96,22 +83,6 @@ export const legacyCreateResponseSchema = z.object({
   message: z.string().nullable(),
   conversation_status: z.enum(['STARTING', 'RUNNING', 'STOPPED']).nullable(),
 });
-
-// Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
-const dollars = z
-  .number()
-  .min(0)
-  .max(1_000_000_000)
-  .transform((v) => Math.round(v * 1e9) / 1e9);
-const tokens = z.number().int().min(0).max(1e15);
-
-export const metricsSchema = z.object({
-  accumulated_cost: dollars,
-  prompt_tokens: tokens,
-  completion_tokens: tokens,
-  max_budget_per_task: dollars.nullable(),
-});
-export type Metrics = z.output<typeof metricsSchema>;
 
 export interface ConversationRecord {
   id: string;
@@ -212,17 +183,6 @@ export const startTaskSearchQuery = z.object({
   page_id: pageId,
   limit: pageLimit,
 });
-
-/** What the sandbox reports about a conversation (POST /api/v1/webhooks/{sandbox_id}/conversations). */
-export const conversationReportSchema = z.object({
-  conversation_id: conversationIdSchema,
-  start_task_status: startTaskStatusSchema.optional(),
-  detail: z.string().max(4096).nullable().optional(),
-  execution_status: executionStatusSchema.optional(),
-  metrics: metricsSchema.partial().optional(),
-  title: z.string().max(512).optional(),
-});
-export type ConversationReport = z.output<typeof conversationReportSchema>;
 
 /** GET /api/conversations (legacy list the OpenHands UI reads): newest first, optional filters. */
 export const legacyListQuery = z.object({

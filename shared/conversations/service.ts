@@ -1,18 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type {
-  AppConversation,
-  AppConversationStartTask,
-  ConversationRecord,
-  ConversationSearch,
-  InitialMessage,
-  LegacyConversation,
-  LegacyCreate,
-  LegacyListQuery,
-  StartRequest,
-  StartTaskRecord,
-} from '#shared/conversations/model.ts';
+import type { AppConversation, AppConversationStartTask, ConversationRecord, ConversationSearch, InitialMessage, LegacyConversation, LegacyCreate, LegacyListQuery, StartRequest, StartTaskRecord } from '#shared/conversations/model.ts';
 import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
 import { sweepStartTasks } from '#shared/conversations/sweep.ts';

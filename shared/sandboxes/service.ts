@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { invalidField, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
+import type { CommandInput, SandboxStatus } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { isLive, type CommandInput, type SandboxInfo, type SandboxStatus } from '#shared/sandboxes/model.ts';
+import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sameState, sha256, toError } from '#shared/sandboxes/records.ts';
 import { SandboxStartError, type RuntimeState } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
