@@ -36,13 +36,18 @@ export function fillPath(path: ProtocolPath, params: Record<string, string | num
 // --- ids: one rule each ----------------------------------------------------------------------------
 
 /** Sandbox ids in paths and bodies: only looked up, never trusted, so anything unknown is a 404. */
-export const sandboxIdSchema = z.string().min(1).max(128);
+export const sandboxIdSchema = z.lazy(() => z.string().min(1).max(128));
 
 /** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
-export const conversationIdSchema = z
-  .string()
-  .regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')
-  .transform((v) => v.replaceAll('-', '').toLowerCase());
+export const conversationIdSchema = z.lazy(() =>
+  z
+    .string()
+    .regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')
+    .transform((v) => v.replaceAll('-', '').toLowerCase()),
+);
+
+/** The path parameters of the bridge's routes. */
+export const sandboxParams = z.lazy(() => z.object({ sandbox_id: sandboxIdSchema }));
 
 // --- statuses ------------------------------------------------------------------------------------
 
@@ -50,7 +55,7 @@ export const sandboxStatuses = ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSI
 export type SandboxStatus = (typeof sandboxStatuses)[number];
 
 export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
-export const executionStatusSchema = z.enum(executionStatuses);
+export const executionStatusSchema = z.lazy(() => z.enum(executionStatuses));
 export type ExecutionStatus = z.output<typeof executionStatusSchema>;
 
 /** A conversation's start, in order; the sandbox reports the steps from PREPARING_REPOSITORY on. */
@@ -64,99 +69,121 @@ export const startTaskStatuses = [
   'READY',
   'ERROR',
 ] as const;
-export const startTaskStatusSchema = z.enum(startTaskStatuses);
+export const startTaskStatusSchema = z.lazy(() => z.enum(startTaskStatuses));
 export type StartTaskStatus = z.output<typeof startTaskStatusSchema>;
 
 // --- metrics -------------------------------------------------------------------------------------
 
 // Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
-const dollars = z
-  .number()
-  .min(0)
-  .max(1_000_000_000)
-  .transform((v) => Math.round(v * 1e9) / 1e9);
-const tokens = z.number().int().min(0).max(1e15);
+const dollars = z.lazy(() =>
+  z
+    .number()
+    .min(0)
+    .max(1_000_000_000)
+    .transform((v) => Math.round(v * 1e9) / 1e9),
+);
+const tokens = z.lazy(() => z.number().int().min(0).max(1e15));
 
 /** A conversation's token usage and cost, as the sandbox reports it and the control plane stores it. */
-export const metricsSchema = z.object({
-  accumulated_cost: dollars,
-  prompt_tokens: tokens,
-  completion_tokens: tokens,
-  max_budget_per_task: dollars.nullable(),
-});
+export const metricsSchema = z.lazy(() =>
+  z.object({
+    accumulated_cost: dollars,
+    prompt_tokens: tokens,
+    completion_tokens: tokens,
+    max_budget_per_task: dollars.nullable(),
+  }),
+);
 export type Metrics = z.output<typeof metricsSchema>;
 
 /** What the agent keeps (and shows in its `metrics` events): the reported members and how they came about. */
-export const agentMetricsSchema = metricsSchema.extend({
-  model: z.string(),
-  llm_calls: z.number().int(),
-  /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
-  price_source: z.enum(['table', 'config', 'unknown']),
-  note: z.string().nullable(),
-});
+export const agentMetricsSchema = z.lazy(() =>
+  metricsSchema.unwrap().extend({
+    model: z.string(),
+    llm_calls: z.number().int(),
+    /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
+    price_source: z.enum(['table', 'config', 'unknown']),
+    note: z.string().nullable(),
+  }),
+);
 export type AgentMetrics = z.output<typeof agentMetricsSchema>;
 
 // --- the bridge: check-in, heartbeat, commands ----------------------------------------------------
 
-export const checkInBodySchema = z.object({
-  version: z.string().max(64).default('unknown'),
-  capabilities: z.array(z.string().max(64)).max(50).default([]),
-});
+export const checkInBodySchema = z.lazy(() =>
+  z.object({
+    version: z.string().max(64).default('unknown'),
+    capabilities: z.array(z.string().max(64)).max(50).default([]),
+  }),
+);
 export type CheckInBody = z.input<typeof checkInBodySchema>;
-export const checkInResponseSchema = z.object({
-  sandbox_id: z.string(),
-  session_api_key: z.string(),
-  heartbeat_seconds: z.number(),
-  poll_wait_seconds: z.number(),
-});
+export const checkInResponseSchema = z.lazy(() =>
+  z.object({
+    sandbox_id: z.string(),
+    session_api_key: z.string(),
+    heartbeat_seconds: z.number(),
+    poll_wait_seconds: z.number(),
+  }),
+);
 export type CheckInResponse = z.output<typeof checkInResponseSchema>;
 
-export const heartbeatBodySchema = z.object({
-  active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
-});
-export const heartbeatResponseSchema = z.object({ status: z.enum(sandboxStatuses) });
+export const heartbeatBodySchema = z.lazy(() =>
+  z.object({
+    active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
+  }),
+);
+export const heartbeatResponseSchema = z.lazy(() => z.object({ status: z.enum(sandboxStatuses) }));
 
 /** The command types the conversation runner handles (announced at check-in, before the runner is loaded). */
 export const conversationCommands = ['start_conversation', 'send_message', 'pause_conversation', 'run_conversation', 'respond_to_confirmation'] as const;
 /** The command the control plane sends a sandbox that is no longer RUNNING. */
 export const STOP_COMMAND = 'stop';
 
-export const commandSchema = z.object({
-  seq: z.number().int().meta({ description: 'Position in the queue; 0 for the synthetic stop command' }),
-  type: z.string(),
-  payload: z.unknown(),
-  created_at: z.string(),
-});
+export const commandSchema = z.lazy(() =>
+  z.object({
+    seq: z.number().int().meta({ description: 'Position in the queue; 0 for the synthetic stop command' }),
+    type: z.string(),
+    payload: z.unknown(),
+    created_at: z.string(),
+  }),
+);
 export type SandboxCommand = z.output<typeof commandSchema>;
-export const commandsResponseSchema = z.object({ commands: z.array(commandSchema) });
+export const commandsResponseSchema = z.lazy(() => z.object({ commands: z.array(commandSchema) }));
 
 /** What another service may queue for a sandbox (e.g. `start_conversation`, `send_message`). */
-export const commandInputSchema = z.object({
-  type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'command type: lower-case snake case'),
-  payload: z.unknown().optional(),
-});
+export const commandInputSchema = z.lazy(() =>
+  z.object({
+    type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'command type: lower-case snake case'),
+    payload: z.unknown().optional(),
+  }),
+);
 export type CommandInput = z.output<typeof commandInputSchema>;
 
 // --- workspace snapshots (AWS only: locally a workspace is a directory that stays) ----------------
 
-export const snapshotUploadSchema = z.object({
-  key: z.string().meta({ description: "The new object key, under this sandbox's own prefix" }),
-  url: z.string(),
-  fields: z.record(z.string(), z.string()).meta({ description: 'Form fields to send before the file (a presigned POST)' }),
-  max_bytes: z.number().int().meta({ description: 'The content-length-range the upload is signed with' }),
-  expires_at: z.string(),
-});
+export const snapshotUploadSchema = z.lazy(() =>
+  z.object({
+    key: z.string().meta({ description: "The new object key, under this sandbox's own prefix" }),
+    url: z.string(),
+    fields: z.record(z.string(), z.string()).meta({ description: 'Form fields to send before the file (a presigned POST)' }),
+    max_bytes: z.number().int().meta({ description: 'The content-length-range the upload is signed with' }),
+    expires_at: z.string(),
+  }),
+);
 export type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
 
-export const snapshotCompleteBodySchema = z.object({
-  key: z.string().min(1).max(512).meta({ description: 'The key of the upload that completed' }),
-});
-export const snapshotCompleteResponseSchema = z.object({ key: z.string(), bytes: z.number().int() });
+export const snapshotCompleteBodySchema = z.lazy(() =>
+  z.object({
+    key: z.string().min(1).max(512).meta({ description: 'The key of the upload that completed' }),
+  }),
+);
+export const snapshotCompleteResponseSchema = z.lazy(() => z.object({ key: z.string(), bytes: z.number().int() }));
 
-export const snapshotDownloadSchema = z.object({
-  url: z.string().nullable().meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' }),
-  expires_at: z.string().nullable(),
-});
+export const snapshotDownloadSchema = z.lazy(() =>
+  z.object({
+    url: z.string().nullable().meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' }),
+    expires_at: z.string().nullable(),
+  }),
+);
 export type SnapshotDownload = z.output<typeof snapshotDownloadSchema>;
 
 // --- conversations: start config, status reports, events -------------------------------------------
@@ -197,14 +224,16 @@ export interface StartConfig {
 }
 
 /** What the sandbox reports about a conversation (POST the `report` path). */
-export const conversationReportSchema = z.object({
-  conversation_id: conversationIdSchema,
-  start_task_status: startTaskStatusSchema.optional(),
-  detail: z.string().max(4096).nullable().optional(),
-  execution_status: executionStatusSchema.optional(),
-  metrics: metricsSchema.partial().optional(),
-  title: z.string().max(512).optional(),
-});
+export const conversationReportSchema = z.lazy(() =>
+  z.object({
+    conversation_id: conversationIdSchema,
+    start_task_status: startTaskStatusSchema.optional(),
+    detail: z.string().max(4096).nullable().optional(),
+    execution_status: executionStatusSchema.optional(),
+    metrics: metricsSchema.unwrap().partial().optional(),
+    title: z.string().max(512).optional(),
+  }),
+);
 export type ConversationReport = z.output<typeof conversationReportSchema>;
 
 /** Largest event stored (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */
@@ -216,21 +245,25 @@ export const MAX_EVENT_BATCH = 100;
  * The envelope every event has (OpenHands' event base). The kind-specific members pass through as
  * the agent sent them: the control plane stores and serves events, it does not interpret them.
  */
-export const eventSchema = z
-  .looseObject({
-    kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,63}$/, 'kind must be an event class name'),
-    id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'id must be 1-64 of A-Z a-z 0-9 -'),
-    timestamp: z.iso.datetime({ offset: true, local: true, message: 'timestamp must be an ISO-8601 date-time' }),
-    source: z.enum(['agent', 'user', 'environment']),
-  })
-  .refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`);
+export const eventSchema = z.lazy(() =>
+  z
+    .looseObject({
+      kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,63}$/, 'kind must be an event class name'),
+      id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'id must be 1-64 of A-Z a-z 0-9 -'),
+      timestamp: z.iso.datetime({ offset: true, local: true, message: 'timestamp must be an ISO-8601 date-time' }),
+      source: z.enum(['agent', 'user', 'environment']),
+    })
+    .refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`),
+);
 export type AgentEventEnvelope = z.output<typeof eventSchema>;
 
 /** The events post's query: the sequence number of the batch's first event (the others follow it, one each). */
-export const eventPostQuery = z.object({
-  first_seq: z.coerce
-    .number({ error: 'first_seq must be a positive integer' })
-    .int('first_seq must be a positive integer')
-    .min(1, 'first_seq must be a positive integer')
-    .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
-});
+export const eventPostQuery = z.lazy(() =>
+  z.object({
+    first_seq: z.coerce
+      .number({ error: 'first_seq must be a positive integer' })
+      .int('first_seq must be a positive integer')
+      .min(1, 'first_seq must be a positive integer')
+      .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
+  }),
+);

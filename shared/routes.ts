@@ -1,17 +1,6 @@
-import * as z from 'zod';
-import { conversationCountQuery, conversationListQuery, conversationSchema, conversationSearchQuery, initialMessageSchema, legacyCreateResponseSchema, legacyConversationPageSchema, legacyConversationSchema, legacyCreateSchema, legacyListQuery, legacyUpdateSchema, startRequestSchema, startTaskSchema, startTaskSearchQuery } from '#shared/conversations/model.ts';
-import { eventCountQuery, eventPageSchema, eventSearchQuery } from '#shared/events/model.ts';
 import type { RouteDef } from '#shared/http/route.ts';
-import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
-import { checkInBodySchema, checkInResponseSchema, commandsResponseSchema, conversationIdSchema, conversationReportSchema, eventPostQuery, eventSchema, heartbeatBodySchema, heartbeatResponseSchema, sandboxIdSchema, snapshotCompleteBodySchema, snapshotCompleteResponseSchema, snapshotDownloadSchema, snapshotUploadSchema, protocolPaths } from '#shared/protocol.ts';
-import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
-import { sandboxInfoSchema, sandboxPageSchema, successSchema } from '#shared/sandboxes/model.ts';
-import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
-import { appConfigSchema } from '#shared/options/model.ts';
+import { protocolPaths } from '#shared/protocol.ts';
 
-const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
-const conversationParams = z.object({ conversation_id: conversationIdSchema });
-const apiKeyView = z.object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: z.string(), last_used_at: z.string().nullable() });
 /**
  * What the legacy conversation reads touch: conversations, their start tasks and sandboxes, and the
  * signing key of conversation-scoped keys (created on first use, sealed) that they show.
@@ -20,14 +9,15 @@ const legacyConversationReads = {
   tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', keys: 'write' },
   capabilities: ['seal', 'unseal'],
 } as const;
-const sandboxParams = z.object({ sandbox_id: sandboxIdSchema });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an access point, a task definition revision). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'efs:access-points'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
  * local gateway serves it, the OpenAPI document is generated from it, and the route tests walk it.
- * Plain data: no AWS imports here.
+ * Plain data: no AWS imports and no schemas here. A route's schemas live with its resource, in its
+ * operation (`defineOperation(id, schemas, run)` in shared/<resource>/*operations.ts), so a
+ * function builds only its own route's schemas.
  */
 export const routes = [
   {
@@ -39,7 +29,6 @@ export const routes = [
     summary: 'Liveness check',
     tag: 'service',
     tables: {},
-    response: z.object({ status: z.literal('ok') }),
   },
   {
     id: 'openapi',
@@ -70,7 +59,6 @@ export const routes = [
     summary: "The caller's settings, secrets masked; 404 before any were stored",
     tag: 'settings',
     tables: { settings: 'read' },
-    response: maskedSettingsSchema,
   },
   {
     id: 'saveSettings',
@@ -82,8 +70,6 @@ export const routes = [
     tag: 'settings',
     tables: { settings: 'write' },
     capabilities: ['seal', 'unseal'],
-    body: settingsInputSchema,
-    response: saveSettingsResponseSchema,
   },
   {
     id: 'listAgents',
@@ -94,7 +80,6 @@ export const routes = [
     summary: 'The values the `agent` setting accepts',
     tag: 'options',
     tables: {},
-    response: z.array(z.enum(agentChoices)),
   },
   {
     id: 'listSecurityAnalyzers',
@@ -105,7 +90,6 @@ export const routes = [
     summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
     tag: 'options',
     tables: {},
-    response: z.array(z.enum(securityAnalyzerChoices)),
   },
   {
     id: 'getCurrentUser',
@@ -116,7 +100,6 @@ export const routes = [
     summary: 'The calling user and their masked settings',
     tag: 'users',
     tables: { settings: 'read' },
-    response: z.object({ id: z.string(), settings: maskedSettingsSchema.nullable() }),
   },
   {
     id: 'searchSandboxes',
@@ -129,8 +112,6 @@ export const routes = [
     // keys: the page cursor's signing key is created on first use.
     tables: { sandboxes: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: pageQuery,
-    response: sandboxPageSchema,
   },
   {
     id: 'getSandboxes',
@@ -141,8 +122,6 @@ export const routes = [
     summary: 'Sandboxes by id, in request order; null for an unknown or foreign id',
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
-    query: z.object({ id: repeated('id', sandboxIdSchema) }),
-    response: z.array(sandboxInfoSchema.nullable()),
   },
   {
     id: 'startSandbox',
@@ -156,8 +135,6 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'write' },
     capabilities: sandboxLaunch,
-    query: z.object({ sandbox_spec_id: z.string().min(1).max(255).optional() }),
-    response: sandboxInfoSchema,
     timeoutSeconds: 30,
   },
   {
@@ -170,8 +147,6 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'write' },
     capabilities: ['ecs:stop', 'ecs:describe'],
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 15,
   },
   {
@@ -186,8 +161,6 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'write' },
     capabilities: sandboxLaunch,
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 30,
   },
   {
@@ -200,8 +173,6 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'write', commands: 'write' },
     capabilities: sandboxLaunch,
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 30,
   },
   {
@@ -214,8 +185,6 @@ export const routes = [
     tag: 'sandbox-specs',
     tables: {},
     capabilities: ['specs'],
-    query: pageQuery,
-    response: sandboxSpecPageSchema,
   },
   {
     id: 'getSandboxSpecs',
@@ -227,8 +196,6 @@ export const routes = [
     tag: 'sandbox-specs',
     tables: {},
     capabilities: ['specs'],
-    query: z.object({ id: repeated('id') }),
-    response: z.array(sandboxSpecInfoSchema.nullable()),
   },
   {
     id: 'sandboxCheckIn',
@@ -243,9 +210,6 @@ export const routes = [
     tables: { sandboxes: 'write' },
     capabilities: ['seal'],
     sandboxKey: 'enrollment',
-    params: sandboxParams,
-    body: checkInBodySchema,
-    response: checkInResponseSchema,
   },
   {
     id: 'sandboxHeartbeat',
@@ -256,9 +220,6 @@ export const routes = [
     summary: 'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at)',
     tag: 'bridge',
     tables: { sandboxes: 'write' },
-    params: sandboxParams,
-    body: heartbeatBodySchema,
-    response: heartbeatResponseSchema,
   },
   {
     id: 'sandboxCommands',
@@ -272,9 +233,6 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'read' },
     capabilities: ['unseal'],
-    params: sandboxParams,
-    query: z.object({ wait: z.coerce.number().int('wait must be whole seconds').min(0).max(60).default(0) }),
-    response: commandsResponseSchema,
     timeoutSeconds: 20,
   },
   {
@@ -286,8 +244,6 @@ export const routes = [
     summary: 'Bridge: the program took a command; it leaves the queue',
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'write' },
-    params: z.object({ sandbox_id: sandboxIdSchema, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
-    response: successSchema,
   },
   // --- conversations (V1) ---------------------------------------------------------------------
   {
@@ -301,8 +257,6 @@ export const routes = [
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
-    body: startRequestSchema,
-    response: startTaskSchema,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -315,7 +269,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'read', keys: 'write', sandboxes: 'read' },
     capabilities: ['seal', 'unseal'],
-    query: conversationListQuery,
   },
   {
     id: 'searchConversations',
@@ -327,8 +280,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'read', keys: 'write', sandboxes: 'read' },
     capabilities: ['seal', 'unseal'],
-    query: conversationSearchQuery,
-    response: z.object({ items: z.array(conversationSchema), next_page_id: z.string().nullable() }),
   },
   {
     id: 'countConversations',
@@ -339,8 +290,6 @@ export const routes = [
     summary: 'Count conversations matching the search filters',
     tag: 'conversations',
     tables: { conversations: 'read' },
-    query: conversationCountQuery,
-    response: z.number().int(),
   },
   {
     id: 'searchStartTasks',
@@ -352,8 +301,6 @@ export const routes = [
     tag: 'conversations',
     tables: { startTasks: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: startTaskSearchQuery,
-    response: z.object({ items: z.array(startTaskSchema), next_page_id: z.string().nullable() }),
   },
   {
     id: 'getStartTasks',
@@ -364,8 +311,6 @@ export const routes = [
     summary: 'Start tasks by id, in request order (null for unknown ones)',
     tag: 'conversations',
     tables: { startTasks: 'read' },
-    query: z.object({ ids: repeated('ids') }),
-    response: z.array(startTaskSchema.nullable()),
   },
   // --- talking to a conversation (the agent server's routes, relayed over the bridge) -------------
   {
@@ -378,9 +323,6 @@ export const routes = [
     summary: 'Send a user message to the agent (run: true starts it working)',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    body: initialMessageSchema,
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'pauseConversation',
@@ -392,8 +334,6 @@ export const routes = [
     summary: "Pause the agent (the sandbox keeps running)",
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'runConversation',
@@ -405,8 +345,6 @@ export const routes = [
     summary: 'Let a paused or idle agent run again',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'respondToConfirmation',
@@ -418,9 +356,6 @@ export const routes = [
     summary: 'Accept or reject the action waiting for confirmation',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    body: z.object({ accept: z.boolean(), reason: z.string().max(4096).nullable().optional() }),
-    response: z.object({ success: z.boolean() }),
   },
   // --- conversations (legacy) --------------------------------------------------------------------
   {
@@ -434,8 +369,6 @@ export const routes = [
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
-    body: legacyCreateSchema,
-    response: legacyCreateResponseSchema,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   // --- events ------------------------------------------------------------------------------------
@@ -450,8 +383,6 @@ export const routes = [
     tag: 'events',
     tables: { events: 'read', conversations: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: eventSearchQuery,
-    response: eventPageSchema,
   },
   {
     id: 'countEvents',
@@ -463,8 +394,6 @@ export const routes = [
     summary: "Count a conversation's events matching the filters",
     tag: 'events',
     tables: { events: 'read', conversations: 'read' },
-    query: eventCountQuery,
-    response: z.number().int(),
   },
   // --- webhooks: the sandbox reports (sandbox key) -------------------------------------------------
   {
@@ -476,10 +405,6 @@ export const routes = [
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }),
-    query: eventPostQuery,
-    body: z.array(eventSchema).max(100),
-    response: z.object({ success: z.boolean(), added: z.number().int() }),
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -491,9 +416,6 @@ export const routes = [
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
     tables: { conversations: 'write', startTasks: 'write', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdSchema }),
-    body: conversationReportSchema,
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'getStartConfig',
@@ -505,7 +427,6 @@ export const routes = [
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
-    params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }),
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {
@@ -520,7 +441,6 @@ export const routes = [
       'must come from an allowed origin.',
     tag: 'auth',
     tables: { keys: 'write' },
-    response: z.object({ success: z.literal(true), user_id: z.string(), expires_at: z.string() }),
   },
   {
     id: 'logout',
@@ -531,7 +451,6 @@ export const routes = [
     summary: 'Sign-out: ends the session of the cookie server-side and removes the cookie',
     tag: 'auth',
     tables: { keys: 'write' },
-    response: z.object({ success: z.literal(true) }),
   },
   {
     id: 'getOptionsConfig',
@@ -542,7 +461,6 @@ export const routes = [
     summary: 'What the OpenHands web UI reads first: APP_MODE "oss" (no login of its own) and its feature flags',
     tag: 'options',
     tables: {},
-    response: appConfigSchema,
   },
   {
     id: 'getOptionsModels',
@@ -553,7 +471,6 @@ export const routes = [
     summary: 'LLM models the agent can call without a base URL (LLM_MODELS replaces the list)',
     tag: 'options',
     tables: {},
-    response: z.array(z.string()),
   },
   {
     id: 'legacyListConversations',
@@ -564,8 +481,6 @@ export const routes = [
     summary: "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
     tag: 'legacy',
     ...legacyConversationReads,
-    query: legacyListQuery,
-    response: legacyConversationPageSchema,
   },
   {
     id: 'legacyGetConversation',
@@ -576,8 +491,6 @@ export const routes = [
     summary: 'One conversation in the legacy shape, with its conversation-scoped session_api_key',
     tag: 'legacy',
     ...legacyConversationReads,
-    params: conversationParams,
-    response: legacyConversationSchema,
   },
   {
     id: 'legacyUpdateConversation',
@@ -588,9 +501,6 @@ export const routes = [
     summary: "Rename a conversation (only the title can change)",
     tag: 'legacy',
     tables: { conversations: 'write' },
-    params: conversationParams,
-    body: legacyUpdateSchema,
-    response: z.literal(true),
   },
   {
     id: 'legacyDeleteConversation',
@@ -601,8 +511,6 @@ export const routes = [
     summary: 'Delete a conversation: its agent is paused and its conversation-scoped keys stop working',
     tag: 'legacy',
     tables: { conversations: 'write', sandboxes: 'write', commands: 'write' },
-    params: conversationParams,
-    response: z.literal(true),
   },
   {
     id: 'revokeConversationKey',
@@ -614,8 +522,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'write', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    params: conversationParams,
-    response: z.object({ session_api_key: z.string() }),
   },
   {
     id: 'listKeys',
@@ -627,7 +533,6 @@ export const routes = [
     summary: "The caller's active API keys (never the keys themselves)",
     tag: 'keys',
     tables: { keys: 'read' },
-    response: z.array(apiKeyView),
   },
   {
     id: 'createKey',
@@ -639,8 +544,6 @@ export const routes = [
     summary: 'Issue an API key for the caller; the key is in this response only (its hash is stored)',
     tag: 'keys',
     tables: { keys: 'write' },
-    body: z.strictObject({ name: z.string().trim().min(1, 'name must not be empty').max(64) }),
-    response: apiKeyView.extend({ key: z.string() }),
   },
   {
     id: 'deleteKey',
@@ -652,8 +555,6 @@ export const routes = [
     summary: "Revoke one of the caller's API keys (and the sessions made from it)",
     tag: 'keys',
     tables: { keys: 'write' },
-    params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }),
-    response: successSchema,
   },
   {
     id: 'docsAsset',
@@ -664,7 +565,6 @@ export const routes = [
     summary: "Swagger UI's files for /docs (from swagger-ui-dist, served here so the page works offline)",
     tag: 'service',
     tables: {},
-    params: z.object({ file: z.string().max(64) }),
   },
   // --- workspace snapshots (AWS; the sandbox's own objects only) ---------------------------------
   {
@@ -679,8 +579,6 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    response: snapshotUploadSchema,
   },
   {
     id: 'sandboxSnapshotComplete',
@@ -694,9 +592,6 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'write' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    body: snapshotCompleteBodySchema,
-    response: snapshotCompleteResponseSchema,
   },
   {
     id: 'sandboxSnapshotDownload',
@@ -708,7 +603,5 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    response: snapshotDownloadSchema,
   },
 ] as const satisfies readonly RouteDef[];

@@ -2,21 +2,23 @@ import * as z from 'zod';
 import { conversationIdSchema } from '#shared/protocol.ts';
 import { dateTimeFilter, pageId, pageLimit } from '#shared/http/query.ts';
 
-export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP');
+export const sortOrder = z.lazy(() => z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP'));
 
 const timeFilter = dateTimeFilter;
 
-export const eventSearchQuery = z.object({
-  conversation_id__eq: conversationIdSchema,
-  kind__eq: z.string().max(64).optional(),
-  timestamp__gte: timeFilter,
-  timestamp__lt: timeFilter,
-  sort_order: sortOrder,
-  page_id: pageId,
-  limit: pageLimit,
-});
+export const eventSearchQuery = z.lazy(() =>
+  z.object({
+    conversation_id__eq: conversationIdSchema,
+    kind__eq: z.string().max(64).optional(),
+    timestamp__gte: timeFilter,
+    timestamp__lt: timeFilter,
+    sort_order: sortOrder,
+    page_id: pageId,
+    limit: pageLimit,
+  }),
+);
 export type EventSearch = z.output<typeof eventSearchQuery>;
 
-export const eventCountQuery = eventSearchQuery.omit({ page_id: true, limit: true, sort_order: true });
+export const eventCountQuery = z.lazy(() => eventSearchQuery.unwrap().omit({ page_id: true, limit: true, sort_order: true }));
 
-export const eventPageSchema = z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.string().nullable() });
+export const eventPageSchema = z.lazy(() => z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.string().nullable() }));
