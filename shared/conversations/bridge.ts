@@ -1,7 +1,7 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import { startTaskRank, type ConversationRecord } from '#shared/conversations/model.ts';
-import type { ConversationService } from '#shared/conversations/service.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
+import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
@@ -25,7 +25,7 @@ export class ConversationBridge {
     private readonly events: EventStore,
     private readonly settings: SettingsService,
     private readonly sandboxes: SandboxControl,
-    private readonly service: ConversationService,
+    private readonly records: ConversationRecords,
   ) {}
 
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
@@ -58,7 +58,7 @@ export class ConversationBridge {
       if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.service.updateConversation(conversation.userId, conversation.id, (rec) => ({
+      await this.records.update(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
