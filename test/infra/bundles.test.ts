@@ -87,7 +87,8 @@ describe('Lambda bundles (the options CDK uses)', () => {
     kb.sort((a, b) => a - b);
     expect(kb[Math.floor(kb.length / 2)]).toBeLessThanOrEqual(MEDIAN_ROUTE_KB);
     expect(kb.at(-1)).toBeLessThanOrEqual(LARGEST_ROUTE_KB);
-  });
+    // One esbuild build per route, one after another: a busy shared machine needs more than the default 30 s.
+  }, 180_000);
 
   it.each(lambdaEntries())('%s loads as an ES module in a bare Node process', async (entry) => {
     // Catches what only shows at load time, such as a CommonJS dependency's dynamic require.
