@@ -524,6 +524,18 @@ export const routes = [
     capabilities: ['seal', 'unseal'],
   },
   {
+    id: 'createStreamTicket',
+    method: 'POST',
+    path: '/api/v1/app-conversations/{conversation_id}/stream-tickets',
+    entry: 'functions/stream/ticket.ts',
+    auth: 'user',
+    summary:
+      "A single-use ticket (valid 60 s, this conversation only) that opens its event stream: " +
+      "`ws(s)://<host>/sockets/events/{conversation_id}?ticket=<ticket>&resend_all=true`, for clients that cannot send the cookie or a key",
+    tag: 'events',
+    tables: { conversations: 'read', keys: 'write' },
+  },
+  {
     id: 'listKeys',
     method: 'GET',
     path: '/api/keys',

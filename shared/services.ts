@@ -14,6 +14,8 @@ import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import { SandboxService } from '#shared/sandboxes/service.ts';
 import { SettingsService } from '#shared/settings/service.ts';
+import { StreamAccess } from '#shared/stream/access.ts';
+import { StreamTickets } from '#shared/stream/tickets.ts';
 import type { AdapterName, Adapters } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
@@ -34,6 +36,9 @@ export interface Services {
   sandboxBridge: SandboxBridge;
   sandboxHousekeeping: SandboxHousekeeping;
   sandboxSpecs: SandboxSpecService;
+  streamTickets: StreamTickets;
+  /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
+  streamAccess: StreamAccess;
 }
 
 /**
@@ -95,9 +100,13 @@ export function servicesOf(adapters: Adapters): Services {
         built.settings,
         sandboxControl(),
         conversationRecords(),
+        a('eventFeed'),
       ),
     conversationHousekeeping: () => new ConversationHousekeeping(a('startTaskStore'), sandboxControl()),
     events: () => new EventService(a('eventStore'), a('conversationStore'), built.cursors),
+    streamTickets: () => new StreamTickets(a('streamTicketStore'), a('conversationStore')),
+    streamAccess: () =>
+      new StreamAccess({ apiKeys: built.apiKeys, sessions: built.sessions, conversationKeys: built.conversationKeys, tickets: built.streamTickets, conversations: a('conversationStore') }),
   });
   return built;
 }

@@ -9,6 +9,8 @@ import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
+import type { EventFeed } from '#shared/stream/feed.ts';
+import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
 /** Every adapter a function may build, by name: what the AWS and the local wiring each provide. */
@@ -34,6 +36,10 @@ export interface Adapters {
   eventStore: EventStore;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
+  /** Told when a conversation's events are committed, to push them to its stream's clients. */
+  eventFeed: EventFeed;
+  /** Single-use stream tickets, hashed, in the keys table under `stream-ticket:<id>`. */
+  streamTicketStore: StreamTicketStore;
 }
 export type AdapterName = keyof Adapters;
 
@@ -92,6 +98,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
+  eventFeed: { build: {} },
+  streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

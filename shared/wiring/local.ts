@@ -14,6 +14,8 @@ import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandb
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type Services } from '#shared/services.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
+import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
+import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
@@ -37,6 +39,8 @@ export interface LocalOptions {
 export interface LocalServices extends Services {
   /** The process runtime, so the local stack can stop every sandbox process when it closes. */
   sandboxRuntime: ProcessSandboxRuntime;
+  /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
+  eventHub: LocalEventHub;
   /**
    * The same services for one function, held to its declaration and to the adapters its entry
    * names, as on AWS: the local gateway runs each route through these, so every test that goes
@@ -60,6 +64,7 @@ export function localServices(options: LocalOptions): LocalServices {
     onStopped: (event) =>
       void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
+  const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
     settingsStore: () => new DynamoSettingsStore(),
@@ -77,6 +82,8 @@ export function localServices(options: LocalOptions): LocalServices {
     eventStore: () => new DynamoEventStore(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    eventFeed: () => eventHub,
+    streamTicketStore: () => new DynamoStreamTicketStore(),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
@@ -84,6 +91,7 @@ export function localServices(options: LocalOptions): LocalServices {
   all = servicesOf(adapters);
   return Object.assign(all, {
     sandboxRuntime,
+    eventHub,
     forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[]) => servicesOf(wire(id, declaration, builders(names))),
   });
 }
