@@ -1,5 +1,5 @@
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { waitFor } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';

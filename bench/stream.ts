@@ -1,4 +1,4 @@
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';

@@ -1,24 +1,25 @@
 /**
- * The sandbox side of the bridge protocol: check in, heartbeat, long-poll for commands, acknowledge
- * them. Plain fetch, no dependencies, so the sandbox image carries nothing of the control plane.
+ * The sandbox's one client of the control plane: the bridge (check in, heartbeat, long-poll for
+ * commands, acknowledge them, workspace snapshots) and the webhooks a conversation uses (its start
+ * configuration, status reports, events). Every path and body comes from the protocol module
+ * (shared/protocol.ts); nothing else in sandbox/ builds a control-plane URL. Plain fetch.
  */
 
-import type { SnapshotBridge, SnapshotUpload } from './snapshots.ts';
+import {
+  fillPath,
+  type CheckInBody,
+  type CheckInResponse,
+  type ConversationReport,
+  type ProtocolPath,
+  type SandboxCommand,
+  type SandboxStatus,
+  type SnapshotDownload,
+  type SnapshotUpload,
+  type StartConfig,
+} from '#shared/protocol.ts';
+import type { SnapshotBridge } from './snapshots.ts';
 
-export interface BridgeCommand {
-  /** Queue position; 0 for the control plane's synthetic `stop`. */
-  seq: number;
-  type: string;
-  payload: unknown;
-  created_at: string;
-}
-
-export interface CheckInResult {
-  sandbox_id: string;
-  session_api_key: string;
-  heartbeat_seconds: number;
-  poll_wait_seconds: number;
-}
+export type BridgeCommand = SandboxCommand;
 
 /** An HTTP answer other than 2xx; `status` 401 means this program's credential is no longer good. */
 export class BridgeError extends Error {
@@ -43,60 +44,78 @@ export class BridgeClient implements SnapshotBridge {
     private readonly stopSignal?: AbortSignal,
   ) {}
 
-  /** The session key from check-in (for the agent's own calls, e.g. posting events). */
-  get sessionKey(): string | undefined {
-    return this.key;
-  }
-
   /** Exchanges the one-time enrollment token for the session key. */
-  async checkIn(enrollmentToken: string, info: { version: string; capabilities: string[] }): Promise<CheckInResult> {
-    const out = await this.call<CheckInResult>('POST', 'check-in', { body: info, key: enrollmentToken });
+  async checkIn(enrollmentToken: string, info: CheckInBody): Promise<CheckInResponse> {
+    const out = await this.call<CheckInResponse>('POST', 'checkIn', { body: info, key: enrollmentToken });
     this.key = out.session_api_key;
     return out;
   }
 
   /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status. */
-  async heartbeat(active: boolean): Promise<{ status: string }> {
+  async heartbeat(active: boolean): Promise<{ status: SandboxStatus }> {
     return this.call('POST', 'heartbeat', { body: { active } });
   }
 
   /** Waits up to `waitSeconds` (the server may cap it) for commands. */
   async commands(waitSeconds: number): Promise<BridgeCommand[]> {
-    const out = await this.call<{ commands: BridgeCommand[] }>('GET', `commands?wait=${waitSeconds}`, { timeoutMs: (waitSeconds + 15) * 1000 });
+    const out = await this.call<{ commands: BridgeCommand[] }>('GET', 'commands', { query: { wait: waitSeconds }, timeoutMs: (waitSeconds + 15) * 1000 });
     return out.commands;
   }
 
   /** Not aborted by the stop signal: the command that stopped the program is still acknowledged. */
   async ack(seq: number): Promise<void> {
-    await this.call('POST', `commands/${seq}/ack`, { abortable: false });
+    await this.call('POST', 'ack', { params: { seq }, abortable: false });
   }
 
   /** Workspace snapshots (AWS): not aborted by the stop signal, since stopping is when the last one is saved. */
   snapshotUpload(): Promise<SnapshotUpload> {
-    return this.call('POST', 'snapshots', { abortable: false });
+    return this.call('POST', 'snapshotUpload', { abortable: false });
   }
 
   async snapshotComplete(key: string): Promise<void> {
-    await this.call('POST', 'snapshots/complete', { body: { key }, abortable: false });
+    await this.call('POST', 'snapshotComplete', { body: { key }, abortable: false });
   }
 
   async snapshotDownload(): Promise<{ url: string } | null> {
-    const out = await this.call<{ url: string | null }>('GET', 'snapshots/current', { abortable: false });
+    const out = await this.call<SnapshotDownload>('GET', 'snapshotDownload', { abortable: false });
     return out.url ? { url: out.url } : null;
   }
 
-  private async call<T>(method: string, path: string, options: { body?: unknown; key?: string; timeoutMs?: number; abortable?: boolean }): Promise<T> {
+  /** What a conversation placed on this sandbox needs to start (LLM settings, secrets, repository). */
+  startConfig(conversationId: string): Promise<StartConfig> {
+    return this.call('GET', 'startConfig', { params: { conversation_id: conversationId }, timeoutMs: 30_000 });
+  }
+
+  /** A conversation's start progress, execution status or metrics. */
+  async report(report: ConversationReport): Promise<void> {
+    await this.call('POST', 'report', { body: report, timeoutMs: 30_000 });
+  }
+
+  /**
+   * A batch of a conversation's events, numbered from `firstSeq`. Not aborted by the stop signal: the
+   * events queued when the program stops are still delivered.
+   */
+  async postEvents(conversationId: string, firstSeq: number, events: unknown[], timeoutMs: number): Promise<void> {
+    await this.call('POST', 'events', { params: { conversation_id: conversationId }, query: { first_seq: firstSeq }, body: events, timeoutMs, abortable: false });
+  }
+
+  private async call<T>(
+    method: string,
+    path: ProtocolPath,
+    options: { params?: Record<string, string | number>; query?: Record<string, number>; body?: unknown; key?: string; timeoutMs?: number; abortable?: boolean },
+  ): Promise<T> {
     const key = options.key ?? this.key;
     if (!key) throw new BridgeError(401, 'Not checked in');
     const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000);
-    const res = await fetch(`${this.baseUrl}/api/v1/sandboxes/${encodeURIComponent(this.sandboxId)}/bridge/${path}`, {
+    const query = options.query ? `?${new URLSearchParams(Object.entries(options.query).map(([k, v]): [string, string] => [k, String(v)]))}` : '';
+    const res = await fetch(`${this.baseUrl}${fillPath(path, { sandbox_id: this.sandboxId, ...options.params })}${query}`, {
       method,
       headers: { 'x-session-api-key': key, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       signal: this.stopSignal && options.abortable !== false ? AbortSignal.any([timeout, this.stopSignal]) : timeout,
     });
     const text = await res.text();
-    if (!res.ok) throw new BridgeError(res.status, `${method} ${path.split('?')[0]}: HTTP ${res.status} ${text.slice(0, 200)}`);
+    if (!res.ok) throw new BridgeError(res.status, `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;
   }
 }

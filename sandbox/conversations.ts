@@ -9,20 +9,17 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { StartConfig } from '#shared/conversations/start-config.ts';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
 import type { AgentEvent } from '#sandbox/agent/events.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { AgentSession } from '#sandbox/agent/session.ts';
 import { startConfigSecrets } from '#sandbox/secret-forms.ts';
-
-type StartTaskStep = 'PREPARING_REPOSITORY' | 'RUNNING_SETUP_SCRIPT' | 'SETTING_UP_GIT_HOOKS' | 'STARTING_CONVERSATION' | 'READY' | 'ERROR';
+import type { ConversationReport, ExecutionStatus } from '#shared/protocol.ts';
+import type { BridgeClient } from '#sandbox/bridge-client.ts';
 
 export interface RunnerOptions {
-  bridgeUrl: string;
-  sandboxId: string;
-  /** The session key from check-in. */
-  key: () => string | undefined;
+  /** The control plane, through the sandbox's one client of it (checked in). */
+  bridge: BridgeClient;
   workspaceDir: string;
   /** Agent activity: keeps the sandbox from being paused as idle. */
   markActive: () => void;
@@ -121,20 +118,8 @@ export class ConversationRunner {
     return r.session;
   }
 
-  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await fetch(`${this.o.bridgeUrl}/api/v1/webhooks/${encodeURIComponent(this.o.sandboxId)}${path}`, {
-      method,
-      headers: { 'x-session-api-key': this.o.key() ?? '', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
-    return JSON.parse(text) as T;
-  }
-
-  private report(cid: string, fields: { start_task_status?: StartTaskStep; detail?: string | null; execution_status?: string; metrics?: Record<string, unknown> }): Promise<void> {
-    return this.call<unknown>('POST', '/conversations', { conversation_id: cid, ...fields }).then(
+  private report(cid: string, fields: Omit<ConversationReport, 'conversation_id'>): Promise<void> {
+    return this.o.bridge.report({ conversation_id: cid, ...fields }).then(
       () => undefined,
       (err: unknown) => this.o.log('warn', 'Status report failed', { conversationId: cid, error: (err as Error).message }),
     );
@@ -142,7 +127,7 @@ export class ConversationRunner {
 
   private async start(cid: string, restoring: boolean): Promise<void> {
     if (this.running.has(cid)) return; // a redelivered command
-    const config = await this.call<StartConfig>('GET', `/conversations/${cid}/start-config`);
+    const config = await this.o.bridge.startConfig(cid);
     const stateDir = join(this.stateDir, cid);
     mkdirSync(stateDir, { recursive: true });
     const secretEnv = config.secrets;
@@ -189,8 +174,7 @@ export class ConversationRunner {
 
     const seqFile = join(stateDir, 'event-seq');
     const sink = new EventSink({
-      url: `${this.o.bridgeUrl}/api/v1/webhooks/${encodeURIComponent(this.o.sandboxId)}/events/${cid}`,
-      headers: { 'X-Session-API-Key': this.o.key() ?? '' },
+      deliver: (firstSeq, batch, timeoutMs) => this.o.bridge.postEvents(cid, firstSeq, batch, timeoutMs),
       onError: (message) => this.o.log('warn', 'Event delivery', { conversationId: cid, message }),
       // Numbering continues across a pause/resume: the state folder survives it.
       firstSeq: existsSync(seqFile) ? Number(readFileSync(seqFile, 'utf8')) || 1 : 1,
@@ -208,7 +192,7 @@ export class ConversationRunner {
         if (key === 'execution_status') {
           // Status changes are rare and matter to clients: deliver the events first, then report.
           await sink.flush();
-          await this.report(cid, { execution_status: String(value) });
+          await this.report(cid, { execution_status: value as ExecutionStatus });
         } else if (key === 'metrics' && value && typeof value === 'object') {
           const m = value as Record<string, unknown>;
           await this.report(cid, { metrics: { accumulated_cost: Number(m.accumulated_cost ?? 0), prompt_tokens: Number(m.prompt_tokens ?? 0), completion_tokens: Number(m.completion_tokens ?? 0), max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task } });

@@ -14,9 +14,9 @@
 import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
-import { CONVERSATION_COMMANDS } from './conversation-commands.ts';
 import { missingTool } from './image-check.ts';
 import { Snapshotter } from './snapshots.ts';
+import { conversationCommands } from '#shared/protocol.ts';
 
 export const VERSION = '0.1.0';
 
@@ -132,7 +132,7 @@ export async function runSandbox(): Promise<number> {
   let checkIn;
   for (let attempt = 0; ; attempt++) {
     try {
-      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...CONVERSATION_COMMANDS] });
+      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...conversationCommands] });
       break;
     } catch (err) {
       if (isUnauthorized(err) || attempt >= 8 || stopReason) {
@@ -180,7 +180,7 @@ export async function runSandbox(): Promise<number> {
   // Loaded only now: the agent and its SDKs take a while to import, and checking in (RUNNING) and
   // watching the parent process should not wait for them.
   const { ConversationRunner } = await import('./conversations.ts');
-  const runner = new ConversationRunner({ bridgeUrl, sandboxId, key: () => bridge.sessionKey, workspaceDir, markActive: ctx.markActive, log });
+  const runner = new ConversationRunner({ bridge, workspaceDir, markActive: ctx.markActive, log });
   const handlers: Record<string, CommandHandler> = { ...commandHandlers };
   for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);
   await runner.restore();

@@ -1,4 +1,4 @@
-import type { StartConfig } from '#shared/conversations/start-config.ts';
+import type { StartConfig } from '#shared/protocol.ts';
 
 /** Below this length a secret's encoded fragments are too short to mask without garbling ordinary text. */
 const MIN_ENCODED_LENGTH = 8;

@@ -12,14 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-
-export interface SnapshotUpload {
-  key: string;
-  url: string;
-  fields: Record<string, string>;
-  max_bytes: number;
-  expires_at: string;
-}
+import type { SnapshotUpload } from '#shared/protocol.ts';
 
 /** The bridge calls snapshots need (sandbox/bridge-client.ts implements them). */
 export interface SnapshotBridge {

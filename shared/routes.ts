@@ -1,44 +1,6 @@
-import * as z from 'zod';
-import {
-  conversationCountQuery,
-  conversationIdSchema,
-  conversationListQuery,
-  conversationReportSchema,
-  conversationSchema,
-  conversationSearchQuery,
-  initialMessageSchema,
-  legacyCreateResponseSchema,
-  legacyConversationPageSchema,
-  legacyConversationSchema,
-  legacyCreateSchema,
-  legacyListQuery,
-  legacyUpdateSchema,
-  startRequestSchema,
-  startTaskSchema,
-  startTaskSearchQuery,
-} from '#shared/conversations/model.ts';
-import { eventCountQuery, eventPageSchema, eventPostQuery, eventSchema, eventSearchQuery } from '#shared/events/model.ts';
 import type { RouteDef } from '#shared/http/route.ts';
-import { pageId, pageLimit, repeated } from '#shared/http/query.ts';
-import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
-import {
-  checkInBodySchema,
-  checkInResponseSchema,
-  commandsResponseSchema,
-  heartbeatBodySchema,
-  heartbeatResponseSchema,
-  sandboxIdParam,
-  sandboxInfoSchema,
-  sandboxPageSchema,
-  successSchema,
-} from '#shared/sandboxes/model.ts';
-import { snapshotCompleteBodySchema, snapshotCompleteResponseSchema, snapshotDownloadSchema, snapshotUploadSchema } from '#shared/sandboxes/snapshot-model.ts';
-import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema } from '#shared/settings/model.ts';
-import { appConfigSchema } from '#shared/options/model.ts';
+import { protocolPaths } from '#shared/protocol.ts';
 
-const pageQuery = z.object({ page_id: pageId, limit: pageLimit });
-const conversationParams = z.object({ conversation_id: conversationIdSchema });
-const apiKeyView = z.object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: z.string(), last_used_at: z.string().nullable() });
 /**
  * What the legacy conversation reads touch: conversations, their start tasks and sandboxes, and the
  * signing key of conversation-scoped keys (created on first use, sealed) that they show.
@@ -47,14 +9,15 @@ const legacyConversationReads = {
   tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', keys: 'write' },
   capabilities: ['seal', 'unseal'],
 } as const;
-const sandboxParams = z.object({ sandbox_id: sandboxIdParam });
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
  * local gateway serves it, the OpenAPI document is generated from it, and the route tests walk it.
- * Plain data: no AWS imports here.
+ * Plain data: no AWS imports and no schemas here. A route's schemas live with its resource, in its
+ * operation (`defineOperation(id, schemas, run)` in shared/<resource>/*operations.ts), so a
+ * function builds only its own route's schemas.
  */
 export const routes = [
   {
@@ -66,7 +29,6 @@ export const routes = [
     summary: 'Liveness check',
     tag: 'service',
     tables: {},
-    response: z.object({ status: z.literal('ok') }),
   },
   {
     id: 'openapi',
@@ -97,7 +59,6 @@ export const routes = [
     summary: "The caller's settings, secrets masked; 404 before any were stored",
     tag: 'settings',
     tables: { settings: 'read' },
-    response: maskedSettingsSchema,
   },
   {
     id: 'saveSettings',
@@ -109,8 +70,6 @@ export const routes = [
     tag: 'settings',
     tables: { settings: 'write' },
     capabilities: ['seal', 'unseal'],
-    body: settingsInputSchema,
-    response: saveSettingsResponseSchema,
   },
   {
     id: 'listAgents',
@@ -121,7 +80,6 @@ export const routes = [
     summary: 'The values the `agent` setting accepts',
     tag: 'options',
     tables: {},
-    response: z.array(z.enum(agentChoices)),
   },
   {
     id: 'listSecurityAnalyzers',
@@ -132,7 +90,6 @@ export const routes = [
     summary: 'The values the `security_analyzer` setting accepts (null, "" or "none" for none)',
     tag: 'options',
     tables: {},
-    response: z.array(z.enum(securityAnalyzerChoices)),
   },
   {
     id: 'getCurrentUser',
@@ -143,7 +100,6 @@ export const routes = [
     summary: 'The calling user and their masked settings',
     tag: 'users',
     tables: { settings: 'read' },
-    response: z.object({ id: z.string(), settings: maskedSettingsSchema.nullable() }),
   },
   {
     id: 'searchSandboxes',
@@ -156,8 +112,6 @@ export const routes = [
     // keys: the page cursor's signing key is created on first use.
     tables: { sandboxes: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: pageQuery,
-    response: sandboxPageSchema,
   },
   {
     id: 'getSandboxes',
@@ -168,8 +122,6 @@ export const routes = [
     summary: 'Sandboxes by id, in request order; null for an unknown or foreign id',
     tag: 'sandboxes',
     tables: { sandboxes: 'read' },
-    query: z.object({ id: repeated('id', sandboxIdParam) }),
-    response: z.array(sandboxInfoSchema.nullable()),
   },
   {
     id: 'startSandbox',
@@ -184,8 +136,6 @@ export const routes = [
     // The user's sandbox images and resource factor.
     tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
-    query: z.object({ sandbox_spec_id: z.string().min(1).max(255).optional() }),
-    response: sandboxInfoSchema,
     timeoutSeconds: 30,
   },
   {
@@ -198,8 +148,6 @@ export const routes = [
     tag: 'sandboxes',
     tables: { sandboxes: 'write' },
     capabilities: ['ecs:stop', 'ecs:describe'],
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 15,
   },
   {
@@ -215,8 +163,6 @@ export const routes = [
     // The user's sandbox images and resource factor.
     tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 30,
   },
   {
@@ -230,8 +176,6 @@ export const routes = [
     tables: { sandboxes: 'write', commands: 'write' },
     // Its snapshots go with it.
     capabilities: [...sandboxLaunch, 's3:workspaces'],
-    params: sandboxParams,
-    response: successSchema,
     timeoutSeconds: 30,
   },
   {
@@ -244,8 +188,6 @@ export const routes = [
     tag: 'sandbox-specs',
     tables: {},
     capabilities: ['specs'],
-    query: pageQuery,
-    response: sandboxSpecPageSchema,
   },
   {
     id: 'getSandboxSpecs',
@@ -257,13 +199,11 @@ export const routes = [
     tag: 'sandbox-specs',
     tables: {},
     capabilities: ['specs'],
-    query: z.object({ id: repeated('id') }),
-    response: z.array(sandboxSpecInfoSchema.nullable()),
   },
   {
     id: 'sandboxCheckIn',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/check-in',
+    path: protocolPaths.checkIn,
     entry: 'functions/bridge/check-in.ts',
     auth: 'sandbox',
     summary:
@@ -273,27 +213,21 @@ export const routes = [
     tables: { sandboxes: 'write' },
     capabilities: ['seal'],
     sandboxKey: 'enrollment',
-    params: sandboxParams,
-    body: checkInBodySchema,
-    response: checkInResponseSchema,
   },
   {
     id: 'sandboxHeartbeat',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/heartbeat',
+    path: protocolPaths.heartbeat,
     entry: 'functions/bridge/heartbeat.ts',
     auth: 'sandbox',
     summary: 'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at)',
     tag: 'bridge',
     tables: { sandboxes: 'write' },
-    params: sandboxParams,
-    body: heartbeatBodySchema,
-    response: heartbeatResponseSchema,
   },
   {
     id: 'sandboxCommands',
     method: 'GET',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/commands',
+    path: protocolPaths.commands,
     entry: 'functions/bridge/commands.ts',
     auth: 'sandbox',
     summary:
@@ -302,22 +236,17 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'read' },
     capabilities: ['unseal'],
-    params: sandboxParams,
-    query: z.object({ wait: z.coerce.number().int('wait must be whole seconds').min(0).max(60).default(0) }),
-    response: commandsResponseSchema,
     timeoutSeconds: 20,
   },
   {
     id: 'sandboxCommandAck',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/ack',
+    path: protocolPaths.ack,
     entry: 'functions/bridge/ack.ts',
     auth: 'sandbox',
     summary: 'Bridge: the program took a command; it leaves the queue',
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
-    response: successSchema,
   },
   // --- conversations (V1) ---------------------------------------------------------------------
   {
@@ -331,8 +260,6 @@ export const routes = [
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
-    body: startRequestSchema,
-    response: startTaskSchema,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -345,7 +272,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'read', keys: 'write', sandboxes: 'read' },
     capabilities: ['seal', 'unseal'],
-    query: conversationListQuery,
   },
   {
     id: 'searchConversations',
@@ -357,8 +283,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'read', keys: 'write', sandboxes: 'read' },
     capabilities: ['seal', 'unseal'],
-    query: conversationSearchQuery,
-    response: z.object({ items: z.array(conversationSchema), next_page_id: z.string().nullable() }),
   },
   {
     id: 'countConversations',
@@ -369,8 +293,6 @@ export const routes = [
     summary: 'Count conversations matching the search filters',
     tag: 'conversations',
     tables: { conversations: 'read' },
-    query: conversationCountQuery,
-    response: z.number().int(),
   },
   {
     id: 'searchStartTasks',
@@ -382,8 +304,6 @@ export const routes = [
     tag: 'conversations',
     tables: { startTasks: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: startTaskSearchQuery,
-    response: z.object({ items: z.array(startTaskSchema), next_page_id: z.string().nullable() }),
   },
   {
     id: 'getStartTasks',
@@ -394,8 +314,6 @@ export const routes = [
     summary: 'Start tasks by id, in request order (null for unknown ones)',
     tag: 'conversations',
     tables: { startTasks: 'read' },
-    query: z.object({ ids: repeated('ids') }),
-    response: z.array(startTaskSchema.nullable()),
   },
   // --- talking to a conversation (the agent server's routes, relayed over the bridge) -------------
   {
@@ -408,9 +326,6 @@ export const routes = [
     summary: 'Send a user message to the agent (run: true starts it working)',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    body: initialMessageSchema,
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'pauseConversation',
@@ -422,8 +337,6 @@ export const routes = [
     summary: "Pause the agent (the sandbox keeps running)",
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'runConversation',
@@ -435,8 +348,6 @@ export const routes = [
     summary: 'Let a paused or idle agent run again',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'respondToConfirmation',
@@ -448,9 +359,6 @@ export const routes = [
     summary: 'Accept or reject the action waiting for confirmation',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
-    params: z.object({ conversation_id: conversationIdSchema }),
-    body: z.object({ accept: z.boolean(), reason: z.string().max(4096).nullable().optional() }),
-    response: z.object({ success: z.boolean() }),
   },
   // --- conversations (legacy) --------------------------------------------------------------------
   {
@@ -464,8 +372,6 @@ export const routes = [
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch],
     timeoutSeconds: 30,
-    body: legacyCreateSchema,
-    response: legacyCreateResponseSchema,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   // --- events ------------------------------------------------------------------------------------
@@ -480,8 +386,6 @@ export const routes = [
     tag: 'events',
     tables: { events: 'read', conversations: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    query: eventSearchQuery,
-    response: eventPageSchema,
   },
   {
     id: 'countEvents',
@@ -493,49 +397,39 @@ export const routes = [
     summary: "Count a conversation's events matching the filters",
     tag: 'events',
     tables: { events: 'read', conversations: 'read' },
-    query: eventCountQuery,
-    response: z.number().int(),
   },
   // --- webhooks: the sandbox reports (sandbox key) -------------------------------------------------
   {
     id: 'postEvents',
     method: 'POST',
-    path: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
+    path: protocolPaths.events,
     entry: 'functions/webhooks/events.ts',
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
     tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
-    query: eventPostQuery,
-    body: z.array(eventSchema).max(100),
-    response: z.object({ success: z.boolean(), added: z.number().int() }),
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
     id: 'reportConversation',
     method: 'POST',
-    path: '/api/v1/webhooks/{sandbox_id}/conversations',
+    path: protocolPaths.report,
     entry: 'functions/webhooks/conversations.ts',
     auth: 'sandbox',
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
     tables: { conversations: 'write', startTasks: 'write', sandboxes: 'write' },
-    params: z.object({ sandbox_id: sandboxIdParam }),
-    body: conversationReportSchema,
-    response: z.object({ success: z.boolean() }),
   },
   {
     id: 'getStartConfig',
     method: 'GET',
-    path: '/api/v1/webhooks/{sandbox_id}/conversations/{conversation_id}/start-config',
+    path: protocolPaths.startConfig,
     entry: 'functions/webhooks/start-config.ts',
     auth: 'sandbox',
     summary: 'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
-    params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {
@@ -550,7 +444,6 @@ export const routes = [
       'must come from an allowed origin.',
     tag: 'auth',
     tables: { keys: 'write' },
-    response: z.object({ success: z.literal(true), user_id: z.string(), expires_at: z.string() }),
   },
   {
     id: 'logout',
@@ -561,7 +454,6 @@ export const routes = [
     summary: 'Sign-out: ends the session of the cookie server-side and removes the cookie',
     tag: 'auth',
     tables: { keys: 'write' },
-    response: z.object({ success: z.literal(true) }),
   },
   {
     id: 'getOptionsConfig',
@@ -572,7 +464,6 @@ export const routes = [
     summary: 'What the OpenHands web UI reads first: APP_MODE "oss" (no login of its own) and its feature flags',
     tag: 'options',
     tables: {},
-    response: appConfigSchema,
   },
   {
     id: 'getOptionsModels',
@@ -583,7 +474,6 @@ export const routes = [
     summary: 'LLM models the agent can call without a base URL (LLM_MODELS replaces the list)',
     tag: 'options',
     tables: {},
-    response: z.array(z.string()),
   },
   {
     id: 'legacyListConversations',
@@ -594,8 +484,6 @@ export const routes = [
     summary: "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
     tag: 'legacy',
     ...legacyConversationReads,
-    query: legacyListQuery,
-    response: legacyConversationPageSchema,
   },
   {
     id: 'legacyGetConversation',
@@ -606,8 +494,6 @@ export const routes = [
     summary: 'One conversation in the legacy shape, with its conversation-scoped session_api_key',
     tag: 'legacy',
     ...legacyConversationReads,
-    params: conversationParams,
-    response: legacyConversationSchema,
   },
   {
     id: 'legacyUpdateConversation',
@@ -618,9 +504,6 @@ export const routes = [
     summary: "Rename a conversation (only the title can change)",
     tag: 'legacy',
     tables: { conversations: 'write' },
-    params: conversationParams,
-    body: legacyUpdateSchema,
-    response: z.literal(true),
   },
   {
     id: 'legacyDeleteConversation',
@@ -631,8 +514,6 @@ export const routes = [
     summary: 'Delete a conversation: its agent is paused and its conversation-scoped keys stop working',
     tag: 'legacy',
     tables: { conversations: 'write', sandboxes: 'write', commands: 'write' },
-    params: conversationParams,
-    response: z.literal(true),
   },
   {
     id: 'revokeConversationKey',
@@ -644,8 +525,6 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'write', keys: 'write' },
     capabilities: ['seal', 'unseal'],
-    params: conversationParams,
-    response: z.object({ session_api_key: z.string() }),
   },
   {
     id: 'createStreamTicket',
@@ -658,8 +537,6 @@ export const routes = [
       "`ws(s)://<host>/sockets/events/{conversation_id}?ticket=<ticket>&resend_all=true`, for clients that cannot send the cookie or a key",
     tag: 'events',
     tables: { conversations: 'read', keys: 'write' },
-    params: conversationParams,
-    response: z.object({ ticket: z.string(), expires_at: z.string() }),
   },
   {
     id: 'listKeys',
@@ -671,7 +548,6 @@ export const routes = [
     summary: "The caller's active API keys (never the keys themselves)",
     tag: 'keys',
     tables: { keys: 'read' },
-    response: z.array(apiKeyView),
   },
   {
     id: 'createKey',
@@ -683,8 +559,6 @@ export const routes = [
     summary: 'Issue an API key for the caller; the key is in this response only (its hash is stored)',
     tag: 'keys',
     tables: { keys: 'write' },
-    body: z.strictObject({ name: z.string().trim().min(1, 'name must not be empty').max(64) }),
-    response: apiKeyView.extend({ key: z.string() }),
   },
   {
     id: 'deleteKey',
@@ -696,8 +570,6 @@ export const routes = [
     summary: "Revoke one of the caller's API keys (and the sessions made from it)",
     tag: 'keys',
     tables: { keys: 'write' },
-    params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }),
-    response: successSchema,
   },
   {
     id: 'docsAsset',
@@ -708,7 +580,6 @@ export const routes = [
     summary: "Swagger UI's files for /docs (from swagger-ui-dist, served here so the page works offline)",
     tag: 'service',
     tables: {},
-    params: z.object({ file: z.string().max(64) }),
   },
   // --- the web console (console/): its page and built assets, same origin as the API ---
   {
@@ -730,14 +601,12 @@ export const routes = [
     summary: "The web console's built script and stylesheet",
     tag: 'service',
     tables: {},
-    params: z.object({ file: z.string().max(64) }),
-    query: z.object({ v: z.string().max(64).optional() }),
   },
   // --- workspace snapshots (AWS; the sandbox's own objects only) ---------------------------------
   {
     id: 'sandboxSnapshotUpload',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
+    path: protocolPaths.snapshotUpload,
     entry: 'functions/bridge/snapshot-upload.ts',
     auth: 'sandbox',
     summary:
@@ -746,13 +615,11 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    response: snapshotUploadSchema,
   },
   {
     id: 'sandboxSnapshotComplete',
     method: 'POST',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
+    path: protocolPaths.snapshotComplete,
     entry: 'functions/bridge/snapshot-complete.ts',
     auth: 'sandbox',
     summary:
@@ -761,21 +628,16 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'write' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    body: snapshotCompleteBodySchema,
-    response: snapshotCompleteResponseSchema,
   },
   {
     id: 'sandboxSnapshotDownload',
     method: 'GET',
-    path: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
+    path: protocolPaths.snapshotDownload,
     entry: 'functions/bridge/snapshot-download.ts',
     auth: 'sandbox',
     summary: 'Bridge: a presigned, short-lived GET of the sandbox\'s current snapshot (restore on resume)',
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
-    params: sandboxParams,
-    response: snapshotDownloadSchema,
   },
 ] as const satisfies readonly RouteDef[];

@@ -2,8 +2,10 @@ import { ApiKeys } from '#shared/auth/api-keys.ts';
 import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
+import { ConversationRecords } from '#shared/conversations/records.ts';
 import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
 import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
+import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import { EventService } from '#shared/events/service.ts';
 import { CursorCodec } from '#shared/http/cursor.ts';
 import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
@@ -25,8 +27,10 @@ export interface Services {
   conversationKeys: ConversationKeys;
   settings: SettingsService;
   cursors: CursorCodec;
+  /** Conversations, by audience: the user's API, the webhooks the sandbox calls, housekeeping. */
   conversations: ConversationService;
   conversationBridge: ConversationBridge;
+  conversationHousekeeping: ConversationHousekeeping;
   events: EventService;
   /** Sandboxes, by audience: the user's API, the bridge the sandbox program calls, housekeeping. */
   sandboxes: SandboxService;
@@ -76,6 +80,8 @@ export function servicesOf(adapters: Adapters): Services {
       launchOptions: () => async (userId: string) => launchOptionsOf(await built.settings.find(userId)),
       now: () => () => new Date(),
     });
+  const sandboxControl = () => new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge);
+  const conversationRecords = () => new ConversationRecords(a('conversationStore'));
   const built: Services = lazy<Services>({
     apiKeys: () => new ApiKeys(a('keyStore')),
     sessions: () => new Sessions(a('sessionStore'), built.apiKeys, () => sessionSeconds()),
@@ -87,17 +93,18 @@ export function servicesOf(adapters: Adapters): Services {
     sandboxBridge: () => new SandboxBridge(sandboxDeps()),
     sandboxHousekeeping: () => new SandboxHousekeeping(sandboxDeps()),
     conversations: () =>
-      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge), built.cursors, built.conversationKeys),
+      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, sandboxControl(), built.cursors, built.conversationKeys, conversationRecords()),
     conversationBridge: () =>
       new ConversationBridge(
         a('conversationStore'),
         a('startTaskStore'),
         a('eventStore'),
         built.settings,
-        new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge),
-        built.conversations,
+        sandboxControl(),
+        conversationRecords(),
         a('eventFeed'),
       ),
+    conversationHousekeeping: () => new ConversationHousekeeping(a('startTaskStore'), sandboxControl()),
     events: () => new EventService(a('eventStore'), a('conversationStore'), built.cursors),
     streamTickets: () => new StreamTickets(a('streamTicketStore'), a('conversationStore')),
     streamAccess: () =>

@@ -1,10 +1,11 @@
 import type { AgentEvent } from '#sandbox/agent/events.ts';
 
 export interface EventSinkOptions {
-  /** e.g. `{bridge}/api/v1/webhooks/{sandbox_id}/events/{conversation_id}` */
-  url: string;
-  /** Sent with every post, e.g. `{ 'X-Session-API-Key': key }`. */
-  headers: Record<string, string>;
+  /**
+   * Posts one batch numbered from `firstSeq` (the sandbox's control-plane client does). It rejects
+   * with an error carrying the HTTP `status` when the receiver answered other than 2xx.
+   */
+  deliver: (firstSeq: number, batch: AgentEvent[], timeoutMs: number) => Promise<void>;
   /** A batch is posted once it holds this many events (default 10)... */
   batchSize?: number;
   /** ...or this long after its first event arrived (default 1000 ms). */
@@ -131,19 +132,10 @@ export class EventSink {
     for (let attempt = 0; attempt < this.#o.attempts; attempt++) {
       if (attempt) await new Promise((r) => setTimeout(r, this.#o.backoffMs * 2 ** (attempt - 1)));
       try {
-        const res = await fetch(`${this.#o.url}?first_seq=${firstSeq}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...this.#o.headers },
-          body: JSON.stringify(batch),
-          signal: AbortSignal.timeout(this.#o.requestTimeoutMs),
-        });
-        const body = await res.text().catch(() => '');
-        if (res.ok) return;
-        const detail = `HTTP ${res.status} ${body.slice(0, 200)}`.trim();
-        if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new Refused(detail);
-        lastError = new Error(detail);
+        return await this.#o.deliver(firstSeq, batch, this.#o.requestTimeoutMs);
       } catch (err) {
-        if (err instanceof Refused) throw err;
+        const status = (err as { status?: unknown }).status;
+        if (typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429) throw new Refused((err as Error).message);
         lastError = err as Error;
       }
     }

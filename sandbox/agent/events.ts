@@ -3,13 +3,9 @@ import { z } from 'zod';
 
 /*
  * The agent's events, in OpenHands' kinds and field names (agent SDK v1), so clients that read
- * OpenHands events can read ours. The control plane imports these schemas to validate webhook
- * posts: keep this file free of anything but zod and node built-ins.
+ * OpenHands events can read ours. The control plane checks only their envelope (shared/protocol.ts);
+ * keep this file free of anything but zod, node built-ins and the protocol.
  */
-
-export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
-export const executionStatusSchema = z.enum(executionStatuses);
-export type ExecutionStatus = z.infer<typeof executionStatusSchema>;
 
 export const eventSourceSchema = z.enum(['agent', 'user', 'environment']);
 export type EventSource = z.infer<typeof eventSourceSchema>;
@@ -147,20 +143,6 @@ export type EventOf<K extends AgentEventKind> = Extract<AgentEvent, { kind: K }>
 
 /** A webhook batch: what the event sink posts. */
 export const agentEventBatchSchema = z.array(agentEventSchema).max(100);
-
-/** Conversation metrics: token usage and cost, accumulated over the conversation. */
-export const metricsSchema = z.object({
-  model: z.string(),
-  accumulated_cost: z.number(),
-  prompt_tokens: z.number().int(),
-  completion_tokens: z.number().int(),
-  llm_calls: z.number().int(),
-  max_budget_per_task: z.number().nullable(),
-  /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
-  price_source: z.enum(['table', 'config', 'unknown']),
-  note: z.string().nullable(),
-});
-export type Metrics = z.infer<typeof metricsSchema>;
 
 /** Builds events with fresh ids and timestamps that strictly increase, even within one millisecond. */
 export class EventFactory {

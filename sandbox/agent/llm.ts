@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, RetryError, type LanguageModel } from 'ai';
-import type { Metrics } from '#sandbox/agent/events.ts';
+import type { AgentMetrics } from '#shared/protocol.ts';
 
 export interface LlmConfig {
   /** `llm_model` of the settings, e.g. `openai/gpt-4o`, `anthropic/claude-sonnet-4-5`, or any name with a base URL */
@@ -82,7 +82,7 @@ export const priceTable: Readonly<Record<string, ModelPrice>> = {
   'claude-3-5-haiku': { input: 0.8, output: 4 },
 };
 
-export function priceFor(config: LlmConfig): { price: ModelPrice; source: Metrics['price_source'] } {
+export function priceFor(config: LlmConfig): { price: ModelPrice; source: AgentMetrics['price_source'] } {
   if (config.pricing) return { price: config.pricing, source: 'config' };
   const name = config.model.slice(config.model.lastIndexOf('/') + 1).toLowerCase();
   const key = Object.keys(priceTable)
@@ -94,7 +94,7 @@ export function priceFor(config: LlmConfig): { price: ModelPrice; source: Metric
 /** Token usage and cost of one conversation, added to after every model call. */
 export class MetricsCounter {
   readonly #price: ModelPrice;
-  readonly #value: Metrics;
+  readonly #value: AgentMetrics;
 
   constructor(config: LlmConfig, maxBudgetPerTask: number | null) {
     const { price, source } = priceFor(config);
@@ -121,7 +121,7 @@ export class MetricsCounter {
   }
 
   /** Carries on from a saved snapshot (a conversation resumed in a new process). */
-  restore(saved: Pick<Metrics, 'accumulated_cost' | 'prompt_tokens' | 'completion_tokens' | 'llm_calls'>): void {
+  restore(saved: Pick<AgentMetrics, 'accumulated_cost' | 'prompt_tokens' | 'completion_tokens' | 'llm_calls'>): void {
     this.#value.accumulated_cost = saved.accumulated_cost;
     this.#value.prompt_tokens = saved.prompt_tokens;
     this.#value.completion_tokens = saved.completion_tokens;
@@ -132,7 +132,7 @@ export class MetricsCounter {
     return this.#value.accumulated_cost;
   }
 
-  snapshot(): Metrics {
+  snapshot(): AgentMetrics {
     return { ...this.#value };
   }
 }

@@ -1,7 +1,8 @@
 import { generateText, type LanguageModel, type ToolSet } from 'ai';
 import type { McpConfig } from '#shared/settings/model.ts';
 import { applyCondensation, DEFAULT_CONDENSER_MAX_SIZE, planCondensation, summarize } from '#sandbox/agent/condenser.ts';
-import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type ExecutionStatus, type Metrics, type SecurityRisk } from '#sandbox/agent/events.ts';
+import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type SecurityRisk } from '#sandbox/agent/events.ts';
+import type { AgentMetrics, ExecutionStatus } from '#shared/protocol.ts';
 import { AgentStateError, toolResult, toUserContent, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
 import { callResiliently } from '#sandbox/agent/llm-call.ts';
 import { describeLlmError, LlmConfigError, MetricsCounter, resolveModel, type LlmConfig, type RetryPolicy } from '#sandbox/agent/llm.ts';
@@ -146,7 +147,7 @@ export class AgentSession {
     return this.#s.status;
   }
 
-  get metrics(): Metrics {
+  get metrics(): AgentMetrics {
     return this.#metrics.snapshot();
   }
 

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ModelMessage } from 'ai';
-import type { EventOf, ExecutionStatus, Metrics } from '#sandbox/agent/events.ts';
+import type { EventOf } from '#sandbox/agent/events.ts';
+import type { AgentMetrics, ExecutionStatus } from '#shared/protocol.ts';
 import { reviveImages, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
 
 /** The loop's state that survives a process: what `stateFile` (session.ts) holds. */
@@ -19,7 +20,7 @@ export interface LoopState {
   iterations: number;
   /** The last actions and results, to notice an agent stuck in a loop. */
   recent: string[];
-  metrics: Metrics;
+  metrics: AgentMetrics;
 }
 
 interface SavedV1 extends Omit<LoopState, 'history' | 'inbox'> {

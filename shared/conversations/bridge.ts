@@ -1,13 +1,13 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import { startTaskRank, startTaskStatuses, type ConversationRecord, type ConversationReport, type StartTaskStatus } from '#shared/conversations/model.ts';
-import type { ConversationService } from '#shared/conversations/service.ts';
+import { startTaskRank, type ConversationRecord } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
+import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
-import { buildStartConfig, type StartConfig } from '#shared/conversations/start-config.ts';
+import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
 import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
+import { type AgentEventEnvelope, type ConversationReport, type StartConfig, type StartTaskStatus, startTaskStatuses } from '#shared/protocol.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 
@@ -26,7 +26,7 @@ export class ConversationBridge {
     private readonly events: EventStore,
     private readonly settings: SettingsService,
     private readonly sandboxes: SandboxControl,
-    private readonly service: ConversationService,
+    private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
   ) {}
 
@@ -60,7 +60,7 @@ export class ConversationBridge {
       if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.service.updateConversation(conversation.userId, conversation.id, (rec) => ({
+      await this.records.update(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics

@@ -1,4 +1,5 @@
-import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
+import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
+import type { StartTaskStatus } from '#shared/protocol.ts';
 import type { Page } from '#shared/store/query.ts';
 
 export interface ConversationFilter {

@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type { ConversationRecord, StartTaskRecord, StartTaskStatus } from '#shared/conversations/model.ts';
+import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
+import type { StartTaskStatus } from '#shared/protocol.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
 

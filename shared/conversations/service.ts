@@ -1,21 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type {
-  AppConversation,
-  AppConversationStartTask,
-  ConversationRecord,
-  ConversationSearch,
-  InitialMessage,
-  LegacyConversation,
-  LegacyCreate,
-  LegacyListQuery,
-  StartRequest,
-  StartTaskRecord,
-} from '#shared/conversations/model.ts';
+import type { AppConversation, AppConversationStartTask, ConversationRecord, ConversationSearch, InitialMessage, LegacyConversation, LegacyCreate, LegacyListQuery, StartRequest, StartTaskRecord } from '#shared/conversations/model.ts';
 import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
+import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
-import { sweepStartTasks } from '#shared/conversations/sweep.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
@@ -143,6 +132,7 @@ export class ConversationService {
     private readonly sandboxes: SandboxControl,
     private readonly cursors: CursorCodec,
     private readonly keys: ConversationKeys,
+    private readonly records: ConversationRecords,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -214,7 +204,7 @@ export class ConversationService {
     try {
       if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl);
       else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
-      await this.updateConversation(userId, id, { sandbox_id: sandbox.id });
+      await this.records.update(userId, id, { sandbox_id: sandbox.id });
       await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
       await this.sandboxes.send(userId, sandbox.id, { type: 'start_conversation', conversation_id: id, start_task_id: task.id });
     } catch (err) {
@@ -339,14 +329,14 @@ export class ConversationService {
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
     const rec = await this.own(userId, conversationId);
-    await this.updateConversation(userId, rec.id, { title });
+    await this.records.update(userId, rec.id, { title });
     return true;
   }
 
   /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.own(userId, conversationId);
-    await this.updateConversation(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    await this.records.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
     return { session_api_key: await this.sessionKey((await this.own(userId, rec.id))) };
   }
 
@@ -381,22 +371,6 @@ export class ConversationService {
     return Promise.all(
       recs.map(async (c) => toLegacyConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, tasks.get(c.start_task_id), baseUrl, await this.sessionKey(c))),
     );
-  }
-
-  /** Fails start tasks that cannot finish (see `sweepStartTasks`); the scheduled sweeper calls this. */
-  sweepStartTasks(now: Date, timeoutSeconds: number): Promise<number> {
-    return sweepStartTasks(this.tasks, this.sandboxes, now, timeoutSeconds);
-  }
-
-  /** Read-modify-write of a conversation under its version condition, retried on a lost race. */
-  async updateConversation(userId: string, id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const rec = await this.conversations.get(userId, id);
-      if (!rec) return;
-      const delta = typeof changes === 'function' ? changes(rec) : changes;
-      if (await this.conversations.update(userId, id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
-    }
-    throw conflict('The conversation was changed concurrently; try again');
   }
 }
 

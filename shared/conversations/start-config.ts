@@ -1,40 +1,6 @@
 import type { ConversationRecord, StartRequest } from '#shared/conversations/model.ts';
-import { agentChoices, type AgentChoice, type McpConfig, type ResolvedSettings } from '#shared/settings/model.ts';
-
-/** Everything the sandbox needs to prepare and run one conversation (sent to that sandbox only). */
-export interface StartConfig {
-  conversation_id: string;
-  start_task_id: string;
-  llm: { model: string; api_key: string; base_url: string | null };
-  max_iterations: number | null;
-  max_budget_per_task: number | null;
-  confirmation_mode: boolean;
-  git_identity: { name: string | null; email: string | null };
-  repository: null | {
-    full_name: string;
-    provider: string;
-    clone_url: string;
-    branch: string | null;
-    /** An `http.extraHeader` value for git, so the token never lands in the clone's config. */
-    auth_header: string | null;
-  };
-  /** Custom secrets: environment for commands, masked in events. */
-  secrets: Record<string, string>;
-  mcp_config: McpConfig;
-  instructions: string | null;
-  initial_message: { content: unknown[]; run: boolean } | null;
-  replay_json: string | null;
-  agent_type: 'default' | 'plan';
-  /** The agent to run: `agent_type: "plan"` picks the planner, otherwise the `agent` setting (default CodeActAgent). */
-  agent: AgentChoice;
-  /** `llm`: the model rates each action's risk and confirmation mode asks only for risky ones. */
-  security_analyzer: 'llm' | null;
-  condenser: { enabled: boolean; max_size: number | null };
-  /** With `search_api_key`: web search and fetch tools (the key is masked in events like the LLM key). */
-  search: { api_key: string } | null;
-  /** The language the agent writes to the user in. */
-  language: string | null;
-}
+import type { StartConfig } from '#shared/protocol.ts';
+import { agentChoices, type McpConfig, type ResolvedSettings } from '#shared/settings/model.ts';
 
 const DEFAULT_HOSTS: Record<string, string> = { github: 'github.com', gitlab: 'gitlab.com', bitbucket: 'bitbucket.org' };
 /** The user name each provider expects beside a token in HTTP basic auth. */

@@ -4,30 +4,39 @@ import { logger } from '#shared/logging.ts';
 
 const UNFINISHED = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'STARTING_CONVERSATION'] as const;
 
-/**
- * Fails start tasks that cannot finish: their sandbox failed (at once, with the sandbox's reason), or
- * they stopped moving for longer than `timeoutSeconds` (each step a sandbox reports resets the clock).
- * Idempotent: a task already finished is left alone by the conditional transition.
- */
-export async function sweepStartTasks(tasks: StartTaskStore, sandboxes: SandboxControl, now: Date, timeoutSeconds: number): Promise<number> {
-  const pending = await tasks.stalled(now.toISOString(), 100);
-  const boxes = await sandboxes.statuses(pending.flatMap((t) => (t.sandbox_id ? [t.sandbox_id] : [])));
-  let failed = 0;
-  for (const task of pending) {
-    const sandbox = task.sandbox_id ? boxes.get(task.sandbox_id) : undefined;
-    const idleSeconds = (now.getTime() - Date.parse(task.updatedAt)) / 1000;
-    let detail: string | undefined;
-    if (task.sandbox_id && (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING')) {
-      detail = `The sandbox ${task.sandbox_id} failed${sandbox?.detail ? `: ${sandbox.detail}` : ` (${sandbox?.status ?? 'MISSING'})`}`;
-    } else if (idleSeconds > timeoutSeconds) {
-      detail = `The start stopped moving at ${task.status} for more than ${timeoutSeconds} s${sandbox?.status === 'PAUSED' ? ' (its sandbox was paused)' : ''}; start the conversation again`;
+/** Conversations' housekeeping (the scheduled sweeper is its audience): start tasks that cannot finish. */
+export class ConversationHousekeeping {
+  constructor(
+    private readonly tasks: StartTaskStore,
+    private readonly sandboxes: SandboxControl,
+  ) {}
+
+  /**
+   * Fails start tasks that cannot finish: their sandbox failed (at once, with the sandbox's reason), or
+   * they stopped moving for longer than `timeoutSeconds` (each step a sandbox reports resets the clock).
+   * Idempotent: a task already finished is left alone by the conditional transition.
+   */
+  async sweepStartTasks(now: Date, timeoutSeconds: number): Promise<number> {
+    const { tasks, sandboxes } = this;
+    const pending = await tasks.stalled(now.toISOString(), 100);
+    const boxes = await sandboxes.statuses(pending.flatMap((t) => (t.sandbox_id ? [t.sandbox_id] : [])));
+    let failed = 0;
+    for (const task of pending) {
+      const sandbox = task.sandbox_id ? boxes.get(task.sandbox_id) : undefined;
+      const idleSeconds = (now.getTime() - Date.parse(task.updatedAt)) / 1000;
+      let detail: string | undefined;
+      if (task.sandbox_id && (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING')) {
+        detail = `The sandbox ${task.sandbox_id} failed${sandbox?.detail ? `: ${sandbox.detail}` : ` (${sandbox?.status ?? 'MISSING'})`}`;
+      } else if (idleSeconds > timeoutSeconds) {
+        detail = `The start stopped moving at ${task.status} for more than ${timeoutSeconds} s${sandbox?.status === 'PAUSED' ? ' (its sandbox was paused)' : ''}; start the conversation again`;
+      }
+      if (detail && (await tasks.transition(task.id, UNFINISHED, 'ERROR', { detail }))) {
+        failed++;
+        logger.warn('conversation.failed', { startTaskId: task.id, conversationId: task.app_conversation_id, detail });
+      }
     }
-    if (detail && (await tasks.transition(task.id, UNFINISHED, 'ERROR', { detail }))) {
-      failed++;
-      logger.warn('conversation.failed', { startTaskId: task.id, conversationId: task.app_conversation_id, detail });
-    }
+    return failed;
   }
-  return failed;
 }
 
 /** `START_TASK_TIMEOUT_SECONDS` (a start step that reports nothing for this long fails), or the deployment's default. */

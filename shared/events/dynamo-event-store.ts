@@ -1,6 +1,6 @@
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { MAX_SEQ_AHEAD, SequenceAheadError, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchPut, queryCount } from '#shared/store/query.ts';
 

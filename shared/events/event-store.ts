@@ -1,4 +1,4 @@
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 
 /** How far past the committed end a batch may start (a sandbox may have a few batches in flight). */
 export const MAX_SEQ_AHEAD = 1000;

@@ -1,8 +1,9 @@
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope, EventSearch } from '#shared/events/model.ts';
+import type { EventSearch } from '#shared/events/model.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import { invalidField, notFound } from '#shared/http/errors.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 
 export interface EventPageView {
   items: AgentEventEnvelope[];

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import type { RouteDef } from '#shared/http/route.ts';
+import type { Operation } from '#shared/http/operation.ts';
+import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 
 const errorSchema = {
@@ -34,7 +35,7 @@ const schemaOf = (s: z.ZodType, io: 'input' | 'output') => {
 };
 
 /** Query and path schemas become one parameter per member. */
-function parameters(route: RouteDef) {
+function parameters(route: RouteSchemas) {
   const out: object[] = [];
   for (const [where, schema] of [
     ['path', route.params],
@@ -49,10 +50,15 @@ function parameters(route: RouteDef) {
   return out;
 }
 
-/** The OpenAPI 3.1 document, generated from the route table and its zod schemas. */
-export function openApiDocument(serverUrl?: string) {
+/**
+ * The OpenAPI 3.1 document, generated from the route table and each route's schemas: its
+ * operation's, or (for an entry without one in `operations`) those the table entry declares.
+ */
+export function openApiDocument(operations: readonly Operation[], serverUrl?: string) {
   const paths: Record<string, Record<string, object>> = {};
-  for (const route of routes as readonly RouteDef[]) {
+  const schemasOf = new Map(operations.map((op) => [op.route.id, op.schemas]));
+  for (const entry of routes as readonly RouteDef[]) {
+    const route = { ...entry, ...schemasOf.get(entry.id) };
     const responses: Record<string, object> = {
       [String(route.status ?? 200)]: {
         description: 'Success',

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import type { Services } from '#shared/services.ts';
 
@@ -38,15 +38,33 @@ export class Reply {
 
 export interface Operation {
   route: RouteDef;
+  /** What the wrapper validates the request with, and the OpenAPI document shows (built on first use). */
+  readonly schemas: RouteSchemas;
   run(req: Request<unknown>, services: Services): Promise<unknown>;
 }
 
-/** Binds a handler to its route-table entry, so its input types come from the route's schemas. */
-export function defineOperation<I extends RouteId>(
+/**
+ * Binds a handler to its route-table entry and to its route's schemas, so its input types come
+ * from those schemas. The schemas are given as a function and built on first use: a Lambda builds
+ * only its own route's, when its first request arrives, not every schema its modules import. (The
+ * two-argument form takes the schemas from the table entry, for an entry that declares them inline.)
+ */
+export function defineOperation<I extends RouteId, S extends RouteSchemas>(
   id: I,
-  run: (req: Request<RouteOf<I>>, services: Services) => Promise<unknown>,
-): Operation {
-  const route = routes.find((r) => r.id === id);
+  schemas: () => S,
+  run: (req: Request<S>, services: Services) => Promise<unknown>,
+): Operation;
+export function defineOperation<I extends RouteId>(id: I, run: (req: Request<RouteOf<I>>, services: Services) => Promise<unknown>): Operation;
+export function defineOperation(id: RouteId, ...rest: [() => RouteSchemas, Operation['run']] | [Operation['run']]): Operation {
+  const route: RouteDef | undefined = routes.find((r) => r.id === id);
   if (!route) throw new Error(`No route ${id}`);
-  return { route, run: run as Operation['run'] };
+  const [build, run] = rest.length === 2 ? rest : [() => ({ body: route.body, query: route.query, params: route.params, response: route.response }), rest[0]];
+  let schemas: RouteSchemas | undefined;
+  return {
+    route,
+    get schemas() {
+      return (schemas ??= build());
+    },
+    run,
+  };
 }

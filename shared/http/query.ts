@@ -1,20 +1,25 @@
 import * as z from 'zod';
 
 /** Query strings arrive as text; these read them into typed values with the API's own bounds. */
-export const pageLimit = z.coerce
-  .number({ error: 'limit must be an integer from 1 to 100' })
-  .int('limit must be an integer from 1 to 100')
-  .min(1, 'limit must be an integer from 1 to 100')
-  .max(100, 'limit must be an integer from 1 to 100')
-  .default(100);
+export const pageLimit = z.lazy(() =>
+  z.coerce
+    .number({ error: 'limit must be an integer from 1 to 100' })
+    .int('limit must be an integer from 1 to 100')
+    .min(1, 'limit must be an integer from 1 to 100')
+    .max(100, 'limit must be an integer from 1 to 100')
+    .default(100),
+);
 
-export const pageId = z.string().min(1).max(2048).optional();
+export const pageId = z.lazy(() => z.string().min(1).max(2048).optional());
+
+/** `page_id` and `limit`, the query of a plain paginated search. */
+export const pageQuery = z.lazy(() => z.object({ page_id: pageId, limit: pageLimit }));
 
 /**
  * A date-time bound (`created_at__gte`, `timestamp__lt`...). Bounded: ISO-8601 allows any number of
  * fractional digits, and a sort-key condition value over 1 KB is an error in DynamoDB.
  */
-export const dateTimeFilter = z.iso.datetime({ offset: true, local: true, message: 'must be an ISO-8601 date-time' }).max(40).optional();
+export const dateTimeFilter = z.lazy(() => z.iso.datetime({ offset: true, local: true, message: 'must be an ISO-8601 date-time' }).max(40).optional());
 
 /** A repeated parameter (`id=a&id=b`): always an array, at most 100 members, each by its id kind's rule. */
 export const repeated = (name: string, item: z.ZodType<string> = z.string().min(1).max(200)) =>

@@ -37,10 +37,10 @@ export interface RouteDef {
   /** Tables the function touches: `read` or `write` (write includes read). */
   tables: Partial<Record<TableKey, 'read' | 'write'>>;
   capabilities?: readonly Capability[];
+  /** Schemas belong with the route's operation (RouteSchemas); an entry may still declare them inline. */
   body?: z.ZodType;
   query?: z.ZodType;
   params?: z.ZodType;
-  /** The success response, for the OpenAPI document. */
   response?: z.ZodType;
   /** Success status when it is not 200. */
   status?: number;
@@ -57,4 +57,12 @@ export interface RouteDef {
   conversationKey?: 'conversation_id' | 'conversation_id__eq';
   /** The route manages credentials (API keys): a session cookie counts only with an allowed Origin. */
   managesCredentials?: boolean;
+}
+
+/** A route's schemas: what its request is validated with, and its success response (for the OpenAPI document). */
+export interface RouteSchemas {
+  body?: z.ZodType;
+  query?: z.ZodType;
+  params?: z.ZodType;
+  response?: z.ZodType;
 }

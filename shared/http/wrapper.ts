@@ -99,7 +99,7 @@ function baseUrlOf(event: ApiEvent, headers: Record<string, string>): string {
 /** Runs one operation on one event: auth check, parsing, validation, error mapping, a log line. */
 export async function handle(op: Operation, event: ApiEvent, services: Services): Promise<ApiResult> {
   const requestId = event.requestContext?.requestId ?? 'unknown';
-  const route = op.route;
+  const { route, schemas } = op;
   const started = performance.now();
   const auth = route.auth === 'user' ? event.requestContext?.authorizer?.lambda : undefined;
   const userId = auth?.userId ?? '';
@@ -111,16 +111,16 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     // Payload 2.0 moves cookies out of the headers.
     if (event.cookies?.length) headers['cookie'] = event.cookies.join('; ');
     event.headers = headers;
-    const params = validate('path', route.params, event.pathParameters ?? {});
+    const params = validate('path', schemas.params, event.pathParameters ?? {});
     // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
     if (route.auth === 'sandbox') {
       const sandboxId = (params as { sandbox_id: string }).sandbox_id;
       if (!(await services.sandboxBridge.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
     }
-    const query = validate('query', route.query, parseQuery(event.rawQueryString));
+    const query = validate('query', schemas.query, parseQuery(event.rawQueryString));
     checkPrincipal(route, auth, params, query);
-    const rawBody = route.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
-    const body = validate('body', route.body, rawBody);
+    const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
+    const body = validate('body', schemas.body, rawBody);
     const value = await op.run({ body, rawBody, query, params, userId, auth: auth ?? { userId: '' }, requestId, headers, baseUrl: baseUrlOf(event, headers) } as never, services);
     result = toResult(value, requestId, route.status ?? 200);
   } catch (err) {

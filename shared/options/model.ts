@@ -6,19 +6,21 @@ import * as z from 'zod';
  * signs in with `POST /api/authenticate` beforehand, and the session cookie does the rest. No
  * OAuth app, analytics or billing here, so those are empty and off.
  */
-export const appConfigSchema = z.object({
-  APP_MODE: z.enum(['oss', 'saas']),
-  GITHUB_CLIENT_ID: z.string(),
-  POSTHOG_CLIENT_KEY: z.string(),
-  PROVIDERS_CONFIGURED: z.array(z.string()),
-  FEATURE_FLAGS: z.object({
-    ENABLE_BILLING: z.boolean(),
-    HIDE_LLM_SETTINGS: z.boolean(),
-    ENABLE_JIRA: z.boolean(),
-    ENABLE_JIRA_DC: z.boolean(),
-    ENABLE_LINEAR: z.boolean(),
+export const appConfigSchema = z.lazy(() =>
+  z.object({
+    APP_MODE: z.enum(['oss', 'saas']),
+    GITHUB_CLIENT_ID: z.string(),
+    POSTHOG_CLIENT_KEY: z.string(),
+    PROVIDERS_CONFIGURED: z.array(z.string()),
+    FEATURE_FLAGS: z.object({
+      ENABLE_BILLING: z.boolean(),
+      HIDE_LLM_SETTINGS: z.boolean(),
+      ENABLE_JIRA: z.boolean(),
+      ENABLE_JIRA_DC: z.boolean(),
+      ENABLE_LINEAR: z.boolean(),
+    }),
   }),
-});
+);
 export type AppConfig = z.output<typeof appConfigSchema>;
 
 export const appConfig: AppConfig = {

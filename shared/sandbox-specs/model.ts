@@ -1,12 +1,14 @@
 import * as z from 'zod';
 
-export const specIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$/, 'sandbox spec id: 1-255 of A-Z a-z 0-9 . _ : / -');
+export const specIdSchema = z.lazy(() =>
+  z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$/, 'sandbox spec id: 1-255 of A-Z a-z 0-9 . _ : / -'),
+);
 
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+const envName = z.lazy(() => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'));
 /** ECS accepts CPU and memory as numbers or numeric strings ("1024"). */
-const units = z.union([z.number().int().positive(), z.string().regex(/^\d+$/).transform(Number)]);
+const units = z.lazy(() => z.union([z.number().int().positive(), z.string().regex(/^\d+$/).transform(Number)]));
 
 /** What both registries share: the OpenHands SandboxSpecInfo members. */
 const specFields = {
@@ -18,19 +20,21 @@ const specFields = {
 };
 
 /** A local spec (config/sandbox-specs.json): a command run as a child process. */
-export const localSpecSchema = z.object({ ...specFields }).strict();
+export const localSpecSchema = z.lazy(() => z.object({ ...specFields }).strict());
 
 /** A deployed spec (env SANDBOX_SPECS, written by the CDK app): an ECS task definition. */
-export const fargateSpecSchema = z.object({
-  ...specFields,
-  task_definition_arn: z.string().startsWith('arn:'),
-  family: z.string().min(1),
-  cpu: units,
-  memory: units,
-  spot: z.boolean().default(false),
-  /** With Spot: fall back to on-demand Fargate when Spot has no capacity. */
-  spot_fallback: z.boolean().default(false),
-});
+export const fargateSpecSchema = z.lazy(() =>
+  z.object({
+    ...specFields,
+    task_definition_arn: z.string().startsWith('arn:'),
+    family: z.string().min(1),
+    cpu: units,
+    memory: units,
+    spot: z.boolean().default(false),
+    /** With Spot: fall back to on-demand Fargate when Spot has no capacity. */
+    spot_fallback: z.boolean().default(false),
+  }),
+);
 
 /** A spec as the services use it; `fargate` is present only for deployed specs. */
 export interface SandboxSpec {
@@ -45,21 +49,25 @@ export interface SandboxSpec {
 }
 
 /** SandboxSpecInfo as the API shows it (OpenHands' members plus CPU units and MiB of memory on AWS). */
-export const sandboxSpecInfoSchema = z.object({
-  id: z.string(),
-  command: z.array(z.string()).nullable(),
-  created_at: z.string(),
-  initial_env: z.record(z.string(), z.string()),
-  working_dir: z.string(),
-  cpu: z.number().nullable().meta({ description: 'ECS CPU units (1024 = 1 vCPU); null for local specs' }),
-  memory: z.number().nullable().meta({ description: 'MiB of memory; null for local specs' }),
-});
+export const sandboxSpecInfoSchema = z.lazy(() =>
+  z.object({
+    id: z.string(),
+    command: z.array(z.string()).nullable(),
+    created_at: z.string(),
+    initial_env: z.record(z.string(), z.string()),
+    working_dir: z.string(),
+    cpu: z.number().nullable().meta({ description: 'ECS CPU units (1024 = 1 vCPU); null for local specs' }),
+    memory: z.number().nullable().meta({ description: 'MiB of memory; null for local specs' }),
+  }),
+);
 export type SandboxSpecInfo = z.output<typeof sandboxSpecInfoSchema>;
 
-export const sandboxSpecPageSchema = z.object({
-  items: z.array(sandboxSpecInfoSchema),
-  next_page_id: z.string().nullable(),
-});
+export const sandboxSpecPageSchema = z.lazy(() =>
+  z.object({
+    items: z.array(sandboxSpecInfoSchema),
+    next_page_id: z.string().nullable(),
+  }),
+);
 
 export const toSpecInfo = (spec: SandboxSpec): SandboxSpecInfo => ({
   id: spec.id,

@@ -1,8 +1,11 @@
+import * as z from 'zod';
 import { defineOperation } from '#shared/http/operation.ts';
+import { pageQuery, repeated } from '#shared/http/query.ts';
+import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
 
 /** The sandbox-spec routes. */
-export const searchSandboxSpecs = defineOperation('searchSandboxSpecs', async ({ query }, { sandboxSpecs }) =>
+export const searchSandboxSpecs = defineOperation('searchSandboxSpecs', () => ({ query: pageQuery, response: sandboxSpecPageSchema }), async ({ query }, { sandboxSpecs }) =>
   sandboxSpecs.search(query.page_id, query.limit),
 );
 
-export const getSandboxSpecs = defineOperation('getSandboxSpecs', async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));
+export const getSandboxSpecs = defineOperation('getSandboxSpecs', () => ({ query: z.object({ id: repeated('id') }), response: z.array(sandboxSpecInfoSchema.nullable()) }), async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));

@@ -1,20 +1,23 @@
+import * as z from 'zod';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import { defineOperation } from '#shared/http/operation.ts';
+import { checkInBodySchema, checkInResponseSchema, commandsResponseSchema, heartbeatBodySchema, heartbeatResponseSchema, sandboxIdSchema, sandboxParams } from '#shared/protocol.ts';
+import { successSchema } from '#shared/sandboxes/model.ts';
 
 /** The bridge: routes the program inside a sandbox calls with its own key. */
-export const sandboxCheckIn = defineOperation('sandboxCheckIn', ({ params, headers, body }, { sandboxBridge }) =>
+export const sandboxCheckIn = defineOperation('sandboxCheckIn', () => ({ params: sandboxParams, body: checkInBodySchema, response: checkInResponseSchema }), ({ params, headers, body }, { sandboxBridge }) =>
   sandboxBridge.checkIn(params.sandbox_id, keyFromHeaders(headers), body),
 );
 
-export const sandboxHeartbeat = defineOperation('sandboxHeartbeat', ({ params, headers, body }, { sandboxBridge }) =>
+export const sandboxHeartbeat = defineOperation('sandboxHeartbeat', () => ({ params: sandboxParams, body: heartbeatBodySchema, response: heartbeatResponseSchema }), ({ params, headers, body }, { sandboxBridge }) =>
   sandboxBridge.heartbeat(params.sandbox_id, keyFromHeaders(headers), body.active),
 );
 
-export const sandboxCommands = defineOperation('sandboxCommands', ({ params, headers, query }, { sandboxBridge }) =>
+export const sandboxCommands = defineOperation('sandboxCommands', () => ({ params: sandboxParams, query: z.object({ wait: z.coerce.number().int('wait must be whole seconds').min(0).max(60).default(0) }), response: commandsResponseSchema }), ({ params, headers, query }, { sandboxBridge }) =>
   sandboxBridge.pollCommands(params.sandbox_id, keyFromHeaders(headers), query.wait),
 );
 
-export const sandboxCommandAck = defineOperation('sandboxCommandAck', async ({ params, headers }, { sandboxBridge }) => {
+export const sandboxCommandAck = defineOperation('sandboxCommandAck', () => ({ params: z.object({ sandbox_id: sandboxIdSchema, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }), response: successSchema }), async ({ params, headers }, { sandboxBridge }) => {
   await sandboxBridge.ackCommand(params.sandbox_id, keyFromHeaders(headers), params.seq);
   return { success: true };
 });

@@ -1,6 +1,6 @@
 import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
-import type { SandboxCommand, SandboxStatus } from '#shared/sandboxes/model.ts';
+import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
 import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandboxes/records.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
@@ -157,7 +157,7 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   private stopCommand(reason: string): SandboxCommand {
-    return { seq: 0, type: 'stop', payload: { reason }, created_at: this.iso() };
+    return { seq: 0, type: STOP_COMMAND, payload: { reason }, created_at: this.iso() };
   }
 
   private async openCommand(c: StoredCommand, userId: string): Promise<SandboxCommand> {

@@ -1,5 +1,6 @@
 import { logger } from '#shared/logging.ts';
-import { isLive, type SandboxStatus } from '#shared/sandboxes/model.ts';
+import type { SandboxStatus } from '#shared/protocol.ts';
+import { isLive } from '#shared/sandboxes/model.ts';
 import { DELETE_RETRY_MS, newToken, notLive, RETRY_STATE, SandboxRecords, sha256, toError, toPaused, type SweepSummary } from '#shared/sandboxes/records.ts';
 import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';

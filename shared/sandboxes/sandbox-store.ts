@@ -1,4 +1,4 @@
-import type { SandboxStatus } from '#shared/sandboxes/model.ts';
+import type { SandboxStatus } from '#shared/protocol.ts';
 
 /** The one partition of the sparse `live` index (a few thousand live sandboxes fit one partition easily). */
 export const LIVE_SHARD = 'live';

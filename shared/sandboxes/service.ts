@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { invalidField, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
+import type { CommandInput, SandboxStatus } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { isLive, type CommandInput, type SandboxInfo, type SandboxStatus } from '#shared/sandboxes/model.ts';
+import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';

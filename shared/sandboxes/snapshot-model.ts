@@ -1,24 +1,3 @@
-import * as z from 'zod';
-
-/** The bridge's workspace-snapshot messages (AWS only: locally a workspace is a directory that stays). */
-export const snapshotUploadSchema = z.object({
-  key: z.string().meta({ description: 'The new object key, under this sandbox\'s own prefix' }),
-  url: z.string(),
-  fields: z.record(z.string(), z.string()).meta({ description: 'Form fields to send before the file (a presigned POST)' }),
-  max_bytes: z.number().int().meta({ description: 'The content-length-range the upload is signed with' }),
-  expires_at: z.string(),
-});
-
-export const snapshotCompleteBodySchema = z.object({
-  key: z.string().min(1).max(512).meta({ description: 'The key of the upload that completed' }),
-});
-export const snapshotCompleteResponseSchema = z.object({ key: z.string(), bytes: z.number().int() });
-
-export const snapshotDownloadSchema = z.object({
-  url: z.string().nullable().meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' }),
-  expires_at: z.string().nullable(),
-});
-
 export class SnapshotKeyError extends Error {
   override name = 'SnapshotKeyError';
 }

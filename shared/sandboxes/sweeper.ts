@@ -5,7 +5,7 @@ import type { Services } from '#shared/services.ts';
 /** Idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts. */
 export async function sweepAll(services: Services, now: Date, startTaskTimeout: number): Promise<SweepSummary & { startTasksFailed: number }> {
   const sandboxes = await services.sandboxHousekeeping.sweep(now);
-  const startTasksFailed = await services.conversations.sweepStartTasks(now, startTaskTimeout);
+  const startTasksFailed = await services.conversationHousekeeping.sweepStartTasks(now, startTaskTimeout);
   return { ...sandboxes, startTasksFailed };
 }
 

@@ -2,11 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type * as z from 'zod';
-import { ownsSnapshot, SnapshotKeyError, snapshotPrefix, type snapshotUploadSchema } from '#shared/sandboxes/snapshot-model.ts';
-
-/** What the sandbox program gets to upload one snapshot: a form POST for one new key, valid briefly. */
-type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
+import type { SnapshotUpload } from '#shared/protocol.ts';
+import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshot-model.ts';
 
 /**
  * Workspace snapshots in S3, from the control plane's side. The sandbox task holds no AWS

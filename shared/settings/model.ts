@@ -3,68 +3,82 @@ import * as z from 'zod';
 /** Bounded text: every string the API stores has a ceiling, so no field can bloat an item. */
 const text = (max = 1024) => z.string().max(max, `must be at most ${max} characters`);
 const nullableText = (max = 1024) => text(max).nullable();
-const httpUrl = z
-  .string()
-  .max(2048)
-  .refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL');
+const httpUrl = z.lazy(() =>
+  z
+    .string()
+    .max(2048)
+    .refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL'),
+);
 
 export const gitProviders = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
-export const gitProviderSchema = z.enum(gitProviders);
+export const gitProviderSchema = z.lazy(() => z.enum(gitProviders));
 
 // --- MCP configuration -----------------------------------------------------------------------
 
-const serverName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -');
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name');
+const serverName = z.lazy(() => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -'));
+const envName = z.lazy(() => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name'));
 
-export const remoteServerSchema = z.object({
-  url: httpUrl,
-  /** null or absent on a save keeps the key stored for the same url. */
-  api_key: nullableText(4096).optional(),
-});
+export const remoteServerSchema = z.lazy(() =>
+  z.object({
+    url: httpUrl,
+    /** null or absent on a save keeps the key stored for the same url. */
+    api_key: nullableText(4096).optional(),
+  }),
+);
 
-export const stdioServerSchema = z.object({
-  name: serverName,
-  command: text(1024).min(1, 'must not be empty'),
-  args: z.array(text(4096)).max(100).default([]),
-  /** A null value on a save keeps the value stored for the same server and variable. */
-  env: z.record(envName, nullableText(8192)).default({}),
-});
+export const stdioServerSchema = z.lazy(() =>
+  z.object({
+    name: serverName,
+    command: text(1024).min(1, 'must not be empty'),
+    args: z.array(text(4096)).max(100).default([]),
+    /** A null value on a save keeps the value stored for the same server and variable. */
+    env: z.record(envName, nullableText(8192)).default({}),
+  }),
+);
 
-export const mcpConfigSchema = z.object({
-  sse_servers: z.array(remoteServerSchema).max(50).default([]),
-  stdio_servers: z
-    .array(stdioServerSchema)
-    .max(50)
-    .default([])
-    .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique'),
-  shttp_servers: z.array(remoteServerSchema).max(50).default([]),
-});
+export const mcpConfigSchema = z.lazy(() =>
+  z.object({
+    sse_servers: z.array(remoteServerSchema).max(50).default([]),
+    stdio_servers: z
+      .array(stdioServerSchema)
+      .max(50)
+      .default([])
+      .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique'),
+    shttp_servers: z.array(remoteServerSchema).max(50).default([]),
+  }),
+);
 export type McpConfigInput = z.output<typeof mcpConfigSchema>;
 
 // --- secrets_store -----------------------------------------------------------------------------
 
-export const providerTokenSchema = z.object({
-  /** null or absent keeps the stored token; "" removes the provider. */
-  token: nullableText(4096).optional(),
-  host: nullableText(255).optional(),
-  user_id: nullableText(255).optional(),
-});
-
-export const customSecretSchema = z.union([
-  text(8192),
+export const providerTokenSchema = z.lazy(() =>
   z.object({
-    /** null or absent keeps the stored value; "" removes the secret. */
-    secret: nullableText(8192).optional(),
-    description: nullableText(1024).optional(),
+    /** null or absent keeps the stored token; "" removes the provider. */
+    token: nullableText(4096).optional(),
+    host: nullableText(255).optional(),
+    user_id: nullableText(255).optional(),
   }),
-]);
+);
 
-export const secretsStoreSchema = z.object({
-  /** Per provider; an entry of null removes it. */
-  provider_tokens: z.partialRecord(gitProviderSchema, providerTokenSchema.nullable()).optional(),
-  /** Per secret name (an environment variable name, since commands see them as such); null removes. */
-  custom_secrets: z.record(envName, customSecretSchema.nullable()).optional(),
-});
+export const customSecretSchema = z.lazy(() =>
+  z.union([
+    text(8192),
+    z.object({
+      /** null or absent keeps the stored value; "" removes the secret. */
+      secret: nullableText(8192).optional(),
+      description: nullableText(1024).optional(),
+    }),
+  ]),
+);
+
+export const secretsStoreSchema = z.lazy(() =>
+  z.object({
+    /** Per provider; an entry of null removes it. */
+    provider_tokens: z.partialRecord(gitProviderSchema, providerTokenSchema.nullable()).optional(),
+    /** Per secret name (an environment variable name, since commands see them as such); null removes. */
+    custom_secrets: z.record(envName, customSecretSchema.nullable()).optional(),
+  }),
+);
 
 // --- Settings (the body of POST /api/settings) -------------------------------------------------
 
@@ -84,61 +98,65 @@ const positiveInt = (name: string, max: number) =>
 /** The sizes a sandbox may be multiplied by (`remote_runtime_resource_factor`). */
 export const resourceFactors = [1, 2, 4, 8] as const as readonly number[];
 
-export const settingsInputSchema = z.object({
-  language: nullableText(32).optional(),
-  agent: choice('agent', agentChoices).nullable().optional(),
-  max_iterations: positiveInt('max_iterations', 10_000).nullable().optional(),
-  // "none" and "" as OpenHands' UI sends them for no analyzer.
-  security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['', 'none']).nullable().optional(),
-  confirmation_mode: z.boolean().nullable().optional(),
-  llm_model: nullableText(256).optional(),
-  llm_api_key: nullableText(4096).optional(),
-  llm_base_url: httpUrl.or(z.literal('')).nullable().optional(),
-  // As OpenHands offers it: multiplies the sandbox spec's CPU and memory on AWS.
-  remote_runtime_resource_factor: z
-    .number()
-    .refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)
-    .nullable()
-    .optional(),
-  secrets_store: secretsStoreSchema.optional(),
-  enable_default_condenser: z.boolean().optional(),
-  /** Messages the model sees before the condenser summarizes the middle (OpenHands' UI sends it); null: 120. */
-  condenser_max_size: z
-    .number()
-    .int('condenser_max_size must be an integer')
-    .min(20, 'condenser_max_size must be at least 20')
-    .max(10_000, 'condenser_max_size must be at most 10000')
-    .nullable()
-    .optional(),
-  enable_sound_notifications: z.boolean().optional(),
-  enable_proactive_conversation_starters: z.boolean().optional(),
-  enable_solvability_analysis: z.boolean().optional(),
-  user_consents_to_analytics: z.boolean().nullable().optional(),
-  sandbox_base_container_image: nullableText(512).optional(),
-  sandbox_runtime_container_image: nullableText(512).optional(),
-  mcp_config: mcpConfigSchema.optional(),
-  search_api_key: nullableText(4096).optional(),
-  sandbox_api_key: nullableText(4096).optional(),
-  max_budget_per_task: z
-    .number()
-    // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
-    .min(0.000001, 'max_budget_per_task must be at least 0.000001')
-    .max(1_000_000, 'max_budget_per_task must be at most 1000000')
-    .nullable()
-    .optional(),
-  email: nullableText(320).optional(),
-  email_verified: z.boolean().nullable().optional(),
-  git_user_name: nullableText(256).optional(),
-  git_user_email: nullableText(320).optional(),
-});
+export const settingsInputSchema = z.lazy(() =>
+  z.object({
+    language: nullableText(32).optional(),
+    agent: choice('agent', agentChoices).nullable().optional(),
+    max_iterations: positiveInt('max_iterations', 10_000).nullable().optional(),
+    // "none" and "" as OpenHands' UI sends them for no analyzer.
+    security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['', 'none']).nullable().optional(),
+    confirmation_mode: z.boolean().nullable().optional(),
+    llm_model: nullableText(256).optional(),
+    llm_api_key: nullableText(4096).optional(),
+    llm_base_url: httpUrl.or(z.literal('')).nullable().optional(),
+    // As OpenHands offers it: multiplies the sandbox spec's CPU and memory on AWS.
+    remote_runtime_resource_factor: z
+      .number()
+      .refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)
+      .nullable()
+      .optional(),
+    secrets_store: secretsStoreSchema.optional(),
+    enable_default_condenser: z.boolean().optional(),
+    /** Messages the model sees before the condenser summarizes the middle (OpenHands' UI sends it); null: 120. */
+    condenser_max_size: z
+      .number()
+      .int('condenser_max_size must be an integer')
+      .min(20, 'condenser_max_size must be at least 20')
+      .max(10_000, 'condenser_max_size must be at most 10000')
+      .nullable()
+      .optional(),
+    enable_sound_notifications: z.boolean().optional(),
+    enable_proactive_conversation_starters: z.boolean().optional(),
+    enable_solvability_analysis: z.boolean().optional(),
+    user_consents_to_analytics: z.boolean().nullable().optional(),
+    sandbox_base_container_image: nullableText(512).optional(),
+    sandbox_runtime_container_image: nullableText(512).optional(),
+    mcp_config: mcpConfigSchema.optional(),
+    search_api_key: nullableText(4096).optional(),
+    sandbox_api_key: nullableText(4096).optional(),
+    max_budget_per_task: z
+      .number()
+      // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
+      .min(0.000001, 'max_budget_per_task must be at least 0.000001')
+      .max(1_000_000, 'max_budget_per_task must be at most 1000000')
+      .nullable()
+      .optional(),
+    email: nullableText(320).optional(),
+    email_verified: z.boolean().nullable().optional(),
+    git_user_name: nullableText(256).optional(),
+    git_user_email: nullableText(320).optional(),
+  }),
+);
 export type SettingsInput = z.output<typeof settingsInputSchema>;
 
-export const settingsFieldNames = Object.keys(settingsInputSchema.shape) as (keyof SettingsInput)[];
+/** The settings fields, read from the schema when first asked (building it is not free). */
+let fieldNames: (keyof SettingsInput)[] | undefined;
+export const settingsFieldNames = () => (fieldNames ??= Object.keys(settingsInputSchema.unwrap().shape) as (keyof SettingsInput)[]);
 
 /** Top-level members of a body that are not settings fields (reported, never stored). */
 export const unknownSettingsFields = (raw: unknown): string[] =>
   raw && typeof raw === 'object' && !Array.isArray(raw)
-    ? Object.keys(raw).filter((k) => !(settingsFieldNames as string[]).includes(k))
+    ? Object.keys(raw).filter((k) => !(settingsFieldNames() as string[]).includes(k))
     : [];
 
 /** Fields stored sealed and never shown. */
@@ -206,17 +224,21 @@ export interface ResolvedSettings extends PublicSettings {
 }
 
 /** Response schema of GET /api/settings, for the API document. */
-export const maskedSettingsSchema = z
-  .object({
-    ...settingsInputSchema.shape,
-    llm_api_key_set: z.boolean(),
-    search_api_key_set: z.boolean(),
-    sandbox_api_key_set: z.boolean(),
-    provider_tokens_set: z.record(z.string(), z.string().nullable()),
-  })
-  .meta({ description: 'Settings with every secret replaced by null' });
+export const maskedSettingsSchema = z.lazy(() =>
+  z
+    .object({
+      ...settingsInputSchema.unwrap().shape,
+      llm_api_key_set: z.boolean(),
+      search_api_key_set: z.boolean(),
+      sandbox_api_key_set: z.boolean(),
+      provider_tokens_set: z.record(z.string(), z.string().nullable()),
+    })
+    .meta({ description: 'Settings with every secret replaced by null' }),
+);
 
-export const saveSettingsResponseSchema = z.object({
-  message: z.string(),
-  ignored_fields: z.array(z.string()).meta({ description: 'Body members that are not settings fields and were not stored' }),
-});
+export const saveSettingsResponseSchema = z.lazy(() =>
+  z.object({
+    message: z.string(),
+    ignored_fields: z.array(z.string()).meta({ description: 'Body members that are not settings fields and were not stored' }),
+  }),
+);

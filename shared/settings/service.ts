@@ -26,7 +26,7 @@ export type MaskedSettings = ReturnType<typeof mask>;
 function mask(record: SettingsRecord) {
   const s = record.secretsSummary;
   return {
-    ...Object.fromEntries(settingsFieldNames.map((f) => [f, null])),
+    ...Object.fromEntries(settingsFieldNames().map((f) => [f, null])),
     ...record.values,
     llm_api_key: null,
     search_api_key: null,
@@ -107,7 +107,7 @@ export class SettingsService {
 
   private async merge(userId: string, previous: SettingsRecord | undefined, input: SettingsInput): Promise<SettingsRecord> {
     const values: Record<string, unknown> = previous ? { ...previous.values } : { ...settingsDefaults };
-    for (const field of settingsFieldNames) {
+    for (const field of settingsFieldNames()) {
       if (field === 'secrets_store' || field === 'mcp_config' || (secretFields as readonly string[]).includes(field)) continue;
       const value = input[field];
       if (value === undefined || (value === null && keepOnNull.has(field))) continue;

@@ -1,7 +1,7 @@
 import { authorizeRequest, type AuthDeps } from '#shared/auth/authorizer.ts';
 import { isConversationKey } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
-import { conversationIdSchema } from '#shared/conversations/model.ts';
+import { conversationIdSchema } from '#shared/protocol.ts';
 import { CLOSE, streamQuerySchema, type StreamQuery } from '#shared/stream/messages.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 

@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { afterSeqParam, type AgentEventEnvelope } from '#shared/events/model.ts';
+import { afterSeqParam } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 
 /*
  * The wire protocol of the client event stream, the same locally (the gateway's WebSocket) and on

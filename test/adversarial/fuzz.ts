@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { z } from 'zod';
 import type { RouteDef } from '#shared/http/route.ts';
+import { operations } from '#shared/operations.ts';
 import { routes } from '#shared/routes.ts';
 
 /**
@@ -141,7 +142,9 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
 
 /** The requests of one run: every route equally likely, then reproducible from the seed. */
 export function fuzzRequests(target: FuzzTarget, count: number, seed: number): FuzzRequest[] {
-  const table = routes as readonly RouteDef[];
+  // Each entry with its operation's schemas, which say what the query and body hold.
+  const schemasOf = new Map(operations.map((op) => [op.route.id, op.schemas]));
+  const table = (routes as readonly RouteDef[]).map((route) => ({ ...route, ...schemasOf.get(route.id) }));
   const perRoute = new Map(table.map((route) => [route.id, requestArb(target, route)]));
   const arb = fc.constantFrom(...table).chain((route) => perRoute.get(route.id)!);
   return fc.sample(arb, { numRuns: count, seed });

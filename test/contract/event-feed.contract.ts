@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import { MAX_MESSAGE_BYTES } from '#shared/stream/messages.ts';
 

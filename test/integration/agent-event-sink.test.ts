@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
+import { BridgeClient } from '#sandbox/bridge-client.ts';
 import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/agent/events.ts';
 
 /** A webhook receiver on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
@@ -11,6 +12,11 @@ async function receiver(statuses: number[] = []) {
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    if (req.url!.endsWith('/bridge/check-in')) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sandbox_id: 'sb1', session_api_key: 'sandbox-key', heartbeat_seconds: 30, poll_wait_seconds: 20 }));
+      return;
+    }
+    expect(req.url!.split('?')[0]).toBe('/api/v1/webhooks/sb1/events/c1');
     const events = agentEventBatchSchema.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
     const firstSeq = Number(new URL(req.url!, 'http://x').searchParams.get('first_seq'));
     posts.push({ headers: req.headers, events, firstSeq });
@@ -19,9 +25,11 @@ async function receiver(statuses: number[] = []) {
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? { success: true } : { detail: 'nope' }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/webhooks/sb1/events/c1`;
+  // The sandbox's own client of the control plane, checked in: what the runner gives its sinks.
+  const client = new BridgeClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'sb1');
+  await client.checkIn('enr_x', { version: 'test' });
   return {
-    url,
+    deliver: (firstSeq: number, batch: AgentEvent[], timeoutMs: number) => client.postEvents('c1', firstSeq, batch, timeoutMs),
     posts,
     /** In number order; throws on a gap (a reader would stop there for good). */
     stored: () => {
@@ -54,7 +62,7 @@ describe('EventSink', () => {
     const rx = await receiver();
     cleanups.push(rx.close);
     // A long interval: only the batch size can trigger these posts.
-    const sink = new EventSink({ url: rx.url, headers: { 'X-Session-API-Key': 'sandbox-key' }, flushIntervalMs: 60_000 });
+    const sink = new EventSink({ deliver: rx.deliver, flushIntervalMs: 60_000 });
     const sent = events(25);
     await sink.push(sent.slice(0, 12));
     await sink.push(sent.slice(12));
@@ -70,7 +78,7 @@ describe('EventSink', () => {
   it('posts a partial batch after the flush interval', async () => {
     const rx = await receiver();
     cleanups.push(rx.close);
-    const sink = new EventSink({ url: rx.url, headers: {}, flushIntervalMs: 50 });
+    const sink = new EventSink({ deliver: rx.deliver, flushIntervalMs: 50 });
     await sink.push(events(3));
     await until(() => rx.posts.length === 1, 'the timed flush');
     expect(rx.posts[0]!.events).toHaveLength(3);
@@ -81,7 +89,7 @@ describe('EventSink', () => {
     const rx = await receiver([503]);
     cleanups.push(rx.close);
     const delivered: number[] = [];
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, flushIntervalMs: 60_000, firstSeq: 41, onDelivered: (n) => delivered.push(n) });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5, flushIntervalMs: 60_000, firstSeq: 41, onDelivered: (n) => delivered.push(n) });
     await sink.push(events(13));
     await sink.flush();
     expect(rx.posts.map((p) => [p.firstSeq, p.events.length])).toEqual([[41, 10], [41, 10], [51, 3]]);
@@ -92,7 +100,7 @@ describe('EventSink', () => {
   it('gives the numbers of a refused batch (nothing stored) to the events after it, so no gap is left', async () => {
     const rx = await receiver([422]);
     cleanups.push(rx.close);
-    const sink = new EventSink({ url: rx.url, headers: {}, flushIntervalMs: 60_000, onError: () => undefined });
+    const sink = new EventSink({ deliver: rx.deliver, flushIntervalMs: 60_000, onError: () => undefined });
     await sink.push(events(10));
     await sink.flush();
     const after = events(4);
@@ -107,7 +115,7 @@ describe('EventSink', () => {
     // The full batch goes at once and again at the flush: 3 tries each, all failing.
     const rx = await receiver(Array.from({ length: 6 }, () => 500));
     cleanups.push(rx.close);
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 12, onError: () => undefined });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 12, onError: () => undefined });
     const first = events(10);
     await sink.push(first);
     await sink.flush(); // these 10 are numbered 1-10 now and may have landed
@@ -122,7 +130,7 @@ describe('EventSink', () => {
   it('retries a failed post with back-off; a retried batch is stored once (same numbers)', async () => {
     const rx = await receiver([503, 500]);
     cleanups.push(rx.close);
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5 });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5 });
     const sent = events(4);
     await sink.push(sent);
     await sink.flush();
@@ -136,13 +144,13 @@ describe('EventSink', () => {
     const rx = await receiver([500, 500, 500]);
     cleanups.push(rx.close);
     const errors: string[] = [];
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, flushIntervalMs: 30, onError: (m) => errors.push(m) });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5, flushIntervalMs: 30, onError: (m) => errors.push(m) });
     const sent = events(3);
     await sink.push(sent);
     await sink.flush();
     expect(rx.posts).toHaveLength(3);
     expect(sink.pending).toBe(3);
-    expect(errors[0]).toMatch(/could not be delivered yet: HTTP 500/);
+    expect(errors[0]).toMatch(/could not be delivered yet: POST events: HTTP 500/);
     const more = events(2);
     await sink.push(more);
     await until(() => sink.pending === 0, 'the retry at the next flush');
@@ -154,12 +162,12 @@ describe('EventSink', () => {
     const rx = await receiver([401]);
     cleanups.push(rx.close);
     const errors: string[] = [];
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 5, onError: (m) => errors.push(m) });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5, onError: (m) => errors.push(m) });
     await sink.push(events(2));
     await sink.flush();
     expect(rx.posts).toHaveLength(1);
     expect(sink.pending).toBe(0);
-    expect(errors).toEqual([expect.stringMatching(/2 events were refused and dropped: HTTP 401/)]);
+    expect(errors).toEqual([expect.stringMatching(/2 events were refused and dropped: POST events: HTTP 401/)]);
     await sink.close();
   });
 
@@ -167,7 +175,7 @@ describe('EventSink', () => {
     const rx = await receiver();
     await rx.close();
     const errors: string[] = [];
-    const sink = new EventSink({ url: rx.url, headers: {}, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 15, onError: (m) => errors.push(m) });
+    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 15, onError: (m) => errors.push(m) });
     await sink.push(events(10));
     await sink.flush();
     await sink.push(events(10));

@@ -37,7 +37,7 @@ describe('the start-task sweep', () => {
     await store.create(task('a4', 'WAITING_FOR_SANDBOX', 'nosuchsandbox', fresh));
     await stack.call('DELETE', `/api/v1/sandboxes/${sandboxId}`);
 
-    const failed = await stack.services.conversations.sweepStartTasks(new Date(now.getTime() + 1000), 300);
+    const failed = await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 1000), 300);
     expect(failed).toBe(3);
     const after = await store.getMany(['a1', 'a2', 'a3', 'a4']);
     expect(after.get('a1')).toMatchObject({ status: 'ERROR', detail: expect.stringContaining(`The sandbox ${sandboxId} failed`) });
@@ -45,6 +45,6 @@ describe('the start-task sweep', () => {
     expect(after.get('a3')!.status).toBe('RUNNING_SETUP_SCRIPT');
     expect(after.get('a4')!.status).toBe('ERROR');
     // Idempotent: a second sweep changes nothing, and finished tasks leave the pending index.
-    expect(await stack.services.conversations.sweepStartTasks(new Date(now.getTime() + 2000), 300)).toBe(0);
+    expect(await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 2000), 300)).toBe(0);
   });
 });

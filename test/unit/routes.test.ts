@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RouteDef } from '#shared/http/route.ts';
 import { openApiDocument } from '#shared/http/openapi.ts';
+import { operations } from '#shared/operations.ts';
 import { matchRoute } from '#shared/http/router.ts';
 import { routes } from '#shared/routes.ts';
 
@@ -21,8 +22,23 @@ describe('the route table', () => {
     expect(mod.handler?.wiring?.operation?.route).toBe(route);
   });
 
+  it('has its schemas in its operation: every route but the OpenAPI document\'s own is in `operations` once, as the operation its entry runs', async () => {
+    const ids = operations.map((op) => op.route.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of all) {
+      if (r.id === 'openapi') continue;
+      const op = operations.find((o) => o.route.id === r.id);
+      expect(op, r.id).toBeDefined();
+      const mod = (await import(new URL(r.entry, root).href)) as { handler: { wiring: { operation: unknown } } };
+      expect(mod.handler.wiring.operation, r.id).toBe(op);
+    }
+    // The validation the wrapper does comes from there: e.g. the settings body and the bridge's path ids.
+    expect(operations.find((o) => o.route.id === 'saveSettings')!.schemas.body).toBeDefined();
+    expect(operations.find((o) => o.route.id === 'sandboxCommandAck')!.schemas.params).toBeDefined();
+  });
+
   it('is fully described by the OpenAPI document', () => {
-    const doc = openApiDocument();
+    const doc = openApiDocument(operations);
     expect(doc.openapi).toBe('3.1.0');
     for (const r of all) {
       const op = (doc.paths[r.path] as Record<string, { operationId: string; security: unknown[] }> | undefined)?.[r.method.toLowerCase()];

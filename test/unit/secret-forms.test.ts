@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SECRET_MASK, secretMasker } from '#sandbox/agent/mask.ts';
 import { secretForms, startConfigSecrets } from '#sandbox/secret-forms.ts';
-import type { StartConfig } from '#shared/conversations/start-config.ts';
+import type { StartConfig } from '#shared/protocol.ts';
 
 const secretArb = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~/+= '), minLength: 8, maxLength: 48 });
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -5,7 +5,7 @@ import type { ApiKeyRecord, SessionRecord } from '#shared/auth/model.ts';
 import { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
-import type { AgentEventEnvelope } from '#shared/events/model.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { authorizeStream, REFUSALS, StreamAccess, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, MAX_MESSAGE_BYTES, startAfter, streamMessage, streamQuerySchema, type EventReference } from '#shared/stream/messages.ts';

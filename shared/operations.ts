@@ -1,0 +1,21 @@
+import * as auth from '#shared/auth/operations.ts';
+import * as conversations from '#shared/conversations/operations.ts';
+import * as webhooks from '#shared/conversations/webhook-operations.ts';
+import * as events from '#shared/events/operations.ts';
+import type { Operation } from '#shared/http/operation.ts';
+import * as service from '#shared/http/service-operations.ts';
+import * as options from '#shared/options/operations.ts';
+import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
+import * as bridge from '#shared/sandboxes/bridge-operations.ts';
+import * as sandboxes from '#shared/sandboxes/operations.ts';
+import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
+import * as settings from '#shared/settings/operations.ts';
+import * as stream from '#shared/stream/operations.ts';
+
+/**
+ * Every route's operation but the OpenAPI document's own: where the document (and the route tests)
+ * find each route's schemas. A Lambda entry imports its one operation, never this list.
+ */
+export const operations: readonly Operation[] = [auth, conversations, webhooks, events, service, options, sandboxSpecs, bridge, sandboxes, snapshots, settings, stream].flatMap(
+  (module) => Object.values(module) as Operation[],
+);

@@ -1,0 +1,269 @@
+import * as z from 'zod';
+import type { AgentChoice, McpConfig } from '#shared/settings/model.ts';
+
+/*
+ * The protocol between the program inside a sandbox (sandbox/) and the control plane (shared/):
+ * the paths it calls, the ids in them, the commands it is sent, the bodies it posts and the
+ * statuses and metrics it reports. Both sides import this module and nothing else of each other, so
+ * a change to the protocol is a change here. Only zod and types: the sandbox bundles it.
+ */
+
+// --- paths (API Gateway syntax; the route table declares them, the sandbox's client fills them) ---
+
+export const protocolPaths = {
+  checkIn: '/api/v1/sandboxes/{sandbox_id}/bridge/check-in',
+  heartbeat: '/api/v1/sandboxes/{sandbox_id}/bridge/heartbeat',
+  commands: '/api/v1/sandboxes/{sandbox_id}/bridge/commands',
+  ack: '/api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/ack',
+  snapshotUpload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
+  snapshotComplete: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
+  snapshotDownload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
+  events: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
+  report: '/api/v1/webhooks/{sandbox_id}/conversations',
+  startConfig: '/api/v1/webhooks/{sandbox_id}/conversations/{conversation_id}/start-config',
+} as const;
+export type ProtocolPath = keyof typeof protocolPaths;
+
+/** A path with its `{name}` parameters filled in (each URI-encoded). */
+export function fillPath(path: ProtocolPath, params: Record<string, string | number>): string {
+  return protocolPaths[path].replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`${path}: no value for {${name}}`);
+    return encodeURIComponent(String(value));
+  });
+}
+
+// --- ids: one rule each ----------------------------------------------------------------------------
+
+/** Sandbox ids in paths and bodies: only looked up, never trusted, so anything unknown is a 404. */
+export const sandboxIdSchema = z.lazy(() => z.string().min(1).max(128));
+
+/** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
+export const conversationIdSchema = z.lazy(() =>
+  z
+    .string()
+    .regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')
+    .transform((v) => v.replaceAll('-', '').toLowerCase()),
+);
+
+/** The path parameters of the bridge's routes. */
+export const sandboxParams = z.lazy(() => z.object({ sandbox_id: sandboxIdSchema }));
+
+// --- statuses ------------------------------------------------------------------------------------
+
+export const sandboxStatuses = ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'] as const;
+export type SandboxStatus = (typeof sandboxStatuses)[number];
+
+export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
+export const executionStatusSchema = z.lazy(() => z.enum(executionStatuses));
+export type ExecutionStatus = z.output<typeof executionStatusSchema>;
+
+/** A conversation's start, in order; the sandbox reports the steps from PREPARING_REPOSITORY on. */
+export const startTaskStatuses = [
+  'WORKING',
+  'WAITING_FOR_SANDBOX',
+  'PREPARING_REPOSITORY',
+  'RUNNING_SETUP_SCRIPT',
+  'SETTING_UP_GIT_HOOKS',
+  'STARTING_CONVERSATION',
+  'READY',
+  'ERROR',
+] as const;
+export const startTaskStatusSchema = z.lazy(() => z.enum(startTaskStatuses));
+export type StartTaskStatus = z.output<typeof startTaskStatusSchema>;
+
+// --- metrics -------------------------------------------------------------------------------------
+
+// Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
+const dollars = z.lazy(() =>
+  z
+    .number()
+    .min(0)
+    .max(1_000_000_000)
+    .transform((v) => Math.round(v * 1e9) / 1e9),
+);
+const tokens = z.lazy(() => z.number().int().min(0).max(1e15));
+
+/** A conversation's token usage and cost, as the sandbox reports it and the control plane stores it. */
+export const metricsSchema = z.lazy(() =>
+  z.object({
+    accumulated_cost: dollars,
+    prompt_tokens: tokens,
+    completion_tokens: tokens,
+    max_budget_per_task: dollars.nullable(),
+  }),
+);
+export type Metrics = z.output<typeof metricsSchema>;
+
+/** What the agent keeps (and shows in its `metrics` events): the reported members and how they came about. */
+export const agentMetricsSchema = z.lazy(() =>
+  metricsSchema.unwrap().extend({
+    model: z.string(),
+    llm_calls: z.number().int(),
+    /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
+    price_source: z.enum(['table', 'config', 'unknown']),
+    note: z.string().nullable(),
+  }),
+);
+export type AgentMetrics = z.output<typeof agentMetricsSchema>;
+
+// --- the bridge: check-in, heartbeat, commands ----------------------------------------------------
+
+export const checkInBodySchema = z.lazy(() =>
+  z.object({
+    version: z.string().max(64).default('unknown'),
+    capabilities: z.array(z.string().max(64)).max(50).default([]),
+  }),
+);
+export type CheckInBody = z.input<typeof checkInBodySchema>;
+export const checkInResponseSchema = z.lazy(() =>
+  z.object({
+    sandbox_id: z.string(),
+    session_api_key: z.string(),
+    heartbeat_seconds: z.number(),
+    poll_wait_seconds: z.number(),
+  }),
+);
+export type CheckInResponse = z.output<typeof checkInResponseSchema>;
+
+export const heartbeatBodySchema = z.lazy(() =>
+  z.object({
+    active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
+  }),
+);
+export const heartbeatResponseSchema = z.lazy(() => z.object({ status: z.enum(sandboxStatuses) }));
+
+/** The command types the conversation runner handles (announced at check-in, before the runner is loaded). */
+export const conversationCommands = ['start_conversation', 'send_message', 'pause_conversation', 'run_conversation', 'respond_to_confirmation'] as const;
+/** The command the control plane sends a sandbox that is no longer RUNNING. */
+export const STOP_COMMAND = 'stop';
+
+export const commandSchema = z.lazy(() =>
+  z.object({
+    seq: z.number().int().meta({ description: 'Position in the queue; 0 for the synthetic stop command' }),
+    type: z.string(),
+    payload: z.unknown(),
+    created_at: z.string(),
+  }),
+);
+export type SandboxCommand = z.output<typeof commandSchema>;
+export const commandsResponseSchema = z.lazy(() => z.object({ commands: z.array(commandSchema) }));
+
+/** What another service may queue for a sandbox (e.g. `start_conversation`, `send_message`). */
+export const commandInputSchema = z.lazy(() =>
+  z.object({
+    type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'command type: lower-case snake case'),
+    payload: z.unknown().optional(),
+  }),
+);
+export type CommandInput = z.output<typeof commandInputSchema>;
+
+// --- workspace snapshots (AWS only: locally a workspace is a directory that stays) ----------------
+
+export const snapshotUploadSchema = z.lazy(() =>
+  z.object({
+    key: z.string().meta({ description: "The new object key, under this sandbox's own prefix" }),
+    url: z.string(),
+    fields: z.record(z.string(), z.string()).meta({ description: 'Form fields to send before the file (a presigned POST)' }),
+    max_bytes: z.number().int().meta({ description: 'The content-length-range the upload is signed with' }),
+    expires_at: z.string(),
+  }),
+);
+export type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
+
+export const snapshotCompleteBodySchema = z.lazy(() =>
+  z.object({
+    key: z.string().min(1).max(512).meta({ description: 'The key of the upload that completed' }),
+  }),
+);
+export const snapshotCompleteResponseSchema = z.lazy(() => z.object({ key: z.string(), bytes: z.number().int() }));
+
+export const snapshotDownloadSchema = z.lazy(() =>
+  z.object({
+    url: z.string().nullable().meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' }),
+    expires_at: z.string().nullable(),
+  }),
+);
+export type SnapshotDownload = z.output<typeof snapshotDownloadSchema>;
+
+// --- conversations: start config, status reports, events -------------------------------------------
+
+/** Everything the sandbox needs to prepare and run one conversation (sent to that sandbox only). */
+export interface StartConfig {
+  conversation_id: string;
+  start_task_id: string;
+  llm: { model: string; api_key: string; base_url: string | null };
+  max_iterations: number | null;
+  max_budget_per_task: number | null;
+  confirmation_mode: boolean;
+  git_identity: { name: string | null; email: string | null };
+  repository: null | {
+    full_name: string;
+    provider: string;
+    clone_url: string;
+    branch: string | null;
+    /** An `http.extraHeader` value for git, so the token never lands in the clone's config. */
+    auth_header: string | null;
+  };
+  /** Custom secrets: environment for commands, masked in events. */
+  secrets: Record<string, string>;
+  mcp_config: McpConfig;
+  instructions: string | null;
+  initial_message: { content: unknown[]; run: boolean } | null;
+  replay_json: string | null;
+  agent_type: 'default' | 'plan';
+  /** The agent to run: `agent_type: "plan"` picks the planner, otherwise the `agent` setting (default CodeActAgent). */
+  agent: AgentChoice;
+  /** `llm`: the model rates each action's risk and confirmation mode asks only for risky ones. */
+  security_analyzer: 'llm' | null;
+  condenser: { enabled: boolean; max_size: number | null };
+  /** With `search_api_key`: web search and fetch tools (the key is masked in events like the LLM key). */
+  search: { api_key: string } | null;
+  /** The language the agent writes to the user in. */
+  language: string | null;
+}
+
+/** What the sandbox reports about a conversation (POST the `report` path). */
+export const conversationReportSchema = z.lazy(() =>
+  z.object({
+    conversation_id: conversationIdSchema,
+    start_task_status: startTaskStatusSchema.optional(),
+    detail: z.string().max(4096).nullable().optional(),
+    execution_status: executionStatusSchema.optional(),
+    metrics: metricsSchema.unwrap().partial().optional(),
+    title: z.string().max(512).optional(),
+  }),
+);
+export type ConversationReport = z.output<typeof conversationReportSchema>;
+
+/** Largest event stored (DynamoDB items stop at 400 KB; the agent truncates long outputs anyway). */
+export const MAX_EVENT_BYTES = 256 * 1024;
+/** Most events in one post of the `events` path. */
+export const MAX_EVENT_BATCH = 100;
+
+/**
+ * The envelope every event has (OpenHands' event base). The kind-specific members pass through as
+ * the agent sent them: the control plane stores and serves events, it does not interpret them.
+ */
+export const eventSchema = z.lazy(() =>
+  z
+    .looseObject({
+      kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,63}$/, 'kind must be an event class name'),
+      id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'id must be 1-64 of A-Z a-z 0-9 -'),
+      timestamp: z.iso.datetime({ offset: true, local: true, message: 'timestamp must be an ISO-8601 date-time' }),
+      source: z.enum(['agent', 'user', 'environment']),
+    })
+    .refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`),
+);
+export type AgentEventEnvelope = z.output<typeof eventSchema>;
+
+/** The events post's query: the sequence number of the batch's first event (the others follow it, one each). */
+export const eventPostQuery = z.lazy(() =>
+  z.object({
+    first_seq: z.coerce
+      .number({ error: 'first_seq must be a positive integer' })
+      .int('first_seq must be a positive integer')
+      .min(1, 'first_seq must be a positive integer')
+      .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
+  }),
+);
