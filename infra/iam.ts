@@ -38,6 +38,8 @@ export interface GrantTargets {
     /** Workspace snapshots, one prefix per sandbox under `sandboxes/`. */
     workspaces: IBucket;
   };
+  /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
+  bridgeSocket: { connectionsArn: string };
 }
 
 interface Grant {
@@ -115,6 +117,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['elasticfilesystem:DeleteAccessPoint', 'elasticfilesystem:DescribeAccessPoints', 'elasticfilesystem:TagResource'],
       resources: (t, stack) => [t.sandbox.fileSystem.fileSystemArn, accessPoints(stack)],
       wildcard: 'One access point per sandbox is created at run time, and access-point ARNs do not name their file system.',
+    },
+  ],
+  // Posting to the bridge socket's connections only: no other API, no other stage, no GET/DELETE of connections.
+  'commands:push': [
+    {
+      actions: ['execute-api:ManageConnections'],
+      resources: (t) => [t.bridgeSocket.connectionsArn],
+      wildcard: "Connection ids are made by API Gateway at run time; the ARN is limited to POST on the bridge socket stage's @connections.",
     },
   ],
   's3:workspaces': [

@@ -78,6 +78,21 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
     'The $default route only answers 404/405 for paths and methods no route matches; it touches no data.',
   );
 
+  const socket = stack.bridgeSocket;
+  ack(
+    socket.api.node.findChild('$connect-Route').node.defaultChild as CfnRoute,
+    'AwsSolutions-APIG4',
+    "Bridge socket $connect: the function authenticates the sandbox program by its own per-sandbox key (as the bridge's HTTP routes do) and refuses anything else.",
+  );
+  ack(socket.node.findChild('DefaultRoute'), 'AwsSolutions-APIG4', 'A MOCK integration that answers every message with a pong: it reaches no function, no data and no other connection.');
+  const socketLogs =
+    'WebSocket stage access logs need the account-wide API Gateway CloudWatch role (a setting outside this stack); each connection is logged by the $connect function (sandbox.socket) and messages are only pings a MOCK answers.';
+  ack(socket.stage, 'AwsSolutions-APIG1', socketLogs);
+  ack(socket.stage, 'Serverless-APIGWAccessLogging', socketLogs);
+  for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
+    ack(taskDefinition, 'AwsSolutions-ECS2', 'The one variable in the task definition is BRIDGE_SOCKET_URL, a public endpoint; per-sandbox values and secrets come at RunTask and through the bridge.');
+  }
+
   const queueReason = 'This queue is itself the failure destination of the asynchronous functions and targets; nothing would feed a queue behind it.';
   ack(stack.failureQueue, 'AwsSolutions-SQS3', queueReason);
   ack(stack.failureQueue, 'Serverless-SQSRedrivePolicy', queueReason);

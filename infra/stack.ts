@@ -11,12 +11,13 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
+import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
 import { Observability } from '#infra/constructs/observability.ts';
 import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
-import { authorizerFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type EventFunctionDef } from '#shared/functions.ts';
+import { authorizerFunction, bridgeSocketConnectFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type EventFunctionDef } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import type { RouteDef } from '#shared/http/route.ts';
@@ -40,6 +41,7 @@ export class ConversationServiceStack extends Stack {
   readonly failureQueue: Queue;
   readonly functionLogs: LogGroup;
   readonly api: Api;
+  readonly bridgeSocket: BridgeSocket;
   readonly observability: Observability;
   /** Every Lambda of the deployment by id: route ids, then `authorizer`, `fallback`, `ecsEvents`, `sweeper`. */
   readonly functions = new Map<string, { fn: ServiceFunction; access: FunctionAccess; async: boolean }>();
@@ -64,6 +66,11 @@ export class ConversationServiceStack extends Stack {
     });
     this.functionLogs = new LogGroup(this, 'FunctionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
 
+    this.bridgeSocket = new BridgeSocket(this, 'BridgeSocket', {
+      throttle: { rateLimit: config.apiThrottleRateLimit, burstLimit: config.apiThrottleBurstLimit },
+    });
+    // Sandbox programs connect to it; without the variable (locally) a program long-polls.
+    this.sandboxes.setProgramEnvironment('BRIDGE_SOCKET_URL', this.bridgeSocket.url);
     const targets: GrantTargets = {
       secretsKey: this.secretsKey,
       sandbox: {
@@ -73,6 +80,7 @@ export class ConversationServiceStack extends Stack {
         fileSystem: this.sandboxes.fileSystem,
         workspaces: this.sandboxes.workspaces,
       },
+      bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {
@@ -88,6 +96,7 @@ export class ConversationServiceStack extends Stack {
       SANDBOX_START_TIMEOUT_SECONDS: String(config.sandboxStartTimeoutSeconds),
       SANDBOX_IDLE_MINUTES: String(config.sandboxIdleMinutes),
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
+      BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
@@ -130,6 +139,7 @@ export class ConversationServiceStack extends Stack {
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));
+    this.bridgeSocket.connectWith(extra(bridgeSocketConnectFunction, Duration.seconds(10)).fn);
 
     this.api = new Api(this, 'Api', {
       config,
@@ -172,6 +182,7 @@ export class ConversationServiceStack extends Stack {
     });
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the API' });
+    new CfnOutput(this, 'BridgeSocketUrl', { value: this.bridgeSocket.url, description: 'The WebSocket sandbox programs take their commands from' });
     for (const key of tableKeys) {
       new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
     }

@@ -1,6 +1,7 @@
 /**
  * The sandbox side of the bridge protocol: check in, heartbeat, long-poll for commands, acknowledge
- * them. Plain fetch, no dependencies, so the sandbox image carries nothing of the control plane.
+ * them, where the bridge socket is (command-channel.ts opens it). Plain fetch, no dependencies, so
+ * the sandbox image carries nothing of the control plane.
  */
 
 import type { SnapshotBridge, SnapshotUpload } from './snapshots.ts';
@@ -55,8 +56,8 @@ export class BridgeClient implements SnapshotBridge {
     return out;
   }
 
-  /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status. */
-  async heartbeat(active: boolean): Promise<{ status: string }> {
+  /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status and the last command queued. */
+  async heartbeat(active: boolean): Promise<{ status: string; command_seq?: number }> {
     return this.call('POST', 'heartbeat', { body: { active } });
   }
 
@@ -64,6 +65,17 @@ export class BridgeClient implements SnapshotBridge {
   async commands(waitSeconds: number): Promise<BridgeCommand[]> {
     const out = await this.call<{ commands: BridgeCommand[] }>('GET', `commands?wait=${waitSeconds}`, { timeoutMs: (waitSeconds + 15) * 1000 });
     return out.commands;
+  }
+
+  /**
+   * Where and how to open the bridge socket (AWS): the sandbox in the query, the session key in a
+   * header (never in the URL, which access logs keep).
+   */
+  socketTarget(socketUrl: string): { url: string; headers: Record<string, string> } {
+    if (!this.key) throw new BridgeError(401, 'Not checked in');
+    const url = new URL(socketUrl);
+    url.searchParams.set('sandbox_id', this.sandboxId);
+    return { url: url.href, headers: { 'x-session-api-key': this.key } };
   }
 
   /** Not aborted by the stop signal: the command that stopped the program is still acknowledged. */

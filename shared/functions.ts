@@ -46,4 +46,16 @@ export const sweeperFunction = {
   capabilities: sandboxHousekeeping,
 } as const satisfies EventFunctionDef;
 
-export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction] as const;
+/**
+ * The bridge socket's `$connect` (infra/constructs/bridge-socket.ts): a sandbox program opens a
+ * WebSocket with its own session key; the connection is recorded on its sandbox, where the routes
+ * that queue commands push them (docs/architecture.md, "Bridge socket").
+ */
+export const bridgeSocketConnectFunction = {
+  id: 'bridgeSocketConnect',
+  entry: 'functions/bridge/socket-connect.ts',
+  tables: { sandboxes: 'write' },
+  async: false,
+} as const satisfies EventFunctionDef;
+
+export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, bridgeSocketConnectFunction] as const;

@@ -67,6 +67,7 @@ export function servicesOf(adapters: Adapters): Services {
       config: () => adapters.sandboxConfig,
       bridgeUrl: () => adapters.bridgeUrl,
       snapshots: () => adapters.workspaceSnapshots,
+      commandPush: () => adapters.commandPush,
       now: () => () => new Date(),
     });
   const built: Services = lazy<Services>({

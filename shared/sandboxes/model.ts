@@ -54,7 +54,10 @@ export const checkInResponseSchema = z.object({
 export const heartbeatBodySchema = z.object({
   active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
 });
-export const heartbeatResponseSchema = z.object({ status: z.enum(sandboxStatuses) });
+export const heartbeatResponseSchema = z.object({
+  status: z.enum(sandboxStatuses),
+  command_seq: z.number().int().meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' }),
+});
 
 export const commandSchema = z.object({
   seq: z.number().int().meta({ description: 'Position in the queue; 0 for the synthetic stop command' }),

@@ -4,6 +4,7 @@ import type { CursorCodec } from '#shared/http/cursor.ts';
 import { logger } from '#shared/logging.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import type { InstanceRef, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
@@ -22,6 +23,8 @@ export interface SandboxServiceDeps {
   bridgeUrl: (host: string | undefined) => string;
   /** Workspace snapshots in S3 (AWS); null where workspaces are directories that stay (locally). */
   snapshots: WorkspaceSnapshots | null;
+  /** Pushes queued commands to the program's socket (AWS); null where programs long-poll (locally). */
+  commandPush: CommandPush | null;
   now?: () => Date;
 }
 

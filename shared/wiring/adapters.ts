@@ -3,6 +3,7 @@ import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
@@ -34,6 +35,8 @@ export interface Adapters {
   eventStore: EventStore;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
+  /** Pushes queued commands to sandbox programs' sockets (AWS); null locally, where programs long-poll. */
+  commandPush: CommandPush | null;
 }
 export type AdapterName = keyof Adapters;
 
@@ -64,6 +67,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       remove: { tables: { sandboxes: 'write' } },
       nextCommandSeq: { tables: { sandboxes: 'write' } },
       putCommand: { tables: { commands: 'write' } },
+      setCommandSocket: { tables: { sandboxes: 'write' } },
+      clearCommandSocket: { tables: { sandboxes: 'write' } },
       listCommands: { tables: { commands: 'read' } },
       deleteCommand: { tables: { commands: 'write' } },
       deleteAllCommands: { tables: { commands: 'write' } },
@@ -92,6 +97,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
+  commandPush: { build: { capabilities: ['commands:push'] } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

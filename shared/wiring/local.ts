@@ -9,6 +9,7 @@ import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { logger } from '#shared/logging.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
@@ -30,6 +31,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
+  commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
   containment: Pick<ProcessRuntimeOptions, 'containment' | 'programDir' | 'uncontainedUsers'>;
 }
@@ -77,6 +80,8 @@ export function localServices(options: LocalOptions): LocalServices {
     eventStore: () => new DynamoEventStore(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
+    commandPush: () => options.commandPush ?? null,
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

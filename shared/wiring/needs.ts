@@ -55,6 +55,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:task-definitions': sandboxRuntimeEnv,
   'efs:access-points': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
+  'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

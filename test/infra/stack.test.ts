@@ -7,6 +7,8 @@ import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedActions } from '#infra/iam.ts';
 import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
+import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
+import { bridgeSocketConnectFunction } from '#shared/functions.ts';
 import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
@@ -29,6 +31,8 @@ let synthError: unknown;
 
 const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+/** Resources of one API Gateway API (the HTTP API, the bridge socket). */
+const ofApi = (type: string, api: unknown) => ofType(type).filter(([, r]) => r.Properties.ApiId?.Ref === logicalId(api));
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
@@ -130,7 +134,7 @@ describe('tables', () => {
 
 describe('HTTP API', () => {
   it('has one route per route-table entry, with the authorizer exactly on user routes, and a $default fallback', () => {
-    const made = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    const made = ofApi('AWS::ApiGatewayV2::Route', stack.api.httpApi.node.defaultChild).map(([, r]) => r.Properties);
     expect(made.map((r) => r.RouteKey).sort()).toEqual([...routeDefs.map((r) => `${r.method} ${r.path}`), '$default'].sort());
     for (const route of routeDefs) {
       const r = made.find((m) => m.RouteKey === `${route.method} ${route.path}`)!;
@@ -163,14 +167,66 @@ describe('HTTP API', () => {
       AutoDeploy: true,
       DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
     });
-    const [, stage] = ofType('AWS::ApiGatewayV2::Stage')[0]!;
+    const [, stage] = ofApi('AWS::ApiGatewayV2::Stage', stack.api.httpApi.node.defaultChild)[0]!;
     expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+  });
+});
+
+describe('bridge socket (sandbox programs take their commands over it)', () => {
+  const api = () => stack.bridgeSocket.api.node.defaultChild;
+
+  it('has exactly $connect (the connect function) and $default (a MOCK that answers a pong): nothing a program sends reaches a function', () => {
+    const routesMade = ofApi('AWS::ApiGatewayV2::Route', api()).map(([, r]) => r.Properties);
+    expect(routesMade.map((r) => r.RouteKey).sort()).toEqual(['$connect', '$default']);
+    const integrations = ofApi('AWS::ApiGatewayV2::Integration', api());
+    const targetOf = (key: string) => resources[routesMade.find((r) => r.RouteKey === key)!.Target['Fn::Join'][1][1].Ref]!.Properties;
+    expect(JSON.stringify(targetOf('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get(bridgeSocketConnectFunction.id)!.fn.fn.node.defaultChild));
+    expect(targetOf('$default').IntegrationType).toBe('MOCK');
+    expect(integrations).toHaveLength(2);
+    const [, response] = ofApi('AWS::ApiGatewayV2::IntegrationResponse', api())[0]!;
+    expect(response.Properties.ResponseTemplates).toEqual({ $default: BRIDGE_SOCKET_PONG });
+    expect(ofApi('AWS::ApiGatewayV2::RouteResponse', api())).toHaveLength(1);
+  });
+
+  it('throttles its stage from the configuration', () => {
+    const [, stage] = ofApi('AWS::ApiGatewayV2::Stage', api())[0]!;
+    expect(stage.Properties).toMatchObject({
+      StageName: 'bridge',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
+    });
+  });
+
+  it('lets exactly the functions that queue commands post to its connections, and nothing else of any API', () => {
+    const posting = [...stack.functions].filter(([, { access }]) => access.capabilities?.includes('commands:push')).map(([id]) => id);
+    expect(posting.sort()).toEqual(
+      ['startConversation', 'sendMessage', 'pauseConversation', 'runConversation', 'respondToConfirmation', 'legacyCreateConversation', 'legacyDeleteConversation'].sort(),
+    );
+    for (const [id, p] of ofType('AWS::IAM::Policy')) {
+      for (const st of p.Properties.PolicyDocument.Statement as Json[]) {
+        if (![st.Action].flat().some((a: string) => a.startsWith('execute-api:'))) continue;
+        expect([st.Action].flat(), id).toEqual(['execute-api:ManageConnections']);
+        const resource = JSON.stringify(st.Resource);
+        expect(resource, id).toContain(logicalId(api()));
+        expect(resource, id).toContain('/bridge/POST/@connections/*');
+      }
+    }
+  });
+
+  it('gives sandbox programs its URL in every spec task definition; the connect function reads only the sandboxes table', () => {
+    for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
+      const env = resources[logicalId(taskDefinition.node.defaultChild)]!.Properties.ContainerDefinitions[0].Environment as Json[];
+      expect(env.map((e) => e.Name)).toEqual(['BRIDGE_SOCKET_URL']);
+    }
+    const connect = stack.functions.get(bridgeSocketConnectFunction.id)!;
+    expect(connect.access.tables).toEqual({ sandboxes: 'write' });
+    expect(connect.access.capabilities).toBeUndefined();
   });
 });
 
 describe('functions', () => {
   it('has one function per route plus the authorizer and the fallback (and the event functions when present)', () => {
-    const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback'];
+    const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback', bridgeSocketConnectFunction.id];
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
