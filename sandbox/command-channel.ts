@@ -42,7 +42,7 @@ export interface CommandChannelOptions {
 const PAGE = 10;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-const sleep = (ms: number, signal: AbortSignal) =>
+export const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const done = () => {
       clearTimeout(timer);

@@ -17,7 +17,7 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
-import { CommandChannel } from './command-channel.ts';
+import { CommandChannel, sleep } from './command-channel.ts';
 import { CONVERSATION_COMMANDS } from './conversation-commands.ts';
 import { Snapshotter } from './snapshots.ts';
 
@@ -27,18 +27,6 @@ export const VERSION = '0.1.0';
 function log(level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown> = {}): void {
   process.stderr.write(`${JSON.stringify({ level, message, time: new Date().toISOString(), ...fields })}\n`);
 }
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 export interface SandboxContext {
   sandboxId: string;

@@ -8,7 +8,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { handler as connectHandler } from '../../functions/bridge/socket-connect.ts';
 import { BridgeClient, type BridgeCommand } from '#sandbox/bridge-client.ts';
 import { CommandChannel, type CommandChannelOptions } from '#sandbox/command-channel.ts';
@@ -53,6 +53,12 @@ beforeAll(async () => {
     sandboxes: { pollMaxSeconds: 60, pollIntervalMs: 120_000, maxRunning: 20 },
   });
 }, 120_000);
+
+// A test that made the emulated API refuse or go silent leaves it answering again.
+afterEach(() => {
+  socket.refuseWith = undefined;
+  socket.answerPings = true;
+});
 
 afterAll(async () => {
   await stack?.stop();
@@ -119,6 +125,18 @@ function runChannel(bridge: BridgeClient, options: Partial<CommandChannelOptions
   };
 }
 
+/** Runs the channel for `body`, and stops it afterwards whatever the outcome. */
+async function withChannel(bridge: BridgeClient, ...args: [body: (run: Running) => Promise<void>] | [options: Partial<CommandChannelOptions>, body: (run: Running) => Promise<void>]): Promise<void> {
+  const [options, body] = args.length === 1 ? [{}, args[0]] : args;
+  const run = runChannel(bridge, options);
+  try {
+    await body(run);
+  } finally {
+    await run.stop();
+  }
+}
+
+const arrived = (run: Running, seq: number) => waitFor(`command ${seq}`, () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
 const enqueue = (id: string, type: string, payload: unknown = {}) => stack.services.sandboxes.enqueueCommand('dev', id, { type, payload });
 const socketOf = async (id: string) => (await store().get(id))?.commandSocket;
 const seqs = (handled: BridgeCommand[]) => handled.map((c) => c.seq);
@@ -129,28 +147,24 @@ describe('the program on the bridge socket', () => {
   it('takes what was queued before it connected (one HTTP fetch), then pushed commands, each once, with no long-poll', async () => {
     const { id, bridge } = await checkedIn();
     const early = await enqueue(id, 'early');
-    const run = runChannel(bridge);
-    try {
+    await withChannel(bridge, async (run) => {
       const connection = await waitFor('the connection on the record', () => socketOf(id));
       expect(socket.connections.has(connection)).toBe(true);
       await waitFor('the early command', () => (run.handled.length ? true : undefined));
       const pushed = await enqueue(id, 'pushed', { text: 'hello' });
-      await waitFor('the pushed command', () => (run.handled.some((c) => c.seq === pushed) ? true : undefined));
+      await arrived(run, pushed);
       expect(socket.posts.filter((p) => p.connectionId === connection).map((p) => [JSON.parse(p.text).commands[0].seq, p.status])).toEqual([[pushed, 200]]);
       expect(run.handled.find((c) => c.seq === pushed)).toMatchObject({ type: 'pushed', payload: { text: 'hello' } });
       expect(seqs(run.handled)).toEqual([early, pushed]);
       // Every fetch was the no-wait one after connecting: no long-poll held a function.
       expect(run.fetches.every((w) => w === 0)).toBe(true);
       await waitFor('the queue to empty (acknowledged)', async () => ((await store().listCommands(id, 10)).length === 0 ? true : undefined));
-    } finally {
-      await run.stop();
-    }
+    });
   });
 
   it('pings within the idle limit; a socket that stops answering is dropped and replaced', async () => {
     const { id, bridge } = await checkedIn();
-    const run = runChannel(bridge);
-    try {
+    await withChannel(bridge, async (run) => {
       const first = await waitFor('a connection', () => socketOf(id));
       await waitFor('two pings on it', () => (socket.received.filter((m) => m.connectionId === first).length >= 2 ? true : undefined));
       expect(socket.received.find((m) => m.connectionId === first)?.text).toBe('{"action":"ping"}');
@@ -162,18 +176,14 @@ describe('the program on the bridge socket', () => {
       socket.answerPings = true;
       await waitFor('the silent connection to be gone', () => (socket.connections.has(first) ? undefined : true));
       const seq = await enqueue(id, 'after_reconnect');
-      await waitFor('the command on the new connection', () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
+      await arrived(run, seq);
       expect(postsOf('after_reconnect')[0]).toMatchObject({ connectionId: second, status: 200 });
-    } finally {
-      socket.answerPings = true;
-      await run.stop();
-    }
+    });
   });
 
   it('after a dropped connection, fetches what was queued while it was gone; a push to the gone connection is forgotten', async () => {
     const { id, bridge } = await checkedIn();
-    const run = runChannel(bridge);
-    try {
+    await withChannel(bridge, async (run) => {
       const first = await waitFor('a connection', () => socketOf(id));
       // API Gateway ends the connection (its 2-hour limit, a network drop) and refuses new ones for now.
       socket.refuseWith = 503;
@@ -184,28 +194,21 @@ describe('the program on the bridge socket', () => {
       expect(await socketOf(id)).toBeUndefined();
       // Meanwhile it long-polls (the fallback) and retries the socket; one of them brings the command.
       socket.refuseWith = undefined;
-      await waitFor('the command', () => (run.handled.some((c) => c.seq === lost) ? true : undefined));
+      await arrived(run, lost);
       expect(seqs(run.handled)).toEqual([lost]);
-    } finally {
-      socket.refuseWith = undefined;
-      await run.stop();
-    }
+    });
     // Reconnecting: a command queued while no socket was open (its push went nowhere) comes with the fetch after connecting.
     const missed = await enqueue(id, 'queued_offline');
-    const again = runChannel(bridge);
-    try {
-      await waitFor('the missed command', () => (again.handled.some((c) => c.seq === missed) ? true : undefined));
+    await withChannel(bridge, async (again) => {
+      await arrived(again, missed);
       expect(again.fetches[0]).toBe(0);
       expect(seqs(again.handled)).toEqual([missed]);
-    } finally {
-      await again.stop();
-    }
+    });
   });
 
   it('reconnects before the connection limit and loses nothing across the reconnects', async () => {
     const { id, bridge } = await checkedIn();
-    const run = runChannel(bridge, { maxAgeMs: 400 });
-    try {
+    await withChannel(bridge, { maxAgeMs: 400 }, async (run) => {
       const sent: number[] = [];
       const seen = new Set<string>();
       for (let i = 0; i < 6; i++) {
@@ -218,15 +221,12 @@ describe('the program on the bridge socket', () => {
       expect(seen.size).toBeGreaterThan(1);
       // Each exactly once, though some came by push and some by the fetch after a reconnect.
       expect(seqs(run.handled).sort((x, y) => x - y)).toEqual(sent);
-    } finally {
-      await run.stop();
-    }
+    });
   });
 
   it('a heartbeat showing a newer command than it has seen makes it fetch the queue (a push that failed)', async () => {
     const { id, bridge } = await checkedIn();
-    const run = runChannel(bridge);
-    try {
+    await withChannel(bridge, async (run) => {
       const connection = await waitFor('a connection', () => socketOf(id));
       await waitFor('the connect fetch', () => (run.fetches.length ? true : undefined));
       // The push fails (the connection looks gone to the pusher) but the program's socket stays open.
@@ -238,53 +238,44 @@ describe('the program on the bridge socket', () => {
       const beat = await bridge.heartbeat(false);
       expect(beat).toEqual({ status: 'RUNNING', command_seq: seq });
       run.channel.noteQueued(beat.command_seq!);
-      await waitFor('the fetched command', () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
+      await arrived(run, seq);
       // Seen now: the next heartbeat's number fetches nothing more.
       const fetched = run.fetches.length;
       run.channel.noteQueued(seq);
       await new Promise((r) => setTimeout(r, 200));
       expect(run.fetches.length).toBe(fetched);
-    } finally {
-      await run.stop();
-    }
+    });
   });
 
   it('long-polls when the socket cannot open, and moves to the socket once it can', async () => {
     const { id, bridge } = await checkedIn();
     socket.refuseWith = 502;
-    const run = runChannel(bridge, { retryMs: 1500, maxRetryMs: 1500 });
-    try {
+    await withChannel(bridge, { retryMs: 1500, maxRetryMs: 1500 }, async (run) => {
       await waitFor('a long-poll', () => (run.fetches.some((w) => w > 0) ? true : undefined));
       const polled = await enqueue(id, 'by_poll');
-      await waitFor('the command by long-poll', () => (run.handled.some((c) => c.seq === polled) ? true : undefined));
+      await arrived(run, polled);
       expect(postsOf('by_poll')).toEqual([]);
       socket.refuseWith = undefined;
       const connection = await waitFor('the socket, once it opens', () => socketOf(id));
       await waitFor('the channel on it', () => (run.channel.connected ? true : undefined));
       const pushed = await enqueue(id, 'by_push');
-      await waitFor('the pushed command', () => (run.handled.some((c) => c.seq === pushed) ? true : undefined));
+      await arrived(run, pushed);
       expect(postsOf('by_push')[0]).toMatchObject({ connectionId: connection, status: 200 });
       expect(seqs(run.handled)).toEqual([polled, pushed]);
-    } finally {
-      socket.refuseWith = undefined;
-      await run.stop();
-    }
+    });
   });
 
   it('a command over the frame size is announced and fetched over HTTP', async () => {
     const { id, bridge } = await checkedIn();
-    const run = runChannel(bridge);
-    try {
+    await withChannel(bridge, async (run) => {
       await waitFor('a connection', () => socketOf(id));
       await waitFor('the connect fetch', () => (run.fetches.length ? true : undefined));
       const big = 'x'.repeat(40 * 1024);
       const seq = await stack.services.sandboxes.enqueueCommand('dev', id, { type: 'big', payload: { big } }, { seal: false });
-      await waitFor('the big command', () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
+      await arrived(run, seq);
       expect(socket.posts.find((p) => p.text === '{"commands":[],"fetch":true}')).toBeDefined();
       expect((run.handled.find((c) => c.seq === seq)!.payload as { big: string }).big).toBe(big);
-    } finally {
-      await run.stop();
-    }
+    });
   });
 });
 
@@ -311,15 +302,12 @@ describe('who may connect (a hostile program)', () => {
     expect(await socketOf(a.id)).toBeUndefined();
     // Its own key opens its own socket, and a's commands go to a's connection only.
     expect(await attempt(`?sandbox_id=${b.id}`, { 'x-session-api-key': b.key })).toBe(101);
-    const runA = runChannel(a.bridge);
-    try {
+    await withChannel(a.bridge, async (runA) => {
       const connA = await waitFor('a connected', () => socketOf(a.id));
       const seq = await enqueue(a.id, 'for_a');
-      await waitFor('a to take it', () => (runA.handled.some((c) => c.seq === seq) ? true : undefined));
+      await arrived(runA, seq);
       expect(postsOf('for_a').map((p) => p.connectionId)).toEqual([connA]);
-    } finally {
-      await runA.stop();
-    }
+    });
     // Paused: the key no longer opens a socket.
     expect((await stack.call('POST', `/api/v1/sandboxes/${b.id}/pause`)).status).toBe(200);
     await waitForStatus(stack, b.id, 'PAUSED');
