@@ -75,6 +75,8 @@ export interface FakeAwsOptions {
   /** The sandbox program (the image's /app/main.mjs, built by the tier). */
   sandboxProgram: string;
   onTaskChange(task: EcsTask): void;
+  /** Where the tier serves the bridge socket whose public URL is given (none: the program long-polls). */
+  bridgeSocketUrl?(url: string): string | undefined;
 }
 
 export class FakeAws {
@@ -385,6 +387,10 @@ export class FakeAws {
     mkdirSync(env.WORKSPACE_DIR, { recursive: true });
     // API Gateway is HTTPS; the emulated API listens on plain HTTP on loopback.
     if (env.BRIDGE_URL) env.BRIDGE_URL = env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
+    // The bridge socket is served where the tier emulates it; elsewhere the program long-polls (its fallback), never reaching out.
+    const socket = env.BRIDGE_SOCKET_URL && this.options.bridgeSocketUrl?.(env.BRIDGE_SOCKET_URL);
+    if (socket) env.BRIDGE_SOCKET_URL = socket;
+    else delete env.BRIDGE_SOCKET_URL;
     const command = override.command ?? container.command;
     if (command) {
       this.finish(task, 'TaskFailedToStart', `The tier runs only the sandbox image's CMD, not ${JSON.stringify(command)}`, undefined);
