@@ -502,7 +502,9 @@ export const routes = [
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
-    tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
+    // On AWS it also pushes what it committed to the stream's open connections (PostToConnection).
+    tables: { events: 'write', conversations: 'read', sandboxes: 'write', streamConnections: 'write' },
+    capabilities: ['stream:push'],
     params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
     query: eventPostQuery,
     body: z.array(eventSchema).max(100),

@@ -9,7 +9,10 @@ import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
+import type { ConnectionPush } from '#shared/stream/connection-push.ts';
+import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
+import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
@@ -40,6 +43,12 @@ export interface Adapters {
   eventFeed: EventFeed;
   /** Single-use stream tickets, hashed, in the keys table under `stream-ticket:<id>`. */
   streamTicketStore: StreamTicketStore;
+  /** AWS: the WebSocket API's open connections by conversation, with their delivery positions. */
+  streamConnectionStore: ConnectionStore;
+  /** AWS: PostToConnection / GetConnection on the stream API's stage. */
+  streamPush: ConnectionPush;
+  /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
+  streamResendTrigger: ResendTrigger;
 }
 export type AdapterName = keyof Adapters;
 
@@ -100,6 +109,14 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
   eventFeed: { build: {} },
   streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },
+  streamConnectionStore: {
+    build: { tables: { streamConnections: 'read' } },
+    calls: Object.fromEntries(
+      (['add', 'remove', 'want', 'markReady', 'lease', 'advance', 'release'] as const).map((m) => [m, { tables: { streamConnections: 'write' } }]),
+    ) as Partial<Record<keyof ConnectionStore, Needs>>,
+  },
+  streamPush: { build: { capabilities: ['stream:push'] } },
+  streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

@@ -23,6 +23,11 @@ import type { Declaration } from '#shared/wiring/needs.ts';
 /** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/** An adapter of API Gateway's WebSocket API, which nothing local builds: a clear error if something tries. */
+const awsOnly = (name: string) => (): never => {
+  throw new Error(`${name} exists on AWS only: the local gateway serves the event stream itself`);
+};
+
 export interface LocalOptions {
   /** Where local state lives (`.data/` by default): the sealing key, sandboxes' workspaces. */
   dataDir: string;
@@ -84,6 +89,10 @@ export function localServices(options: LocalOptions): LocalServices {
     workspaceSnapshots: () => null,
     eventFeed: () => eventHub,
     streamTicketStore: () => new DynamoStreamTicketStore(),
+    // The WebSocket API's side of the stream: the local gateway serves the stream itself (eventHub).
+    streamConnectionStore: awsOnly('streamConnectionStore'),
+    streamPush: awsOnly('streamPush'),
+    streamResendTrigger: awsOnly('streamResendTrigger'),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

@@ -55,6 +55,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:task-definitions': sandboxRuntimeEnv,
   'efs:access-points': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
+  'stream:push': ['STREAM_CALLBACK_URL'],
+  'stream:resend': ['STREAM_RESEND_FUNCTION'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */
