@@ -26,6 +26,8 @@ export type LocalConfig = {
   specsFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
+  /** How often the event stream pings each client; an unanswered ping closes it (default 30 s). */
+  streamPingMs?: number;
 };
 
 export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalConfig {

@@ -66,10 +66,11 @@ export const REFUSALS = {
  * conversation must be the user's (404 otherwise, as for a foreign id on HTTP).
  */
 export async function authorizeStream(input: StreamRequest, deps: StreamAccessDeps): Promise<StreamGrant | StreamRefusal> {
+  // First, whatever else is wrong: the caller must learn not to put the key in URLs.
+  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
   const id = conversationIdSchema.safeParse(input.conversationId);
   if (!id.success) return refuse(400, 'conversation_id must be a UUID (32 hex characters, dashes optional)');
   const conversationId = id.data;
-  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
   const parsed = streamQuerySchema.safeParse(input.query);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -97,8 +97,8 @@ export const CLOSE = {
   /** Normal closure (the server shuts down gracefully: 1001). */
   normal: 1000,
   goingAway: 1001,
-  /** A frame the stream does not take (client messages are not read). */
-  unsupported: 1003,
+  /** A client message that is not a user message (see client-messages.ts). */
+  invalidMessage: 1007,
   internalError: 1011,
   badRequest: 4400,
   unauthorized: 4401,

@@ -126,6 +126,8 @@ describe('authorizeStream', () => {
       const r = await open(deps, query);
       expect(refused(r), JSON.stringify(Object.keys(query))).toEqual({ status: 403, code: CLOSE.forbidden, reason: REFUSALS.userKeyInUrl });
     }
+    // Before anything else is looked at.
+    expect(refused(await open(deps, { session_api_key: key }, {}, 'not-an-id'))).toMatchObject({ status: 403, reason: REFUSALS.userKeyInUrl });
     // In a header (a CLI client), the same key works as on every route.
     expect(await open(deps, {}, { 'x-session-api-key': key })).toMatchObject({ allowed: true, via: 'key' });
     expect(await open(deps, {}, { authorization: `Bearer ${key}` })).toMatchObject({ allowed: true, via: 'key' });
