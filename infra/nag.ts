@@ -81,7 +81,8 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
   const socketRoutes: Record<string, string> = {
     $connect: 'The stream authorizes in its $connect handler (shared/stream/access.ts: a single-use ticket, the conversation-scoped key, or the session cookie with an allowed Origin; a user key in the URL refused), which also answers the refusal status.',
     $disconnect: 'Runs only for a connection $connect accepted; it removes that connection\'s record.',
-    $default: 'Keep-alive messages of a connection $connect accepted, consumed by a mock integration; nothing is read or stored.',
+    $default: 'Messages of a connection $connect accepted, relayed for that connection\'s conversation only (its record names it).',
+    ping: 'Keep-alive messages of a connection $connect accepted, consumed by a mock integration; nothing is read or stored.',
   };
   for (const [key, reason] of Object.entries(socketRoutes)) ack(stack.stream.routes.get(key)!.node.defaultChild as CfnRoute, 'AwsSolutions-APIG4', reason);
   const distribution = stack.front.distribution;

@@ -24,6 +24,7 @@ import {
   fallbackFunction,
   streamConnectFunction,
   streamDisconnectFunction,
+  streamMessageFunction,
   streamResendFunction,
   sweeperFunction,
   type EventFunctionDef,
@@ -157,7 +158,8 @@ export class ConversationServiceStack extends Stack {
       // Like the authorizer: a session cookie opens a stream only from these origins (or the service's own).
       const connect = extra(streamConnectFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
       const disconnect = extra(streamDisconnectFunction, Duration.seconds(10));
-      this.stream.addRoutes({ connect: connect.fn, disconnect: disconnect.fn });
+      const message = extra(streamMessageFunction, Duration.seconds(29));
+      this.stream.addRoutes({ connect: connect.fn, disconnect: disconnect.fn, message: message.fn });
     }
 
     this.api = new Api(this, 'Api', {

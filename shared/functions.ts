@@ -62,6 +62,17 @@ export const streamConnectFunction = {
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
 export const streamDisconnectFunction = { id: 'streamDisconnect', entry: 'functions/stream/disconnect.ts', async: false, tables: { streamConnections: 'write' } } as const satisfies EventFunctionDef;
+/**
+ * `$default`: a message a client sends on the stream (the OpenHands V1 UI sends user messages this
+ * way), relayed as the `sendMessage` route does it, under the same tables; keep-alive pings take
+ * the mock `ping` route and run no function.
+ */
+export const streamMessageFunction = {
+  id: 'streamMessage',
+  entry: 'functions/stream/message.ts',
+  async: false,
+  tables: { conversations: 'read', sandboxes: 'write', commands: 'write', streamConnections: 'read' },
+} as const satisfies EventFunctionDef;
 /** Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked for (resend_all, after_seq). */
 export const streamResendFunction = {
   id: 'streamResend',
@@ -71,4 +82,4 @@ export const streamResendFunction = {
   capabilities: ['stream:push'],
 } as const satisfies EventFunctionDef;
 
-export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamResendFunction] as const;
+export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamMessageFunction, streamResendFunction] as const;

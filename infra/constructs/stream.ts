@@ -10,6 +10,9 @@ import type { Config } from '#infra/config.ts';
 /** The stage: clients connect to `wss://<api host>/sockets` (CloudFront rewrites `/sockets/events/{id}` to it). */
 export const STREAM_STAGE = 'sockets';
 
+/** `{"action": "ping"}`: a keep-alive (10 idle minutes close a connection) that a mock integration takes, no function runs. */
+export const PING_ROUTE = 'ping';
+
 export interface StreamSocketsProps {
   config: Config;
   accessLogs: ILogGroup;
@@ -17,9 +20,9 @@ export interface StreamSocketsProps {
 
 /**
  * The event stream on AWS: an API Gateway WebSocket API (billed per message and connection minute,
- * nothing at rest). `$connect` authorizes and records the connection, `$disconnect` forgets it, and
- * `$default` takes a client's keep-alive messages with a mock integration (no Lambda: a ping costs a
- * message, not an invocation). The API is reached through CloudFront (infra/constructs/front.ts),
+ * nothing at rest). `$connect` authorizes and records the connection, `$disconnect` forgets it,
+ * `$default` relays a client's user message, and `ping` (`{"action": "ping"}`) takes keep-alives
+ * with a mock integration (a ping costs a message, not an invocation). The API is reached through CloudFront (infra/constructs/front.ts),
  * which maps `/sockets/events/{conversation_id}` onto the stage: a WebSocket API has no paths.
  * The routes come after the functions (`addRoutes`), which need the API's id for their grants.
  */
@@ -54,10 +57,12 @@ export class StreamSockets extends Construct {
   }
 
   /** The routes, once their functions exist. */
-  addRoutes(fns: { connect: IFunction; disconnect: IFunction }): void {
+  addRoutes(fns: { connect: IFunction; disconnect: IFunction; message: IFunction }): void {
     this.routes.set('$connect', this.api.addRoute('$connect', { integration: new WebSocketLambdaIntegration('Connect', fns.connect) }));
     this.routes.set('$disconnect', this.api.addRoute('$disconnect', { integration: new WebSocketLambdaIntegration('Disconnect', fns.disconnect) }));
-    this.routes.set('$default', this.api.addRoute('$default', { integration: new WebSocketMockIntegration('KeepAlive') }));
+    // A message is answered only when it was refused (the function returns a body then).
+    this.routes.set('$default', this.api.addRoute('$default', { integration: new WebSocketLambdaIntegration('Message', fns.message), returnResponse: true }));
+    this.routes.set(PING_ROUTE, this.api.addRoute(PING_ROUTE, { integration: new WebSocketMockIntegration('KeepAlive') }));
   }
 
   /** Where functions post to connections (the @connections management endpoint of the stage). */

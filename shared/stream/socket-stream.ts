@@ -1,4 +1,4 @@
-import type { EventStore } from '#shared/events/event-store.ts';
+import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
@@ -72,6 +72,11 @@ export class SocketStream {
   async disconnect(connectionId: string): Promise<void> {
     const conversation = await this.connections.find(connectionId);
     if (conversation) await this.connections.remove(conversation, connectionId);
+  }
+
+  /** The conversation a connection streams (for a message it sends). */
+  connectionOf(connectionId: string): Promise<ConversationRef | undefined> {
+    return this.connections.find(connectionId);
   }
 
   async resend(r: ResendRequest): Promise<void> {

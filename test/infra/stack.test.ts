@@ -173,15 +173,17 @@ describe('event stream (WebSocket API) and CloudFront', () => {
   const wsApiId = () => ({ Ref: logicalId(stack.stream.api.node.defaultChild) });
   const ofWsApi = (type: string) => ofType(type).filter(([, r]) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(wsApiId()));
 
-  it('a WebSocket API with $connect and $disconnect on their functions and a mock $default, on a throttled, logged stage', () => {
+  it('a WebSocket API with $connect, $disconnect and $default on their functions and a mock ping, on a throttled, logged stage', () => {
     const [, api] = ofType('AWS::ApiGatewayV2::Api').find(([id]) => id === wsApiId().Ref)!;
     expect(api.Properties.ProtocolType).toBe('WEBSOCKET');
     const routesOf = Object.fromEntries(ofWsApi('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties.RouteKey, r.Properties]));
-    expect(Object.keys(routesOf).sort()).toEqual(['$connect', '$default', '$disconnect']);
+    expect(Object.keys(routesOf).sort()).toEqual(['$connect', '$default', '$disconnect', 'ping']);
     const integration = (key: string) => resources[routesOf[key].Target['Fn::Join'][1][1].Ref]!.Properties;
     expect(JSON.stringify(integration('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamConnect')!.fn.fn.node.defaultChild));
     expect(JSON.stringify(integration('$disconnect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamDisconnect')!.fn.fn.node.defaultChild));
-    expect(integration('$default').IntegrationType).toBe('MOCK');
+    expect(JSON.stringify(integration('$default').IntegrationUri)).toContain(logicalId(stack.functions.get('streamMessage')!.fn.fn.node.defaultChild));
+    expect(routesOf.$default.RouteResponseSelectionExpression).toBe('$default');
+    expect(integration('ping').IntegrationType).toBe('MOCK');
     const [, stage] = ofWsApi('AWS::ApiGatewayV2::Stage')[0]!;
     expect(stage.Properties).toMatchObject({ StageName: 'sockets', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit } });
     expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ connectionId: '$context.connectionId', eventType: '$context.eventType' });
@@ -234,7 +236,7 @@ describe('functions', () => {
     const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback'];
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
-    expected.push('streamConnect', 'streamDisconnect', 'streamResend');
+    expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });

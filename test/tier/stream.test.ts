@@ -75,6 +75,30 @@ describe('the event stream on the synthesized stack', () => {
     expect(me.status).toBe(200);
   });
 
+  it('a user message sent on the socket is relayed to the agent (as POST .../events); a malformed one is answered with the reason', async () => {
+    const client = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle();
+    client.ws!.send('not json');
+    const [answer] = await client.waitFor(1);
+    expect(answer).toEqual({ error: { code: 1007, reason: expect.stringContaining('JSON') } });
+    llm.enqueue(reply.finish('relayed and done'));
+    client.ws!.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'one more thing' }], run: true }));
+    const done = await until(
+      tier,
+      'the agent answered the relayed message',
+      async () => client.messages.filter((m) => m.seq),
+      (ms) => ms.some((m) => JSON.stringify(m).includes('relayed and done')),
+      90_000,
+    );
+    expect(done.some((m) => m.source === 'user' && JSON.stringify(m).includes('one more thing'))).toBe(true);
+    const got = seqs(done);
+    expect(got).toEqual(range(got[0], got[0] + got.length - 1));
+    // The agent's run is over: what is stored now is where the tests below go on.
+    await until(tier, 'finished again', async () => (await tier.call('GET', `/api/v1/app-conversations?ids=${conv.id}`, { key })).body[0]?.execution_status, (st) => st === 'finished', 60_000);
+    conv.stored = (await tier.call('GET', `/api/v1/events/count?conversation_id__eq=${conv.id}`, { key })).body;
+    await client.close();
+  }, 120_000);
+
   it('resend_all with the scoped key: every stored event in order, then concurrent ingests arrive exactly once, in order', async () => {
     const client = await openStream(streamUrl(conv.id, `resend_all=true&session_api_key=${conv.scoped}`));
     expect(client.refused).toBeUndefined();
@@ -170,9 +194,11 @@ describe('the event stream on the synthesized stack', () => {
     const idle = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
     const posts = () => tier.aws.calls.filter((c) => c.operation === 'execute-api:ManageConnections').length;
+    const disconnects = () => tier.sockets.records.filter((r) => r.routeKey === '$disconnect').length;
+    const before$ = disconnects();
     await tier.sockets.advance(WEBSOCKET_LIMITS.idleMs);
     expect((await idle.closed).code).toBe(1001);
-    await until(tier, '$disconnect ran', async () => tier.sockets.records.filter((r) => r.routeKey === '$disconnect').length, (n) => n >= 1);
+    await until(tier, '$disconnect ran', async () => disconnects(), (n) => n > before$);
     const before = posts();
     await ingest(tier, conv, conv.stored + 1, [event(300)]);
     conv.stored += 1;
@@ -180,15 +206,19 @@ describe('the event stream on the synthesized stack', () => {
 
     const pinged = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
-    for (let t = 0; t < 13; t++) {
-      pinged.ws!.send('ping'); // consumed by the mock $default: no function runs
-      await until(tier, 'ping consumed', async () => tier.sockets.records.filter((r) => r.routeKey === '$default').length, (n) => n >= t + 1);
+    // A ping every 9 minutes keeps it open past the idle limit, up to the 2-hour limit and no further.
+    const pings = Math.ceil(WEBSOCKET_LIMITS.maxMs / (9 * 60_000)); // 14: the last advance crosses 2 hours
+    for (let t = 1; t <= pings; t++) {
+      pinged.ws!.send(JSON.stringify({ action: 'ping' })); // consumed by the mock ping route: no function runs
+      await until(tier, 'ping consumed', async () => tier.sockets.records.filter((r) => r.routeKey === 'ping').length, (n) => n >= t);
       await tier.sockets.advance(9 * 60_000);
+      if (t < pings) expect(pinged.ws!.readyState, `open after ${t * 9} minutes`).toBe(1);
     }
-    expect((await pinged.closed).code).toBe(1001);
-    expect(13 * 9 * 60_000).toBeGreaterThanOrEqual(WEBSOCKET_LIMITS.maxMs - 9 * 60_000);
-    expect(tier.sockets.records.filter((r) => r.routeKey === '$default').every((r) => r.status === 200)).toBe(true);
+    const closed = await Promise.race([pinged.closed, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+    expect(closed).toEqual({ code: 1001, reason: 'Going away' });
+    expect(tier.sockets.records.filter((r) => r.routeKey === 'ping').every((r) => r.status === 200)).toBe(true);
   }, 90_000);
+
 });
 
 /** Drops `action` from the statements of one function's role policy; returns how many statements granted it. */
