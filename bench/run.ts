@@ -5,6 +5,7 @@ import { benchBundles } from './bundles.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
+import { benchStream } from './stream.ts';
 
 /**
  * `npm run bench`: runs every benchmark section and rewrites docs/performance.md with the machine
@@ -18,6 +19,7 @@ const sections: [string, () => Promise<string>][] = [
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
   ['agent', benchAgent],
+  ['stream', benchStream],
 ];
 
 const only = process.argv.slice(2);

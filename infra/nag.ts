@@ -92,6 +92,18 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
   for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
     ack(taskDefinition, 'AwsSolutions-ECS2', 'The one variable in the task definition is BRIDGE_SOCKET_URL, a public endpoint; per-sandbox values and secrets come at RunTask and through the bridge.');
   }
+  const socketRoutes: Record<string, string> = {
+    $connect: 'The stream authorizes in its $connect handler (shared/stream/access.ts: a single-use ticket, the conversation-scoped key, or the session cookie with an allowed Origin; a user key in the URL refused), which also answers the refusal status.',
+    $disconnect: 'Runs only for a connection $connect accepted; it removes that connection\'s record.',
+    $default: 'Messages of a connection $connect accepted, relayed for that connection\'s conversation only (its record names it).',
+    ping: 'Keep-alive messages of a connection $connect accepted, consumed by a mock integration; nothing is read or stored.',
+  };
+  for (const [key, reason] of Object.entries(socketRoutes)) ack(stack.stream.routes.get(key)!.node.defaultChild as CfnRoute, 'AwsSolutions-APIG4', reason);
+  const distribution = stack.front.distribution;
+  ack(distribution, 'AwsSolutions-CFR1', 'A public API for its users wherever they are; access is decided per request by keys, sessions and tickets.');
+  ack(distribution, 'AwsSolutions-CFR2', 'AWS WAF bills every web ACL monthly, a fixed cost the service avoids (principle 3); both APIs are throttled per stage and authorize every request.');
+  ack(distribution, 'AwsSolutions-CFR3', 'Every request reaches an API whose access log records it (ApiAccessLogs, StreamAccessLogs); CloudFront standard logs would bill a second store for the same lines.');
+  ack(distribution, 'AwsSolutions-CFR4', 'The default *.cloudfront.net certificate, whose TLS policy CloudFront sets; a custom domain (own certificate) is where a minimum TLS version is chosen.');
 
   const queueReason = 'This queue is itself the failure destination of the asynchronous functions and targets; nothing would feed a queue behind it.';
   ack(stack.failureQueue, 'AwsSolutions-SQS3', queueReason);

@@ -506,7 +506,9 @@ export const routes = [
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
-    tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
+    // On AWS it also pushes what it committed to the stream's open connections (PostToConnection).
+    tables: { events: 'write', conversations: 'read', sandboxes: 'write', streamConnections: 'write' },
+    capabilities: ['stream:push'],
     params: z.object({ sandbox_id: sandboxIdParam, conversation_id: conversationIdSchema }),
     query: eventPostQuery,
     body: z.array(eventSchema).max(100),
@@ -648,6 +650,20 @@ export const routes = [
     capabilities: ['seal', 'unseal'],
     params: conversationParams,
     response: z.object({ session_api_key: z.string() }),
+  },
+  {
+    id: 'createStreamTicket',
+    method: 'POST',
+    path: '/api/v1/app-conversations/{conversation_id}/stream-tickets',
+    entry: 'functions/stream/ticket.ts',
+    auth: 'user',
+    summary:
+      "A single-use ticket (valid 60 s, this conversation only) that opens its event stream: " +
+      "`ws(s)://<host>/sockets/events/{conversation_id}?ticket=<ticket>&resend_all=true`, for clients that cannot send the cookie or a key",
+    tag: 'events',
+    tables: { conversations: 'read', keys: 'write' },
+    params: conversationParams,
+    response: z.object({ ticket: z.string(), expires_at: z.string() }),
   },
   {
     id: 'listKeys',

@@ -33,6 +33,8 @@ export type LocalConfig = {
    * Gateway's bridge socket (test/helpers/bridge-socket.ts).
    */
   commandPush?: CommandPush;
+  /** How often the event stream pings each client; an unanswered ping closes it (default 30 s). */
+  streamPingMs?: number;
 };
 
 export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalConfig {

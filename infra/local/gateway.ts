@@ -11,6 +11,7 @@ import { logger } from '#shared/logging.ts';
 import { routes } from '#shared/routes.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
+import { attachEventStream } from '#infra/local/stream-socket.ts';
 
 /** API Gateway's own payload limit; routes set tighter ones, answered by the wrapper. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
@@ -108,7 +109,7 @@ const lambdaContext = (requestId: string, routeId: string): Context =>
  * `CORS_ORIGINS` (preflight `OPTIONS` answered on every path), match the route (404/405), run the
  * same authorizer code for user routes, build the payload 2.0 event and call the route's handler.
  */
-export async function startGateway(options: { services: LocalServices; port: number; host: string }): Promise<Gateway> {
+export async function startGateway(options: { services: LocalServices; port: number; host: string; streamPingMs?: number }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
   const origins = allowedOrigins();
   const { apiKeys, sessions, conversationKeys } = options.services;
@@ -150,6 +151,8 @@ export async function startGateway(options: { services: LocalServices; port: num
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
   });
+  // The live event stream (WebSocket) on the same port.
+  const stream = attachEventStream(server, { services: options.services, allowedOrigins: origins, pingMs: options.streamPingMs });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
@@ -159,6 +162,7 @@ export async function startGateway(options: { services: LocalServices; port: num
     url: `http://${options.host}:${port}`,
     server,
     close: async () => {
+      await stream.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -77,7 +77,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const devKey = await ensureDevKey(services, config.dataDir);
   // No process of this server runs yet: every live record is a sandbox that died with the last one.
   const reconciled = await services.sandboxHousekeeping.reconcileLost('The sandbox process ended with the local server (it stopped without pausing it)');
-  const gateway = await startGateway({ services, port: config.port, host: config.host });
+  const gateway = await startGateway({ services, port: config.port, host: config.host, streamPingMs: config.streamPingMs });
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.

@@ -9,6 +9,7 @@ import type { AgentEventEnvelope } from '#shared/events/model.ts';
 import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
+import type { EventFeed } from '#shared/stream/feed.ts';
 
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
 const before = (status: StartTaskStatus) => startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
@@ -26,6 +27,7 @@ export class ConversationBridge {
     private readonly settings: SettingsService,
     private readonly sandboxes: SandboxControl,
     private readonly service: ConversationService,
+    private readonly feed: EventFeed,
   ) {}
 
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
@@ -72,10 +74,14 @@ export class ConversationBridge {
 
   async postEvents(sandboxId: string, key: string | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
     const conversation = await this.conversationOf(sandboxId, key, conversationId);
-    const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, firstSeq, events).catch((err: unknown) => {
+    const ref = { userId: conversation.userId, conversationId: conversation.id };
+    const added = await this.events.append(ref, firstSeq, events).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
       throw err;
     });
+    // Even when nothing was added: a retry may follow an attempt that stored the batch and died before telling.
+    // The stream reads from the store, so a failed push costs a client nothing the next commit does not bring.
+    await this.feed.committed(ref, await this.events.lastSeq(ref)).catch((err: unknown) => logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }));
     await this.sandboxes.touch(sandboxId);
     return { success: true, added };
   }

@@ -28,6 +28,13 @@ export const eventPostQuery = z.object({
     .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
 });
 
+/** A position in a conversation's events: the `seq` of the last event seen (0: before the first). */
+export const afterSeqParam = z
+  .string()
+  .regex(/^[0-9]{1,16}$/, 'after_seq must be a non-negative integer')
+  .transform(Number)
+  .refine(Number.isSafeInteger, 'after_seq must be a non-negative integer');
+
 export const sortOrder = z.enum(['TIMESTAMP', 'TIMESTAMP_DESC']).default('TIMESTAMP');
 
 const timeFilter = dateTimeFilter;
@@ -39,10 +46,12 @@ export const eventSearchQuery = z.object({
   timestamp__lt: timeFilter,
   sort_order: sortOrder,
   page_id: pageId,
+  /** Start after this sequence number (the `seq` of a stream message): how a stream client fetches an `EventReference` or catches up. */
+  after_seq: afterSeqParam.optional(),
   limit: pageLimit,
 });
 export type EventSearch = z.output<typeof eventSearchQuery>;
 
-export const eventCountQuery = eventSearchQuery.omit({ page_id: true, limit: true, sort_order: true });
+export const eventCountQuery = eventSearchQuery.omit({ page_id: true, after_seq: true, limit: true, sort_order: true });
 
 export const eventPageSchema = z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.string().nullable() });

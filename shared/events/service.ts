@@ -2,7 +2,7 @@ import type { ConversationStore } from '#shared/conversations/conversation-store
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope, EventSearch } from '#shared/events/model.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
-import { notFound } from '#shared/http/errors.ts';
+import { invalidField, notFound } from '#shared/http/errors.ts';
 
 export interface EventPageView {
   items: AgentEventEnvelope[];
@@ -33,7 +33,9 @@ export class EventService {
     const conversationId = await this.owned(userId, q.conversation_id__eq);
     const descending = q.sort_order === 'TIMESTAMP_DESC';
     const scope = `${userId}:events:${conversationId}:${q.sort_order}`;
-    const startKey = await this.cursors.decode(q.page_id, scope);
+    if (q.after_seq !== undefined && (descending || q.page_id)) throw invalidField(['query', 'after_seq'], 'after_seq goes with sort_order TIMESTAMP and no page_id', q.after_seq);
+    // A plain number is enough here: the conversation is the caller's, checked above (cursors are signed to keep them in one partition).
+    const startKey = q.after_seq !== undefined ? { seq: q.after_seq } : await this.cursors.decode(q.page_id, scope);
     const page = await this.events.query({ userId, conversationId }, {
       kind: q.kind__eq,
       timestampGte: q.timestamp__gte,
@@ -47,7 +49,7 @@ export class EventService {
     return view;
   }
 
-  async count(userId: string, q: Omit<EventSearch, 'page_id' | 'limit' | 'sort_order'>): Promise<number> {
+  async count(userId: string, q: Omit<EventSearch, 'page_id' | 'after_seq' | 'limit' | 'sort_order'>): Promise<number> {
     const conversationId = await this.owned(userId, q.conversation_id__eq);
     return this.events.count({ userId, conversationId }, { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt });
   }

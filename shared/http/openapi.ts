@@ -91,7 +91,11 @@ export function openApiDocument(serverUrl?: string) {
     info: {
       title: 'Agent Conversation Service',
       version: '1.0.0',
-      description: 'Settings, conversations with an AI coding agent, and the sandboxes they run in.',
+      description:
+        'Settings, conversations with an AI coding agent, and the sandboxes they run in. Live events: a WebSocket at ' +
+        '`/sockets/events/{conversation_id}?resend_all=true` (one event per message with its `seq`; `after_seq=N` resumes), ' +
+        "opened with the session cookie, the conversation's `session_api_key` in the query, or a `ticket` from " +
+        '`POST /api/v1/app-conversations/{conversation_id}/stream-tickets`; never a user API key in the URL.',
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     components: {

@@ -10,6 +10,11 @@ import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
+import type { ConnectionPush } from '#shared/stream/connection-push.ts';
+import type { ConnectionStore } from '#shared/stream/connection-store.ts';
+import type { EventFeed } from '#shared/stream/feed.ts';
+import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
+import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
 /** Every adapter a function may build, by name: what the AWS and the local wiring each provide. */
@@ -37,6 +42,16 @@ export interface Adapters {
   workspaceSnapshots: WorkspaceSnapshots | null;
   /** Pushes queued commands to sandbox programs' sockets (AWS); null locally, where programs long-poll. */
   commandPush: CommandPush | null;
+  /** Told when a conversation's events are committed, to push them to its stream's clients. */
+  eventFeed: EventFeed;
+  /** Single-use stream tickets, hashed, in the keys table under `stream-ticket:<id>`. */
+  streamTicketStore: StreamTicketStore;
+  /** AWS: the WebSocket API's open connections by conversation, with their delivery positions. */
+  streamConnectionStore: ConnectionStore;
+  /** AWS: PostToConnection / GetConnection on the stream API's stage. */
+  streamPush: ConnectionPush;
+  /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
+  streamResendTrigger: ResendTrigger;
 }
 export type AdapterName = keyof Adapters;
 
@@ -98,6 +113,16 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },
+  eventFeed: { build: {} },
+  streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },
+  streamConnectionStore: {
+    build: { tables: { streamConnections: 'read' } },
+    calls: Object.fromEntries(
+      (['add', 'remove', 'want', 'markReady', 'lease', 'advance', 'release'] as const).map((m) => [m, { tables: { streamConnections: 'write' } }]),
+    ) as Partial<Record<keyof ConnectionStore, Needs>>,
+  },
+  streamPush: { build: { capabilities: ['stream:push'] } },
+  streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

@@ -15,12 +15,19 @@ import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandb
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type Services } from '#shared/services.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
+import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
+import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
 /** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** An adapter of API Gateway's WebSocket API, which nothing local builds: a clear error if something tries. */
+const awsOnly = (name: string) => (): never => {
+  throw new Error(`${name} exists on AWS only: the local gateway serves the event stream itself`);
+};
 
 export interface LocalOptions {
   /** Where local state lives (`.data/` by default): the sealing key, sandboxes' workspaces. */
@@ -40,6 +47,8 @@ export interface LocalOptions {
 export interface LocalServices extends Services {
   /** The process runtime, so the local stack can stop every sandbox process when it closes. */
   sandboxRuntime: ProcessSandboxRuntime;
+  /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
+  eventHub: LocalEventHub;
   /**
    * The same services for one function, held to its declaration and to the adapters its entry
    * names, as on AWS: the local gateway runs each route through these, so every test that goes
@@ -63,6 +72,7 @@ export function localServices(options: LocalOptions): LocalServices {
     onStopped: (event) =>
       void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
+  const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
     settingsStore: () => new DynamoSettingsStore(),
@@ -82,6 +92,12 @@ export function localServices(options: LocalOptions): LocalServices {
     workspaceSnapshots: () => null,
     // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
     commandPush: () => options.commandPush ?? null,
+    eventFeed: () => eventHub,
+    streamTicketStore: () => new DynamoStreamTicketStore(),
+    // The WebSocket API's side of the stream: the local gateway serves the stream itself (eventHub).
+    streamConnectionStore: awsOnly('streamConnectionStore'),
+    streamPush: awsOnly('streamPush'),
+    streamResendTrigger: awsOnly('streamResendTrigger'),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
@@ -89,6 +105,7 @@ export function localServices(options: LocalOptions): LocalServices {
   all = servicesOf(adapters);
   return Object.assign(all, {
     sandboxRuntime,
+    eventHub,
     forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[]) => servicesOf(wire(id, declaration, builders(names))),
   });
 }

@@ -56,6 +56,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'efs:access-points': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
   'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
+  'stream:push': ['STREAM_CALLBACK_URL'],
+  'stream:resend': ['STREAM_RESEND_FUNCTION'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

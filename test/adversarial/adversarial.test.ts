@@ -191,6 +191,7 @@ const foreign: Record<string, (v: Player) => { method?: string; path: string; bo
   legacyUpdateConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'PATCH', body: { title: 'renamed by another' }, expect: 404 }),
   legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
   revokeConversationKey: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`, method: 'POST', expect: 404 }),
+  createStreamTicket: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/stream-tickets`, method: 'POST', expect: 404 }),
   listKeys: () => ({ path: '/api/keys', expect: 'own-only' }),
   createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: 'the attacker\'s own' }, expect: 'own-only' }),
   deleteKey: (v) => ({ path: `/api/keys/${v.keyId}`, method: 'DELETE', expect: 404 }),

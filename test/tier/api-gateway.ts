@@ -63,23 +63,20 @@ export class HttpApiEmulator {
     resolved: Template,
     private readonly lambda: LambdaService,
   ) {
-    // The bridge socket's WebSocket API is not this emulator's: leave out its resources.
-    const sockets = new Set(ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET').map(([id, r]) => names(STACK, id, r).ref));
-    const ofHttp = (type: string) => ofType(resolved, type).filter(([, r]) => type === 'AWS::ApiGatewayV2::Api' ? r.Properties.ProtocolType !== 'WEBSOCKET' : !sockets.has(r.Properties.ApiId));
-    const apis = ofHttp('AWS::ApiGatewayV2::Api');
+    // The WebSocket API is test/tier/websocket-api.ts's.
+    const apis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'HTTP');
     if (apis.length !== 1) throw new Error(`The tier emulates one HTTP API; the template has ${apis.length}`);
     const [apiLogical, api] = apis[0]!;
-    void apiLogical;
-    if (api.Properties.ProtocolType !== 'HTTP') throw new Error('Only HTTP APIs are emulated');
     this.cors = api.Properties.CorsConfiguration;
-    this.apiId = ofHttp('AWS::ApiGatewayV2::Route')[0]?.[1].Properties.ApiId;
-    const stages = ofHttp('AWS::ApiGatewayV2::Stage');
+    this.apiId = names(STACK, apiLogical, api).ref;
+    const ofApi = (type: string) => ofType(resolved, type).filter(([, r]) => r.Properties.ApiId === this.apiId);
+    const stages = ofApi('AWS::ApiGatewayV2::Stage');
     this.stage = stages[0]?.[1].Properties.StageName ?? '$default';
     if (this.stage !== '$default') throw new Error('The tier serves the $default stage only');
 
-    const integrations = new Map(ofHttp('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]));
+    const integrations = new Map(ofApi('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]));
     const authorizers = new Map(
-      ofHttp('AWS::ApiGatewayV2::Authorizer').map(([id, r]) => {
+      ofApi('AWS::ApiGatewayV2::Authorizer').map(([id, r]) => {
         const p = r.Properties;
         if (p.AuthorizerType !== 'REQUEST') throw new Error(`Authorizer ${id}: only REQUEST (Lambda) authorizers are emulated`);
         const fn = /functions\/(.+)\/invocations$/.exec(p.AuthorizerUri)?.[1];
@@ -97,7 +94,7 @@ export class HttpApiEmulator {
         return [id, def];
       }),
     );
-    for (const [id, r] of ofHttp('AWS::ApiGatewayV2::Route')) {
+    for (const [id, r] of ofApi('AWS::ApiGatewayV2::Route')) {
       const p = r.Properties;
       const integrationId = String(p.Target ?? '').replace(/^integrations\//, '');
       const integration = integrations.get(integrationId);

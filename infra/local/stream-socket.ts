@@ -1,0 +1,145 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { RouteDef } from '#shared/http/route.ts';
+import { logger } from '#shared/logging.ts';
+import { routes } from '#shared/routes.ts';
+import { relayClientMessage } from '#shared/stream/client-messages.ts';
+import type { StreamGrant, StreamRefusal } from '#shared/stream/access.ts';
+import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
+import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
+import type { LocalServices } from '#shared/wiring/local.ts';
+import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
+
+/** How often the server pings each client; one unanswered ping ends the connection (4408). */
+export const DEFAULT_PING_MS = 30_000;
+/** Clients send user messages at most; a bigger frame than this closes the socket (1009). */
+const MAX_CLIENT_FRAME = 1024 * 1024;
+
+export interface EventStreamOptions {
+  services: LocalServices;
+  allowedOrigins: readonly string[];
+  pingMs?: number;
+}
+
+/** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
+function answer(socket: Duplex, status: string, body: unknown): void {
+  const text = JSON.stringify(body);
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+}
+
+/**
+ * The local event stream on the gateway's HTTP server: upgrades `/sockets/events/{conversation_id}`
+ * after `Services.streamAccess` decides (refusals are accepted and closed at once with their code
+ * and reason, the only answer a browser can read), then subscribes the connection to the
+ * `LocalEventHub`, which sends each committed event once, in order. Nothing of the URL is logged
+ * (it may hold a conversation key or a ticket).
+ */
+export function attachEventStream(server: Server, options: EventStreamOptions): { close(): Promise<void> } {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
+  const pingMs = options.pingMs ?? DEFAULT_PING_MS;
+  const { services } = options;
+  // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
+  const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
+  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters);
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://local');
+    const match = STREAM_PATH_PATTERN.exec(url.pathname);
+    if (!match) return answer(socket, '404 Not Found', { detail: 'Not Found' });
+    void (async () => {
+      const headers: Record<string, string | undefined> = { 'x-forwarded-proto': 'http' };
+      for (const [k, v] of Object.entries(req.headers)) if (k !== 'x-forwarded-proto') headers[k] = Array.isArray(v) ? v.join(',') : v;
+      const query: Record<string, string> = {};
+      // A repeated parameter is joined, as API Gateway does: it then fails validation rather than picking one.
+      for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
+      let verdict: StreamGrant | StreamRefusal | 'error';
+      try {
+        verdict = await services.streamAccess.authorize({ conversationId: decodeURIComponent(match[1]!), query, headers }, options.allowedOrigins);
+      } catch (err) {
+        logger.error('stream.authorize-failed', { error: err as Error });
+        verdict = 'error';
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        if (verdict === 'error') return ws.close(CLOSE.internalError, 'Internal error');
+        if (!verdict.allowed) {
+          logger.info('stream.refused', { status: verdict.status, reason: verdict.reason });
+          return ws.close(verdict.code, verdict.reason);
+        }
+        serve(ws, verdict);
+      });
+    })().catch((err: unknown) => {
+      logger.error('stream.upgrade-failed', { error: err as Error });
+      socket.destroy();
+    });
+  };
+
+  const serve = (ws: WebSocket, grant: StreamGrant) => {
+    const conversation = { userId: grant.userId, conversationId: grant.conversationId };
+    let answered = true;
+    const pinger = setInterval(() => {
+      if (!answered) {
+        ws.close(CLOSE.idle, `No pong within ${Math.round(pingMs / 1000)} s`);
+        setTimeout(() => ws.terminate(), 1000).unref();
+        return;
+      }
+      answered = false;
+      ws.ping();
+    }, pingMs);
+    pinger.unref();
+    ws.on('pong', () => (answered = true));
+    // User messages, relayed one after the other in the order sent (ws answers pings on its own).
+    let relaying = Promise.resolve();
+    ws.on('message', (data, isBinary) => {
+      relaying = relaying
+        .then(async () => {
+          if (ws.readyState !== ws.OPEN) return;
+          const outcome = await relayClientMessage(isBinary ? '' : String(data), conversation, relayServices);
+          if (outcome) ws.close(outcome.code, outcome.reason);
+        })
+        .catch((err: unknown) => {
+          logger.error('stream.relay-failed', { conversationId: conversation.conversationId, error: err as Error });
+          ws.close(CLOSE.internalError, 'Internal error');
+        });
+    });
+    let subscription: StreamSubscription | undefined;
+    let closed = false;
+    ws.on('close', () => {
+      closed = true;
+      clearInterval(pinger);
+      subscription?.close();
+    });
+    ws.on('error', () => ws.terminate());
+    const client = {
+      send: (message: string) => new Promise<void>((resolve, reject) => ws.send(message, (err) => (err ? reject(err) : resolve()))),
+      fail: (err: unknown) => {
+        if (ws.readyState !== ws.OPEN) return; // the client left mid-send: nothing failed
+        logger.error('stream.delivery-failed', { conversationId: conversation.conversationId, error: err as Error });
+        ws.close(CLOSE.internalError, 'Delivery failed');
+      },
+    };
+    services.eventHub
+      .subscribe(conversation, (end) => startAfter(grant.query, end), client)
+      .then((s) => {
+        subscription = s;
+        if (closed) s.close();
+      })
+      .catch((err: unknown) => client.fail(err));
+  };
+
+  server.on('upgrade', onUpgrade);
+  return {
+    close: async () => {
+      server.off('upgrade', onUpgrade);
+      const open = [...wss.clients];
+      for (const ws of open) ws.close(CLOSE.goingAway, 'Server shutting down');
+      await Promise.race([
+        Promise.all(open.map((ws) => new Promise((r) => (ws.readyState === ws.CLOSED ? r(null) : ws.once('close', r))))),
+        new Promise((r) => setTimeout(r, 2000).unref()),
+      ]);
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { authorizeRequest, type AuthDeps } from '#shared/auth/authorizer.ts';
+import { isConversationKey } from '#shared/auth/conversation-keys.ts';
+import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
+import { conversationIdSchema } from '#shared/conversations/model.ts';
+import { CLOSE, streamQuerySchema, type StreamQuery } from '#shared/stream/messages.ts';
+import type { StreamTickets } from '#shared/stream/tickets.ts';
+
+export interface StreamAccessDeps extends AuthDeps {
+  tickets: StreamTickets;
+  conversations: Pick<ConversationStore, 'get'>;
+}
+
+/** What a stream request carries: the path's conversation id as written, the query, the headers (cookie included). */
+export interface StreamRequest {
+  conversationId: string;
+  query: Record<string, string | undefined>;
+  headers: Record<string, string | undefined>;
+}
+
+export interface StreamGrant {
+  allowed: true;
+  userId: string;
+  conversationId: string;
+  via: 'ticket' | 'conversation' | 'key' | 'session';
+  query: StreamQuery;
+}
+
+/** Why a stream may not open: the HTTP status ($connect answers it) and the close code with its reason (the local socket sends them). */
+export interface StreamRefusal {
+  allowed: false;
+  status: 400 | 401 | 403 | 404;
+  code: (typeof CLOSE)[keyof typeof CLOSE];
+  /** At most 123 bytes: a WebSocket close reason's limit. */
+  reason: string;
+}
+
+const refuse = (status: StreamRefusal['status'], reason: string): StreamRefusal => ({
+  allowed: false,
+  status,
+  code: { 400: CLOSE.badRequest, 401: CLOSE.unauthorized, 403: CLOSE.forbidden, 404: CLOSE.notFound }[status],
+  reason,
+});
+
+/** What an API key of a user looks like (`acs_<16 hex>_...`): never accepted from a URL. */
+const USER_KEY = /^acs_[0-9a-f]{16}_/;
+
+export const REFUSALS = {
+  userKeyInUrl: 'A user API key is refused in a URL (logs keep URLs): use the cookie, the session_api_key or a ticket',
+  ticket: 'The ticket is invalid, expired or used',
+  otherConversation: 'This credential is for another conversation',
+  crossSite: 'Cross-site: the session cookie counts only from an allowed Origin',
+  unauthorized: 'Unauthorized',
+  notFound: 'Conversation not found',
+} as const;
+
+/**
+ * Who may open which conversation's stream, decided the same way by the local gateway's upgrade
+ * and the AWS `$connect` handler. Credentials, the first present wins:
+ * 1. `ticket` in the query: single use, for its own conversation (`StreamTickets`);
+ * 2. `session_api_key` in the query: the conversation-scoped key, for its own conversation only;
+ * 3. what every HTTP route accepts (`authorizeRequest`): a key in `X-Session-API-Key` /
+ *    `Authorization` (non-browser clients), or the session cookie, which counts only with an
+ *    allowed Origin (browsers send Origin on every WebSocket handshake: a cross-site page cannot
+ *    open a stream with the user's cookie).
+ * A user API key anywhere in the query is refused, whatever else the request carries. The
+ * conversation must be the user's (404 otherwise, as for a foreign id on HTTP).
+ */
+export async function authorizeStream(input: StreamRequest, deps: StreamAccessDeps): Promise<StreamGrant | StreamRefusal> {
+  // First, whatever else is wrong: the caller must learn not to put the key in URLs.
+  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
+  const id = conversationIdSchema.safeParse(input.conversationId);
+  if (!id.success) return refuse(400, 'conversation_id must be a UUID (32 hex characters, dashes optional)');
+  const conversationId = id.data;
+  const parsed = streamQuerySchema.safeParse(input.query);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return refuse(400, `${issue.path.join('.')}: ${issue.message}`.slice(0, 120));
+  }
+  const query = parsed.data;
+
+  let userId: string;
+  let via: StreamGrant['via'];
+  if (query.ticket !== undefined) {
+    const claim = await deps.tickets.redeem(query.ticket);
+    if (!claim) return refuse(401, REFUSALS.ticket);
+    if (claim.conversationId !== conversationId) return refuse(403, REFUSALS.otherConversation);
+    ({ userId } = claim);
+    via = 'ticket';
+  } else if (query.session_api_key !== undefined) {
+    const claim = isConversationKey(query.session_api_key) ? await deps.conversationKeys.verify(query.session_api_key) : null;
+    if (!claim) return refuse(401, REFUSALS.unauthorized);
+    if (claim.conversationId !== conversationId) return refuse(403, REFUSALS.otherConversation);
+    ({ userId } = claim);
+    via = 'conversation';
+  } else {
+    const auth = await authorizeRequest('GET', input.headers, deps);
+    if (auth.refusal) return refuse(403, REFUSALS.crossSite);
+    if (!auth.userId || !auth.via) return refuse(401, REFUSALS.unauthorized);
+    if (auth.via === 'conversation' && auth.conversationId !== conversationId) return refuse(403, REFUSALS.otherConversation);
+    userId = auth.userId;
+    via = auth.via;
+  }
+  // The owner's, still there: a ticket or key may outlive its conversation by a moment.
+  const conversation = await deps.conversations.get(userId, conversationId);
+  if (!conversation || conversation.userId !== userId) return refuse(404, REFUSALS.notFound);
+  return { allowed: true, userId, conversationId, via, query };
+}
+
+/** `authorizeStream` over one function's services (Services.streamAccess): the allowed origins come from its configuration. */
+export class StreamAccess {
+  constructor(private readonly deps: Omit<StreamAccessDeps, 'allowedOrigins'>) {}
+
+  authorize(input: StreamRequest, allowedOrigins: readonly string[]): Promise<StreamGrant | StreamRefusal> {
+    return authorizeStream(input, { ...this.deps, allowedOrigins });
+  }
+}
