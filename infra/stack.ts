@@ -217,10 +217,9 @@ export class ConversationServiceStack extends Stack {
       alarmTopic,
     });
 
-    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the API' });
-    new CfnOutput(this, 'BridgeSocketUrl', { value: this.bridgeSocket.url, description: 'The WebSocket sandbox programs take their commands from' });
     new CfnOutput(this, 'PublicUrl', { value: this.front.url, description: 'Base URL of the service (CloudFront: the API and the event stream on one host)' });
     new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'The HTTP API behind CloudFront (its own execute-api host)' });
+    new CfnOutput(this, 'BridgeSocketUrl', { value: this.bridgeSocket.url, description: 'The WebSocket sandbox programs take their commands from' });
     new CfnOutput(this, 'StreamApiUrl', { value: this.stream.stage.url, description: 'The WebSocket API behind CloudFront: connect with ?channel=events&id=<conversation id>' });
     for (const key of tableKeys) {
       new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });

@@ -58,7 +58,7 @@ describe('Lambda bundles (the options CDK uses)', () => {
     const runtime = caps.includes('ecs:run') || caps.includes('ecs:stop') || caps.includes('ecs:describe');
     expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
     expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(runtime);
-    expect(sdkPackage(inputs, 'client-apigatewaymanagementapi'), 'API Gateway management').toBe(caps.includes('commands:push'));
+    expect(sdkPackage(inputs, 'client-apigatewaymanagementapi'), 'API Gateway management').toBe(caps.includes('commands:push') || caps.includes('stream:push'));
     // Lambda gives credentials in the environment: SSO, STS, INI and metadata providers are never bundled.
     for (const name of ['credential-provider-node', 'credential-provider-sso', 'credential-provider-ini', 'nested-clients']) {
       expect(sdkPackage(inputs, name), name).toBe(false);
