@@ -3,6 +3,7 @@ import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { ICluster } from 'aws-cdk-lib/aws-ecs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Capability, RouteDef } from '#shared/http/route.ts';
 import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
@@ -36,6 +37,10 @@ export interface GrantTargets {
     /** Workspace snapshots, one prefix per sandbox under `sandboxes/`. */
     workspaces: IBucket;
   };
+  /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
+  bridgeSocket: { connectionsArn: string };
+  /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
+  stream: { apiId: string; stageName: string; resendFunction?: IFunction };
 }
 
 interface Grant {
@@ -57,6 +62,15 @@ const passSandboxRoles: Grant = {
   conditions: () => ({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }),
 };
 
+/** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state. */
+const streamConnections = (t: GrantTargets, stack: Stack) =>
+  ['POST', 'GET'].map((verb) =>
+    stack.formatArn({ service: 'execute-api', resource: t.stream.apiId, resourceName: `${t.stream.stageName}/${verb}/@connections/*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+  );
+const resendFunction = (t: GrantTargets) => {
+  if (!t.stream.resendFunction) throw new Error('The stream resend function must exist before a function that invokes it');
+  return [t.stream.resendFunction.functionArn];
+};
 /** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   seal: [{ actions: ['kms:Encrypt'], resources: (t) => [t.secretsKey.keyArn] }],
@@ -96,6 +110,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     },
     passSandboxRoles,
   ],
+  // Posting to the bridge socket's connections only: no other API, no other stage, no GET/DELETE of connections.
+  'commands:push': [
+    {
+      actions: ['execute-api:ManageConnections'],
+      resources: (t) => [t.bridgeSocket.connectionsArn],
+      wildcard: "Connection ids are made by API Gateway at run time; the ARN is limited to POST on the bridge socket stage's @connections.",
+    },
+  ],
   's3:workspaces': [
     {
       // What the presigned requests do (S3 evaluates them against the signing role), and deletion.
@@ -109,6 +131,14 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       conditions: () => ({ StringLike: { 's3:prefix': ['sandboxes/*'] } }),
     },
   ],
+  'stream:push': [
+    {
+      actions: ['execute-api:ManageConnections'],
+      resources: streamConnections,
+      wildcard: 'Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection) and GET (GetConnection) on the @connections of the stream API\'s stage.',
+    },
+  ],
+  'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
 };
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */

@@ -11,12 +11,26 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
+import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
+import { PublicFront } from '#infra/constructs/front.ts';
+import { STREAM_STAGE, StreamSockets } from '#infra/constructs/stream.ts';
 import { Observability } from '#infra/constructs/observability.ts';
 import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
-import { authorizerFunction, ecsEventsFunction, fallbackFunction, sweeperFunction, type EventFunctionDef } from '#shared/functions.ts';
+import {
+  authorizerFunction,
+  bridgeSocketConnectFunction,
+  ecsEventsFunction,
+  fallbackFunction,
+  streamConnectFunction,
+  streamDisconnectFunction,
+  streamMessageFunction,
+  streamResendFunction,
+  sweeperFunction,
+  type EventFunctionDef,
+} from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import type { RouteDef } from '#shared/http/route.ts';
@@ -40,6 +54,9 @@ export class ConversationServiceStack extends Stack {
   readonly failureQueue: Queue;
   readonly functionLogs: LogGroup;
   readonly api: Api;
+  readonly bridgeSocket: BridgeSocket;
+  readonly stream: StreamSockets;
+  readonly front: PublicFront;
   readonly observability: Observability;
   /** Every Lambda of the deployment by id: route ids, then `authorizer`, `fallback`, `ecsEvents`, `sweeper`. */
   readonly functions = new Map<string, { fn: ServiceFunction; access: FunctionAccess; async: boolean }>();
@@ -64,7 +81,17 @@ export class ConversationServiceStack extends Stack {
     });
     this.functionLogs = new LogGroup(this, 'FunctionLogs', { retention, removalPolicy: RemovalPolicy.DESTROY });
 
+    this.bridgeSocket = new BridgeSocket(this, 'BridgeSocket', {
+      throttle: { rateLimit: config.apiThrottleRateLimit, burstLimit: config.apiThrottleBurstLimit },
+    });
+    // Sandbox programs connect to it; without the variable (locally) a program long-polls.
+    this.sandboxes.setProgramEnvironment('BRIDGE_SOCKET_URL', this.bridgeSocket.url);
+    this.stream = new StreamSockets(this, 'Stream', {
+      config,
+      accessLogs: new LogGroup(this, 'StreamAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY }),
+    });
     const targets: GrantTargets = {
+      stream: { apiId: this.stream.api.apiId, stageName: STREAM_STAGE },
       secretsKey: this.secretsKey,
       sandbox: {
         cluster: this.sandboxes.cluster,
@@ -72,6 +99,7 @@ export class ConversationServiceStack extends Stack {
         roles: [this.sandboxes.taskRole, this.sandboxes.executionRole],
         workspaces: this.sandboxes.workspaces,
       },
+      bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {
@@ -86,6 +114,8 @@ export class ConversationServiceStack extends Stack {
       SANDBOX_START_TIMEOUT_SECONDS: String(config.sandboxStartTimeoutSeconds),
       SANDBOX_IDLE_MINUTES: String(config.sandboxIdleMinutes),
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
+      BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
+      STREAM_CALLBACK_URL: this.stream.callbackUrl,
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
@@ -128,6 +158,18 @@ export class ConversationServiceStack extends Stack {
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));
+    this.bridgeSocket.connectWith(extra(bridgeSocketConnectFunction, Duration.seconds(10)).fn);
+    {
+      // The resend function first: $connect's grant and environment name it.
+      const resend = extra(streamResendFunction, Duration.seconds(60));
+      targets.stream.resendFunction = resend.fn;
+      values.STREAM_RESEND_FUNCTION = resend.fn.functionArn;
+      // Like the authorizer: a session cookie opens a stream only from these origins (or the service's own).
+      const connect = extra(streamConnectFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
+      const disconnect = extra(streamDisconnectFunction, Duration.seconds(10));
+      const message = extra(streamMessageFunction, Duration.seconds(29));
+      this.stream.addRoutes({ connect: connect.fn, disconnect: disconnect.fn, message: message.fn });
+    }
 
     this.api = new Api(this, 'Api', {
       config,
@@ -160,6 +202,10 @@ export class ConversationServiceStack extends Stack {
       });
     }
 
+    this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
+    // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.
+    for (const { fn } of this.functions.values()) fn.fn.addEnvironment('PUBLIC_BASE_URL', this.front.url);
+
     const alarmTopic = new Topic(this, 'Alarms', { displayName: 'Agent Conversation Service alarms', enforceSSL: true });
     if (config.alarmEmail) alarmTopic.addSubscription(new EmailSubscription(config.alarmEmail));
     this.observability = new Observability(this, 'Observability', {
@@ -169,7 +215,10 @@ export class ConversationServiceStack extends Stack {
       alarmTopic,
     });
 
-    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the API' });
+    new CfnOutput(this, 'PublicUrl', { value: this.front.url, description: 'Base URL of the service (CloudFront: the API and the event stream on one host)' });
+    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'The HTTP API behind CloudFront (its own execute-api host)' });
+    new CfnOutput(this, 'BridgeSocketUrl', { value: this.bridgeSocket.url, description: 'The WebSocket sandbox programs take their commands from' });
+    new CfnOutput(this, 'StreamApiUrl', { value: this.stream.stage.url, description: 'The WebSocket API behind CloudFront: connect with ?channel=events&id=<conversation id>' });
     for (const key of tableKeys) {
       new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
     }

@@ -1,6 +1,6 @@
 /**
  * The sandbox's one client of the control plane: the bridge (check in, heartbeat, long-poll for
- * commands, acknowledge them, workspace snapshots) and the webhooks a conversation uses (its start
+ * commands, acknowledge them, where the bridge socket is (command-channel.ts opens it), workspace snapshots) and the webhooks a conversation uses (its start
  * configuration, status reports, events). Every path and body comes from the protocol module
  * (shared/protocol.ts); nothing else in sandbox/ builds a control-plane URL. Plain fetch.
  */
@@ -51,8 +51,8 @@ export class BridgeClient implements SnapshotBridge {
     return out;
   }
 
-  /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status. */
-  async heartbeat(active: boolean): Promise<{ status: SandboxStatus }> {
+  /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status and the last command queued. */
+  async heartbeat(active: boolean): Promise<{ status: SandboxStatus; command_seq?: number }> {
     return this.call('POST', 'heartbeat', { body: { active } });
   }
 
@@ -60,6 +60,17 @@ export class BridgeClient implements SnapshotBridge {
   async commands(waitSeconds: number): Promise<BridgeCommand[]> {
     const out = await this.call<{ commands: BridgeCommand[] }>('GET', 'commands', { query: { wait: waitSeconds }, timeoutMs: (waitSeconds + 15) * 1000 });
     return out.commands;
+  }
+
+  /**
+   * Where and how to open the bridge socket (AWS): the sandbox in the query, the session key in a
+   * header (never in the URL, which access logs keep).
+   */
+  socketTarget(socketUrl: string): { url: string; headers: Record<string, string> } {
+    if (!this.key) throw new BridgeError(401, 'Not checked in');
+    const url = new URL(socketUrl);
+    url.searchParams.set('sandbox_id', this.sandboxId);
+    return { url: url.href, headers: { 'x-session-api-key': this.key } };
   }
 
   /** Not aborted by the stop signal: the command that stopped the program is still acknowledged. */

@@ -1,12 +1,14 @@
 /**
  * The program that runs inside every sandbox (a child process locally, a Fargate task on AWS).
- * It checks in over the bridge (which makes the sandbox RUNNING), heartbeats, and long-polls for
- * commands until it is told to stop. It takes no inbound connections.
+ * It checks in over the bridge (which makes the sandbox RUNNING), heartbeats, and takes commands
+ * (command-channel.ts: pushed over the bridge socket where there is one, else long-polled) until it
+ * is told to stop. It takes no inbound connections.
  *
  * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_SNAPSHOTS=1
  * (AWS: the workspace is restored from its snapshot at start, saved after agent steps that changed
  * files and at stop, through the bridge's presigned requests); SANDBOX_IMAGE_CHECK=1 (a user's image:
- * exits with a code naming what the agent needs and the image lacks); POLL_WAIT_SECONDS and, locally,
+ * exits with a code naming what the agent needs and the image lacks); BRIDGE_SOCKET_URL (AWS, from the task
+ * definition: the WebSocket commands are pushed over; unset, the program long-polls); POLL_WAIT_SECONDS and, locally,
  * SANDBOX_PARENT_PID (the server: the program exits when it is gone) or, contained (bubblewrap,
  * Seatbelt) where the server cannot be seen, SANDBOX_PARENT_STDIN=1 (stdin is a pipe the server
  * holds: its end means the server is gone, even after a kill -9) optionally.
@@ -14,6 +16,7 @@
 import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
+import { CommandChannel, sleep } from './command-channel.ts';
 import { missingTool } from './image-check.ts';
 import { Snapshotter } from './snapshots.ts';
 import { conversationCommands } from '#shared/protocol.ts';
@@ -24,18 +27,6 @@ export const VERSION = '0.1.0';
 function log(level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown> = {}): void {
   process.stderr.write(`${JSON.stringify({ level, message, time: new Date().toISOString(), ...fields })}\n`);
 }
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 export interface SandboxContext {
   sandboxId: string;
@@ -184,12 +175,15 @@ export async function runSandbox(): Promise<number> {
   const handlers: Record<string, CommandHandler> = { ...commandHandlers };
   for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);
   await runner.restore();
+  const wait = Math.min(Number(process.env.POLL_WAIT_SECONDS) || checkIn.poll_wait_seconds, checkIn.poll_wait_seconds);
+  const channel = new CommandChannel({ bridge, socketUrl: process.env.BRIDGE_SOCKET_URL || undefined, waitSeconds: wait, signal: stopper.signal, log });
   const heartbeat = async () => {
     const wasActive = active;
     active = false;
     try {
-      const { status } = await bridge.heartbeat(wasActive);
+      const { status, command_seq: queued } = await bridge.heartbeat(wasActive);
       if (status !== 'RUNNING') stop(`the sandbox is ${status}`);
+      else if (typeof queued === 'number') channel.noteQueued(queued);
     } catch (err) {
       if (isUnauthorized(err)) stop('the session key was refused');
       else if (!stopReason) {
@@ -200,33 +194,18 @@ export async function runSandbox(): Promise<number> {
   };
   const heartbeats = setInterval(() => void heartbeat(), Math.max(1, checkIn.heartbeat_seconds) * 1000);
 
-  const wait = Math.min(Number(process.env.POLL_WAIT_SECONDS) || checkIn.poll_wait_seconds, checkIn.poll_wait_seconds);
-  let failures = 0;
-  while (!stopReason) {
-    let commands: BridgeCommand[];
-    try {
-      commands = await bridge.commands(wait);
-      failures = 0;
-    } catch (err) {
-      if (stopReason) break;
-      if (isUnauthorized(err)) {
-        stop('the session key was refused');
-        break;
-      }
-      failures++;
-      log('warn', 'Polling for commands failed', { error: (err as Error).message, failures });
-      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), stopper.signal);
-      continue;
-    }
-    for (const command of commands) {
+  try {
+    await channel.run(async (command) => {
       await dispatch(command, ctx, handlers);
       try {
         await bridge.ack(command.seq);
       } catch (err) {
         log('warn', 'Acknowledging a command failed', { seq: command.seq, error: (err as Error).message });
       }
-      if (stopReason) break;
-    }
+    });
+  } catch (err) {
+    if (!isUnauthorized(err)) throw err;
+    stop('the session key was refused');
   }
   clearInterval(heartbeats);
   clearInterval(parentWatch);

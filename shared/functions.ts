@@ -46,4 +46,54 @@ export const sweeperFunction = {
   capabilities: sandboxHousekeeping,
 } as const satisfies EventFunctionDef;
 
-export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction] as const;
+/**
+ * The bridge socket's `$connect` (infra/constructs/bridge-socket.ts): a sandbox program opens a
+ * WebSocket with its own session key; the connection is recorded on its sandbox, where the routes
+ * that queue commands push them (docs/architecture.md, "Bridge socket").
+ */
+export const bridgeSocketConnectFunction = {
+  id: 'bridgeSocketConnect',
+  entry: 'functions/bridge/socket-connect.ts',
+  tables: { sandboxes: 'write' },
+  async: false,
+} as const satisfies EventFunctionDef;
+
+/**
+ * The event stream's WebSocket API (AWS only; locally the gateway serves the stream itself).
+ * `$connect` decides access (shared/stream/access.ts: cookie, the conversation-scoped key or a
+ * ticket in the query; it reads sessions and keys, redeems tickets, checks scoped keys), records the
+ * connection and asks `streamResend` to send what the client asked for, since `$connect` itself
+ * cannot send before it returns.
+ */
+export const streamConnectFunction = {
+  id: 'streamConnect',
+  entry: 'functions/stream/connect.ts',
+  async: false,
+  tables: { keys: 'write', conversations: 'read', events: 'read', streamConnections: 'write' },
+  capabilities: ['seal', 'unseal', 'stream:resend'],
+} as const satisfies EventFunctionDef;
+/** `$disconnect`: forgets the connection. */
+export const streamDisconnectFunction = { id: 'streamDisconnect', entry: 'functions/stream/disconnect.ts', async: false, tables: { streamConnections: 'write' } } as const satisfies EventFunctionDef;
+/**
+ * `$default`: a message a client sends on the stream (the OpenHands V1 UI sends user messages this
+ * way), relayed as the `sendMessage` route does it, under the same tables; keep-alive pings take
+ * the mock `ping` route and run no function.
+ */
+export const streamMessageFunction = {
+  id: 'streamMessage',
+  entry: 'functions/stream/message.ts',
+  async: false,
+  tables: { conversations: 'read', sandboxes: 'write', commands: 'write', streamConnections: 'read' },
+  // The relayed message is a command for the sandbox, pushed over the bridge socket like sendMessage's.
+  capabilities: ['commands:push'],
+} as const satisfies EventFunctionDef;
+/** Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked for (resend_all, after_seq). */
+export const streamResendFunction = {
+  id: 'streamResend',
+  entry: 'functions/stream/resend.ts',
+  async: true,
+  tables: { events: 'read', streamConnections: 'write' },
+  capabilities: ['stream:push'],
+} as const satisfies EventFunctionDef;
+
+export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamMessageFunction, streamResendFunction, bridgeSocketConnectFunction] as const;

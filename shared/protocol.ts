@@ -131,7 +131,12 @@ export const heartbeatBodySchema = z.lazy(() =>
     active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
   }),
 );
-export const heartbeatResponseSchema = z.lazy(() => z.object({ status: z.enum(sandboxStatuses) }));
+export const heartbeatResponseSchema = z.lazy(() =>
+  z.object({
+    status: z.enum(sandboxStatuses),
+    command_seq: z.number().int().meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' }),
+  }),
+);
 
 /** The command types the conversation runner handles (announced at check-in, before the runner is loaded). */
 export const conversationCommands = ['start_conversation', 'send_message', 'pause_conversation', 'run_conversation', 'respond_to_confirmation'] as const;

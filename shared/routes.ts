@@ -258,7 +258,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
     timeoutSeconds: 30,
     maxBodyBytes: 6 * 1024 * 1024,
   },
@@ -326,6 +326,7 @@ export const routes = [
     summary: 'Send a user message to the agent (run: true starts it working)',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
+    capabilities: ['commands:push'],
   },
   {
     id: 'pauseConversation',
@@ -337,6 +338,7 @@ export const routes = [
     summary: "Pause the agent (the sandbox keeps running)",
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
+    capabilities: ['commands:push'],
   },
   {
     id: 'runConversation',
@@ -348,6 +350,7 @@ export const routes = [
     summary: 'Let a paused or idle agent run again',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
+    capabilities: ['commands:push'],
   },
   {
     id: 'respondToConfirmation',
@@ -359,6 +362,7 @@ export const routes = [
     summary: 'Accept or reject the action waiting for confirmation',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
+    capabilities: ['commands:push'],
   },
   // --- conversations (legacy) --------------------------------------------------------------------
   {
@@ -370,7 +374,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch],
+    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
     timeoutSeconds: 30,
     maxBodyBytes: 6 * 1024 * 1024,
   },
@@ -407,7 +411,9 @@ export const routes = [
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
-    tables: { events: 'write', conversations: 'read', sandboxes: 'write' },
+    // On AWS it also pushes what it committed to the stream's open connections (PostToConnection).
+    tables: { events: 'write', conversations: 'read', sandboxes: 'write', streamConnections: 'write' },
+    capabilities: ['stream:push'],
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -514,6 +520,7 @@ export const routes = [
     summary: 'Delete a conversation: its agent is paused and its conversation-scoped keys stop working',
     tag: 'legacy',
     tables: { conversations: 'write', sandboxes: 'write', commands: 'write' },
+    capabilities: ['commands:push'],
   },
   {
     id: 'revokeConversationKey',

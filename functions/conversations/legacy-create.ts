@@ -1,5 +1,6 @@
 import { legacyCreateConversation } from '#shared/conversations/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
@@ -7,4 +8,4 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(legacyCreateConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl });
+export const handler = awsRoute(legacyCreateConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, commandPush, sandboxRuntime, specs, sandboxConfig, bridgeUrl });

@@ -3,6 +3,6 @@ import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
-import { eventFeed } from '#shared/wiring/aws/stream.ts';
+import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
 
-export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore, eventFeed });
+export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush });

@@ -120,6 +120,11 @@ export class SandboxInfra extends Construct {
     }
   }
 
+  /** A variable of the sandbox program in every spec's task definition (per-sandbox revisions copy it). */
+  setProgramEnvironment(name: string, value: string): void {
+    for (const { taskDefinition } of this.taskDefinitions) taskDefinition.findContainer(SANDBOX_CONTAINER)!.addEnvironment(name, value);
+  }
+
   /** The registry the sandbox-spec routes read: written into the functions' environment at deploy. */
   specRegistry(createdAt: string): object[] {
     return this.taskDefinitions.map(({ spec, spot, taskDefinition }) => ({

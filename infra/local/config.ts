@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import * as z from 'zod';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { Containment } from '#shared/sandboxes/containment.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
@@ -26,6 +27,12 @@ export type LocalConfig = {
   specsFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
+  /**
+   * Where queued commands are pushed, for programs started with a BRIDGE_SOCKET_URL (a spec's
+   * initial_env). None by default: local programs long-poll. Tests plug in their emulation of API
+   * Gateway's bridge socket (test/helpers/bridge-socket.ts).
+   */
+  commandPush?: CommandPush;
   /** How often the event stream pings each client; an unanswered ping closes it (default 30 s). */
   streamPingMs?: number;
 };

@@ -73,6 +73,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     },
     sandboxes: config.sandboxes,
     specsFile: config.specsFile,
+    commandPush: config.commandPush,
     containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });
   const devKey = await ensureDevKey(services, config.dataDir);

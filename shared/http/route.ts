@@ -21,7 +21,10 @@ export type Capability =
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
   | 'ecs:task-definitions' // ecs:Register/Deregister/DescribeTaskDefinition (a revision per sandbox), ecs:TagResource on the new revision (tag-on-create), iam:PassRole to the sandbox roles
-  | 's3:workspaces'; // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
+  | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
+  | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
+  | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
+  | 'stream:resend'; // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
 
 export interface RouteDef {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */

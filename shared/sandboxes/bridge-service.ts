@@ -68,12 +68,30 @@ export class SandboxBridge extends SandboxRecords {
     return rec?.status === 'RUNNING' ? rec : null;
   }
 
-  /** Records a heartbeat; `active` (the agent did work) counts as activity for the idle sweep. */
-  async heartbeat(sandboxId: string, key: string | undefined, active: boolean): Promise<{ status: SandboxStatus }> {
+  /**
+   * Records a heartbeat; `active` (the agent did work) counts as activity for the idle sweep. Answers
+   * the status and the number of the last command queued (`command_seq`, from the record it reads
+   * anyway): a program on a socket that has not seen that command fetches the queue over HTTP.
+   */
+  async heartbeat(sandboxId: string, key: string | undefined, active: boolean): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = await this.keyOwner(sandboxId, key);
     if (!rec) throw unauthorized();
     if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(sandboxId, this.iso());
-    return { status: rec.status };
+    return { status: rec.status, command_seq: rec.commandSeq ?? 0 };
+  }
+
+  /**
+   * The command socket's `$connect` (AWS): the program of a RUNNING sandbox opens it with its session
+   * key, and from then on commands queued for it are pushed to `connectionId`. False (refuse the
+   * connection) for a wrong key, another sandbox's key, or a sandbox that is not RUNNING.
+   */
+  async connectSocket(sandboxId: string | undefined, key: string | undefined, connectionId: string): Promise<boolean> {
+    if (!sandboxId || !key) return false;
+    const rec = await this.authenticateSandbox(sandboxId, key);
+    if (!rec?.sessionKeyHash) return false;
+    const ok = await this.deps.store.setCommandSocket(sandboxId, rec.sessionKeyHash, connectionId);
+    if (ok) logger.info('sandbox.socket', { sandboxId, userId: rec.userId });
+    return ok;
   }
 
   /**

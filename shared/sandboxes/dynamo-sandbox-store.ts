@@ -112,6 +112,30 @@ export class DynamoSandboxStore implements SandboxStore {
     await conditionalWrite(() => this.db.send(new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' })));
   }
 
+  async setCommandSocket(id: string, sessionKeyHash: string, connectionId: string): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: 'SET commandSocket = :c',
+          // The key's own sandbox, its current generation, RUNNING: a stale program cannot take the socket over.
+          ConditionExpression: '#status = :running AND sessionKeyHash = :h AND attribute_not_exists(deletedAt)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':c': connectionId, ':h': sessionKeyHash, ':running': 'RUNNING' },
+        }),
+      ),
+    );
+  }
+
+  async clearCommandSocket(id: string, connectionId: string): Promise<void> {
+    await conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({ TableName: this.table, Key: { id }, UpdateExpression: 'REMOVE commandSocket', ConditionExpression: 'commandSocket = :c', ExpressionAttributeValues: { ':c': connectionId } }),
+      ),
+    );
+  }
+
   async nextCommandSeq(id: string): Promise<number | undefined> {
     try {
       const out = await this.db.send(

@@ -4,6 +4,7 @@ import type { CursorCodec } from '#shared/http/cursor.ts';
 import { logger } from '#shared/logging.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
@@ -25,6 +26,8 @@ export interface SandboxServiceDeps {
   snapshots: WorkspaceSnapshots | null;
   /** The user's sandbox settings a start applies (images, resource factor); none when absent. */
   launchOptions?: (userId: string) => Promise<LaunchOptions>;
+  /** Pushes queued commands to the program's socket (AWS); null where programs long-poll (locally). */
+  commandPush: CommandPush | null;
   now?: () => Date;
 }
 

@@ -34,6 +34,11 @@ export interface SandboxRecord {
   runtimeState?: Record<string, string>;
   /** Counter of queued commands (atomic ADD, never part of a versioned write). */
   commandSeq?: number;
+  /**
+   * The API Gateway WebSocket connection the current program opened with its session key (AWS): where
+   * queued commands are pushed. Written by the socket's `$connect`, never part of a versioned write.
+   */
+  commandSocket?: string;
   agentVersion?: string;
   /** Set when a delete began; the item is hidden from then on and removed when clean-up is done. */
   deletedAt?: string;
@@ -82,6 +87,10 @@ export interface SandboxStore {
   /** The next command number of a sandbox that exists and is not being deleted; undefined otherwise. */
   nextCommandSeq(id: string): Promise<number | undefined>;
   putCommand(command: StoredCommand): Promise<void>;
+  /** Records the program's command socket if the sandbox is RUNNING under the session key `sessionKeyHash`. */
+  setCommandSocket(id: string, sessionKeyHash: string, connectionId: string): Promise<boolean>;
+  /** Forgets `connectionId` (gone) unless a newer connection replaced it. */
+  clearCommandSocket(id: string, connectionId: string): Promise<void>;
   /** The oldest `limit` queued commands. */
   listCommands(sandboxId: string, limit: number): Promise<StoredCommand[]>;
   /** Idempotent. */

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { invalidField, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
-import type { CommandInput, SandboxStatus } from '#shared/protocol.ts';
+import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
+import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
@@ -110,8 +111,9 @@ export class SandboxService extends SandboxRecords {
   }
 
   /**
-   * Queues a command for the user's sandbox (e.g. `start_conversation`, `send_message`); the program
-   * receives them in `seq` order through the long-poll. The payload is sealed at rest (it may carry
+   * Queues a command for the user's sandbox (e.g. `start_conversation`, `send_message`), then pushes it
+   * to the program's command socket if it has one (AWS); otherwise the program receives it through the
+   * long-poll. The payload is sealed at rest (it may carry
    * secrets) unless `options.seal` is false: for payloads that hold no secret and may be larger than
    * KMS's 4 KB (a user message, which is stored as an event in the clear anyway). 404 for an unknown
    * or foreign sandbox. Returns the command's seq.
@@ -124,8 +126,25 @@ export class SandboxService extends SandboxRecords {
     const payload = json !== undefined && options.seal === false ? json : undefined;
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
-    await this.deps.store.putCommand({ sandboxId, seq, type: command.type, sealedPayload, payload, createdAt: this.iso() });
+    const createdAt = this.iso();
+    await this.deps.store.putCommand({ sandboxId, seq, type: command.type, sealedPayload, payload, createdAt });
+    await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
     return seq;
+  }
+
+  /**
+   * Best effort: the command is queued already, and a program that missed a push (socket gone, a
+   * failed call) fetches it over HTTP when its next heartbeat shows a newer `command_seq`.
+   */
+  private async push(rec: SandboxRecord, command: SandboxCommand): Promise<void> {
+    const push = this.deps.commandPush;
+    const connection = rec.commandSocket;
+    if (!push || !connection || rec.status !== 'RUNNING') return;
+    try {
+      if (!(await push.send(connection, pushMessage(command)))) await this.deps.store.clearCommandSocket(rec.id, connection);
+    } catch (err) {
+      logger.warn('Pushing a command to its sandbox failed; the program fetches it after its next heartbeat', { sandboxId: rec.id, seq: command.seq, error: err as Error });
+    }
   }
 
   /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */

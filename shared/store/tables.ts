@@ -60,6 +60,13 @@ export const tables = {
   events: { pk: 'conversationKey', sk: 'seq', indexes: { byKind: { pk: 'kindKey', sk: 'seq' } } },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
+  /**
+   * Open WebSocket connections of the event stream on AWS, by conversation (`conversationKey` as in
+   * `events`), one item per connection: `sentSeq` (the last event it was sent), a delivery lease,
+   * `expiresAtEpoch` at API Gateway's 2-hour connection limit. `byConnection` finds a connection's
+   * item from its id alone ($disconnect, $default).
+   */
+  streamConnections: { pk: 'conversationKey', sk: 'connectionId', indexes: { byConnection: { pk: 'connectionId' } }, ttl: 'expiresAtEpoch' },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

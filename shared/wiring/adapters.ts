@@ -3,13 +3,17 @@ import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
+import type { ConnectionPush } from '#shared/stream/connection-push.ts';
+import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
+import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
@@ -36,10 +40,18 @@ export interface Adapters {
   eventStore: EventStore;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
+  /** Pushes queued commands to sandbox programs' sockets (AWS); null locally, where programs long-poll. */
+  commandPush: CommandPush | null;
   /** Told when a conversation's events are committed, to push them to its stream's clients. */
   eventFeed: EventFeed;
   /** Single-use stream tickets, hashed, in the keys table under `stream-ticket:<id>`. */
   streamTicketStore: StreamTicketStore;
+  /** AWS: the WebSocket API's open connections by conversation, with their delivery positions. */
+  streamConnectionStore: ConnectionStore;
+  /** AWS: PostToConnection / GetConnection on the stream API's stage. */
+  streamPush: ConnectionPush;
+  /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
+  streamResendTrigger: ResendTrigger;
 }
 export type AdapterName = keyof Adapters;
 
@@ -70,6 +82,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       remove: { tables: { sandboxes: 'write' } },
       nextCommandSeq: { tables: { sandboxes: 'write' } },
       putCommand: { tables: { commands: 'write' } },
+      setCommandSocket: { tables: { sandboxes: 'write' } },
+      clearCommandSocket: { tables: { sandboxes: 'write' } },
       listCommands: { tables: { commands: 'read' } },
       deleteCommand: { tables: { commands: 'write' } },
       deleteAllCommands: { tables: { commands: 'write' } },
@@ -98,8 +112,17 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
+  commandPush: { build: { capabilities: ['commands:push'] } },
   eventFeed: { build: {} },
   streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },
+  streamConnectionStore: {
+    build: { tables: { streamConnections: 'read' } },
+    calls: Object.fromEntries(
+      (['add', 'remove', 'want', 'markReady', 'lease', 'advance', 'release'] as const).map((m) => [m, { tables: { streamConnections: 'write' } }]),
+    ) as Partial<Record<keyof ConnectionStore, Needs>>,
+  },
+  streamPush: { build: { capabilities: ['stream:push'] } },
+  streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

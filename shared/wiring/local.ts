@@ -9,6 +9,7 @@ import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { logger } from '#shared/logging.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
@@ -23,6 +24,11 @@ import type { Declaration } from '#shared/wiring/needs.ts';
 /** The repository root: the checkout, which no contained sandbox sees. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
+/** An adapter of API Gateway's WebSocket API, which nothing local builds: a clear error if something tries. */
+const awsOnly = (name: string) => (): never => {
+  throw new Error(`${name} exists on AWS only: the local gateway serves the event stream itself`);
+};
+
 export interface LocalOptions {
   /** Where local state lives (`.data/` by default): the sealing key, sandboxes' workspaces. */
   dataDir: string;
@@ -32,6 +38,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
+  commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
   containment: Pick<ProcessRuntimeOptions, 'containment' | 'programDir' | 'uncontainedUsers'>;
 }
@@ -82,8 +90,14 @@ export function localServices(options: LocalOptions): LocalServices {
     eventStore: () => new DynamoEventStore(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
+    commandPush: () => options.commandPush ?? null,
     eventFeed: () => eventHub,
     streamTicketStore: () => new DynamoStreamTicketStore(),
+    // The WebSocket API's side of the stream: the local gateway serves the stream itself (eventHub).
+    streamConnectionStore: awsOnly('streamConnectionStore'),
+    streamPush: awsOnly('streamPush'),
+    streamResendTrigger: awsOnly('streamResendTrigger'),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

@@ -53,6 +53,9 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:describe': sandboxRuntimeEnv,
   'ecs:task-definitions': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
+  'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
+  'stream:push': ['STREAM_CALLBACK_URL'],
+  'stream:resend': ['STREAM_RESEND_FUNCTION'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

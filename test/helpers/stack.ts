@@ -54,7 +54,7 @@ export interface TestStack extends LocalStack {
  * Other users' sandboxes start even where containment is unavailable (the containment tests, which
  * fail there, are what says so).
  */
-export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs'> & { memory?: boolean } = {}): Promise<TestStack> {
+export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs' | 'commandPush'> & { memory?: boolean } = {}): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
   const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true, allowUncontained: true, ...options });
   const call = apiCaller(stack.url, stack.devKey);

@@ -7,6 +7,8 @@ import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedActions } from '#infra/iam.ts';
 import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
+import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
+import { bridgeSocketConnectFunction } from '#shared/functions.ts';
 import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
@@ -29,6 +31,8 @@ let synthError: unknown;
 
 const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+/** Resources of one API Gateway API (the HTTP API, the bridge socket). */
+const ofApi = (type: string, api: unknown) => ofType(type).filter(([, r]) => r.Properties.ApiId?.Ref === logicalId(api));
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
@@ -130,7 +134,8 @@ describe('tables', () => {
 
 describe('HTTP API', () => {
   it('has one route per route-table entry, with the authorizer exactly on user routes, and a $default fallback', () => {
-    const made = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    const httpApi = { Ref: logicalId(stack.api.httpApi.node.defaultChild) };
+    const made = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties).filter((r) => JSON.stringify(r.ApiId) === JSON.stringify(httpApi));
     expect(made.map((r) => r.RouteKey).sort()).toEqual([...routeDefs.map((r) => `${r.method} ${r.path}`), '$default'].sort());
     for (const route of routeDefs) {
       const r = made.find((m) => m.RouteKey === `${route.method} ${route.path}`)!;
@@ -163,16 +168,134 @@ describe('HTTP API', () => {
       AutoDeploy: true,
       DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
     });
-    const [, stage] = ofType('AWS::ApiGatewayV2::Stage')[0]!;
+    const [, stage] = ofApi('AWS::ApiGatewayV2::Stage', stack.api.httpApi.node.defaultChild)[0]!;
     expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+  });
+});
+
+describe('bridge socket (sandbox programs take their commands over it)', () => {
+  const api = () => stack.bridgeSocket.api.node.defaultChild;
+
+  it('has exactly $connect (the connect function) and $default (a MOCK that answers a pong): nothing a program sends reaches a function', () => {
+    const routesMade = ofApi('AWS::ApiGatewayV2::Route', api()).map(([, r]) => r.Properties);
+    expect(routesMade.map((r) => r.RouteKey).sort()).toEqual(['$connect', '$default']);
+    const integrations = ofApi('AWS::ApiGatewayV2::Integration', api());
+    const targetOf = (key: string) => resources[routesMade.find((r) => r.RouteKey === key)!.Target['Fn::Join'][1][1].Ref]!.Properties;
+    expect(JSON.stringify(targetOf('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get(bridgeSocketConnectFunction.id)!.fn.fn.node.defaultChild));
+    expect(targetOf('$default').IntegrationType).toBe('MOCK');
+    expect(integrations).toHaveLength(2);
+    const [, response] = ofApi('AWS::ApiGatewayV2::IntegrationResponse', api())[0]!;
+    expect(response.Properties.ResponseTemplates).toEqual({ $default: BRIDGE_SOCKET_PONG });
+    expect(ofApi('AWS::ApiGatewayV2::RouteResponse', api())).toHaveLength(1);
+  });
+
+  it('throttles its stage from the configuration', () => {
+    const [, stage] = ofApi('AWS::ApiGatewayV2::Stage', api())[0]!;
+    expect(stage.Properties).toMatchObject({
+      StageName: 'bridge',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
+    });
+  });
+
+  it('lets exactly the functions that queue commands post to its connections, and nothing else of any API', () => {
+    const posting = [...stack.functions].filter(([, { access }]) => access.capabilities?.includes('commands:push')).map(([id]) => id);
+    expect(posting.sort()).toEqual(
+      ['startConversation', 'sendMessage', 'pauseConversation', 'runConversation', 'respondToConfirmation', 'legacyCreateConversation', 'legacyDeleteConversation', 'streamMessage'].sort(),
+    );
+    const granted: string[] = [];
+    for (const [id, { fn }] of stack.functions) {
+      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties.PolicyDocument.Statement as Json[];
+      const onSocket = statements.filter((st) => JSON.stringify(st.Resource).includes(logicalId(api())));
+      if (onSocket.length) granted.push(id);
+      for (const st of onSocket) {
+        expect([st.Action].flat(), id).toEqual(['execute-api:ManageConnections']);
+        expect([st.Resource].flat().map((r) => JSON.stringify(r)), id).toEqual([expect.stringContaining('/bridge/POST/@connections/*')]);
+      }
+    }
+    expect(granted.sort()).toEqual(posting.sort());
+  });
+
+  it('gives sandbox programs its URL in every spec task definition; the connect function reads only the sandboxes table', () => {
+    for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
+      const env = resources[logicalId(taskDefinition.node.defaultChild)]!.Properties.ContainerDefinitions[0].Environment as Json[];
+      expect(env.map((e) => e.Name)).toEqual(['BRIDGE_SOCKET_URL']);
+    }
+    const connect = stack.functions.get(bridgeSocketConnectFunction.id)!;
+    expect(connect.access.tables).toEqual({ sandboxes: 'write' });
+    expect(connect.access.capabilities).toBeUndefined();
+  });
+});
+
+describe('event stream (WebSocket API) and CloudFront', () => {
+  const wsApiId = () => ({ Ref: logicalId(stack.stream.api.node.defaultChild) });
+  const ofWsApi = (type: string) => ofType(type).filter(([, r]) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(wsApiId()));
+
+  it('a WebSocket API with $connect, $disconnect and $default on their functions and a mock ping, on a throttled, logged stage', () => {
+    const [, api] = ofType('AWS::ApiGatewayV2::Api').find(([id]) => id === wsApiId().Ref)!;
+    expect(api.Properties.ProtocolType).toBe('WEBSOCKET');
+    const routesOf = Object.fromEntries(ofWsApi('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties.RouteKey, r.Properties]));
+    expect(Object.keys(routesOf).sort()).toEqual(['$connect', '$default', '$disconnect', 'ping']);
+    const integration = (key: string) => resources[routesOf[key].Target['Fn::Join'][1][1].Ref]!.Properties;
+    expect(JSON.stringify(integration('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamConnect')!.fn.fn.node.defaultChild));
+    expect(JSON.stringify(integration('$disconnect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamDisconnect')!.fn.fn.node.defaultChild));
+    expect(JSON.stringify(integration('$default').IntegrationUri)).toContain(logicalId(stack.functions.get('streamMessage')!.fn.fn.node.defaultChild));
+    expect(routesOf.$default.RouteResponseSelectionExpression).toBe('$default');
+    expect(integration('ping').IntegrationType).toBe('MOCK');
+    const [, stage] = ofWsApi('AWS::ApiGatewayV2::Stage')[0]!;
+    expect(stage.Properties).toMatchObject({ StageName: 'sockets', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit } });
+    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ connectionId: '$context.connectionId', eventType: '$context.eventType' });
+  });
+
+  it('grants PostToConnection and GetConnection on the stage\'s @connections only, and the resend invoke on that one function', () => {
+    for (const [id, { fn, access }] of stack.functions) {
+      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties.PolicyDocument.Statement as Json[];
+      // (The bridge socket's grant is the other ManageConnections: its own test above.)
+      const manage = statements.filter((s) => [s.Action].flat().includes('execute-api:ManageConnections') && JSON.stringify(s.Resource).includes(wsApiId().Ref));
+      expect(manage.length > 0, id).toBe((access.capabilities ?? []).includes('stream:push'));
+      for (const s of manage) {
+        const resourcesOf = [s.Resource].flat().map((r: unknown) => JSON.stringify(r));
+        expect(resourcesOf, id).toHaveLength(2);
+        for (const r of resourcesOf) {
+          expect(r).toContain(wsApiId().Ref);
+          expect(r).toMatch(/\/sockets\/(POST|GET)\/@connections\/\*/);
+        }
+      }
+      const invoke = statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
+      expect(invoke.length > 0, id).toBe(id === 'streamConnect');
+      for (const s of invoke) expect(s.Resource).toEqual({ 'Fn::GetAtt': [logicalId(stack.functions.get('streamResend')!.fn.fn.node.defaultChild), 'Arn'] });
+    }
+  });
+
+  it('keeps connections by conversation with a TTL, and finds them by connection id', () => {
+    expect(tables.streamConnections).toMatchObject({ pk: 'conversationKey', sk: 'connectionId', ttl: 'expiresAtEpoch', indexes: { byConnection: { pk: 'connectionId' } } });
+  });
+
+  it('CloudFront: /sockets/* to the WebSocket API through the path function, the rest to the HTTP API, nothing cached, everything but Host forwarded', () => {
+    const [, dist] = ofType('AWS::CloudFront::Distribution')[0]!;
+    const config = dist.Properties.DistributionConfig;
+    const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
+    const ALL_VIEWER_EXCEPT_HOST = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
+    const originOf = (id: string) => JSON.stringify(config.Origins.find((o: Json) => o.Id === id).DomainName);
+    expect(config.DefaultCacheBehavior).toMatchObject({ CachePolicyId: CACHING_DISABLED, OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST, ViewerProtocolPolicy: 'https-only' });
+    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']));
+    expect(originOf(config.DefaultCacheBehavior.TargetOriginId)).toContain(logicalId(stack.api.httpApi.node.defaultChild));
+    expect(config.CacheBehaviors).toHaveLength(1);
+    const sockets = config.CacheBehaviors[0];
+    expect(sockets).toMatchObject({ PathPattern: '/sockets/*', CachePolicyId: CACHING_DISABLED, OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST });
+    expect(originOf(sockets.TargetOriginId)).toContain(wsApiId().Ref);
+    expect(sockets.FunctionAssociations).toEqual([{ EventType: 'viewer-request', FunctionARN: expect.anything() }]);
+    expect(config.Origins.every((o: Json) => o.CustomOriginConfig.OriginProtocolPolicy === 'https-only')).toBe(true);
+    expect(config.PriceClass).toBe('PriceClass_100');
   });
 });
 
 describe('functions', () => {
   it('has one function per route plus the authorizer and the fallback (and the event functions when present)', () => {
-    const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback'];
+    const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback', bridgeSocketConnectFunction.id];
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
+    expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });
@@ -192,19 +315,29 @@ describe('functions', () => {
     for (const [id, { fn, access }] of stack.functions) {
       const env = Object.keys(resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {}).sort();
       // The one derivation (shared/wiring/needs.ts) the wiring test builds each adapter with.
-      const expected = ['POWERTOOLS_SERVICE_NAME', ...environmentNames(access)];
-      // The authorizer takes session cookies only from the configured origins.
-      if (id === 'authorizer') expected.push('CORS_ORIGINS');
+      // Every function knows the service's one public URL (CloudFront).
+      const expected = ['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', ...environmentNames(access)];
+      // The authorizer and the stream's $connect take session cookies only from the configured origins.
+      if (id === 'authorizer' || id === 'streamConnect') expected.push('CORS_ORIGINS');
       expect(env, id).toEqual([...new Set(expected)].sort());
     }
   });
 
   it('derives the environment from tables and capabilities alone: no secrets key or sandbox settings where none is declared', () => {
     const envOf = (id: string) => Object.keys(resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables).sort();
-    expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'TABLE_SETTINGS']);
-    expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'SANDBOX_SPECS']);
+    expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'TABLE_SETTINGS']);
+    expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'SANDBOX_SPECS']);
     expect(envOf('pauseSandbox')).toEqual(expect.arrayContaining(SANDBOX_ENV.filter((n) => n !== 'SANDBOX_SPECS')));
     expect(envOf('pauseSandbox')).not.toContain('SANDBOX_SPECS');
+  });
+
+  it('points every function at the CloudFront host, and only the stream functions at the WebSocket API', () => {
+    const domain = { 'Fn::GetAtt': [logicalId(stack.front.distribution.node.defaultChild), 'DomainName'] };
+    for (const [id, { fn, access }] of stack.functions) {
+      const vars = resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
+      expect(vars.PUBLIC_BASE_URL, id).toEqual({ 'Fn::Join': ['', ['https://', domain]] });
+      expect('STREAM_CALLBACK_URL' in vars, id).toBe((access.capabilities ?? []).includes('stream:push'));
+    }
   });
 
   it('never names the API URL in a function environment (that would be a dependency cycle)', () => {

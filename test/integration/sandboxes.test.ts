@@ -187,7 +187,7 @@ describe('the bridge', () => {
       expect((await stack.call('GET', bridge(sandbox.id, 'commands'), { key })).status).toBe(401);
     }
     const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: (await stack.sandboxKey(sandbox.id))!, body: {} });
-    expect(ok.body).toEqual({ status: 'RUNNING' });
+    expect(ok.body).toEqual({ status: 'RUNNING', command_seq: 0 });
     expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!)).toMatchObject({ id: sandbox.id });
     expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import type { InvokeResult, LambdaService } from '#test/tier/lambda.ts';
-import type { Template } from '#test/tier/template.ts';
+import { names, STACK, type Template } from '#test/tier/template.ts';
 
 /**
  * API Gateway's own answers, on a two-route API whose functions are scripted here (the tier's
@@ -10,17 +10,20 @@ import type { Template } from '#test/tier/template.ts';
  */
 const AUTH = 'arn:aws:lambda:eu-west-1:123456789012:function:auth';
 const ROUTE = 'arn:aws:lambda:eu-west-1:123456789012:function:route';
+/** The API's id as the template resolves `Ref: Api` (the emulator takes only the resources of its own API). */
+const API_ID = names(STACK, 'Api', { Type: 'AWS::ApiGatewayV2::Api', Properties: { ProtocolType: 'HTTP' } }).ref;
 const template: Template = {
   Resources: {
     Api: { Type: 'AWS::ApiGatewayV2::Api', Properties: { ProtocolType: 'HTTP' } },
-    Stage: { Type: 'AWS::ApiGatewayV2::Stage', Properties: { ApiId: 'api1', StageName: '$default' } },
+    Stage: { Type: 'AWS::ApiGatewayV2::Stage', Properties: { ApiId: API_ID, StageName: '$default' } },
     Auth: {
       Type: 'AWS::ApiGatewayV2::Authorizer',
-      Properties: { AuthorizerType: 'REQUEST', AuthorizerUri: `arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/${AUTH}/invocations`, EnableSimpleResponses: true, AuthorizerPayloadFormatVersion: '2.0', AuthorizerResultTtlInSeconds: 0 },
+      Properties: {
+        ApiId: API_ID, AuthorizerType: 'REQUEST', AuthorizerUri: `arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/${AUTH}/invocations`, EnableSimpleResponses: true, AuthorizerPayloadFormatVersion: '2.0', AuthorizerResultTtlInSeconds: 0 },
     },
-    Integration: { Type: 'AWS::ApiGatewayV2::Integration', Properties: { IntegrationType: 'AWS_PROXY', IntegrationUri: ROUTE, PayloadFormatVersion: '2.0' } },
-    Item: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: 'api1', RouteKey: 'POST /items/{id}', AuthorizationType: 'CUSTOM', AuthorizerId: 'Auth', Target: 'integrations/Integration' } },
-    Open: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: 'api1', RouteKey: 'GET /open', AuthorizationType: 'NONE', Target: 'integrations/Integration' } },
+    Integration: { Type: 'AWS::ApiGatewayV2::Integration', Properties: { ApiId: API_ID, IntegrationType: 'AWS_PROXY', IntegrationUri: ROUTE, PayloadFormatVersion: '2.0' } },
+    Item: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: API_ID, RouteKey: 'POST /items/{id}', AuthorizationType: 'CUSTOM', AuthorizerId: 'Auth', Target: 'integrations/Integration' } },
+    Open: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: API_ID, RouteKey: 'GET /open', AuthorizationType: 'NONE', Target: 'integrations/Integration' } },
   },
 };
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InvokeResult, LambdaService } from '#test/tier/lambda.ts';
-import { ACCOUNT, ofType, REGION, type Template } from '#test/tier/template.ts';
+import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier/template.ts';
 
 /**
  * An HTTP API (API Gateway v2) as the template defines it: its routes (`METHOD /path/{param}`,
@@ -63,20 +63,20 @@ export class HttpApiEmulator {
     resolved: Template,
     private readonly lambda: LambdaService,
   ) {
-    const apis = ofType(resolved, 'AWS::ApiGatewayV2::Api');
+    // The WebSocket API is test/tier/websocket-api.ts's.
+    const apis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'HTTP');
     if (apis.length !== 1) throw new Error(`The tier emulates one HTTP API; the template has ${apis.length}`);
     const [apiLogical, api] = apis[0]!;
-    void apiLogical;
-    if (api.Properties.ProtocolType !== 'HTTP') throw new Error('Only HTTP APIs are emulated');
     this.cors = api.Properties.CorsConfiguration;
-    this.apiId = ofType(resolved, 'AWS::ApiGatewayV2::Route')[0]?.[1].Properties.ApiId;
-    const stages = ofType(resolved, 'AWS::ApiGatewayV2::Stage');
+    this.apiId = names(STACK, apiLogical, api).ref;
+    const ofApi = (type: string) => ofType(resolved, type).filter(([, r]) => r.Properties.ApiId === this.apiId);
+    const stages = ofApi('AWS::ApiGatewayV2::Stage');
     this.stage = stages[0]?.[1].Properties.StageName ?? '$default';
     if (this.stage !== '$default') throw new Error('The tier serves the $default stage only');
 
-    const integrations = new Map(ofType(resolved, 'AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]));
+    const integrations = new Map(ofApi('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, r.Properties]));
     const authorizers = new Map(
-      ofType(resolved, 'AWS::ApiGatewayV2::Authorizer').map(([id, r]) => {
+      ofApi('AWS::ApiGatewayV2::Authorizer').map(([id, r]) => {
         const p = r.Properties;
         if (p.AuthorizerType !== 'REQUEST') throw new Error(`Authorizer ${id}: only REQUEST (Lambda) authorizers are emulated`);
         const fn = /functions\/(.+)\/invocations$/.exec(p.AuthorizerUri)?.[1];
@@ -94,7 +94,7 @@ export class HttpApiEmulator {
         return [id, def];
       }),
     );
-    for (const [id, r] of ofType(resolved, 'AWS::ApiGatewayV2::Route')) {
+    for (const [id, r] of ofApi('AWS::ApiGatewayV2::Route')) {
       const p = r.Properties;
       const integrationId = String(p.Target ?? '').replace(/^integrations\//, '');
       const integration = integrations.get(integrationId);

@@ -5,6 +5,8 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { deniedMessage, evaluate, type AuthzRequest, type Statement } from '#test/tier/iam.ts';
+import type { InvokeResult } from '#test/tier/lambda.ts';
+import type { WebSocketApiEmulator } from '#test/tier/websocket-api.ts';
 import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier/template.ts';
 
 /**
@@ -75,6 +77,10 @@ export interface FakeAwsOptions {
   /** The sandbox program (the image's /app/main.mjs, built by the tier). */
   sandboxProgram: string;
   onTaskChange(task: EcsTask): void;
+  /** Where the tier serves the bridge socket whose public URL is given (none: the program long-polls). */
+  bridgeSocketUrl?(url: string): string | undefined;
+  /** Where a public URL (the service's CloudFront host) is served in the tier, for the sandbox's BRIDGE_URL. */
+  publicUrl?(url: string): string | undefined;
 }
 
 export class FakeAws {
@@ -90,7 +96,14 @@ export class FakeAws {
   private readonly buckets = new Map<string, Map<string, { body: Buffer; modified: Date }>>();
   private readonly keyRoles = new Map<string, string>();
   private server!: Server;
+  private readonly pending = new Set<Promise<unknown>>();
   url = '';
+  /** The tier's Lambda service, for the Invoke API (set once it exists: it needs this server's URL). */
+  invoker?: (functionArn: string, payload: unknown) => Promise<InvokeResult>;
+  /** The WebSocket APIs whose @connections this serves. */
+  readonly webSocketApis: Pick<WebSocketApiEmulator, 'apiId' | 'stage' | 'manage'>[] = [];
+  /** Every `Event` invocation through the Invoke API, with its result (Lambda's retries are not emulated). */
+  readonly asyncInvocations: { functionArn: string; payload: unknown; result: InvokeResult }[] = [];
 
   constructor(private readonly options: FakeAwsOptions) {
     const { resolved } = options;
@@ -148,7 +161,13 @@ export class FakeAws {
       let out: unknown;
       if (prefix === 'TrentService') out = this.kms(op!, body, check);
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
-      else throw new AwsError('UnknownOperationException', `The tier fakes no ${target || req.url}`);
+      else if (req.url?.startsWith('/2015-03-31/functions/')) {
+        const r = await this.lambdaInvoke(req, raw, check);
+        return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
+      } else if (req.url?.startsWith('/execute-api/')) {
+        const r = await this.connections(req, raw, check);
+        return void res.writeHead(r.status, { 'content-type': 'application/json', ...(r.status === 410 ? { 'x-amzn-errortype': 'GoneException' } : r.status === 413 ? { 'x-amzn-errortype': 'PayloadTooLargeException' } : {}) }).end(r.body ?? '');
+      } else throw new AwsError('UnknownOperationException', `The tier fakes no ${target || req.url}`);
       res.writeHead(200, { 'content-type': json ? 'application/x-amz-json-1.1' : 'application/json' }).end(JSON.stringify(out ?? {}));
     } catch (err) {
       const e = err instanceof AwsError ? err : new AwsError('InternalFailure', (err as Error).message, 500);
@@ -187,6 +206,46 @@ export class FakeAws {
       out.on('error', reject);
       out.end(body);
     });
+  }
+
+  // ---- Lambda's Invoke API: the function's ARN checked against lambda:InvokeFunction, then run by
+  // the tier's Lambda service; an `Event` invocation answers 202 at once and runs on its own.
+  private async lambdaInvoke(req: IncomingMessage, raw: Buffer, check: (op: string, r: AuthzRequest[]) => void): Promise<{ status: number; body?: string }> {
+    const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations/.exec(req.url!);
+    const ref = decodeURIComponent(m?.[1] ?? '');
+    const functionArn = ref.startsWith('arn:') ? ref.replace(/:(\$LATEST|\d+)$/, '') : arn('lambda', `function:${ref}`);
+    check('lambda:InvokeFunction', [{ action: 'lambda:InvokeFunction', resource: functionArn }]);
+    const invoke = this.invoker;
+    if (!invoke) throw new AwsError('ServiceException', 'The tier has no Lambda service attached');
+    const payload = raw.length ? (JSON.parse(raw.toString('utf8')) as unknown) : {};
+    if (String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse') === 'Event') {
+      const run = invoke(functionArn, payload).then((result) => {
+        this.asyncInvocations.push({ functionArn, payload, result });
+      });
+      this.pending.add(run);
+      void run.finally(() => this.pending.delete(run));
+      return { status: 202 };
+    }
+    const result = await invoke(functionArn, payload);
+    return { status: 200, body: JSON.stringify(result.ok ? result.result : result.error) };
+  }
+
+  /** Waits for every asynchronous invocation under way. */
+  async settle(): Promise<void> {
+    while (this.pending.size) await Promise.allSettled([...this.pending]);
+  }
+
+  // ---- API Gateway's @connections management API of a WebSocket API, at
+  // `/execute-api/<api id>/<stage>/@connections/<id>` (the tier points the function's callback URL here).
+  private async connections(req: IncomingMessage, raw: Buffer, check: (op: string, r: AuthzRequest[]) => void): Promise<{ status: number; body?: string }> {
+    const m = /^\/execute-api\/([^/]+)\/([^/]+)\/@connections\/([^/?]+)/.exec(req.url!);
+    if (!m) throw new AwsError('NotFoundException', `No @connections path: ${req.url}`, 404);
+    const [, apiId, stage, connectionId] = m as unknown as [string, string, string, string];
+    const id = decodeURIComponent(connectionId);
+    check('execute-api:ManageConnections', [{ action: 'execute-api:ManageConnections', resource: `arn:aws:execute-api:${REGION}:${ACCOUNT}:${apiId}/${stage}/${req.method}/@connections/${id}` }]);
+    const api = this.webSocketApis.find((a) => a.apiId === apiId && a.stage === stage);
+    if (!api) throw new AwsError('NotFoundException', `No WebSocket API ${apiId} stage ${stage}`, 404);
+    return api.manage(req.method!, id, raw);
   }
 
   // ---- KMS: AES-256-GCM under a per-key secret, the key ARN and encryption context bound in.
@@ -376,7 +435,11 @@ export class FakeAws {
     env.WORKSPACE_DIR = this.taskPath(task.taskArn, env.WORKSPACE_DIR!);
     mkdirSync(env.WORKSPACE_DIR, { recursive: true });
     // API Gateway is HTTPS; the emulated API listens on plain HTTP on loopback.
-    if (env.BRIDGE_URL) env.BRIDGE_URL = env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
+    if (env.BRIDGE_URL) env.BRIDGE_URL = this.options.publicUrl?.(env.BRIDGE_URL) ?? env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
+    // The bridge socket is served where the tier emulates it; elsewhere the program long-polls (its fallback), never reaching out.
+    const socket = env.BRIDGE_SOCKET_URL && this.options.bridgeSocketUrl?.(env.BRIDGE_SOCKET_URL);
+    if (socket) env.BRIDGE_SOCKET_URL = socket;
+    else delete env.BRIDGE_SOCKET_URL;
     const command = override.command ?? container.command;
     if (command) {
       this.finish(task, 'TaskFailedToStart', `The tier runs only the sandbox image's CMD, not ${JSON.stringify(command)}`, undefined);

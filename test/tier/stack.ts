@@ -11,11 +11,13 @@ import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
+import { CloudFrontEmulator } from '#test/tier/cloudfront.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
 import { rolePolicies } from '#test/tier/iam.ts';
 import { LambdaService } from '#test/tier/lambda.ts';
-import { CDK_OUT, functionsOf, loadTemplate, ofType, REGION, resolveTemplate, type Template } from '#test/tier/template.ts';
+import { CDK_OUT, functionsOf, loadTemplate, names, ofType, REGION, resolveTemplate, STACK, type Template } from '#test/tier/template.ts';
+import { WebSocketApiEmulator } from '#test/tier/websocket-api.ts';
 
 /**
  * The deployment, run locally from what `npm run synth` wrote: the template's tables in dynalite,
@@ -29,6 +31,12 @@ export interface TierStack {
   resolved: Template;
   outputs: Record<string, string>;
   api: HttpApiEmulator;
+  /** The WebSocket API (the event stream), reached directly at `sockets.url/<stage>`. */
+  sockets: WebSocketApiEmulator;
+  /** The bridge socket (sandbox programs take their commands over it); the sandbox tasks reach it at `bridgeSocket.url/<stage>`. */
+  bridgeSocket: WebSocketApiEmulator;
+  /** CloudFront in front of both APIs: `front.url` is the service's one public host. */
+  front: CloudFrontEmulator;
   aws: FakeAws;
   lambda: LambdaService;
   bus: EventBus;
@@ -109,6 +117,8 @@ export async function startTier(options: { mutate?: (template: Template) => void
   const policies = rolePolicies(resolved);
   let dynamo: EmbeddedDynamo | undefined;
   let bus: EventBus | undefined;
+  let front: CloudFrontEmulator | undefined;
+  let bridge: WebSocketApiEmulator | undefined;
   try {
     dynamo = await startDynalite();
     const ttl = await createTables(resolved, dynamo.endpoint);
@@ -119,13 +129,47 @@ export async function startTier(options: { mutate?: (template: Template) => void
       workDir,
       sandboxProgram: await buildSandboxProgram(workDir),
       onTaskChange: (task) => bus?.put('ECS Task State Change', 'aws.ecs', taskStateEvent(task), [task.taskArn]),
+      // The sandbox reaches the service at its public (CloudFront) URL.
+      publicUrl: (url) => (front && url.startsWith(`https://${front.domainName}`) ? `${front.url}${url.slice(`https://${front.domainName}`.length)}` : undefined),
+      // ...and the bridge socket at its emulation (the WebSocket API has no TLS here either).
+      bridgeSocketUrl: (url) => {
+        const host = bridge && `wss://${bridge.apiId}.execute-api.${REGION}.amazonaws.com`;
+        return host && url.startsWith(host) ? `${bridge!.url}${url.slice(host.length)}` : undefined;
+      },
     });
     await aws.start();
     const endpoints = Object.fromEntries(['', '_DYNAMODB', '_KMS', '_ECS', '_S3'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]));
-    const lambda = new LambdaService(functionsOf(template, resolved), resolved, { endpoints, accessKeyFor: (role) => aws.accessKeyFor(role) });
+    // A WebSocket API's @connections endpoint (a function's callback URL) is served by the fake AWS side.
+    const socketApis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET').map(([id, r]) => names(STACK, id, r).ref);
+    const callbackUrl = (value: string) => {
+      const m = /^https:\/\/([a-z0-9]+)\.execute-api\.[^/]+(\/.*)?$/.exec(value);
+      return m && socketApis.includes(m[1]!) ? `${aws.url}/execute-api/${m[1]}${m[2] ?? ''}` : value;
+    };
+    const functions = functionsOf(template, resolved).map((f) => ({ ...f, environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, callbackUrl(String(v))])) }));
+    const lambda = new LambdaService(functions, resolved, { endpoints, accessKeyFor: (role) => aws.accessKeyFor(role) });
+    aws.invoker = (arn, payload) => lambda.invoke(arn, payload);
     bus = new EventBus(resolved, lambda, policies);
     const api = new HttpApiEmulator(resolved, lambda);
     await api.start();
+    // Two WebSocket APIs: the event stream's and the bridge socket (infra/constructs/bridge-socket.ts).
+    const wsApis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET').map(([id]) => id);
+    const bridgeApi = wsApis.find((id) => id.startsWith('BridgeSocket'));
+    const sockets = new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: wsApis.find((id) => id !== bridgeApi) });
+    await sockets.start();
+    aws.webSocketApis.push(sockets);
+    bridge = new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: bridgeApi });
+    await bridge.start();
+    aws.webSocketApis.push(bridge);
+    const bridgeSocket = bridge;
+    front = new CloudFrontEmulator(
+      resolved,
+      new Map([
+        [`${api.apiId}.execute-api.${REGION}.amazonaws.com`, api.url],
+        [`${sockets.apiId}.execute-api.${REGION}.amazonaws.com`, sockets.url.replace(/^ws:/, 'http:')],
+      ]),
+    );
+    await front.start();
+    const cdn = front;
     const dyn = dynamo;
     const call = apiCaller(api.url, null);
     return {
@@ -134,6 +178,9 @@ export async function startTier(options: { mutate?: (template: Template) => void
       resolved,
       outputs,
       api,
+      sockets,
+      bridgeSocket,
+      front: cdn,
       aws,
       lambda,
       bus,
@@ -174,6 +221,9 @@ export async function startTier(options: { mutate?: (template: Template) => void
         return [...failed.map((r) => `${r.method} ${r.path} -> ${r.status} (${r.routeKey}): ${r.error ?? ''}`), ...denied, ...logs].join('\n');
       },
       stop: async () => {
+        await cdn.close();
+        await sockets.close();
+        await bridgeSocket.close();
         await api.close();
         await lambda.close();
         await aws.close();

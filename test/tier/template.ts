@@ -77,7 +77,11 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
     case 'AWS::Logs::LogGroup':
       return { ref: id, atts: { Arn: arn('logs', `log-group:${id}:*`) } };
     case 'AWS::ApiGatewayV2::Api':
-      return { ref: hex(id, 10), atts: { ApiEndpoint: `https://${hex(id, 10)}.execute-api.${REGION}.amazonaws.com` } };
+      return { ref: hex(id, 10), atts: { ApiEndpoint: `${p.ProtocolType === 'WEBSOCKET' ? 'wss' : 'https'}://${hex(id, 10)}.execute-api.${REGION}.amazonaws.com` } };
+    case 'AWS::CloudFront::Distribution':
+      return { ref: `E${hex(id, 13).toUpperCase()}`, atts: { DomainName: `d${hex(id, 13)}.cloudfront.net`, Id: `E${hex(id, 13).toUpperCase()}` } };
+    case 'AWS::CloudFront::Function':
+      return { ref: arn('cloudfront', `function/${id}`, ''), atts: { FunctionARN: `arn:aws:cloudfront::${ACCOUNT}:function/${id}`, Stage: 'LIVE' } };
     default:
       return { ref: id, atts: { Arn: arn(r.Type.split('::')[1]!.toLowerCase(), id) } };
   }

@@ -1,0 +1,15 @@
+import { streamConnectFunction } from '#shared/functions.ts';
+import { connectRequestOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
+import { sealer } from '#shared/wiring/aws/kms.ts';
+import { streamConnectionStore, streamResendTrigger, streamTicketStore } from '#shared/wiring/aws/stream.ts';
+
+/** The WebSocket API's `$connect`: 200 opens the stream, another status refuses the handshake. */
+export const handler = awsFunction(
+  streamConnectFunction,
+  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, eventStore, streamTicketStore, streamConnectionStore, streamResendTrigger },
+  (event: WebSocketConnectEvent, { socketStream }) => socketStream.connect(connectRequestOf(event)),
+);

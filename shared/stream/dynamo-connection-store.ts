@@ -1,0 +1,169 @@
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { ConversationRef } from '#shared/events/event-store.ts';
+import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import type { ConnectionStore, StreamConnection } from '#shared/stream/connection-store.ts';
+
+/** The conversation's partition, as in the events table (conversation ids are unique per user only). */
+const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
+
+const fromItem = (item: Record<string, unknown>): StreamConnection => {
+  return {
+    conversation: { userId: item.userId as string, conversationId: item.conversationId as string },
+    connectionId: item.connectionId as string,
+    sentSeq: item.sentSeq as number,
+    wantSeq: (item.wantSeq as number | undefined) ?? 0,
+    ready: item.ready === true,
+    connectedAt: item.connectedAt as string,
+  };
+};
+
+export class DynamoConnectionStore implements ConnectionStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('streamConnections');
+
+  private key(conversation: ConversationRef, connectionId: string) {
+    return { conversationKey: partitionOf(conversation), connectionId };
+  }
+
+  async add(c: { conversation: ConversationRef; connectionId: string; sentSeq: number; connectedAt: Date; expiresAt: Date }): Promise<void> {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          ...this.key(c.conversation, c.connectionId),
+          userId: c.conversation.userId,
+          conversationId: c.conversation.conversationId,
+          sentSeq: c.sentSeq,
+          wantSeq: c.sentSeq,
+          ready: false,
+          connectedAt: c.connectedAt.toISOString(),
+          // TTL: API Gateway ends every connection within 2 hours, $disconnect or not.
+          expiresAtEpoch: Math.ceil(c.expiresAt.getTime() / 1000),
+        },
+        ConditionExpression: 'attribute_not_exists(connectionId)',
+      }),
+    );
+  }
+
+  async get(conversation: ConversationRef, connectionId: string): Promise<StreamConnection | undefined> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: this.key(conversation, connectionId), ConsistentRead: true }));
+    return out.Item ? fromItem(out.Item) : undefined;
+  }
+
+  async find(connectionId: string): Promise<ConversationRef | undefined> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'byConnection',
+        KeyConditionExpression: 'connectionId = :c',
+        ExpressionAttributeValues: { ':c': connectionId },
+        Limit: 1,
+      }),
+    );
+    const item = out.Items?.[0];
+    return item ? fromItem(item).conversation : undefined;
+  }
+
+  async list(conversation: ConversationRef): Promise<StreamConnection[]> {
+    const items: StreamConnection[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'conversationKey = :p',
+          ExpressionAttributeValues: { ':p': partitionOf(conversation) },
+          ConsistentRead: true,
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of out.Items ?? []) items.push(fromItem(item));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  async remove(conversation: ConversationRef, connectionId: string): Promise<void> {
+    await this.db.send(new DeleteCommand({ TableName: this.table, Key: this.key(conversation, connectionId) }));
+  }
+
+  async want(conversation: ConversationRef, connectionId: string, seq: number): Promise<void> {
+    await conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: this.key(conversation, connectionId),
+          UpdateExpression: 'SET wantSeq = :s',
+          ConditionExpression: 'attribute_exists(connectionId) AND wantSeq < :s',
+          ExpressionAttributeValues: { ':s': seq },
+        }),
+      ),
+    );
+  }
+
+  markReady(conversation: ConversationRef, connectionId: string): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: this.key(conversation, connectionId),
+          UpdateExpression: 'SET ready = :t',
+          ConditionExpression: 'attribute_exists(connectionId)',
+          ExpressionAttributeValues: { ':t': true },
+        }),
+      ),
+    );
+  }
+
+  async lease(conversation: ConversationRef, connectionId: string, owner: string, nowMs: number, untilMs: number): Promise<StreamConnection | undefined> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: this.key(conversation, connectionId),
+          UpdateExpression: 'SET leaseOwner = :o, leaseUntil = :u',
+          ConditionExpression: 'ready = :t AND sentSeq < wantSeq AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
+          ExpressionAttributeValues: { ':o': owner, ':u': untilMs, ':t': true, ':now': nowMs },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes ? fromItem(out.Attributes) : undefined;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
+  }
+
+  advance(conversation: ConversationRef, connectionId: string, owner: string, from: number, to: number, untilMs: number): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: this.key(conversation, connectionId),
+          UpdateExpression: 'SET sentSeq = :to, leaseUntil = :u',
+          ConditionExpression: 'leaseOwner = :o AND sentSeq = :from',
+          ExpressionAttributeValues: { ':to': to, ':u': untilMs, ':o': owner, ':from': from },
+        }),
+      ),
+    );
+  }
+
+  async release(conversation: ConversationRef, connectionId: string, owner: string): Promise<StreamConnection | undefined> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: this.key(conversation, connectionId),
+          UpdateExpression: 'REMOVE leaseOwner, leaseUntil',
+          ConditionExpression: 'leaseOwner = :o',
+          ExpressionAttributeValues: { ':o': owner },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes ? fromItem(out.Attributes) : undefined;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
+import { logger } from '#shared/logging.ts';
+import type { StreamAccess } from '#shared/stream/access.ts';
+import type { ConnectionStore } from '#shared/stream/connection-store.ts';
+import { startAfter } from '#shared/stream/messages.ts';
+import type { PushDelivery } from '#shared/stream/push-delivery.ts';
+import type { ResendRequest, ResendTrigger } from '#shared/stream/resend-trigger.ts';
+
+/** API Gateway ends every WebSocket connection after 2 hours; its item is kept no longer (TTL). */
+export const CONNECTION_MAX_SECONDS = 2 * 60 * 60;
+
+/**
+ * The channel of the WebSocket API that carries conversation events. CloudFront turns
+ * `/sockets/events/{conversation_id}` into `?channel=events&id={conversation_id}` on the API's
+ * stage (infra/constructs/front.ts); other channels are for other streams.
+ */
+export const EVENTS_CHANNEL = 'events';
+
+/** What a `$connect` carries that matters here (API Gateway's WebSocket event, payload 1.0 style: cookies in the Cookie header). */
+export interface ConnectRequest {
+  connectionId: string;
+  query: Record<string, string | undefined>;
+  headers: Record<string, string | undefined>;
+}
+
+/** The answer `$connect` returns: 200 opens the connection, anything else refuses the handshake with that status. */
+export interface ConnectResult {
+  statusCode: number;
+  body?: string;
+}
+
+/**
+ * The event stream over API Gateway's WebSocket API: `$connect` decides access with the same rule
+ * as the local socket (shared/stream/access.ts), records the connection at its start position
+ * (`after_seq`, or 0 with `resend_all`, or the committed end) and starts the resend step, which
+ * sends once the connection is open; `$disconnect` forgets it. Live events come from the ingest
+ * function's feed (`PushDelivery`).
+ */
+export class SocketStream {
+  constructor(
+    private readonly access: StreamAccess,
+    private readonly connections: ConnectionStore,
+    private readonly events: EventStore,
+    private readonly resendTrigger: ResendTrigger,
+    private readonly delivery: PushDelivery,
+    private readonly allowedOrigins: readonly string[],
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async connect(r: ConnectRequest): Promise<ConnectResult> {
+    const { channel, id, ...query } = r.query;
+    if (channel !== EVENTS_CHANNEL) return { statusCode: 404, body: 'No such stream' };
+    const decision = await this.access.authorize({ conversationId: id ?? '', query, headers: r.headers }, this.allowedOrigins);
+    if (!decision.allowed) {
+      logger.info('stream.refused', { status: decision.status, reason: decision.reason });
+      return { statusCode: decision.status, body: decision.reason };
+    }
+    const conversation = { userId: decision.userId, conversationId: decision.conversationId };
+    const now = this.now();
+    await this.connections.add({
+      conversation,
+      connectionId: r.connectionId,
+      sentSeq: startAfter(decision.query, await this.events.lastSeq(conversation)),
+      connectedAt: now,
+      expiresAt: new Date(now.getTime() + CONNECTION_MAX_SECONDS * 1000),
+    });
+    await this.resendTrigger.request({ conversation, connectionId: r.connectionId });
+    logger.info('stream.connected', { conversationId: conversation.conversationId, via: decision.via });
+    return { statusCode: 200 };
+  }
+
+  async disconnect(connectionId: string): Promise<void> {
+    const conversation = await this.connections.find(connectionId);
+    if (conversation) await this.connections.remove(conversation, connectionId);
+  }
+
+  /** The conversation a connection streams (for a message it sends). */
+  connectionOf(connectionId: string): Promise<ConversationRef | undefined> {
+    return this.connections.find(connectionId);
+  }
+
+  async resend(r: ResendRequest): Promise<void> {
+    const outcome = await this.delivery.resend(r.conversation, r.connectionId);
+    if (outcome === 'gone') logger.info('stream.resend-gone', { conversationId: r.conversation.conversationId });
+  }
+}
+
+/** The parts of API Gateway's `$connect` event the stream reads (header names as sent: any case). */
+export interface WebSocketConnectEvent {
+  requestContext: { connectionId: string };
+  headers?: Record<string, string | undefined> | null;
+  queryStringParameters?: Record<string, string | undefined> | null;
+}
+
+export function connectRequestOf(event: WebSocketConnectEvent): ConnectRequest {
+  const headers: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(event.headers ?? {})) headers[k.toLowerCase()] = v;
+  return { connectionId: event.requestContext.connectionId, query: { ...event.queryStringParameters }, headers };
+}

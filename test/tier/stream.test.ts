@@ -1,0 +1,268 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { createKey, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
+import { startTier, type TierStack } from '#test/tier/stack.ts';
+import { openStream } from '#test/tier/stream-client.ts';
+import { ofType } from '#test/tier/template.ts';
+import { WEBSOCKET_LIMITS } from '#test/tier/websocket-api.ts';
+
+/**
+ * The event stream on the synthesized stack: CloudFront's `/sockets/*` behaviour and its function,
+ * the WebSocket API's `$connect` / `$disconnect` / `$default`, the connection table, the resend
+ * function invoked asynchronously, and PostToConnection from the real webhook bundle, each call
+ * checked against the caller's role.
+ */
+
+interface Conversation {
+  id: string;
+  sandboxId: string;
+  scoped: string;
+  sandboxKey: string;
+  /** Events stored so far (the agent's). */
+  stored: number;
+}
+
+const event = (n: number, extra: Record<string, unknown> = {}) => ({
+  kind: 'MessageEvent',
+  id: `tier-live-${n}-${Math.random().toString(36).slice(2, 8)}`,
+  timestamp: new Date().toISOString(),
+  source: 'agent',
+  llm_message: { role: 'assistant', content: [{ type: 'text', text: `live ${n}` }] },
+  ...extra,
+});
+
+async function conversationOn(tier: TierStack, llm: ScriptedLlm, key: string): Promise<Conversation> {
+  await settingsRoundTrip(tier, key, llm.baseUrl);
+  llm.enqueue(reply.finish('streamed'));
+  const { conversationId, events } = await startConversationV1(tier, key, 'hello stream');
+  const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
+  const sandboxKey = await tier.sandboxKey(c.sandbox_id);
+  return { id: conversationId, sandboxId: c.sandbox_id, scoped: c.session_api_key, sandboxKey: sandboxKey!, stored: events.length };
+}
+
+/** Posts events numbered from `first` through the real webhook bundle, as the sandbox does. */
+async function ingest(tier: TierStack, c: Conversation, first: number, events: unknown[]) {
+  const res = await tier.call('POST', `/api/v1/webhooks/${c.sandboxId}/events/${c.id}?first_seq=${first}`, { key: c.sandboxKey, body: events });
+  expect(res.status, res.text).toBe(200);
+}
+
+const seqs = (messages: any[]) => messages.map((m) => m.seq);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('the event stream on the synthesized stack', () => {
+  let tier: TierStack;
+  let llm: ScriptedLlm;
+  let key: string;
+  let conv: Conversation;
+  /** The stream's URL on the one public host (CloudFront). */
+  const streamUrl = (id: string, query: string) => `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${id}?${query}`;
+
+  beforeAll(async () => {
+    [tier, llm] = await Promise.all([startTier(), startScriptedLlm()]);
+    key = await createKey(tier, 'streamer');
+    conv = await conversationOn(tier, llm, key);
+  }, 240_000);
+  afterAll(async () => {
+    await tier?.stop();
+    await llm?.close();
+  });
+
+  it('conversation_url and the links follow the one public host (CloudFront)', async () => {
+    const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conv.id}`, { key })).body;
+    expect(c.conversation_url).toMatch(new RegExp(`^https://${tier.front.domainName}/`));
+    // The HTTP API works through the front as well.
+    const me = await fetch(`${tier.front.url}/api/v1/users/me`, { headers: { 'x-session-api-key': key } });
+    expect(me.status).toBe(200);
+  });
+
+  it('a user message sent on the socket is relayed to the agent (as POST .../events); a malformed one is answered with the reason', async () => {
+    const client = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle();
+    client.ws!.send('not json');
+    const [answer] = await client.waitFor(1);
+    expect(answer).toEqual({ error: { code: 1007, reason: expect.stringContaining('JSON') } });
+    llm.enqueue(reply.finish('relayed and done'));
+    client.ws!.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'one more thing' }], run: true }));
+    const done = await until(
+      tier,
+      'the agent answered the relayed message',
+      async () => client.messages.filter((m) => m.seq),
+      (ms) => ms.some((m) => JSON.stringify(m).includes('relayed and done')),
+      90_000,
+    );
+    expect(done.some((m) => m.source === 'user' && JSON.stringify(m).includes('one more thing'))).toBe(true);
+    const got = seqs(done);
+    expect(got).toEqual(range(got[0], got[0] + got.length - 1));
+    // The agent's run is over: what is stored now is where the tests below go on.
+    await until(tier, 'finished again', async () => (await tier.call('GET', `/api/v1/app-conversations?ids=${conv.id}`, { key })).body[0]?.execution_status, (st) => st === 'finished', 60_000);
+    conv.stored = (await tier.call('GET', `/api/v1/events/count?conversation_id__eq=${conv.id}`, { key })).body;
+    await client.close();
+  }, 120_000);
+
+  it('resend_all with the scoped key: every stored event in order, then concurrent ingests arrive exactly once, in order', async () => {
+    const client = await openStream(streamUrl(conv.id, `resend_all=true&session_api_key=${conv.scoped}`));
+    expect(client.refused).toBeUndefined();
+    await client.waitFor(conv.stored);
+    expect(seqs(client.messages)).toEqual(range(1, conv.stored));
+    // Six batches posted at once, out of order: each ingest function pushes what is committed.
+    const base = conv.stored;
+    const batches = [0, 1, 2, 3, 4, 5].map((b) => ({ first: base + 1 + b * 3, events: [event(b * 3 + 1), event(b * 3 + 2), event(b * 3 + 3)] }));
+    await Promise.all([batches[3]!, batches[0]!, batches[5]!, batches[1]!, batches[4]!, batches[2]!].map((b) => ingest(tier, conv, b.first, b.events)));
+    conv.stored += 18;
+    await client.waitFor(conv.stored);
+    await new Promise((r) => setTimeout(r, 300)); // nothing more may follow
+    expect(seqs(client.messages)).toEqual(range(1, conv.stored));
+    expect(client.messages.at(-1).llm_message.content[0].text).toBe('live 18');
+    await client.close();
+    await tier.aws.settle();
+    expect(tier.aws.denials).toEqual([]);
+    expect(tier.aws.asyncInvocations.filter((i) => !i.result.ok)).toEqual([]);
+    expect(tier.sockets.faults).toEqual([]);
+  }, 90_000);
+
+  it('reconnect with after_seq: only what came after, no gap, no duplicate; without resend_all only new events', async () => {
+    const resumed = await openStream(streamUrl(conv.id, `after_seq=${conv.stored - 2}&session_api_key=${conv.scoped}`));
+    await resumed.waitFor(2);
+    const fresh = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle(); // both resend steps ran
+    await ingest(tier, conv, conv.stored + 1, [event(100)]);
+    conv.stored += 1;
+    await resumed.waitFor(3);
+    await fresh.waitFor(1);
+    expect(seqs(resumed.messages)).toEqual([conv.stored - 2, conv.stored - 1, conv.stored]);
+    expect(seqs(fresh.messages)).toEqual([conv.stored]);
+    await Promise.all([resumed.close(), fresh.close()]);
+  }, 60_000);
+
+  it('a large event goes out as a reference whose href returns it; every frame within 32 KB', async () => {
+    const client = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle();
+    const big = event(200, { extras: 'x'.repeat(100_000) });
+    await ingest(tier, conv, conv.stored + 1, [big]);
+    conv.stored += 1;
+    const [ref] = await client.waitFor(1);
+    expect(ref).toMatchObject({ kind: 'EventReference', id: big.id, seq: conv.stored, event_kind: 'MessageEvent' });
+    expect(ref.bytes).toBeGreaterThan(100_000);
+    const fetched = await fetch(`${tier.front.url}${ref.href}`, { headers: { 'x-session-api-key': conv.scoped } });
+    expect(fetched.status).toBe(200);
+    expect(((await fetched.json()) as any).items[0].id).toBe(big.id);
+    for (const c of tier.sockets.connections.values()) for (const size of c.frameSizes) expect(size).toBeLessThanOrEqual(WEBSOCKET_LIMITS.frameBytes);
+    await client.close();
+  }, 60_000);
+
+  it('a session cookie opens the stream from the service\'s own origin, never cross-site; a ticket opens it once', async () => {
+    const signIn = await tier.call('POST', '/api/authenticate', { key });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const own = await openStream(streamUrl(conv.id, 'resend_all=true'), { cookie, origin: `https://${tier.front.domainName}` });
+    expect(own.refused).toBeUndefined();
+    await own.waitFor(conv.stored);
+    await own.close();
+    const evil = await openStream(streamUrl(conv.id, 'resend_all=true'), { cookie, origin: 'https://evil.example' });
+    expect(evil.refused).toBe(403);
+
+    const issued = await tier.call('POST', `/api/v1/app-conversations/${conv.id}/stream-tickets`, { key });
+    expect(issued.status, issued.text).toBe(200);
+    const ticket = issued.body.ticket;
+    const first = await openStream(streamUrl(conv.id, `ticket=${ticket}&after_seq=${conv.stored - 1}`));
+    await first.waitFor(1);
+    expect(seqs(first.messages)).toEqual([conv.stored]);
+    await first.close();
+    expect((await openStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
+  }, 60_000);
+
+  it('refuses a user key in the URL, another conversation\'s key, no credentials, and paths the API has not', async () => {
+    expect((await openStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
+    expect((await openStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);
+    expect((await openStream(streamUrl(conv.id, 'resend_all=true'))).refused).toBe(401);
+    const other = await createKey(tier, 'other-streamer');
+    llm.enqueue(reply.finish('other'));
+    const mine = await conversationOn(tier, llm, other);
+    expect((await openStream(streamUrl(conv.id, `session_api_key=${mine.scoped}`))).refused).toBe(403);
+    // Another user's conversation with my own credentials: not found, as on HTTP.
+    const signIn = await tier.call('POST', '/api/authenticate', { key: other });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await openStream(streamUrl(conv.id, ''), { cookie, origin: `https://${tier.front.domainName}` })).refused).toBe(404);
+    // CloudFront's function answers paths that are no stream; the API itself refuses anything after its stage.
+    expect((await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}/more`)).refused).toBe(404);
+    expect((await openStream(`${tier.sockets.url}/${tier.sockets.stage}/events/${conv.id}`)).refused).toBe(403);
+    // Straight to the API, bypassing CloudFront, the same rule holds.
+    expect((await openStream(`${tier.sockets.url}/${tier.sockets.stage}?channel=events&id=${conv.id}&session_api_key=${key}`)).refused).toBe(403);
+    expect(tier.aws.denials).toEqual([]);
+  }, 240_000);
+
+  it('idle 10 minutes: API Gateway closes it, $disconnect forgets it, a later ingest posts to no one; pings keep it open until the 2-hour limit', async () => {
+    const idle = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle();
+    const posts = () => tier.aws.calls.filter((c) => c.operation === 'execute-api:ManageConnections').length;
+    const disconnects = () => tier.sockets.records.filter((r) => r.routeKey === '$disconnect').length;
+    const before$ = disconnects();
+    await tier.sockets.advance(WEBSOCKET_LIMITS.idleMs);
+    expect((await idle.closed).code).toBe(1001);
+    await until(tier, '$disconnect ran', async () => disconnects(), (n) => n > before$);
+    const before = posts();
+    await ingest(tier, conv, conv.stored + 1, [event(300)]);
+    conv.stored += 1;
+    expect(posts()).toBe(before);
+
+    const pinged = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    await tier.aws.settle();
+    // A ping every 9 minutes keeps it open past the idle limit, up to the 2-hour limit and no further.
+    const pings = Math.ceil(WEBSOCKET_LIMITS.maxMs / (9 * 60_000)); // 14: the last advance crosses 2 hours
+    for (let t = 1; t <= pings; t++) {
+      pinged.ws!.send(JSON.stringify({ action: 'ping' })); // consumed by the mock ping route: no function runs
+      await until(tier, 'ping consumed', async () => tier.sockets.records.filter((r) => r.routeKey === 'ping').length, (n) => n >= t);
+      await tier.sockets.advance(9 * 60_000);
+      if (t < pings) expect(pinged.ws!.readyState, `open after ${t * 9} minutes`).toBe(1);
+    }
+    const closed = await Promise.race([pinged.closed, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
+    expect(closed).toEqual({ code: 1001, reason: 'Going away' });
+    expect(tier.sockets.records.filter((r) => r.routeKey === 'ping').every((r) => r.status === 200)).toBe(true);
+  }, 90_000);
+
+});
+
+/** Drops `action` from the statements of one function's role policy; returns how many statements granted it. */
+const withoutActionOf = (t: any, fn: string, action: string) => {
+  let removed = 0;
+  for (const [, p] of ofType(t, 'AWS::IAM::Policy')) {
+    if (!String(p.Metadata?.['aws:cdk:path']).includes(`/Fn-${fn}/`)) continue;
+    p.Properties.PolicyDocument.Statement = p.Properties.PolicyDocument.Statement.flatMap((s: any) => {
+      const actions = [s.Action].flat();
+      if (!actions.includes(action)) return [s];
+      removed++;
+      const rest = actions.filter((a: string) => a !== action);
+      return rest.length ? [{ ...s, Action: rest }] : [];
+    });
+  }
+  return removed;
+};
+
+describe("mutation: the ingest function's execute-api:ManageConnections grant removed", () => {
+  let tier: TierStack;
+  let llm: ScriptedLlm;
+  beforeAll(async () => {
+    [tier, llm] = await Promise.all([startTier({ mutate: (t) => expect(withoutActionOf(t, 'postEvents', 'execute-api:ManageConnections')).toBe(1) }), startScriptedLlm()]);
+  }, 120_000);
+  afterAll(async () => {
+    await tier?.stop();
+    await llm?.close();
+  });
+
+  it('the resend still works, but live events never reach the client: PostToConnection is denied to the ingest role', async () => {
+    const key = await createKey(tier, 'mutant');
+    const conv = await conversationOn(tier, llm, key);
+    const client = await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`);
+    expect(client.refused).toBeUndefined();
+    await client.waitFor(conv.stored);
+    await tier.aws.settle();
+    // The webhook still stores the event (a failed push costs the client nothing a reconnect does not bring).
+    await ingest(tier, conv, conv.stored + 1, [event(1)]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(seqs(client.messages)).toEqual(range(1, conv.stored));
+    const denied = tier.aws.denials.filter((d) => d.request.action === 'execute-api:ManageConnections');
+    expect(denied.length).toBeGreaterThan(0);
+    expect(denied.every((d) => d.principal.includes('FnpostEvents') && /\/sockets\/POST\/@connections\//.test(d.request.resource))).toBe(true);
+    expect(tier.lambda.logsOf(tier.lambda.byName('postEvents').arn)).toContain('stream.feed-failed');
+    await client.close();
+  }, 240_000);
+});
