@@ -676,11 +676,12 @@ export const routes = [
     entry: 'functions/keys/delete.ts',
     auth: 'user',
     managesCredentials: true,
-    summary: "Revoke one of the caller's API keys (and the sessions made from it)",
+    summary: "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
     tag: 'keys',
     tables: { keys: 'write' },
     params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }),
-    response: successSchema,
+    // Authorizers keep key records they read for KEY_CACHE_SECONDS (shared/auth/key-cache.ts).
+    response: successSchema.extend({ effective_within_seconds: z.number().int(), detail: z.string() }),
   },
   {
     id: 'docsAsset',

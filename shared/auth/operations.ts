@@ -1,4 +1,5 @@
 import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { forbidden, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 
@@ -25,5 +26,6 @@ export const createKey = defineOperation('createKey', ({ userId, body }, { apiKe
 
 export const deleteKey = defineOperation('deleteKey', async ({ userId, params }, { apiKeys }) => {
   if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
-  return { success: true };
+  // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
+  return { success: true, effective_within_seconds: KEY_CACHE_SECONDS, detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds` };
 });
