@@ -10,6 +10,9 @@ import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 
+/** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
+export const ACTIVITY_WRITE_MS = 30_000;
+
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
 const before = (status: StartTaskStatus) => startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
 
@@ -26,14 +29,29 @@ export class ConversationBridge {
     private readonly settings: SettingsService,
     private readonly sandboxes: SandboxControl,
     private readonly service: ConversationService,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
+    return (await this.placed(sandboxId, key, conversationId)).conversation;
+  }
+
+  /** The conversation, when it is placed on the sandbox whose key this is (401 otherwise), and that sandbox's owner record. */
+  private async placed(sandboxId: string, key: string | undefined, conversationId: string) {
     const owner = await this.sandboxes.authenticate(sandboxId, key);
     if (!owner) throw unauthorized();
     const conversation = await this.conversations.get(owner.userId, conversationId);
     if (!conversation || conversation.sandbox_id !== sandboxId) throw unauthorized();
-    return conversation;
+    return { conversation, owner };
+  }
+
+  /**
+   * Agent activity from a webhook: written when the stored time is older than ACTIVITY_WRITE_MS, so
+   * a busy sandbox's event batches are not each a write (and two index updates) on its record.
+   */
+  private async touch(sandboxId: string, owner: { lastActivityAt?: string }): Promise<void> {
+    if (owner.lastActivityAt && this.now() - Date.parse(owner.lastActivityAt) < ACTIVITY_WRITE_MS) return;
+    await this.sandboxes.touch(sandboxId);
   }
 
   async startConfig(sandboxId: string, key: string | undefined, conversationId: string): Promise<StartConfig> {
@@ -50,7 +68,7 @@ export class ConversationBridge {
   }
 
   async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {
-    const conversation = await this.conversationOf(sandboxId, key, r.conversation_id);
+    const { conversation, owner } = await this.placed(sandboxId, key, r.conversation_id);
     if (r.start_task_status) {
       const moved = await this.tasks.transition(conversation.start_task_id, before(r.start_task_status), r.start_task_status, {
         detail: r.start_task_status === 'ERROR' ? (r.detail ?? 'The sandbox reported an error without detail') : (r.detail ?? null),
@@ -66,17 +84,17 @@ export class ConversationBridge {
           : {}),
       }));
     }
-    await this.sandboxes.touch(sandboxId);
+    await this.touch(sandboxId, owner);
     return { success: true };
   }
 
   async postEvents(sandboxId: string, key: string | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
-    const conversation = await this.conversationOf(sandboxId, key, conversationId);
+    const { conversation, owner } = await this.placed(sandboxId, key, conversationId);
     const added = await this.events.append({ userId: conversation.userId, conversationId: conversation.id }, firstSeq, events).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
       throw err;
     });
-    await this.sandboxes.touch(sandboxId);
+    await this.touch(sandboxId, owner);
     return { success: true, added };
   }
 }
