@@ -3,6 +3,7 @@ import { cpus, loadavg, totalmem, type } from 'node:os';
 import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
+import { benchLists } from './lists.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 
@@ -17,6 +18,7 @@ const sections: [string, () => Promise<string>][] = [
   ['sandboxes', benchSandboxes],
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
+  ['lists', benchLists],
   ['agent', benchAgent],
 ];
 
