@@ -6,6 +6,7 @@ import { isLive, type CommandInput, type SandboxInfo, type SandboxStatus } from 
 import { newToken, SandboxRecords, sameState, sha256, toError } from '#shared/sandboxes/records.ts';
 import { SandboxStartError, type RuntimeState } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService extends SandboxRecords {
@@ -124,6 +125,7 @@ export class SandboxService extends SandboxRecords {
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
     await this.deps.store.putCommand({ sandboxId, seq, type: command.type, sealedPayload, payload, createdAt: this.iso() });
+    commandQueued(sandboxId);
     return seq;
   }
 
