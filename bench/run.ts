@@ -4,6 +4,7 @@ import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchLists } from './lists.ts';
+import { benchLoad } from './load.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 
@@ -20,6 +21,7 @@ const sections: [string, () => Promise<string>][] = [
   ['events', benchEventRoutes],
   ['lists', benchLists],
   ['agent', benchAgent],
+  ['load', benchLoad],
 ];
 
 const only = process.argv.slice(2);
