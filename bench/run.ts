@@ -3,6 +3,7 @@ import { cpus, loadavg, totalmem, type } from 'node:os';
 import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
+import { benchFargate } from './fargate.ts';
 import { benchLists } from './lists.ts';
 import { benchLoad } from './load.ts';
 import { benchSandboxes } from './sandboxes.ts';
@@ -22,6 +23,7 @@ const sections: [string, () => Promise<string>][] = [
   ['lists', benchLists],
   ['agent', benchAgent],
   ['load', benchLoad],
+  ['fargate', benchFargate],
 ];
 
 const only = process.argv.slice(2);
