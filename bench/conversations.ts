@@ -4,13 +4,16 @@ import { waitFor } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
-import { count, ms, p50p99, sample, time } from './stats.ts';
+import { count, interleaved, ms, p50p99, percentile, time } from './stats.ts';
+
+const ratio = (a: number[], b: number[]) => `${(percentile(a, 50) / percentile(b, 50)).toFixed(2)}×`;
 
 const CONVERSATIONS = 20;
 /** Poll period while timing a start: the resolution of those figures. */
 const POLL_MS = 10;
 const SEARCHES = 200;
-const DEEP_EVENTS = 100_000;
+/** `BENCH_DEEP_EVENTS` makes a quick run smaller; the recorded run uses 100,000. */
+const DEEP_EVENTS = Number(process.env.BENCH_DEEP_EVENTS ?? 100_000);
 const SMALL_EVENTS = 10;
 const HUNDRED_EVENTS = 100;
 /** In the deep conversation, one event in this many is a MessageEvent: the rare kind of the kind-filter figures. */
@@ -100,6 +103,8 @@ interface Ingest {
   clients: number;
   events: number;
   perSecond: number;
+  /** Events per second of this process's CPU time (server, dynalite and client alike): the rate with a core to itself. */
+  perCpuSecond: number;
   batchMs: number[];
 }
 
@@ -121,14 +126,17 @@ async function ingest(stack: TestStack, sandboxId: string, key: string, cid: str
   await post(0); // one warm-up batch
   const batchMs: number[] = [];
   const t = performance.now();
+  const cpu = process.cpuUsage();
   await Promise.all(
     Array.from({ length: clients }, async (_, c) => {
       for (let b = 0; b < batches; b++) batchMs.push(await time(() => post(1 + b * clients + c)));
     }),
   );
+  const wall = (performance.now() - t) / 1000;
+  const used = process.cpuUsage(cpu);
   if ((await eventCount(stack, cid)) !== base + (1 + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
   const events = clients * batches * batchSize;
-  return { batchSize, clients, events, perSecond: events / ((performance.now() - t) / 1000), batchMs };
+  return { batchSize, clients, events, perSecond: events / wall, perCpuSecond: events / ((used.user + used.system) / 1e6), batchMs };
 }
 
 /** Fills a conversation up to `total` through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
@@ -148,13 +156,13 @@ async function fill(userId: string, cid: string, have: number, total: number, ra
   );
 }
 
-/** Sequential GETs of one events/search (or count) URL, timed from the request to the last byte of the body. */
-function searchLatency(stack: TestStack, query: string, route: 'search' | 'count' = 'search'): Promise<number[]> {
-  return sample(SEARCHES, async () => {
+/** One GET of an events/search (or count) URL, to the last byte of the body. */
+function searchRequest(stack: TestStack, query: string, route: 'search' | 'count' = 'search'): () => Promise<void> {
+  return async () => {
     const res = await fetch(`${stack.url}/api/v1/events/${route}?${query}`, { headers: { 'x-session-api-key': stack.devKey } });
     if (res.status !== 200) throw new Error(`events/${route}?${query}: HTTP ${res.status}`);
     await res.arrayBuffer();
-  });
+  };
 }
 
 /** Every page of a conversation's events, in order; returns the cursor of the last non-empty page. */
@@ -221,8 +229,7 @@ export async function benchEventRoutes(): Promise<string> {
     const countMs = await time(async () => (total = await eventCount(stack, deep)));
     const smallTotal = await eventCount(stack, small);
     if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS) throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
-    const counts = await searchLatency(stack, `conversation_id__eq=${small}`, 'count');
-    const deepCounts = await searchLatency(stack, `conversation_id__eq=${deep}`, 'count');
+
     step('event search');
     let walked = { lastPageCursor: '', pages: 0, events: 0 };
     const walkMs = await time(async () => (walked = await walk(stack, deep)));
@@ -230,37 +237,53 @@ export async function benchEventRoutes(): Promise<string> {
     const rare = await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=100`);
     if (rare.items.length !== DEEP_EVENTS / RARE_EVERY) throw new Error(`the kind filter found ${rare.items.length} of ${DEEP_EVENTS / RARE_EVERY} messages`);
 
+    // Every search and count in turn, round after round (see `interleaved`): the ratios are taken side by side.
+    const q = (query: string, route: 'search' | 'count' = 'search') => searchRequest(stack, query, route);
+    const m = await interleaved(SEARCHES, {
+      small: q(`conversation_id__eq=${small}`),
+      smallDesc: q(`conversation_id__eq=${small}&sort_order=TIMESTAMP_DESC`),
+      hundred: q(`conversation_id__eq=${hundred}`),
+      hundredKind: q(`conversation_id__eq=${hundred}&kind__eq=MessageEvent`),
+      deep: q(`conversation_id__eq=${deep}`),
+      deepLast: q(`conversation_id__eq=${deep}&page_id=${encodeURIComponent(walked.lastPageCursor)}`),
+      deepDesc: q(`conversation_id__eq=${deep}&sort_order=TIMESTAMP_DESC`),
+      deepKind: q(`conversation_id__eq=${deep}&kind__eq=MessageEvent`),
+      deepKind10: q(`conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=10`),
+      counts: q(`conversation_id__eq=${small}`, 'count'),
+      deepCounts: q(`conversation_id__eq=${deep}`, 'count'),
+    });
+    const { counts, deepCounts } = m;
     const searches: [string, string, number[]][] = [
-      [`${SMALL_EVENTS} events`, `first page (all ${SMALL_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${small}`)],
-      [`${SMALL_EVENTS} events`, 'newest first (`TIMESTAMP_DESC`)', await searchLatency(stack, `conversation_id__eq=${small}&sort_order=TIMESTAMP_DESC`)],
-      [`${HUNDRED_EVENTS} events`, `first page (all ${HUNDRED_EVENTS})`, await searchLatency(stack, `conversation_id__eq=${hundred}`)],
-      [`${HUNDRED_EVENTS} events`, '`kind__eq=MessageEvent` (10 of them)', await searchLatency(stack, `conversation_id__eq=${hundred}&kind__eq=MessageEvent`)],
-      [`${count(DEEP_EVENTS)} events`, 'first page (100)', await searchLatency(stack, `conversation_id__eq=${deep}`)],
-      [
-        `${count(DEEP_EVENTS)} events`,
-        `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`,
-        await searchLatency(stack, `conversation_id__eq=${deep}&page_id=${encodeURIComponent(walked.lastPageCursor)}`),
-      ],
-      [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', await searchLatency(stack, `conversation_id__eq=${deep}&sort_order=TIMESTAMP_DESC`)],
-      [`${count(DEEP_EVENTS)} events`, `\`kind__eq=MessageEvent\` (all ${count(DEEP_EVENTS / RARE_EVERY)}, one in ${count(RARE_EVERY)})`, await searchLatency(stack, `conversation_id__eq=${deep}&kind__eq=MessageEvent`)],
-      [`${count(DEEP_EVENTS)} events`, '`kind__eq=MessageEvent&limit=10` (as many as on 100 events)', await searchLatency(stack, `conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=10`)],
+      [`${SMALL_EVENTS} events`, `first page (all ${SMALL_EVENTS})`, m.small],
+      [`${SMALL_EVENTS} events`, 'newest first (`TIMESTAMP_DESC`)', m.smallDesc],
+      [`${HUNDRED_EVENTS} events`, `first page (all ${HUNDRED_EVENTS})`, m.hundred],
+      [`${HUNDRED_EVENTS} events`, '`kind__eq=MessageEvent` (10 of them)', m.hundredKind],
+      [`${count(DEEP_EVENTS)} events`, 'first page (100)', m.deep],
+      [`${count(DEEP_EVENTS)} events`, `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`, m.deepLast],
+      [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', m.deepDesc],
+      [`${count(DEEP_EVENTS)} events`, `\`kind__eq=MessageEvent\` (all ${count(DEEP_EVENTS / RARE_EVERY)}, one in ${count(RARE_EVERY)})`, m.deepKind],
+      [`${count(DEEP_EVENTS)} events`, '`kind__eq=MessageEvent&limit=10` (as many as on 100 events)', m.deepKind10],
     ];
     return [
       '## Event ingest',
       '',
       `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). A client posts its next batch when the previous one is answered; with 4 clients they take turns in the numbering, so batches land ahead of a gap and the counter catches up. A batch is one consistent read of the counter, BatchWriteItem requests of 25 sent together, and one conditional update of the counter: on AWS a 100-event batch is 6 DynamoDB requests, 4 of them in parallel.`,
       '',
-      '| batch size | clients | events | events/s | batch p50 / p99 |',
-      '|---|---|---|---|---|',
-      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      '| batch size | clients | events | events/s | events per CPU-second | batch p50 / p99 |',
+      '|---|---|---|---|---|---|',
+      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${count(r.perCpuSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      '',
+      `*events/s* is wall time, which other work on a shared machine stretches; *events per CPU-second* divides by the CPU time this one process spent (the gateway, dynalite and the posting client all run in it): what it reaches with a core to itself. A batch is authenticated (the sandbox's record, read twice: the wrapper's key check and the webhook's RUNNING check), placed (the conversation), appended (counter read, BatchWriteItem, counter update) and recorded as activity at most every 30 s.`,
       '',
       '## Event search',
       '',
-      `\`GET /api/v1/events/search\` (default limit 100) on conversations with ${SMALL_EVENTS}, ${HUNDRED_EVENTS} and ${count(DEEP_EVENTS)} events, ${SEARCHES} sequential requests each after 20 warm-up ones, timed to the last byte of the body. An unfiltered page is one Query on the conversation's partition from the sequence number in \`page_id\`; a kind filter is one Query on the \`byKind\` index (conversation, kind, sequence) up to the committed end, so a rare kind costs its page, not the partition. On DynamoDB a page's cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
+      `\`GET /api/v1/events/search\` (default limit 100) on conversations with ${SMALL_EVENTS}, ${HUNDRED_EVENTS} and ${count(DEEP_EVENTS)} events, ${SEARCHES} rounds after 20 warm-up ones, each round every search and count below once in turn, timed to the last byte of the body. An unfiltered page is one Query on the conversation's partition from the sequence number in \`page_id\`; a kind filter is one Query on the \`byKind\` index (conversation, kind, sequence; keys and timestamp only) up to the committed end and one BatchGetItem of the page's events, so a rare kind costs its page, not the partition. On DynamoDB a page's cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
       '',
       '| conversation | page | p50 / p99 |',
       '|---|---|---|',
       ...searches.map(([conv, page, s]) => `| ${conv} | ${page} | ${p50p99(s, 1)} |`),
+      '',
+      `Ratios (p50, same run): first page at ${count(DEEP_EVENTS)} vs ${HUNDRED_EVENTS} events ${ratio(searches[4]![2], searches[2]![2])}; a kind page of 10 at ${count(DEEP_EVENTS)} vs ${HUNDRED_EVENTS} events ${ratio(searches[8]![2], searches[3]![2])}; the count at ${count(DEEP_EVENTS)} vs ${SMALL_EVENTS} events ${ratio(deepCounts, counts)}.`,
       '',
       `\`GET /api/v1/events/count\` (unfiltered: one read of the counter item) p50 / p99 (${SEARCHES} requests): ${p50p99(counts, 1)} on ${SMALL_EVENTS} events, ${p50p99(deepCounts, 1)} on ${count(DEEP_EVENTS)}. Once each on the ${count(DEEP_EVENTS)}-event conversation: the first count took ${ms(countMs, 0)}; reading every page in order (${count(walked.pages)} requests of 100) took ${(walkMs / 1000).toFixed(1)} s.`,
       '',

@@ -4,6 +4,9 @@ import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConsole } from './console.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
+import { benchFargate } from './fargate.ts';
+import { benchLists } from './lists.ts';
+import { benchLoad } from './load.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 import { benchStream } from './stream.ts';
@@ -19,9 +22,12 @@ const sections: [string, () => Promise<string>][] = [
   ['sandboxes', benchSandboxes],
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
+  ['lists', benchLists],
   ['agent', benchAgent],
   ['console', benchConsole],
   ['stream', benchStream],
+  ['load', benchLoad],
+  ['fargate', benchFargate],
 ];
 
 const only = process.argv.slice(2);

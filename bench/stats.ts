@@ -32,3 +32,20 @@ export async function time(fn: () => Promise<unknown>): Promise<number> {
   await fn();
   return performance.now() - t;
 }
+
+/**
+ * Runs every function in turn, `runs` rounds after `warmup` unmeasured ones, returning each one's
+ * milliseconds: measures taken side by side, so a change in the machine's load touches them alike.
+ */
+export async function interleaved<K extends string>(runs: number, fns: Record<K, () => Promise<unknown>>, warmup = Math.min(20, runs)): Promise<Record<K, number[]>> {
+  const names = Object.keys(fns) as K[];
+  const out = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
+  for (let i = 0; i < warmup + runs; i++) {
+    for (const name of names) {
+      const t = performance.now();
+      await fns[name]();
+      if (i >= warmup) out[name].push(performance.now() - t);
+    }
+  }
+  return out;
+}

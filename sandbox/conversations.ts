@@ -16,6 +16,7 @@ import { AgentSession } from '#sandbox/agent/session.ts';
 import { startConfigSecrets } from '#sandbox/secret-forms.ts';
 import type { ConversationReport, ExecutionStatus } from '#shared/protocol.ts';
 import type { BridgeClient } from '#sandbox/bridge-client.ts';
+import { ReportQueue } from '#sandbox/report-queue.ts';
 
 export interface RunnerOptions {
   /** The control plane, through the sandbox's one client of it (checked in). */
@@ -44,10 +45,15 @@ function run(cmd: string, args: string[], options: { cwd: string; env?: Record<s
 
 const lastLines = (text: string, n = 3) => text.trim().split('\n').slice(-n).join(' / ').slice(0, 500);
 
+/** What a status report carries (`POST .../webhooks/{sandbox}/conversations`). */
+type ReportFields = Omit<ConversationReport, 'conversation_id'>;
+
 export class ConversationRunner {
   private readonly running = new Map<string, Running>();
   /** Per conversation, commands run one after another (a message waits for its start). */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Per conversation, its status reports on their way (see ReportQueue). */
+  private readonly reports = new Map<string, ReportQueue<ReportFields>>();
   private readonly stateDir: string;
 
   constructor(private readonly o: RunnerOptions) {
@@ -88,6 +94,7 @@ export class ConversationRunner {
   /** Saves and closes every session, delivering the events still queued. */
   async closeAll(): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
+    await Promise.allSettled([...this.reports.values()].map((r) => r.settled()));
     for (const { session, sink } of this.running.values()) {
       await session.close().catch(() => undefined);
       await sink.close().catch(() => undefined);
@@ -98,6 +105,7 @@ export class ConversationRunner {
   /** Resolves when every queued command has been handled (for tests and shutdown). */
   async idle(): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
+    await Promise.allSettled([...this.reports.values()].map((r) => r.settled()));
   }
 
   private enqueue(cid: string, work: () => Promise<void>): void {
@@ -118,11 +126,18 @@ export class ConversationRunner {
     return r.session;
   }
 
-  private report(cid: string, fields: Omit<ConversationReport, 'conversation_id'>): Promise<void> {
+  private report(cid: string, fields: ReportFields): Promise<void> {
     return this.o.bridge.report({ conversation_id: cid, ...fields }).then(
       () => undefined,
       (err: unknown) => this.o.log('warn', 'Status report failed', { conversationId: cid, error: (err as Error).message }),
     );
+  }
+
+  /** Queues a status report (see ReportQueue): the start flow and the agent go on while it travels. */
+  private reportInOrder(cid: string, fields: ReportFields): Promise<void> {
+    let queue = this.reports.get(cid);
+    if (!queue) this.reports.set(cid, (queue = new ReportQueue((f) => this.report(cid, f))));
+    return queue.push(fields);
   }
 
   private async start(cid: string, restoring: boolean): Promise<void> {
@@ -133,11 +148,11 @@ export class ConversationRunner {
     const secretEnv = config.secrets;
     const fail = async (detail: string) => {
       this.o.log('warn', 'Conversation start failed', { conversationId: cid, detail });
-      await this.report(cid, { start_task_status: 'ERROR', detail, execution_status: 'error' });
+      await this.reportInOrder(cid, { start_task_status: 'ERROR', detail, execution_status: 'error' });
     };
 
     let dir = this.o.workspaceDir;
-    if (!restoring) await this.report(cid, { start_task_status: 'PREPARING_REPOSITORY' });
+    if (!restoring) void this.reportInOrder(cid, { start_task_status: 'PREPARING_REPOSITORY' });
     if (config.repository) {
       const repo = config.repository;
       dir = join(this.o.workspaceDir, repo.full_name.split('/').at(-1)!);
@@ -157,19 +172,19 @@ export class ConversationRunner {
     await run('git', ['config', 'user.email', identity.email], { cwd: dir });
 
     if (!restoring) {
-      await this.report(cid, { start_task_status: 'RUNNING_SETUP_SCRIPT' });
+      void this.reportInOrder(cid, { start_task_status: 'RUNNING_SETUP_SCRIPT' });
       if (existsSync(join(dir, '.openhands', 'setup.sh'))) {
         const setup = await run('bash', ['.openhands/setup.sh'], { cwd: dir, env: secretEnv, timeoutMs: SETUP_TIMEOUT_MS });
         if (setup.code !== 0) return fail(`.openhands/setup.sh failed with exit code ${setup.code}: ${lastLines(setup.output)}`);
       }
-      await this.report(cid, { start_task_status: 'SETTING_UP_GIT_HOOKS' });
+      void this.reportInOrder(cid, { start_task_status: 'SETTING_UP_GIT_HOOKS' });
       if (existsSync(join(dir, '.openhands', 'pre-commit.sh'))) {
         const hook = join(dir, '.git', 'hooks', 'pre-commit');
         mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
         writeFileSync(hook, '#!/bin/sh\n# Installed by the sandbox from .openhands/pre-commit.sh\nexec bash "$(git rev-parse --show-toplevel)/.openhands/pre-commit.sh" "$@"\n');
         chmodSync(hook, 0o755);
       }
-      await this.report(cid, { start_task_status: 'STARTING_CONVERSATION' });
+      void this.reportInOrder(cid, { start_task_status: 'STARTING_CONVERSATION' });
     }
 
     const seqFile = join(stateDir, 'event-seq');
@@ -192,10 +207,10 @@ export class ConversationRunner {
         if (key === 'execution_status') {
           // Status changes are rare and matter to clients: deliver the events first, then report.
           await sink.flush();
-          await this.report(cid, { execution_status: value as ExecutionStatus });
+          void this.reportInOrder(cid, { execution_status: value as ExecutionStatus });
         } else if (key === 'metrics' && value && typeof value === 'object') {
           const m = value as Record<string, unknown>;
-          await this.report(cid, { metrics: { accumulated_cost: Number(m.accumulated_cost ?? 0), prompt_tokens: Number(m.prompt_tokens ?? 0), completion_tokens: Number(m.completion_tokens ?? 0), max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task } });
+          void this.reportInOrder(cid, { metrics: { accumulated_cost: Number(m.accumulated_cost ?? 0), prompt_tokens: Number(m.prompt_tokens ?? 0), completion_tokens: Number(m.completion_tokens ?? 0), max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task } });
         }
       }
     };
@@ -227,7 +242,7 @@ export class ConversationRunner {
     this.running.set(cid, { session, sink });
     if (!restoring) {
       writeFileSync(join(stateDir, 'ready'), new Date().toISOString());
-      await this.report(cid, { start_task_status: 'READY' });
+      void this.reportInOrder(cid, { start_task_status: 'READY' });
       if (config.replay_json) {
         let trajectory: unknown;
         try {

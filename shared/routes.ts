@@ -574,7 +574,7 @@ export const routes = [
     entry: 'functions/keys/delete.ts',
     auth: 'user',
     managesCredentials: true,
-    summary: "Revoke one of the caller's API keys (and the sessions made from it)",
+    summary: "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
     tag: 'keys',
     tables: { keys: 'write' },
   },

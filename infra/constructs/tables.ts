@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, Billing, TableV2, type Attribute } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, Billing, ProjectionType, TableV2, type Attribute } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { keyAttributeType, tableKeys, tables, type TableKey } from '#shared/store/tables.ts';
+import { keyAttributeType, tableKeys, tables, type IndexDef, type TableKey } from '#shared/store/tables.ts';
 
 const attribute = (name: string): Attribute => ({
   name,
@@ -29,10 +29,11 @@ export class DataTables extends Construct {
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         removalPolicy: RemovalPolicy.RETAIN,
         ...(ttl ? { timeToLiveAttribute: ttl } : {}),
-        globalSecondaryIndexes: Object.entries(def.indexes as Record<string, { pk: string; sk?: string }>).map(([indexName, idx]) => ({
+        globalSecondaryIndexes: Object.entries(def.indexes as Record<string, IndexDef>).map(([indexName, idx]) => ({
           indexName,
           partitionKey: attribute(idx.pk),
           ...(idx.sk ? { sortKey: attribute(idx.sk) } : {}),
+          ...(idx.include ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...idx.include] } : {}),
         })),
       });
     }

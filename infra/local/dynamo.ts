@@ -86,7 +86,7 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
           GlobalSecondaryIndexes: indexes.map(([IndexName, idx]) => ({
             IndexName,
             KeySchema: keySchema(idx.pk, idx.sk),
-            Projection: { ProjectionType: 'ALL' },
+            Projection: 'include' in idx && idx.include ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] } : { ProjectionType: 'ALL' as const },
           })),
         }
       : {}),

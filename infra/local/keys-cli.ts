@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiKeys } from '#shared/auth/api-keys.ts';
+import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { userIdSchema } from '#shared/auth/model.ts';
 import { createTables, dynamoAnswers, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
@@ -68,7 +69,7 @@ async function main(): Promise<number> {
       process.stderr.write(`No active key ${arg}\n`);
       return 1;
     } else {
-      process.stderr.write(`Revoked key ${arg}\n`);
+      process.stderr.write(`Revoked key ${arg}: servers that checked it in the last ${KEY_CACHE_SECONDS} s refuse it within ${KEY_CACHE_SECONDS} s\n`);
     }
     return 0;
   } finally {

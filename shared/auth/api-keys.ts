@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { keyRecordCache, type KeyRecordCache } from '#shared/auth/key-cache.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { ApiKeyInfo, ApiKeyRecord, Principal } from '#shared/auth/model.ts';
 import { conflict } from '#shared/http/errors.ts';
@@ -26,6 +27,8 @@ export class ApiKeys {
   constructor(
     private readonly store: KeyStore,
     private readonly now: () => Date = () => new Date(),
+    /** Records the authorizer read lately (see KEY_CACHE_SECONDS): the process's own unless a test gives one. */
+    private readonly cache: KeyRecordCache = keyRecordCache,
   ) {}
 
   /** Issues a key. The returned `key` is shown once; only its hash is kept. */
@@ -55,7 +58,11 @@ export class ApiKeys {
   }
 
   async revoke(keyId: string): Promise<boolean> {
-    return this.store.revoke(keyId, this.now().toISOString());
+    this.cache.forget(keyId);
+    const revoked = await this.store.revoke(keyId, this.now().toISOString());
+    // Again after the write: a request between the two may have read the record still active.
+    this.cache.forget(keyId);
+    return revoked;
   }
 
   /** Revokes one of the user's own keys; false when it is unknown, another user's or revoked already. */
@@ -67,22 +74,33 @@ export class ApiKeys {
 
   /** Whether the key still works (a session made from it lives only as long as the key). */
   async isActive(keyId: string): Promise<boolean> {
-    const record = await this.store.get(keyId);
+    const record = await this.recent(keyId);
     return !!record && !record.revokedAt;
+  }
+
+  /** The key's record as read within KEY_CACHE_SECONDS, or from the store (then held). */
+  private async recent(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const held = this.cache.get(keyId);
+    if (held) return held;
+    const record = await this.store.get(keyId);
+    if (record) this.cache.put(record);
+    return record;
   }
 
   /** The key's owner, or null for a malformed, unknown or revoked key. */
   async authenticate(key: string | undefined): Promise<Principal | null> {
     const match = key ? KEY_PATTERN.exec(key) : null;
     if (!key || !match) return null;
-    const record = await this.store.get(match[1]!);
+    const record = await this.recent(match[1]!);
     if (!record || record.revokedAt) return null;
+    // Always against the record's hash, cached or not: a held record admits only its own key.
     const expected = Buffer.from(record.hash, 'hex');
     const actual = Buffer.from(hashKey(key), 'hex');
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
     const now = this.now();
     if (!record.lastUsedAt || now.getTime() - Date.parse(record.lastUsedAt) > TOUCH_INTERVAL_MS) {
       await this.store.touch(record.keyId, now.toISOString());
+      this.cache.update(record.keyId, { lastUsedAt: now.toISOString() });
     }
     return { via: 'key', userId: record.userId, keyId: record.keyId };
   }

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { apiKeyView } from '#shared/auth/model.ts';
 import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { forbidden, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { successSchema } from '#shared/sandboxes/model.ts';
@@ -26,7 +27,8 @@ export const listKeys = defineOperation('listKeys', () => ({ response: z.array(a
 
 export const createKey = defineOperation('createKey', () => ({ body: z.strictObject({ name: z.string().trim().min(1, 'name must not be empty').max(64) }), response: apiKeyView.unwrap().extend({ key: z.string() }) }), ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
 
-export const deleteKey = defineOperation('deleteKey', () => ({ params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }), response: successSchema }), async ({ userId, params }, { apiKeys }) => {
+export const deleteKey = defineOperation('deleteKey', () => ({ params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }), response: successSchema.unwrap().extend({ effective_within_seconds: z.number().int(), detail: z.string() }) }), async ({ userId, params }, { apiKeys }) => {
   if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
-  return { success: true };
+  // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
+  return { success: true, effective_within_seconds: KEY_CACHE_SECONDS, detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds` };
 });

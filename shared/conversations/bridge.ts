@@ -11,6 +11,9 @@ import { type AgentEventEnvelope, type ConversationReport, type StartConfig, typ
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 
+/** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
+export const ACTIVITY_WRITE_MS = 30_000;
+
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
 const before = (status: StartTaskStatus) => startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
 
@@ -28,14 +31,29 @@ export class ConversationBridge {
     private readonly sandboxes: SandboxControl,
     private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
   private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
+    return (await this.placed(sandboxId, key, conversationId)).conversation;
+  }
+
+  /** The conversation, when it is placed on the sandbox whose key this is (401 otherwise), and that sandbox's owner record. */
+  private async placed(sandboxId: string, key: string | undefined, conversationId: string) {
     const owner = await this.sandboxes.authenticate(sandboxId, key);
     if (!owner) throw unauthorized();
     const conversation = await this.conversations.get(owner.userId, conversationId);
     if (!conversation || conversation.sandbox_id !== sandboxId) throw unauthorized();
-    return conversation;
+    return { conversation, owner };
+  }
+
+  /**
+   * Agent activity from a webhook: written when the stored time is older than ACTIVITY_WRITE_MS, so
+   * a busy sandbox's event batches are not each a write (and two index updates) on its record.
+   */
+  private async touch(sandboxId: string, owner: { lastActivityAt?: string }): Promise<void> {
+    if (owner.lastActivityAt && this.now() - Date.parse(owner.lastActivityAt) < ACTIVITY_WRITE_MS) return;
+    await this.sandboxes.touch(sandboxId);
   }
 
   async startConfig(sandboxId: string, key: string | undefined, conversationId: string): Promise<StartConfig> {
@@ -52,7 +70,7 @@ export class ConversationBridge {
   }
 
   async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {
-    const conversation = await this.conversationOf(sandboxId, key, r.conversation_id);
+    const { conversation, owner } = await this.placed(sandboxId, key, r.conversation_id);
     if (r.start_task_status) {
       const moved = await this.tasks.transition(conversation.start_task_id, before(r.start_task_status), r.start_task_status, {
         detail: r.start_task_status === 'ERROR' ? (r.detail ?? 'The sandbox reported an error without detail') : (r.detail ?? null),
@@ -68,12 +86,12 @@ export class ConversationBridge {
           : {}),
       }));
     }
-    await this.sandboxes.touch(sandboxId);
+    await this.touch(sandboxId, owner);
     return { success: true };
   }
 
   async postEvents(sandboxId: string, key: string | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
-    const conversation = await this.conversationOf(sandboxId, key, conversationId);
+    const { conversation, owner } = await this.placed(sandboxId, key, conversationId);
     const ref = { userId: conversation.userId, conversationId: conversation.id };
     const added = await this.events.append(ref, firstSeq, events).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
@@ -82,7 +100,7 @@ export class ConversationBridge {
     // Even when nothing was added: a retry may follow an attempt that stored the batch and died before telling.
     // The stream reads from the store, so a failed push costs a client nothing the next commit does not bring.
     await this.feed.committed(ref, await this.events.lastSeq(ref)).catch((err: unknown) => logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }));
-    await this.sandboxes.touch(sandboxId);
+    await this.touch(sandboxId, owner);
     return { success: true, added };
   }
 }

@@ -29,8 +29,8 @@ export interface SandboxControl {
   resume(userId: string, sandboxId: string, baseUrl: string): Promise<void>;
   /** Queues a command for the sandbox's program; delivered when it next polls (also after a resume). */
   send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void>;
-  /** The sandbox's owner when `key` is its current session key; null otherwise. */
-  authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string } | null>;
+  /** The sandbox's owner (and when it last recorded activity) when `key` is its current session key; null otherwise. */
+  authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string; lastActivityAt?: string } | null>;
   /** Records agent activity (keeps the sandbox from being paused as idle). */
   touch(sandboxId: string): Promise<void>;
 }

@@ -2,7 +2,7 @@ import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from 
 import { MAX_SEQ_AHEAD, SequenceAheadError, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
-import { batchPut, queryCount } from '#shared/store/query.ts';
+import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
 
 /** The partition of one conversation: conversation ids are unique per user only. */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
@@ -121,7 +121,8 @@ export class DynamoEventStore implements EventStore {
     const [lo, hi] = q.descending ? [1, Math.min(last, (after ?? last + 1) - 1)] : [(after ?? 0) + 1, last];
     if (lo > hi) return { items: [], tailKey: q.descending ? undefined : { seq: Math.max(after ?? 0, last) } };
     const input = this.rangeQuery(conversationKey, q, lo, hi);
-    const items: AgentEventEnvelope[] = [];
+    // Table items carry the event; `byKind` items only their number (and timestamp), read after.
+    const items: { seq: number; event?: string }[] = [];
     let position = q.descending ? hi + 1 : lo - 1;
     let start: Record<string, unknown> | undefined;
     let more = false;
@@ -134,7 +135,7 @@ export class DynamoEventStore implements EventStore {
           more = true;
           break;
         }
-        items.push(JSON.parse(item.event as string) as AgentEventEnvelope);
+        items.push({ seq: item.seq as number, event: item.event as string | undefined });
         position = item.seq as number;
       }
       if (more) break;
@@ -146,7 +147,19 @@ export class DynamoEventStore implements EventStore {
       position = start.seq as number;
     }
     more ||= start !== undefined && position !== (q.descending ? lo : hi);
-    return { items, lastKey: more ? { seq: position } : undefined, tailKey: { seq: position } };
+    return { items: await this.events(conversationKey, items), lastKey: more ? { seq: position } : undefined, tailKey: { seq: position } };
+  }
+
+  /** The events of a page in its order, fetching from the table those the index read only by number. */
+  private async events(conversationKey: string, items: { seq: number; event?: string }[]): Promise<AgentEventEnvelope[]> {
+    const missing = items.filter((i) => i.event === undefined).map((i) => i.seq);
+    const fetched = missing.length ? await batchGet<{ event: string }, number>(this.table, 'seq', missing, (seq) => ({ conversationKey, seq })) : new Map<number, { event: string }>();
+    return items.map(({ seq, event }) => {
+      const text = event ?? fetched.get(seq)?.event;
+      // Below the committed end every number is stored and never removed: a miss is a broken table.
+      if (text === undefined) throw new Error(`Event ${seq} of a committed range is missing`);
+      return JSON.parse(text) as AgentEventEnvelope;
+    });
   }
 
   /** Ascending, unfiltered: reads past the counter too, but stops at the first missing number. */

@@ -5,6 +5,7 @@ import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandb
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
 
 /** Where the record keeps its current snapshot (runtime state survives pause and resume). */
 export const SNAPSHOT_STATE = 'snapshotKey';
@@ -116,7 +117,7 @@ export class SandboxBridge extends SandboxRecords {
       if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
       const left = deadline - Date.now();
       if (left <= 0) return { commands: [] };
-      await sleep(Math.min(this.deps.config.pollIntervalMs, left));
+      await commandQueuedOrTimeout(sandboxId, Math.min(this.deps.config.pollIntervalMs, left));
       const again = await this.deps.store.get(sandboxId);
       if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
         return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };

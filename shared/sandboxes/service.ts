@@ -8,6 +8,7 @@ import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService extends SandboxRecords {
@@ -129,6 +130,7 @@ export class SandboxService extends SandboxRecords {
     const createdAt = this.iso();
     await this.deps.store.putCommand({ sandboxId, seq, type: command.type, sealedPayload, payload, createdAt });
     await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
+    commandQueued(sandboxId);
     return seq;
   }
 

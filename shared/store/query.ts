@@ -51,18 +51,18 @@ export async function batchPut(table: string, items: Record<string, unknown>[]):
  * (bounded); returns the items found, keyed by `keyName`. `keyOf` builds the full key of an id
  * when the table's key has more than `keyName` (e.g. `{userId, id}`).
  */
-export async function batchGet<T extends Record<string, unknown>>(
+export async function batchGet<T extends Record<string, unknown>, I extends string | number = string>(
   table: string,
   keyName: string,
-  ids: string[],
-  keyOf: (id: string) => Record<string, unknown> = (id) => ({ [keyName]: id }),
-): Promise<Map<string, T>> {
-  const found = new Map<string, T>();
+  ids: readonly I[],
+  keyOf: (id: I) => Record<string, unknown> = (id) => ({ [keyName]: id }),
+): Promise<Map<I, T>> {
+  const found = new Map<I, T>();
   let keys = [...new Set(ids)].map(keyOf);
   for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
     const batch = keys.slice(0, 100);
     const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }));
-    for (const item of out.Responses?.[table] ?? []) found.set(item[keyName] as string, item as T);
+    for (const item of out.Responses?.[table] ?? []) found.set(item[keyName] as I, item as T);
     const unprocessed = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof keys;
     keys = [...unprocessed, ...keys.slice(100)];
     if (unprocessed.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));

@@ -6,6 +6,12 @@
 export interface IndexDef {
   pk: string;
   sk?: string;
+  /**
+   * Project only the keys and these attributes (INCLUDE); without it the index holds whole items
+   * (ALL). A slim index costs a small write per item whatever the item's size, and its reader
+   * fetches the items it needs from the table.
+   */
+  include?: readonly string[];
 }
 
 export interface TableDef {
@@ -55,9 +61,10 @@ export const tables = {
    * A conversation's events in one partition, `conversationKey` = `<user id>#<conversation id>`
    * (conversation ids are unique per user only), ordered by `seq`, the number the sandbox gives each
    * event (1, 2, 3, ...); `seq = 0` is the partition's counter (`lastSeq`, the end of the gap-free
-   * prefix). `byKind` (`kindKey` = `<conversationKey>#<kind>`) serves the kind filter in order.
+   * prefix). `byKind` (`kindKey` = `<conversationKey>#<kind>`) serves the kind filter in order; it
+   * holds keys and `timestamp` only (each event is written twice, and the copy stays small).
    */
-  events: { pk: 'conversationKey', sk: 'seq', indexes: { byKind: { pk: 'kindKey', sk: 'seq' } } },
+  events: { pk: 'conversationKey', sk: 'seq', indexes: { byKind: { pk: 'kindKey', sk: 'seq', include: ['timestamp'] } } },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
   /**

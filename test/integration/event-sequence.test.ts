@@ -1,6 +1,8 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { MAX_SEQ_AHEAD } from '#shared/events/event-store.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
@@ -161,5 +163,20 @@ describe('events by sequence number', () => {
     expect(texts((await drain(`${window}&limit=3`, null)).seen)).toEqual(texts(batch.slice(50, 54)));
     expect(await count(window)).toBe(4);
     expect(await count(`&kind__eq=RareEvent&timestamp__gte=${since}`)).toBe(1);
+  });
+
+  it('records the sandbox as active from a batch when its stored activity is older than ACTIVITY_WRITE_MS, not at every batch', async () => {
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(sid))!;
+    const old = new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString();
+    await store.update(sid, rec.version, { lastActivityAt: old });
+    const activity = async () => (await store.get(sid))!.lastActivityAt;
+    expect((await post((await count()) + 1, [ev()])).status).toBe(200);
+    const touched = await activity();
+    expect(touched > old).toBe(true);
+    // Fresh now: the next batches leave the record alone.
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await post((await count()) + 1, [ev()])).status).toBe(200);
+    expect(await activity()).toBe(touched);
   });
 });

