@@ -16,6 +16,12 @@ export const CONNECTION_MAX_SECONDS = 2 * 60 * 60;
  */
 export const EVENTS_CHANNEL = 'events';
 
+/**
+ * A client's keep-alive, `{"action": "ping"}`: on AWS the WebSocket API's `ping` route takes it
+ * with a mock integration (10 idle minutes close a connection there); locally it is ignored.
+ */
+export const PING_ACTION = 'ping';
+
 /** What a `$connect` carries that matters here (API Gateway's WebSocket event, payload 1.0 style: cookies in the Cookie header). */
 export interface ConnectRequest {
   connectionId: string;
