@@ -6,6 +6,7 @@ import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/cli
 import { KMSClient } from '@aws-sdk/client-kms';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '#infra/bundle.ts';
+import { STREAM_STAGE } from '#infra/constructs/stream.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
@@ -33,6 +34,8 @@ export interface TierStack {
   api: HttpApiEmulator;
   /** The WebSocket API (the event stream), reached directly at `sockets.url/<stage>`. */
   sockets: WebSocketApiEmulator;
+  /** Every WebSocket API of the template, the stream's included. */
+  webSockets: WebSocketApiEmulator[];
   /** CloudFront in front of both APIs: `front.url` is the service's one public host. */
   front: CloudFrontEmulator;
   aws: FakeAws;
@@ -143,14 +146,21 @@ export async function startTier(options: { mutate?: (template: Template) => void
     bus = new EventBus(resolved, lambda, policies);
     const api = new HttpApiEmulator(resolved, lambda);
     await api.start();
-    const sockets = new WebSocketApiEmulator(resolved, lambda);
-    await sockets.start();
-    aws.webSocketApis.push(sockets);
+    // Every WebSocket API of the template (the event stream's, and any other stream's).
+    const webSockets = ofType(resolved, 'AWS::ApiGatewayV2::Api')
+      .filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET')
+      .map(([id]) => new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: id }));
+    for (const ws of webSockets) {
+      await ws.start();
+      aws.webSocketApis.push(ws);
+    }
+    const sockets = webSockets.find((ws) => ws.stage === STREAM_STAGE);
+    if (!sockets) throw new Error(`No WebSocket API with the stream's stage ${STREAM_STAGE}`);
     front = new CloudFrontEmulator(
       resolved,
       new Map([
         [`${api.apiId}.execute-api.${REGION}.amazonaws.com`, api.url],
-        [`${sockets.apiId}.execute-api.${REGION}.amazonaws.com`, sockets.url.replace(/^ws:/, 'http:')],
+        ...webSockets.map((ws) => [`${ws.apiId}.execute-api.${REGION}.amazonaws.com`, ws.url.replace(/^ws:/, 'http:')] as [string, string]),
       ]),
     );
     await front.start();
@@ -164,6 +174,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       outputs,
       api,
       sockets,
+      webSockets,
       front: cdn,
       aws,
       lambda,
@@ -206,7 +217,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       },
       stop: async () => {
         await cdn.close();
-        await sockets.close();
+        for (const ws of webSockets) await ws.close();
         await api.close();
         await lambda.close();
         await aws.close();
