@@ -59,7 +59,7 @@ async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<Star
   return { ready: readyMs, firstAgentEvent: firstMs, sandboxId: ready.sandbox_id };
 }
 
-async function untilReady(stack: TestStack, taskId: string): Promise<any> {
+export async function untilReady(stack: TestStack, taskId: string): Promise<any> {
   return waitFor(
     `start task ${taskId} to be READY`,
     async () => {
@@ -81,7 +81,7 @@ async function idleConversation(stack: TestStack, sandboxId: string): Promise<st
 const eventCount = async (stack: TestStack, cid: string): Promise<number> => json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
 
 /** Bash observations of about half a kilobyte (a typical agent event); every `rareEvery`-th by number a MessageEvent. */
-function benchEvents(tag: string, from: number, n: number, rareEvery = 0): AgentEventEnvelope[] {
+export function benchEvents(tag: string, from: number, n: number, rareEvery = 0): AgentEventEnvelope[] {
   const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(3);
   return Array.from({ length: n }, (_, k) => ({
     kind: rareEvery && (from + k + 1) % rareEvery === 0 ? 'MessageEvent' : 'ObservationEvent',

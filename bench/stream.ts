@@ -1,8 +1,8 @@
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
-import { waitFor } from '#test/helpers/sandboxes.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startTestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+import { benchEvents, untilReady } from './conversations.ts';
 import { json } from './http.ts';
 import { count, ms, p50p99, percentile } from './stats.ts';
 
@@ -12,17 +12,6 @@ const FANOUT_SAMPLES = 50;
 const BATCH = 100;
 const BATCHES = 20;
 const HISTORY = 2000;
-
-/** An ObservationEvent of about half a kilobyte, like the ingest benchmark's. */
-const event = (tag: string, n: number): AgentEventEnvelope => ({
-  kind: 'ObservationEvent',
-  id: `${tag}-${n}`,
-  timestamp: new Date().toISOString(),
-  source: 'environment',
-  tool_name: 'execute_bash',
-  tool_call_id: `call_${n}`,
-  observation: { kind: 'ExecuteBashObservation', content: [{ type: 'text', text: 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n'.repeat(8) }], command: 'ls -l', exit_code: 0 },
-});
 
 /**
  * `npm run bench -- stream`: time from an event's ingest (the webhook POST a sandbox makes, sent at
@@ -36,16 +25,7 @@ export async function benchStream(): Promise<string> {
     await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
     // A conversation with a sandbox and no message: the agent posts nothing, the benchmark numbers every event.
     const started = await json(stack, 'POST', '/api/v1/app-conversations', { body: {} });
-    const task = await waitFor(
-      'the start task',
-      async () => {
-        const [t] = await json(stack, 'GET', `/api/v1/app-conversations/start-tasks?ids=${started.id}`);
-        if (t.status === 'ERROR') throw new Error(t.detail);
-        return t.status === 'READY' ? t : undefined;
-      },
-      90_000,
-      50,
-    );
+    const task = await untilReady(stack, started.id);
     const cid: string = task.app_conversation_id;
     const sid: string = task.sandbox_id;
     const key = (await stack.sandboxKey(sid))!;
@@ -62,6 +42,9 @@ export async function benchStream(): Promise<string> {
       await c.opened;
       return c;
     };
+
+    /** Events of about half a kilobyte, like the ingest benchmark's, numbered from what is stored. */
+    const event = (tag: string, n: number) => benchEvents(tag, n, 1)[0]!;
 
     // 1. One client, one event at a time.
     const one = await connect({});

@@ -5,13 +5,16 @@ import type { RouteDef } from '#shared/http/route.ts';
 import { logger } from '#shared/logging.ts';
 import { routes } from '#shared/routes.ts';
 import { relayClientMessage } from '#shared/stream/client-messages.ts';
-import type { StreamGrant, StreamRefusal } from '#shared/stream/access.ts';
+import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
-/** How often the server pings each client; one unanswered ping ends the connection (4408). */
+/**
+ * How often the server pings each client (one unanswered ping ends the connection: 4408) and checks
+ * its credentials again (revoked, ended or deleted: 4401).
+ */
 export const DEFAULT_PING_MS = 30_000;
 /** Clients send user messages at most; a bigger frame than this closes the socket (1009). */
 const MAX_CLIENT_FRAME = 1024 * 1024;
@@ -55,8 +58,10 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       // A repeated parameter is joined, as API Gateway does: it then fails validation rather than picking one.
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       let verdict: StreamGrant | StreamRefusal | 'error';
+      let request: StreamRequest | undefined;
       try {
-        verdict = await services.streamAccess.authorize({ conversationId: decodeURIComponent(match[1]!), query, headers }, options.allowedOrigins);
+        request = { conversationId: decodeURIComponent(match[1]!), query, headers };
+        verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';
@@ -67,7 +72,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
           logger.info('stream.refused', { status: verdict.status, reason: verdict.reason });
           return ws.close(verdict.code, verdict.reason);
         }
-        serve(ws, verdict);
+        serve(ws, verdict, request!);
       });
     })().catch((err: unknown) => {
       logger.error('stream.upgrade-failed', { error: err as Error });
@@ -75,9 +80,10 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     });
   };
 
-  const serve = (ws: WebSocket, grant: StreamGrant) => {
+  const serve = (ws: WebSocket, grant: StreamGrant, request: StreamRequest) => {
     const conversation = { userId: grant.userId, conversationId: grant.conversationId };
     let answered = true;
+    let checking = false;
     const pinger = setInterval(() => {
       if (!answered) {
         ws.close(CLOSE.idle, `No pong within ${Math.round(pingMs / 1000)} s`);
@@ -86,6 +92,13 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       }
       answered = false;
       ws.ping();
+      if (checking) return;
+      checking = true;
+      services.streamAccess
+        .stillValid(grant, request, options.allowedOrigins)
+        .then((valid) => void (valid || ws.close(CLOSE.unauthorized, REFUSALS.revoked)))
+        .catch((err: unknown) => logger.error('stream.recheck-failed', { error: err as Error }))
+        .finally(() => (checking = false));
     }, pingMs);
     pinger.unref();
     ws.on('pong', () => (answered = true));

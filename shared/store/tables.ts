@@ -19,7 +19,8 @@ export interface TableDef {
 export const tables = {
   /**
    * API keys by key id; a user's keys through `byUser`. Also holds the service's own sealed keys
-   * (`system:<name>`) and browser sessions (`session:<id>`, removed by TTL once expired).
+   * (`system:<name>`), browser sessions (`session:<id>`) and stream tickets (`stream-ticket:<id>`),
+   * the last two removed by TTL once expired.
    */
   keys: { pk: 'keyId', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } }, ttl: 'expiresAtEpoch' },
   /** One item per user. */

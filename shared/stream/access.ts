@@ -51,6 +51,7 @@ export const REFUSALS = {
   crossSite: 'Cross-site: the session cookie counts only from an allowed Origin',
   unauthorized: 'Unauthorized',
   notFound: 'Conversation not found',
+  revoked: 'The credentials or the conversation are no longer valid',
 } as const;
 
 /**
@@ -112,5 +113,16 @@ export class StreamAccess {
 
   authorize(input: StreamRequest, allowedOrigins: readonly string[]): Promise<StreamGrant | StreamRefusal> {
     return authorizeStream(input, { ...this.deps, allowedOrigins });
+  }
+
+  /**
+   * Whether an open stream may stay open: its credentials, checked again, still give the same user
+   * and conversation (a revoked key, an ended session or a deleted conversation end it, as they end
+   * HTTP access). A ticket was used up at the open; its stream holds while the conversation is the user's.
+   */
+  async stillValid(grant: StreamGrant, input: StreamRequest, allowedOrigins: readonly string[]): Promise<boolean> {
+    if (grant.via === 'ticket') return (await this.deps.conversations.get(grant.userId, grant.conversationId))?.userId === grant.userId;
+    const again = await this.authorize(input, allowedOrigins);
+    return again.allowed && again.userId === grant.userId && again.conversationId === grant.conversationId;
   }
 }

@@ -69,12 +69,16 @@ export const eventHref = (conversationId: string, seq: number) => `/api/v1/event
 
 /**
  * The message text for event `seq`: the event with its `seq` (a `seq` the agent put in the event
- * is replaced: the server's number is the one that orders), or its reference when too large.
+ * is replaced: the server's number is the one that orders), or its reference when too large (or
+ * when the agent itself called it an `EventReference`). Every `href` the server sends is relative
+ * and starts with `/api/v1/events/search?`: clients resolve it against the API's base URL only.
  */
 export function streamMessage(conversationId: string, seq: number, event: AgentEventEnvelope): string {
   const full = JSON.stringify({ ...event, seq } satisfies EventMessage);
   const bytes = Buffer.byteLength(full);
-  if (bytes <= MAX_MESSAGE_BYTES) return full;
+  // An event the agent named `EventReference` could carry an `href` of its choosing, which a client
+  // would fetch with its credentials: it too goes out as a reference the server writes.
+  if (bytes <= MAX_MESSAGE_BYTES && event.kind !== 'EventReference') return full;
   const ref: EventReference = {
     kind: 'EventReference',
     id: event.id,

@@ -38,8 +38,12 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   for (const c of clients) c.ws.terminate();
+  // One stream still open when the server stops: closed as "going away", and the stop does not hang on it.
+  const open = stack && stream({ session_api_key: scoped });
+  await open?.opened;
   await stack?.stop();
   await llm?.close();
+  if (open) expect(await open.closed).toEqual({ code: CLOSE.goingAway, reason: 'Server shutting down' });
 });
 
 const stream = (query: Record<string, string> = {}, headers?: Record<string, string>, id = cid, autoPong = true) => {
@@ -65,8 +69,23 @@ describe('the event stream', () => {
     const before = c.last();
     c.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'over the socket' }], run: true }));
     await waitFor(async () => c.messages, (ms) => ms.some((m) => m.kind === 'MessageEvent' && m.source === 'user' && JSON.stringify(m).includes('over the socket')), 30_000, 'the relayed message');
+    // The agent's answer comes through the stream (the status was "finished" before, so it says nothing yet).
+    await waitFor(async () => c.messages, (ms) => ms.some((m) => m.seq > before && JSON.stringify(m).includes('heard you')), 30_000, "the agent's answer");
     await waitFor(() => conversation(stack, cid), (v) => v.execution_status === 'finished', 30_000, 'finished again');
-    expect(c.messages.some((m) => m.seq > before && JSON.stringify(m).includes('heard you'))).toBe(true);
+    // The agent is done: its events are all in, nothing new for a second (the tests below number theirs after them).
+    let seen = -1;
+    await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 1000));
+        const now = await committed();
+        const settled = now === seen && now === c.last();
+        seen = now;
+        return settled;
+      },
+      (settled) => settled,
+      20_000,
+      'the agent to settle',
+    );
     expect(seqs(c)).toEqual(range(1, c.last()));
     // Not a user message: closed with the reason, nothing relayed.
     c.ws.send(JSON.stringify({ role: 'assistant', content: [] }));
@@ -75,8 +94,6 @@ describe('the event stream', () => {
     await garbage.opened;
     garbage.ws.send('not json');
     expect((await garbage.closed).code).toBe(CLOSE.invalidMessage);
-    // The agent is done: its events are all in (the tests below number theirs after them).
-    await waitFor(async () => [await committed(), (await allEvents(stack, cid)).length], ([a, b]) => a === b, 10_000, 'settled');
   }, 60_000);
 
   it('with resend_all sends every stored event in order with its seq, then each new one as it is ingested', async () => {
@@ -168,6 +185,11 @@ describe('the event stream', () => {
     const fetched = await stack.call('GET', ref!.href as string, { key: scoped });
     expect(fetched.status).toBe(200);
     expect(fetched.body.items).toEqual([big]);
+    // A hostile agent's own "EventReference", pointing clients (and their key) elsewhere: sent as the server's reference.
+    const spoof = { ...ev(), kind: 'EventReference', href: 'https://evil.example/collect', event_kind: 'MessageEvent', bytes: 10 };
+    await post(end + 3, [spoof]);
+    await c.until(end + 3);
+    expect(c.messages[2]).toMatchObject({ kind: 'EventReference', id: spoof.id, seq: end + 3, event_kind: 'EventReference', href: `/api/v1/events/search?conversation_id__eq=${cid}&after_seq=${end + 2}&limit=1` });
     await c.close();
   });
 });
@@ -225,10 +247,21 @@ describe('who may open a stream', () => {
     await refusedWith(stream({ session_api_key: bobScoped }), CLOSE.forbidden, REFUSALS.otherConversation);
     // Bob cannot get a ticket for it either.
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: bobKey })).status).toBe(404);
-    // Revoked: the key handed out before stops opening the stream.
+    // Revoked: the key handed out before stops opening the stream, and a stream it opened is closed.
+    const held = stream({ session_api_key: mineKey }, undefined, mine);
+    await held.opened;
     const revoked = await stack.call('POST', `/api/v1/app-conversations/${mine}/session-api-key/revoke`);
     expect(revoked.status).toBe(200);
     await refusedWith(stream({ session_api_key: mineKey }, undefined, mine), CLOSE.unauthorized);
+    expect(await held.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
+    // A ticket's stream ends with its conversation.
+    const ticket = (await stack.call('POST', `/api/v1/app-conversations/${mine}/stream-tickets`)).body.ticket as string;
+    const ticketed = stream({ ticket }, undefined, mine);
+    await ticketed.opened;
+    await new Promise((r) => setTimeout(r, PING_MS * 2));
+    expect(ticketed.ws.readyState).toBe(ticketed.ws.OPEN);
+    expect((await stack.call('DELETE', `/api/conversations/${mine}`)).status).toBe(200);
+    expect(await ticketed.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
     await refusedWith(stream({}, { 'x-session-api-key': stack.devKey }, 'not-a-uuid'), CLOSE.badRequest);
   });
 
@@ -251,6 +284,11 @@ describe('who may open a stream', () => {
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: sandboxKey })).status).toBe(401);
     // A conversation key does not mint tickets (it opens the stream itself).
     expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: scoped })).status).toBe(403);
+  });
+
+  it("refuses the sandbox's own key (a hostile agent on loopback), in the URL or in a header", async () => {
+    await refusedWith(stream({ resend_all: 'true', session_api_key: sandboxKey }), CLOSE.unauthorized);
+    await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': sandboxKey }), CLOSE.unauthorized);
   });
 
   it('answers other paths with a plain 404 and takes no upgrade there', async () => {

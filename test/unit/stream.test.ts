@@ -6,7 +6,7 @@ import { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/events/model.ts';
-import { authorizeStream, REFUSALS, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
+import { authorizeStream, REFUSALS, StreamAccess, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, MAX_MESSAGE_BYTES, startAfter, streamMessage, streamQuerySchema, type EventReference } from '#shared/stream/messages.ts';
 import type { StreamTicketRecord, StreamTicketStore } from '#shared/stream/ticket-store.ts';
@@ -30,6 +30,13 @@ describe('stream messages', () => {
     expect(ref).toMatchObject({ kind: 'EventReference', id: 'e2', source: 'agent', timestamp: big.timestamp, seq: 12, event_kind: 'MessageEvent' });
     expect(ref.bytes).toBeGreaterThan(MAX_MESSAGE_BYTES);
     expect(ref.href).toBe(`/api/v1/events/search?conversation_id__eq=${CID}&after_seq=11&limit=1`);
+  });
+
+  it('never passes on an EventReference the agent wrote: its href could point a client, with its key, anywhere', () => {
+    const spoof = event(3, { kind: 'EventReference', href: 'https://evil.example/collect', bytes: 1 });
+    const ref = JSON.parse(streamMessage(CID, 5, spoof)) as EventReference;
+    expect(ref.href).toBe(`/api/v1/events/search?conversation_id__eq=${CID}&after_seq=4&limit=1`);
+    expect(ref.event_kind).toBe('EventReference');
   });
 
   it('counts bytes, not characters, at the boundary', () => {
@@ -187,6 +194,25 @@ describe('authorizeStream', () => {
     await expect(deps.tickets.issue('alice', 'c'.repeat(32))).rejects.toMatchObject({ status: 404 });
   });
 
+  it('keeps an open stream only while its credentials still hold (session ended: no longer)', async () => {
+    const { deps } = world();
+    const { allowedOrigins, ...rest } = deps;
+    const access = new StreamAccess(rest);
+    const { record } = await deps.apiKeys.create('alice', 'k');
+    const { token } = await deps.sessions.create('alice', record.keyId);
+    const input = { conversationId: CID, query: {}, headers: { host: 'api.example', 'x-forwarded-proto': 'https', cookie: `__Host-acs_session=${token}`, origin: 'https://ui.example' } };
+    const grant = await access.authorize(input, allowedOrigins);
+    if (!grant.allowed) throw new Error(grant.reason);
+    expect(await access.stillValid(grant, input, allowedOrigins)).toBe(true);
+    await deps.sessions.end(token);
+    expect(await access.stillValid(grant, input, allowedOrigins)).toBe(false);
+    // A ticket's stream: while the conversation is the user's.
+    const { ticket } = await deps.tickets.issue('alice', CID);
+    const byTicket = await access.authorize({ ...input, query: { ticket }, headers: {} }, allowedOrigins);
+    if (!byTicket.allowed) throw new Error(byTicket.reason);
+    expect(await access.stillValid(byTicket, { ...input, query: { ticket }, headers: {} }, allowedOrigins)).toBe(true);
+  });
+
   it('keeps every reason within a close frame (123 bytes)', () => {
     for (const reason of Object.values(REFUSALS)) expect(Buffer.byteLength(reason), reason).toBeLessThanOrEqual(123);
   });
@@ -250,23 +276,6 @@ describe('LocalEventHub', () => {
     expect(sub.position).toBe(202);
     sub.close();
     expect(hub.size).toBe(0);
-  });
-
-  it('resumes after a position with no gap and no duplicate; starts at the end without resend', async () => {
-    const store = new MemoryEvents();
-    const hub = new LocalEventHub(() => store);
-    await store.append(ref, 1, [1, 2, 3, 4, 5].map((n) => event(n)));
-    const got: number[] = [];
-    const client = { send: async (m: string) => void got.push(JSON.parse(m).seq), fail: () => {} };
-    const resumed = await hub.subscribe(ref, () => 3, client);
-    const fresh = await hub.subscribe(ref, (end) => end, { send: async (m) => void got.push(100 + JSON.parse(m).seq), fail: () => {} });
-    await store.append(ref, 6, [event(6)]);
-    await hub.committed(ref, 6);
-    await vi_waitFor(() => got.length === 4);
-    expect(got.filter((n) => n < 100)).toEqual([4, 5, 6]);
-    expect(got.filter((n) => n > 100)).toEqual([106]);
-    resumed.close();
-    fresh.close();
   });
 
   it('ends a subscription whose client fails, and sends nothing more to it', async () => {
