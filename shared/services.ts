@@ -16,10 +16,7 @@ import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
 import { SandboxService } from '#shared/sandboxes/service.ts';
 import { SettingsService } from '#shared/settings/service.ts';
 import { StreamAccess } from '#shared/stream/access.ts';
-import { PushDelivery } from '#shared/stream/push-delivery.ts';
-import { SocketStream } from '#shared/stream/socket-stream.ts';
 import { StreamTickets } from '#shared/stream/tickets.ts';
-import { allowedOrigins } from '#shared/http/cors.ts';
 import type { AdapterName, Adapters } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
@@ -43,8 +40,6 @@ export interface Services {
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
   streamAccess: StreamAccess;
-  /** AWS: the stream over API Gateway's WebSocket API ($connect, $disconnect, the resend step). */
-  socketStream: SocketStream;
 }
 
 /**
@@ -115,15 +110,6 @@ export function servicesOf(adapters: Adapters): Services {
     streamTickets: () => new StreamTickets(a('streamTicketStore'), a('conversationStore')),
     streamAccess: () =>
       new StreamAccess({ apiKeys: built.apiKeys, sessions: built.sessions, conversationKeys: built.conversationKeys, tickets: built.streamTickets, conversations: a('conversationStore') }),
-    socketStream: () =>
-      new SocketStream(
-        built.streamAccess,
-        a('streamConnectionStore'),
-        a('eventStore'),
-        a('streamResendTrigger'),
-        new PushDelivery(a('streamConnectionStore'), a('eventStore'), a('streamPush')),
-        allowedOrigins(),
-      ),
   });
   return built;
 }

@@ -1,5 +1,5 @@
 import { streamConnectFunction } from '#shared/functions.ts';
-import { connectRequestOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
+import { connectRequestOf, socketStreamOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
@@ -11,5 +11,5 @@ import { streamConnectionStore, streamResendTrigger, streamTicketStore } from '#
 export const handler = awsFunction(
   streamConnectFunction,
   { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, eventStore, streamTicketStore, streamConnectionStore, streamResendTrigger },
-  (event: WebSocketConnectEvent, { socketStream }) => socketStream.connect(connectRequestOf(event)),
+  (event: WebSocketConnectEvent, services, adapters) => socketStreamOf(services, adapters).connect(connectRequestOf(event)),
 );

@@ -10,6 +10,6 @@ import { streamConnectionStore } from '#shared/wiring/aws/stream.ts';
 export const handler = awsFunction(
   streamMessageFunction,
   { conversationStore, sandboxStore, commandPush, sandboxConfig, streamConnectionStore },
-  (event: { requestContext: { connectionId: string }; body?: string; isBase64Encoded?: boolean }, services) =>
-    relaySocketMessage(event.requestContext.connectionId, event.isBase64Encoded ? '' : (event.body ?? ''), services),
+  (event: { requestContext: { connectionId: string }; body?: string; isBase64Encoded?: boolean }, services, adapters) =>
+    relaySocketMessage(event.requestContext.connectionId, event.isBase64Encoded ? '' : (event.body ?? ''), services, adapters),
 );

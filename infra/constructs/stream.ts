@@ -6,12 +6,13 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Config } from '#infra/config.ts';
+import { PING_ACTION } from '#shared/stream/socket-stream.ts';
 
 /** The stage: clients connect to `wss://<api host>/sockets` (CloudFront rewrites `/sockets/events/{id}` to it). */
 export const STREAM_STAGE = 'sockets';
 
 /** `{"action": "ping"}`: a keep-alive (10 idle minutes close a connection) that a mock integration takes, no function runs. */
-export const PING_ROUTE = 'ping';
+export const PING_ROUTE = PING_ACTION;
 
 export interface StreamSocketsProps {
   config: Config;

@@ -4,6 +4,7 @@ import { ApiError } from '#shared/http/errors.ts';
 import type { Request } from '#shared/http/operation.ts';
 import type { Services } from '#shared/services.ts';
 import { CLOSE } from '#shared/stream/messages.ts';
+import { PING_ACTION } from '#shared/stream/socket-stream.ts';
 
 /** The close code and reason for a client message that could not be relayed; null when it was. */
 export type RelayOutcome = { code: number; reason: string } | null;
@@ -22,6 +23,7 @@ export async function relayClientMessage(text: string, grant: { userId: string; 
   } catch {
     return { code: CLOSE.invalidMessage, reason: 'A message must be JSON: {"role": "user", "content": [...]}' };
   }
+  if ((raw as { action?: unknown } | null)?.action === PING_ACTION) return null; // a keep-alive, not a message
   const body = initialMessageSchema.safeParse(raw);
   if (!body.success) {
     const issue = body.error.issues[0]!;

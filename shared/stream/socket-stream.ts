@@ -3,7 +3,11 @@ import { logger } from '#shared/logging.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import { startAfter } from '#shared/stream/messages.ts';
-import type { PushDelivery } from '#shared/stream/push-delivery.ts';
+import { allowedOrigins } from '#shared/http/cors.ts';
+import type { Services } from '#shared/services.ts';
+import { PushDelivery } from '#shared/stream/push-delivery.ts';
+import type { Adapters } from '#shared/wiring/adapters.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
 import type { ResendRequest, ResendTrigger } from '#shared/stream/resend-trigger.ts';
 
 /** API Gateway ends every WebSocket connection after 2 hours; its item is kept no longer (TTL). */
@@ -15,6 +19,12 @@ export const CONNECTION_MAX_SECONDS = 2 * 60 * 60;
  * stage (infra/constructs/front.ts); other channels are for other streams.
  */
 export const EVENTS_CHANNEL = 'events';
+
+/**
+ * A client's keep-alive, `{"action": "ping"}`: on AWS the WebSocket API's `ping` route takes it
+ * with a mock integration (10 idle minutes close a connection there); locally it is ignored.
+ */
+export const PING_ACTION = 'ping';
 
 /** What a `$connect` carries that matters here (API Gateway's WebSocket event, payload 1.0 style: cookies in the Cookie header). */
 export interface ConnectRequest {
@@ -37,52 +47,73 @@ export interface ConnectResult {
  * function's feed (`PushDelivery`).
  */
 export class SocketStream {
+  /** Each dependency is read when first used: a function builds only the adapters its path needs (and its declaration covers). */
   constructor(
-    private readonly access: StreamAccess,
-    private readonly connections: ConnectionStore,
-    private readonly events: EventStore,
-    private readonly resendTrigger: ResendTrigger,
-    private readonly delivery: PushDelivery,
-    private readonly allowedOrigins: readonly string[],
+    private readonly deps: {
+      readonly access: StreamAccess;
+      readonly connections: ConnectionStore;
+      readonly events: EventStore;
+      readonly resendTrigger: ResendTrigger;
+      readonly delivery: PushDelivery;
+      readonly allowedOrigins: readonly string[];
+    },
     private readonly now: () => Date = () => new Date(),
   ) {}
+
 
   async connect(r: ConnectRequest): Promise<ConnectResult> {
     const { channel, id, ...query } = r.query;
     if (channel !== EVENTS_CHANNEL) return { statusCode: 404, body: 'No such stream' };
-    const decision = await this.access.authorize({ conversationId: id ?? '', query, headers: r.headers }, this.allowedOrigins);
+    const decision = await this.deps.access.authorize({ conversationId: id ?? '', query, headers: r.headers }, this.deps.allowedOrigins);
     if (!decision.allowed) {
       logger.info('stream.refused', { status: decision.status, reason: decision.reason });
       return { statusCode: decision.status, body: decision.reason };
     }
     const conversation = { userId: decision.userId, conversationId: decision.conversationId };
     const now = this.now();
-    await this.connections.add({
+    await this.deps.connections.add({
       conversation,
       connectionId: r.connectionId,
-      sentSeq: startAfter(decision.query, await this.events.lastSeq(conversation)),
+      sentSeq: startAfter(decision.query, await this.deps.events.lastSeq(conversation)),
       connectedAt: now,
       expiresAt: new Date(now.getTime() + CONNECTION_MAX_SECONDS * 1000),
     });
-    await this.resendTrigger.request({ conversation, connectionId: r.connectionId });
+    await this.deps.resendTrigger.request({ conversation, connectionId: r.connectionId });
     logger.info('stream.connected', { conversationId: conversation.conversationId, via: decision.via });
     return { statusCode: 200 };
   }
 
   async disconnect(connectionId: string): Promise<void> {
-    const conversation = await this.connections.find(connectionId);
-    if (conversation) await this.connections.remove(conversation, connectionId);
+    const conversation = await this.deps.connections.find(connectionId);
+    if (conversation) await this.deps.connections.remove(conversation, connectionId);
   }
 
   /** The conversation a connection streams (for a message it sends). */
   connectionOf(connectionId: string): Promise<ConversationRef | undefined> {
-    return this.connections.find(connectionId);
+    return this.deps.connections.find(connectionId);
   }
 
   async resend(r: ResendRequest): Promise<void> {
-    const outcome = await this.delivery.resend(r.conversation, r.connectionId);
+    const outcome = await this.deps.delivery.resend(r.conversation, r.connectionId);
     if (outcome === 'gone') logger.info('stream.resend-gone', { conversationId: r.conversation.conversationId });
   }
+}
+
+/**
+ * The stream's AWS service over one function's services and adapters (shared/wiring/aws.ts
+ * `awsFunction`). Built here, not in `servicesOf`, so only the stream's functions carry it.
+ */
+export function socketStreamOf(services: Services, adapters: Adapters): SocketStream {
+  return new SocketStream(
+    lazy({
+      access: () => services.streamAccess,
+      connections: () => adapters.streamConnectionStore,
+      events: () => adapters.eventStore,
+      resendTrigger: () => adapters.streamResendTrigger,
+      delivery: () => new PushDelivery(adapters.streamConnectionStore, adapters.eventStore, adapters.streamPush),
+      allowedOrigins: () => allowedOrigins(),
+    }),
+  );
 }
 
 /** The parts of API Gateway's `$connect` event the stream reads (header names as sent: any case). */

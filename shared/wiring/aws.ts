@@ -7,7 +7,7 @@ import type { EventFunctionDef } from '#shared/functions.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import { lambdaHandler, type ApiHandler } from '#shared/http/wrapper.ts';
 import { servicesOf, type Services } from '#shared/services.ts';
-import { wire, type AdapterName, type Builders } from '#shared/wiring/adapters.ts';
+import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
 /** How a function is wired: read by the local gateway (which gives it the local adapters of the same names) and the wiring test. */
@@ -22,26 +22,35 @@ export interface FunctionWiring {
   operation?: Operation;
 }
 
-/** The services of one function on AWS, built on first use from the adapters it names, held to its declaration. */
-function awsServices(id: string, declaration: Declaration, builders: Builders): () => Services {
-  let services: Services | undefined;
-  return () => (services ??= servicesOf(wire(id, declaration, builders)));
+/** The adapters and services of one function on AWS, built on first use from the adapters it names, held to its declaration. */
+function awsWiring(id: string, declaration: Declaration, builders: Builders): () => { adapters: Adapters; services: Services } {
+  let built: { adapters: Adapters; services: Services } | undefined;
+  return () => {
+    if (built) return built;
+    const adapters = wire(id, declaration, builders);
+    return (built = { adapters, services: servicesOf(adapters) });
+  };
 }
 
 /** A route's Lambda handler: the wrapper around its operation, over the AWS adapters its entry names. */
 export function awsRoute(operation: Operation, builders: Builders): ApiHandler & { wiring: FunctionWiring } {
   const { route } = operation;
-  const handler = lambdaHandler(operation, awsServices(route.id, route, builders));
+  const wiring = awsWiring(route.id, route, builders);
+  const handler = lambdaHandler(operation, () => wiring().services);
   return Object.assign(handler, { wiring: { id: route.id, declaration: route, adapters: Object.keys(builders) as AdapterName[], builders, operation } });
 }
 
-/** An event function's handler (authorizer, ECS events, sweeper): `run` gets its services, held to its declaration. */
+/**
+ * An event function's handler (authorizer, ECS events, sweeper, the stream's): `run` gets its
+ * services and its adapters (for what only AWS functions build: the stream's WebSocket side),
+ * both held to its declaration.
+ */
 export function awsFunction<E, R>(
   fn: EventFunctionDef,
   builders: Builders,
-  run: (event: E, services: Services) => Promise<R>,
+  run: (event: E, services: Services, adapters: Adapters) => Promise<R>,
 ): ((event: E) => Promise<R>) & { wiring: FunctionWiring } {
-  const services = awsServices(fn.id, fn, builders);
-  const handler = (event: E) => run(event, services());
+  const wiring = awsWiring(fn.id, fn, builders);
+  const handler = (event: E) => run(event, wiring().services, wiring().adapters);
   return Object.assign(handler, { wiring: { id: fn.id, declaration: fn, adapters: Object.keys(builders) as AdapterName[], builders } });
 }

@@ -46,7 +46,7 @@ beforeAll(() => {
     throw err;
   }
   resources = template.toJSON().Resources as Record<string, Json>;
-}, 300_000);
+}, 600_000); // bundles every function (70 now) on a shared machine
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 

@@ -68,8 +68,10 @@ export class HttpApiEmulator {
     if (apis.length !== 1) throw new Error(`The tier emulates one HTTP API; the template has ${apis.length}`);
     const [apiLogical, api] = apis[0]!;
     this.cors = api.Properties.CorsConfiguration;
-    this.apiId = names(STACK, apiLogical, api).ref;
-    const ofApi = (type: string) => ofType(resolved, type).filter(([, r]) => r.Properties.ApiId === this.apiId);
+    // With other APIs in the template, only this one's parts (a template of one API is taken whole).
+    const alone = ofType(resolved, 'AWS::ApiGatewayV2::Api').length === 1;
+    this.apiId = alone ? ofType(resolved, 'AWS::ApiGatewayV2::Route')[0]?.[1].Properties.ApiId : names(STACK, apiLogical, api).ref;
+    const ofApi = (type: string) => ofType(resolved, type).filter(([, r]) => alone || r.Properties.ApiId === this.apiId);
     const stages = ofApi('AWS::ApiGatewayV2::Stage');
     this.stage = stages[0]?.[1].Properties.StageName ?? '$default';
     if (this.stage !== '$default') throw new Error('The tier serves the $default stage only');

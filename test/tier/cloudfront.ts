@@ -33,6 +33,8 @@ export class CloudFrontEmulator {
   private readonly fallback: Behaviour;
   private readonly originDomains = new Map<string, string>();
   private server!: Server;
+  /** Upgraded connections, which the HTTP server no longer tracks. */
+  private readonly tunnels = new Set<Duplex>();
   readonly faults: Error[] = [];
   url = '';
 
@@ -88,6 +90,8 @@ export class CloudFrontEmulator {
       const routed = this.route(req);
       if ('status' in routed) return void socket.end(`HTTP/1.1 ${routed.status} ${routed.text}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
       const target = new URL(routed.target);
+      this.tunnels.add(socket);
+      socket.once('close', () => this.tunnels.delete(socket));
       const upstream = connect(Number(target.port), target.hostname, () => {
         const lines = [`GET ${target.pathname}${target.search} HTTP/1.1`, ...Object.entries(routed.headers).flatMap(([k, v]) => [v].flat().map((x) => `${k}: ${x}`))];
         upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
@@ -106,6 +110,7 @@ export class CloudFrontEmulator {
   }
 
   async close(): Promise<void> {
+    for (const socket of this.tunnels) socket.destroy();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKey, settingsRoundTrip, startSandbox, TierFailure, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { ofType, type Template } from '#test/tier/template.ts';
+import { ofType, withoutAction, type Template } from '#test/tier/template.ts';
 
 /**
  * The tier can fail: on copies of the template with one thing removed, the flows that need it
@@ -14,20 +14,6 @@ const fn = (t: Template, name: string) => {
   const found = ofType(t, 'AWS::Lambda::Function').find(([, r]) => r.Metadata?.['aws:cdk:path']?.includes(`/Fn-${name}/`));
   if (!found) throw new Error(`No function ${name}`);
   return found[1];
-};
-/** Drops every statement granting `action` (and the action from statements granting several). */
-const withoutAction = (t: Template, action: string) => {
-  let removed = 0;
-  for (const [, p] of ofType(t, 'AWS::IAM::Policy')) {
-    p.Properties.PolicyDocument.Statement = p.Properties.PolicyDocument.Statement.flatMap((s: any) => {
-      const actions = [s.Action].flat();
-      if (!actions.includes(action)) return [s];
-      removed++;
-      const rest = actions.filter((a: string) => a !== action);
-      return rest.length ? [{ ...s, Action: rest }] : [];
-    });
-  }
-  return removed;
 };
 
 describe('mutation: SECRETS_KEY_ID removed from the saveSettings function', () => {

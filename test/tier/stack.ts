@@ -6,6 +6,7 @@ import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/cli
 import { KMSClient } from '@aws-sdk/client-kms';
 import { build } from 'esbuild';
 import { REPO_ROOT } from '#infra/bundle.ts';
+import { STREAM_STAGE } from '#infra/constructs/stream.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
@@ -35,6 +36,8 @@ export interface TierStack {
   sockets: WebSocketApiEmulator;
   /** The bridge socket (sandbox programs take their commands over it); the sandbox tasks reach it at `bridgeSocket.url/<stage>`. */
   bridgeSocket: WebSocketApiEmulator;
+  /** Every WebSocket API of the template, the stream's included. */
+  webSockets: WebSocketApiEmulator[];
   /** CloudFront in front of both APIs: `front.url` is the service's one public host. */
   front: CloudFrontEmulator;
   aws: FakeAws;
@@ -151,21 +154,25 @@ export async function startTier(options: { mutate?: (template: Template) => void
     bus = new EventBus(resolved, lambda, policies);
     const api = new HttpApiEmulator(resolved, lambda);
     await api.start();
-    // Two WebSocket APIs: the event stream's and the bridge socket (infra/constructs/bridge-socket.ts).
-    const wsApis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET').map(([id]) => id);
-    const bridgeApi = wsApis.find((id) => id.startsWith('BridgeSocket'));
-    const sockets = new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: wsApis.find((id) => id !== bridgeApi) });
-    await sockets.start();
-    aws.webSocketApis.push(sockets);
-    bridge = new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: bridgeApi });
-    await bridge.start();
-    aws.webSocketApis.push(bridge);
+    // Every WebSocket API of the template: the event stream's and the bridge socket (infra/constructs/bridge-socket.ts).
+    const wsIds = ofType(resolved, 'AWS::ApiGatewayV2::Api')
+      .filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET')
+      .map(([id]) => id);
+    const webSockets = wsIds.map((id) => new WebSocketApiEmulator(resolved, lambda, { apiLogicalId: id }));
+    for (const ws of webSockets) {
+      await ws.start();
+      aws.webSocketApis.push(ws);
+    }
+    const sockets = webSockets.find((ws) => ws.stage === STREAM_STAGE);
+    if (!sockets) throw new Error(`No WebSocket API with the stream's stage ${STREAM_STAGE}`);
+    bridge = webSockets[wsIds.findIndex((id) => id.startsWith('BridgeSocket'))];
+    if (!bridge) throw new Error('No bridge socket WebSocket API in the template');
     const bridgeSocket = bridge;
     front = new CloudFrontEmulator(
       resolved,
       new Map([
         [`${api.apiId}.execute-api.${REGION}.amazonaws.com`, api.url],
-        [`${sockets.apiId}.execute-api.${REGION}.amazonaws.com`, sockets.url.replace(/^ws:/, 'http:')],
+        ...webSockets.map((ws) => [`${ws.apiId}.execute-api.${REGION}.amazonaws.com`, ws.url.replace(/^ws:/, 'http:')] as [string, string]),
       ]),
     );
     await front.start();
@@ -180,6 +187,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       api,
       sockets,
       bridgeSocket,
+      webSockets,
       front: cdn,
       aws,
       lambda,
@@ -222,8 +230,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       },
       stop: async () => {
         await cdn.close();
-        await sockets.close();
-        await bridgeSocket.close();
+        for (const ws of webSockets) await ws.close();
         await api.close();
         await lambda.close();
         await aws.close();

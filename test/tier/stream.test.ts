@@ -3,7 +3,7 @@ import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripte
 import { createKey, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 import { openStream } from '#test/tier/stream-client.ts';
-import { ofType } from '#test/tier/template.ts';
+import { withoutAction } from '#test/tier/template.ts';
 import { WEBSOCKET_LIMITS } from '#test/tier/websocket-api.ts';
 
 /**
@@ -146,8 +146,16 @@ describe('the event stream on the synthesized stack', () => {
     const fetched = await fetch(`${tier.front.url}${ref.href}`, { headers: { 'x-session-api-key': conv.scoped } });
     expect(fetched.status).toBe(200);
     expect(((await fetched.json()) as any).items[0].id).toBe(big.id);
-    for (const c of tier.sockets.connections.values()) for (const size of c.frameSizes) expect(size).toBeLessThanOrEqual(WEBSOCKET_LIMITS.frameBytes);
-    await client.close();
+    // API Gateway's own limits, as the emulation applies them: a 100 KB message goes out in 32 KB
+    // frames, one over 128 KB is refused (413), and so is a client message over 128 KB (1009).
+    const [connection] = [...tier.sockets.connections.values()].filter((c) => c.open);
+    const before = connection!.frameSizes.length;
+    expect((await tier.sockets.manage('POST', connection!.id, Buffer.from('y'.repeat(100_000)))).status).toBe(200);
+    expect(connection!.frameSizes.slice(before)).toEqual([32_768, 32_768, 32_768, 1_696]);
+    expect((await client.waitFor(2))[1]).toBe('y'.repeat(100_000));
+    expect((await tier.sockets.manage('POST', connection!.id, Buffer.alloc(WEBSOCKET_LIMITS.messageBytes + 1))).status).toBe(413);
+    client.ws!.send('z'.repeat(WEBSOCKET_LIMITS.messageBytes + 1));
+    expect((await client.closed).code).toBe(1009);
   }, 60_000);
 
   it('a session cookie opens the stream from the service\'s own origin, never cross-site; a ticket opens it once', async () => {
@@ -221,27 +229,12 @@ describe('the event stream on the synthesized stack', () => {
 
 });
 
-/** Drops `action` from the statements of one function's role policy; returns how many statements granted it. */
-const withoutActionOf = (t: any, fn: string, action: string) => {
-  let removed = 0;
-  for (const [, p] of ofType(t, 'AWS::IAM::Policy')) {
-    if (!String(p.Metadata?.['aws:cdk:path']).includes(`/Fn-${fn}/`)) continue;
-    p.Properties.PolicyDocument.Statement = p.Properties.PolicyDocument.Statement.flatMap((s: any) => {
-      const actions = [s.Action].flat();
-      if (!actions.includes(action)) return [s];
-      removed++;
-      const rest = actions.filter((a: string) => a !== action);
-      return rest.length ? [{ ...s, Action: rest }] : [];
-    });
-  }
-  return removed;
-};
 
 describe("mutation: the ingest function's execute-api:ManageConnections grant removed", () => {
   let tier: TierStack;
   let llm: ScriptedLlm;
   beforeAll(async () => {
-    [tier, llm] = await Promise.all([startTier({ mutate: (t) => expect(withoutActionOf(t, 'postEvents', 'execute-api:ManageConnections')).toBe(1) }), startScriptedLlm()]);
+    [tier, llm] = await Promise.all([startTier({ mutate: (t) => expect(withoutAction(t, 'execute-api:ManageConnections', 'postEvents')).toBe(1) }), startScriptedLlm()]);
   }, 120_000);
   afterAll(async () => {
     await tier?.stop();

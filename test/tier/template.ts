@@ -190,3 +190,23 @@ export function functionsOf(raw: Template, resolved: Template): FunctionDef[] {
     };
   });
 }
+
+/**
+ * Drops every statement granting `action` (and the action from statements granting several), in
+ * every role policy or only in the role policy of function `fn` (its construct id, `Fn-<fn>`).
+ * For the mutation cases. Returns how many statements granted it.
+ */
+export function withoutAction(t: Template, action: string, fn?: string): number {
+  let removed = 0;
+  for (const [, p] of ofType(t, 'AWS::IAM::Policy')) {
+    if (fn && !String(p.Metadata?.['aws:cdk:path']).includes(`/Fn-${fn}/`)) continue;
+    p.Properties.PolicyDocument.Statement = p.Properties.PolicyDocument.Statement.flatMap((s: any) => {
+      const actions = [s.Action].flat();
+      if (!actions.includes(action)) return [s];
+      removed++;
+      const rest = actions.filter((a: string) => a !== action);
+      return rest.length ? [{ ...s, Action: rest }] : [];
+    });
+  }
+  return removed;
+}
