@@ -1,5 +1,5 @@
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { MAX_SEQ_AHEAD, SequenceAheadError, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
+import { MAX_SEQ_AHEAD, SequenceAheadError, type Appended, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
@@ -21,13 +21,13 @@ export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<number> {
+  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<Appended> {
     const conversationKey = partitionOf(conversation);
     const last = await this.committed(conversationKey);
     if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
     // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
     const fresh = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
-    if (fresh.length === 0) return 0;
+    if (fresh.length === 0) return { added: 0, lastSeq: last };
     await batchPut(
       this.table,
       fresh.map(({ seq, event }) => ({
@@ -41,36 +41,40 @@ export class DynamoEventStore implements EventStore {
     );
     const from = fresh[0]!.seq;
     const to = fresh.at(-1)!.seq;
-    if (from === last + 1) {
-      // Contiguous with the committed end: move the counter over this batch, forward only.
-      try {
-        const out = await this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: 'SET lastSeq = :to',
-            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
-            ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        if (out.Attributes?.ahead) await this.catchUp(conversationKey);
-      } catch (err) {
-        // Another post of this batch (or a later one) moved it already.
-        if (!isConditionFailure(err)) throw err;
-      }
-    } else {
+    const added = fresh.length;
+    if (from !== last + 1) {
       // Beyond a gap: flag it, so whoever fills the gap carries the counter over this batch too.
       await this.db.send(new UpdateCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
-      await this.catchUp(conversationKey);
+      return { added, lastSeq: await this.catchUp(conversationKey, last) };
     }
-    return fresh.length;
+    // Contiguous with the committed end: move the counter over this batch, forward only.
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET lastSeq = :to',
+          ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
+          ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { added, lastSeq: out.Attributes?.ahead ? await this.catchUp(conversationKey, to) : to };
+    } catch (err) {
+      // Another post of this batch (or a later one) moved it already: to `to` at least.
+      if (!isConditionFailure(err)) throw err;
+      return { added, lastSeq: to };
+    }
   }
 
-  /** Moves the counter over every stored number that follows it without a gap. */
-  private async catchUp(conversationKey: string): Promise<void> {
+  /**
+   * Moves the counter over every stored number that follows it without a gap; returns the end it
+   * wrote or, when a gap stays (or other writers keep winning), `known`, an end already committed.
+   */
+  private async catchUp(conversationKey: string, known: number): Promise<number> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const last = await this.committed(conversationKey);
+      known = Math.max(known, last);
       const out = await this.db.send(
         new QueryCommand({
           TableName: this.table,
@@ -85,7 +89,7 @@ export class DynamoEventStore implements EventStore {
       let end = last;
       for (const seq of stored) if (seq === end + 1) end++;
       const waiting = stored.some((seq) => seq > end + 1);
-      if (end === last && waiting) return; // still a gap: the flag stays for whoever fills it
+      if (end === last && waiting) return last; // still a gap: the flag stays for whoever fills it
       try {
         await this.db.send(
           new UpdateCommand({
@@ -96,11 +100,12 @@ export class DynamoEventStore implements EventStore {
             ExpressionAttributeValues: { ':end': end, ':last': last },
           }),
         );
-        return;
+        return end;
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
       }
     }
+    return known;
   }
 
   private async committed(conversationKey: string): Promise<number> {

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { documentClient } from '#shared/store/dynamo.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+// What one webhook batch costs in DynamoDB requests, counted at the document client against
+// dynalite, over HTTP through the local gateway. The sandbox and its conversation are written
+// straight to their tables, so no sandbox program polls or heartbeats while a batch is counted.
+let stack: TestStack;
+const sandboxId = `sbx-count-${randomUUID().slice(0, 8)}`;
+const conversationId = randomUUID().replaceAll('-', '');
+const key = `sbx_${randomUUID().replaceAll('-', '')}`;
+const userId = 'ingest-counter';
+/** `Command@table` of every request sent while `counting` is set. */
+let sent: string[] | undefined;
+
+beforeAll(async () => {
+  stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+  const now = new Date().toISOString();
+  await new DynamoSandboxStore().create({
+    id: sandboxId,
+    userId,
+    specId: 'default',
+    status: 'RUNNING',
+    version: 1,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+    lastActivityAt: now,
+    sessionKeyHash: sha256(key),
+  });
+  await new DynamoConversationStore().create({
+    id: conversationId,
+    userId,
+    createdAt: now,
+    updatedAt: now,
+    sandbox_id: sandboxId,
+    start_task_id: randomUUID(),
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    title: null,
+    trigger: null,
+    pr_number: [],
+    llm_model: null,
+    parent_conversation_id: null,
+    agent_type: 'default',
+    execution_status: null,
+    metrics: null,
+    version: 1,
+  });
+  documentClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
+      const table = input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+');
+      sent?.push(`${context.commandName}@${table.replace(/^acs-/, '')}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countRequests' },
+  );
+});
+afterAll(async () => {
+  documentClient().middlewareStack.remove('countRequests');
+  await stack?.stop();
+});
+
+let made = 0;
+const events = (n: number) =>
+  Array.from({ length: n }, () => ({ kind: 'MessageEvent', id: `e-${++made}`, timestamp: new Date().toISOString(), source: 'agent', llm_message: { role: 'assistant', content: [{ type: 'text', text: `m${made}` }] } }));
+
+/** Posts a batch as the sandbox and returns the requests it made, sorted. */
+async function counted(firstSeq: number, batch: unknown[], k = key, cid = conversationId): Promise<{ status: number; body: unknown; requests: string[] }> {
+  sent = [];
+  try {
+    const res = await stack.call('POST', `/api/v1/webhooks/${sandboxId}/events/${cid}?first_seq=${firstSeq}`, { key: k, body: batch });
+    return { status: res.status, body: res.body, requests: sent.sort() };
+  } finally {
+    sent = undefined;
+  }
+}
+
+describe('one webhook batch in DynamoDB requests', () => {
+  it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and one counter update', async () => {
+    const first = await counted(1, events(100));
+    expect(first.body).toEqual({ success: true, added: 100 });
+    const second = await counted(101, events(100));
+    expect(second.body).toEqual({ success: true, added: 100 });
+    for (const { requests } of [first, second]) {
+      expect(requests).toEqual([
+        ...Array(4).fill('BatchWriteItemCommand@events'),
+        'GetItemCommand@conversations',
+        'GetItemCommand@events',
+        'GetItemCommand@sandboxes',
+        'UpdateItemCommand@events',
+      ]);
+    }
+  });
+
+  it('a retried batch (all committed) is three reads and nothing written', async () => {
+    const retry = await counted(101, events(100));
+    expect(retry.body).toEqual({ success: true, added: 0 });
+    expect(retry.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
+  });
+
+  it('a wrong key costs one read of the sandbox; a foreign conversation two, and nothing touches the events', async () => {
+    const wrong = await counted(201, events(1), 'sbx_wrong');
+    expect(wrong.status).toBe(401);
+    expect(wrong.requests).toEqual(['GetItemCommand@sandboxes']);
+    const foreign = await counted(1, events(1), key, randomUUID().replaceAll('-', ''));
+    expect(foreign.status).toBe(401);
+    expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@sandboxes']);
+  });
+
+  it('records activity with one more write only when the stored activity is older than ACTIVITY_WRITE_MS', async () => {
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(sandboxId))!;
+    await store.update(sandboxId, rec.version, { lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString() });
+    const stale = await counted(201, events(10));
+    expect(stale.body).toEqual({ success: true, added: 10 });
+    expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
+  });
+});
+
+describe('DynamoEventStore.append', () => {
+  it('returns the committed end it left: after a contiguous batch, a batch beyond a gap, the batch that fills it, and a retry', async () => {
+    const store = new DynamoEventStore();
+    const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+    const batch = (n: number) => events(n) as AgentEventEnvelope[];
+    expect(await store.append(ref, 1, batch(3))).toEqual({ added: 3, lastSeq: 3 });
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 3 }); // 4..6 missing
+    expect(await store.lastSeq(ref)).toBe(3);
+    expect(await store.append(ref, 4, batch(3))).toEqual({ added: 3, lastSeq: 8 }); // fills the gap, carries over 7..8
+    expect(await store.lastSeq(ref)).toBe(8);
+    expect(await store.append(ref, 1, batch(8))).toEqual({ added: 0, lastSeq: 8 });
+  });
+});
