@@ -2,7 +2,8 @@ import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
-import { benchEvents, untilReady } from './conversations.ts';
+import { untilReady } from './conversations.ts';
+import { benchEvents } from './ingest-client.ts';
 import { json } from './http.ts';
 import { count, ms, p50p99, percentile } from './stats.ts';
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { MAX_SEQ_AHEAD, SequenceAheadError, type Appended, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
@@ -6,7 +7,10 @@ import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
 
 /** The partition of one conversation: conversation ids are unique per user only. */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
-/** `seq = 0` is the counter item: `lastSeq` (the gap-free end) and `ahead` (a batch waits beyond a gap). */
+/**
+ * `seq = 0` is the counter item: `lastSeq` (the gap-free end) and `ahead`, set while a batch waits
+ * beyond a gap: a fresh random mark each time, so a catch-up that read an older mark cannot clear a newer one.
+ */
 const COUNTER = 0;
 /** Query rounds a filtered page may take before it returns what it has (bounded read cost). */
 const MAX_ROUNDS = 10;
@@ -43,9 +47,19 @@ export class DynamoEventStore implements EventStore {
     const to = fresh.at(-1)!.seq;
     const added = fresh.length;
     if (from !== last + 1) {
-      // Beyond a gap: flag it, so whoever fills the gap carries the counter over this batch too.
-      await this.db.send(new UpdateCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
-      return { added, lastSeq: await this.catchUp(conversationKey, last) };
+      // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
+      // over this batch too. Only when the gap closed meanwhile is the catch-up this batch's to do.
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET ahead = :mark',
+          ExpressionAttributeValues: { ':mark': randomUUID() },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const now = (out.Attributes?.lastSeq as number | undefined) ?? 0;
+      return { added, lastSeq: now + 1 < from ? now : await this.catchUp(conversationKey, now) };
     }
     // Contiguous with the committed end: move the counter over this batch, forward only.
     try {
@@ -70,10 +84,12 @@ export class DynamoEventStore implements EventStore {
   /**
    * Moves the counter over every stored number that follows it without a gap; returns the end it
    * wrote or, when a gap stays (or other writers keep winning), `known`, an end already committed.
+   * The flag is cleared only if no batch set it since it was read: that batch may be past what the
+   * Query saw, and the flag is what makes its gap's filler carry the counter over it.
    */
   private async catchUp(conversationKey: string, known: number): Promise<number> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const last = await this.committed(conversationKey);
+      const { lastSeq: last, ahead } = await this.counter(conversationKey);
       known = Math.max(known, last);
       const out = await this.db.send(
         new QueryCommand({
@@ -95,9 +111,13 @@ export class DynamoEventStore implements EventStore {
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: waiting ? 'SET lastSeq = :end' : 'SET lastSeq = :end REMOVE ahead',
-            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last',
-            ExpressionAttributeValues: { ':end': end, ':last': last },
+            ...(waiting
+              ? { UpdateExpression: 'SET lastSeq = :end', ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last', ExpressionAttributeValues: { ':end': end, ':last': last } }
+              : {
+                  UpdateExpression: 'SET lastSeq = :end REMOVE ahead',
+                  ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
+                  ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
+                }),
           }),
         );
         return end;
@@ -108,9 +128,14 @@ export class DynamoEventStore implements EventStore {
     return known;
   }
 
-  private async committed(conversationKey: string): Promise<number> {
+  /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */
+  private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown }> {
     const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }));
-    return (out.Item?.lastSeq as number | undefined) ?? 0;
+    return { lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0, ahead: out.Item?.ahead };
+  }
+
+  private async committed(conversationKey: string): Promise<number> {
+    return (await this.counter(conversationKey)).lastSeq;
   }
 
   lastSeq(conversation: ConversationRef): Promise<number> {

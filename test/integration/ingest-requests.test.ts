@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -6,7 +7,7 @@ import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { documentClient } from '#shared/store/dynamo.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 // What one webhook batch costs in DynamoDB requests, counted at the document client against
@@ -17,8 +18,10 @@ const sandboxId = `sbx-count-${randomUUID().slice(0, 8)}`;
 const conversationId = randomUUID().replaceAll('-', '');
 const key = `sbx_${randomUUID().replaceAll('-', '')}`;
 const userId = 'ingest-counter';
-/** `Command@table` of every request sent while `counting` is set. */
+/** `Command@table` of every request sent while this is set. */
 let sent: string[] | undefined;
+/** Awaited before each request is sent, while set (to hold one at a chosen point). */
+let hold: ((input: Record<string, unknown>) => Promise<void>) | undefined;
 
 beforeAll(async () => {
   stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
@@ -60,6 +63,7 @@ beforeAll(async () => {
       const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
       const table = input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+');
       sent?.push(`${context.commandName}@${table.replace(/^acs-/, '')}`);
+      await hold?.(args.input as Record<string, unknown>);
       return next(args);
     },
     { step: 'initialize', name: 'countRequests' },
@@ -117,11 +121,30 @@ describe('one webhook batch in DynamoDB requests', () => {
     expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@sandboxes']);
   });
 
+  it('a batch beyond a gap only flags the counter; the batch that fills the gap carries the counter over both (one keys-only Query)', async () => {
+    const ahead = await counted(211, events(10)); // 201..210 not posted yet
+    expect(ahead.body).toEqual({ success: true, added: 10 });
+    expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
+    const filler = await counted(201, events(10));
+    expect(filler.body).toEqual({ success: true, added: 10 });
+    expect(filler.requests).toEqual([
+      'BatchWriteItemCommand@events',
+      'GetItemCommand@conversations',
+      'GetItemCommand@events',
+      'GetItemCommand@events',
+      'GetItemCommand@sandboxes',
+      'QueryCommand@events',
+      'UpdateItemCommand@events',
+      'UpdateItemCommand@events',
+    ]);
+    expect(await new DynamoEventStore().lastSeq({ userId, conversationId })).toBe(220);
+  });
+
   it('records activity with one more write only when the stored activity is older than ACTIVITY_WRITE_MS', async () => {
     const store = new DynamoSandboxStore();
     const rec = (await store.get(sandboxId))!;
     await store.update(sandboxId, rec.version, { lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString() });
-    const stale = await counted(201, events(10));
+    const stale = await counted(221, events(10));
     expect(stale.body).toEqual({ success: true, added: 10 });
     expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
   });
@@ -138,5 +161,34 @@ describe('DynamoEventStore.append', () => {
     expect(await store.append(ref, 4, batch(3))).toEqual({ added: 3, lastSeq: 8 }); // fills the gap, carries over 7..8
     expect(await store.lastSeq(ref)).toBe(8);
     expect(await store.append(ref, 1, batch(8))).toEqual({ added: 0, lastSeq: 8 });
+  });
+
+  it('a catch-up that read the flag before a batch beyond a gap set it again does not clear it (the batch is carried over when the gap fills)', async () => {
+    const store = new DynamoEventStore();
+    const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+    const batch = (n: number) => events(n) as AgentEventEnvelope[];
+    await store.append(ref, 1, batch(2));
+    // A flag left set (e.g. by a batch since carried over): the next contiguous batch catches up.
+    await documentClient().send(new UpdateCommand({ TableName: tableName('events'), Key: { conversationKey: `${userId}#${ref.conversationId}`, seq: 0 }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
+    // Hold that catch-up's write (it has read the counter and found nothing past it) ...
+    let release!: () => void;
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const gate = new Promise<void>((r) => (release = r));
+    hold = async (input) => {
+      if (!String(input.UpdateExpression).includes('REMOVE ahead')) return;
+      hold = undefined;
+      held();
+      await gate;
+    };
+    const filler = store.append(ref, 3, batch(2));
+    await holding;
+    // ... while a batch lands beyond a gap (5..6 missing) and flags the counter again.
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 4 });
+    release();
+    expect(await filler).toEqual({ added: 2, lastSeq: 4 });
+    // The flag survived: filling the gap carries the counter over 7..8.
+    expect(await store.append(ref, 5, batch(2))).toEqual({ added: 2, lastSeq: 8 });
+    expect(await store.lastSeq(ref)).toBe(8);
   });
 });
