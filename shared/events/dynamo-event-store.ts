@@ -48,7 +48,9 @@ export class DynamoEventStore implements EventStore {
     const added = fresh.length;
     if (from !== last + 1) {
       // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
-      // over this batch too. Only when the gap closed meanwhile is the catch-up this batch's to do.
+      // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
+      // the counter reached it, or the number after the counter is stored (a filler at work, or one
+      // that died before its catch-up).
       const out = await this.db.send(
         new UpdateCommand({
           TableName: this.table,
@@ -59,7 +61,8 @@ export class DynamoEventStore implements EventStore {
         }),
       );
       const now = (out.Attributes?.lastSeq as number | undefined) ?? 0;
-      return { added, lastSeq: now + 1 < from ? now : await this.catchUp(conversationKey, now) };
+      const open = now + 1 < from && !(await this.stored(conversationKey, now + 1));
+      return { added, lastSeq: open ? now : await this.catchUp(conversationKey, now) };
     }
     // Contiguous with the committed end: move the counter over this batch, forward only.
     try {
@@ -84,8 +87,8 @@ export class DynamoEventStore implements EventStore {
   /**
    * Moves the counter over every stored number that follows it without a gap; returns the end it
    * wrote or, when a gap stays (or other writers keep winning), `known`, an end already committed.
-   * The flag is cleared only if no batch set it since it was read: that batch may be past what the
-   * Query saw, and the flag is what makes its gap's filler carry the counter over it.
+   * The write holds only if no batch set the flag since it was read: that batch may be past what the
+   * Query saw, and it left the catch-up to whoever moves the counter next (this one, then: it retries).
    */
   private async catchUp(conversationKey: string, known: number): Promise<number> {
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -111,13 +114,9 @@ export class DynamoEventStore implements EventStore {
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            ...(waiting
-              ? { UpdateExpression: 'SET lastSeq = :end', ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last', ExpressionAttributeValues: { ':end': end, ':last': last } }
-              : {
-                  UpdateExpression: 'SET lastSeq = :end REMOVE ahead',
-                  ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
-                  ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
-                }),
+            UpdateExpression: waiting ? 'SET lastSeq = :end' : 'SET lastSeq = :end REMOVE ahead',
+            ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
+            ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
           }),
         );
         return end;
@@ -126,6 +125,12 @@ export class DynamoEventStore implements EventStore {
       }
     }
     return known;
+  }
+
+  /** Whether number `seq` is stored (a consistent read of its key only). */
+  private async stored(conversationKey: string, seq: number): Promise<boolean> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq }, ProjectionExpression: 'seq', ConsistentRead: true }));
+    return out.Item !== undefined;
   }
 
   /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */

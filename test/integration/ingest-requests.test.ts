@@ -121,10 +121,10 @@ describe('one webhook batch in DynamoDB requests', () => {
     expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@sandboxes']);
   });
 
-  it('a batch beyond a gap only flags the counter; the batch that fills the gap carries the counter over both (one keys-only Query)', async () => {
+  it('a batch beyond a gap flags the counter and checks the gap is open (one key read); the batch that fills it carries the counter over both (one keys-only Query)', async () => {
     const ahead = await counted(211, events(10)); // 201..210 not posted yet
     expect(ahead.body).toEqual({ success: true, added: 10 });
-    expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
+    expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
     const filler = await counted(201, events(10));
     expect(filler.body).toEqual({ success: true, added: 10 });
     expect(filler.requests).toEqual([
@@ -190,5 +190,19 @@ describe('DynamoEventStore.append', () => {
     // The flag survived: filling the gap carries the counter over 7..8.
     expect(await store.append(ref, 5, batch(2))).toEqual({ added: 2, lastSeq: 8 });
     expect(await store.lastSeq(ref)).toBe(8);
+  });
+
+  it('commits every batch when appenders race, each batch landing in any order', async () => {
+    const store = new DynamoEventStore();
+    for (let trial = 0; trial < 2; trial++) {
+      const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+      const [clients, size, rounds] = [4, 10, 10];
+      await Promise.all(
+        Array.from({ length: clients }, async (_, c) => {
+          for (let r = 0; r < rounds; r++) await store.append(ref, (r * clients + c) * size + 1, events(size) as AgentEventEnvelope[]);
+        }),
+      );
+      expect(await store.lastSeq(ref)).toBe(clients * size * rounds);
+    }
   });
 });
