@@ -4,7 +4,7 @@ import { waitFor } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
-import { benchEvents, postBatches, postBatchesFromChild, type IngestRun } from './ingest-client.ts';
+import { benchEvents, postBatches, postBatchesFromChild, WARMUP_BATCHES, type IngestRun } from './ingest-client.ts';
 import { count, interleaved, ms, p50p99, percentile, time } from './stats.ts';
 
 const ratio = (a: number[], b: number[]) => `${(percentile(a, 50) / percentile(b, 50)).toFixed(2)}×`;
@@ -116,7 +116,7 @@ async function postNumbered(stack: TestStack, sandboxId: string, key: string, ci
 /**
  * `clients` loops posting `batches` batches each through the webhook route, as sandboxes do (see
  * `postBatches`), from this process or from a child process; this process's CPU time is taken from
- * the end of the warm-up batch to the last answer.
+ * the end of the warm-up batches to the last answer.
  */
 async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number, client: Ingest['client']): Promise<Ingest> {
   const plan = { url: stack.url, sandboxId, key, cid, batchSize, batches, clients, base: await eventCount(stack, cid) };
@@ -124,7 +124,7 @@ async function ingest(stack: TestStack, sandboxId: string, key: string, cid: str
   const started = () => (cpu = process.cpuUsage());
   const run: IngestRun = client === 'same process' ? await postBatches(plan, started) : await postBatchesFromChild(plan, started);
   const used = process.cpuUsage(cpu);
-  if ((await eventCount(stack, cid)) !== plan.base + (1 + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
+  if ((await eventCount(stack, cid)) !== plan.base + (WARMUP_BATCHES + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
   const events = clients * batches * batchSize;
   const serverCpu = (used.user + used.system) / 1e6;
   return {
@@ -204,8 +204,9 @@ export async function benchEventRoutes(): Promise<string> {
     const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
     step('event ingest');
     const ingestRuns: Ingest[] = [];
-    for (const client of ['same process', 'child process'] as const) {
-      for (const [batchSize, batches, clients] of INGEST_RUNS) {
+    // Each configuration from both places in turn, so a change in the machine's load touches both alike.
+    for (const [batchSize, batches, clients] of INGEST_RUNS) {
+      for (const client of ['same process', 'child process'] as const) {
         ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients, client));
       }
     }
@@ -265,7 +266,7 @@ export async function benchEventRoutes(): Promise<string> {
     return [
       '## Event ingest',
       '',
-      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). A client posts its next batch when the previous one is answered (one keep-alive connection each, node:http); with 4 clients they take turns in the numbering, so batches land ahead of a gap and the counter catches up. Each configuration runs twice: with the client in the server's process (as before), and as a load test over loopback from a child process, so the server's process (the gateway, the handlers and dynalite, as \`npm start\` runs them) has a core and the client the other; the rate "here" is that second figure.`,
+      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). A client posts ${WARMUP_BATCHES} unmeasured batches, then its next batch when the previous one is answered (one keep-alive connection each, node:http); with 4 clients they take turns in the numbering, so batches land ahead of a gap and the counter catches up. Each configuration runs twice: with the client in the server's process (as before), and as a load test over loopback from a child process, so the server's process (the gateway, the handlers and dynalite, as \`npm start\` runs them) has a core and the client the other; the rate "here" is that second figure. The conversation's sandbox program runs meanwhile (its heartbeats and command polls are part of the server's CPU).`,
       '',
       '| client | batch size | clients | events | events/s | events per server CPU-second | per CPU-second, client included | batch p50 / p99 |',
       '|---|---|---|---|---|---|---|---|',
