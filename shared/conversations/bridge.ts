@@ -89,9 +89,11 @@ export class ConversationBridge {
   }
 
   async postEvents(sandbox: SandboxCaller | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
-    const { conversation, caller } = await this.placed(sandbox, conversationId);
-    const ref = { userId: conversation.userId, conversationId: conversation.id };
-    const { added, lastSeq } = await this.events.append(ref, firstSeq, events).catch((err: unknown) => {
+    if (sandbox?.status !== 'RUNNING') throw unauthorized();
+    const ref = { userId: sandbox.userId, conversationId };
+    // The counter is read beside the placement check (a round trip less); nothing is written before both.
+    const [{ conversation, caller }, committed] = await Promise.all([this.placed(sandbox, conversationId), this.events.lastSeq(ref)]);
+    const { added, lastSeq } = await this.events.append(ref, firstSeq, events, committed).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
       throw err;
     });

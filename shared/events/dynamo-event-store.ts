@@ -25,9 +25,9 @@ export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<Appended> {
+  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended> {
     const conversationKey = partitionOf(conversation);
-    const last = await this.committed(conversationKey);
+    const last = committed ?? (await this.committed(conversationKey));
     if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
     // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
     const fresh = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);

@@ -50,9 +50,10 @@ export interface EventStore {
    * (`lastSeq`) are left as they are: a retried batch changes nothing, and an event once committed
    * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were
    * written and the committed end as this call left it (at least that: a concurrent append may have
-   * moved it further), so the caller need not read it again.
+   * moved it further), so the caller need not read it again. `committed`, when given, is `lastSeq`
+   * as the caller read it just before (e.g. beside another read), and saves this call that read.
    */
-  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<Appended>;
+  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended>;
   /** The committed end: events 1..n are all stored (a read, whatever the conversation's size). */
   lastSeq(conversation: ConversationRef): Promise<number>;
   /**

@@ -106,26 +106,50 @@ describe('one webhook batch in DynamoDB requests', () => {
     }
   });
 
+  it('reads the conversation and the counter together (one round trip, not two), and writes nothing before both are answered', async () => {
+    // The conversation's read is held until the counter's read is sent: sequential reads would never get there.
+    let counterSent!: () => void;
+    const counterRead = new Promise<void>((r) => (counterSent = r));
+    const order: string[] = [];
+    hold = async (input) => {
+      const table = String(input.TableName ?? Object.keys((input.RequestItems as object) ?? {})[0]);
+      if (table.endsWith('-conversations')) {
+        await Promise.race([counterRead, new Promise((_, reject) => setTimeout(() => reject(new Error('the counter was not read beside the conversation')), 5_000))]);
+        order.push('conversation answered');
+      } else if (table.endsWith('-events') && 'Key' in input && !('UpdateExpression' in input)) {
+        counterSent();
+        order.push('counter read');
+      } else if (table.endsWith('-events')) order.push('write');
+    };
+    try {
+      const res = await counted(201, events(3));
+      expect(res.body).toEqual({ success: true, added: 3 });
+    } finally {
+      hold = undefined;
+    }
+    expect(order).toEqual(['counter read', 'conversation answered', 'write', 'write']);
+  });
+
   it('a retried batch (all committed) is three reads and nothing written', async () => {
     const retry = await counted(101, events(100));
     expect(retry.body).toEqual({ success: true, added: 0 });
     expect(retry.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
   });
 
-  it('a wrong key costs one read of the sandbox; a foreign conversation two, and nothing touches the events', async () => {
-    const wrong = await counted(201, events(1), 'sbx_wrong');
+  it('a wrong key costs one read of the sandbox; a foreign conversation its read and the counter read beside it, and nothing is written', async () => {
+    const wrong = await counted(204, events(1), 'sbx_wrong');
     expect(wrong.status).toBe(401);
     expect(wrong.requests).toEqual(['GetItemCommand@sandboxes']);
     const foreign = await counted(1, events(1), key, randomUUID().replaceAll('-', ''));
     expect(foreign.status).toBe(401);
-    expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@sandboxes']);
+    expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
   });
 
   it('a batch beyond a gap flags the counter and checks the gap is open (one key read); the batch that fills it carries the counter over both (one keys-only Query)', async () => {
-    const ahead = await counted(211, events(10)); // 201..210 not posted yet
+    const ahead = await counted(214, events(10)); // 204..213 not posted yet
     expect(ahead.body).toEqual({ success: true, added: 10 });
     expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
-    const filler = await counted(201, events(10));
+    const filler = await counted(204, events(10));
     expect(filler.body).toEqual({ success: true, added: 10 });
     expect(filler.requests).toEqual([
       'BatchWriteItemCommand@events',
@@ -137,14 +161,14 @@ describe('one webhook batch in DynamoDB requests', () => {
       'UpdateItemCommand@events',
       'UpdateItemCommand@events',
     ]);
-    expect(await new DynamoEventStore().lastSeq({ userId, conversationId })).toBe(220);
+    expect(await new DynamoEventStore().lastSeq({ userId, conversationId })).toBe(223);
   });
 
   it('records activity with one more write only when the stored activity is older than ACTIVITY_WRITE_MS', async () => {
     const store = new DynamoSandboxStore();
     const rec = (await store.get(sandboxId))!;
     await store.update(sandboxId, rec.version, { lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString() });
-    const stale = await counted(221, events(10));
+    const stale = await counted(224, events(10));
     expect(stale.body).toEqual({ success: true, added: 10 });
     expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
   });
