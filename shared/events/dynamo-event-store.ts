@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { MAX_SEQ_AHEAD, SequenceAheadError, type Appended, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
+import { logger } from '#shared/logging.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
@@ -12,6 +13,8 @@ const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
  * beyond a gap: a fresh random mark each time, so a catch-up that read an older mark cannot clear a newer one.
  */
 const COUNTER = 0;
+/** Catch-up attempts before it leaves the counter to the next batch (each lost race is another writer's progress). */
+const CATCH_UP_ATTEMPTS = 10;
 /** Query rounds a filtered page may take before it returns what it has (bounded read cost). */
 const MAX_ROUNDS = 10;
 
@@ -87,11 +90,13 @@ export class DynamoEventStore implements EventStore {
   /**
    * Moves the counter over every stored number that follows it without a gap; returns the end it
    * wrote or, when a gap stays (or other writers keep winning), `known`, an end already committed.
-   * The write holds only if no batch set the flag since it was read: that batch may be past what the
-   * Query saw, and it left the catch-up to whoever moves the counter next (this one, then: it retries).
+   * The flag is cleared only if no batch set it since it was read: that batch may be past what the
+   * Query saw, and it left the catch-up to whoever fills its gap, who learns of it from the flag. (Moving
+   * the counter without clearing needs no such check: a batch that flagged meanwhile saw the number
+   * after the old end stored, and catches up itself; see `append`.)
    */
   private async catchUp(conversationKey: string, known: number): Promise<number> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
       const { lastSeq: last, ahead } = await this.counter(conversationKey);
       known = Math.max(known, last);
       const out = await this.db.send(
@@ -114,9 +119,13 @@ export class DynamoEventStore implements EventStore {
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: waiting ? 'SET lastSeq = :end' : 'SET lastSeq = :end REMOVE ahead',
-            ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
-            ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
+            ...(waiting
+              ? { UpdateExpression: 'SET lastSeq = :end', ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last', ExpressionAttributeValues: { ':end': end, ':last': last } }
+              : {
+                  UpdateExpression: 'SET lastSeq = :end REMOVE ahead',
+                  ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
+                  ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
+                }),
           }),
         );
         return end;
@@ -124,6 +133,8 @@ export class DynamoEventStore implements EventStore {
         if (!isConditionFailure(err)) throw err;
       }
     }
+    // Other writers kept winning: the flag stays, and the next batch's catch-up carries the counter on.
+    logger.warn('events.catch-up-deferred', { conversationKey, lastSeq: known });
     return known;
   }
 
