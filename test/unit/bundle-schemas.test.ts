@@ -1,8 +1,10 @@
 import { build } from 'esbuild';
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { esbuildOptions, REPO_ROOT } from '#infra/bundle.ts';
+import { esbuildOptions, REPO_ROOT, sandboxImageOptions } from '#infra/bundle.ts';
 
 /**
  * Route bundles carry zod/mini (about 45 KB with zod's core) and its English messages, never zod's
@@ -40,4 +42,17 @@ describe('the schema library a Lambda bundle carries', () => {
     const inputs = await zodInputs({ ...esbuildOptions('functions/health/get.ts'), entryPoints: undefined, stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } });
     expect(classic(inputs).length).toBeGreaterThan(0);
   });
+
+  it("lets the sandbox image's one-file program (sandbox/Dockerfile) load: mini is initialized before the protocol's schemas are built", async () => {
+    const out = await build({ ...sandboxImageOptions('main.mjs'), write: false });
+    const dir = mkdtempSync(join(tmpdir(), 'acs-image-program-'));
+    try {
+      writeFileSync(join(dir, 'main.mjs'), out.outputFiles[0]!.contents);
+      // Without its environment the program stops at its first check, after every module loaded.
+      const run = spawnSync(process.execPath, [join(dir, 'main.mjs')], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 20_000 });
+      expect(`${run.stdout}${run.stderr}`).toContain('SANDBOX_ID is not set');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
