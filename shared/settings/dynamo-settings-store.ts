@@ -38,13 +38,17 @@ export class DynamoSettingsStore implements SettingsStore {
       const terms = [...(exists ? [`attribute_exists(${e.name(exists)})`] : []), ...(absent ? [`attribute_not_exists(${e.name(absent)})`] : [])];
       conditions.push(terms.length > 1 ? `(${terms.join(' OR ')})` : terms[0]!);
     }
+    const update = `ADD ${e.name(['version'])} ${e.value(1)} SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`;
+    const condition = conditions.join(' AND ');
+    // DynamoDB takes expressions of at most 4 KB: a larger save is written whole by the caller instead.
+    if (update.length > MAX_EXPRESSION || condition.length > MAX_EXPRESSION) return undefined;
     try {
       const out = await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { userId },
-          UpdateExpression: `ADD ${e.name(['version'])} ${e.value(1)} SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-          ConditionExpression: conditions.join(' AND '),
+          UpdateExpression: update,
+          ConditionExpression: condition,
           ExpressionAttributeNames: e.names,
           ExpressionAttributeValues: e.values,
           ReturnValues: 'ALL_NEW',
@@ -57,6 +61,8 @@ export class DynamoSettingsStore implements SettingsStore {
     }
   }
 }
+
+const MAX_EXPRESSION = 4096;
 
 /** Placeholders for an update: each distinct name once (`#n0`), each value once (`:v0`). */
 class Expression {

@@ -86,7 +86,7 @@ export class SettingsService {
    * except for the keep-on-null fields, "" clears a secret. Usually one write that changes only what
    * the body names and checks what it assumed (no read, nothing opened, only the given secrets
    * sealed); when that cannot apply (first save, a record of the earlier format, a null with nothing
-   * stored to keep) it reads, merges and writes conditionally on the version read, retried a few
+   * stored to keep, a change too large for one update) it reads, merges and writes conditionally on the version read, retried a few
    * times, so concurrent saves never lose each other's fields.
    */
   async save(userId: string, input: SettingsInput): Promise<void> {
@@ -94,11 +94,9 @@ export class SettingsService {
     const sealed = new Map<string, Promise<string>>(); // each secret sealed once, whichever way the save goes
     const seal = (patch: SettingsPatch) => this.sealPatch(userId, patch, sealed);
     const patch = planSave(input);
-    if (changeCount(patch) <= MAX_UPDATE_CHANGES) {
-      await seal(patch);
-      const written = await this.store.update(userId, patch, this.now().toISOString());
-      if (written) return this.dropStale(written);
-    }
+    await seal(patch);
+    const written = await this.store.update(userId, patch, this.now().toISOString());
+    if (written) return this.dropStale(written);
     for (let attempt = 0; attempt < 5; attempt++) {
       const previous = await this.store.get(userId);
       const base = previous?.secrets ? previous : await this.migrate(userId, previous);
@@ -188,10 +186,6 @@ export class SettingsService {
     };
   }
 }
-
-/** DynamoDB takes an update expression of at most 4 KB: a save of more changes than this takes the read path. */
-const MAX_UPDATE_CHANGES = 100;
-const changeCount = (p: SettingsPatch) => p.set.length + p.remove.length + p.assume.length;
 
 /**
  * A URL with `user:password@` would be shown as-is by GET (only secrets are masked): refused, so a

@@ -60,7 +60,8 @@ export interface SettingsStore {
   /**
    * Applies `patch` to a stored record of the per-field format, increments its version and sets
    * `updatedAt`, without reading it first. Returns the record as written, or undefined when there
-   * is no such record or an assumption of the patch does not hold (nothing written).
+   * is no such record, an assumption of the patch does not hold, or the patch is too large for one
+   * update (nothing written).
    */
   update(userId: string, patch: SettingsPatch, updatedAt: string): Promise<SettingsRecord | undefined>;
 }

@@ -204,6 +204,20 @@ describe('settings save', () => {
     expect(await service.get('plan-old')).toEqual({ ...before, language: 'it' });
   });
 
+  it('writes a save too large for one update expression whole, after reading', async () => {
+    const { service, calls } = counted();
+    await service.save('plan-large', parse({ language: 'en' }));
+    const names = Array.from({ length: 120 }, (_, i) => `SECRET_${i}`);
+    calls.length = 0;
+    await service.save('plan-large', parse({ secrets_store: { custom_secrets: Object.fromEntries(names.map((n) => [n, `value-${n}`])) } }));
+    expect(calls.filter((c) => c !== 'seal')).toEqual(['update', 'get', 'put']);
+    // The console's save of them all, each kept with a description.
+    await service.save('plan-large', parse({ secrets_store: { custom_secrets: Object.fromEntries(names.map((n) => [n, { secret: null, description: `d-${n}` }])) } }));
+    const custom = (await service.resolve('plan-large'))!.secrets_store.custom_secrets;
+    expect(Object.keys(custom)).toHaveLength(120);
+    expect(custom.SECRET_119).toEqual({ secret: 'value-SECRET_119', description: 'd-SECRET_119' });
+  });
+
   it('never keeps a value a replaced config left behind, whether or not it was removed yet', async () => {
     const { service } = counted({ noCleanup: true });
     await service.save('plan-stale', parse(full));
