@@ -86,8 +86,8 @@ export class SettingsService {
    * except for the keep-on-null fields, "" clears a secret. Usually one write that changes only what
    * the body names and checks what it assumed (no read, nothing opened, only the given secrets
    * sealed); when that cannot apply (first save, a record of the earlier format, a null with nothing
-   * stored to keep, a change too large for one update) it reads, merges and writes conditionally on the version read, retried a few
-   * times, so concurrent saves never lose each other's fields.
+   * stored to keep, a change too large for one update) it reads, merges and writes conditionally on
+   * the version read, retried a few times. Either way concurrent saves never lose each other's fields.
    */
   async save(userId: string, input: SettingsInput): Promise<void> {
     rejectCredentialsInUrls(input);
