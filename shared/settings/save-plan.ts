@@ -9,9 +9,12 @@ export const secretKey = {
   env: (server: string, name: string) => `mcp:stdio:${server}:${name}`,
 };
 
-/** A secret of the body, in a patch until the service seals it. */
+/** A secret of the body, in a patch until the service seals it; `loc` is where the body gave it. */
 export class Plaintext {
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    readonly loc: (string | number)[] = [],
+  ) {}
 }
 
 const SUMMARY = 'secretsSummary';
@@ -60,7 +63,7 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
     const value = input[field];
     if (value === undefined || value === null) continue;
     if (value === '') remove(['secrets', field]);
-    else set(['secrets', field], new Plaintext(value));
+    else set(['secrets', field], new Plaintext(value, [field]));
     set([SUMMARY, `${field}_set`], value !== '');
   }
 
@@ -72,7 +75,7 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
       remove(['providerUserIds', provider]);
       continue;
     }
-    if (entry.token) set(key, new Plaintext(entry.token));
+    if (entry.token) set(key, new Plaintext(entry.token, ['secrets_store', 'provider_tokens', provider, 'token']));
     else if (!has(key)) continue; // nothing to keep and nothing given: no provider to store
     // Not given: the stored host and user id stay (null for a new provider).
     set([SUMMARY, 'provider_tokens_set', provider], entry.host ?? null, entry.host === undefined);
@@ -88,7 +91,7 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
       continue;
     }
     const secret = typeof entry === 'string' ? entry : entry.secret;
-    if (secret) set(key, new Plaintext(secret));
+    if (secret) set(key, new Plaintext(secret, ['secrets_store', 'custom_secrets', name, ...(typeof entry === 'string' ? [] : ['secret'])]));
     else if (!has(key)) continue;
     const description = typeof entry === 'string' ? undefined : entry.description;
     set(summary, { description: description ?? null }, description === undefined);
@@ -100,16 +103,16 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
     // A remote server's key: given, sealed; null keeps what is stored, if anything (a value left
     // from an earlier config, not listed, is nothing: assumed away, or decided by `known`).
     const remote = (kind: 'sse' | 'shttp', list: typeof mcp.sse_servers) =>
-      list.map((s) => {
+      list.map((s, i) => {
         const key = secretKey.remote(kind, s.url);
         listed[key] = true;
-        if (s.api_key !== null && s.api_key !== undefined) set(['secrets', key], new Plaintext(s.api_key));
+        if (s.api_key !== null && s.api_key !== undefined) set(['secrets', key], new Plaintext(s.api_key, ['mcp_config', `${kind}_servers`, i, 'api_key']));
         else if (!known) patch.assume.push({ absent: ['secrets', key], exists: ['mcpListed', key] });
         return { url: s.url, api_key: null };
       });
     // A stdio variable: given, sealed; null keeps the stored value, and without one the variable goes.
-    const env = (given: string | null | undefined, key: string) => {
-      if (given !== null && given !== undefined) set(['secrets', key], new Plaintext(given));
+    const env = (given: string | null | undefined, key: string, loc: (string | number)[]) => {
+      if (given !== null && given !== undefined) set(['secrets', key], new Plaintext(given, loc));
       else if (!has(['mcpListed', key])) return false;
       listed[key] = true;
       return true;
@@ -117,11 +120,11 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
     set([SUMMARY, 'mcp_config'], {
       sse_servers: remote('sse', mcp.sse_servers),
       shttp_servers: remote('shttp', mcp.shttp_servers),
-      stdio_servers: mcp.stdio_servers.map((s) => ({
+      stdio_servers: mcp.stdio_servers.map((s, i) => ({
         name: s.name,
         command: s.command,
         args: s.args,
-        env: Object.fromEntries(Object.entries(s.env).flatMap(([k, v]) => (env(v, secretKey.env(s.name, k)) ? [[k, null]] : []))),
+        env: Object.fromEntries(Object.entries(s.env).flatMap(([k, v]) => (env(v, secretKey.env(s.name, k), ['mcp_config', 'stdio_servers', i, 'env', k]) ? [[k, null]] : []))),
       })),
     });
     // The values of servers and variables no longer listed are removed by the service (`staleMcpKeys`).

@@ -94,6 +94,7 @@ export class SettingsService {
     const sealed = new Map<string, Promise<string>>(); // each secret sealed once, whichever way the save goes
     const seal = (patch: SettingsPatch) => this.sealPatch(userId, patch, sealed);
     const patch = planSave(input);
+    rejectLongSecrets(patch);
     await seal(patch);
     const written = await this.store.update(userId, patch, this.now().toISOString());
     if (written) return this.dropStale(written);
@@ -184,6 +185,18 @@ export class SettingsService {
         })),
       },
     };
+  }
+}
+
+/** KMS seals at most 4 KB of plaintext, and each secret is sealed on its own. */
+const MAX_SECRET_BYTES = 4096;
+
+/** A secret longer than one seal takes is a 422 naming it, here and on AWS alike (never KMS's error, a 500). */
+function rejectLongSecrets(patch: SettingsPatch): void {
+  for (const { value } of patch.set) {
+    if (value instanceof Plaintext && Buffer.byteLength(value.text) > MAX_SECRET_BYTES) {
+      throw invalidField(['body', ...value.loc], `must be at most ${MAX_SECRET_BYTES} bytes (each secret is sealed on its own, and a seal takes at most 4 KB)`);
+    }
   }
 }
 

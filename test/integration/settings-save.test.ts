@@ -262,6 +262,30 @@ describe('settings save', () => {
   });
 });
 
+describe('settings secrets longer than one seal takes', () => {
+  it('refuses a secret over 4096 bytes with a 422 naming it, echoing none of it, and stores nothing of that save', async () => {
+    const key = await stack.newUser('long-secret');
+    expect((await stack.call('POST', '/api/settings', { key, body: { language: 'en' } })).status).toBe(200);
+    const long = 'Z'.repeat(4097);
+    const cases: [unknown, (string | number)[]][] = [
+      [{ language: 'de', secrets_store: { custom_secrets: { BIG: long } } }, ['body', 'secrets_store', 'custom_secrets', 'BIG']],
+      [{ language: 'de', secrets_store: { custom_secrets: { BIG: { secret: long } } } }, ['body', 'secrets_store', 'custom_secrets', 'BIG', 'secret']],
+      [{ language: 'de', mcp_config: { stdio_servers: [{ name: 'a', command: 'b' }, { name: 'c', command: 'd', env: { K: long } }] } }, ['body', 'mcp_config', 'stdio_servers', 1, 'env', 'K']],
+      // 2,048 characters of three bytes each: within the schema's bound, over the seal's.
+      [{ language: 'de', llm_api_key: '€'.repeat(2048) }, ['body', 'llm_api_key']],
+    ];
+    for (const [body, loc] of cases) {
+      const res = await stack.call('POST', '/api/settings', { key, body });
+      expect(res.status, JSON.stringify(loc)).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(loc);
+      expect(res.text).not.toContain('ZZZZ');
+    }
+    expect((await stack.call('GET', '/api/settings', { key })).body.language).toBe('en');
+    // At the bound it is stored.
+    expect((await stack.call('POST', '/api/settings', { key, body: { secrets_store: { custom_secrets: { BIG: 'Z'.repeat(4096) } } } })).status).toBe(200);
+  });
+});
+
 describe('settings URLs with credentials', () => {
   it('refuses llm_base_url and MCP server URLs with user:password@, naming the field and echoing no credential', async () => {
     const key = await stack.newUser('url-creds');
