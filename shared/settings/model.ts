@@ -193,7 +193,7 @@ export interface CustomSecret {
   description: string | null;
 }
 
-/** Everything secret about a user's settings: sealed as one document. */
+/** Everything secret about a user's settings, opened (each secret is sealed on its own; the earlier format sealed this as one document). */
 export interface SecretsDoc {
   llm_api_key?: string;
   search_api_key?: string;
