@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
@@ -38,26 +39,46 @@ function userQuery(table: string, userId: string, f: ConversationFilter) {
   };
 }
 
+/**
+ * The sort key of a user's counter item, beside their conversations: no conversation id (32 hex
+ * characters) can equal it, and it has no createdAt, so the byUser index never holds it.
+ */
+export const COUNTER_ID = '#count';
+
+/** The counter remembers its ops in three sets, one per minute in turn; see `countOnce`. */
+const OP_SETS = 3;
+
+/** A conversation is an item with createdAt: tombstones and the counter item have none. */
+const isConversation = (item: Record<string, unknown> | undefined): item is ConversationRecord & Record<string, unknown> =>
+  !!item && typeof item.createdAt === 'string' && !item.deletedAt;
+
+const hasFilter = (f: ConversationFilter) => Object.values(f).some((v) => v !== undefined);
+
 export class DynamoConversationStore implements ConversationStore {
   private readonly db = documentClient();
   private readonly table = tableName('conversations');
 
+  constructor(private readonly now: () => number = Date.now) {}
+
   async create(record: ConversationRecord): Promise<boolean> {
-    return conditionalWrite(() =>
+    const writeToken = randomUUID();
+    const put = () =>
       this.db.send(
-        new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase() }, ConditionExpression: 'attribute_not_exists(id)' }),
-      ),
-    );
+        new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase(), writeToken }, ConditionExpression: 'attribute_not_exists(id)' }),
+      );
+    if (!(await conditionalWrite(put)) && !(await this.wroteIt(record.userId, record.id, writeToken))) return false;
+    await this.countOnce(record.userId, `c:${record.id}`, 1);
+    return true;
   }
 
   async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
     const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item;
-    return item && !item.deletedAt ? (item as ConversationRecord) : undefined;
+    return isConversation(item) ? item : undefined;
   }
 
   async getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
     const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
-    for (const [id, item] of found) if (item.deletedAt) found.delete(id);
+    for (const [id, item] of found) if (!isConversation(item)) found.delete(id);
     return found;
   }
 
@@ -65,8 +86,11 @@ export class DynamoConversationStore implements ConversationStore {
     return queryPage({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, Limit: limit, ExclusiveStartKey: startKey });
   }
 
-  count(userId: string, filter: ConversationFilter): Promise<number> {
-    return queryCount(userQuery(this.table, userId, filter));
+  /** Unfiltered: the counter item, one GetItem. Filtered: the user's index, counted page by page. */
+  async count(userId: string, filter: ConversationFilter): Promise<number> {
+    if (hasFilter(filter)) return queryCount(userQuery(this.table, userId, filter));
+    const counter = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id: COUNTER_ID }, ConsistentRead: true, ProjectionExpression: '#n', ExpressionAttributeNames: { '#n': 'conversations' } }))).Item;
+    return (counter?.conversations as number | undefined) ?? 0;
   }
 
   async update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
@@ -93,12 +117,58 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   /**
-   * Leaves a tombstone: no owner (so out of `byUser`), invisible to `get`, and the id stays taken, so
-   * nobody can create a conversation under it and read the events still stored for it.
+   * Leaves a tombstone: no createdAt (so out of `byUser`), invisible to `get`, and the id stays
+   * taken, so nobody can create a conversation under it and read the events still stored for it.
+   * Only the delete that turns the live item into the tombstone counts it down.
    */
   async delete(userId: string, id: string): Promise<void> {
-    // A tombstone without createdAt: out of the byUser index, and the user's id stays taken.
-    await this.db.send(new PutCommand({ TableName: this.table, Item: { userId, id, deletedAt: new Date().toISOString() } }));
+    const writeToken = randomUUID();
+    const put = () =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { userId, id, deletedAt: new Date(this.now()).toISOString(), writeToken },
+          ConditionExpression: 'attribute_exists(createdAt)',
+        }),
+      );
+    if ((await conditionalWrite(put)) || (await this.wroteIt(userId, id, writeToken))) await this.countOnce(userId, `d:${id}`, -1);
+  }
+
+  /**
+   * Whether the item holds our write: a conditional write whose answer was lost (the SDK retried it
+   * and the retry found the condition false) was still ours, and must still be counted.
+   */
+  private async wroteIt(userId: string, id: string, writeToken: string): Promise<boolean> {
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true, ProjectionExpression: 'writeToken' }))).Item;
+    return item?.writeToken === writeToken;
+  }
+
+  /**
+   * Adds `delta` to the user's count once for `op` (`c:<id>` or `d:<id>`: each happens once per id,
+   * since a deleted id stays taken). The op goes into this minute's set and the write is refused if
+   * any set holds it, so a retry (the SDK's after a lost answer) changes nothing; each write empties
+   * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
+   * small. One UpdateItem: dynalite has no transactions, and ADD is atomic under concurrent writers.
+   */
+  private async countOnce(userId: string, op: string, delta: number): Promise<void> {
+    const minute = Math.floor(this.now() / 60_000);
+    const names: Record<string, string> = { '#n': 'conversations', '#cur': `ops${minute % OP_SETS}`, '#old': `ops${(minute + 1) % OP_SETS}` };
+    const seen = Array.from({ length: OP_SETS }, (_, i) => {
+      names[`#s${i}`] = `ops${i}`;
+      return `NOT contains(#s${i}, :op)`;
+    });
+    await conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
+          ConditionExpression: seen.join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
+        }),
+      ),
+    );
   }
 }
 
