@@ -60,7 +60,7 @@ export async function benchLists(): Promise<string> {
         await clone(sandboxTable, sandbox, user, n, (i) => ({ id: sid(i), createdAt: at(i), updatedAt: at(i), lastActivityAt: at(i) }));
         await clone(conversationTable, conversation, user, n, (i) => ({ id: `${i.toString(16).padStart(32, '0')}`, sandbox_id: sid(i), createdAt: at(i), updatedAt: at(i) }));
         // The copies bypass the store, so their counter item is written as the store would have kept it.
-        await db.send(new PutCommand({ TableName: conversationTable, Item: { userId: user, id: COUNTER_ID, conversations: n } }));
+        await db.send(new PutCommand({ TableName: conversationTable, Item: { userId: user, id: COUNTER_ID, conversations: n, started: true } }));
       }
     });
 

@@ -3,7 +3,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
-import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
 
 function userQuery(table: string, userId: string, f: ConversationFilter) {
@@ -64,10 +64,16 @@ export class DynamoConversationStore implements ConversationStore {
     const writeToken = randomUUID();
     const put = () =>
       this.db.send(
-        new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase(), writeToken }, ConditionExpression: 'attribute_not_exists(id)' }),
+        new PutCommand({
+          TableName: this.table,
+          // `counted`: this conversation's create is in the counter (see `startCounter`).
+          Item: { ...record, titleLower: record.title?.toLowerCase(), counted: true, writeToken },
+          ConditionExpression: 'attribute_not_exists(id)',
+        }),
       );
-    if (!(await conditionalWrite(put)) && !(await this.wroteIt(record.userId, record.id, writeToken))) return false;
-    await this.countOnce(record.userId, `c:${record.id}`, 1);
+    if (!(await conditionalWrite(put)) && !(await this.written(record.userId, record.id, writeToken))) return false;
+    const counter = await this.countOnce(record.userId, `c:${record.id}`, 1);
+    if (counter && !counter.started) await this.startCounter(record.userId);
     return true;
   }
 
@@ -86,11 +92,16 @@ export class DynamoConversationStore implements ConversationStore {
     return queryPage({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, Limit: limit, ExclusiveStartKey: startKey });
   }
 
-  /** Unfiltered: the counter item, one GetItem. Filtered: the user's index, counted page by page. */
+  /**
+   * Unfiltered: the counter item, one GetItem. Filtered, or for a user whose counter has not started
+   * yet (no create since it existed): the user's index, counted page by page.
+   */
   async count(userId: string, filter: ConversationFilter): Promise<number> {
-    if (hasFilter(filter)) return queryCount(userQuery(this.table, userId, filter));
-    const counter = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id: COUNTER_ID }, ConsistentRead: true, ProjectionExpression: '#n', ExpressionAttributeNames: { '#n': 'conversations' } }))).Item;
-    return (counter?.conversations as number | undefined) ?? 0;
+    if (!hasFilter(filter)) {
+      const counter = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id: COUNTER_ID }, ConsistentRead: true, ProjectionExpression: 'conversations, started' }))).Item;
+      if (counter?.started) return (counter.conversations as number | undefined) ?? 0;
+    }
+    return queryCount(userQuery(this.table, userId, filter));
   }
 
   async update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
@@ -119,56 +130,100 @@ export class DynamoConversationStore implements ConversationStore {
   /**
    * Leaves a tombstone: no createdAt (so out of `byUser`), invisible to `get`, and the id stays
    * taken, so nobody can create a conversation under it and read the events still stored for it.
-   * Only the delete that turns the live item into the tombstone counts it down.
+   * Only the delete that turns the live item into the tombstone counts it down. The tombstone keeps
+   * `counted` from the item (one conditional put for each case), so a retry knows what it ended.
    */
   async delete(userId: string, id: string): Promise<void> {
     const writeToken = randomUUID();
-    const put = () =>
+    const tombstone = (counted: boolean) => () =>
       this.db.send(
         new PutCommand({
           TableName: this.table,
-          Item: { userId, id, deletedAt: new Date(this.now()).toISOString(), writeToken },
-          ConditionExpression: 'attribute_exists(createdAt)',
+          Item: { userId, id, deletedAt: new Date(this.now()).toISOString(), writeToken, ...(counted ? { counted } : {}) },
+          ConditionExpression: `attribute_exists(createdAt) AND ${counted ? 'attribute_exists' : 'attribute_not_exists'}(counted)`,
         }),
       );
-    if ((await conditionalWrite(put)) || (await this.wroteIt(userId, id, writeToken))) await this.countOnce(userId, `d:${id}`, -1);
+    let counted = true;
+    if (!(await conditionalWrite(tombstone(true)))) {
+      counted = false;
+      if (!(await conditionalWrite(tombstone(false)))) {
+        const mine = await this.written(userId, id, writeToken);
+        if (!mine) return;
+        counted = mine.counted === true;
+      }
+    }
+    // A conversation stored before the counter is in it only once the counter has started.
+    const counter = await this.countOnce(userId, `d:${id}`, -1, counted ? undefined : 'attribute_exists(started)');
+    if (counter && !counter.started) await this.startCounter(userId);
   }
 
   /**
-   * Whether the item holds our write: a conditional write whose answer was lost (the SDK retried it
+   * The item, if it holds our write: a conditional write whose answer was lost (the SDK retried it
    * and the retry found the condition false) was still ours, and must still be counted.
    */
-  private async wroteIt(userId: string, id: string, writeToken: string): Promise<boolean> {
-    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true, ProjectionExpression: 'writeToken' }))).Item;
-    return item?.writeToken === writeToken;
+  private async written(userId: string, id: string, writeToken: string): Promise<Record<string, unknown> | undefined> {
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true, ProjectionExpression: 'writeToken, counted' }))).Item;
+    return item?.writeToken === writeToken ? item : undefined;
   }
 
   /**
-   * Adds `delta` to the user's count once for `op` (`c:<id>` or `d:<id>`: each happens once per id,
-   * since a deleted id stays taken). The op goes into this minute's set and the write is refused if
-   * any set holds it, so a retry (the SDK's after a lost answer) changes nothing; each write empties
-   * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
-   * small. One UpdateItem: dynalite has no transactions, and ADD is atomic under concurrent writers.
+   * Starts the user's counter: adds the live conversations stored before it existed (those without
+   * `counted`; none are created any more) and marks it `started`, once (the first create or delete after
+   * the counter appeared; for a new user that is a Query of one item). Until then `count` reads the index.
    */
-  private async countOnce(userId: string, op: string, delta: number): Promise<void> {
-    const minute = Math.floor(this.now() / 60_000);
-    const names: Record<string, string> = { '#n': 'conversations', '#cur': `ops${minute % OP_SETS}`, '#old': `ops${(minute + 1) % OP_SETS}` };
-    const seen = Array.from({ length: OP_SETS }, (_, i) => {
-      names[`#s${i}`] = `ops${i}`;
-      return `NOT contains(#s${i}, :op)`;
+  private async startCounter(userId: string): Promise<void> {
+    const before = await queryCount({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: 'userId = :u',
+      FilterExpression: 'attribute_not_exists(counted)',
+      ExpressionAttributeValues: { ':u': userId },
     });
     await conditionalWrite(() =>
       this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { userId, id: COUNTER_ID },
-          UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
-          ConditionExpression: seen.join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
+          UpdateExpression: 'ADD conversations :n SET started = :t',
+          ConditionExpression: 'attribute_not_exists(started)',
+          ExpressionAttributeValues: { ':n': before, ':t': true },
         }),
       ),
     );
+  }
+
+  /**
+   * Adds `delta` to the user's count once for `op` (`c:<id>` or `d:<id>`: each happens once per id,
+   * since a deleted id stays taken) if `condition` holds; returns the counter item, or undefined when
+   * the write was refused. The op goes into this minute's set and the write is refused if
+   * any set holds it, so a retry (the SDK's after a lost answer) changes nothing; each write empties
+   * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
+   * small. One UpdateItem: dynalite has no transactions, and ADD is atomic under concurrent writers.
+   */
+  private async countOnce(userId: string, op: string, delta: number, condition?: string): Promise<Record<string, unknown> | undefined> {
+    const minute = Math.floor(this.now() / 60_000);
+    const names: Record<string, string> = { '#n': 'conversations', '#cur': `ops${minute % OP_SETS}`, '#old': `ops${(minute + 1) % OP_SETS}` };
+    const seen = Array.from({ length: OP_SETS }, (_, i) => {
+      names[`#s${i}`] = `ops${i}`;
+      return `NOT contains(#s${i}, :op)`;
+    });
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
+          ConditionExpression: [...seen, ...(condition ? [condition] : [])].join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
   }
 }
 

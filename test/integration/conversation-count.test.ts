@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { COUNTER_ID, DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -144,6 +144,32 @@ describe('the per-user conversation count', () => {
     await store.delete(mallory, r.id);
     expect(await store.count(alice, {})).toBe(2);
     expect(await store.count(mallory, {})).toBe(0);
+  });
+
+  it('takes in the conversations stored before the counter existed, once, at the first change after it', async () => {
+    const store = new DynamoConversationStore();
+    const user = 'count-before';
+    // Three conversations as an earlier version stored them: no counter, no `counted` mark.
+    const old = [record(user), record(user), record(user)];
+    for (const r of old) await documentClient().send(new PutCommand({ TableName: tableName('conversations'), Item: r }));
+    expect(await store.count(user, {})).toBe(3);
+    expect(await counterItem(user)).toBeUndefined();
+    // An old one deleted before the counter starts (its answer lost, so the retry must read what it
+    // ended): out of the index, and nothing to count down yet.
+    const lose = loseNextAnswer((target, body) => target.endsWith('PutItem') && body.includes('deletedAt') && body.includes(old[0]!.id));
+    await store.delete(user, old[0]!.id);
+    expect(lose.lost()).toBe(1);
+    expect(await store.count(user, {})).toBe(2);
+    const fresh = [record(user), record(user)];
+    await Promise.all(fresh.map((r) => store.create(r)));
+    expect((await counterItem(user))?.started).toBe(true);
+    expect(await store.count(user, {})).toBe(4);
+    await store.delete(user, old[1]!.id);
+    await store.delete(user, fresh[0]!.id);
+    await store.delete(user, fresh[0]!.id);
+    expect(await store.count(user, {})).toBe(2);
+    expect(await listAll(store, user)).toHaveLength(2);
+    expect((await counterItem(user))?.conversations).toBe(2);
   });
 
   it('never shows the counter item as a conversation', async () => {
