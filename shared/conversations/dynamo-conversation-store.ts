@@ -4,7 +4,7 @@ import type { ConversationFilter, ConversationStore, StartTaskStore } from '#sha
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
 import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
-import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
+import { batchGet, filterExpression, queryCount, queryFilled, queryPage, type Page } from '#shared/store/query.ts';
 
 function userQuery(table: string, userId: string, f: ConversationFilter) {
   // created_at is the index's sort key, so its bounds are key conditions, not filters.
@@ -48,6 +48,9 @@ export const COUNTER_ID = '#count';
 /** The counter remembers its ops in three sets, one per minute in turn; see `countOnce`. */
 const OP_SETS = 3;
 
+/** The key attributes of a `byUser` item (the table's and the index's): a page's LastEvaluatedKey. */
+const BY_USER_KEY = ['userId', 'id', 'createdAt'] as const;
+
 /** A conversation is an item with createdAt: tombstones and the counter item have none. */
 const isConversation = (item: Record<string, unknown> | undefined): item is ConversationRecord & Record<string, unknown> =>
   !!item && typeof item.createdAt === 'string' && !item.deletedAt;
@@ -89,7 +92,7 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
-    return queryPage({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, Limit: limit, ExclusiveStartKey: startKey });
+    return queryFilled({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, ExclusiveStartKey: startKey }, limit, BY_USER_KEY);
   }
 
   /**

@@ -197,3 +197,30 @@ describe('the per-user conversation count', () => {
     expect(remembered).toBe(2);
   });
 });
+
+describe('filtered conversation pages', () => {
+  it('are full while matches remain, however far apart the matches are, and page on to the last one', async () => {
+    const store = new DynamoConversationStore();
+    const user = 'pages-filtered';
+    // 500 conversations, one in 100 titled "needle": more than one Query round apart.
+    const records = Array.from({ length: 500 }, (_, i) => ({ ...record(user), ...(i % 100 === 7 ? { title: `The needle ${i}` } : {}) }));
+    for (let i = 0; i < records.length; i += 50) await Promise.all(records.slice(i, i + 50).map((r) => store.create(r)));
+    const pages: string[][] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await store.list(user, { titleContains: 'NEEDLE' }, 2, startKey);
+      pages.push(page.items.map((c) => c.title!));
+      startKey = page.lastKey;
+    } while (startKey && pages.length < 10);
+    expect(pages).toEqual([
+      ['The needle 407', 'The needle 307'],
+      ['The needle 207', 'The needle 107'],
+      ['The needle 7'],
+    ]);
+    expect(await store.count(user, { titleContains: 'needle' })).toBe(5);
+    // Unfiltered pages are one Query of the page's limit, as before.
+    const first = await store.list(user, {}, 3);
+    expect(first.items).toHaveLength(3);
+    expect((await store.list(user, {}, 3, first.lastKey)).items[0]!.id).not.toBe(first.items[2]!.id);
+  });
+});
