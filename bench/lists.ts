@@ -77,6 +77,8 @@ export async function benchLists(): Promise<string> {
     const routes = [
       ['`GET /api/v1/sandboxes/search?limit=100`', '/api/v1/sandboxes/search?limit=100'],
       ['`GET /api/v1/app-conversations/search?limit=100`', '/api/v1/app-conversations/search?limit=100'],
+      // Every copy's title is the template's ("Conversation …"): a filtered page that fills in one Query.
+      ['`GET /api/v1/app-conversations/search?limit=100&title__contains=conversation`', '/api/v1/app-conversations/search?limit=100&title__contains=conversation'],
     ] as const;
     const fns: Record<string, () => Promise<unknown>> = {};
     for (const [name, path] of routes) {
@@ -107,7 +109,7 @@ export async function benchLists(): Promise<string> {
     return [
       `## List routes at ${count(SMALL)} and at ${count(LARGE)} rows`,
       '',
-      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in turn, half the rounds in the reverse order. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's: nothing in it reads past the page, and dynalite keeps every table in one sorted tree, so both users' pages walk the same tree. A filter other than \`created_at\` applies after DynamoDB's read limit, so a filtered page reads on (up to 10 Queries of 200) until it is full.`,
+      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in turn, half the rounds in the reverse order. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's: nothing in it reads past the page, and dynalite keeps every table in one sorted tree, so both users' pages walk the same tree. A filter other than \`created_at\` applies after DynamoDB's read limit, so a filtered page reads on (a Query of the page's size, then up to 9 of 200 items) until it is full.`,
       '',
       `| route (first page of 100) | ${count(SMALL)} rows p50 | ${count(LARGE)} rows p50 | ratio | second page at ${count(LARGE)} p50 |`,
       '|---|---|---|---|---|',

@@ -14,7 +14,7 @@ export async function queryPage<T>(input: QueryCommandInput): Promise<Page<T>> {
 
 /**
  * One page of up to `limit` items of a Query whose FilterExpression applies after DynamoDB's read
- * limit: reads on (up to `rounds` Queries of `Math.max(limit, 200)` items) until the page is full, so
+ * limit: reads on (the page's size, then up to `rounds - 1` Queries of `Math.max(limit, 200)` items) until the page is full, so
  * a filter never answers an empty page while matches remain within that bound. A page cut inside a
  * Query ends at its last item: `keyNames` are the table's and the index's key attributes, the shape
  * of LastEvaluatedKey.
@@ -24,7 +24,8 @@ export async function queryFilled<T>(input: QueryCommandInput, limit: number, ke
   const items: T[] = [];
   let start = input.ExclusiveStartKey;
   for (let round = 0; round < rounds; round++) {
-    const out = await documentClient().send(new QueryCommand({ ...input, Limit: Math.max(limit, 200), ExclusiveStartKey: start }));
+    // The first read is the page's own size (a filter that matches every item costs just the page); later ones read wider.
+    const out = await documentClient().send(new QueryCommand({ ...input, Limit: round ? Math.max(limit, 200) : limit, ExclusiveStartKey: start }));
     const found = (out.Items ?? []) as T[];
     const room = limit - items.length;
     items.push(...found.slice(0, room));
