@@ -1,4 +1,5 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { COUNTER_ID } from '#shared/conversations/dynamo-conversation-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchPut } from '#shared/store/query.ts';
 import { waitFor } from '#test/helpers/sandboxes.ts';
@@ -58,6 +59,8 @@ export async function benchLists(): Promise<string> {
         const sid = (i: number) => `${user}-sbx-${i}`;
         await clone(sandboxTable, sandbox, user, n, (i) => ({ id: sid(i), createdAt: at(i), updatedAt: at(i), lastActivityAt: at(i) }));
         await clone(conversationTable, conversation, user, n, (i) => ({ id: `${i.toString(16).padStart(32, '0')}`, sandbox_id: sid(i), createdAt: at(i), updatedAt: at(i) }));
+        // The copies bypass the store, so their counter item is written as the store would have kept it.
+        await db.send(new PutCommand({ TableName: conversationTable, Item: { userId: user, id: COUNTER_ID, conversations: n, started: true } }));
       }
     });
 
@@ -74,6 +77,8 @@ export async function benchLists(): Promise<string> {
     const routes = [
       ['`GET /api/v1/sandboxes/search?limit=100`', '/api/v1/sandboxes/search?limit=100'],
       ['`GET /api/v1/app-conversations/search?limit=100`', '/api/v1/app-conversations/search?limit=100'],
+      // Every copy's title is the template's ("Conversation …"): a filtered page that fills in one Query.
+      ['`GET /api/v1/app-conversations/search?limit=100&title__contains=conversation`', '/api/v1/app-conversations/search?limit=100&title__contains=conversation'],
     ] as const;
     const fns: Record<string, () => Promise<unknown>> = {};
     for (const [name, path] of routes) {
@@ -82,27 +87,52 @@ export async function benchLists(): Promise<string> {
       fns[`${name} second|large`] = get(users.large, await second(users.large, path));
     }
     fns['count|small'] = get(users.small, '/api/v1/app-conversations/count');
+    fns['count|large'] = get(users.large, '/api/v1/app-conversations/count');
+    // This process's CPU time per request too (client, gateway, handler and dynalite all run here): the
+    // other processes of a shared machine move it far less than the wall clock.
+    const cpu: Record<string, number[]> = {};
+    const timed = Object.fromEntries(
+      Object.entries(fns).map(([k, fn]) => [
+        k,
+        async () => {
+          const c0 = process.cpuUsage();
+          await fn();
+          const c = process.cpuUsage(c0);
+          (cpu[k] ??= []).push((c.user + c.system) / 1000);
+        },
+      ]),
+    );
     step('timing');
-    const m = await interleaved(RUNS, fns);
+    // Half the rounds in the reverse order, so no measure always runs right after the same other one.
+    const half = Math.ceil(RUNS / 2);
+    const forward = await interleaved(half, timed);
+    const backward = await interleaved(RUNS - half, Object.fromEntries(Object.entries(timed).reverse()));
+    const m = Object.fromEntries(Object.keys(fns).map((k) => [k, [...forward[k]!, ...backward[k]!]]));
+    // Each call of `interleaved` began with 20 warm-up rounds: their CPU samples go too.
+    const c = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, [...v.slice(20, 20 + half), ...v.slice(40 + half)]]));
     const largeCount = (await get(users.large, '/api/v1/app-conversations/count')()) as number;
     if (largeCount !== LARGE) throw new Error(`count says ${largeCount} of ${LARGE}`);
-    const largeCountMs = await time(get(users.large, '/api/v1/app-conversations/count'));
+    // A filter cannot use the counter: it counts its matches on the index, page by page.
+    const filteredPath = '/api/v1/app-conversations/count?created_at__gte=2000-01-01T00:00:00Z';
+    if (((await get(users.large, filteredPath)()) as number) !== LARGE) throw new Error('the filtered count disagrees');
+    const filteredMs = await time(get(users.large, filteredPath));
     const p50 = (k: string) => percentile(m[k]!, 50);
+    const cpu50 = (k: string) => percentile(c[k]!, 50);
     const rows = routes.map(([name]) => {
-      const small = p50(`${name} first|small`);
-      const large = p50(`${name} first|large`);
-      return `| ${name} | ${ms(small)} | ${ms(large)} | ${(large / small).toFixed(2)}× | ${ms(p50(`${name} second|large`))} |`;
+      const [small, large] = [p50(`${name} first|small`), p50(`${name} first|large`)];
+      const [cpuSmall, cpuLarge] = [cpu50(`${name} first|small`), cpu50(`${name} first|large`)];
+      return `| ${name} | ${ms(small)} | ${ms(large)} | ${(large / small).toFixed(2)}× | ${ms(cpuSmall)} / ${ms(cpuLarge)} (${(cpuLarge / cpuSmall).toFixed(2)}×) | ${ms(p50(`${name} second|large`))} |`;
     });
     return [
       `## List routes at ${count(SMALL)} and at ${count(LARGE)} rows`,
       '',
-      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in turn. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's.`,
+      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in turn, half the rounds in the reverse order; the CPU time is this process's (the client, the gateway, the handler and dynalite all run in it) for one request. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's: nothing in it reads past the page, and dynalite keeps every table in one sorted tree, so both users' pages walk the same tree. A filter other than \`created_at\` applies after DynamoDB's read limit, so a filtered page reads on (a Query of the page's size, then up to 9 of 200 items) until it is full.`,
       '',
-      `| route (first page of 100) | ${count(SMALL)} rows p50 | ${count(LARGE)} rows p50 | ratio | second page at ${count(LARGE)} p50 |`,
-      '|---|---|---|---|---|',
+      `| route (first page of 100) | ${count(SMALL)} rows p50 | ${count(LARGE)} rows p50 | ratio | CPU time p50, ${count(SMALL)} / ${count(LARGE)} rows | second page at ${count(LARGE)} p50 |`,
+      '|---|---|---|---|---|---|',
       ...rows,
       '',
-      `\`GET /api/v1/app-conversations/count\` is not flat: it counts the user's index (a keys-only Query, page by page): p50 ${ms(p50('count|small'))} at ${count(SMALL)} conversations, once ${ms(largeCountMs, 0)} at ${count(LARGE)}. Events' lists and counts are in the events sections below.`,
+      `\`GET /api/v1/app-conversations/count\` without a filter reads the user's counter item (one GetItem; see docs/data-model.md): p50 ${ms(p50('count|small'))} at ${count(SMALL)} conversations, ${ms(p50('count|large'))} at ${count(LARGE)} (${(p50('count|large') / p50('count|small')).toFixed(2)}×; CPU time ${(cpu50('count|large') / cpu50('count|small')).toFixed(2)}×). With a filter it counts the matches on the index (a keys-only Query, page by page), so it grows with them: once ${ms(filteredMs, 0)} for \`created_at__gte\` matching all ${count(LARGE)}. Events' lists and counts are in the events sections above.`,
       '',
     ].join('\n');
   } finally {

@@ -124,3 +124,22 @@ export async function bundleStats(entry: string, loads = 1): Promise<{ bytes: nu
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * The sandbox image's program as sandbox/Dockerfile builds /app/main.mjs (keep the two the same): one
+ * file, no chunks, so esbuild wraps the lazily imported agent's modules for lazy initialization.
+ */
+export function sandboxImageOptions(outfile: string): BuildOptions {
+  return {
+    entryPoints: [join(REPO_ROOT, 'sandbox/main.ts')],
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'esm',
+    mainFields: ['module', 'main'],
+    outfile,
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    logLevel: 'silent',
+  };
+}

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import type { AgentChoice, McpConfig } from '#shared/settings/model.ts';
 
 /*
@@ -36,14 +36,14 @@ export function fillPath(path: ProtocolPath, params: Record<string, string | num
 // --- ids: one rule each ----------------------------------------------------------------------------
 
 /** Sandbox ids in paths and bodies: only looked up, never trusted, so anything unknown is a 404. */
-export const sandboxIdSchema = z.lazy(() => z.string().min(1).max(128));
+export const sandboxIdSchema = z.lazy(() => z.string().check(z.minLength(1), z.maxLength(128)));
 
 /** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
 export const conversationIdSchema = z.lazy(() =>
-  z
-    .string()
-    .regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')
-    .transform((v) => v.replaceAll('-', '').toLowerCase()),
+  z.pipe(
+    z.string().check(z.regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')),
+    z.transform((v: string) => v.replaceAll('-', '').toLowerCase()),
+  ),
 );
 
 /** The path parameters of the bridge's routes. */
@@ -76,13 +76,12 @@ export type StartTaskStatus = z.output<typeof startTaskStatusSchema>;
 
 // Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
 const dollars = z.lazy(() =>
-  z
-    .number()
-    .min(0)
-    .max(1_000_000_000)
-    .transform((v) => Math.round(v * 1e9) / 1e9),
+  z.pipe(
+    z.number().check(z.gte(0), z.lte(1_000_000_000)),
+    z.transform((v: number) => Math.round(v * 1e9) / 1e9),
+  ),
 );
-const tokens = z.lazy(() => z.number().int().min(0).max(1e15));
+const tokens = z.lazy(() => z.number().check(z.int(), z.gte(0), z.lte(1e15)));
 
 /** A conversation's token usage and cost, as the sandbox reports it and the control plane stores it. */
 export const metricsSchema = z.lazy(() =>
@@ -90,19 +89,19 @@ export const metricsSchema = z.lazy(() =>
     accumulated_cost: dollars,
     prompt_tokens: tokens,
     completion_tokens: tokens,
-    max_budget_per_task: dollars.nullable(),
+    max_budget_per_task: z.nullable(dollars),
   }),
 );
 export type Metrics = z.output<typeof metricsSchema>;
 
 /** What the agent keeps (and shows in its `metrics` events): the reported members and how they came about. */
 export const agentMetricsSchema = z.lazy(() =>
-  metricsSchema.unwrap().extend({
+  z.extend(z.unlazy(metricsSchema), {
     model: z.string(),
-    llm_calls: z.number().int(),
+    llm_calls: z.number().check(z.int()),
     /** Where the per-token prices came from; `unknown` means the cost is counted as 0. */
     price_source: z.enum(['table', 'config', 'unknown']),
-    note: z.string().nullable(),
+    note: z.nullable(z.string()),
   }),
 );
 export type AgentMetrics = z.output<typeof agentMetricsSchema>;
@@ -111,8 +110,8 @@ export type AgentMetrics = z.output<typeof agentMetricsSchema>;
 
 export const checkInBodySchema = z.lazy(() =>
   z.object({
-    version: z.string().max(64).default('unknown'),
-    capabilities: z.array(z.string().max(64)).max(50).default([]),
+    version: z._default(z.string().check(z.maxLength(64)), 'unknown'),
+    capabilities: z._default(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(50)), []),
   }),
 );
 export type CheckInBody = z.input<typeof checkInBodySchema>;
@@ -128,13 +127,13 @@ export type CheckInResponse = z.output<typeof checkInResponseSchema>;
 
 export const heartbeatBodySchema = z.lazy(() =>
   z.object({
-    active: z.boolean().default(false).meta({ description: 'true when the agent did work since the last heartbeat' }),
+    active: z._default(z.boolean(), false).check(z.meta({ description: 'true when the agent did work since the last heartbeat' })),
   }),
 );
 export const heartbeatResponseSchema = z.lazy(() =>
   z.object({
     status: z.enum(sandboxStatuses),
-    command_seq: z.number().int().meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' }),
+    command_seq: z.number().check(z.int(), z.meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' })),
   }),
 );
 
@@ -145,7 +144,7 @@ export const STOP_COMMAND = 'stop';
 
 export const commandSchema = z.lazy(() =>
   z.object({
-    seq: z.number().int().meta({ description: 'Position in the queue; 0 for the synthetic stop command' }),
+    seq: z.number().check(z.int(), z.meta({ description: 'Position in the queue; 0 for the synthetic stop command' })),
     type: z.string(),
     payload: z.unknown(),
     created_at: z.string(),
@@ -157,8 +156,8 @@ export const commandsResponseSchema = z.lazy(() => z.object({ commands: z.array(
 /** What another service may queue for a sandbox (e.g. `start_conversation`, `send_message`). */
 export const commandInputSchema = z.lazy(() =>
   z.object({
-    type: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'command type: lower-case snake case'),
-    payload: z.unknown().optional(),
+    type: z.string().check(z.regex(/^[a-z][a-z0-9_]{0,63}$/, 'command type: lower-case snake case')),
+    payload: z.optional(z.unknown()),
   }),
 );
 export type CommandInput = z.output<typeof commandInputSchema>;
@@ -167,10 +166,10 @@ export type CommandInput = z.output<typeof commandInputSchema>;
 
 export const snapshotUploadSchema = z.lazy(() =>
   z.object({
-    key: z.string().meta({ description: "The new object key, under this sandbox's own prefix" }),
+    key: z.string().check(z.meta({ description: "The new object key, under this sandbox's own prefix" })),
     url: z.string(),
-    fields: z.record(z.string(), z.string()).meta({ description: 'Form fields to send before the file (a presigned POST)' }),
-    max_bytes: z.number().int().meta({ description: 'The content-length-range the upload is signed with' }),
+    fields: z.record(z.string(), z.string()).check(z.meta({ description: 'Form fields to send before the file (a presigned POST)' })),
+    max_bytes: z.number().check(z.int(), z.meta({ description: 'The content-length-range the upload is signed with' })),
     expires_at: z.string(),
   }),
 );
@@ -178,15 +177,15 @@ export type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
 
 export const snapshotCompleteBodySchema = z.lazy(() =>
   z.object({
-    key: z.string().min(1).max(512).meta({ description: 'The key of the upload that completed' }),
+    key: z.string().check(z.minLength(1), z.maxLength(512), z.meta({ description: 'The key of the upload that completed' })),
   }),
 );
-export const snapshotCompleteResponseSchema = z.lazy(() => z.object({ key: z.string(), bytes: z.number().int() }));
+export const snapshotCompleteResponseSchema = z.lazy(() => z.object({ key: z.string(), bytes: z.number().check(z.int()) }));
 
 export const snapshotDownloadSchema = z.lazy(() =>
   z.object({
-    url: z.string().nullable().meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' }),
-    expires_at: z.string().nullable(),
+    url: z.nullable(z.string()).check(z.meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' })),
+    expires_at: z.nullable(z.string()),
   }),
 );
 export type SnapshotDownload = z.output<typeof snapshotDownloadSchema>;
@@ -232,11 +231,11 @@ export interface StartConfig {
 export const conversationReportSchema = z.lazy(() =>
   z.object({
     conversation_id: conversationIdSchema,
-    start_task_status: startTaskStatusSchema.optional(),
-    detail: z.string().max(4096).nullable().optional(),
-    execution_status: executionStatusSchema.optional(),
-    metrics: metricsSchema.unwrap().partial().optional(),
-    title: z.string().max(512).optional(),
+    start_task_status: z.optional(startTaskStatusSchema),
+    detail: z.optional(z.nullable(z.string().check(z.maxLength(4096)))),
+    execution_status: z.optional(executionStatusSchema),
+    metrics: z.optional(z.partial(z.unlazy(metricsSchema))),
+    title: z.optional(z.string().check(z.maxLength(512))),
   }),
 );
 export type ConversationReport = z.output<typeof conversationReportSchema>;
@@ -253,12 +252,12 @@ export const MAX_EVENT_BATCH = 100;
 export const eventSchema = z.lazy(() =>
   z
     .looseObject({
-      kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]{0,63}$/, 'kind must be an event class name'),
-      id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'id must be 1-64 of A-Z a-z 0-9 -'),
+      kind: z.string().check(z.regex(/^[A-Za-z][A-Za-z0-9]{0,63}$/, 'kind must be an event class name')),
+      id: z.string().check(z.regex(/^[A-Za-z0-9-]{1,64}$/, 'id must be 1-64 of A-Z a-z 0-9 -')),
       timestamp: z.iso.datetime({ offset: true, local: true, message: 'timestamp must be an ISO-8601 date-time' }),
       source: z.enum(['agent', 'user', 'environment']),
     })
-    .refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`),
+    .check(z.refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`)),
 );
 export type AgentEventEnvelope = z.output<typeof eventSchema>;
 
@@ -267,8 +266,10 @@ export const eventPostQuery = z.lazy(() =>
   z.object({
     first_seq: z.coerce
       .number({ error: 'first_seq must be a positive integer' })
-      .int('first_seq must be a positive integer')
-      .min(1, 'first_seq must be a positive integer')
-      .max(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
+      .check(
+        z.int('first_seq must be a positive integer'),
+        z.gte(1, 'first_seq must be a positive integer'),
+        z.lte(Number.MAX_SAFE_INTEGER, 'first_seq must be a positive integer'),
+      ),
   }),
 );

@@ -51,6 +51,8 @@ const jsonResult = (status: number, body: unknown, requestId: string, extra: Rec
   body: JSON.stringify(body),
 });
 
+const EMPTY = Buffer.alloc(0);
+
 async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -131,7 +133,8 @@ export async function startGateway(options: { services: LocalServices; port: num
       if (match.kind === 'method-not-allowed') {
         return send(res, jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }), cors);
       }
-      const body = await readBody(req);
+      // A request without a body (no length, not chunked) has nothing to read: no stream iteration for it.
+      const body = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined ? EMPTY : await readBody(req);
       if (body === 'too-large') {
         res.shouldKeepAlive = false;
         return send(res, jsonResult(413, { detail: 'Request body is too large' }, requestId), cors);

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { apiKeyView } from '#shared/auth/model.ts';
 import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
@@ -25,9 +25,9 @@ export const logout = defineOperation('logout', () => ({ response: z.object({ su
 // The caller's own API keys: never the keys themselves, except a new one in its creation's response.
 export const listKeys = defineOperation('listKeys', () => ({ response: z.array(apiKeyView) }), ({ userId }, { apiKeys }) => apiKeys.listActive(userId));
 
-export const createKey = defineOperation('createKey', () => ({ body: z.strictObject({ name: z.string().trim().min(1, 'name must not be empty').max(64) }), response: apiKeyView.unwrap().extend({ key: z.string() }) }), ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
+export const createKey = defineOperation('createKey', () => ({ body: z.strictObject({ name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)) }), response: z.extend(z.unlazy(apiKeyView), { key: z.string() }) }), ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
 
-export const deleteKey = defineOperation('deleteKey', () => ({ params: z.object({ key_id: z.string().regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)') }), response: successSchema.unwrap().extend({ effective_within_seconds: z.number().int(), detail: z.string() }) }), async ({ userId, params }, { apiKeys }) => {
+export const deleteKey = defineOperation('deleteKey', () => ({ params: z.object({ key_id: z.string().check(z.regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)')) }), response: z.extend(z.unlazy(successSchema), { effective_within_seconds: z.number().check(z.int()), detail: z.string() }) }), async ({ userId, params }, { apiKeys }) => {
   if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
   // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
   return { success: true, effective_within_seconds: KEY_CACHE_SECONDS, detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds` };

@@ -17,16 +17,17 @@ export interface ConversationFilter {
  * names the user. Adapters: `DynamoConversationStore`.
  */
 export interface ConversationStore {
-  /** False when the user already has a conversation with this id. */
+  /** False when the user already has (or had) a conversation with this id; counted once when true. */
   create(record: ConversationRecord): Promise<boolean>;
   get(userId: string, id: string): Promise<ConversationRecord | undefined>;
   getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>>;
   /** A user's conversations, newest first. */
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>>;
+  /** O(1) without a filter (a per-user counter kept by `create` and `delete`); a filter counts its matches. */
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
   update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
-  /** Removes the record for every reader; the user's id stays taken (its events are still stored). */
+  /** Removes the record for every reader (counted once however often it runs); the user's id stays taken (its events are still stored). */
   delete(userId: string, id: string): Promise<void>;
 }
 

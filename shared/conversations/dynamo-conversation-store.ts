@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
-import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import { batchGet, filterExpression, queryCount, queryPage, type Page } from '#shared/store/query.ts';
+import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { batchGet, filterExpression, queryCount, queryFilled, queryPage, type Page } from '#shared/store/query.ts';
 
 function userQuery(table: string, userId: string, f: ConversationFilter) {
   // created_at is the index's sort key, so its bounds are key conditions, not filters.
@@ -38,34 +39,71 @@ function userQuery(table: string, userId: string, f: ConversationFilter) {
   };
 }
 
+/**
+ * The sort key of a user's counter item, beside their conversations: no conversation id (32 hex
+ * characters) can equal it, and it has no createdAt, so the byUser index never holds it.
+ */
+export const COUNTER_ID = '#count';
+
+/** The counter remembers its ops in three sets, one per minute in turn; see `countOnce`. */
+const OP_SETS = 3;
+
+/** The key attributes of a `byUser` item (the table's and the index's): a page's LastEvaluatedKey. */
+const BY_USER_KEY = ['userId', 'id', 'createdAt'] as const;
+
+/** A conversation is an item with createdAt: tombstones and the counter item have none. */
+const isConversation = (item: Record<string, unknown> | undefined): item is ConversationRecord & Record<string, unknown> =>
+  !!item && typeof item.createdAt === 'string' && !item.deletedAt;
+
+const hasFilter = (f: ConversationFilter) => Object.values(f).some((v) => v !== undefined);
+
 export class DynamoConversationStore implements ConversationStore {
   private readonly db = documentClient();
   private readonly table = tableName('conversations');
 
+  constructor(private readonly now: () => number = Date.now) {}
+
   async create(record: ConversationRecord): Promise<boolean> {
-    return conditionalWrite(() =>
+    const writeToken = randomUUID();
+    const put = () =>
       this.db.send(
-        new PutCommand({ TableName: this.table, Item: { ...record, titleLower: record.title?.toLowerCase() }, ConditionExpression: 'attribute_not_exists(id)' }),
-      ),
-    );
+        new PutCommand({
+          TableName: this.table,
+          // `counted`: this conversation's create is in the counter (see `startCounter`).
+          Item: { ...record, titleLower: record.title?.toLowerCase(), counted: true, writeToken },
+          ConditionExpression: 'attribute_not_exists(id)',
+        }),
+      );
+    if (!(await conditionalWrite(put)) && !(await this.written(record.userId, record.id, writeToken))) return false;
+    const counter = await this.countOnce(record.userId, `c:${record.id}`, 1);
+    if (counter && !counter.started) await this.startCounter(record.userId);
+    return true;
   }
 
   async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
     const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item;
-    return item && !item.deletedAt ? (item as ConversationRecord) : undefined;
+    return isConversation(item) ? item : undefined;
   }
 
   async getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
     const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
-    for (const [id, item] of found) if (item.deletedAt) found.delete(id);
+    for (const [id, item] of found) if (!isConversation(item)) found.delete(id);
     return found;
   }
 
   list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
-    return queryPage({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, Limit: limit, ExclusiveStartKey: startKey });
+    return queryFilled({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, ExclusiveStartKey: startKey }, limit, BY_USER_KEY);
   }
 
-  count(userId: string, filter: ConversationFilter): Promise<number> {
+  /**
+   * Unfiltered: the counter item, one GetItem. Filtered, or for a user whose counter has not started
+   * yet (no create since it existed): the user's index, counted page by page.
+   */
+  async count(userId: string, filter: ConversationFilter): Promise<number> {
+    if (!hasFilter(filter)) {
+      const counter = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id: COUNTER_ID }, ConsistentRead: true, ProjectionExpression: 'conversations, started' }))).Item;
+      if (counter?.started) return (counter.conversations as number | undefined) ?? 0;
+    }
     return queryCount(userQuery(this.table, userId, filter));
   }
 
@@ -93,12 +131,102 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   /**
-   * Leaves a tombstone: no owner (so out of `byUser`), invisible to `get`, and the id stays taken, so
-   * nobody can create a conversation under it and read the events still stored for it.
+   * Leaves a tombstone: no createdAt (so out of `byUser`), invisible to `get`, and the id stays
+   * taken, so nobody can create a conversation under it and read the events still stored for it.
+   * Only the delete that turns the live item into the tombstone counts it down. The tombstone keeps
+   * `counted` from the item (one conditional put for each case), so a retry knows what it ended.
    */
   async delete(userId: string, id: string): Promise<void> {
-    // A tombstone without createdAt: out of the byUser index, and the user's id stays taken.
-    await this.db.send(new PutCommand({ TableName: this.table, Item: { userId, id, deletedAt: new Date().toISOString() } }));
+    const writeToken = randomUUID();
+    const tombstone = (counted: boolean) => () =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { userId, id, deletedAt: new Date(this.now()).toISOString(), writeToken, ...(counted ? { counted } : {}) },
+          ConditionExpression: `attribute_exists(createdAt) AND ${counted ? 'attribute_exists' : 'attribute_not_exists'}(counted)`,
+        }),
+      );
+    let counted = true;
+    if (!(await conditionalWrite(tombstone(true)))) {
+      counted = false;
+      if (!(await conditionalWrite(tombstone(false)))) {
+        const mine = await this.written(userId, id, writeToken);
+        if (!mine) return;
+        counted = mine.counted === true;
+      }
+    }
+    // A conversation stored before the counter is in it only once the counter has started.
+    const counter = await this.countOnce(userId, `d:${id}`, -1, counted ? undefined : 'attribute_exists(started)');
+    if (counter && !counter.started) await this.startCounter(userId);
+  }
+
+  /**
+   * The item, if it holds our write: a conditional write whose answer was lost (the SDK retried it
+   * and the retry found the condition false) was still ours, and must still be counted.
+   */
+  private async written(userId: string, id: string, writeToken: string): Promise<Record<string, unknown> | undefined> {
+    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true, ProjectionExpression: 'writeToken, counted' }))).Item;
+    return item?.writeToken === writeToken ? item : undefined;
+  }
+
+  /**
+   * Starts the user's counter: adds the live conversations stored before it existed (those without
+   * `counted`; none are created any more) and marks it `started`, once (the first create or delete after
+   * the counter appeared; for a new user that is a Query of one item). Until then `count` reads the index.
+   */
+  private async startCounter(userId: string): Promise<void> {
+    const before = await queryCount({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: 'userId = :u',
+      FilterExpression: 'attribute_not_exists(counted)',
+      ExpressionAttributeValues: { ':u': userId },
+    });
+    await conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          UpdateExpression: 'ADD conversations :n SET started = :t',
+          ConditionExpression: 'attribute_not_exists(started)',
+          ExpressionAttributeValues: { ':n': before, ':t': true },
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Adds `delta` to the user's count once for `op` (`c:<id>` or `d:<id>`: each happens once per id,
+   * since a deleted id stays taken) if `condition` holds; returns the counter item, or undefined when
+   * the write was refused. The op goes into this minute's set and the write is refused if
+   * any set holds it, so a retry (the SDK's after a lost answer) changes nothing; each write empties
+   * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
+   * small. One UpdateItem: dynalite has no transactions, and ADD is atomic under concurrent writers.
+   */
+  private async countOnce(userId: string, op: string, delta: number, condition?: string): Promise<Record<string, unknown> | undefined> {
+    const minute = Math.floor(this.now() / 60_000);
+    const names: Record<string, string> = { '#n': 'conversations', '#cur': `ops${minute % OP_SETS}`, '#old': `ops${(minute + 1) % OP_SETS}` };
+    const seen = Array.from({ length: OP_SETS }, (_, i) => {
+      names[`#s${i}`] = `ops${i}`;
+      return `NOT contains(#s${i}, :op)`;
+    });
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
+          ConditionExpression: [...seen, ...(condition ? [condition] : [])].join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes;
+    } catch (err) {
+      if (isConditionFailure(err)) return undefined;
+      throw err;
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { dateTimeFilter, pageId, pageLimit, repeated } from '#shared/http/query.ts';
 import {
   conversationIdSchema,
@@ -19,51 +19,62 @@ export const startTaskRank = (s: StartTaskStatus) => (s === 'ERROR' ? 100 : star
 /** The path parameters of one conversation's routes. */
 export const conversationParams = z.lazy(() => z.object({ conversation_id: conversationIdSchema }));
 
-const repository = z.lazy(() => z.string().regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){1,4}$/, 'must look like owner/name'));
-const branch = z.lazy(() => z.string().min(1).max(255).regex(/^[^\s~^:?*[\\]+$/, 'must be a git branch name'));
+const repository = z.lazy(() => z.string().check(z.regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){1,4}$/, 'must look like owner/name')));
+const branch = z.lazy(() => z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[^\s~^:?*[\\]+$/, 'must be a git branch name')));
 
-const textContent = z.lazy(() => z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) }));
-const imageContent = z.lazy(() => z.object({ type: z.literal('image'), image_urls: z.array(z.string().max(8192).refine((u) => /^(https?:|data:image\/)/.test(u), 'must be an http(s) or data:image URL')).min(1).max(20) }));
+const textContent = z.lazy(() => z.object({ type: z.literal('text'), text: z.string().check(z.minLength(1), z.maxLength(100_000)) }));
+const imageContent = z.lazy(() =>
+  z.object({
+    type: z.literal('image'),
+    image_urls: z
+      .array(z.string().check(z.maxLength(8192), z.refine((u) => /^(https?:|data:image\/)/.test(u), 'must be an http(s) or data:image URL')))
+      .check(z.minLength(1), z.maxLength(20)),
+  }),
+);
 
 export const initialMessageSchema = z.lazy(() =>
   z.object({
-    role: z.literal('user').default('user'),
-    content: z.array(z.discriminatedUnion('type', [textContent, imageContent])).min(1).max(50),
-    run: z.boolean().default(true),
+    role: z._default(z.literal('user'), 'user'),
+    content: z.array(z.discriminatedUnion('type', [textContent, imageContent])).check(z.minLength(1), z.maxLength(50)),
+    run: z._default(z.boolean(), true),
   }),
 );
 export type InitialMessage = z.output<typeof initialMessageSchema>;
 
+const createMicroagent = z.lazy(() =>
+  z.object({ repo: repository, git_provider: z.nullish(gitProviderSchema), title: z.nullish(z.string().check(z.maxLength(512))) }),
+);
+const suggestedTask = z.lazy(() =>
+  z.object({
+    repo: repository,
+    issue_number: z.number().check(z.int(), z.positive(), z.lte(1_000_000_000)),
+    title: z.string().check(z.maxLength(512)),
+    git_provider: z.nullish(gitProviderSchema),
+    task_type: z.nullish(z.enum(['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR'])),
+  }),
+);
+
 /** POST /api/v1/app-conversations (OpenHands' AppConversationStartRequest; every member optional). */
 export const startRequestSchema = z.lazy(() =>
   z.strictObject({
-    sandbox_id: sandboxIdSchema.nullable().optional(),
-    initial_message: initialMessageSchema.nullable().optional(),
-    llm_model: z.string().max(256).nullable().optional(),
-    selected_repository: repository.nullable().optional(),
-    selected_branch: branch.nullable().optional(),
-    git_provider: gitProviderSchema.nullable().optional(),
-    title: z.string().max(512).nullable().optional(),
-    trigger: z.string().max(64).nullable().optional(),
-    pr_number: z.array(z.number().int().positive().max(1_000_000_000)).max(100).default([]),
-    parent_conversation_id: conversationIdSchema.nullable().optional(),
-    agent_type: z.enum(['default', 'plan']).default('default'),
+    sandbox_id: z.nullish(sandboxIdSchema),
+    initial_message: z.nullish(initialMessageSchema),
+    llm_model: z.nullish(z.string().check(z.maxLength(256))),
+    selected_repository: z.nullish(repository),
+    selected_branch: z.nullish(branch),
+    git_provider: z.nullish(gitProviderSchema),
+    title: z.nullish(z.string().check(z.maxLength(512))),
+    trigger: z.nullish(z.string().check(z.maxLength(64))),
+    pr_number: z._default(z.array(z.number().check(z.int(), z.positive(), z.lte(1_000_000_000))).check(z.maxLength(100)), []),
+    parent_conversation_id: z.nullish(conversationIdSchema),
+    agent_type: z._default(z.enum(['default', 'plan']), 'default'),
     // The legacy inputs, also accepted here so V1 can create every kind of conversation the spec lists.
-    conversation_instructions: z.string().max(100_000).nullable().optional(),
-    replay_json: z.string().max(5_000_000).nullable().optional(),
-    create_microagent: z.object({ repo: repository, git_provider: gitProviderSchema.nullable().optional(), title: z.string().max(512).nullable().optional() }).nullable().optional(),
-    suggested_task: z
-      .object({
-        repo: repository,
-        issue_number: z.number().int().positive().max(1_000_000_000),
-        title: z.string().max(512),
-        git_provider: gitProviderSchema.nullable().optional(),
-        task_type: z.enum(['MERGE_CONFLICTS', 'FAILING_CHECKS', 'UNRESOLVED_COMMENTS', 'OPEN_ISSUE', 'OPEN_PR']).nullable().optional(),
-      })
-      .nullable()
-      .optional(),
-    mcp_config: mcpConfigSchema.nullable().optional(),
-    conversation_id: conversationIdSchema.nullable().optional(),
+    conversation_instructions: z.nullish(z.string().check(z.maxLength(100_000))),
+    replay_json: z.nullish(z.string().check(z.maxLength(5_000_000))),
+    create_microagent: z.nullish(createMicroagent),
+    suggested_task: z.nullish(suggestedTask),
+    mcp_config: z.nullish(mcpConfigSchema),
+    conversation_id: z.nullish(conversationIdSchema),
   }),
 );
 export type StartRequest = z.output<typeof startRequestSchema>;
@@ -71,17 +82,17 @@ export type StartRequest = z.output<typeof startRequestSchema>;
 /** POST /api/conversations (legacy): exactly the seed's fields; unknown fields are a 422. */
 export const legacyCreateSchema = z.lazy(() =>
   z.strictObject({
-    repository: repository.nullable().optional(),
-    git_provider: gitProviderSchema.nullable().optional(),
-    selected_branch: branch.nullable().optional(),
-    initial_user_msg: z.string().max(100_000).nullable().optional(),
-    image_urls: z.array(z.string().max(8192)).max(20).nullable().optional(),
-    replay_json: z.string().max(5_000_000).nullable().optional(),
-    suggested_task: startRequestSchema.unwrap().shape.suggested_task.unwrap().unwrap().optional(),
-    create_microagent: startRequestSchema.unwrap().shape.create_microagent.unwrap().unwrap().optional(),
-    conversation_instructions: z.string().max(100_000).nullable().optional(),
-    mcp_config: mcpConfigSchema.optional(),
-    conversation_id: conversationIdSchema.optional(),
+    repository: z.nullish(repository),
+    git_provider: z.nullish(gitProviderSchema),
+    selected_branch: z.nullish(branch),
+    initial_user_msg: z.nullish(z.string().check(z.maxLength(100_000))),
+    image_urls: z.nullish(z.array(z.string().check(z.maxLength(8192))).check(z.maxLength(20))),
+    replay_json: z.nullish(z.string().check(z.maxLength(5_000_000))),
+    suggested_task: z.optional(suggestedTask),
+    create_microagent: z.optional(createMicroagent),
+    conversation_instructions: z.nullish(z.string().check(z.maxLength(100_000))),
+    mcp_config: z.optional(mcpConfigSchema),
+    conversation_id: z.optional(conversationIdSchema),
   }),
 );
 export type LegacyCreate = z.output<typeof legacyCreateSchema>;
@@ -90,8 +101,8 @@ export const legacyCreateResponseSchema = z.lazy(() =>
   z.object({
     status: z.string(),
     conversation_id: z.string(),
-    message: z.string().nullable(),
-    conversation_status: z.enum(['STARTING', 'RUNNING', 'STOPPED']).nullable(),
+    message: z.nullable(z.string()),
+    conversation_status: z.nullable(z.enum(['STARTING', 'RUNNING', 'STOPPED'])),
   }),
 );
 
@@ -140,22 +151,22 @@ export const conversationSchema = z.lazy(() =>
   z.object({
     id: z.string(),
     created_by_user_id: z.string(),
-    sandbox_id: z.string().nullable(),
-    selected_repository: z.string().nullable(),
-    selected_branch: z.string().nullable(),
-    git_provider: z.string().nullable(),
-    title: z.string().nullable(),
-    trigger: z.string().nullable(),
+    sandbox_id: z.nullable(z.string()),
+    selected_repository: z.nullable(z.string()),
+    selected_branch: z.nullable(z.string()),
+    git_provider: z.nullable(z.string()),
+    title: z.nullable(z.string()),
+    trigger: z.nullable(z.string()),
     pr_number: z.array(z.number()),
-    llm_model: z.string().nullable(),
-    metrics: metricsSchema.nullable(),
-    parent_conversation_id: z.string().nullable(),
+    llm_model: z.nullable(z.string()),
+    metrics: z.nullable(metricsSchema),
+    parent_conversation_id: z.nullable(z.string()),
     created_at: z.string(),
     updated_at: z.string(),
-    sandbox_status: z.string().nullable(),
-    execution_status: executionStatusSchema.nullable(),
-    conversation_url: z.string().nullable(),
-    session_api_key: z.string().nullable(),
+    sandbox_status: z.nullable(z.string()),
+    execution_status: z.nullable(executionStatusSchema),
+    conversation_url: z.nullable(z.string()),
+    session_api_key: z.nullable(z.string()),
   }),
 );
 export type AppConversation = z.output<typeof conversationSchema>;
@@ -165,10 +176,10 @@ export const startTaskSchema = z.lazy(() =>
     id: z.string(),
     created_by_user_id: z.string(),
     status: startTaskStatusSchema,
-    detail: z.string().nullable(),
-    app_conversation_id: z.string().nullable(),
-    sandbox_id: z.string().nullable(),
-    agent_server_url: z.string().nullable(),
+    detail: z.nullable(z.string()),
+    app_conversation_id: z.nullable(z.string()),
+    sandbox_id: z.nullable(z.string()),
+    agent_server_url: z.nullable(z.string()),
     request: z.record(z.string(), z.unknown()),
     created_at: z.string(),
     updated_at: z.string(),
@@ -179,7 +190,7 @@ export type AppConversationStartTask = z.output<typeof startTaskSchema>;
 const dateFilter = dateTimeFilter;
 export const conversationSearchQuery = z.lazy(() =>
   z.object({
-    title__contains: z.string().max(512).optional(),
+    title__contains: z.optional(z.string().check(z.maxLength(512))),
     created_at__gte: dateFilter,
     created_at__lt: dateFilter,
     updated_at__gte: dateFilter,
@@ -189,15 +200,15 @@ export const conversationSearchQuery = z.lazy(() =>
   }),
 );
 export type ConversationSearch = z.output<typeof conversationSearchQuery>;
-export const conversationCountQuery = z.lazy(() => conversationSearchQuery.unwrap().omit({ page_id: true, limit: true }));
+export const conversationCountQuery = z.lazy(() => z.omit(z.unlazy(conversationSearchQuery), { page_id: true, limit: true }));
 
-export const conversationListQuery = z.lazy(() => conversationSearchQuery.unwrap().extend({ ids: repeated('ids') }));
+export const conversationListQuery = z.lazy(() => z.extend(z.unlazy(conversationSearchQuery), { ids: repeated('ids') }));
 
 export const startTaskSearchQuery = z.lazy(() =>
   z.object({
-    conversation_id__eq: conversationIdSchema.optional(),
+    conversation_id__eq: z.optional(conversationIdSchema),
     created_at__gte: dateFilter,
-    sort_order: z.enum(['CREATED_AT', 'CREATED_AT_DESC']).default('CREATED_AT_DESC'),
+    sort_order: z._default(z.enum(['CREATED_AT', 'CREATED_AT_DESC']), 'CREATED_AT_DESC'),
     page_id: pageId,
     limit: pageLimit,
   }),
@@ -206,8 +217,8 @@ export const startTaskSearchQuery = z.lazy(() =>
 /** GET /api/conversations (legacy list the OpenHands UI reads): newest first, optional filters. */
 export const legacyListQuery = z.lazy(() =>
   z.object({
-    selected_repository: repository.optional(),
-    conversation_trigger: z.string().min(1).max(64).optional(),
+    selected_repository: z.optional(repository),
+    conversation_trigger: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
     page_id: pageId,
     limit: pageLimit,
   }),
@@ -220,17 +231,17 @@ export const legacyStatuses = ['STARTING', 'RUNNING', 'STOPPED', 'ARCHIVED', 'ER
 export const legacyConversationSchema = z.lazy(() =>
   z.object({
     conversation_id: z.string(),
-    title: z.string().nullable(),
-    selected_repository: z.string().nullable(),
-    selected_branch: z.string().nullable(),
-    git_provider: z.string().nullable(),
+    title: z.nullable(z.string()),
+    selected_repository: z.nullable(z.string()),
+    selected_branch: z.nullable(z.string()),
+    git_provider: z.nullable(z.string()),
     last_updated_at: z.string(),
     created_at: z.string(),
     status: z.enum(legacyStatuses),
-    runtime_status: z.string().nullable(),
-    trigger: z.string().nullable(),
-    url: z.string().nullable(),
-    session_api_key: z.string().nullable(),
+    runtime_status: z.nullable(z.string()),
+    trigger: z.nullable(z.string()),
+    url: z.nullable(z.string()),
+    session_api_key: z.nullable(z.string()),
     pr_number: z.array(z.number()),
     conversation_version: z.literal('V1'),
     sub_conversation_ids: z.array(z.string()),
@@ -238,7 +249,7 @@ export const legacyConversationSchema = z.lazy(() =>
 );
 export type LegacyConversation = z.output<typeof legacyConversationSchema>;
 
-export const legacyConversationPageSchema = z.lazy(() => z.object({ results: z.array(legacyConversationSchema), next_page_id: z.string().nullable() }));
+export const legacyConversationPageSchema = z.lazy(() => z.object({ results: z.array(legacyConversationSchema), next_page_id: z.nullable(z.string()) }));
 
 /** PATCH /api/conversations/{id}: only the title can change. */
-export const legacyUpdateSchema = z.lazy(() => z.strictObject({ title: z.string().trim().min(1, 'title must not be empty').max(512) }));
+export const legacyUpdateSchema = z.lazy(() => z.strictObject({ title: z.string().check(z.trim(), z.minLength(1, 'title must not be empty'), z.maxLength(512)) }));

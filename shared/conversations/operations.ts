@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { conversationCountQuery, conversationListQuery, conversationParams, conversationSchema, conversationSearchQuery, initialMessageSchema, legacyConversationPageSchema, legacyConversationSchema, legacyCreateResponseSchema, legacyCreateSchema, legacyListQuery, legacyUpdateSchema, startRequestSchema, startTaskSchema, startTaskSearchQuery } from '#shared/conversations/model.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
@@ -13,17 +13,17 @@ export const listConversations = defineOperation('listConversations', () => ({ q
   ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
 );
 
-export const searchConversations = defineOperation('searchConversations', () => ({ query: conversationSearchQuery, response: z.object({ items: z.array(conversationSchema), next_page_id: z.string().nullable() }) }), ({ userId, query, baseUrl }, { conversations }) =>
+export const searchConversations = defineOperation('searchConversations', () => ({ query: conversationSearchQuery, response: z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) }) }), ({ userId, query, baseUrl }, { conversations }) =>
   conversations.search(userId, query, baseUrl),
 );
 
-export const countConversations = defineOperation('countConversations', () => ({ query: conversationCountQuery, response: z.number().int() }), ({ userId, query }, { conversations }) => conversations.count(userId, query));
+export const countConversations = defineOperation('countConversations', () => ({ query: conversationCountQuery, response: z.number().check(z.int()) }), ({ userId, query }, { conversations }) => conversations.count(userId, query));
 
-export const searchStartTasks = defineOperation('searchStartTasks', () => ({ query: startTaskSearchQuery, response: z.object({ items: z.array(startTaskSchema), next_page_id: z.string().nullable() }) }), ({ userId, query, baseUrl }, { conversations }) =>
+export const searchStartTasks = defineOperation('searchStartTasks', () => ({ query: startTaskSearchQuery, response: z.object({ items: z.array(startTaskSchema), next_page_id: z.nullable(z.string()) }) }), ({ userId, query, baseUrl }, { conversations }) =>
   conversations.searchTasks(userId, query, baseUrl),
 );
 
-export const getStartTasks = defineOperation('getStartTasks', () => ({ query: z.object({ ids: repeated('ids') }), response: z.array(startTaskSchema.nullable()) }), ({ userId, query, baseUrl }, { conversations }) =>
+export const getStartTasks = defineOperation('getStartTasks', () => ({ query: z.object({ ids: repeated('ids') }), response: z.array(z.nullable(startTaskSchema)) }), ({ userId, query, baseUrl }, { conversations }) =>
   conversations.getTasks(userId, query.ids, baseUrl),
 );
 
@@ -40,7 +40,7 @@ export const runConversation = defineOperation('runConversation', () => ({ param
   conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
 );
 
-export const respondToConfirmation = defineOperation('respondToConfirmation', () => ({ params: z.object({ conversation_id: conversationIdSchema }), body: z.object({ accept: z.boolean(), reason: z.string().max(4096).nullable().optional() }), response: z.object({ success: z.boolean() }) }), ({ userId, params, body }, { conversations }) =>
+export const respondToConfirmation = defineOperation('respondToConfirmation', () => ({ params: z.object({ conversation_id: conversationIdSchema }), body: z.object({ accept: z.boolean(), reason: z.optional(z.nullable(z.string().check(z.maxLength(4096)))) }), response: z.object({ success: z.boolean() }) }), ({ userId, params, body }, { conversations }) =>
   conversations.command(userId, params.conversation_id, (id) => ({
     type: 'respond_to_confirmation',
     conversation_id: id,

@@ -1,9 +1,9 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { conversationIdSchema, conversationReportSchema, eventPostQuery, eventSchema, sandboxIdSchema } from '#shared/protocol.ts';
 
 /** The webhooks a sandbox calls with its own key: events, start progress and status, its start configuration. */
-export const postEvents = defineOperation('postEvents', () => ({ params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }), query: eventPostQuery, body: z.array(eventSchema).max(100), response: z.object({ success: z.boolean(), added: z.number().int() }) }), ({ params, query, sandbox, body }, { conversationBridge }) =>
+export const postEvents = defineOperation('postEvents', () => ({ params: z.object({ sandbox_id: sandboxIdSchema, conversation_id: conversationIdSchema }), query: eventPostQuery, body: z.array(eventSchema).check(z.maxLength(100)), response: z.object({ success: z.boolean(), added: z.number().check(z.int()) }) }), ({ params, query, sandbox, body }, { conversationBridge }) =>
   conversationBridge.postEvents(sandbox, params.conversation_id, query.first_seq, body),
 );
 

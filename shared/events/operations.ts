@@ -1,8 +1,8 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { eventCountQuery, eventPageSchema, eventSearchQuery } from '#shared/events/model.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 
 /** The event routes. */
 export const searchEvents = defineOperation('searchEvents', () => ({ query: eventSearchQuery, response: eventPageSchema }), ({ userId, query }, { events }) => events.search(userId, query));
 
-export const countEvents = defineOperation('countEvents', () => ({ query: eventCountQuery, response: z.number().int() }), ({ userId, query }, { events }) => events.count(userId, query));
+export const countEvents = defineOperation('countEvents', () => ({ query: eventCountQuery, response: z.number().check(z.int()) }), ({ userId, query }, { events }) => events.count(userId, query));

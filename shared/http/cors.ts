@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 
 /** The request headers a browser client may send (CORS), here and on API Gateway. */
 export const CORS_ALLOW_HEADERS = ['content-type', 'x-session-api-key', 'authorization'];
@@ -6,7 +6,7 @@ export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids'];
 export const CORS_MAX_AGE_SECONDS = 3600;
 
-const origin = z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path')]);
+const origin = z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).check(z.regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path'))]);
 
 /**
  * The browser origins allowed by CORS: `CORS_ORIGINS`, comma-separated (`*` for any; empty: none).

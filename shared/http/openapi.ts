@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
@@ -29,7 +29,7 @@ const validationErrorSchema = {
   required: ['detail'],
 } as const;
 
-const schemaOf = (s: z.ZodType, io: 'input' | 'output') => {
+const schemaOf = (s: z.core.$ZodType, io: 'input' | 'output') => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
 };

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from '#shared/zod.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
@@ -8,7 +8,7 @@ import type { Services } from '#shared/services.ts';
 type AnyRoute = (typeof routes)[number];
 export type RouteId = AnyRoute['id'];
 type RouteOf<I extends RouteId> = Extract<AnyRoute, { id: I }>;
-type Parsed<R, K extends string> = R extends { [P in K]: infer S extends z.ZodType } ? z.output<S> : undefined;
+type Parsed<R, K extends string> = R extends { [P in K]: infer S extends z.core.$ZodType } ? z.output<S> : undefined;
 
 /** What a handler gets: validated input and who is calling. */
 export interface Request<R> {

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from '#shared/zod.ts';
 import type { TableKey } from '#shared/store/tables.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -41,10 +41,10 @@ export interface RouteDef {
   tables: Partial<Record<TableKey, 'read' | 'write'>>;
   capabilities?: readonly Capability[];
   /** Schemas belong with the route's operation (RouteSchemas); an entry may still declare them inline. */
-  body?: z.ZodType;
-  query?: z.ZodType;
-  params?: z.ZodType;
-  response?: z.ZodType;
+  body?: z.core.$ZodType;
+  query?: z.core.$ZodType;
+  params?: z.core.$ZodType;
+  response?: z.core.$ZodType;
   /** Success status when it is not 200. */
   status?: number;
   /** Largest accepted request body in bytes (default 1 MiB). */
@@ -64,8 +64,8 @@ export interface RouteDef {
 
 /** A route's schemas: what its request is validated with, and its success response (for the OpenAPI document). */
 export interface RouteSchemas {
-  body?: z.ZodType;
-  query?: z.ZodType;
-  params?: z.ZodType;
-  response?: z.ZodType;
+  body?: z.core.$ZodType;
+  query?: z.core.$ZodType;
+  params?: z.core.$ZodType;
+  response?: z.core.$ZodType;
 }

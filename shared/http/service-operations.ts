@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { docsAsset as findDocsAsset, docsPage } from '#shared/http/docs-assets.ts';
 import { consoleAsset as findConsoleAsset, consoleHeaders, consoleManifest, consolePage as findConsolePage } from '#shared/http/console-assets.ts';
 import { ApiError, notFound } from '#shared/http/errors.ts';
@@ -13,7 +13,7 @@ export const docs = defineOperation(
   async () => new Reply(200, docsPage('Agent Conversation Service API'), { 'content-type': 'text/html; charset=utf-8' }),
 );
 
-export const docsAsset = defineOperation('docsAsset', () => ({ params: z.object({ file: z.string().max(64) }) }), async ({ params }) => {
+export const docsAsset = defineOperation('docsAsset', () => ({ params: z.object({ file: z.string().check(z.maxLength(64)) }) }), async ({ params }) => {
   const asset = findDocsAsset(params.file);
   if (!asset) throw notFound();
   return new Reply(200, asset.body, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=86400' });
@@ -28,7 +28,7 @@ export const consolePage = defineOperation('console', () => ({}), async ({ baseU
 
 export const consoleAsset = defineOperation(
   'consoleAsset',
-  () => ({ params: z.object({ file: z.string().max(64) }), query: z.object({ v: z.string().max(64).optional() }) }),
+  () => ({ params: z.object({ file: z.string().check(z.maxLength(64)) }), query: z.object({ v: z.optional(z.string().check(z.maxLength(64))) }) }),
   async ({ params, query, baseUrl }) => {
   const asset = findConsoleAsset(params.file);
   if (!asset) throw notFound();

@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2WithLambdaAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { z } from 'zod';
+import * as z from '#shared/zod.ts';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import {
   ApiError,
@@ -48,7 +48,7 @@ function toResult(value: unknown, requestId: string, defaultStatus: number): Api
 }
 
 /** Zod issues in the FastAPI shape, with any secret-named value masked, credentials scrubbed and long inputs cut. */
-function toIssues(where: 'body' | 'query' | 'path', error: z.ZodError): ValidationIssue[] {
+function toIssues(where: 'body' | 'query' | 'path', error: z.core.$ZodError): ValidationIssue[] {
   return error.issues.map((issue) => {
     const loc = [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     const out: ValidationIssue = { type: issue.code, loc, msg: issue.message };
@@ -62,9 +62,9 @@ function toIssues(where: 'body' | 'query' | 'path', error: z.ZodError): Validati
   });
 }
 
-function validate<S extends z.ZodType | undefined>(where: 'body' | 'query' | 'path', schema: S, value: unknown): unknown {
+function validate<S extends z.core.$ZodType | undefined>(where: 'body' | 'query' | 'path', schema: S, value: unknown): unknown {
   if (!schema) return undefined;
-  const parsed = schema.safeParse(value, { reportInput: true });
+  const parsed = z.safeParse(schema, value, { reportInput: true });
   if (!parsed.success) throw invalid(toIssues(where, parsed.error));
   return parsed.data;
 }

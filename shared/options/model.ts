@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 
 /**
  * What the OpenHands web UI reads before anything else (`GET /api/options/config`). `APP_MODE:

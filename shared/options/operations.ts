@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { appConfig, appConfigSchema, llmModels } from '#shared/options/model.ts';
 

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { fargateSpecSchema } from '#shared/sandbox-specs/model.ts';
 import { ListSpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { localSpecSchema } from '#shared/sandbox-specs/model.ts';
 import { ListSpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 

@@ -1,38 +1,36 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 
 export const specIdSchema = z.lazy(() =>
-  z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$/, 'sandbox spec id: 1-255 of A-Z a-z 0-9 . _ : / -'),
+  z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$/, 'sandbox spec id: 1-255 of A-Z a-z 0-9 . _ : / -')),
 );
 
-const envName = z.lazy(() => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'));
+const envName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')));
 /** ECS accepts CPU and memory as numbers or numeric strings ("1024"). */
-const units = z.lazy(() => z.union([z.number().int().positive(), z.string().regex(/^\d+$/).transform(Number)]));
+const units = z.lazy(() => z.union([z.number().check(z.int(), z.positive()), z.pipe(z.string().check(z.regex(/^\d+$/)), z.transform(Number))]));
 
 /** What both registries share: the OpenHands SandboxSpecInfo members. */
 const specFields = {
   id: specIdSchema,
-  command: z.array(z.string()).min(1).nullable(),
+  command: z.nullable(z.array(z.string()).check(z.minLength(1))),
   created_at: z.iso.datetime({ offset: true }),
-  initial_env: z.record(envName, z.string()).default({}),
-  working_dir: z.string().min(1),
+  initial_env: z._default(z.record(envName, z.string()), {}),
+  working_dir: z.string().check(z.minLength(1)),
 };
 
 /** A local spec (config/sandbox-specs.json): a command run as a child process. */
-export const localSpecSchema = z.lazy(() => z.object({ ...specFields }).strict());
+export const localSpecSchema = z.lazy(() => z.strictObject({ ...specFields }));
 
 /** A deployed spec (env SANDBOX_SPECS, written by the CDK app): an ECS task definition. */
 export const fargateSpecSchema = z.lazy(() =>
   z.object({
     ...specFields,
-    task_definition_arn: z.string().startsWith('arn:'),
-    family: z.string().min(1),
+    task_definition_arn: z.string().check(z.startsWith('arn:')),
+    family: z.string().check(z.minLength(1)),
     cpu: units,
     memory: units,
-    spot: z.boolean().default(false),
+    spot: z._default(z.boolean(), false),
     /** With Spot: fall back to on-demand Fargate when Spot has no capacity. */
-    spot_fallback: z.boolean().default(false),
+    spot_fallback: z._default(z.boolean(), false),
   }),
 );
 
@@ -52,12 +50,12 @@ export interface SandboxSpec {
 export const sandboxSpecInfoSchema = z.lazy(() =>
   z.object({
     id: z.string(),
-    command: z.array(z.string()).nullable(),
+    command: z.nullable(z.array(z.string())),
     created_at: z.string(),
     initial_env: z.record(z.string(), z.string()),
     working_dir: z.string(),
-    cpu: z.number().nullable().meta({ description: 'ECS CPU units (1024 = 1 vCPU); null for local specs' }),
-    memory: z.number().nullable().meta({ description: 'MiB of memory; null for local specs' }),
+    cpu: z.nullable(z.number()).check(z.meta({ description: 'ECS CPU units (1024 = 1 vCPU); null for local specs' })),
+    memory: z.nullable(z.number()).check(z.meta({ description: 'MiB of memory; null for local specs' })),
   }),
 );
 export type SandboxSpecInfo = z.output<typeof sandboxSpecInfoSchema>;
@@ -65,7 +63,7 @@ export type SandboxSpecInfo = z.output<typeof sandboxSpecInfoSchema>;
 export const sandboxSpecPageSchema = z.lazy(() =>
   z.object({
     items: z.array(sandboxSpecInfoSchema),
-    next_page_id: z.string().nullable(),
+    next_page_id: z.nullable(z.string()),
   }),
 );
 

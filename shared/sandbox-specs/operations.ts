@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { pageQuery, repeated } from '#shared/http/query.ts';
 import { sandboxSpecInfoSchema, sandboxSpecPageSchema } from '#shared/sandbox-specs/model.ts';
@@ -8,4 +8,4 @@ export const searchSandboxSpecs = defineOperation('searchSandboxSpecs', () => ({
   sandboxSpecs.search(query.page_id, query.limit),
 );
 
-export const getSandboxSpecs = defineOperation('getSandboxSpecs', () => ({ query: z.object({ id: repeated('id') }), response: z.array(sandboxSpecInfoSchema.nullable()) }), async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));
+export const getSandboxSpecs = defineOperation('getSandboxSpecs', () => ({ query: z.object({ id: repeated('id') }), response: z.array(z.nullable(sandboxSpecInfoSchema)) }), async ({ query }, { sandboxSpecs }) => sandboxSpecs.batchGet(query.id));

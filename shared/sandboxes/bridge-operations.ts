@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { checkInBodySchema, checkInResponseSchema, commandsResponseSchema, heartbeatBodySchema, heartbeatResponseSchema, sandboxIdSchema, sandboxParams } from '#shared/protocol.ts';
@@ -13,11 +13,11 @@ export const sandboxHeartbeat = defineOperation('sandboxHeartbeat', () => ({ par
   sandboxBridge.heartbeat(params.sandbox_id, keyFromHeaders(headers), body.active),
 );
 
-export const sandboxCommands = defineOperation('sandboxCommands', () => ({ params: sandboxParams, query: z.object({ wait: z.coerce.number().int('wait must be whole seconds').min(0).max(60).default(0) }), response: commandsResponseSchema }), ({ params, headers, query }, { sandboxBridge }) =>
+export const sandboxCommands = defineOperation('sandboxCommands', () => ({ params: sandboxParams, query: z.object({ wait: z._default(z.coerce.number().check(z.int('wait must be whole seconds'), z.gte(0), z.lte(60)), 0) }), response: commandsResponseSchema }), ({ params, headers, query }, { sandboxBridge }) =>
   sandboxBridge.pollCommands(params.sandbox_id, keyFromHeaders(headers), query.wait),
 );
 
-export const sandboxCommandAck = defineOperation('sandboxCommandAck', () => ({ params: z.object({ sandbox_id: sandboxIdSchema, seq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }), response: successSchema }), async ({ params, headers }, { sandboxBridge }) => {
+export const sandboxCommandAck = defineOperation('sandboxCommandAck', () => ({ params: z.object({ sandbox_id: sandboxIdSchema, seq: z.coerce.number().check(z.int(), z.gte(0), z.lte(Number.MAX_SAFE_INTEGER)) }), response: successSchema }), async ({ params, headers }, { sandboxBridge }) => {
   await sandboxBridge.ackCommand(params.sandbox_id, keyFromHeaders(headers), params.seq);
   return { success: true };
 });

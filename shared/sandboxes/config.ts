@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 
 export interface SandboxConfig {
   /** Sandboxes without agent activity for this long are paused by the sweeper. */
@@ -18,14 +18,12 @@ export interface SandboxConfig {
 const positiveInt = (name: string, max: number) =>
   z.coerce
     .number({ error: `${name} must be a whole number` })
-    .int(`${name} must be a whole number`)
-    .min(1, `${name} must be at least 1`)
-    .max(max, `${name} must be at most ${max}`);
+    .check(z.int(`${name} must be a whole number`), z.gte(1, `${name} must be at least 1`), z.lte(max, `${name} must be at most ${max}`));
 
 const envSchema = z.object({
-  SANDBOX_IDLE_MINUTES: positiveInt('SANDBOX_IDLE_MINUTES', 7 * 24 * 60).optional(),
-  SANDBOX_START_TIMEOUT_SECONDS: positiveInt('SANDBOX_START_TIMEOUT_SECONDS', 3600).optional(),
-  MAX_RUNNING_SANDBOXES: positiveInt('MAX_RUNNING_SANDBOXES', 1000).optional(),
+  SANDBOX_IDLE_MINUTES: z.optional(positiveInt('SANDBOX_IDLE_MINUTES', 7 * 24 * 60)),
+  SANDBOX_START_TIMEOUT_SECONDS: z.optional(positiveInt('SANDBOX_START_TIMEOUT_SECONDS', 3600)),
+  MAX_RUNNING_SANDBOXES: z.optional(positiveInt('MAX_RUNNING_SANDBOXES', 1000)),
 });
 
 /** The defaults: 30 idle minutes, 5 running sandboxes; the start time-out and polling differ per deployment. */

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { pageQuery, repeated } from '#shared/http/query.ts';
 import { sandboxIdSchema, sandboxParams } from '#shared/protocol.ts';
@@ -9,9 +9,9 @@ export const searchSandboxes = defineOperation('searchSandboxes', () => ({ query
   sandboxes.search(userId, query.page_id, query.limit),
 );
 
-export const getSandboxes = defineOperation('getSandboxes', () => ({ query: z.object({ id: repeated('id', sandboxIdSchema) }), response: z.array(sandboxInfoSchema.nullable()) }), ({ userId, query }, { sandboxes }) => sandboxes.batchGet(userId, query.id));
+export const getSandboxes = defineOperation('getSandboxes', () => ({ query: z.object({ id: repeated('id', sandboxIdSchema) }), response: z.array(z.nullable(sandboxInfoSchema)) }), ({ userId, query }, { sandboxes }) => sandboxes.batchGet(userId, query.id));
 
-export const startSandbox = defineOperation('startSandbox', () => ({ query: z.object({ sandbox_spec_id: z.string().min(1).max(255).optional() }), response: sandboxInfoSchema }), async ({ userId, query, headers }, { sandboxes }) => {
+export const startSandbox = defineOperation('startSandbox', () => ({ query: z.object({ sandbox_spec_id: z.optional(z.string().check(z.minLength(1), z.maxLength(255))) }), response: sandboxInfoSchema }), async ({ userId, query, headers }, { sandboxes }) => {
   const { sandbox, paused } = await sandboxes.start(userId, query.sandbox_spec_id, headers.host);
   return new Reply(200, sandbox, paused.length ? { [PAUSED_HEADER]: paused.join(',') } : {});
 });

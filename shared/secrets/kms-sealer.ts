@@ -4,8 +4,8 @@ import type { Sealer } from '#shared/secrets/sealer.ts';
 const PREFIX = 'kms1';
 
 /**
- * AWS KMS Encrypt/Decrypt with the owner in the encryption context. Values are small (settings
- * secrets are sealed as one JSON document), well under KMS's 4 KB plaintext limit.
+ * AWS KMS Encrypt/Decrypt with the owner in the encryption context. KMS takes at most 4 KB of
+ * plaintext: settings seal each secret on its own and refuse a longer one (a 422).
  */
 export class KmsSealer implements Sealer {
   constructor(

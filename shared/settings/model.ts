@@ -1,50 +1,43 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 
 /** Bounded text: every string the API stores has a ceiling, so no field can bloat an item. */
-const text = (max = 1024) => z.string().max(max, `must be at most ${max} characters`);
-const nullableText = (max = 1024) => text(max).nullable();
-const httpUrl = z.lazy(() =>
-  z
-    .string()
-    .max(2048)
-    .refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL'),
-);
+const text = (max = 1024) => z.string().check(z.maxLength(max, `must be at most ${max} characters`));
+const nullableText = (max = 1024) => z.nullable(text(max));
+const httpUrl = z.lazy(() => z.string().check(z.maxLength(2048), z.refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL')));
 
 export const gitProviders = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
 export const gitProviderSchema = z.lazy(() => z.enum(gitProviders));
 
 // --- MCP configuration -----------------------------------------------------------------------
 
-const serverName = z.lazy(() => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -'));
-const envName = z.lazy(() => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name'));
+const serverName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -')));
+const envName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')));
 
 export const remoteServerSchema = z.lazy(() =>
   z.object({
     url: httpUrl,
     /** null or absent on a save keeps the key stored for the same url. */
-    api_key: nullableText(4096).optional(),
+    api_key: z.optional(nullableText(4096)),
   }),
 );
 
 export const stdioServerSchema = z.lazy(() =>
   z.object({
     name: serverName,
-    command: text(1024).min(1, 'must not be empty'),
-    args: z.array(text(4096)).max(100).default([]),
+    command: text(1024).check(z.minLength(1, 'must not be empty')),
+    args: z._default(z.array(text(4096)).check(z.maxLength(100)), []),
     /** A null value on a save keeps the value stored for the same server and variable. */
-    env: z.record(envName, nullableText(8192)).default({}),
+    env: z._default(z.record(envName, nullableText(8192)), {}),
   }),
 );
 
 export const mcpConfigSchema = z.lazy(() =>
   z.object({
-    sse_servers: z.array(remoteServerSchema).max(50).default([]),
+    sse_servers: z._default(z.array(remoteServerSchema).check(z.maxLength(50)), []),
     stdio_servers: z
-      .array(stdioServerSchema)
-      .max(50)
-      .default([])
-      .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique'),
-    shttp_servers: z.array(remoteServerSchema).max(50).default([]),
+      ._default(z.array(stdioServerSchema).check(z.maxLength(50)), [])
+      .check(z.refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique')),
+    shttp_servers: z._default(z.array(remoteServerSchema).check(z.maxLength(50)), []),
   }),
 );
 export type McpConfigInput = z.output<typeof mcpConfigSchema>;
@@ -54,9 +47,9 @@ export type McpConfigInput = z.output<typeof mcpConfigSchema>;
 export const providerTokenSchema = z.lazy(() =>
   z.object({
     /** null or absent keeps the stored token; "" removes the provider. */
-    token: nullableText(4096).optional(),
-    host: nullableText(255).optional(),
-    user_id: nullableText(255).optional(),
+    token: z.optional(nullableText(4096)),
+    host: z.optional(nullableText(255)),
+    user_id: z.optional(nullableText(255)),
   }),
 );
 
@@ -65,8 +58,8 @@ export const customSecretSchema = z.lazy(() =>
     text(8192),
     z.object({
       /** null or absent keeps the stored value; "" removes the secret. */
-      secret: nullableText(8192).optional(),
-      description: nullableText(1024).optional(),
+      secret: z.optional(nullableText(8192)),
+      description: z.optional(nullableText(1024)),
     }),
   ]),
 );
@@ -74,9 +67,9 @@ export const customSecretSchema = z.lazy(() =>
 export const secretsStoreSchema = z.lazy(() =>
   z.object({
     /** Per provider; an entry of null removes it. */
-    provider_tokens: z.partialRecord(gitProviderSchema, providerTokenSchema.nullable()).optional(),
+    provider_tokens: z.optional(z.partialRecord(gitProviderSchema, z.nullable(providerTokenSchema))),
     /** Per secret name (an environment variable name, since commands see them as such); null removes. */
-    custom_secrets: z.record(envName, customSecretSchema.nullable()).optional(),
+    custom_secrets: z.optional(z.record(envName, z.nullable(customSecretSchema))),
   }),
 );
 
@@ -90,68 +83,67 @@ export const securityAnalyzerChoices = ['llm'] as const;
 
 /** One of `choices`; anything else is a 422 that lists them. */
 const choice = (name: string, choices: readonly string[], extra: readonly string[] = []) =>
-  z.string().refine((v) => choices.includes(v) || extra.includes(v), `${name} must be one of: ${choices.join(', ')}${extra.length ? ` (or ${extra.map((e) => JSON.stringify(e)).join(', ')} or null for none)` : ''}`);
+  z.string().check(z.refine((v) => choices.includes(v) || extra.includes(v), `${name} must be one of: ${choices.join(', ')}${extra.length ? ` (or ${extra.map((e) => JSON.stringify(e)).join(', ')} or null for none)` : ''}`));
 
 const positiveInt = (name: string, max: number) =>
-  z.number().int(`${name} must be an integer`).min(1, `${name} must be at least 1`).max(max, `${name} must be at most ${max}`);
+  z.number().check(z.int(`${name} must be an integer`), z.gte(1, `${name} must be at least 1`), z.lte(max, `${name} must be at most ${max}`));
 
 /** The sizes a sandbox may be multiplied by (`remote_runtime_resource_factor`). */
 export const resourceFactors = [1, 2, 4, 8] as const as readonly number[];
 
 export const settingsInputSchema = z.lazy(() =>
   z.object({
-    language: nullableText(32).optional(),
-    agent: choice('agent', agentChoices).nullable().optional(),
-    max_iterations: positiveInt('max_iterations', 10_000).nullable().optional(),
+    language: z.optional(nullableText(32)),
+    agent: z.nullish(choice('agent', agentChoices)),
+    max_iterations: z.nullish(positiveInt('max_iterations', 10_000)),
     // "none" and "" as OpenHands' UI sends them for no analyzer.
-    security_analyzer: choice('security_analyzer', securityAnalyzerChoices, ['', 'none']).nullable().optional(),
-    confirmation_mode: z.boolean().nullable().optional(),
-    llm_model: nullableText(256).optional(),
-    llm_api_key: nullableText(4096).optional(),
-    llm_base_url: httpUrl.or(z.literal('')).nullable().optional(),
+    security_analyzer: z.nullish(choice('security_analyzer', securityAnalyzerChoices, ['', 'none'])),
+    confirmation_mode: z.nullish(z.boolean()),
+    llm_model: z.optional(nullableText(256)),
+    llm_api_key: z.optional(nullableText(4096)),
+    llm_base_url: z.nullish(z.union([httpUrl, z.literal('')])),
     // As OpenHands offers it: multiplies the sandbox spec's CPU and memory on AWS.
-    remote_runtime_resource_factor: z
-      .number()
-      .refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)
-      .nullable()
-      .optional(),
-    secrets_store: secretsStoreSchema.optional(),
-    enable_default_condenser: z.boolean().optional(),
+    remote_runtime_resource_factor: z.nullish(
+      z.number().check(z.refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)),
+    ),
+    secrets_store: z.optional(secretsStoreSchema),
+    enable_default_condenser: z.optional(z.boolean()),
     /** Messages the model sees before the condenser summarizes the middle (OpenHands' UI sends it); null: 120. */
-    condenser_max_size: z
-      .number()
-      .int('condenser_max_size must be an integer')
-      .min(20, 'condenser_max_size must be at least 20')
-      .max(10_000, 'condenser_max_size must be at most 10000')
-      .nullable()
-      .optional(),
-    enable_sound_notifications: z.boolean().optional(),
-    enable_proactive_conversation_starters: z.boolean().optional(),
-    enable_solvability_analysis: z.boolean().optional(),
-    user_consents_to_analytics: z.boolean().nullable().optional(),
-    sandbox_base_container_image: nullableText(512).optional(),
-    sandbox_runtime_container_image: nullableText(512).optional(),
-    mcp_config: mcpConfigSchema.optional(),
-    search_api_key: nullableText(4096).optional(),
-    sandbox_api_key: nullableText(4096).optional(),
-    max_budget_per_task: z
-      .number()
-      // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
-      .min(0.000001, 'max_budget_per_task must be at least 0.000001')
-      .max(1_000_000, 'max_budget_per_task must be at most 1000000')
-      .nullable()
-      .optional(),
-    email: nullableText(320).optional(),
-    email_verified: z.boolean().nullable().optional(),
-    git_user_name: nullableText(256).optional(),
-    git_user_email: nullableText(320).optional(),
+    condenser_max_size: z.nullish(
+      z
+        .number()
+        .check(
+          z.int('condenser_max_size must be an integer'),
+          z.gte(20, 'condenser_max_size must be at least 20'),
+          z.lte(10_000, 'condenser_max_size must be at most 10000'),
+        ),
+    ),
+    enable_sound_notifications: z.optional(z.boolean()),
+    enable_proactive_conversation_starters: z.optional(z.boolean()),
+    enable_solvability_analysis: z.optional(z.boolean()),
+    user_consents_to_analytics: z.nullish(z.boolean()),
+    sandbox_base_container_image: z.optional(nullableText(512)),
+    sandbox_runtime_container_image: z.optional(nullableText(512)),
+    mcp_config: z.optional(mcpConfigSchema),
+    search_api_key: z.optional(nullableText(4096)),
+    sandbox_api_key: z.optional(nullableText(4096)),
+    max_budget_per_task: z.nullish(
+      z
+        .number()
+        // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
+        .check(z.gte(0.000001, 'max_budget_per_task must be at least 0.000001'), z.lte(1_000_000, 'max_budget_per_task must be at most 1000000')),
+    ),
+    email: z.optional(nullableText(320)),
+    email_verified: z.nullish(z.boolean()),
+    git_user_name: z.optional(nullableText(256)),
+    git_user_email: z.optional(nullableText(320)),
   }),
 );
 export type SettingsInput = z.output<typeof settingsInputSchema>;
 
 /** The settings fields, read from the schema when first asked (building it is not free). */
 let fieldNames: (keyof SettingsInput)[] | undefined;
-export const settingsFieldNames = () => (fieldNames ??= Object.keys(settingsInputSchema.unwrap().shape) as (keyof SettingsInput)[]);
+export const settingsFieldNames = () => (fieldNames ??= Object.keys(z.unlazy(settingsInputSchema).shape) as (keyof SettingsInput)[]);
 
 /** Top-level members of a body that are not settings fields (reported, never stored). */
 export const unknownSettingsFields = (raw: unknown): string[] =>
@@ -201,7 +193,7 @@ export interface CustomSecret {
   description: string | null;
 }
 
-/** Everything secret about a user's settings: sealed as one document. */
+/** Everything secret about a user's settings, opened (each secret is sealed on its own; the earlier format sealed this as one document). */
 export interface SecretsDoc {
   llm_api_key?: string;
   search_api_key?: string;
@@ -227,18 +219,18 @@ export interface ResolvedSettings extends PublicSettings {
 export const maskedSettingsSchema = z.lazy(() =>
   z
     .object({
-      ...settingsInputSchema.unwrap().shape,
+      ...z.unlazy(settingsInputSchema).shape,
       llm_api_key_set: z.boolean(),
       search_api_key_set: z.boolean(),
       sandbox_api_key_set: z.boolean(),
-      provider_tokens_set: z.record(z.string(), z.string().nullable()),
+      provider_tokens_set: z.record(z.string(), z.nullable(z.string())),
     })
-    .meta({ description: 'Settings with every secret replaced by null' }),
+    .check(z.meta({ description: 'Settings with every secret replaced by null' })),
 );
 
 export const saveSettingsResponseSchema = z.lazy(() =>
   z.object({
     message: z.string(),
-    ignored_fields: z.array(z.string()).meta({ description: 'Body members that are not settings fields and were not stored' }),
+    ignored_fields: z.array(z.string()).check(z.meta({ description: 'Body members that are not settings fields and were not stored' })),
   }),
 );

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { agentChoices, maskedSettingsSchema, saveSettingsResponseSchema, securityAnalyzerChoices, settingsInputSchema, unknownSettingsFields } from '#shared/settings/model.ts';
 
@@ -10,7 +10,7 @@ export const saveSettings = defineOperation('saveSettings', () => ({ body: setti
   return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };
 });
 
-export const getCurrentUser = defineOperation('getCurrentUser', () => ({ response: z.object({ id: z.string(), settings: maskedSettingsSchema.nullable() }) }), async ({ userId }, { settings }) => ({
+export const getCurrentUser = defineOperation('getCurrentUser', () => ({ response: z.object({ id: z.string(), settings: z.nullable(maskedSettingsSchema) }) }), async ({ userId }, { settings }) => ({
   id: userId,
   settings: await settings.find(userId),
 }));

@@ -1,18 +1,8 @@
-import { conflict, notFound } from '#shared/http/errors.ts';
+import { conflict, invalidField, notFound } from '#shared/http/errors.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
-import {
-  keepOnNull,
-  secretFields,
-  settingsDefaults,
-  settingsFieldNames,
-  type McpConfig,
-  type McpConfigInput,
-  type PublicSettings,
-  type ResolvedSettings,
-  type SecretsDoc,
-  type SettingsInput,
-} from '#shared/settings/model.ts';
-import type { SecretsSummary, SettingsRecord, SettingsStore } from '#shared/settings/settings-store.ts';
+import { secretFields, settingsFieldNames, type McpConfig, type ResolvedSettings, type SecretsDoc, type SettingsInput } from '#shared/settings/model.ts';
+import { applyPatch, emptyRecord, planSave, Plaintext, secretKey, staleMcpKeys } from '#shared/settings/save-plan.ts';
+import type { SettingsPatch, SettingsRecord, SettingsStore } from '#shared/settings/settings-store.ts';
 
 const emptySecrets = (): SecretsDoc => ({
   provider_tokens: {},
@@ -93,124 +83,133 @@ export class SettingsService {
 
   /**
    * Merges `input` into the stored settings: an absent field keeps its value, a null clears it
-   * except for the keep-on-null fields, "" clears a secret. The write is conditional on the version
-   * read, retried a few times, so concurrent saves never lose each other's fields.
+   * except for the keep-on-null fields, "" clears a secret. Usually one write that changes only what
+   * the body names and checks what it assumed (no read, nothing opened, only the given secrets
+   * sealed); when that cannot apply (first save, a record of the earlier format, a null with nothing
+   * stored to keep, a change too large for one update) it reads, merges and writes conditionally on
+   * the version read, retried a few times. Either way concurrent saves never lose each other's fields.
    */
   async save(userId: string, input: SettingsInput): Promise<void> {
+    rejectCredentialsInUrls(input);
+    const sealed = new Map<string, Promise<string>>(); // each secret sealed once, whichever way the save goes
+    const seal = (patch: SettingsPatch) => this.sealPatch(userId, patch, sealed);
+    const patch = planSave(input);
+    rejectLongSecrets(patch);
+    await seal(patch);
+    const written = await this.store.update(userId, patch, this.now().toISOString());
+    if (written) return this.dropStale(written);
     for (let attempt = 0; attempt < 5; attempt++) {
       const previous = await this.store.get(userId);
-      const record = await this.merge(userId, previous, input);
+      const base = previous?.secrets ? previous : await this.migrate(userId, previous);
+      for (const key of staleMcpKeys(base)) delete base.secrets![key]; // so that a null keeps none of them
+      const merged = planSave(input, base);
+      await seal(merged);
+      const record = applyPatch(base, merged);
+      for (const key of staleMcpKeys(record)) delete record.secrets![key];
+      Object.assign(record, { version: (previous?.version ?? 0) + 1, updatedAt: this.now().toISOString() });
       if (await this.store.put(record, previous?.version ?? 0)) return;
     }
     throw conflict('Settings were changed by another request at the same time; try again');
   }
 
-  private async merge(userId: string, previous: SettingsRecord | undefined, input: SettingsInput): Promise<SettingsRecord> {
-    const values: Record<string, unknown> = previous ? { ...previous.values } : { ...settingsDefaults };
-    for (const field of settingsFieldNames()) {
-      if (field === 'secrets_store' || field === 'mcp_config' || (secretFields as readonly string[]).includes(field)) continue;
-      const value = input[field];
-      if (value === undefined || (value === null && keepOnNull.has(field))) continue;
-      values[field] = value;
-    }
-
-    const secrets = previous ? await this.openSecrets(previous) : emptySecrets();
-    for (const field of secretFields) {
-      const value = input[field];
-      if (value === undefined || value === null) continue;
-      if (value === '') delete secrets[field];
-      else secrets[field] = value;
-    }
-    mergeSecretsStore(secrets, input.secrets_store);
-    if (input.mcp_config) secrets.mcp_config = mergeMcp(secrets.mcp_config, input.mcp_config);
-
-    const summary = summarize(secrets);
-    const hasSecrets =
-      secretFields.some((f) => secrets[f] !== undefined) ||
-      Object.keys(secrets.provider_tokens).length > 0 ||
-      Object.keys(secrets.custom_secrets).length > 0 ||
-      JSON.stringify(secrets.mcp_config) !== JSON.stringify(summary.mcp_config);
-    return {
-      userId,
-      version: (previous?.version ?? 0) + 1,
-      updatedAt: this.now().toISOString(),
-      values: values as PublicSettings,
-      sealed: hasSecrets ? await this.sealer.seal(JSON.stringify(secrets), userId) : undefined,
-      secretsSummary: summary,
-    };
+  /** Removes the values of MCP servers and variables a save dropped from the config, unless listed again since. */
+  private async dropStale(record: SettingsRecord): Promise<void> {
+    const stale = staleMcpKeys(record);
+    if (stale.length === 0) return;
+    const patch = { set: [], remove: stale.map((k) => ['secrets', k]), assume: stale.map((k) => ({ absent: ['mcpListed', k] })) };
+    // Refused only when a save listed one again meanwhile; whatever is left, the next save removes.
+    await this.store.update(record.userId, patch, this.now().toISOString());
   }
 
+  private async sealPatch(userId: string, patch: SettingsPatch, cache: Map<string, Promise<string>>): Promise<void> {
+    await Promise.all(
+      patch.set.map(async (change) => {
+        if (!(change.value instanceof Plaintext)) return;
+        const text = change.value.text;
+        if (!cache.has(text)) cache.set(text, this.sealer.seal(text, userId));
+        change.value = await cache.get(text)!;
+      }),
+    );
+  }
+
+  /** A record of the per-field format from one of the earlier format (or none): its secrets sealed one by one. */
+  private async migrate(userId: string, old: SettingsRecord | undefined): Promise<SettingsRecord> {
+    const empty = emptyRecord(userId);
+    if (!old) return empty;
+    const doc = await this.openSecrets(old);
+    const patch = planSave(
+      {
+        ...doc,
+        secrets_store: { provider_tokens: doc.provider_tokens, custom_secrets: doc.custom_secrets },
+        mcp_config: doc.mcp_config,
+      } as SettingsInput,
+      empty,
+    );
+    await this.sealPatch(userId, patch, new Map());
+    return { ...applyPatch({ ...empty, values: old.values }, patch), version: old.version, updatedAt: old.updatedAt };
+  }
+
+  /** Every secret of a record in the clear. */
   private async openSecrets(record: SettingsRecord): Promise<SecretsDoc> {
+    if (record.secrets) return this.openFields(record, record.secrets);
     if (!record.sealed) return { ...emptySecrets(), mcp_config: record.secretsSummary.mcp_config };
     return { ...emptySecrets(), ...(JSON.parse(await this.sealer.open(record.sealed, record.userId)) as SecretsDoc) };
   }
-}
 
-function mergeSecretsStore(secrets: SecretsDoc, input: SettingsInput['secrets_store']): void {
-  for (const [provider, entry] of Object.entries(input?.provider_tokens ?? {})) {
-    const p = provider as keyof SecretsDoc['provider_tokens'];
-    const old = secrets.provider_tokens[p];
-    if (entry === null || entry === undefined || entry.token === '') {
-      delete secrets.provider_tokens[p];
-      continue;
-    }
-    const token = entry.token ?? old?.token;
-    if (!token) continue; // nothing to keep and nothing given: no provider to store
-    secrets.provider_tokens[p] = {
-      token,
-      host: entry.host === undefined ? (old?.host ?? null) : entry.host,
-      user_id: entry.user_id === undefined ? (old?.user_id ?? null) : entry.user_id,
+  private async openFields(record: SettingsRecord, secrets: Record<string, string>): Promise<SecretsDoc> {
+    const stale = new Set(staleMcpKeys(record));
+    const opened = new Map(
+      await Promise.all(
+        Object.entries(secrets)
+          .filter(([key]) => !stale.has(key))
+          .map(async ([key, sealed]) => [key, await this.sealer.open(sealed, record.userId)] as const),
+      ),
+    );
+    const s = record.secretsSummary;
+    const remote = (kind: 'sse' | 'shttp', list: McpConfig['sse_servers']) =>
+      list.map((server) => ({ url: server.url, api_key: opened.get(secretKey.remote(kind, server.url)) ?? null }));
+    return {
+      ...Object.fromEntries(secretFields.flatMap((f) => (opened.has(f) ? [[f, opened.get(f)]] : []))),
+      provider_tokens: Object.fromEntries(
+        Object.entries(s.provider_tokens_set).map(([p, host]) => [p, { token: opened.get(secretKey.provider(p))!, host, user_id: record.providerUserIds?.[p] ?? null }]),
+      ),
+      custom_secrets: Object.fromEntries(
+        Object.entries(s.custom_secrets).map(([name, { description }]) => [name, { secret: opened.get(secretKey.custom(name))!, description }]),
+      ),
+      mcp_config: {
+        sse_servers: remote('sse', s.mcp_config.sse_servers),
+        shttp_servers: remote('shttp', s.mcp_config.shttp_servers),
+        stdio_servers: s.mcp_config.stdio_servers.map((server) => ({
+          ...server,
+          env: Object.fromEntries(Object.keys(server.env).map((k) => [k, opened.get(secretKey.env(server.name, k))!])),
+        })),
+      },
     };
   }
-  for (const [name, entry] of Object.entries(input?.custom_secrets ?? {})) {
-    const old = secrets.custom_secrets[name];
-    if (entry === null || entry === '' || (typeof entry === 'object' && entry.secret === '')) {
-      delete secrets.custom_secrets[name];
-      continue;
+}
+
+/** KMS seals at most 4 KB of plaintext, and each secret is sealed on its own. */
+const MAX_SECRET_BYTES = 4096;
+
+/** A secret longer than one seal takes is a 422 naming it, here and on AWS alike (never KMS's error, a 500). */
+function rejectLongSecrets(patch: SettingsPatch): void {
+  for (const { value } of patch.set) {
+    if (value instanceof Plaintext && Buffer.byteLength(value.text) > MAX_SECRET_BYTES) {
+      throw invalidField(['body', ...value.loc], `must be at most ${MAX_SECRET_BYTES} bytes (each secret is sealed on its own, and a seal takes at most 4 KB)`);
     }
-    const secret = typeof entry === 'string' ? entry : (entry.secret ?? old?.secret);
-    if (!secret) continue;
-    const description = typeof entry === 'string' || entry.description === undefined ? (old?.description ?? null) : entry.description;
-    secrets.custom_secrets[name] = { secret, description };
   }
 }
 
-/** A new MCP config replaces the old one; a null key or env value keeps the one stored for the same server. */
-function mergeMcp(old: McpConfig, input: McpConfigInput): McpConfig {
-  const remote = (list: McpConfigInput['sse_servers'], before: McpConfig['sse_servers']) =>
-    list.map((s) => ({ url: s.url, api_key: s.api_key ?? before.find((b) => b.url === s.url)?.api_key ?? null }));
-  return {
-    sse_servers: remote(input.sse_servers, old.sse_servers),
-    shttp_servers: remote(input.shttp_servers, old.shttp_servers),
-    stdio_servers: input.stdio_servers.map((s) => {
-      const before = old.stdio_servers.find((b) => b.name === s.name);
-      const env: Record<string, string> = {};
-      for (const [k, v] of Object.entries(s.env)) {
-        const value = v ?? before?.env[k];
-        if (value !== null && value !== undefined) env[k] = value;
-      }
-      return { name: s.name, command: s.command, args: s.args, env };
-    }),
+/**
+ * A URL with `user:password@` would be shown as-is by GET (only secrets are masked): refused, so a
+ * credential goes where it is sealed (`llm_api_key`, an MCP server's `api_key`).
+ */
+function rejectCredentialsInUrls(input: SettingsInput): void {
+  const check = (loc: (string | number)[], url: string | null | undefined) => {
+    if (!url || !URL.canParse(url)) return;
+    const { username, password } = new URL(url);
+    if (username || password) throw invalidField(['body', ...loc], 'must not carry credentials (user:password@); give the key in its own field, which is stored sealed');
   };
-}
-
-function summarize(secrets: SecretsDoc): SecretsSummary {
-  const mcp = secrets.mcp_config;
-  return {
-    llm_api_key_set: Boolean(secrets.llm_api_key),
-    search_api_key_set: Boolean(secrets.search_api_key),
-    sandbox_api_key_set: Boolean(secrets.sandbox_api_key),
-    provider_tokens_set: Object.fromEntries(Object.entries(secrets.provider_tokens).map(([p, t]) => [p, t?.host ?? null])),
-    custom_secrets: Object.fromEntries(
-      Object.entries(secrets.custom_secrets).map(([name, s]) => [name, { description: s.description }]),
-    ),
-    mcp_config: {
-      sse_servers: mcp.sse_servers.map((s) => ({ url: s.url, api_key: null })),
-      shttp_servers: mcp.shttp_servers.map((s) => ({ url: s.url, api_key: null })),
-      stdio_servers: mcp.stdio_servers.map((s) => ({
-        ...s,
-        env: Object.fromEntries(Object.keys(s.env).map((k) => [k, null])),
-      })),
-    },
-  };
+  check(['llm_base_url'], input.llm_base_url);
+  for (const kind of ['sse_servers', 'shttp_servers'] as const) input.mcp_config?.[kind].forEach((s, i) => check(['mcp_config', kind, i, 'url'], s.url));
 }

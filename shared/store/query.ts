@@ -12,6 +12,34 @@ export async function queryPage<T>(input: QueryCommandInput): Promise<Page<T>> {
   return { items: (out.Items ?? []) as T[], lastKey: out.LastEvaluatedKey };
 }
 
+/**
+ * One page of up to `limit` items of a Query whose FilterExpression applies after DynamoDB's read
+ * limit: reads on (the page's size, then up to `rounds - 1` Queries of `Math.max(limit, 200)` items) until the page is full, so
+ * a filter never answers an empty page while matches remain within that bound. A page cut inside a
+ * Query ends at its last item: `keyNames` are the table's and the index's key attributes, the shape
+ * of LastEvaluatedKey.
+ */
+export async function queryFilled<T>(input: QueryCommandInput, limit: number, keyNames: readonly string[], rounds = 10): Promise<Page<T>> {
+  if (!input.FilterExpression) return queryPage({ ...input, Limit: limit });
+  const items: T[] = [];
+  let start = input.ExclusiveStartKey;
+  for (let round = 0; round < rounds; round++) {
+    // The first read is the page's own size (a filter that matches every item costs just the page); later ones read wider.
+    const out = await documentClient().send(new QueryCommand({ ...input, Limit: round ? Math.max(limit, 200) : limit, ExclusiveStartKey: start }));
+    const found = (out.Items ?? []) as T[];
+    const room = limit - items.length;
+    items.push(...found.slice(0, room));
+    if (found.length >= room) {
+      const last = items.at(-1) as Record<string, unknown>;
+      // Cut inside this Query (or exactly at its end): the next page starts after the last item taken.
+      return { items, lastKey: found.length > room || out.LastEvaluatedKey ? Object.fromEntries(keyNames.map((k) => [k, last[k]])) : undefined };
+    }
+    start = out.LastEvaluatedKey;
+    if (!start) return { items };
+  }
+  return { items, lastKey: start };
+}
+
 /** Everything a Query matches, following LastEvaluatedKey (lib-dynamodb's paginator). */
 export async function queryAll<T>(input: QueryCommandInput): Promise<T[]> {
   const items: T[] = [];

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { afterSeqParam } from '#shared/events/model.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 
@@ -21,7 +21,7 @@ export const STREAM_PATH_PATTERN = /^\/sockets\/events\/([^/]+)$/;
 export const MAX_MESSAGE_BYTES = 32 * 1024;
 
 /** `resend_all=true`: every stored event first. OpenHands sends `String(true)`. */
-const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const flag = z.pipe(z.enum(['true', 'false', '1', '0']), z.transform((v) => v === 'true' || v === '1'));
 
 /**
  * The query of a stream URL.
@@ -33,10 +33,10 @@ const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' |
  * Never a user API key (`acs_...`): URLs end up in logs and histories; it is refused.
  */
 export const streamQuerySchema = z.object({
-  resend_all: flag.optional(),
-  after_seq: afterSeqParam.optional(),
-  session_api_key: z.string().max(512).optional(),
-  ticket: z.string().max(256).optional(),
+  resend_all: z.optional(flag),
+  after_seq: z.optional(afterSeqParam),
+  session_api_key: z.optional(z.string().check(z.maxLength(512))),
+  ticket: z.optional(z.string().check(z.maxLength(256))),
 });
 export type StreamQuery = z.output<typeof streamQuerySchema>;
 

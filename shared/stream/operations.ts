@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '#shared/zod.ts';
 import { conversationParams } from '#shared/conversations/model.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 

@@ -67,7 +67,7 @@ export type Builders = { [K in AdapterName]?: Builder<K> };
  */
 export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in keyof Adapters[K]]?: Needs } } } = {
   keyStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, revoke: { tables: { keys: 'write' } }, touch: { tables: { keys: 'write' } } } },
-  settingsStore: { build: { tables: { settings: 'read' } }, calls: { put: { tables: { settings: 'write' } } } },
+  settingsStore: { build: { tables: { settings: 'read' } }, calls: { put: { tables: { settings: 'write' } }, update: { tables: { settings: 'write' } } } },
   sealer: { build: { anyOf: ['seal', 'unseal'] }, calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } } },
   cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   sessionStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } } },

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { z } from 'zod';
+import * as z from '#shared/zod.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { operations } from '#shared/operations.ts';
 import { routes } from '#shared/routes.ts';
@@ -75,8 +75,13 @@ function encodeSegment(v: string): string {
 const segmentArb = (known: string[]) =>
   fc.oneof({ weight: 6, arbitrary: idArb(known).map(encodeSegment) }, { weight: 1, arbitrary: fc.constantFrom('%zz', '%C0%AF', '%E0%A4%A', '%2F..%2F', '%00') });
 
-const queryNames = (route: RouteDef): string[] => (route.query instanceof z.ZodObject ? Object.keys(route.query.shape) : []);
-const bodyNames = (route: RouteDef): string[] => (route.body instanceof z.ZodObject ? Object.keys(route.body.shape) : []);
+/** The members an object schema names (schemas are mostly `z.lazy`, built on first use). */
+function memberNames(schema: z.core.$ZodType | undefined): string[] {
+  const inner = schema instanceof z.core.$ZodLazy ? (schema._zod.innerType as z.core.$ZodType) : schema;
+  return inner instanceof z.core.$ZodObject ? Object.keys(inner._zod.def.shape) : [];
+}
+const queryNames = (route: RouteDef): string[] => memberNames(route.query);
+const bodyNames = (route: RouteDef): string[] => memberNames(route.body);
 
 const jsonish = fc.jsonValue({ maxDepth: 4 });
 const wrongValue = fc.oneof(jsonish, textArb, fc.constant(null), fc.array(textArb, { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 3 }));

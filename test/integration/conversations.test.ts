@@ -103,6 +103,9 @@ describe('a conversation end to end', () => {
     expect([...ts].sort().reverse()).toEqual(ts);
     const count = (await stack.call('GET', '/api/v1/app-conversations/count')).body;
     expect(count).toBeGreaterThanOrEqual(3);
+    // The unfiltered count is the user's counter item; it agrees with the list, and the item never shows.
+    expect((await stack.call('GET', '/api/v1/app-conversations/search?limit=100')).body.items).toHaveLength(count);
+    expect((await stack.call('GET', '/api/v1/app-conversations?ids=%23count')).body).toEqual([null]);
     const search = await stack.call('GET', '/api/v1/app-conversations/search?title__contains=READ%20THE');
     expect(search.body.items.map((c: { title: string }) => c.title)).toEqual(['Read the files']);
     const id = list.body.items[0].id;
@@ -114,6 +117,9 @@ describe('a conversation end to end', () => {
     expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: other })).status).toBe(404);
     expect((await stack.call('POST', `/api/conversations/${id}/events`, { key: other, body: text('hi') })).status).toBe(404);
     expect((await stack.call('GET', '/api/v1/app-conversations/search', { key: other })).body.items).toEqual([]);
+    expect((await stack.call('GET', '/api/v1/app-conversations/count', { key: other })).body).toBe(0);
+    expect((await stack.call('DELETE', `/api/conversations/${id}`, { key: other })).status).toBe(404);
+    expect((await stack.call('GET', '/api/v1/app-conversations/count')).body).toBe(count);
     const tasks = await stack.call('GET', '/api/v1/app-conversations/start-tasks/search?limit=100');
     expect(tasks.body.items.length).toBeGreaterThanOrEqual(3);
   });

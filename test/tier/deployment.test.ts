@@ -118,8 +118,15 @@ describe('the seed flows, end to end on the synthesized stack', () => {
 
   it('legacy conversation start (POST /api/conversations) runs the same way', async () => {
     llm.enqueue(reply.finish('Legacy done.'));
-    const { events } = await startConversationLegacy(tier, key, 'Hello from the legacy API');
+    const { conversationId, events } = await startConversationLegacy(tier, key, 'Hello from the legacy API');
     expect(events.map((e) => e.kind)).toContain('MessageEvent');
+    // The count is the counter item that the start and the delete functions keep, each under its own role.
+    const count = async () => (await tier.call('GET', '/api/v1/app-conversations/count', { key })).body;
+    const listed = (await tier.call('GET', '/api/v1/app-conversations/search?limit=100', { key })).body.items.length;
+    expect(await count()).toBe(listed);
+    expect((await tier.call('DELETE', `/api/conversations/${conversationId}`, { key })).status).toBe(200);
+    expect(await count()).toBe(listed - 1);
+    expect(tier.aws.denials).toEqual([]);
   }, 240_000);
 
   it('the sweeper runs through its schedule, invoked with the schedule role', async () => {

@@ -36,9 +36,10 @@ export async function createKey(tier: TierStack, user: string): Promise<string> 
   return key;
 }
 
-/** Saves LLM settings with a secret, reads them back masked. */
+/** Saves settings (a first save, then LLM settings with a secret: the write without a read), reads them back masked. */
 export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl: string): Promise<any> {
-  const body = { llm_model: 'openai/scripted-model', llm_api_key: 'sk-tier-secret-123', llm_base_url: llmBaseUrl, git_user_name: 'Tier Tester' };
+  const body = { llm_model: 'openai/scripted-model', llm_api_key: 'sk-tier-secret-123', llm_base_url: llmBaseUrl };
+  await expectOk(tier, 'POST /api/settings', tier.call('POST', '/api/settings', { key, body: { git_user_name: 'Tier Tester' } }));
   await expectOk(tier, 'POST /api/settings', tier.call('POST', '/api/settings', { key, body }));
   const got = await expectOk(tier, 'GET /api/settings', tier.call('GET', '/api/settings', { key }));
   if (got.llm_base_url !== llmBaseUrl || got.llm_api_key_set !== true || JSON.stringify(got).includes('sk-tier-secret-123')) fail(tier, 'GET /api/settings', got);

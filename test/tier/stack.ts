@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { build } from 'esbuild';
-import { REPO_ROOT } from '#infra/bundle.ts';
+import { REPO_ROOT, sandboxImageOptions } from '#infra/bundle.ts';
 import { STREAM_STAGE } from '#infra/constructs/stream.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
@@ -62,18 +62,7 @@ export interface TierStack {
 /** The image's program, built from sandbox/ exactly as sandbox/Dockerfile builds /app/main.mjs. */
 async function buildSandboxProgram(dir: string): Promise<string> {
   const outfile = join(dir, 'sandbox-image', 'main.mjs');
-  await build({
-    entryPoints: [join(REPO_ROOT, 'sandbox/main.ts')],
-    absWorkingDir: REPO_ROOT,
-    bundle: true,
-    platform: 'node',
-    target: 'node22',
-    format: 'esm',
-    mainFields: ['module', 'main'],
-    outfile,
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
-    logLevel: 'silent',
-  });
+  await build(sandboxImageOptions(outfile));
   return outfile;
 }
 

@@ -88,7 +88,7 @@ describe('wire', () => {
   });
 
   it('refuses a call that needs more than the declaration gives (a write on a read declaration)', async () => {
-    const fake = { get: async () => undefined, put: async () => true };
+    const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
     const adapters = wire('getSettings', declared, { settingsStore: () => fake });
     await expect(adapters.settingsStore.get('u')).resolves.toBeUndefined();
     expect(() => adapters.settingsStore.put({} as never, 0)).toThrow("settingsStore.put() needs tables.settings: 'write'");
