@@ -4,6 +4,7 @@ import { waitFor } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
+import { benchEvents, postBatches, postBatchesFromChild, WARMUP_BATCHES, type IngestRun } from './ingest-client.ts';
 import { count, interleaved, ms, p50p99, percentile, time } from './stats.ts';
 
 const ratio = (a: number[], b: number[]) => `${(percentile(a, 50) / percentile(b, 50)).toFixed(2)}×`;
@@ -83,27 +84,24 @@ async function idleConversation(stack: TestStack, sandboxId: string): Promise<st
 
 const eventCount = async (stack: TestStack, cid: string): Promise<number> => json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
 
-/** Bash observations of about half a kilobyte (a typical agent event); every `rareEvery`-th by number a MessageEvent. */
-export function benchEvents(tag: string, from: number, n: number, rareEvery = 0): AgentEventEnvelope[] {
-  const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(3);
-  return Array.from({ length: n }, (_, k) => ({
-    kind: rareEvery && (from + k + 1) % rareEvery === 0 ? 'MessageEvent' : 'ObservationEvent',
-    id: `${tag}-${from + k}`,
-    timestamp: new Date().toISOString(),
-    source: 'environment' as const,
-    tool_name: 'execute_bash',
-    tool_call_id: `call_${from + k}`,
-    observation: { kind: 'ExecuteBashObservation', content: [{ type: 'text', text: output }], command: 'ls -l', exit_code: 0 },
-  }));
-}
 const EVENT_BYTES = Buffer.byteLength(JSON.stringify(benchEvents('x', 0, 1)[0]));
+/** Ingest runs: [batch size, batches per client, clients]. */
+const INGEST_RUNS = [
+  [10, 200, 1],
+  [100, 30, 1],
+  [100, 10, 4],
+] as const;
 
 interface Ingest {
   batchSize: number;
   clients: number;
+  /** Whether the posting client ran in this process (beside the server) or in a child process of its own. */
+  client: 'same process' | 'child process';
   events: number;
   perSecond: number;
-  /** Events per second of this process's CPU time (server, dynalite and client alike): the rate with a core to itself. */
+  /** Events per second of this process's CPU time (gateway, handlers and dynalite; and the client when it runs here). */
+  perServerCpuSecond: number;
+  /** Events per second of the CPU time of server and client together. */
   perCpuSecond: number;
   batchMs: number[];
 }
@@ -116,27 +114,29 @@ async function postNumbered(stack: TestStack, sandboxId: string, key: string, ci
 }
 
 /**
- * `clients` loops posting `batches` batches each through the webhook route, as sandboxes do; the
- * clients take turns in the numbering, so their batches land a little ahead of each other.
+ * `clients` loops posting `batches` batches each through the webhook route, as sandboxes do (see
+ * `postBatches`), from this process or from a child process; this process's CPU time is taken from
+ * the end of the warm-up batches to the last answer.
  */
-async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number): Promise<Ingest> {
-  const tag = `ingest-${batchSize}-${clients}`;
-  const base = await eventCount(stack, cid);
-  const post = (k: number) => postNumbered(stack, sandboxId, key, cid, benchEvents(tag, k * batchSize, batchSize), base + k * batchSize);
-  await post(0); // one warm-up batch
-  const batchMs: number[] = [];
-  const t = performance.now();
-  const cpu = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: clients }, async (_, c) => {
-      for (let b = 0; b < batches; b++) batchMs.push(await time(() => post(1 + b * clients + c)));
-    }),
-  );
-  const wall = (performance.now() - t) / 1000;
+async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number, client: Ingest['client']): Promise<Ingest> {
+  const plan = { url: stack.url, sandboxId, key, cid, batchSize, batches, clients, base: await eventCount(stack, cid) };
+  let cpu = process.cpuUsage();
+  const started = () => (cpu = process.cpuUsage());
+  const run: IngestRun = client === 'same process' ? await postBatches(plan, started) : await postBatchesFromChild(plan, started);
   const used = process.cpuUsage(cpu);
-  if ((await eventCount(stack, cid)) !== base + (1 + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
+  if ((await eventCount(stack, cid)) !== plan.base + (WARMUP_BATCHES + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
   const events = clients * batches * batchSize;
-  return { batchSize, clients, events, perSecond: events / wall, perCpuSecond: events / ((used.user + used.system) / 1e6), batchMs };
+  const serverCpu = (used.user + used.system) / 1e6;
+  return {
+    batchSize,
+    clients,
+    client,
+    events,
+    perSecond: events / (run.wallMs / 1000),
+    perServerCpuSecond: events / serverCpu,
+    perCpuSecond: events / (serverCpu + (run.clientCpuMs ?? 0) / 1000),
+    batchMs: run.batchMs,
+  };
 }
 
 /** Fills a conversation up to `total` through the store itself (no HTTP): 100 events per append, 4 appends in flight. */
@@ -204,12 +204,11 @@ export async function benchEventRoutes(): Promise<string> {
     const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${sandboxId}`);
     step('event ingest');
     const ingestRuns: Ingest[] = [];
-    for (const [batchSize, batches, clients] of [
-      [10, 100, 1],
-      [100, 20, 1],
-      [100, 5, 4],
-    ] as const) {
-      ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients));
+    // Each configuration from both places in turn, so a change in the machine's load touches both alike.
+    for (const [batchSize, batches, clients] of INGEST_RUNS) {
+      for (const client of ['same process', 'child process'] as const) {
+        ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients, client));
+      }
     }
 
     // Search: conversations topped up to exactly 10 and 100 events, and one filled to 100,000.
@@ -267,13 +266,13 @@ export async function benchEventRoutes(): Promise<string> {
     return [
       '## Event ingest',
       '',
-      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). A client posts its next batch when the previous one is answered; with 4 clients they take turns in the numbering, so batches land ahead of a gap and the counter catches up. A batch is one consistent read of the counter, BatchWriteItem requests of 25 sent together, and one conditional update of the counter: on AWS a 100-event batch is 6 DynamoDB requests, 4 of them in parallel.`,
+      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). ${WARMUP_BATCHES} unmeasured batches go first; then each client posts its next batch when the previous one is answered (one keep-alive connection each, node:http); 4 clients post in rounds of 4 batches at once (as a sandbox never does: it has one post in flight), taking turns in the numbering, so batches land ahead of a gap and the counter catches up. Each configuration runs twice: with the client in the server's process (as before), and as a load test over loopback from a child process, so the server's process (the gateway, the handlers and dynalite, as \`npm start\` runs them) has a core and the client the other; the rate "here" is that second figure. The conversation's sandbox program runs meanwhile (its heartbeats and command polls are part of the server's CPU).`,
       '',
-      '| batch size | clients | events | events/s | events per CPU-second | batch p50 / p99 |',
-      '|---|---|---|---|---|---|',
-      ...ingestRuns.map((r) => `| ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${count(r.perCpuSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      '| client | batch size | clients | events | events/s | events per server CPU-second | per CPU-second, client included | batch p50 / p99 |',
+      '|---|---|---|---|---|---|---|---|',
+      ...ingestRuns.map((r) => `| ${r.client} | ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${count(r.perServerCpuSecond)} | ${count(r.perCpuSecond)} | ${p50p99(r.batchMs, 1)} |`),
       '',
-      `*events/s* is wall time, which other work on a shared machine stretches; *events per CPU-second* divides by the CPU time this one process spent (the gateway, dynalite and the posting client all run in it): what it reaches with a core to itself. A batch is authenticated (the sandbox's record, read twice: the wrapper's key check and the webhook's RUNNING check), placed (the conversation), appended (counter read, BatchWriteItem, counter update) and recorded as activity at most every 30 s.`,
+      `*events/s* is wall time, which other work on a shared machine stretches (the load average at the top of this page). *Events per server CPU-second* divides by the CPU time the server's process spent (with the client in it on the *same process* rows): what the server reaches with a core to itself. Most of that CPU is dynalite and the AWS SDK's request to it (serialising, signing, HTTP over a unix socket); the handler's own work (body parse, validation, the log line) is about a tenth. A batch is authenticated (the sandbox's record, read once by the wrapper's key check and handed to the operation), placed (the conversation, read together with the counter), appended (BatchWriteItem requests of 25 sent together, one conditional update of the counter that returns the committed end for the stream) and recorded as activity at most every 30 s: on AWS a 100-event batch is 8 DynamoDB requests in 4 round trips (test/integration/ingest-requests.test.ts counts them). A batch that lands beyond a gap flags the counter and reads one key (is the gap still open?); the batch that fills the gap carries the counter over it (one keys-only Query of the numbers stored past the counter). With 4 clients those catch-ups meet each other and the flags of newer batches, and retry their conditional write: that is what the 4-client rows pay per event.`,
       '',
       '## Event search',
       '',

@@ -2,7 +2,8 @@ import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
-import { benchEvents, untilReady } from './conversations.ts';
+import { untilReady } from './conversations.ts';
+import { benchEvents } from './ingest-client.ts';
 import { json } from './http.ts';
 import { count, ms, p50p99, percentile } from './stats.ts';
 
@@ -102,7 +103,7 @@ export async function benchStream(): Promise<string> {
     return [
       '## Event stream (local: the gateway\'s WebSocket)',
       '',
-      `From the moment a sandbox's webhook POST is sent (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`, over HTTP to the local gateway with the sandbox's key) to the event's arrival as a message on a client connected to \`/sockets/events/{conversation_id}\` (package \`ws\`, in the same process, over loopback). The webhook appends, reads the committed end and tells the in-memory hub; each connection's pump reads the new events from dynalite and sends them. Events of about ${count(Buffer.byteLength(JSON.stringify(event('x', 0))))} bytes. On AWS the same path is a PostToConnection per event and connection from the ingest Lambda (not measured here).`,
+      `From the moment a sandbox's webhook POST is sent (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`, over HTTP to the local gateway with the sandbox's key) to the event's arrival as a message on a client connected to \`/sockets/events/{conversation_id}\` (package \`ws\`, in the same process, over loopback). The webhook appends and tells the in-memory hub the committed end the append returned; each connection's pump reads the new events from dynalite and sends them. Events of about ${count(Buffer.byteLength(JSON.stringify(event('x', 0))))} bytes. On AWS the same path is a PostToConnection per event and connection from the ingest Lambda (not measured here).`,
       '',
       '| what | samples | p50 / p99 |',
       '|---|---|---|',

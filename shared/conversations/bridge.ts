@@ -2,7 +2,7 @@ import type { ConversationStore, StartTaskStore } from '#shared/conversations/co
 import { startTaskRank, type ConversationRecord } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationRecords } from '#shared/conversations/records.ts';
-import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
+import type { SandboxCaller, SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
 import { invalidField, unauthorized } from '#shared/http/errors.ts';
@@ -34,30 +34,28 @@ export class ConversationBridge {
     private readonly now: () => number = () => Date.now(),
   ) {}
 
-  private async conversationOf(sandboxId: string, key: string | undefined, conversationId: string): Promise<ConversationRecord> {
-    return (await this.placed(sandboxId, key, conversationId)).conversation;
-  }
-
-  /** The conversation, when it is placed on the sandbox whose key this is (401 otherwise), and that sandbox's owner record. */
-  private async placed(sandboxId: string, key: string | undefined, conversationId: string) {
-    const owner = await this.sandboxes.authenticate(sandboxId, key);
-    if (!owner) throw unauthorized();
-    const conversation = await this.conversations.get(owner.userId, conversationId);
-    if (!conversation || conversation.sandbox_id !== sandboxId) throw unauthorized();
-    return { conversation, owner };
+  /**
+   * The conversation, when `sandbox` (the caller, whose key the wrapper checked) is RUNNING and the
+   * conversation is placed on it; 401 otherwise.
+   */
+  private async placed(sandbox: SandboxCaller | undefined, conversationId: string): Promise<{ conversation: ConversationRecord; caller: SandboxCaller }> {
+    if (sandbox?.status !== 'RUNNING') throw unauthorized();
+    const conversation = await this.conversations.get(sandbox.userId, conversationId);
+    if (!conversation || conversation.sandbox_id !== sandbox.id) throw unauthorized();
+    return { conversation, caller: sandbox };
   }
 
   /**
    * Agent activity from a webhook: written when the stored time is older than ACTIVITY_WRITE_MS, so
    * a busy sandbox's event batches are not each a write (and two index updates) on its record.
    */
-  private async touch(sandboxId: string, owner: { lastActivityAt?: string }): Promise<void> {
-    if (owner.lastActivityAt && this.now() - Date.parse(owner.lastActivityAt) < ACTIVITY_WRITE_MS) return;
-    await this.sandboxes.touch(sandboxId);
+  private async touch(sandbox: SandboxCaller): Promise<void> {
+    if (sandbox.lastActivityAt && this.now() - Date.parse(sandbox.lastActivityAt) < ACTIVITY_WRITE_MS) return;
+    await this.sandboxes.touch(sandbox.id);
   }
 
-  async startConfig(sandboxId: string, key: string | undefined, conversationId: string): Promise<StartConfig> {
-    const conversation = await this.conversationOf(sandboxId, key, conversationId);
+  async startConfig(sandbox: SandboxCaller | undefined, conversationId: string): Promise<StartConfig> {
+    const { conversation } = await this.placed(sandbox, conversationId);
     const task = await this.tasks.get(conversation.start_task_id);
     const settings = await this.settings.resolve(conversation.userId);
     if (!task || !settings) throw unauthorized();
@@ -69,8 +67,8 @@ export class ConversationBridge {
     return buildStartConfig(conversation, request, settings, task.id);
   }
 
-  async report(sandboxId: string, key: string | undefined, r: ConversationReport): Promise<{ success: true }> {
-    const { conversation, owner } = await this.placed(sandboxId, key, r.conversation_id);
+  async report(sandbox: SandboxCaller | undefined, r: ConversationReport): Promise<{ success: true }> {
+    const { conversation, caller } = await this.placed(sandbox, r.conversation_id);
     if (r.start_task_status) {
       const moved = await this.tasks.transition(conversation.start_task_id, before(r.start_task_status), r.start_task_status, {
         detail: r.start_task_status === 'ERROR' ? (r.detail ?? 'The sandbox reported an error without detail') : (r.detail ?? null),
@@ -86,21 +84,23 @@ export class ConversationBridge {
           : {}),
       }));
     }
-    await this.touch(sandboxId, owner);
+    await this.touch(caller);
     return { success: true };
   }
 
-  async postEvents(sandboxId: string, key: string | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
-    const { conversation, owner } = await this.placed(sandboxId, key, conversationId);
-    const ref = { userId: conversation.userId, conversationId: conversation.id };
-    const added = await this.events.append(ref, firstSeq, events).catch((err: unknown) => {
+  async postEvents(sandbox: SandboxCaller | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
+    if (sandbox?.status !== 'RUNNING') throw unauthorized();
+    const ref = { userId: sandbox.userId, conversationId };
+    // The counter is read beside the placement check (a round trip less); nothing is written before both.
+    const [{ conversation, caller }, committed] = await Promise.all([this.placed(sandbox, conversationId), this.events.lastSeq(ref)]);
+    const { added, lastSeq } = await this.events.append(ref, firstSeq, events, committed).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
       throw err;
     });
     // Even when nothing was added: a retry may follow an attempt that stored the batch and died before telling.
     // The stream reads from the store, so a failed push costs a client nothing the next commit does not bring.
-    await this.feed.committed(ref, await this.events.lastSeq(ref)).catch((err: unknown) => logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }));
-    await this.touch(sandboxId, owner);
+    await this.feed.committed(ref, lastSeq).catch((err: unknown) => logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }));
+    await this.touch(caller);
     return { success: true, added };
   }
 }

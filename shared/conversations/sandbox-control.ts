@@ -18,6 +18,14 @@ export type ConversationCommand =
   | { type: 'run_conversation'; conversation_id: string }
   | { type: 'respond_to_confirmation'; conversation_id: string; accept: boolean; reason: string | null };
 
+/** The sandbox a webhook comes from, as the request's key check read its record (so it is not read twice). */
+export interface SandboxCaller {
+  id: string;
+  userId: string;
+  status: SandboxStatus;
+  lastActivityAt?: string;
+}
+
 export interface SandboxControl {
   /** Starts a new sandbox for the user (the running-sandbox limit applies). */
   start(userId: string, baseUrl: string): Promise<SandboxSummary>;
@@ -29,8 +37,6 @@ export interface SandboxControl {
   resume(userId: string, sandboxId: string, baseUrl: string): Promise<void>;
   /** Queues a command for the sandbox's program; delivered when it next polls (also after a resume). */
   send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void>;
-  /** The sandbox's owner (and when it last recorded activity) when `key` is its current session key; null otherwise. */
-  authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string; lastActivityAt?: string } | null>;
   /** Records agent activity (keeps the sandbox from being paused as idle). */
   touch(sandboxId: string): Promise<void>;
 }

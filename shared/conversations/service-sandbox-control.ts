@@ -37,11 +37,6 @@ export class ServiceSandboxControl implements SandboxControl {
     await this.sandboxes().enqueueCommand(userId, sandboxId, { type, payload }, { seal: false });
   }
 
-  async authenticate(sandboxId: string, key: string | undefined): Promise<{ userId: string; lastActivityAt: string } | null> {
-    const rec = await this.bridge().authenticateSandbox(sandboxId, key);
-    return rec ? { userId: rec.userId, lastActivityAt: rec.lastActivityAt } : null;
-  }
-
   async touch(sandboxId: string): Promise<void> {
     await this.bridge().recordActivity(sandboxId);
   }

@@ -1,13 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { MAX_SEQ_AHEAD, SequenceAheadError, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
+import { MAX_SEQ_AHEAD, SequenceAheadError, type Appended, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
+import { logger } from '#shared/logging.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
 
 /** The partition of one conversation: conversation ids are unique per user only. */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
-/** `seq = 0` is the counter item: `lastSeq` (the gap-free end) and `ahead` (a batch waits beyond a gap). */
+/**
+ * `seq = 0` is the counter item: `lastSeq` (the gap-free end) and `ahead`, set while a batch waits
+ * beyond a gap: a fresh random mark each time, so a catch-up that read an older mark cannot clear a newer one.
+ */
 const COUNTER = 0;
+/** Catch-up attempts before it leaves the counter to the next batch (each lost race is another writer's progress). */
+const CATCH_UP_ATTEMPTS = 10;
 /** Query rounds a filtered page may take before it returns what it has (bounded read cost). */
 const MAX_ROUNDS = 10;
 
@@ -21,13 +28,13 @@ export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<number> {
+  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended> {
     const conversationKey = partitionOf(conversation);
-    const last = await this.committed(conversationKey);
+    const last = committed ?? (await this.committed(conversationKey));
     if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
     // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
     const fresh = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
-    if (fresh.length === 0) return 0;
+    if (fresh.length === 0) return { added: 0, lastSeq: last };
     await batchPut(
       this.table,
       fresh.map(({ seq, event }) => ({
@@ -41,36 +48,57 @@ export class DynamoEventStore implements EventStore {
     );
     const from = fresh[0]!.seq;
     const to = fresh.at(-1)!.seq;
-    if (from === last + 1) {
-      // Contiguous with the committed end: move the counter over this batch, forward only.
-      try {
-        const out = await this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: 'SET lastSeq = :to',
-            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
-            ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        if (out.Attributes?.ahead) await this.catchUp(conversationKey);
-      } catch (err) {
-        // Another post of this batch (or a later one) moved it already.
-        if (!isConditionFailure(err)) throw err;
-      }
-    } else {
-      // Beyond a gap: flag it, so whoever fills the gap carries the counter over this batch too.
-      await this.db.send(new UpdateCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
-      await this.catchUp(conversationKey);
+    const added = fresh.length;
+    if (from !== last + 1) {
+      // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
+      // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
+      // the counter reached it, or the number after the counter is stored (a filler at work, or one
+      // that died before its catch-up).
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET ahead = :mark',
+          ExpressionAttributeValues: { ':mark': randomUUID() },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const now = (out.Attributes?.lastSeq as number | undefined) ?? 0;
+      const open = now + 1 < from && !(await this.stored(conversationKey, now + 1));
+      return { added, lastSeq: open ? now : await this.catchUp(conversationKey, now) };
     }
-    return fresh.length;
+    // Contiguous with the committed end: move the counter over this batch, forward only.
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET lastSeq = :to',
+          ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
+          ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { added, lastSeq: out.Attributes?.ahead ? await this.catchUp(conversationKey, to) : to };
+    } catch (err) {
+      // Another post of this batch (or a later one) moved it already: to `to` at least.
+      if (!isConditionFailure(err)) throw err;
+      return { added, lastSeq: to };
+    }
   }
 
-  /** Moves the counter over every stored number that follows it without a gap. */
-  private async catchUp(conversationKey: string): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const last = await this.committed(conversationKey);
+  /**
+   * Moves the counter over every stored number that follows it without a gap; returns the end it
+   * wrote or, when a gap stays (or other writers keep winning), `known`, an end already committed.
+   * The flag is cleared only if no batch set it since it was read: that batch may be past what the
+   * Query saw, and it left the catch-up to whoever fills its gap, who learns of it from the flag. (Moving
+   * the counter without clearing needs no such check: a batch that flagged meanwhile saw the number
+   * after the old end stored, and catches up itself; see `append`.)
+   */
+  private async catchUp(conversationKey: string, known: number): Promise<number> {
+    for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
+      const { lastSeq: last, ahead } = await this.counter(conversationKey);
+      known = Math.max(known, last);
       const out = await this.db.send(
         new QueryCommand({
           TableName: this.table,
@@ -85,27 +113,45 @@ export class DynamoEventStore implements EventStore {
       let end = last;
       for (const seq of stored) if (seq === end + 1) end++;
       const waiting = stored.some((seq) => seq > end + 1);
-      if (end === last && waiting) return; // still a gap: the flag stays for whoever fills it
+      if (end === last && waiting) return last; // still a gap: the flag stays for whoever fills it
       try {
         await this.db.send(
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: waiting ? 'SET lastSeq = :end' : 'SET lastSeq = :end REMOVE ahead',
-            ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last',
-            ExpressionAttributeValues: { ':end': end, ':last': last },
+            ...(waiting
+              ? { UpdateExpression: 'SET lastSeq = :end', ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last', ExpressionAttributeValues: { ':end': end, ':last': last } }
+              : {
+                  UpdateExpression: 'SET lastSeq = :end REMOVE ahead',
+                  ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
+                  ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
+                }),
           }),
         );
-        return;
+        return end;
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
       }
     }
+    // Other writers kept winning: the flag stays, and the next batch's catch-up carries the counter on.
+    logger.warn('events.catch-up-deferred', { conversationKey, lastSeq: known });
+    return known;
+  }
+
+  /** Whether number `seq` is stored (a consistent read of its key only). */
+  private async stored(conversationKey: string, seq: number): Promise<boolean> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq }, ProjectionExpression: 'seq', ConsistentRead: true }));
+    return out.Item !== undefined;
+  }
+
+  /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */
+  private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown }> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }));
+    return { lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0, ahead: out.Item?.ahead };
   }
 
   private async committed(conversationKey: string): Promise<number> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }));
-    return (out.Item?.lastSeq as number | undefined) ?? 0;
+    return (await this.counter(conversationKey)).lastSeq;
   }
 
   lastSeq(conversation: ConversationRef): Promise<number> {

@@ -27,6 +27,12 @@ export interface ConversationRef {
   conversationId: string;
 }
 
+/** What an append did: `added` events written; events 1..`lastSeq` are committed. */
+export interface Appended {
+  added: number;
+  lastSeq: number;
+}
+
 /** A batch starts further ahead of the committed events than `MAX_SEQ_AHEAD` allows. */
 export class SequenceAheadError extends Error {
   constructor(readonly lastSeq: number) {
@@ -42,9 +48,12 @@ export interface EventStore {
   /**
    * Stores `events` as numbers `firstSeq`, `firstSeq + 1`, ... Numbers at or below the committed end
    * (`lastSeq`) are left as they are: a retried batch changes nothing, and an event once committed
-   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were written.
+   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were
+   * written and the committed end as this call left it (at least that: a concurrent append may have
+   * moved it further), so the caller need not read it again. `committed`, when given, is `lastSeq`
+   * as the caller read it just before (e.g. beside another read), and saves this call that read.
    */
-  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]): Promise<number>;
+  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended>;
   /** The committed end: events 1..n are all stored (a read, whatever the conversation's size). */
   lastSeq(conversation: ConversationRef): Promise<number>;
   /**

@@ -1,6 +1,7 @@
 import type * as z from '#shared/zod.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { routes } from '#shared/routes.ts';
 import type { Services } from '#shared/services.ts';
 
@@ -25,6 +26,11 @@ export interface Request<R> {
   rawBody: unknown;
   /** Header names in lower case. */
   headers: Record<string, string>;
+  /**
+   * On sandbox routes, the record of the sandbox whose credential the request carries, as the
+   * wrapper's key check read it (any status; not deleted): the operation need not read it again.
+   */
+  sandbox?: SandboxRecord;
 }
 
 /** A response other than 200-with-JSON: another status, extra headers, or a non-JSON body. */

@@ -20,6 +20,7 @@ import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { checkPrincipal } from '#shared/auth/scope.ts';
 import { logger } from '#shared/logging.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { Services } from '#shared/services.ts';
 
 export type { AuthorizerContext };
@@ -113,15 +114,17 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     event.headers = headers;
     const params = validate('path', schemas.params, event.pathParameters ?? {});
     // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
+    let sandbox: SandboxRecord | undefined;
     if (route.auth === 'sandbox') {
       const sandboxId = (params as { sandbox_id: string }).sandbox_id;
-      if (!(await services.sandboxBridge.admits(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session'))) throw unauthorized();
+      sandbox = (await services.sandboxBridge.admitted(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session')) ?? undefined;
+      if (!sandbox) throw unauthorized();
     }
     const query = validate('query', schemas.query, parseQuery(event.rawQueryString));
     checkPrincipal(route, auth, params, query);
     const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', schemas.body, rawBody);
-    const value = await op.run({ body, rawBody, query, params, userId, auth: auth ?? { userId: '' }, requestId, headers, baseUrl: baseUrlOf(event, headers) } as never, services);
+    const value = await op.run({ body, rawBody, query, params, userId, auth: auth ?? { userId: '' }, requestId, headers, baseUrl: baseUrlOf(event, headers), sandbox } as never, services);
     result = toResult(value, requestId, route.status ?? 200);
   } catch (err) {
     if (err instanceof ApiError) {

@@ -49,20 +49,22 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   /**
-   * Whether `key` is one of the sandbox's credentials at all: its session key (in any state, so a
-   * stale program can still be told to stop) or, for check-in, its pending enrollment token. The
-   * wrapper asks this before it reads a sandbox route's body; the operation then checks in detail.
+   * The sandbox's record when `key` is one of its credentials at all: its session key (in any state,
+   * so a stale program can still be told to stop) or, for check-in, its pending enrollment token;
+   * null otherwise. The wrapper asks this before it reads a sandbox route's body and hands the record
+   * to the operation, which checks in detail (e.g. RUNNING) without reading it again.
    */
-  async admits(sandboxId: string, key: string | undefined, kind: 'session' | 'enrollment'): Promise<boolean> {
-    if (kind === 'session') return (await this.keyOwner(sandboxId, key)) !== null;
-    if (!key) return false;
+  async admitted(sandboxId: string, key: string | undefined, kind: 'session' | 'enrollment'): Promise<SandboxRecord | null> {
+    if (kind === 'session') return this.keyOwner(sandboxId, key);
+    if (!key) return null;
     const rec = await this.deps.store.get(sandboxId);
-    return Boolean(rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)));
+    return rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)) ? rec : null;
   }
 
   /**
    * The RUNNING sandbox a session key belongs to, or null (wrong key, unknown id, not RUNNING).
-   * For other services' sandbox-facing routes (e.g. the conversation webhooks): they answer 401 on null.
+   * For sandbox-facing entries outside the wrapper (the command socket's `$connect`); routes get the
+   * record from the wrapper's key check (`admitted`) instead.
    */
   async authenticateSandbox(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
     const rec = await this.keyOwner(sandboxId, key);

@@ -46,7 +46,7 @@ function texts(schema: Json): (string | string[])[] {
 /** Long strings as their start and length, to keep the fixture readable. */
 const short = (_key: string, v: unknown) => (typeof v === 'string' && v.length > 60 ? `${v.slice(0, 20)}…(${v.length})` : v);
 
-const services = { sandboxBridge: { admits: async () => true } } as unknown as Services;
+const services = { sandboxBridge: { admitted: async () => ({ id: 'abc123' }) } } as unknown as Services;
 const ctxAuth = { userId: 'alice' };
 
 async function answer(op: Operation, input: { params?: Record<string, string>; query?: Record<string, string | string[]>; body?: unknown }) {

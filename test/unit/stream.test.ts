@@ -227,7 +227,7 @@ class MemoryEvents implements EventStore {
   async append(_c: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]) {
     events.forEach((e, i) => this.stored.has(firstSeq + i) || this.stored.set(firstSeq + i, e));
     while (this.stored.has(this.last + 1)) this.last++;
-    return events.length;
+    return { added: events.length, lastSeq: this.last };
   }
   async lastSeq() {
     return this.last;
@@ -262,8 +262,7 @@ describe('LocalEventHub', () => {
     await Promise.all(
       batches.map(async (first, i) => {
         await new Promise((r) => setTimeout(r, i % 7));
-        await store.append(ref, first, [0, 1, 2, 3, 4].map((k) => event(first + k)));
-        const end = await store.lastSeq();
+        const { lastSeq: end } = await store.append(ref, first, [0, 1, 2, 3, 4].map((k) => event(first + k)));
         seen.push(end);
         await hub.committed(ref, end);
         // Never past what is committed at any moment.

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+// What one webhook batch costs in DynamoDB requests, counted at the document client against
+// dynalite, over HTTP through the local gateway. The sandbox and its conversation are written
+// straight to their tables, so no sandbox program polls or heartbeats while a batch is counted.
+let stack: TestStack;
+const sandboxId = `sbx-count-${randomUUID().slice(0, 8)}`;
+const conversationId = randomUUID().replaceAll('-', '');
+const key = `sbx_${randomUUID().replaceAll('-', '')}`;
+const userId = 'ingest-counter';
+/** `Command@table` of every request sent while this is set. */
+let sent: string[] | undefined;
+/** Awaited before each request is sent, while set (to hold one at a chosen point). */
+let hold: ((input: Record<string, unknown>) => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+  const now = new Date().toISOString();
+  await new DynamoSandboxStore().create({
+    id: sandboxId,
+    userId,
+    specId: 'default',
+    status: 'RUNNING',
+    version: 1,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+    lastActivityAt: now,
+    sessionKeyHash: sha256(key),
+  });
+  await new DynamoConversationStore().create({
+    id: conversationId,
+    userId,
+    createdAt: now,
+    updatedAt: now,
+    sandbox_id: sandboxId,
+    start_task_id: randomUUID(),
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    title: null,
+    trigger: null,
+    pr_number: [],
+    llm_model: null,
+    parent_conversation_id: null,
+    agent_type: 'default',
+    execution_status: null,
+    metrics: null,
+    version: 1,
+  });
+  documentClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
+      const table = input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+');
+      sent?.push(`${context.commandName}@${table.replace(/^acs-/, '')}`);
+      await hold?.(args.input as Record<string, unknown>);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countRequests' },
+  );
+});
+afterAll(async () => {
+  documentClient().middlewareStack.remove('countRequests');
+  await stack?.stop();
+});
+
+let made = 0;
+const events = (n: number) =>
+  Array.from({ length: n }, () => ({ kind: 'MessageEvent', id: `e-${++made}`, timestamp: new Date().toISOString(), source: 'agent', llm_message: { role: 'assistant', content: [{ type: 'text', text: `m${made}` }] } }));
+
+/** Posts a batch as the sandbox and returns the requests it made, sorted. */
+async function counted(firstSeq: number, batch: unknown[], k = key, cid = conversationId): Promise<{ status: number; body: unknown; requests: string[] }> {
+  sent = [];
+  try {
+    const res = await stack.call('POST', `/api/v1/webhooks/${sandboxId}/events/${cid}?first_seq=${firstSeq}`, { key: k, body: batch });
+    return { status: res.status, body: res.body, requests: sent.sort() };
+  } finally {
+    sent = undefined;
+  }
+}
+
+describe('one webhook batch in DynamoDB requests', () => {
+  it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and one counter update', async () => {
+    const first = await counted(1, events(100));
+    expect(first.body).toEqual({ success: true, added: 100 });
+    const second = await counted(101, events(100));
+    expect(second.body).toEqual({ success: true, added: 100 });
+    for (const { requests } of [first, second]) {
+      expect(requests).toEqual([
+        ...Array(4).fill('BatchWriteItemCommand@events'),
+        'GetItemCommand@conversations',
+        'GetItemCommand@events',
+        'GetItemCommand@sandboxes',
+        'UpdateItemCommand@events',
+      ]);
+    }
+  });
+
+  it('reads the conversation and the counter together (one round trip, not two), and writes nothing before both are answered', async () => {
+    // The conversation's read is held until the counter's read is sent: sequential reads would never get there.
+    let counterSent!: () => void;
+    const counterRead = new Promise<void>((r) => (counterSent = r));
+    const order: string[] = [];
+    hold = async (input) => {
+      const table = String(input.TableName ?? Object.keys((input.RequestItems as object) ?? {})[0]);
+      if (table.endsWith('-conversations')) {
+        await Promise.race([counterRead, new Promise((_, reject) => setTimeout(() => reject(new Error('the counter was not read beside the conversation')), 5_000))]);
+        order.push('conversation answered');
+      } else if (table.endsWith('-events') && 'Key' in input && !('UpdateExpression' in input)) {
+        counterSent();
+        order.push('counter read');
+      } else if (table.endsWith('-events')) order.push('write');
+    };
+    try {
+      const res = await counted(201, events(3));
+      expect(res.body).toEqual({ success: true, added: 3 });
+    } finally {
+      hold = undefined;
+    }
+    expect(order).toEqual(['counter read', 'conversation answered', 'write', 'write']);
+  });
+
+  it('a retried batch (all committed) is three reads and nothing written', async () => {
+    const retry = await counted(101, events(100));
+    expect(retry.body).toEqual({ success: true, added: 0 });
+    expect(retry.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
+  });
+
+  it('a wrong key costs one read of the sandbox; a foreign conversation its read and the counter read beside it, and nothing is written', async () => {
+    const wrong = await counted(204, events(1), 'sbx_wrong');
+    expect(wrong.status).toBe(401);
+    expect(wrong.requests).toEqual(['GetItemCommand@sandboxes']);
+    const foreign = await counted(1, events(1), key, randomUUID().replaceAll('-', ''));
+    expect(foreign.status).toBe(401);
+    expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
+  });
+
+  it('a batch beyond a gap flags the counter and checks the gap is open (one key read); the batch that fills it carries the counter over both (one keys-only Query)', async () => {
+    const ahead = await counted(214, events(10)); // 204..213 not posted yet
+    expect(ahead.body).toEqual({ success: true, added: 10 });
+    expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
+    const filler = await counted(204, events(10));
+    expect(filler.body).toEqual({ success: true, added: 10 });
+    expect(filler.requests).toEqual([
+      'BatchWriteItemCommand@events',
+      'GetItemCommand@conversations',
+      'GetItemCommand@events',
+      'GetItemCommand@events',
+      'GetItemCommand@sandboxes',
+      'QueryCommand@events',
+      'UpdateItemCommand@events',
+      'UpdateItemCommand@events',
+    ]);
+    expect(await new DynamoEventStore().lastSeq({ userId, conversationId })).toBe(223);
+  });
+
+  it('records activity with one more write only when the stored activity is older than ACTIVITY_WRITE_MS', async () => {
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(sandboxId))!;
+    await store.update(sandboxId, rec.version, { lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString() });
+    const stale = await counted(224, events(10));
+    expect(stale.body).toEqual({ success: true, added: 10 });
+    expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
+  });
+});
+
+describe('DynamoEventStore.append', () => {
+  it('returns the committed end it left: after a contiguous batch, a batch beyond a gap, the batch that fills it, and a retry', async () => {
+    const store = new DynamoEventStore();
+    const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+    const batch = (n: number) => events(n) as AgentEventEnvelope[];
+    expect(await store.append(ref, 1, batch(3))).toEqual({ added: 3, lastSeq: 3 });
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 3 }); // 4..6 missing
+    expect(await store.lastSeq(ref)).toBe(3);
+    expect(await store.append(ref, 4, batch(3))).toEqual({ added: 3, lastSeq: 8 }); // fills the gap, carries over 7..8
+    expect(await store.lastSeq(ref)).toBe(8);
+    expect(await store.append(ref, 1, batch(8))).toEqual({ added: 0, lastSeq: 8 });
+  });
+
+  it('a catch-up that read the flag before a batch beyond a gap set it again does not clear it (the batch is carried over when the gap fills)', async () => {
+    const store = new DynamoEventStore();
+    const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+    const batch = (n: number) => events(n) as AgentEventEnvelope[];
+    await store.append(ref, 1, batch(2));
+    // A flag left set (e.g. by a batch since carried over): the next contiguous batch catches up.
+    await documentClient().send(new UpdateCommand({ TableName: tableName('events'), Key: { conversationKey: `${userId}#${ref.conversationId}`, seq: 0 }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
+    // Hold that catch-up's write (it has read the counter and found nothing past it) ...
+    let release!: () => void;
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const gate = new Promise<void>((r) => (release = r));
+    hold = async (input) => {
+      if (!String(input.UpdateExpression).includes('REMOVE ahead')) return;
+      hold = undefined;
+      held();
+      await gate;
+    };
+    const filler = store.append(ref, 3, batch(2));
+    await holding;
+    // ... while a batch lands beyond a gap (5..6 missing) and flags the counter again.
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 4 });
+    release();
+    expect(await filler).toEqual({ added: 2, lastSeq: 4 });
+    // The flag survived: filling the gap carries the counter over 7..8.
+    expect(await store.append(ref, 5, batch(2))).toEqual({ added: 2, lastSeq: 8 });
+    expect(await store.lastSeq(ref)).toBe(8);
+  });
+
+  it('commits every batch when appenders race, each batch landing in any order', async () => {
+    const store = new DynamoEventStore();
+    for (let trial = 0; trial < 2; trial++) {
+      const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+      const [clients, size, rounds] = [4, 10, 10];
+      await Promise.all(
+        Array.from({ length: clients }, async (_, c) => {
+          for (let r = 0; r < rounds; r++) await store.append(ref, (r * clients + c) * size + 1, events(size) as AgentEventEnvelope[]);
+        }),
+      );
+      expect(await store.lastSeq(ref)).toBe(clients * size * rounds);
+    }
+  });
+});
