@@ -1,3 +1,4 @@
+import { sandboxBridge } from '#shared/services.ts';
 import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
@@ -18,6 +19,7 @@ type ConnectEvent = APIGatewayProxyWebsocketEventV2 & {
 export const handler = awsFunction(
   bridgeSocketConnectFunction,
   { sandboxStore },
+  { sandboxBridge },
   async (event: ConnectEvent, { sandboxBridge }): Promise<APIGatewayProxyResult> => {
     const ok = await sandboxBridge.connectSocket(event.queryStringParameters?.sandbox_id, keyFromHeaders(event.headers ?? {}), event.requestContext.connectionId);
     return ok ? { statusCode: 200, body: '' } : { statusCode: 401, body: 'Unauthorized' };

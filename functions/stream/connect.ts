@@ -1,4 +1,5 @@
 import { streamConnectFunction } from '#shared/functions.ts';
+import { streamAccess } from '#shared/services.ts';
 import { connectRequestOf, socketStreamOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
@@ -11,5 +12,6 @@ import { streamConnectionStore, streamResendTrigger, streamTicketStore } from '#
 export const handler = awsFunction(
   streamConnectFunction,
   { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, eventStore, streamTicketStore, streamConnectionStore, streamResendTrigger },
+  { streamAccess },
   (event: WebSocketConnectEvent, services, adapters) => socketStreamOf(services, adapters).connect(connectRequestOf(event)),
 );

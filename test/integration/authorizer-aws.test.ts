@@ -30,7 +30,7 @@ beforeAll(async () => {
   }));
   kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({ Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64') }));
   // The authorizer's own adapters, plus the conversation store's writes (a revocation).
-  const [{ servicesOf }, { wire }, keys, conversations, { sealer }] = await Promise.all([
+  const [{ allServices, servicesOf }, { wire }, keys, conversations, { sealer }] = await Promise.all([
     import('#shared/services.ts'),
     import('#shared/wiring/adapters.ts'),
     import('#shared/wiring/aws/keys.ts'),
@@ -38,6 +38,7 @@ beforeAll(async () => {
     import('#shared/wiring/aws/kms.ts'),
   ]);
   services = servicesOf(
+    'test',
     wire('test', { tables: { keys: 'write', conversations: 'write' }, capabilities: ['seal', 'unseal'] }, {
       keyStore: keys.keyStore,
       sessionStore: keys.sessionStore,
@@ -45,6 +46,7 @@ beforeAll(async () => {
       sealer,
       conversationStore: conversations.conversationStore,
     }),
+    allServices,
   );
   authorize = (await import('../../functions/auth/authorizer.ts')).handler as never;
 });
