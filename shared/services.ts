@@ -134,8 +134,12 @@ export const settings: ServiceFactory<SettingsService> = (c) => new SettingsServ
 export const cursors: ServiceFactory<CursorCodec> = (c) => new CursorCodec(() => c.adapters.cursorKey());
 export const sandboxSpecs: ServiceFactory<SandboxSpecService> = (c) => new SandboxSpecService(c.adapter('specs'));
 
-/** What every sandbox audience is built on; plain values and functions are read when first called. */
-const sandboxDeps = (c: ServiceContext): SandboxServiceDeps =>
+/**
+ * What every sandbox audience is built on; plain values and functions are read when first called.
+ * Only the user's API starts sandboxes, so only it reads the user's settings (`launchOptions`): the
+ * bridge's and housekeeping's bundles carry no settings service.
+ */
+const sandboxDeps = (c: ServiceContext, launchOptions?: SandboxServiceDeps['launchOptions']): SandboxServiceDeps =>
   lazy<SandboxServiceDeps>({
     store: () => c.adapters.sandboxStore,
     runtime: () => c.adapters.sandboxRuntime,
@@ -145,11 +149,13 @@ const sandboxDeps = (c: ServiceContext): SandboxServiceDeps =>
     config: () => c.adapters.sandboxConfig,
     bridgeUrl: () => c.adapters.bridgeUrl,
     snapshots: () => c.adapters.workspaceSnapshots,
-    launchOptions: () => async (userId: string) => launchOptionsOf(await c.use(settings).find(userId)),
+    snapshotRemoval: () => c.adapters.snapshotRemoval,
+    launchOptions: () => launchOptions,
     commandPush: () => c.adapters.commandPush,
     now: () => () => new Date(),
   });
-export const sandboxes: ServiceFactory<SandboxService> = (c) => new SandboxService(sandboxDeps(c));
+export const sandboxes: ServiceFactory<SandboxService> = (c) =>
+  new SandboxService(sandboxDeps(c, async (userId) => launchOptionsOf(await c.use(settings).find(userId))));
 export const sandboxBridge: ServiceFactory<SandboxBridge> = (c) => new SandboxBridge(sandboxDeps(c));
 export const sandboxHousekeeping: ServiceFactory<SandboxHousekeeping> = (c) => new SandboxHousekeeping(sandboxDeps(c));
 

@@ -90,6 +90,7 @@ export function localServices(options: LocalOptions): LocalServices {
     eventStore: () => new DynamoEventStore(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    snapshotRemoval: () => null,
     // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
     commandPush: () => options.commandPush ?? null,
     eventFeed: () => eventHub,
