@@ -1,24 +1,19 @@
-import { ApiKeys } from '#shared/auth/api-keys.ts';
-import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
-import { ConversationBridge } from '#shared/conversations/bridge.ts';
-import { ConversationRecords } from '#shared/conversations/records.ts';
-import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
-import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
-import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
-import { EventService } from '#shared/events/service.ts';
-import { CursorCodec } from '#shared/http/cursor.ts';
-import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
-import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
-import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
-import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
-import { SandboxService } from '#shared/sandboxes/service.ts';
-import { SettingsService } from '#shared/settings/service.ts';
-import { StreamAccess } from '#shared/stream/access.ts';
-import { StreamTickets } from '#shared/stream/tickets.ts';
+import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import type { Sessions } from '#shared/auth/sessions.ts';
+import type { ConversationBridge } from '#shared/conversations/bridge.ts';
+import type { ConversationService } from '#shared/conversations/service.ts';
+import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
+import type { EventService } from '#shared/events/service.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
+import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
+import type { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
+import type { StreamAccess } from '#shared/stream/access.ts';
+import type { StreamTickets } from '#shared/stream/tickets.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
-import { lazy } from '#shared/wiring/lazy.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
 export interface Services {
@@ -52,7 +47,11 @@ export interface ServiceContext {
   /** Another service, built once per function, whether its entry names it or not. */
   use<T>(factory: ServiceFactory<T>): T;
 }
-/** How one service is built. Each is a separate export, so a bundle carries only the factories (and classes) its entry imports. */
+/**
+ * How one service is built. Each factory is a module of its own under shared/services/, the one
+ * place that says which adapters and services each service is built on: a bundle carries only the
+ * factories its entry imports, their classes, and what those import (not every service's models).
+ */
 export type ServiceFactory<T> = (c: ServiceContext) => T;
 /** The services an entry names, by the name operations read them under. */
 export type ServiceFactories = { [K in ServiceName]?: ServiceFactory<Services[K]> };
@@ -121,93 +120,3 @@ export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFac
   }
   return out;
 }
-
-/*
- * The factories: the one place that says which service uses which adapters and services, for AWS
- * and local alike. An entry imports those its operation reads.
- */
-export const apiKeys: ServiceFactory<ApiKeys> = (c) => new ApiKeys(c.adapter('keyStore'));
-export const sessions: ServiceFactory<Sessions> = (c) => new Sessions(c.adapter('sessionStore'), c.use(apiKeys), () => sessionSeconds());
-export const conversationKeys: ServiceFactory<ConversationKeys> = (c) =>
-  new ConversationKeys(() => c.adapters.conversationKeySecret(), conversationKeyVersion(c.adapter('conversationStore')));
-export const settings: ServiceFactory<SettingsService> = (c) => new SettingsService(c.adapter('settingsStore'), c.adapter('sealer'));
-export const cursors: ServiceFactory<CursorCodec> = (c) => new CursorCodec(() => c.adapters.cursorKey());
-export const sandboxSpecs: ServiceFactory<SandboxSpecService> = (c) => new SandboxSpecService(c.adapter('specs'));
-
-/**
- * What every sandbox audience is built on; plain values and functions are read when first called.
- * Only the user's API starts sandboxes, so only it reads the user's settings (`launchOptions`): the
- * bridge's and housekeeping's bundles carry no settings service.
- */
-const sandboxDeps = (c: ServiceContext, launchOptions?: SandboxServiceDeps['launchOptions']): SandboxServiceDeps =>
-  lazy<SandboxServiceDeps>({
-    store: () => c.adapters.sandboxStore,
-    runtime: () => c.adapters.sandboxRuntime,
-    specs: () => c.adapters.specs,
-    sealer: () => c.adapters.sealer,
-    cursors: () => c.use(cursors),
-    config: () => c.adapters.sandboxConfig,
-    bridgeUrl: () => c.adapters.bridgeUrl,
-    snapshots: () => c.adapters.workspaceSnapshots,
-    snapshotRemoval: () => c.adapters.snapshotRemoval,
-    launchOptions: () => launchOptions,
-    commandPush: () => c.adapters.commandPush,
-    now: () => () => new Date(),
-  });
-export const sandboxes: ServiceFactory<SandboxService> = (c) =>
-  new SandboxService(sandboxDeps(c, async (userId) => launchOptionsOf(await c.use(settings).find(userId))));
-export const sandboxBridge: ServiceFactory<SandboxBridge> = (c) => new SandboxBridge(sandboxDeps(c));
-export const sandboxHousekeeping: ServiceFactory<SandboxHousekeeping> = (c) => new SandboxHousekeeping(sandboxDeps(c));
-
-const sandboxControl = (c: ServiceContext) => new ServiceSandboxControl(() => c.use(sandboxes), () => c.use(sandboxBridge));
-const conversationRecords = (c: ServiceContext) => new ConversationRecords(c.adapter('conversationStore'));
-export const conversations: ServiceFactory<ConversationService> = (c) =>
-  new ConversationService(
-    c.adapter('conversationStore'),
-    c.adapter('startTaskStore'),
-    c.use(settings),
-    sandboxControl(c),
-    c.use(cursors),
-    c.use(conversationKeys),
-    conversationRecords(c),
-  );
-export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
-  new ConversationBridge(
-    c.adapter('conversationStore'),
-    c.adapter('startTaskStore'),
-    c.adapter('eventStore'),
-    c.use(settings),
-    sandboxControl(c),
-    conversationRecords(c),
-    c.adapter('eventFeed'),
-  );
-export const conversationHousekeeping: ServiceFactory<ConversationHousekeeping> = (c) => new ConversationHousekeeping(c.adapter('startTaskStore'), sandboxControl(c));
-export const events: ServiceFactory<EventService> = (c) => new EventService(c.adapter('eventStore'), c.adapter('conversationStore'), c.use(cursors));
-export const streamTickets: ServiceFactory<StreamTickets> = (c) => new StreamTickets(c.adapter('streamTicketStore'), c.adapter('conversationStore'));
-export const streamAccess: ServiceFactory<StreamAccess> = (c) =>
-  new StreamAccess({
-    apiKeys: c.use(apiKeys),
-    sessions: c.use(sessions),
-    conversationKeys: c.use(conversationKeys),
-    tickets: c.use(streamTickets),
-    conversations: c.adapter('conversationStore'),
-  });
-
-/** Every factory: what the local stack's process-wide services are built from. */
-export const allServices: Required<ServiceFactories> = {
-  apiKeys,
-  sessions,
-  conversationKeys,
-  settings,
-  cursors,
-  conversations,
-  conversationBridge,
-  conversationHousekeeping,
-  events,
-  sandboxes,
-  sandboxBridge,
-  sandboxHousekeeping,
-  sandboxSpecs,
-  streamTickets,
-  streamAccess,
-};

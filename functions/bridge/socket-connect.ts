@@ -1,7 +1,7 @@
-import { sandboxBridge } from '#shared/services.ts';
-import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
+import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 

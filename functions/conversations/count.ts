@@ -1,5 +1,5 @@
 import { countConversations } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 

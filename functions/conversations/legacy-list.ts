@@ -1,5 +1,5 @@
 import { legacyListConversations } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';

@@ -1,5 +1,5 @@
 import { sendMessage } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';

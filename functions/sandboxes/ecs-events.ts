@@ -1,6 +1,6 @@
 import { ecsEventsFunction } from '#shared/functions.ts';
 import { handleTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
-import { sandboxHousekeeping } from '#shared/services.ts';
+import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';

@@ -1,5 +1,5 @@
 import { startSandbox } from '#shared/sandboxes/operations.ts';
-import { sandboxes } from '#shared/services.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';

@@ -1,6 +1,7 @@
-import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { sweeperFunction } from '#shared/functions.ts';
-import { conversationHousekeeping, sandboxHousekeeping } from '#shared/services.ts';
+import { sweep } from '#shared/sandboxes/sweeper.ts';
+import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
+import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';

@@ -1,4 +1,4 @@
-import { settings } from '#shared/services.ts';
+import { settings } from '#shared/services/settings.ts';
 import { getSettings } from '#shared/settings/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';

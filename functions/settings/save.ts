@@ -1,4 +1,4 @@
-import { settings } from '#shared/services.ts';
+import { settings } from '#shared/services/settings.ts';
 import { saveSettings } from '#shared/settings/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';

@@ -1,5 +1,5 @@
 import { streamMessageFunction } from '#shared/functions.ts';
-import { conversations } from '#shared/services.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { relaySocketMessage } from '#shared/stream/socket-relay.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';

@@ -1,4 +1,4 @@
-import { streamTickets } from '#shared/services.ts';
+import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { createStreamTicket } from '#shared/stream/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';

@@ -1,5 +1,6 @@
 import { postEvents } from '#shared/conversations/webhook-operations.ts';
-import { conversationBridge, sandboxBridge } from '#shared/services.ts';
+import { conversationBridge } from '#shared/services/conversation-bridge.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';

@@ -1,5 +1,6 @@
 import { getStartConfig } from '#shared/conversations/webhook-operations.ts';
-import { conversationBridge, sandboxBridge } from '#shared/services.ts';
+import { conversationBridge } from '#shared/services/conversation-bridge.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';

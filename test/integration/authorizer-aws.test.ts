@@ -30,8 +30,9 @@ beforeAll(async () => {
   }));
   kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({ Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64') }));
   // The authorizer's own adapters, plus the conversation store's writes (a revocation).
-  const [{ allServices, servicesOf }, { wire }, keys, conversations, { sealer }] = await Promise.all([
+  const [{ servicesOf }, { allServices }, { wire }, keys, conversations, { sealer }] = await Promise.all([
     import('#shared/services.ts'),
+    import('#shared/services/all.ts'),
     import('#shared/wiring/adapters.ts'),
     import('#shared/wiring/aws/keys.ts'),
     import('#shared/wiring/aws/conversations.ts'),
