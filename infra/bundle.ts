@@ -32,7 +32,12 @@ const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } 
  * Lambda's credentials come in the environment: the SDK's default provider chain is swapped for a
  * small reader of those variables (infra/lambda-credentials.ts), the rest of the SDK is bundled as is.
  */
-const ALIAS = { '@aws-sdk/credential-provider-node': resolve(REPO_ROOT, 'infra/lambda-credentials.ts') };
+const ALIAS = {
+  '@aws-sdk/credential-provider-node': resolve(REPO_ROOT, 'infra/lambda-credentials.ts'),
+  // @aws-sdk/s3-presigned-post pins an older client-s3 of its own (for PutObjectCommand's endpoint
+  // parameters): resolved to the one we install, a bundle carries one S3 client, not two (~70 KB).
+  '@aws-sdk/client-s3': resolve(REPO_ROOT, 'node_modules/@aws-sdk/client-s3'),
+};
 
 /** The `bundling` of every NodejsFunction. */
 export const cdkBundling: BundlingOptions = {

@@ -36,6 +36,8 @@ export interface GrantTargets {
     roles: IRole[];
     /** Workspace snapshots, one prefix per sandbox under `sandboxes/`. */
     workspaces: IBucket;
+    /** The function that removes a deleted sandbox's snapshots (set once it exists). */
+    snapshotsDeleteFunction?: IFunction;
   };
   /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
   bridgeSocket: { connectionsArn: string };
@@ -70,6 +72,10 @@ const streamConnections = (t: GrantTargets, stack: Stack) =>
 const resendFunction = (t: GrantTargets) => {
   if (!t.stream.resendFunction) throw new Error('The stream resend function must exist before a function that invokes it');
   return [t.stream.resendFunction.functionArn];
+};
+const snapshotsDeleteFunction = (t: GrantTargets) => {
+  if (!t.sandbox.snapshotsDeleteFunction) throw new Error('The snapshot-removal function must exist before a function that invokes it');
+  return [t.sandbox.snapshotsDeleteFunction.functionArn];
 };
 /** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
@@ -139,6 +145,7 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
+  'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
 };
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */

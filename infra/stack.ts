@@ -24,6 +24,7 @@ import {
   bridgeSocketConnectFunction,
   ecsEventsFunction,
   fallbackFunction,
+  sandboxSnapshotsDeleteFunction,
   streamConnectFunction,
   streamDisconnectFunction,
   streamMessageFunction,
@@ -151,10 +152,16 @@ export class ConversationServiceStack extends Stack {
       return fn;
     };
 
+    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+    {
+      // Before the routes: the sandbox delete's grant and environment name it (as ECS events' and the sweeper's do).
+      const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
+      targets.sandbox.snapshotsDeleteFunction = snapshotsDelete.fn;
+      values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
+    }
     for (const route of routes as readonly RouteDef[]) {
       addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
     }
-    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
     const fallback = extra(fallbackFunction, Duration.seconds(5));

@@ -13,7 +13,7 @@ export interface EventFunctionDef extends Declaration {
   async: boolean;
 }
 
-const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 's3:workspaces'] as const;
+const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'snapshots:delete'] as const;
 
 /**
  * The HTTP API's REQUEST authorizer: it reads a key and records its last use (UpdateItem), reads
@@ -96,4 +96,17 @@ export const streamResendFunction = {
   capabilities: ['stream:push'],
 } as const satisfies EventFunctionDef;
 
-export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamMessageFunction, streamResendFunction, bridgeSocketConnectFunction] as const;
+/**
+ * Invoked asynchronously (by the sandbox delete, ECS events and the sweeper) once a deleted
+ * sandbox's last task stopped: removes its snapshot objects, so the functions that stop tasks carry
+ * no S3 client. Lambda retries it, then sends it to the on-failure queue.
+ */
+export const sandboxSnapshotsDeleteFunction = {
+  id: 'sandboxSnapshotsDelete',
+  entry: 'functions/sandboxes/snapshots-delete.ts',
+  async: true,
+  tables: {},
+  capabilities: ['s3:workspaces'],
+} as const satisfies EventFunctionDef;
+
+export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamMessageFunction, streamResendFunction, bridgeSocketConnectFunction, sandboxSnapshotsDeleteFunction] as const;

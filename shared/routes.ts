@@ -174,8 +174,8 @@ export const routes = [
     summary: 'Stop the sandbox and remove its workspace and record',
     tag: 'sandboxes',
     tables: { sandboxes: 'write', commands: 'write' },
-    // Its snapshots go with it.
-    capabilities: [...sandboxLaunch, 's3:workspaces'],
+    // Its snapshots go with it, removed by the function that holds S3 (shared/functions.ts) once its tasks stopped.
+    capabilities: [...sandboxLaunch, 'snapshots:delete'],
     timeoutSeconds: 30,
   },
   {

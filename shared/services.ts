@@ -1,26 +1,21 @@
-import { ApiKeys } from '#shared/auth/api-keys.ts';
-import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import { Sessions, sessionSeconds } from '#shared/auth/sessions.ts';
-import { ConversationBridge } from '#shared/conversations/bridge.ts';
-import { ConversationRecords } from '#shared/conversations/records.ts';
-import { conversationKeyVersion, ConversationService } from '#shared/conversations/service.ts';
-import { ServiceSandboxControl } from '#shared/conversations/service-sandbox-control.ts';
-import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
-import { EventService } from '#shared/events/service.ts';
-import { CursorCodec } from '#shared/http/cursor.ts';
-import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
-import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
-import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
-import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
-import { SandboxService } from '#shared/sandboxes/service.ts';
-import { SettingsService } from '#shared/settings/service.ts';
-import { StreamAccess } from '#shared/stream/access.ts';
-import { StreamTickets } from '#shared/stream/tickets.ts';
-import type { AdapterName, Adapters } from '#shared/wiring/adapters.ts';
-import { lazy } from '#shared/wiring/lazy.ts';
+import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import type { Sessions } from '#shared/auth/sessions.ts';
+import type { ConversationBridge } from '#shared/conversations/bridge.ts';
+import type { ConversationService } from '#shared/conversations/service.ts';
+import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
+import type { EventService } from '#shared/events/service.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
+import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
+import type { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
+import type { StreamAccess } from '#shared/stream/access.ts';
+import type { StreamTickets } from '#shared/stream/tickets.ts';
+import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
 
-/** What operations use. Built by `servicesOf` over one function's adapters (AWS or local). */
+/** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
 export interface Services {
   apiKeys: ApiKeys;
   sessions: Sessions;
@@ -41,6 +36,25 @@ export interface Services {
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
   streamAccess: StreamAccess;
 }
+export type ServiceName = keyof Services;
+
+/** What a service factory builds with: its function's adapters, and the other services it is built on. */
+export interface ServiceContext {
+  /** The adapter, built when one of its members is first used (so building a service builds no adapter). */
+  adapter<K extends AdapterName>(name: K): Adapters[K];
+  /** The adapters as they are, for plain values and functions read when first called. */
+  adapters: Adapters;
+  /** Another service, built once per function, whether its entry names it or not. */
+  use<T>(factory: ServiceFactory<T>): T;
+}
+/**
+ * How one service is built. Each factory is a module of its own under shared/services/, the one
+ * place that says which adapters and services each service is built on: a bundle carries only the
+ * factories its entry imports, their classes, and what those import (not every service's models).
+ */
+export type ServiceFactory<T> = (c: ServiceContext) => T;
+/** The services an entry names, by the name operations read them under. */
+export type ServiceFactories = { [K in ServiceName]?: ServiceFactory<Services[K]> };
 
 /**
  * An object standing for an adapter that is built when one of its members is first used. So a
@@ -59,57 +73,50 @@ function deferred<T extends object>(get: () => T): T {
   });
 }
 
+/** Every service name, so a service the entry does not name is refused by name (the compiler keeps the list whole). */
+const serviceNames: Record<ServiceName, true> = {
+  apiKeys: true,
+  sessions: true,
+  conversationKeys: true,
+  settings: true,
+  cursors: true,
+  conversations: true,
+  conversationBridge: true,
+  conversationHousekeeping: true,
+  events: true,
+  sandboxes: true,
+  sandboxBridge: true,
+  sandboxHousekeeping: true,
+  sandboxSpecs: true,
+  streamTickets: true,
+  streamAccess: true,
+};
+
 /**
- * The services over one function's adapters, each built on first use, each adapter built when a
- * method first touches it (through `wire`, which holds every build and call to the declaration).
- * The one place that says which service uses which adapter, for AWS and local alike.
+ * The services of one function: those its entry names (`factories`), each built on first use over
+ * the function's adapters (`wire`, which holds every build and call to its declaration), with the
+ * services they are built on. A service the entry does not name throws a WiringError.
  */
-export function servicesOf(adapters: Adapters): Services {
-  const a = <K extends AdapterName>(name: K) => deferred(() => adapters[name] as Adapters[K] & object);
-  // Plain values and functions are read when first called, not when the service is built.
-  const sandboxDeps = (): SandboxServiceDeps =>
-    lazy<SandboxServiceDeps>({
-      store: () => adapters.sandboxStore,
-      runtime: () => adapters.sandboxRuntime,
-      specs: () => adapters.specs,
-      sealer: () => adapters.sealer,
-      cursors: () => built.cursors,
-      config: () => adapters.sandboxConfig,
-      bridgeUrl: () => adapters.bridgeUrl,
-      snapshots: () => adapters.workspaceSnapshots,
-      launchOptions: () => async (userId: string) => launchOptionsOf(await built.settings.find(userId)),
-      commandPush: () => adapters.commandPush,
-      now: () => () => new Date(),
+export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFactories): Services {
+  const built = new Map<ServiceFactory<unknown>, unknown>();
+  const context: ServiceContext = {
+    adapter: (name) => deferred(() => adapters[name] as Adapters[typeof name] & object),
+    adapters,
+    use: <T>(factory: ServiceFactory<T>): T => {
+      if (!built.has(factory)) built.set(factory, factory(context));
+      return built.get(factory) as T;
+    },
+  };
+  const out = {} as Services;
+  for (const name of Object.keys(serviceNames) as ServiceName[]) {
+    Object.defineProperty(out, name, {
+      enumerable: true,
+      get: () => {
+        const factory = factories[name] as ServiceFactory<unknown> | undefined;
+        if (!factory) throw new WiringError(`${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`);
+        return context.use(factory);
+      },
     });
-  const sandboxControl = () => new ServiceSandboxControl(() => built.sandboxes, () => built.sandboxBridge);
-  const conversationRecords = () => new ConversationRecords(a('conversationStore'));
-  const built: Services = lazy<Services>({
-    apiKeys: () => new ApiKeys(a('keyStore')),
-    sessions: () => new Sessions(a('sessionStore'), built.apiKeys, () => sessionSeconds()),
-    conversationKeys: () => new ConversationKeys(() => adapters.conversationKeySecret(), conversationKeyVersion(a('conversationStore'))),
-    settings: () => new SettingsService(a('settingsStore'), a('sealer')),
-    cursors: () => new CursorCodec(() => adapters.cursorKey()),
-    sandboxSpecs: () => new SandboxSpecService(a('specs')),
-    sandboxes: () => new SandboxService(sandboxDeps()),
-    sandboxBridge: () => new SandboxBridge(sandboxDeps()),
-    sandboxHousekeeping: () => new SandboxHousekeeping(sandboxDeps()),
-    conversations: () =>
-      new ConversationService(a('conversationStore'), a('startTaskStore'), built.settings, sandboxControl(), built.cursors, built.conversationKeys, conversationRecords()),
-    conversationBridge: () =>
-      new ConversationBridge(
-        a('conversationStore'),
-        a('startTaskStore'),
-        a('eventStore'),
-        built.settings,
-        sandboxControl(),
-        conversationRecords(),
-        a('eventFeed'),
-      ),
-    conversationHousekeeping: () => new ConversationHousekeeping(a('startTaskStore'), sandboxControl()),
-    events: () => new EventService(a('eventStore'), a('conversationStore'), built.cursors),
-    streamTickets: () => new StreamTickets(a('streamTicketStore'), a('conversationStore')),
-    streamAccess: () =>
-      new StreamAccess({ apiKeys: built.apiKeys, sessions: built.sessions, conversationKeys: built.conversationKeys, tickets: built.streamTickets, conversations: a('conversationStore') }),
-  });
-  return built;
+  }
+  return out;
 }

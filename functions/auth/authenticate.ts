@@ -1,5 +1,6 @@
 import { authenticate } from '#shared/auth/operations.ts';
+import { sessions } from '#shared/services/sessions.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 
-export const handler = awsRoute(authenticate, { keyStore, sessionStore });
+export const handler = awsRoute(authenticate, { keyStore, sessionStore }, { sessions });

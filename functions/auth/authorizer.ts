@@ -3,6 +3,9 @@ import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorize
 import { authorizerFunction } from '#shared/functions.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { logger } from '#shared/logging.ts';
+import { apiKeys } from '#shared/services/api-keys.ts';
+import { conversationKeys } from '#shared/services/conversation-keys.ts';
+import { sessions } from '#shared/services/sessions.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
@@ -20,6 +23,7 @@ const origins = allowedOrigins();
 export const handler = awsFunction(
   authorizerFunction,
   { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore },
+  { apiKeys, sessions, conversationKeys },
   async (event: APIGatewayRequestAuthorizerEventV2, { apiKeys, sessions, conversationKeys }): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
     try {
       const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };

@@ -1,5 +1,6 @@
 import { sandboxHeartbeat } from '#shared/sandboxes/bridge-operations.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(sandboxHeartbeat, { sandboxStore, sandboxConfig });
+export const handler = awsRoute(sandboxHeartbeat, { sandboxStore, sandboxConfig }, { sandboxBridge });

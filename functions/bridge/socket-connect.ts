@@ -1,6 +1,7 @@
-import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
+import type { APIGatewayProxyResult, APIGatewayProxyWebsocketEventV2 } from 'aws-lambda';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
@@ -18,6 +19,7 @@ type ConnectEvent = APIGatewayProxyWebsocketEventV2 & {
 export const handler = awsFunction(
   bridgeSocketConnectFunction,
   { sandboxStore },
+  { sandboxBridge },
   async (event: ConnectEvent, { sandboxBridge }): Promise<APIGatewayProxyResult> => {
     const ok = await sandboxBridge.connectSocket(event.queryStringParameters?.sandbox_id, keyFromHeaders(event.headers ?? {}), event.requestContext.connectionId);
     return ok ? { statusCode: 200, body: '' } : { statusCode: 401, body: 'Unauthorized' };

@@ -1,8 +1,9 @@
 import { legacyListConversations } from '#shared/conversations/operations.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(legacyListConversations, { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret, cursorKey });
+export const handler = awsRoute(legacyListConversations, { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret, cursorKey }, { conversations });

@@ -1,4 +1,5 @@
 import { startConversation } from '#shared/conversations/operations.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
@@ -8,4 +9,4 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(startConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, commandPush, sandboxRuntime, specs, sandboxConfig, bridgeUrl });
+export const handler = awsRoute(startConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, commandPush, sandboxRuntime, specs, sandboxConfig, bridgeUrl }, { conversations });

@@ -1,5 +1,6 @@
 import { searchSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
+import { sandboxSpecs } from '#shared/services/sandbox-specs.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(searchSandboxSpecs, { specs });
+export const handler = awsRoute(searchSandboxSpecs, { specs }, { sandboxSpecs });

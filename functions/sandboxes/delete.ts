@@ -1,8 +1,9 @@
 import { deleteSandbox } from '#shared/sandboxes/operations.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
-import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(deleteSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, workspaceSnapshots });
+export const handler = awsRoute(deleteSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval }, { sandboxes });

@@ -1,9 +1,10 @@
 import { ecsEventsFunction } from '#shared/functions.ts';
 import { handleTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
+import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
-import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, workspaceSnapshots }, handleTaskStateChange);
+export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval }, { sandboxHousekeeping }, handleTaskStateChange);

@@ -1,6 +1,7 @@
 import { pauseSandbox } from '#shared/sandboxes/operations.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(pauseSandbox, { sandboxStore, sandboxRuntime, sandboxConfig });
+export const handler = awsRoute(pauseSandbox, { sandboxStore, sandboxRuntime, sandboxConfig }, { sandboxes });

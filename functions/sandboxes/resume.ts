@@ -1,8 +1,9 @@
 import { resumeSandbox } from '#shared/sandboxes/operations.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(resumeSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore });
+export const handler = awsRoute(resumeSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore }, { sandboxes });

@@ -1,10 +1,12 @@
-import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { sweeperFunction } from '#shared/functions.ts';
+import { sweep } from '#shared/sandboxes/sweeper.ts';
+import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
+import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
-import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsFunction(sweeperFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, workspaceSnapshots, startTaskStore }, sweep);
+export const handler = awsFunction(sweeperFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore }, { sandboxHousekeeping, conversationHousekeeping }, sweep);

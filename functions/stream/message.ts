@@ -1,4 +1,5 @@
 import { streamMessageFunction } from '#shared/functions.ts';
+import { conversations } from '#shared/services/conversations.ts';
 import { relaySocketMessage } from '#shared/stream/socket-relay.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
@@ -10,6 +11,7 @@ import { streamConnectionStore } from '#shared/wiring/aws/stream.ts';
 export const handler = awsFunction(
   streamMessageFunction,
   { conversationStore, sandboxStore, commandPush, sandboxConfig, streamConnectionStore },
+  { conversations },
   (event: { requestContext: { connectionId: string }; body?: string; isBase64Encoded?: boolean }, services, adapters) =>
     relaySocketMessage(event.requestContext.connectionId, event.isBase64Encoded ? '' : (event.body ?? ''), services, adapters),
 );

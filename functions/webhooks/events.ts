@@ -1,8 +1,10 @@
 import { postEvents } from '#shared/conversations/webhook-operations.ts';
+import { conversationBridge } from '#shared/services/conversation-bridge.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
 
-export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush });
+export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush }, { sandboxBridge, conversationBridge });

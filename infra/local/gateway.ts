@@ -32,7 +32,7 @@ export async function loadHandlers(services: LocalServices): Promise<Map<string,
     const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as { handler?: { wiring?: FunctionWiring } };
     const wiring = mod.handler?.wiring;
     if (!wiring?.operation) throw new Error(`${route.entry} exports no handler made by awsRoute`);
-    const scoped = services.forFunction(route.id, route, wiring.adapters);
+    const scoped = services.forFunction(route.id, route, wiring.adapters, wiring.services);
     handlers.set(route.id, lambdaHandler(wiring.operation, () => scoped));
   }
   return handlers;

@@ -83,7 +83,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.
-  const sweeperServices = services.forFunction(sweeperFunction.id, sweeperFunction, awsSweeper.wiring.adapters);
+  const sweeperServices = services.forFunction(sweeperFunction.id, sweeperFunction, awsSweeper.wiring.adapters, awsSweeper.wiring.services);
   // The sweeper, as the scheduled function does on AWS. unref: it never keeps the process alive.
   let sweeping = false;
   const sweeper = setInterval(() => {

@@ -44,7 +44,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
   const { services } = options;
   // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
   const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
-  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters);
+  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters, sendMessageHandler.wiring.services);
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());

@@ -24,7 +24,8 @@ export type Capability =
   | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
-  | 'stream:resend'; // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
+  | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
+  | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
 export interface RouteDef {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */

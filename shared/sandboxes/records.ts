@@ -10,6 +10,7 @@ import { isLive } from '#shared/sandboxes/model.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import { SandboxStartError, type InstanceRef, type LaunchOptions, type RuntimeState, type SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 
 export interface SandboxServiceDeps {
@@ -24,6 +25,8 @@ export interface SandboxServiceDeps {
   bridgeUrl: (host: string | undefined) => string;
   /** Workspace snapshots in S3 (AWS); null where workspaces are directories that stay (locally). */
   snapshots: WorkspaceSnapshots | null;
+  /** Removes a deleted sandbox's snapshots (AWS); null where workspaces are directories (locally). */
+  snapshotRemoval: SnapshotRemoval | null;
   /** The user's sandbox settings a start applies (images, resource factor); none when absent. */
   launchOptions?: (userId: string) => Promise<LaunchOptions>;
   /** Pushes queued commands to the program's socket (AWS); null where programs long-poll (locally). */
@@ -203,7 +206,7 @@ export class SandboxRecords {
       const out = await this.deps.runtime.destroy(instanceOf(rec));
       if (out.done) {
         // After the last task stopped: a task saves its workspace after SIGTERM, so not before.
-        await this.deps.snapshots?.prune(rec.id);
+        await this.deps.snapshotRemoval?.remove(rec.id);
         await this.deps.store.remove(rec.id);
         return true;
       }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { createPresignedPost } from '@aws-sdk/s3-presigned-post';
+import type { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { SnapshotUpload } from '#shared/protocol.ts';
 import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshot-model.ts';
 
@@ -26,14 +26,27 @@ export interface SnapshotLimits {
 
 export const defaultSnapshotLimits: SnapshotLimits = { maxBytes: 2 * 1024 ** 3, expiresSeconds: 300, maxObjects: 4 };
 
-
+/**
+ * The presigners (shared/sandboxes/snapshot-signing.ts), given only to the functions that sign
+ * uploads or downloads: a function that only checks or deletes objects carries neither.
+ */
+export interface SnapshotSigning {
+  post: typeof createPresignedPost;
+  get: typeof getSignedUrl;
+}
 
 export class WorkspaceSnapshots {
   constructor(
     private readonly s3: S3Client,
     private readonly bucket: string,
     private readonly limits: SnapshotLimits = defaultSnapshotLimits,
+    private readonly signing?: SnapshotSigning,
   ) {}
+
+  private signer(): SnapshotSigning {
+    if (!this.signing) throw new Error('This function signs no snapshot requests: its entry wires workspace snapshots without the presigners');
+    return this.signing;
+  }
 
   /** Whether the sandbox's prefix has room for another upload (a hostile program could otherwise ask for grants without end). */
   async hasRoom(sandboxId: string): Promise<boolean> {
@@ -45,7 +58,7 @@ export class WorkspaceSnapshots {
   async upload(sandboxId: string): Promise<SnapshotUpload> {
     const now = Date.now();
     const key = `${snapshotPrefix(sandboxId)}${String(now).padStart(13, '0')}-${randomBytes(8).toString('hex')}.tar.gz`;
-    const { url, fields } = await createPresignedPost(this.s3, {
+    const { url, fields } = await this.signer().post(this.s3, {
       Bucket: this.bucket,
       Key: key,
       Conditions: [['content-length-range', 1, this.limits.maxBytes], { bucket: this.bucket }, ['eq', '$key', key]],
@@ -57,7 +70,7 @@ export class WorkspaceSnapshots {
   /** A presigned GET of one of the sandbox's own snapshots. */
   async download(sandboxId: string, key: string): Promise<{ url: string; expires_at: string }> {
     if (!ownsSnapshot(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
-    const url = await getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn: this.limits.expiresSeconds });
+    const url = await this.signer().get(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn: this.limits.expiresSeconds });
     return { url, expires_at: new Date(Date.now() + this.limits.expiresSeconds * 1000).toISOString() };
   }
 

@@ -1,4 +1,4 @@
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { lambdaEvent } from '#shared/lambda-event.ts';
 import type { ResendRequest, ResendTrigger } from '#shared/stream/resend-trigger.ts';
 
 /**
@@ -6,12 +6,13 @@ import type { ResendRequest, ResendTrigger } from '#shared/stream/resend-trigger
  * once, so `$connect` returns before the resend sends anything (it cannot send before it returns).
  */
 export class LambdaResendTrigger implements ResendTrigger {
-  private readonly lambda = new LambdaClient({});
+  private readonly send: (r: ResendRequest) => Promise<void>;
 
-  constructor(private readonly functionArn: string) {}
+  constructor(functionArn: string) {
+    this.send = lambdaEvent<ResendRequest>(functionArn, 'the resend function');
+  }
 
-  async request(r: ResendRequest): Promise<void> {
-    const res = await this.lambda.send(new InvokeCommand({ FunctionName: this.functionArn, InvocationType: 'Event', Payload: new TextEncoder().encode(JSON.stringify(r)) }));
-    if (res.StatusCode !== 202) throw new Error(`Invoking the resend function failed: status ${res.StatusCode}`);
+  request(r: ResendRequest): Promise<void> {
+    return this.send(r);
   }
 }

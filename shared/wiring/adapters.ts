@@ -7,6 +7,7 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
@@ -40,6 +41,8 @@ export interface Adapters {
   eventStore: EventStore;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
+  /** Removes a deleted sandbox's snapshots (AWS: an asynchronous invoke of the function that holds S3); null locally. */
+  snapshotRemoval: SnapshotRemoval | null;
   /** Pushes queued commands to sandbox programs' sockets (AWS); null locally, where programs long-poll. */
   commandPush: CommandPush | null;
   /** Told when a conversation's events are committed, to push them to its stream's clients. */
@@ -112,6 +115,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
+  snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },
   eventFeed: { build: {} },
   streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },

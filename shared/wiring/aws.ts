@@ -1,12 +1,14 @@
 /*
  * The AWS wiring of one function. Its entry imports the AWS builders of the adapters it may use
  * from shared/wiring/aws/<resource>.ts (one module per SDK client, so a bundle carries only those)
- * and passes them here; shared/wiring/adapters.ts holds each build and call to the declaration.
+ * and the factories of the services its code reads from shared/services.ts (so it carries only
+ * those classes), and passes them here; shared/wiring/adapters.ts holds each build and call to the
+ * declaration.
  */
 import type { EventFunctionDef } from '#shared/functions.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import { lambdaHandler, type ApiHandler } from '#shared/http/wrapper.ts';
-import { servicesOf, type Services } from '#shared/services.ts';
+import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
@@ -18,39 +20,50 @@ export interface FunctionWiring {
   adapters: AdapterName[];
   /** Their AWS builders. */
   builders: Builders;
+  /** The services its code reads (the local gateway builds the same ones). */
+  services: ServiceFactories;
   /** The route's operation (routes only). */
   operation?: Operation;
 }
 
 /** The adapters and services of one function on AWS, built on first use from the adapters it names, held to its declaration. */
-function awsWiring(id: string, declaration: Declaration, builders: Builders): () => { adapters: Adapters; services: Services } {
+function awsWiring(id: string, declaration: Declaration, builders: Builders, services: ServiceFactories): () => { adapters: Adapters; services: Services } {
   let built: { adapters: Adapters; services: Services } | undefined;
   return () => {
     if (built) return built;
     const adapters = wire(id, declaration, builders);
-    return (built = { adapters, services: servicesOf(adapters) });
+    return (built = { adapters, services: servicesOf(id, adapters, services) });
   };
 }
 
-/** A route's Lambda handler: the wrapper around its operation, over the AWS adapters its entry names. */
-export function awsRoute(operation: Operation, builders: Builders): ApiHandler & { wiring: FunctionWiring } {
+const wiringOf = (id: string, declaration: Declaration, builders: Builders, services: ServiceFactories): FunctionWiring => ({
+  id,
+  declaration,
+  adapters: Object.keys(builders) as AdapterName[],
+  builders,
+  services,
+});
+
+/** A route's Lambda handler: the wrapper around its operation, over the AWS adapters and the services its entry names. */
+export function awsRoute(operation: Operation, builders: Builders, services: ServiceFactories = {}): ApiHandler & { wiring: FunctionWiring } {
   const { route } = operation;
-  const wiring = awsWiring(route.id, route, builders);
+  const wiring = awsWiring(route.id, route, builders, services);
   const handler = lambdaHandler(operation, () => wiring().services);
-  return Object.assign(handler, { wiring: { id: route.id, declaration: route, adapters: Object.keys(builders) as AdapterName[], builders, operation } });
+  return Object.assign(handler, { wiring: { ...wiringOf(route.id, route, builders, services), operation } });
 }
 
 /**
- * An event function's handler (authorizer, ECS events, sweeper, the stream's): `run` gets its
- * services and its adapters (for what only AWS functions build: the stream's WebSocket side),
+ * An event function's handler (authorizer, ECS events, sweeper, the stream's): `run` gets the
+ * services its entry names and its adapters (for what only AWS functions build: the stream's WebSocket side),
  * both held to its declaration.
  */
 export function awsFunction<E, R>(
   fn: EventFunctionDef,
   builders: Builders,
+  services: ServiceFactories,
   run: (event: E, services: Services, adapters: Adapters) => Promise<R>,
 ): ((event: E) => Promise<R>) & { wiring: FunctionWiring } {
-  const wiring = awsWiring(fn.id, fn, builders);
+  const wiring = awsWiring(fn.id, fn, builders, services);
   const handler = (event: E) => run(event, wiring().services, wiring().adapters);
-  return Object.assign(handler, { wiring: { id: fn.id, declaration: fn, adapters: Object.keys(builders) as AdapterName[], builders } });
+  return Object.assign(handler, { wiring: wiringOf(fn.id, fn, builders, services) });
 }

@@ -13,7 +13,8 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
-import { servicesOf, type Services } from '#shared/services.ts';
+import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
+import { allServices } from '#shared/services/all.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
@@ -50,11 +51,11 @@ export interface LocalServices extends Services {
   /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
   eventHub: LocalEventHub;
   /**
-   * The same services for one function, held to its declaration and to the adapters its entry
-   * names, as on AWS: the local gateway runs each route through these, so every test that goes
-   * through it fails on a path that builds or calls what the route does not declare.
+   * The same services for one function, held to its declaration and to the adapters and services
+   * its entry names, as on AWS: the local gateway runs each route through these, so every test that
+   * goes through it fails on a path that builds or calls what the route does not declare.
    */
-  forFunction(id: string, declaration: Declaration, adapters: readonly AdapterName[]): Services;
+  forFunction(id: string, declaration: Declaration, adapters: readonly AdapterName[], services: ServiceFactories): Services;
 }
 
 /**
@@ -90,6 +91,7 @@ export function localServices(options: LocalOptions): LocalServices {
     eventStore: () => new DynamoEventStore(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    snapshotRemoval: () => null,
     // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
     commandPush: () => options.commandPush ?? null,
     eventFeed: () => eventHub,
@@ -102,10 +104,11 @@ export function localServices(options: LocalOptions): LocalServices {
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
     Object.fromEntries(names.map((name) => [name, () => adapters[name]])) as Builders;
-  all = servicesOf(adapters);
+  all = servicesOf('local', adapters, allServices);
   return Object.assign(all, {
     sandboxRuntime,
     eventHub,
-    forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[]) => servicesOf(wire(id, declaration, builders(names))),
+    forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[], services: ServiceFactories) =>
+      servicesOf(id, wire(id, declaration, builders(names)), services),
   });
 }

@@ -56,6 +56,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
   'stream:push': ['STREAM_CALLBACK_URL'],
   'stream:resend': ['STREAM_RESEND_FUNCTION'],
+  'snapshots:delete': ['SNAPSHOTS_DELETE_FUNCTION'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

@@ -261,9 +261,11 @@ describe('event stream (WebSocket API) and CloudFront', () => {
           expect(r).toMatch(/\/sockets\/(POST|GET)\/@connections\/\*/);
         }
       }
+      // Asynchronous invokes: $connect of the resend function; what finishes a sandbox's delete, of the snapshot-removal function.
       const invoke = statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
-      expect(invoke.length > 0, id).toBe(id === 'streamConnect');
-      for (const s of invoke) expect(s.Resource).toEqual({ 'Fn::GetAtt': [logicalId(stack.functions.get('streamResend')!.fn.fn.node.defaultChild), 'Arn'] });
+      const invokes = id === 'streamConnect' ? 'streamResend' : (access.capabilities ?? []).includes('snapshots:delete') ? 'sandboxSnapshotsDelete' : undefined;
+      expect(invoke.length > 0, id).toBe(invokes !== undefined);
+      for (const s of invoke) expect(s.Resource).toEqual({ 'Fn::GetAtt': [logicalId(stack.functions.get(invokes!)!.fn.fn.node.defaultChild), 'Arn'] });
     }
   });
 
@@ -295,7 +297,7 @@ describe('functions', () => {
     const expected = [...routeDefs.map((r) => r.id), 'authorizer', 'fallback', bridgeSocketConnectFunction.id];
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
-    expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend');
+    expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend', 'sandboxSnapshotsDelete');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });

@@ -30,14 +30,16 @@ beforeAll(async () => {
   }));
   kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({ Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64') }));
   // The authorizer's own adapters, plus the conversation store's writes (a revocation).
-  const [{ servicesOf }, { wire }, keys, conversations, { sealer }] = await Promise.all([
+  const [{ servicesOf }, { allServices }, { wire }, keys, conversations, { sealer }] = await Promise.all([
     import('#shared/services.ts'),
+    import('#shared/services/all.ts'),
     import('#shared/wiring/adapters.ts'),
     import('#shared/wiring/aws/keys.ts'),
     import('#shared/wiring/aws/conversations.ts'),
     import('#shared/wiring/aws/kms.ts'),
   ]);
   services = servicesOf(
+    'test',
     wire('test', { tables: { keys: 'write', conversations: 'write' }, capabilities: ['seal', 'unseal'] }, {
       keyStore: keys.keyStore,
       sessionStore: keys.sessionStore,
@@ -45,6 +47,7 @@ beforeAll(async () => {
       sealer,
       conversationStore: conversations.conversationStore,
     }),
+    allServices,
   );
   authorize = (await import('../../functions/auth/authorizer.ts')).handler as never;
 });

@@ -1,6 +1,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { RegisterTaskDefinitionCommand, RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -252,14 +254,30 @@ describe('sandboxes on the AWS path', () => {
 
 describe('workspace snapshots through the bridge on the AWS path', () => {
   const s3 = new CheckedS3();
+  const SNAPSHOTS_DELETE_FUNCTION = 'arn:aws:lambda:eu-west-1:123456789012:function:snapshots-delete';
+  // Lambda's Invoke API at the SDK boundary: an `Event` invocation of the snapshot-removal function runs its handler.
+  const lambda = mockClient(LambdaClient);
+  const removals: unknown[] = [];
+  let failInvokes = 0;
   beforeAll(async () => {
     await s3.start();
     // The snapshot functions' S3 client, as on Lambda: bucket and credentials from the environment.
-    Object.assign(process.env, { WORKSPACE_BUCKET: BUCKET, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey });
+    Object.assign(process.env, { WORKSPACE_BUCKET: BUCKET, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey, SNAPSHOTS_DELETE_FUNCTION });
+    lambda.on(InvokeCommand).callsFake(async ({ FunctionName, InvocationType, Payload }) => {
+      if (failInvokes > 0 && failInvokes--) throw Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' });
+      expect(FunctionName).toBe(SNAPSHOTS_DELETE_FUNCTION);
+      expect(InvocationType).toBe('Event');
+      const payload = JSON.parse(new TextDecoder().decode(Payload));
+      removals.push(payload);
+      const { handler } = await import('../../functions/sandboxes/snapshots-delete.ts');
+      await handler(payload);
+      return { StatusCode: 202 };
+    });
   }, 30_000);
   afterAll(async () => {
+    lambda.restore();
     await s3.stop();
-    for (const name of ['WORKSPACE_BUCKET', 'AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']) delete process.env[name];
+    for (const name of ['WORKSPACE_BUCKET', 'AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'SNAPSHOTS_DELETE_FUNCTION']) delete process.env[name];
   });
 
   async function running(userId: string) {
@@ -323,12 +341,30 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     // Still stopping: the snapshot and the record (marked deleted) stay.
     expect((await store.get(sb.id))?.deletedAt).toEqual(expect.any(String));
     expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grant.key]);
+    expect(removals).toEqual([]);
     aws.finishStops();
+    // The removal cannot be asked for (Lambda throttles): the record stays for the next attempt.
+    failInvokes = 1;
     await ecsEvent('stopped-user-initiated.json', sb.id, 1);
+    expect((await store.get(sb.id))?.deletedAt).toEqual(expect.any(String));
+    expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grant.key]);
+    // The event again (EventBridge's retry, or the sweeper's): the removal function is invoked, then the record goes.
+    await ecsEvent('stopped-user-initiated.json', sb.id, 1);
+    expect(removals).toEqual([{ sandboxId: sb.id }]);
     expect(await store.get(sb.id)).toBeUndefined();
     expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([]);
     // Another sandbox's objects are untouched.
     expect(await s3.keys(`sandboxes/${other.id}/`)).toEqual([otherGrant.key]);
+  });
+
+  it('the snapshot-removal function removes nothing for a payload that is not one sandbox id', async () => {
+    const key = 'sandboxes/sbxkept/0000000000001-0123456789abcdef.tar.gz';
+    await s3.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: 'x' }));
+    const { handler } = await import('../../functions/sandboxes/snapshots-delete.ts');
+    for (const payload of [{ sandboxId: '' }, { sandboxId: '../' }, { sandboxId: 'sbxkept/..' }, { sandboxId: '*' }, {}, { sandboxId: ['x'] }]) {
+      await expect(handler(payload as never), JSON.stringify(payload)).rejects.toThrow(/Not a sandbox id/);
+    }
+    expect(await s3.keys('sandboxes/')).toContain(key);
   });
 
   it('a program that asks for uploads and never completes them gets a 429 once its prefix is full; a completed snapshot makes room', async () => {

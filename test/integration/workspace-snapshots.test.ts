@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SnapshotKeyError } from '#shared/sandboxes/snapshot-model.ts';
+import { s3SnapshotSigning } from '#shared/sandboxes/snapshot-signing.ts';
 import { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { packWorkspace, Snapshotter, uploadSnapshot, type SnapshotBridge } from '#sandbox/snapshots.ts';
 import { BUCKET, CheckedS3 } from '#test/helpers/checked-s3.ts';
@@ -53,7 +54,7 @@ describe('workspace snapshots through presigned requests', () => {
     mkdirSync(join(workspace, 'src'));
     writeFileSync(join(workspace, 'src/app.ts'), 'export const x = 1;\n');
     writeFileSync(join(workspace, '.hidden'), 'dot');
-    const { state, bridge } = controlPlane(new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS));
+    const { state, bridge } = controlPlane(new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning));
     const snapshotter = new Snapshotter(bridge, workspace, log);
     await snapshotter.request();
     expect(state.pointer).toMatch(new RegExp(`^sandboxes/${SANDBOX}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`));
@@ -68,7 +69,7 @@ describe('workspace snapshots through presigned requests', () => {
   });
 
   it('puts each snapshot under a new key and restores the latest', async () => {
-    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const { state, bridge } = controlPlane(snapshots);
     const snapshotter = new Snapshotter(bridge, workspace, log);
     writeFileSync(join(workspace, 'f'), 'one');
@@ -88,7 +89,7 @@ describe('workspace snapshots through presigned requests', () => {
 
   it('refuses an upload over the size bound, and the pointer does not move', async () => {
     writeFileSync(join(workspace, 'big'), randomBytes(LIMITS.maxBytes * 2)); // incompressible
-    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const { state, bridge } = controlPlane(snapshots);
     // The sandbox program refuses to send it; a hostile one sending anyway is refused by S3 (the proxy here).
     await new Snapshotter(bridge, workspace, log).request();
@@ -105,7 +106,7 @@ describe('workspace snapshots through presigned requests', () => {
   it('refuses a tampered form: another key, a wider size bound, an expired policy', async () => {
     writeFileSync(join(workspace, 'f'), 'x');
     const packed = await packWorkspace(workspace);
-    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const grant = await snapshots.upload(SANDBOX);
     const otherKey = grant.key.replace(SANDBOX, OTHER);
     await expect(uploadSnapshot({ ...grant, fields: { ...grant.fields, key: otherKey } }, packed.file, packed.bytes)).rejects.toThrow(/403/);
@@ -113,7 +114,7 @@ describe('workspace snapshots through presigned requests', () => {
     policy.conditions = policy.conditions.map((c: unknown) => (Array.isArray(c) && c[0] === 'content-length-range' ? [c[0], 1, 10 ** 12] : c));
     const widened = Buffer.from(JSON.stringify(policy)).toString('base64');
     await expect(uploadSnapshot({ ...grant, fields: { ...grant.fields, Policy: widened } }, packed.file, packed.bytes)).rejects.toThrow(/403/);
-    const brief = new WorkspaceSnapshots(s3.client(), BUCKET, { ...LIMITS, expiresSeconds: 1 });
+    const brief = new WorkspaceSnapshots(s3.client(), BUCKET, { ...LIMITS, expiresSeconds: 1 }, s3SnapshotSigning);
     const old = await brief.upload(SANDBOX);
     await new Promise((r) => setTimeout(r, 2100));
     await expect(uploadSnapshot(old, packed.file, packed.bytes)).rejects.toThrow(/403/);
@@ -123,7 +124,7 @@ describe('workspace snapshots through presigned requests', () => {
   });
 
   it("signs nothing for another sandbox's objects, and a GET cannot be redirected to them", async () => {
-    const mine = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    const mine = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const theirs = controlPlane(mine, OTHER);
     writeFileSync(join(workspace, 'secret'), 'their private repo');
     s3.intent = { sandboxId: OTHER, ...LIMITS };
@@ -150,7 +151,7 @@ describe('workspace snapshots through presigned requests', () => {
   });
 
   it('keeps at most one snapshot in flight; changes made meanwhile are saved by the next', async () => {
-    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const { state, bridge } = controlPlane(snapshots);
     const snapshotter = new Snapshotter(bridge, workspace, log);
     writeFileSync(join(workspace, 'f'), 'a');
@@ -168,8 +169,21 @@ describe('workspace snapshots through presigned requests', () => {
     expect(readdirSync(fresh)).toEqual(['f']);
   });
 
+  it('without the presigners (the wiring of deletion and completion) checks and deletes objects but signs nothing', async () => {
+    const signing = controlPlane(new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning));
+    writeFileSync(join(workspace, 'f'), 'x');
+    await new Snapshotter(signing.bridge, workspace, log).request();
+    const key = signing.state.pointer!;
+    const plain = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS);
+    await expect(plain.upload(SANDBOX)).rejects.toThrow('This function signs no snapshot requests');
+    await expect(plain.download(SANDBOX, key)).rejects.toThrow('This function signs no snapshot requests');
+    expect(await plain.verify(SANDBOX, key)).toEqual(expect.any(Number));
+    expect(await plain.prune(SANDBOX)).toBeGreaterThanOrEqual(1);
+    expect(await plain.verify(SANDBOX, key)).toBeNull();
+  });
+
   it('restores nothing when the sandbox has no snapshot yet', async () => {
-    const { bridge } = controlPlane(new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS));
+    const { bridge } = controlPlane(new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning));
     expect(await new Snapshotter(bridge, workspace, log).restore()).toBe(false);
   });
 });

@@ -76,7 +76,8 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     });
     expect(tier.aws.denials).toEqual([]);
     // S3 evaluated each presigned request as the role of the function that signed it: the POST as the
-    // upload route's, the GET as the download route's, the deletion as the delete route's or ecsEvents'.
+    // upload route's, the GET as the download route's; the deletion is the snapshot-removal function's,
+    // invoked asynchronously (Event) by the one that finished the delete (ecsEvents here, or the delete route).
     const s3 = tier.aws.calls.filter((c) => c.operation.startsWith('s3:'));
     const roleOf = (id: string) => tier.lambda.byName(id).roleArn;
     expect(s3).toEqual(expect.arrayContaining([
@@ -84,7 +85,11 @@ describe('the seed flows, end to end on the synthesized stack', () => {
       { principal: roleOf('sandboxSnapshotComplete'), operation: 's3:GetObject', allowed: true },
       { principal: roleOf('sandboxSnapshotDownload'), operation: 's3:GetObject', allowed: true },
     ]));
-    expect(s3.some((c) => c.operation === 's3:DeleteObject' && [roleOf('deleteSandbox'), roleOf('ecsEvents')].includes(c.principal))).toBe(true);
+    expect(s3.some((c) => c.operation === 's3:DeleteObject' && c.principal === roleOf('sandboxSnapshotsDelete'))).toBe(true);
+    expect(s3.filter((c) => c.operation === 's3:DeleteObject').map((c) => c.principal)).not.toContain(roleOf('ecsEvents'));
+    const removalArn = tier.lambda.byName('sandboxSnapshotsDelete').arn;
+    const removal = await until(tier, 'snapshot removal recorded', async () => tier.aws.asyncInvocations.filter((i) => i.functionArn === removalArn), (r) => r.length > 0);
+    expect(removal.map((i) => [i.payload, i.result.ok])).toEqual([[{ sandboxId: sb.id }, true]]);
     // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
     const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
     expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));

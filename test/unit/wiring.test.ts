@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { eventFunctions } from '#shared/functions.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
+import { servicesOf } from '#shared/services.ts';
+import { settings } from '#shared/services/settings.ts';
 import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
@@ -65,6 +67,21 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     });
   });
 
+  it('names the services its operation reads, and no others', async () => {
+    const wiring = await wiringOf(entry);
+    if (!wiring?.operation) return;
+    // The services a run reads (operations take them by destructuring, before any other work).
+    const read = new Set<string>();
+    const recorder = new Proxy({}, { get: (_, prop) => (typeof prop === 'string' && read.add(prop), undefined) });
+    const req = { body: {}, rawBody: {}, query: {}, params: {}, userId: 'u', auth: { userId: 'u' }, requestId: 'r', headers: {}, baseUrl: 'https://api.example' };
+    await Promise.resolve()
+      .then(() => wiring.operation!.run(req as never, recorder as never))
+      .catch(() => undefined);
+    // The wrapper admits a sandbox route's caller through the bridge service before the run.
+    if (wiring.operation.route.auth === 'sandbox') read.add('sandboxBridge');
+    expect(Object.keys(wiring.services).sort(), `${id}: the services its entry names`).toEqual([...read].sort());
+  });
+
   it('declares nothing that none of its adapters can use (no grant without a use)', async () => {
     const wiring = await wiringOf(entry);
     const usable = (wiring?.adapters ?? []).flatMap(allNeeds);
@@ -92,6 +109,16 @@ describe('wire', () => {
     const adapters = wire('getSettings', declared, { settingsStore: () => fake });
     await expect(adapters.settingsStore.get('u')).resolves.toBeUndefined();
     expect(() => adapters.settingsStore.put({} as never, 0)).toThrow("settingsStore.put() needs tables.settings: 'write'");
+  });
+
+  it('refuses a service the entry does not name, and builds one it names over the wired adapters', async () => {
+    const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
+    const services = servicesOf('getSettings', wire('getSettings', declared, { settingsStore: () => fake }), { settings });
+    expect(() => services.conversations).toThrow(WiringError);
+    expect(() => services.sandboxes).toThrow('getSettings: its entry does not name the sandboxes service');
+    expect(services.settings).toBe(services.settings);
+    // Built over the adapters it was given.
+    await expect(services.settings.find('u')).resolves.toBeNull();
   });
 
   it('holds seal and open to their own capabilities', async () => {

@@ -1,8 +1,14 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { defaultSnapshotLimits, WorkspaceSnapshots, type SnapshotSigning } from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
 
-/** The S3 client and presigners: only in the bundles of the bridge's snapshot routes and of sandbox deletion. */
-export const workspaceSnapshots: Builder<'workspaceSnapshots'> = () =>
-  new WorkspaceSnapshots(new S3Client({}), requireEnv('WORKSPACE_BUCKET', 'the S3 bucket of workspace snapshots'));
+/** The workspace bucket's snapshots, signing with `signing` when given. */
+export const bucketSnapshots = (signing?: SnapshotSigning) =>
+  new WorkspaceSnapshots(new S3Client({}), requireEnv('WORKSPACE_BUCKET', 'the S3 bucket of workspace snapshots'), defaultSnapshotLimits, signing);
+
+/**
+ * The S3 client without the presigners: what checks, lists and deletes a sandbox's snapshot objects
+ * (the bridge's snapshot completion, sandbox deletion). The signing routes use `./s3-signing.ts`.
+ */
+export const workspaceSnapshots: Builder<'workspaceSnapshots'> = () => bucketSnapshots();

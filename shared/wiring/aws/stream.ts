@@ -2,7 +2,6 @@ import { requireEnv } from '#shared/wiring/lazy.ts';
 import { ApiGatewayConnectionPush } from '#shared/stream/api-gateway-push.ts';
 import { DynamoConnectionStore } from '#shared/stream/dynamo-connection-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
-import { LambdaResendTrigger } from '#shared/stream/lambda-resend-trigger.ts';
 import { PushDelivery } from '#shared/stream/push-delivery.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 
@@ -12,7 +11,5 @@ export const streamTicketStore: Builder<'streamTicketStore'> = () => new DynamoS
 export const streamConnectionStore: Builder<'streamConnectionStore'> = () => new DynamoConnectionStore();
 /** PostToConnection on the stream API's stage. */
 export const streamPush: Builder<'streamPush'> = () => new ApiGatewayConnectionPush(requireEnv('STREAM_CALLBACK_URL', "the stream API stage's @connections endpoint"));
-/** The asynchronous invoke of the resend function. */
-export const streamResendTrigger: Builder<'streamResendTrigger'> = () => new LambdaResendTrigger(requireEnv('STREAM_RESEND_FUNCTION', 'the stream resend function'));
 /** The feed the ingest function tells: PostToConnection to the conversation's open connections. */
 export const eventFeed: Builder<'eventFeed'> = (get) => new PushDelivery(get('streamConnectionStore'), get('eventStore'), get('streamPush'));

@@ -1,0 +1,35 @@
+import type { ServiceFactories } from '#shared/services.ts';
+import { apiKeys } from '#shared/services/api-keys.ts';
+import { conversationBridge } from '#shared/services/conversation-bridge.ts';
+import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
+import { conversationKeys } from '#shared/services/conversation-keys.ts';
+import { conversations } from '#shared/services/conversations.ts';
+import { cursors } from '#shared/services/cursors.ts';
+import { events } from '#shared/services/events.ts';
+import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
+import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
+import { sandboxSpecs } from '#shared/services/sandbox-specs.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
+import { sessions } from '#shared/services/sessions.ts';
+import { settings } from '#shared/services/settings.ts';
+import { streamAccess } from '#shared/services/stream-access.ts';
+import { streamTickets } from '#shared/services/stream-tickets.ts';
+
+/** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
+export const allServices: Required<ServiceFactories> = {
+  apiKeys,
+  sessions,
+  conversationKeys,
+  settings,
+  cursors,
+  sandboxSpecs,
+  sandboxes,
+  sandboxBridge,
+  sandboxHousekeeping,
+  conversations,
+  conversationBridge,
+  conversationHousekeeping,
+  events,
+  streamTickets,
+  streamAccess,
+};

@@ -1,0 +1,16 @@
+import { ConversationBridge } from '#shared/conversations/bridge.ts';
+import { ConversationRecords } from '#shared/conversations/records.ts';
+import type { ServiceFactory } from '#shared/services.ts';
+import { sandboxControl } from '#shared/services/sandbox-control.ts';
+import { settings } from '#shared/services/settings.ts';
+
+export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
+  new ConversationBridge(
+    c.adapter('conversationStore'),
+    c.adapter('startTaskStore'),
+    c.adapter('eventStore'),
+    c.use(settings),
+    sandboxControl(c),
+    new ConversationRecords(c.adapter('conversationStore')),
+    c.adapter('eventFeed'),
+  );

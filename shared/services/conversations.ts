@@ -1,0 +1,18 @@
+import { ConversationRecords } from '#shared/conversations/records.ts';
+import { ConversationService } from '#shared/conversations/service.ts';
+import type { ServiceFactory } from '#shared/services.ts';
+import { conversationKeys } from '#shared/services/conversation-keys.ts';
+import { cursors } from '#shared/services/cursors.ts';
+import { sandboxControl } from '#shared/services/sandbox-control.ts';
+import { settings } from '#shared/services/settings.ts';
+
+export const conversations: ServiceFactory<ConversationService> = (c) =>
+  new ConversationService(
+    c.adapter('conversationStore'),
+    c.adapter('startTaskStore'),
+    c.use(settings),
+    sandboxControl(c),
+    c.use(cursors),
+    c.use(conversationKeys),
+    new ConversationRecords(c.adapter('conversationStore')),
+  );

@@ -1,0 +1,25 @@
+import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { ServiceContext } from '#shared/services.ts';
+import { cursors } from '#shared/services/cursors.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
+
+/**
+ * What every sandbox audience is built on; plain values and functions are read when first called.
+ * Only the user's API starts sandboxes, so only it reads the user's settings (`launchOptions`): the
+ * bridge's and housekeeping's bundles carry no settings service.
+ */
+export const sandboxDeps = (c: ServiceContext, launchOptions?: SandboxServiceDeps['launchOptions']): SandboxServiceDeps =>
+  lazy<SandboxServiceDeps>({
+    store: () => c.adapters.sandboxStore,
+    runtime: () => c.adapters.sandboxRuntime,
+    specs: () => c.adapters.specs,
+    sealer: () => c.adapters.sealer,
+    cursors: () => c.use(cursors),
+    config: () => c.adapters.sandboxConfig,
+    bridgeUrl: () => c.adapters.bridgeUrl,
+    snapshots: () => c.adapters.workspaceSnapshots,
+    snapshotRemoval: () => c.adapters.snapshotRemoval,
+    launchOptions: () => launchOptions,
+    commandPush: () => c.adapters.commandPush,
+    now: () => () => new Date(),
+  });

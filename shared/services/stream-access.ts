@@ -1,0 +1,15 @@
+import type { ServiceFactory } from '#shared/services.ts';
+import { apiKeys } from '#shared/services/api-keys.ts';
+import { conversationKeys } from '#shared/services/conversation-keys.ts';
+import { sessions } from '#shared/services/sessions.ts';
+import { streamTickets } from '#shared/services/stream-tickets.ts';
+import { StreamAccess } from '#shared/stream/access.ts';
+
+export const streamAccess: ServiceFactory<StreamAccess> = (c) =>
+  new StreamAccess({
+    apiKeys: c.use(apiKeys),
+    sessions: c.use(sessions),
+    conversationKeys: c.use(conversationKeys),
+    tickets: c.use(streamTickets),
+    conversations: c.adapter('conversationStore'),
+  });
