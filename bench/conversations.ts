@@ -236,7 +236,7 @@ export async function benchEventRoutes(): Promise<string> {
     const rare = await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=100`);
     if (rare.items.length !== DEEP_EVENTS / RARE_EVERY) throw new Error(`the kind filter found ${rare.items.length} of ${DEEP_EVENTS / RARE_EVERY} messages`);
 
-    // Every search and count in turn, round after round (see `interleaved`): the ratios are taken side by side.
+    // Every search and count once a round, round after round (see `interleaved`): the ratios are taken side by side.
     const q = (query: string, route: 'search' | 'count' = 'search') => searchRequest(stack, query, route);
     const m = await interleaved(SEARCHES, {
       small: q(`conversation_id__eq=${small}`),
@@ -276,7 +276,7 @@ export async function benchEventRoutes(): Promise<string> {
       '',
       '## Event search',
       '',
-      `\`GET /api/v1/events/search\` (default limit 100) on conversations with ${SMALL_EVENTS}, ${HUNDRED_EVENTS} and ${count(DEEP_EVENTS)} events, ${SEARCHES} rounds after 20 warm-up ones, each round every search and count below once in turn, timed to the last byte of the body. An unfiltered page is one Query on the conversation's partition from the sequence number in \`page_id\`; a kind filter is one Query on the \`byKind\` index (conversation, kind, sequence; keys and timestamp only) up to the committed end and one BatchGetItem of the page's events, so a rare kind costs its page, not the partition. On DynamoDB a page's cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
+      `\`GET /api/v1/events/search\` (default limit 100) on conversations with ${SMALL_EVENTS}, ${HUNDRED_EVENTS} and ${count(DEEP_EVENTS)} events, ${SEARCHES} rounds after 20 warm-up ones, each round every search and count below once, in an order shuffled each round, timed to the last byte of the body. An unfiltered page is one Query on the conversation's partition from the sequence number in \`page_id\`; a kind filter is one Query on the \`byKind\` index (conversation, kind, sequence; keys and timestamp only) up to the committed end and one BatchGetItem of the page's events, so a rare kind costs its page, not the partition. On DynamoDB a page's cost depends on the items it reads, not on how deep it starts. The ${count(DEEP_EVENTS)} events were written straight through \`DynamoEventStore.append\` (100 per call, 4 calls in flight, no HTTP) to save time: ${(fillMs / 1000).toFixed(0)} s, ${count(DEEP_EVENTS / (fillMs / 1000))} events/s.`,
       '',
       '| conversation | page | p50 / p99 |',
       '|---|---|---|',

@@ -103,13 +103,9 @@ export async function benchLists(): Promise<string> {
       ]),
     );
     step('timing');
-    // Half the rounds in the reverse order, so no measure always runs right after the same other one.
-    const half = Math.ceil(RUNS / 2);
-    const forward = await interleaved(half, timed);
-    const backward = await interleaved(RUNS - half, Object.fromEntries(Object.entries(timed).reverse()));
-    const m = Object.fromEntries(Object.keys(fns).map((k) => [k, [...forward[k]!, ...backward[k]!]]));
-    // Each call of `interleaved` began with 20 warm-up rounds: their CPU samples go too.
-    const c = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, [...v.slice(20, 20 + half), ...v.slice(40 + half)]]));
+    const m = await interleaved(RUNS, timed);
+    // The 20 warm-up rounds' CPU samples go too.
+    const c = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, v.slice(20)]));
     const largeCount = (await get(users.large, '/api/v1/app-conversations/count')()) as number;
     if (largeCount !== LARGE) throw new Error(`count says ${largeCount} of ${LARGE}`);
     // A filter cannot use the counter: it counts its matches on the index, page by page.
@@ -126,7 +122,7 @@ export async function benchLists(): Promise<string> {
     return [
       `## List routes at ${count(SMALL)} and at ${count(LARGE)} rows`,
       '',
-      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in turn, half the rounds in the reverse order; the CPU time is this process's (the client, the gateway, the handler and dynalite all run in it) for one request. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's: nothing in it reads past the page, and dynalite keeps every table in one sorted tree, so both users' pages walk the same tree. A filter other than \`created_at\` applies after DynamoDB's read limit, so a filtered page reads on (a Query of the page's size, then up to 9 of 200 items) until it is full.`,
+      `A user with ${count(SMALL)} sandboxes and conversations, another with ${count(LARGE)}: copies of a real (paused) sandbox's and conversation's items written straight to the tables (${(fillMs / 1000).toFixed(0)} s), newest first. ${RUNS} rounds after 20 warm-up ones, every measure once per round in an order shuffled each round (see \`interleaved\`); the CPU time is this process's (the client, the gateway, the handler and dynalite all run in it) for one request. A page is one Query on the user's \`byUser\` index with the page's limit (and, for conversations, one BatchGetItem of their sandboxes' statuses), so its cost is the page's, not the user's: nothing in it reads past the page, and dynalite keeps every table in one sorted tree, so both users' pages walk the same tree. A filter other than \`created_at\` applies after DynamoDB's read limit, so a filtered page reads on (a Query of the page's size, then up to 9 of 200 items) until it is full.`,
       '',
       `| route (first page of 100) | ${count(SMALL)} rows p50 | ${count(LARGE)} rows p50 | ratio | CPU time p50, ${count(SMALL)} / ${count(LARGE)} rows | second page at ${count(LARGE)} p50 |`,
       '|---|---|---|---|---|---|',

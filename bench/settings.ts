@@ -69,7 +69,7 @@ export async function benchSettings(): Promise<string> {
       if (res.statusCode !== 200) throw new Error(`${id} handler ${res.statusCode}: ${res.body}`);
     };
     const store = new DynamoSettingsStore();
-    // Every measure in turn, round after round (see `interleaved`): the ratios are taken side by side.
+    // Every measure once a round, round after round (see `interleaved`): the ratios are taken side by side.
     const m = await interleaved(RUNS, {
       post: request('POST'),
       postConsole: request('POST', '/api/settings', JSON.stringify(consoleBody)),
@@ -95,7 +95,7 @@ export async function benchSettings(): Promise<string> {
     return [
       '## Settings through the local gateway',
       '',
-      `${RUNS} rounds after ${Math.min(20, RUNS)} warm-up ones, each round every measure below once in turn (so they share the machine's load alike), dynalite in memory, one client on loopback (node:http on a keep-alive connection, as the SDK reaches dynalite; \`fetch\` would add about 0.3 ms of its own). The ratio is p50 against a raw dynalite GetItem from the same process (the same \`ConsistentRead\` GetItem the settings store makes): what the gateway, the authorizer, the wrapper, validation and sealing add. The authorizer holds the key's record for \`KEY_CACHE_SECONDS\` (30 s), so a busy key costs no GetItem of its own. \`POST\` is one DynamoDB call (a second only after a save that drops MCP servers or variables, to remove their values): an UpdateItem that sets only the fields the body names, with each secret given sealed on its own and nothing opened, its condition checking what the save assumed (a null that keeps a stored MCP value or custom secret needs it stored); a first save, a record of the earlier format, or a null with nothing stored to keep reads and writes instead. Two bodies: the bench's (a model, a new LLM key, an MCP server with a variable: two secrets sealed) and the console's whole form with no secret changed (every field, the MCP server's variable null to keep it).`,
+      `${RUNS} rounds after ${Math.min(20, RUNS)} warm-up ones, each round every measure below once, in an order shuffled each round (so they share the machine's load alike), dynalite in memory, one client on loopback (node:http on a keep-alive connection, as the SDK reaches dynalite; \`fetch\` would add about 0.3 ms of its own). The ratio is p50 against a raw dynalite GetItem from the same process (the same \`ConsistentRead\` GetItem the settings store makes): what the gateway, the authorizer, the wrapper, validation and sealing add. The authorizer holds the key's record for \`KEY_CACHE_SECONDS\` (30 s), so a busy key costs no GetItem of its own. \`POST\` is one DynamoDB call (a second only after a save that drops MCP servers or variables, to remove their values): an UpdateItem that sets only the fields the body names, with each secret given sealed on its own and nothing opened, its condition checking what the save assumed (a null that keeps a stored MCP value or custom secret needs it stored); a first save, a record of the earlier format, or a null with nothing stored to keep reads and writes instead. Two bodies: the bench's (a model, a new LLM key, an MCP server with a variable: two secrets sealed) and the console's whole form with no secret changed (every field, the MCP server's variable null to keep it).`,
       '',
       '| operation | p50 | p99 | p50 / raw GetItem |',
       '|---|---|---|---|',
