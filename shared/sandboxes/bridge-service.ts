@@ -13,11 +13,11 @@ export const SNAPSHOT_STATE = 'snapshotKey';
 /** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
 export class SandboxBridge extends SandboxRecords {
   /** Exchanges the one-time enrollment token for the session key; the sandbox is RUNNING from here. */
-  async checkIn(sandboxId: string, enrollmentToken: string | undefined, agent: { version: string }) {
-    if (!enrollmentToken) throw unauthorized();
+  async checkIn(first: SandboxRecord | undefined, enrollmentToken: string | undefined, agent: { version: string }) {
+    if (!first || !enrollmentToken) throw unauthorized();
+    const sandboxId = first.id;
     const tokenHash = sha256(enrollmentToken);
-    const first = await this.deps.store.get(sandboxId);
-    if (!first || first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
+    if (first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
     const sessionKey = newToken('sbx');
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
     const t = await this.transition(sandboxId, (rec) =>
@@ -76,10 +76,9 @@ export class SandboxBridge extends SandboxRecords {
    * the status and the number of the last command queued (`command_seq`, from the record it reads
    * anyway): a program on a socket that has not seen that command fetches the queue over HTTP.
    */
-  async heartbeat(sandboxId: string, key: string | undefined, active: boolean): Promise<{ status: SandboxStatus; command_seq: number }> {
-    const rec = await this.keyOwner(sandboxId, key);
-    if (!rec) throw unauthorized();
-    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(sandboxId, this.iso());
+  async heartbeat(caller: SandboxRecord | undefined, active: boolean): Promise<{ status: SandboxStatus; command_seq: number }> {
+    const rec = known(caller);
+    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
     return { status: rec.status, command_seq: rec.commandSeq ?? 0 };
   }
 
@@ -109,9 +108,9 @@ export class SandboxBridge extends SandboxRecords {
    * Waits up to `waitSeconds` (capped by the deployment) for queued commands. A sandbox that is no
    * longer RUNNING (paused, failed, replaced by a newer generation) gets a `stop` command instead.
    */
-  async pollCommands(sandboxId: string, key: string | undefined, waitSeconds: number): Promise<{ commands: SandboxCommand[] }> {
-    let rec = await this.keyOwner(sandboxId, key);
-    if (!rec) throw unauthorized();
+  async pollCommands(caller: SandboxRecord | undefined, waitSeconds: number): Promise<{ commands: SandboxCommand[] }> {
+    let rec = known(caller);
+    const sandboxId = rec.id;
     const deadline = Date.now() + Math.min(waitSeconds, this.deps.config.pollMaxSeconds) * 1000;
     for (;;) {
       if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
@@ -129,17 +128,17 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   /** Removes a delivered command from the queue (idempotent; seq 0, the synthetic stop, is not queued). */
-  async ackCommand(sandboxId: string, key: string | undefined, seq: number): Promise<void> {
-    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
-    if (seq > 0) await this.deps.store.deleteCommand(sandboxId, seq);
+  async ackCommand(caller: SandboxRecord | undefined, seq: number): Promise<void> {
+    const rec = known(caller);
+    if (seq > 0) await this.deps.store.deleteCommand(rec.id, seq);
   }
 
   /**
    * Workspace snapshots (AWS). The session key authenticates in any state: a paused task saves its
    * workspace after StopTask (SIGTERM), and a replaced generation's key no longer matches.
    */
-  async snapshotUpload(sandboxId: string, key: string | undefined) {
-    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
+  async snapshotUpload(caller: SandboxRecord | undefined) {
+    const sandboxId = known(caller).id;
     const snapshots = this.snapshots();
     // Uploads granted but never reported complete stay until the next completed snapshot prunes them.
     if (!(await snapshots.hasRoom(sandboxId))) throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first');
@@ -147,8 +146,8 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   /** Moves the sandbox's pointer to `objectKey` once S3 has it (never backwards), then removes older snapshots. */
-  async snapshotComplete(sandboxId: string, key: string | undefined, objectKey: string): Promise<{ key: string; bytes: number }> {
-    if (!(await this.keyOwner(sandboxId, key))) throw unauthorized();
+  async snapshotComplete(caller: SandboxRecord | undefined, objectKey: string): Promise<{ key: string; bytes: number }> {
+    const sandboxId = known(caller).id;
     const snapshots = this.snapshots();
     if (!ownsSnapshot(sandboxId, objectKey)) throw conflict('Not a snapshot key of this sandbox');
     const bytes = await snapshots.verify(sandboxId, objectKey);
@@ -163,9 +162,9 @@ export class SandboxBridge extends SandboxRecords {
     return { key: objectKey, bytes };
   }
 
-  async snapshotDownload(sandboxId: string, key: string | undefined): Promise<{ url: string | null; expires_at: string | null }> {
-    const rec = await this.keyOwner(sandboxId, key);
-    if (!rec) throw unauthorized();
+  async snapshotDownload(caller: SandboxRecord | undefined): Promise<{ url: string | null; expires_at: string | null }> {
+    const rec = known(caller);
+    const sandboxId = rec.id;
     const current = rec.runtimeState?.[SNAPSHOT_STATE];
     if (!current) return { url: null, expires_at: null };
     return this.snapshots().download(sandboxId, current);
@@ -188,4 +187,13 @@ export class SandboxBridge extends SandboxRecords {
       : null;
     return { seq: c.seq, type: c.type, payload, created_at: c.createdAt };
   }
+}
+
+/**
+ * The record the wrapper's key check read for this request (`admitted`: the key is this sandbox's
+ * credential); the bridge's operations take it instead of reading the record again.
+ */
+function known(caller: SandboxRecord | undefined): SandboxRecord {
+  if (!caller) throw unauthorized();
+  return caller;
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
-import type { AgentEventEnvelope } from '#shared/protocol.ts';
+import { fillPath, type AgentEventEnvelope } from '#shared/protocol.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -171,6 +171,50 @@ describe('one webhook batch in DynamoDB requests', () => {
     const stale = await counted(224, events(10));
     expect(stale.body).toEqual({ success: true, added: 10 });
     expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
+  });
+});
+
+/** Any route as the sandbox: its answer and the requests it made, sorted. */
+async function countedCall(method: 'GET' | 'POST', path: string, body?: unknown, k = key): Promise<{ status: number; body: unknown; requests: string[] }> {
+  sent = [];
+  try {
+    const res = await stack.call(method, path, { key: k, body });
+    return { status: res.status, body: res.body, requests: sent.sort() };
+  } finally {
+    sent = undefined;
+  }
+}
+
+describe("the bridge's calls in DynamoDB requests", () => {
+  // The wrapper's key check reads the sandbox record and hands it to the operation: none reads it again.
+  it('a heartbeat is one read of the sandbox (and one write when the agent was active)', async () => {
+    const idle = await countedCall('POST', fillPath('heartbeat', { sandbox_id: sandboxId }), { active: false });
+    expect(idle.status).toBe(200);
+    expect(idle.requests).toEqual(['GetItemCommand@sandboxes']);
+    const active = await countedCall('POST', fillPath('heartbeat', { sandbox_id: sandboxId }), { active: true });
+    expect(active.status).toBe(200);
+    expect(active.requests).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
+  });
+
+  it('a command poll without waiting is one read of the sandbox and one Query of its queue; an ack one read and one delete', async () => {
+    const poll = await countedCall('GET', `${fillPath('commands', { sandbox_id: sandboxId })}?wait=0`);
+    expect(poll.body).toEqual({ commands: [] });
+    expect(poll.requests).toEqual(['GetItemCommand@sandboxes', 'QueryCommand@commands']);
+    const ack = await countedCall('POST', fillPath('ack', { sandbox_id: sandboxId, seq: 7 }));
+    expect(ack.status).toBe(200);
+    expect(ack.requests).toEqual(['DeleteItemCommand@commands', 'GetItemCommand@sandboxes']);
+  });
+
+  it('a wrong key is one read of the sandbox and a 401, on every bridge call', async () => {
+    for (const [method, path, body] of [
+      ['POST', fillPath('heartbeat', { sandbox_id: sandboxId }), { active: true }],
+      ['GET', `${fillPath('commands', { sandbox_id: sandboxId })}?wait=0`, undefined],
+      ['POST', fillPath('ack', { sandbox_id: sandboxId, seq: 1 }), undefined],
+    ] as const) {
+      const res = await countedCall(method, path, body, 'sbx_wrong');
+      expect(res.status).toBe(401);
+      expect(res.requests).toEqual(['GetItemCommand@sandboxes']);
+    }
   });
 });
 
