@@ -89,7 +89,10 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     expect(s3.filter((c) => c.operation === 's3:DeleteObject').map((c) => c.principal)).not.toContain(roleOf('ecsEvents'));
     const removalArn = tier.lambda.byName('sandboxSnapshotsDelete').arn;
     const removal = await until(tier, 'snapshot removal recorded', async () => tier.aws.asyncInvocations.filter((i) => i.functionArn === removalArn), (r) => r.length > 0);
-    expect(removal.map((i) => [i.payload, i.result.ok])).toEqual([[{ sandboxId: sb.id }, true]]);
+    // The delete route and the ECS event may both finish the delete when the task stops between them:
+    // each then asks for the removal, which is idempotent. Every ask is for this sandbox and succeeds.
+    expect(new Set(removal.map((i) => JSON.stringify([i.payload, i.result.ok])))).toEqual(new Set([JSON.stringify([{ sandboxId: sb.id }, true])]));
+    expect(removal.length).toBeLessThanOrEqual(2);
     // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
     const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
     expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
