@@ -3,7 +3,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
-import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, filterExpression, queryCount, queryFilled, queryPage, type Page } from '#shared/store/query.ts';
 
 function userQuery(table: string, userId: string, f: ConversationFilter) {
@@ -210,8 +210,8 @@ export class DynamoConversationStore implements ConversationStore {
       names[`#s${i}`] = `ops${i}`;
       return `NOT contains(#s${i}, :op)`;
     });
-    try {
-      const out = await this.db.send(
+    return conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { userId, id: COUNTER_ID },
@@ -221,12 +221,8 @@ export class DynamoConversationStore implements ConversationStore {
           ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return out.Attributes;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
   }
 }
 

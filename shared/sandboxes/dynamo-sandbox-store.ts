@@ -1,6 +1,6 @@
 import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
-import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, queryAll } from '#shared/store/query.ts';
 
 export class DynamoSandboxStore implements SandboxStore {
@@ -73,8 +73,8 @@ export class DynamoSandboxStore implements SandboxStore {
         sets.push(`#f${i} = :v${i}`);
       }
     });
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { id },
@@ -84,12 +84,9 @@ export class DynamoSandboxStore implements SandboxStore {
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return out.Attributes as SandboxRecord;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    return item as SandboxRecord | undefined;
   }
 
   async touchActivity(id: string, at: string): Promise<boolean> {
@@ -137,8 +134,8 @@ export class DynamoSandboxStore implements SandboxStore {
   }
 
   async nextCommandSeq(id: string): Promise<number | undefined> {
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { id },
@@ -147,12 +144,9 @@ export class DynamoSandboxStore implements SandboxStore {
           ExpressionAttributeValues: { ':one': 1 },
           ReturnValues: 'UPDATED_NEW',
         }),
-      );
-      return out.Attributes?.commandSeq as number;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    return item?.commandSeq as number | undefined;
   }
 
   async putCommand(command: StoredCommand): Promise<void> {

@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { SettingsPatch, SettingsPath, SettingsRecord, SettingsStore } from '#shared/settings/settings-store.ts';
-import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 
 export class DynamoSettingsStore implements SettingsStore {
   private readonly db = documentClient();
@@ -42,8 +42,8 @@ export class DynamoSettingsStore implements SettingsStore {
     const condition = conditions.join(' AND ');
     // DynamoDB takes expressions of at most 4 KB: a larger save is written whole by the caller instead.
     if (update.length > MAX_EXPRESSION || condition.length > MAX_EXPRESSION) return undefined;
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { userId },
@@ -53,12 +53,9 @@ export class DynamoSettingsStore implements SettingsStore {
           ExpressionAttributeValues: e.values,
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return out.Attributes as SettingsRecord;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    return item as SettingsRecord | undefined;
   }
 }
 

@@ -69,3 +69,16 @@ export async function conditionalWrite(write: () => Promise<unknown>): Promise<b
     throw err;
   }
 }
+
+/**
+ * `conditionalWrite` for a write that returns the item (`ReturnValues`): its attributes when it was
+ * applied, undefined when its condition failed. Any other error is thrown.
+ */
+export async function conditionalReturn(write: () => Promise<{ Attributes?: Record<string, unknown> }>): Promise<Record<string, unknown> | undefined> {
+  try {
+    return (await write()).Attributes;
+  } catch (err) {
+    if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
+}

@@ -1,6 +1,6 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationRef } from '#shared/events/event-store.ts';
-import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import type { ConnectionStore, StreamConnection } from '#shared/stream/connection-store.ts';
 
 /** The conversation's partition, as in the events table (conversation ids are unique per user only). */
@@ -116,8 +116,8 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   async lease(conversation: ConversationRef, connectionId: string, owner: string, nowMs: number, untilMs: number): Promise<StreamConnection | undefined> {
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: this.key(conversation, connectionId),
@@ -126,12 +126,9 @@ export class DynamoConnectionStore implements ConnectionStore {
           ExpressionAttributeValues: { ':o': owner, ':u': untilMs, ':t': true, ':now': nowMs },
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return out.Attributes ? fromItem(out.Attributes) : undefined;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    return item ? fromItem(item) : undefined;
   }
 
   advance(conversation: ConversationRef, connectionId: string, owner: string, from: number, to: number, untilMs: number): Promise<boolean> {
@@ -149,8 +146,8 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   async release(conversation: ConversationRef, connectionId: string, owner: string): Promise<StreamConnection | undefined> {
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: this.key(conversation, connectionId),
@@ -159,11 +156,8 @@ export class DynamoConnectionStore implements ConnectionStore {
           ExpressionAttributeValues: { ':o': owner },
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return out.Attributes ? fromItem(out.Attributes) : undefined;
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    return item ? fromItem(item) : undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalReturn, documentClient, tableName } from '#shared/store/dynamo.ts';
 import type { StreamTicketRecord, StreamTicketStore } from '#shared/stream/ticket-store.ts';
 
 /**
@@ -31,8 +31,8 @@ export class DynamoStreamTicketStore implements StreamTicketStore {
   }
 
   async take(ticketId: string, hash: string, now: Date): Promise<StreamTicketRecord | undefined> {
-    try {
-      const out = await this.db.send(
+    const item = await conditionalReturn(() =>
+      this.db.send(
         new DeleteCommand({
           TableName: this.table,
           Key: { keyId: itemKey(ticketId) },
@@ -41,13 +41,9 @@ export class DynamoStreamTicketStore implements StreamTicketStore {
           ExpressionAttributeValues: { ':hash': hash, ':now': now.toISOString() },
           ReturnValues: 'ALL_OLD',
         }),
-      );
-      const item = out.Attributes;
-      if (!item) return undefined;
-      return { ticketId, userId: item.ticketUserId as string, conversationId: item.conversationId as string, hash: item.hash as string, expiresAt: item.expiresAt as string };
-    } catch (err) {
-      if (isConditionFailure(err)) return undefined;
-      throw err;
-    }
+      ),
+    );
+    if (!item) return undefined;
+    return { ticketId, userId: item.ticketUserId as string, conversationId: item.conversationId as string, hash: item.hash as string, expiresAt: item.expiresAt as string };
   }
 }
