@@ -78,16 +78,20 @@ let made = 0;
 const events = (n: number) =>
   Array.from({ length: n }, () => ({ kind: 'MessageEvent', id: `e-${++made}`, timestamp: new Date().toISOString(), source: 'agent', llm_message: { role: 'assistant', content: [{ type: 'text', text: `m${made}` }] } }));
 
-/** Posts a batch as the sandbox and returns the requests it made, sorted. */
-async function counted(firstSeq: number, batch: unknown[], k = key, cid = conversationId): Promise<{ status: number; body: unknown; requests: string[] }> {
+/** Any route as the sandbox: its answer and the requests it made, sorted. */
+async function countedCall(method: 'GET' | 'POST', path: string, body?: unknown, k = key): Promise<{ status: number; body: unknown; requests: string[] }> {
   sent = [];
   try {
-    const res = await stack.call('POST', `/api/v1/webhooks/${sandboxId}/events/${cid}?first_seq=${firstSeq}`, { key: k, body: batch });
+    const res = await stack.call(method, path, { key: k, body });
     return { status: res.status, body: res.body, requests: sent.sort() };
   } finally {
     sent = undefined;
   }
 }
+
+/** Posts a batch as the sandbox and returns the requests it made, sorted. */
+const counted = (firstSeq: number, batch: unknown[], k = key, cid = conversationId) =>
+  countedCall('POST', `${fillPath('events', { sandbox_id: sandboxId, conversation_id: cid })}?first_seq=${firstSeq}`, batch, k);
 
 describe('one webhook batch in DynamoDB requests', () => {
   it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and one counter update', async () => {
@@ -173,17 +177,6 @@ describe('one webhook batch in DynamoDB requests', () => {
     expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
   });
 });
-
-/** Any route as the sandbox: its answer and the requests it made, sorted. */
-async function countedCall(method: 'GET' | 'POST', path: string, body?: unknown, k = key): Promise<{ status: number; body: unknown; requests: string[] }> {
-  sent = [];
-  try {
-    const res = await stack.call(method, path, { key: k, body });
-    return { status: res.status, body: res.body, requests: sent.sort() };
-  } finally {
-    sent = undefined;
-  }
-}
 
 describe("the bridge's calls in DynamoDB requests", () => {
   // The wrapper's key check reads the sandbox record and hands it to the operation: none reads it again.
