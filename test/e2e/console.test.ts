@@ -358,6 +358,8 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.locator('.markdown h1', { hasText: 'Report' }).waitFor({ timeout: 60_000 });
     await page.locator('pre.output', { hasText: '<script>window.__pwned=3</script>' }).waitFor();
     await page.locator('.diff .add', { hasText: '<svg onload="window.__pwned=6"></svg>' }).waitFor();
+    // The heading shows the conversation's record, which loads apart from the events (the stream).
+    await page.locator('h1', { hasText: '<script>window.__pwned=14</script>' }).waitFor();
     // Shown as text where they came as text:
     expect(await page.locator('.thought', { hasText: '<img src=x onerror="window.__pwned=1">' }).count()).toBe(1);
     expect(await page.locator('.event.message.user', { hasText: '<img src=x onerror="window.__pwned=13">' }).count()).toBe(1);
