@@ -313,6 +313,8 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     expect((await api('GET', `/api/v1/sandboxes?id=${victim}`)).body).toEqual([null]);
     await page.getByRole('button', { name: `Delete sandbox ${keep}` }).waitFor();
     await page.getByRole('link', { name: 'Sandbox specs' }).click();
+    // The sandboxes table (whose rows name the same spec) is gone once the specs page's heading shows.
+    await page.getByRole('heading', { name: 'Sandbox specs' }).waitFor();
     await page.getByRole('cell', { name: 'local-default', exact: true }).waitFor();
     await browser.shot('07-specs');
   });
