@@ -22,10 +22,14 @@ interface Run {
  */
 async function conversation(action: (n: number) => ScriptedReply, condenser: boolean): Promise<Run> {
   const arrivals: number[] = [];
-  const isSummary = (r: RecordedRequest) => String(r.body?.messages?.[0]?.content ?? '').startsWith(SUMMARY_PROMPT_START);
+  const isSummary = (r: RecordedRequest) =>
+    String(r.body?.messages?.[0]?.content ?? '').startsWith(SUMMARY_PROMPT_START);
   let step = 0;
   const script = (r: RecordedRequest): ScriptedReply => {
-    if (isSummary(r)) return { text: `Summary: the agent ran ${step} steps, each printing a short listing. ${'Facts kept. '.repeat(40)}` };
+    if (isSummary(r))
+      return {
+        text: `Summary: the agent ran ${step} steps, each printing a short listing. ${'Facts kept. '.repeat(40)}`,
+      };
     arrivals.push(performance.now());
     step += 1;
     return step <= STEPS ? action(step) : reply.finish('done');
@@ -69,7 +73,8 @@ export async function benchAgent(): Promise<string> {
   const bashOn = await conversation((n) => reply.bash(`echo step ${n}; seq 1 30 | tr '\\n' ' '`), true);
   const bashOff = await conversation((n) => reply.bash(`echo step ${n}; seq 1 30 | tr '\\n' ' '`), false);
   const row = (name: string, r: Run) => `| ${name} | ${ms(percentile(r.gaps, 50))} | ${ms(percentile(r.gaps, 99))} |`;
-  const size = (name: string, r: Run) => `| ${name} | ${count(r.largestMessages)} | ${count(r.largestChars)} | ${r.summaries} |`;
+  const size = (name: string, r: Run) =>
+    `| ${name} | ${count(r.largestMessages)} | ${count(r.largestChars)} | ${r.summaries} |`;
   return [
     '## The agent',
     '',

@@ -19,13 +19,24 @@ export async function benchBundles(): Promise<string> {
     const m = await bundleStats(MINIMAL, LOADS);
     const s = await bundleStats(entry, LOADS);
     minimal.push({ kb: m.bytes / 1024, loadMs: m.loadMs, cpuMs: m.cpuMs });
-    rows.push({ entry, kb: s.bytes / 1024, loadMs: s.loadMs, cpuMs: s.cpuMs, ratio: s.loadMs / m.loadMs, cpuRatio: s.cpuMs / m.cpuMs });
+    rows.push({
+      entry,
+      kb: s.bytes / 1024,
+      loadMs: s.loadMs,
+      cpuMs: s.cpuMs,
+      ratio: s.loadMs / m.loadMs,
+      cpuRatio: s.cpuMs / m.cpuMs,
+    });
   }
   const routes = rows.filter((r) => r.entry !== 'functions/fallback.ts');
   const median = (xs: number[]) => percentile(xs, 50);
   const kbs = routes.map((r) => r.kb);
   const times = (ms: number) => `${ms.toFixed(2)}×`;
-  const m = { kb: minimal[0]!.kb, loadMs: median(minimal.map((x) => x.loadMs)), cpuMs: median(minimal.map((x) => x.cpuMs)) };
+  const m = {
+    kb: minimal[0]!.kb,
+    loadMs: median(minimal.map((x) => x.loadMs)),
+    cpuMs: median(minimal.map((x) => x.cpuMs)),
+  };
   return [
     '## Lambda bundles',
     '',
@@ -37,7 +48,10 @@ export async function benchBundles(): Promise<string> {
     '',
     '| entry | bundle size | module load | load / minimal | load CPU | CPU / minimal |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| \`${r.entry}\` | ${count(r.kb)} KB | ${r.loadMs.toFixed(1)} ms | ${times(r.ratio)} | ${r.cpuMs.toFixed(1)} ms | ${times(r.cpuRatio)} |`),
+    ...rows.map(
+      (r) =>
+        `| \`${r.entry}\` | ${count(r.kb)} KB | ${r.loadMs.toFixed(1)} ms | ${times(r.ratio)} | ${r.cpuMs.toFixed(1)} ms | ${times(r.cpuRatio)} |`,
+    ),
     '',
   ].join('\n');
 }

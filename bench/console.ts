@@ -18,8 +18,23 @@ export async function benchConsole(): Promise<string> {
   const manifest = buildConsole();
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-bench-console-'));
   const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
-  const signIn = await fetch(`${stack.url}/api/authenticate`, { method: 'POST', headers: { 'x-session-api-key': stack.devKey } });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const signIn = await fetch(`${stack.url}/api/authenticate`, {
+    method: 'POST',
+    headers: { 'x-session-api-key': stack.devKey },
+  });
   const cookie = /^([^=]+)=([^;]+)/.exec(signIn.headers.get('set-cookie') ?? '')!;
   const fcp: number[] = [];
   const signInReady: number[] = [];
@@ -37,7 +52,9 @@ export async function benchConsole(): Promise<string> {
         if (signedIn) listReady.push(ready);
         else {
           signInReady.push(ready);
-          fcp.push(await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN));
+          fcp.push(
+            await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN),
+          );
         }
         await context.close();
       }

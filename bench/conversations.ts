@@ -42,7 +42,10 @@ async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<Star
   llm.enqueue(SCRIPT());
   const t = performance.now();
   const task = await json(stack, 'POST', '/api/v1/app-conversations', {
-    body: { initial_message: { role: 'user', content: [{ type: 'text', text: 'Finish at once.' }], run: true }, ...(sandboxId ? { sandbox_id: sandboxId } : {}) },
+    body: {
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'Finish at once.' }], run: true },
+      ...(sandboxId ? { sandbox_id: sandboxId } : {}),
+    },
   });
   const ready = await untilReady(stack, task.id);
   const readyMs = performance.now() - t;
@@ -55,11 +58,15 @@ async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<Star
   );
   const firstMs = performance.now() - t;
   // Unmeasured: the agent finishes, so the next start meets a quiet sandbox and the script is used up.
-  await waitFor(`${cid} to finish`, async () => {
-    const [c] = await json(stack, 'GET', `/api/v1/app-conversations?ids=${cid}`);
-    if (c.execution_status === 'error') throw new Error(`conversation ${cid} ended in error`);
-    return c.execution_status === 'finished' ? true : undefined;
-  }, 60_000);
+  await waitFor(
+    `${cid} to finish`,
+    async () => {
+      const [c] = await json(stack, 'GET', `/api/v1/app-conversations?ids=${cid}`);
+      if (c.execution_status === 'error') throw new Error(`conversation ${cid} ended in error`);
+      return c.execution_status === 'finished' ? true : undefined;
+    },
+    60_000,
+  );
   return { ready: readyMs, firstAgentEvent: firstMs, sandboxId: ready.sandbox_id };
 }
 
@@ -82,7 +89,8 @@ async function idleConversation(stack: TestStack, sandboxId: string): Promise<st
   return (await untilReady(stack, task.id)).app_conversation_id;
 }
 
-const eventCount = async (stack: TestStack, cid: string): Promise<number> => json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
+const eventCount = async (stack: TestStack, cid: string): Promise<number> =>
+  json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
 
 const EVENT_BYTES = Buffer.byteLength(JSON.stringify(benchEvents('x', 0, 1)[0]));
 /** Ingest runs: [batch size, batches per client, clients]. */
@@ -107,7 +115,14 @@ interface Ingest {
 }
 
 /** Posts events numbered after what the conversation holds (its agent may have posted a few). */
-async function postNumbered(stack: TestStack, sandboxId: string, key: string, cid: string, events: AgentEventEnvelope[], offset: number): Promise<void> {
+async function postNumbered(
+  stack: TestStack,
+  sandboxId: string,
+  key: string,
+  cid: string,
+  events: AgentEventEnvelope[],
+  offset: number,
+): Promise<void> {
   const path = `/api/v1/webhooks/${sandboxId}/events/${cid}?first_seq=${offset + 1}`;
   const res = await json(stack, 'POST', path, { key, body: events });
   if (res.added !== events.length) throw new Error(`${path}: added ${res.added} of ${events.length}`);
@@ -118,13 +133,24 @@ async function postNumbered(stack: TestStack, sandboxId: string, key: string, ci
  * `postBatches`), from this process or from a child process; this process's CPU time is taken from
  * the end of the warm-up batches to the last answer.
  */
-async function ingest(stack: TestStack, sandboxId: string, key: string, cid: string, batchSize: number, batches: number, clients: number, client: Ingest['client']): Promise<Ingest> {
+async function ingest(
+  stack: TestStack,
+  sandboxId: string,
+  key: string,
+  cid: string,
+  batchSize: number,
+  batches: number,
+  clients: number,
+  client: Ingest['client'],
+): Promise<Ingest> {
   const plan = { url: stack.url, sandboxId, key, cid, batchSize, batches, clients, base: await eventCount(stack, cid) };
   let cpu = process.cpuUsage();
   const started = () => (cpu = process.cpuUsage());
-  const run: IngestRun = client === 'same process' ? await postBatches(plan, started) : await postBatchesFromChild(plan, started);
+  const run: IngestRun =
+    client === 'same process' ? await postBatches(plan, started) : await postBatchesFromChild(plan, started);
   const used = process.cpuUsage(cpu);
-  if ((await eventCount(stack, cid)) !== plan.base + (WARMUP_BATCHES + batches * clients) * batchSize) throw new Error(`${cid}: the count does not cover every batch posted`);
+  if ((await eventCount(stack, cid)) !== plan.base + (WARMUP_BATCHES + batches * clients) * batchSize)
+    throw new Error(`${cid}: the count does not cover every batch posted`);
   const events = clients * batches * batchSize;
   const serverCpu = (used.user + used.system) / 1e6;
   return {
@@ -149,7 +175,11 @@ async function fill(userId: string, cid: string, have: number, total: number, ra
         while (next < total) {
           const from = next;
           next = Math.min(total, next + 100);
-          await store.append({ userId, conversationId: cid }, from + 1, benchEvents('fill', from, next - from, rareEvery));
+          await store.append(
+            { userId, conversationId: cid },
+            from + 1,
+            benchEvents('fill', from, next - from, rareEvery),
+          );
         }
       }),
     ),
@@ -159,7 +189,9 @@ async function fill(userId: string, cid: string, have: number, total: number, ra
 /** One GET of an events/search (or count) URL, to the last byte of the body. */
 function searchRequest(stack: TestStack, query: string, route: 'search' | 'count' = 'search'): () => Promise<void> {
   return async () => {
-    const res = await fetch(`${stack.url}/api/v1/events/${route}?${query}`, { headers: { 'x-session-api-key': stack.devKey } });
+    const res = await fetch(`${stack.url}/api/v1/events/${route}?${query}`, {
+      headers: { 'x-session-api-key': stack.devKey },
+    });
     if (res.status !== 200) throw new Error(`events/${route}?${query}: HTTP ${res.status}`);
     await res.arrayBuffer();
   };
@@ -196,7 +228,9 @@ export async function benchEventRoutes(): Promise<string> {
   const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
   const llm = await startScriptedLlm();
   try {
-    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+    await json(stack, 'POST', '/api/settings', {
+      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
+    });
     const sandboxId = (await timedStart({ stack, llm })).sandboxId;
     // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
     const key = await stack.sandboxKey(sandboxId);
@@ -207,7 +241,18 @@ export async function benchEventRoutes(): Promise<string> {
     // Each configuration from both places in turn, so a change in the machine's load touches both alike.
     for (const [batchSize, batches, clients] of INGEST_RUNS) {
       for (const client of ['same process', 'child process'] as const) {
-        ingestRuns.push(await ingest(stack, sandboxId, key, await idleConversation(stack, sandboxId), batchSize, batches, clients, client));
+        ingestRuns.push(
+          await ingest(
+            stack,
+            sandboxId,
+            key,
+            await idleConversation(stack, sandboxId),
+            batchSize,
+            batches,
+            clients,
+            client,
+          ),
+        );
       }
     }
 
@@ -227,14 +272,20 @@ export async function benchEventRoutes(): Promise<string> {
     let total = 0;
     const countMs = await time(async () => (total = await eventCount(stack, deep)));
     const smallTotal = await eventCount(stack, small);
-    if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS) throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
+    if (total !== DEEP_EVENTS || smallTotal !== SMALL_EVENTS)
+      throw new Error(`expected ${SMALL_EVENTS} and ${DEEP_EVENTS} events, found ${smallTotal} and ${total}`);
 
     step('event search');
     let walked = { lastPageCursor: '', pages: 0, events: 0 };
     const walkMs = await time(async () => (walked = await walk(stack, deep)));
     if (walked.events !== DEEP_EVENTS) throw new Error(`walking the pages found ${walked.events} events`);
-    const rare = await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=100`);
-    if (rare.items.length !== DEEP_EVENTS / RARE_EVERY) throw new Error(`the kind filter found ${rare.items.length} of ${DEEP_EVENTS / RARE_EVERY} messages`);
+    const rare = await json(
+      stack,
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${deep}&kind__eq=MessageEvent&limit=100`,
+    );
+    if (rare.items.length !== DEEP_EVENTS / RARE_EVERY)
+      throw new Error(`the kind filter found ${rare.items.length} of ${DEEP_EVENTS / RARE_EVERY} messages`);
 
     // Every search and count once a round, round after round (see `interleaved`): the ratios are taken side by side.
     const q = (query: string, route: 'search' | 'count' = 'search') => searchRequest(stack, query, route);
@@ -258,9 +309,17 @@ export async function benchEventRoutes(): Promise<string> {
       [`${HUNDRED_EVENTS} events`, `first page (all ${HUNDRED_EVENTS})`, m.hundred],
       [`${HUNDRED_EVENTS} events`, '`kind__eq=MessageEvent` (10 of them)', m.hundredKind],
       [`${count(DEEP_EVENTS)} events`, 'first page (100)', m.deep],
-      [`${count(DEEP_EVENTS)} events`, `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`, m.deepLast],
+      [
+        `${count(DEEP_EVENTS)} events`,
+        `page ${count(walked.pages)} of ${count(walked.pages)} (by its \`page_id\`)`,
+        m.deepLast,
+      ],
       [`${count(DEEP_EVENTS)} events`, 'newest first (`TIMESTAMP_DESC`, 100)', m.deepDesc],
-      [`${count(DEEP_EVENTS)} events`, `\`kind__eq=MessageEvent\` (all ${count(DEEP_EVENTS / RARE_EVERY)}, one in ${count(RARE_EVERY)})`, m.deepKind],
+      [
+        `${count(DEEP_EVENTS)} events`,
+        `\`kind__eq=MessageEvent\` (all ${count(DEEP_EVENTS / RARE_EVERY)}, one in ${count(RARE_EVERY)})`,
+        m.deepKind,
+      ],
       [`${count(DEEP_EVENTS)} events`, '`kind__eq=MessageEvent&limit=10` (as many as on 100 events)', m.deepKind10],
     ];
     return [
@@ -270,7 +329,10 @@ export async function benchEventRoutes(): Promise<string> {
       '',
       '| client | batch size | clients | events | events/s | events per server CPU-second | per CPU-second, client included | batch p50 / p99 |',
       '|---|---|---|---|---|---|---|---|',
-      ...ingestRuns.map((r) => `| ${r.client} | ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${count(r.perServerCpuSecond)} | ${count(r.perCpuSecond)} | ${p50p99(r.batchMs, 1)} |`),
+      ...ingestRuns.map(
+        (r) =>
+          `| ${r.client} | ${r.batchSize} | ${r.clients} | ${count(r.events)} | ${count(r.perSecond)} | ${count(r.perServerCpuSecond)} | ${count(r.perCpuSecond)} | ${p50p99(r.batchMs, 1)} |`,
+      ),
       '',
       `*events/s* is wall time, which other work on a shared machine stretches (the load average at the top of this page). *Events per server CPU-second* divides by the CPU time the server's process spent (with the client in it on the *same process* rows): what the server reaches with a core to itself. Most of that CPU is dynalite and the AWS SDK's request to it (serialising, signing, HTTP over a unix socket); the handler's own work (body parse, validation, the log line) is about a tenth. A batch is authenticated (the sandbox's record, read once by the wrapper's key check and handed to the operation), placed (the conversation, read together with the counter), appended (BatchWriteItem requests of 25 sent together, one conditional update of the counter that returns the committed end for the stream) and recorded as activity at most every 30 s: on AWS a 100-event batch is 8 DynamoDB requests in 4 round trips (test/integration/ingest-requests.test.ts counts them). A batch that lands beyond a gap flags the counter and reads one key (is the gap still open?); the batch that fills the gap carries the counter over it (one keys-only Query of the numbers stored past the counter). With 4 clients those catch-ups meet each other and the flags of newer batches, and retry their conditional write: that is what the 4-client rows pay per event.`,
       '',
@@ -303,7 +365,9 @@ export async function benchConversations(): Promise<string> {
   const llm = await startScriptedLlm();
   const ctx = { stack, llm };
   try {
-    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+    await json(stack, 'POST', '/api/settings', {
+      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
+    });
 
     // One unmeasured conversation warms tsx's cache, the handlers and the agent's modules.
     const warm = await timedStart(ctx);

@@ -5,9 +5,15 @@ import type { TestStack } from '#test/helpers/stack.ts';
  * The JSON body of a request to the stack, or an error naming the request: a benchmark stops at the
  * first surprise instead of timing failures.
  */
-export async function json(stack: TestStack, method: string, path: string, options: { key?: string; body?: unknown } = {}): Promise<any> {
+export async function json(
+  stack: TestStack,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown } = {},
+): Promise<any> {
   const res = await stack.call(method, path, options);
-  if (res.status < 200 || res.status > 299) throw new Error(`${method} ${path}: HTTP ${res.status} ${res.text.slice(0, 500)}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`${method} ${path}: HTTP ${res.status} ${res.text.slice(0, 500)}`);
   return res.body;
 }
 
@@ -16,7 +22,13 @@ export async function json(stack: TestStack, method: string, path: string, optio
  * latency figures: fetch (undici) adds about 0.3 ms of its own per request on these machines,
  * which would be charged to the server. Resolves with the status once the body has been read.
  */
-export function keepAliveClient(baseUrl: string, maxSockets = 1): { send(method: string, path: string, headers: Record<string, string>, body?: string): Promise<number>; close(): void } {
+export function keepAliveClient(
+  baseUrl: string,
+  maxSockets = 1,
+): {
+  send(method: string, path: string, headers: Record<string, string>, body?: string): Promise<number>;
+  close(): void;
+} {
   const agent = new Agent({ keepAlive: true, maxSockets });
   const { hostname, port } = new URL(baseUrl);
   return {

@@ -6,7 +6,9 @@ import { keepAliveClient } from './http.ts';
 
 /** Bash observations of about half a kilobyte (a typical agent event); every `rareEvery`-th by number a MessageEvent. */
 export function benchEvents(tag: string, from: number, n: number, rareEvery = 0): AgentEventEnvelope[] {
-  const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(3);
+  const output = 'total 48\ndrwxr-xr-x  6 agent agent 4096 src\n-rw-r--r--  1 agent agent 1062 package.json\n'.repeat(
+    3,
+  );
   return Array.from({ length: n }, (_, k) => ({
     kind: rareEvery && (from + k + 1) % rareEvery === 0 ? 'MessageEvent' : 'ObservationEvent',
     id: `${tag}-${from + k}`,
@@ -14,7 +16,12 @@ export function benchEvents(tag: string, from: number, n: number, rareEvery = 0)
     source: 'environment' as const,
     tool_name: 'execute_bash',
     tool_call_id: `call_${from + k}`,
-    observation: { kind: 'ExecuteBashObservation', content: [{ type: 'text', text: output }], command: 'ls -l', exit_code: 0 },
+    observation: {
+      kind: 'ExecuteBashObservation',
+      content: [{ type: 'text', text: output }],
+      command: 'ls -l',
+      exit_code: 0,
+    },
   }));
 }
 
@@ -53,7 +60,12 @@ export async function postBatches(plan: IngestPlan, started: () => void = () => 
   const post = async (k: number) => {
     const body = JSON.stringify(benchEvents(tag, k * plan.batchSize, plan.batchSize));
     const path = `/api/v1/webhooks/${plan.sandboxId}/events/${plan.cid}?first_seq=${plan.base + k * plan.batchSize + 1}`;
-    const status = await http.send('POST', path, { 'x-session-api-key': plan.key, 'content-type': 'application/json' }, body);
+    const status = await http.send(
+      'POST',
+      path,
+      { 'x-session-api-key': plan.key, 'content-type': 'application/json' },
+      body,
+    );
     if (status !== 200) throw new Error(`${path}: HTTP ${status}`);
   };
   try {
@@ -83,7 +95,9 @@ export async function postBatches(plan: IngestPlan, started: () => void = () => 
  * child's, with its own CPU time.
  */
 export async function postBatchesFromChild(plan: IngestPlan, started: () => void): Promise<IngestRun> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(plan)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(plan)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let result: IngestRun | undefined;
   for await (const line of createInterface({ input: child.stdout! })) {

@@ -4,7 +4,7 @@ import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchPut } from '#shared/store/query.ts';
 import { waitFor } from '#test/helpers/sandboxes.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startTestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { count, interleaved, ms, percentile, time } from './stats.ts';
 
@@ -15,14 +15,23 @@ const RUNS = 200;
 const step = (what: string) => process.stderr.write(`bench: lists: ${what}\n`);
 
 /** Writes `n` copies of a real item under new ids for `userId`, 4 BatchWriteItem calls of 25 in flight per 100. */
-async function clone(table: string, template: Record<string, unknown>, userId: string, n: number, make: (i: number) => Record<string, unknown>): Promise<void> {
+async function clone(
+  table: string,
+  template: Record<string, unknown>,
+  userId: string,
+  n: number,
+  make: (i: number) => Record<string, unknown>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       while (next < n) {
         const from = next;
         next = Math.min(n, next + 100);
-        await batchPut(table, Array.from({ length: next - from }, (_, k) => ({ ...template, userId, ...make(from + k) })));
+        await batchPut(
+          table,
+          Array.from({ length: next - from }, (_, k) => ({ ...template, userId, ...make(from + k) })),
+        );
       }
     }),
   );
@@ -37,30 +46,59 @@ export async function benchLists(): Promise<string> {
   const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
   const llm = await startScriptedLlm();
   try {
-    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+    await json(stack, 'POST', '/api/settings', {
+      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
+    });
     // One real conversation on a real sandbox: their items are the templates.
     const task = await json(stack, 'POST', '/api/v1/app-conversations', { body: {} });
-    const ready = await waitFor('the template conversation', async () => {
-      const [t] = await json(stack, 'GET', `/api/v1/app-conversations/start-tasks?ids=${task.id}`);
-      return t.status === 'READY' ? t : undefined;
-    }, 90_000, 50);
+    const ready = await waitFor(
+      'the template conversation',
+      async () => {
+        const [t] = await json(stack, 'GET', `/api/v1/app-conversations/start-tasks?ids=${task.id}`);
+        return t.status === 'READY' ? t : undefined;
+      },
+      90_000,
+      50,
+    );
     await json(stack, 'POST', `/api/v1/sandboxes/${ready.sandbox_id}/pause`);
     const db = documentClient();
     const sandboxTable = tableName('sandboxes');
     const conversationTable = tableName('conversations');
     const sandbox = (await db.send(new GetCommand({ TableName: sandboxTable, Key: { id: ready.sandbox_id } }))).Item!;
-    const conversation = (await db.send(new GetCommand({ TableName: conversationTable, Key: { userId: 'dev', id: ready.app_conversation_id } }))).Item!;
+    const conversation = (
+      await db.send(
+        new GetCommand({ TableName: conversationTable, Key: { userId: 'dev', id: ready.app_conversation_id } }),
+      )
+    ).Item!;
     const users = { small: await stack.newUser('list-small'), large: await stack.newUser('list-large') };
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     const at = (i: number) => new Date(t0 + i * 1000).toISOString();
     step(`writing ${count(SMALL)} + ${count(LARGE)} sandboxes and conversations`);
     const fillMs = await time(async () => {
-      for (const [user, n] of [['list-small', SMALL], ['list-large', LARGE]] as const) {
+      for (const [user, n] of [
+        ['list-small', SMALL],
+        ['list-large', LARGE],
+      ] as const) {
         const sid = (i: number) => `${user}-sbx-${i}`;
-        await clone(sandboxTable, sandbox, user, n, (i) => ({ id: sid(i), createdAt: at(i), updatedAt: at(i), lastActivityAt: at(i) }));
-        await clone(conversationTable, conversation, user, n, (i) => ({ id: `${i.toString(16).padStart(32, '0')}`, sandbox_id: sid(i), createdAt: at(i), updatedAt: at(i) }));
+        await clone(sandboxTable, sandbox, user, n, (i) => ({
+          id: sid(i),
+          createdAt: at(i),
+          updatedAt: at(i),
+          lastActivityAt: at(i),
+        }));
+        await clone(conversationTable, conversation, user, n, (i) => ({
+          id: `${i.toString(16).padStart(32, '0')}`,
+          sandbox_id: sid(i),
+          createdAt: at(i),
+          updatedAt: at(i),
+        }));
         // The copies bypass the store, so their counter item is written as the store would have kept it.
-        await db.send(new PutCommand({ TableName: conversationTable, Item: { userId: user, id: COUNTER_ID, conversations: n, started: true } }));
+        await db.send(
+          new PutCommand({
+            TableName: conversationTable,
+            Item: { userId: user, id: COUNTER_ID, conversations: n, started: true },
+          }),
+        );
       }
     });
 
@@ -78,7 +116,10 @@ export async function benchLists(): Promise<string> {
       ['`GET /api/v1/sandboxes/search?limit=100`', '/api/v1/sandboxes/search?limit=100'],
       ['`GET /api/v1/app-conversations/search?limit=100`', '/api/v1/app-conversations/search?limit=100'],
       // Every copy's title is the template's ("Conversation …"): a filtered page that fills in one Query.
-      ['`GET /api/v1/app-conversations/search?limit=100&title__contains=conversation`', '/api/v1/app-conversations/search?limit=100&title__contains=conversation'],
+      [
+        '`GET /api/v1/app-conversations/search?limit=100&title__contains=conversation`',
+        '/api/v1/app-conversations/search?limit=100&title__contains=conversation',
+      ],
     ] as const;
     const fns: Record<string, () => Promise<unknown>> = {};
     for (const [name, path] of routes) {

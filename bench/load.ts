@@ -17,13 +17,26 @@ export async function benchLoad(): Promise<string> {
   const client = keepAliveClient(stack.url, CLIENTS);
   try {
     const headers = { 'x-session-api-key': stack.devKey, 'content-type': 'application/json' };
-    if ((await client.send('POST', '/api/settings', headers, JSON.stringify({ llm_model: 'openai/gpt-4o', llm_api_key: 'sk-load' }))) !== 200) throw new Error('POST /api/settings failed');
+    if (
+      (await client.send(
+        'POST',
+        '/api/settings',
+        headers,
+        JSON.stringify({ llm_model: 'openai/gpt-4o', llm_api_key: 'sk-load' }),
+      )) !== 200
+    )
+      throw new Error('POST /api/settings failed');
     const latencies: number[] = [];
     let errors = 0;
     const memory: { at: number; rss: number; heap: number }[] = [];
     const started = performance.now();
     const end = started + SECONDS * 1000;
-    const sampleMemory = () => memory.push({ at: (performance.now() - started) / 1000, rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed });
+    const sampleMemory = () =>
+      memory.push({
+        at: (performance.now() - started) / 1000,
+        rss: process.memoryUsage().rss,
+        heap: process.memoryUsage().heapUsed,
+      });
     sampleMemory();
     const sampler = setInterval(sampleMemory, Math.max(1000, (SECONDS * 1000) / 10));
     const cpu = process.cpuUsage();

@@ -8,5 +8,7 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 const db = DynamoDBDocumentClient.from(new DynamoDBClient({}));
 
 export async function handler(event: { id: string }): Promise<unknown> {
-  return (await db.send(new GetCommand({ TableName: process.env.TABLE ?? 'minimal', Key: { id: event.id } }))).Item ?? null;
+  return (
+    (await db.send(new GetCommand({ TableName: process.env.TABLE ?? 'minimal', Key: { id: event.id } }))).Item ?? null
+  );
 }

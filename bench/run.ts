@@ -33,7 +33,9 @@ const sections: [string, () => Promise<string>][] = [
 const only = process.argv.slice(2);
 const unknown = only.filter((name) => !sections.some(([s]) => s === name));
 if (unknown.length) {
-  process.stderr.write(`bench: unknown section ${unknown.join(', ')}; sections: ${sections.map(([s]) => s).join(', ')}\n`);
+  process.stderr.write(
+    `bench: unknown section ${unknown.join(', ')}; sections: ${sections.map(([s]) => s).join(', ')}\n`,
+  );
   process.exit(2);
 }
 

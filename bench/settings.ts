@@ -14,15 +14,40 @@ import { interleaved, ms, percentile } from './stats.ts';
 const RUNS = 500;
 
 /** The bench's save: a model, a new LLM key, and an MCP server with a variable (both secrets sealed). */
-const benchBody = { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-bench', max_iterations: 50, mcp_config: { stdio_servers: [{ name: 'a', command: 'b', env: { K: 'v' } }] } };
+const benchBody = {
+  llm_model: 'openai/gpt-4o',
+  llm_api_key: 'sk-bench',
+  max_iterations: 50,
+  mcp_config: { stdio_servers: [{ name: 'a', command: 'b', env: { K: 'v' } }] },
+};
 /** What the console posts when a user saves the whole form and changes no secret (console/src/views/settings.tsx `bodyOf`). */
 const consoleBody = {
-  llm_model: 'openai/gpt-4o', llm_base_url: null, max_budget_per_task: null, enable_default_condenser: true, condenser_max_size: null,
-  agent: 'CodeActAgent', max_iterations: 50, language: 'en', confirmation_mode: false, security_analyzer: null,
-  enable_sound_notifications: false, enable_proactive_conversation_starters: true, enable_solvability_analysis: true, user_consents_to_analytics: false,
-  sandbox_base_container_image: null, sandbox_runtime_container_image: null, remote_runtime_resource_factor: null,
-  git_user_name: 'Bench', git_user_email: 'bench@example.test', email: null, email_verified: false,
-  mcp_config: { sse_servers: [], shttp_servers: [], stdio_servers: [{ name: 'a', command: 'b', args: [], env: { K: null } }] },
+  llm_model: 'openai/gpt-4o',
+  llm_base_url: null,
+  max_budget_per_task: null,
+  enable_default_condenser: true,
+  condenser_max_size: null,
+  agent: 'CodeActAgent',
+  max_iterations: 50,
+  language: 'en',
+  confirmation_mode: false,
+  security_analyzer: null,
+  enable_sound_notifications: false,
+  enable_proactive_conversation_starters: true,
+  enable_solvability_analysis: true,
+  user_consents_to_analytics: false,
+  sandbox_base_container_image: null,
+  sandbox_runtime_container_image: null,
+  remote_runtime_resource_factor: null,
+  git_user_name: 'Bench',
+  git_user_email: 'bench@example.test',
+  email: null,
+  email_verified: false,
+  mcp_config: {
+    sse_servers: [],
+    shttp_servers: [],
+    stdio_servers: [{ name: 'a', command: 'b', args: [], env: { K: null } }],
+  },
   secrets_store: { custom_secrets: {}, provider_tokens: {} },
 };
 
@@ -36,7 +61,11 @@ function settingsEvent(method: 'GET' | 'POST', body: string | undefined, userId:
     headers: { host: '127.0.0.1', 'content-type': 'application/json', 'x-forwarded-proto': 'http' },
     body,
     isBase64Encoded: false,
-    requestContext: { requestId: 'bench', http: { method, path: '/api/settings' }, authorizer: { lambda: { userId, via: 'key', keyId } } },
+    requestContext: {
+      requestId: 'bench',
+      http: { method, path: '/api/settings' },
+      authorizer: { lambda: { userId, via: 'key', keyId } },
+    },
   } as unknown as ApiEvent;
 }
 
@@ -52,20 +81,30 @@ export async function benchSettings(): Promise<string> {
     const headers = { 'x-session-api-key': stack.devKey, 'content-type': 'application/json' };
     const body = JSON.stringify(benchBody);
     const client = keepAliveClient(stack.url);
-    const request = (method: 'GET' | 'POST', path = '/api/settings', payload = body) => async () => {
-      const status = await client.send(method, path, headers, method === 'POST' ? payload : undefined);
-      if (status !== 200) throw new Error(`${method} ${path} ${status}`);
-    };
+    const request =
+      (method: 'GET' | 'POST', path = '/api/settings', payload = body) =>
+      async () => {
+        const status = await client.send(method, path, headers, method === 'POST' ? payload : undefined);
+        if (status !== 200) throw new Error(`${method} ${path} ${status}`);
+      };
     const db = documentClient();
     const table = tableName('settings');
     const services = stack.services as LocalServices;
     const keyId = stack.devKey.split('_')[1]!;
-    const authDeps = { apiKeys: services.apiKeys, sessions: services.sessions, conversationKeys: services.conversationKeys, allowedOrigins: [] };
+    const authDeps = {
+      apiKeys: services.apiKeys,
+      sessions: services.sessions,
+      conversationKeys: services.conversationKeys,
+      allowedOrigins: [],
+    };
     const authorize = () => authorizeRequest('GET', headers, authDeps);
     const handlers = await loadHandlers(services);
     const context = {} as Context;
     const runHandler = (id: string, method: 'GET' | 'POST') => async () => {
-      const res = await handlers.get(id)!(settingsEvent(method, method === 'POST' ? body : undefined, 'dev', keyId), context);
+      const res = await handlers.get(id)!(
+        settingsEvent(method, method === 'POST' ? body : undefined, 'dev', keyId),
+        context,
+      );
       if (res.statusCode !== 200) throw new Error(`${id} handler ${res.statusCode}: ${res.body}`);
     };
     const store = new DynamoSettingsStore();
@@ -83,14 +122,37 @@ export async function benchSettings(): Promise<string> {
       getService: () => services.settings.get('dev'),
       getStore: () => store.get('dev'),
       // The one write of a save: an UpdateItem that sets what the body names, checked by its condition.
-      updateStore: async () => { if (!(await store.update('dev', { set: [{ path: ['values', 'max_iterations'], value: 50 }], remove: [], assume: [] }, new Date().toISOString()))) throw new Error('update refused'); },
+      updateStore: async () => {
+        if (
+          !(await store.update(
+            'dev',
+            { set: [{ path: ['values', 'max_iterations'], value: 50 }], remove: [], assume: [] },
+            new Date().toISOString(),
+          ))
+        )
+          throw new Error('update refused');
+      },
     });
-    const { post, postConsole, get, health, raw, authCached, authUncached, getHandler, postHandler, getService, getStore, updateStore } = m;
+    const {
+      post,
+      postConsole,
+      get,
+      health,
+      raw,
+      authCached,
+      authUncached,
+      getHandler,
+      postHandler,
+      getService,
+      getStore,
+      updateStore,
+    } = m;
     client.close();
 
     const p50 = (s: number[]) => percentile(s, 50);
     const base = p50(raw);
-    const row = (name: string, s: number[]) => `| ${name} | ${ms(p50(s))} | ${ms(percentile(s, 99))} | ${(p50(s) / base).toFixed(2)}× |`;
+    const row = (name: string, s: number[]) =>
+      `| ${name} | ${ms(p50(s))} | ${ms(percentile(s, 99))} | ${(p50(s) / base).toFixed(2)}× |`;
     const stage = (name: string, value: number, what: string) => `| ${name} | ${ms(value)} | ${what} |`;
     return [
       '## Settings through the local gateway',
@@ -100,20 +162,32 @@ export async function benchSettings(): Promise<string> {
       '| operation | p50 | p99 | p50 / raw GetItem |',
       '|---|---|---|---|',
       row('GET /api/settings', get),
-      row('POST /api/settings (the bench\'s body)', post),
-      row('POST /api/settings (the console\'s whole form, no secret changed)', postConsole),
+      row("POST /api/settings (the bench's body)", post),
+      row("POST /api/settings (the console's whole form, no secret changed)", postConsole),
       row('GET /health (no authorizer, no database)', health),
       row('raw dynalite GetItem', raw),
       '',
-      'One request by stage (p50 of each stage timed alone, in the same process; the gateway\'s share is the whole request less the authorizer and the handler, so it includes the client\'s and the server\'s HTTP on loopback):',
+      "One request by stage (p50 of each stage timed alone, in the same process; the gateway's share is the whole request less the authorizer and the handler, so it includes the client's and the server's HTTP on loopback):",
       '',
       '| stage of `GET /api/settings` | p50 | what it is |',
       '|---|---|---|',
       stage('store', p50(getStore), '`DynamoSettingsStore.get`: the GetItem through the document client'),
       stage('service', p50(getService) - p50(getStore), '`SettingsService.get` less the store: masking'),
-      stage('wrapper and validation', p50(getHandler) - p50(getService), 'the route handler (middy, path/query validation, principal check, log line) less the service'),
-      stage('authorizer', p50(authCached), `\`authorizeRequest\` with the key's record held (${ms(p50(authUncached))} when it must read it: what the cache saves)`),
-      stage('gateway', p50(get) - p50(getHandler) - p50(authCached), 'HTTP on loopback both ways, routing, building the event'),
+      stage(
+        'wrapper and validation',
+        p50(getHandler) - p50(getService),
+        'the route handler (middy, path/query validation, principal check, log line) less the service',
+      ),
+      stage(
+        'authorizer',
+        p50(authCached),
+        `\`authorizeRequest\` with the key's record held (${ms(p50(authUncached))} when it must read it: what the cache saves)`,
+      ),
+      stage(
+        'gateway',
+        p50(get) - p50(getHandler) - p50(authCached),
+        'HTTP on loopback both ways, routing, building the event',
+      ),
       stage('whole request', p50(get), `over HTTP (${(p50(get) / base).toFixed(2)}× the raw GetItem)`),
       '',
       `\`POST /api/settings\` (the bench's body) by the same cut: handler ${ms(p50(postHandler))} (of it, the store's conditional UpdateItem ${ms(p50(updateStore))}, i.e. ${(p50(updateStore) / base).toFixed(2)}× the raw GetItem: the floor of a save), authorizer ${ms(p50(authCached))}, gateway ${ms(p50(post) - p50(postHandler) - p50(authCached))}.`,

@@ -9,7 +9,8 @@ export function percentile(samples: number[], p: number): number {
 export const ms = (n: number, digits = 2) => `${n.toFixed(digits)} ms`;
 
 /** `p50 / p99` of the samples, for a table cell. */
-export const p50p99 = (samples: number[], digits = 2) => `${ms(percentile(samples, 50), digits)} / ${ms(percentile(samples, 99), digits)}`;
+export const p50p99 = (samples: number[], digits = 2) =>
+  `${ms(percentile(samples, 50), digits)} / ${ms(percentile(samples, 99), digits)}`;
 
 /** Thousands separators, so 100000 reads as 100,000. */
 export const count = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -49,7 +50,11 @@ function shuffled<T>(items: readonly T[]): T[] {
   return out;
 }
 
-export async function interleaved<K extends string>(runs: number, fns: Record<K, () => Promise<unknown>>, warmup = Math.min(20, runs)): Promise<Record<K, number[]>> {
+export async function interleaved<K extends string>(
+  runs: number,
+  fns: Record<K, () => Promise<unknown>>,
+  warmup = Math.min(20, runs),
+): Promise<Record<K, number[]>> {
   const names = Object.keys(fns) as K[];
   const out = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let i = 0; i < warmup + runs; i++) {

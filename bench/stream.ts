@@ -23,7 +23,9 @@ export async function benchStream(): Promise<string> {
   const llm = await startScriptedLlm();
   const clients: StreamClient[] = [];
   try {
-    await json(stack, 'POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl } });
+    await json(stack, 'POST', '/api/settings', {
+      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
+    });
     // A conversation with a sandbox and no message: the agent posts nothing, the benchmark numbers every event.
     const started = await json(stack, 'POST', '/api/v1/app-conversations', { body: {} });
     const task = await untilReady(stack, started.id);
@@ -91,7 +93,8 @@ export async function benchStream(): Promise<string> {
     await batcher.close();
 
     // 4. resend_all of a long history: from the connection's open to the last stored event.
-    while (seq < HISTORY) await post(Array.from({ length: Math.min(BATCH, HISTORY - seq) }, (_, k) => event('history', seq + k)));
+    while (seq < HISTORY)
+      await post(Array.from({ length: Math.min(BATCH, HISTORY - seq) }, (_, k) => event('history', seq + k)));
     const t = performance.now();
     const replay = openStream(stack.url, cid, { session_api_key: view.session_api_key, resend_all: 'true' });
     clients.push(replay);
@@ -101,7 +104,7 @@ export async function benchStream(): Promise<string> {
     await replay.close();
 
     return [
-      '## Event stream (local: the gateway\'s WebSocket)',
+      "## Event stream (local: the gateway's WebSocket)",
       '',
       `From the moment a sandbox's webhook POST is sent (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`, over HTTP to the local gateway with the sandbox's key) to the event's arrival as a message on a client connected to \`/sockets/events/{conversation_id}\` (package \`ws\`, in the same process, over loopback). The webhook appends and tells the in-memory hub the committed end the append returned; each connection's pump reads the new events from dynalite and sends them. Events of about ${count(Buffer.byteLength(JSON.stringify(event('x', 0))))} bytes. On AWS the same path is a PostToConnection per event and connection from the ingest Lambda (not measured here).`,
       '',

@@ -2,7 +2,12 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { matchRoute } from '#shared/http/router.ts';
 import { logger } from '#shared/logging.ts';
 
-const reply = (status: number, detail: string, requestId: string, headers: Record<string, string> = {}): APIGatewayProxyStructuredResultV2 => ({
+const reply = (
+  status: number,
+  detail: string,
+  requestId: string,
+  headers: Record<string, string> = {},
+): APIGatewayProxyStructuredResultV2 => ({
   statusCode: status,
   headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
   body: JSON.stringify({ detail }),

@@ -19,7 +19,8 @@ export const NODE_TARGET = 'node24';
  * ESM bundles may still meet a CommonJS `require` inside a dependency (e.g. of `node:` built-ins):
  * give them a real one.
  */
-const BANNER = "import { createRequire as __acsCreateRequire } from 'node:module'; const require = __acsCreateRequire(import.meta.url);";
+const BANNER =
+  "import { createRequire as __acsCreateRequire } from 'node:module'; const require = __acsCreateRequire(import.meta.url);";
 
 /**
  * One set of bundling choices for CDK and for the esbuild checks and benchmark: ESM, minified,
@@ -54,9 +55,15 @@ export const cdkBundling: BundlingOptions = {
  * Files a function reads at run time, copied next to its bundle at bundle time (from the
  * installed packages, so synthesis stays offline): entry -> [source under the repository, target in the bundle].
  */
-const consoleBuild = Object.values(CONSOLE_FILES).map((f): [string, string] => [`${relative(REPO_ROOT, CONSOLE_BUILD_DIR)}/${f}`, `${BUNDLED_CONSOLE_DIR}/${f}`]);
+const consoleBuild = Object.values(CONSOLE_FILES).map((f): [string, string] => [
+  `${relative(REPO_ROOT, CONSOLE_BUILD_DIR)}/${f}`,
+  `${BUNDLED_CONSOLE_DIR}/${f}`,
+]);
 export const bundledFiles: Record<string, [string, string][]> = {
-  'functions/docs/asset.ts': Object.keys(DOCS_ASSETS).map((f) => [`node_modules/swagger-ui-dist/${f}`, `${BUNDLED_DOCS_DIR}/${f}`]),
+  'functions/docs/asset.ts': Object.keys(DOCS_ASSETS).map((f) => [
+    `node_modules/swagger-ui-dist/${f}`,
+    `${BUNDLED_DOCS_DIR}/${f}`,
+  ]),
   'functions/console/page.ts': consoleBuild,
   'functions/console/asset.ts': consoleBuild,
 };
@@ -116,9 +123,14 @@ export async function bundleStats(entry: string, loads = 1): Promise<{ bytes: nu
       const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
         encoding: 'utf8',
         timeout: 30_000,
-        env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        env: {
+          PATH: process.env.PATH,
+          AWS_REGION: 'us-east-1',
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        },
       });
-      if (child.status !== 0) throw new Error(`Loading the bundle of ${entry} failed: ${child.stderr || child.error?.message}`);
+      if (child.status !== 0)
+        throw new Error(`Loading the bundle of ${entry} failed: ${child.stderr || child.error?.message}`);
       const [wall, cpu] = JSON.parse(child.stdout) as [number, number];
       times.push(wall);
       cpus.push(cpu);

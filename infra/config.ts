@@ -8,7 +8,9 @@ import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
  */
 
 /** CloudWatch Logs accepts only these retention periods. */
-export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
 
 const fromJson = (value: unknown) => {
   if (typeof value !== 'string') return value;
@@ -43,20 +45,41 @@ const specSchema = z
 
 export const configSchema = z.object({
   /** Optional: without them the stack is environment-agnostic and deploys where the CLI's credentials point. */
-  account: z.string().regex(/^\d{12}$/, 'a 12-digit AWS account id').optional(),
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1').optional(),
-  stackName: z.string().regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/, 'letters, digits and dashes, starting with a letter').default('AgentConversationService'),
+  account: z
+    .string()
+    .regex(/^\d{12}$/, 'a 12-digit AWS account id')
+    .optional(),
+  region: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1')
+    .optional(),
+  stackName: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/, 'letters, digits and dashes, starting with a letter')
+    .default('AgentConversationService'),
   sandboxIdleMinutes: int(1, 1440).default(30),
   sandboxStartTimeoutSeconds: int(30, 3600).default(600),
   maxRunningSandboxes: int(1, 1000).default(5),
   sandboxSpot: bool.default(false),
-  sandboxSpecs: z.preprocess(
-    fromJson,
-    z
-      .array(specSchema)
-      .min(1)
-      .refine((specs) => new Set(specs.map((s) => s.id)).size === specs.length, 'spec ids must be unique'),
-  ).default([{ id: 'default', cpu: 1024, memory: 2048, spotFallback: false, command: null, initialEnv: {}, workingDir: '/workspace' }]),
+  sandboxSpecs: z
+    .preprocess(
+      fromJson,
+      z
+        .array(specSchema)
+        .min(1)
+        .refine((specs) => new Set(specs.map((s) => s.id)).size === specs.length, 'spec ids must be unique'),
+    )
+    .default([
+      {
+        id: 'default',
+        cpu: 1024,
+        memory: 2048,
+        spotFallback: false,
+        command: null,
+        initialEnv: {},
+        workingDir: '/workspace',
+      },
+    ]),
   logRetentionDays: z.coerce
     .number()
     .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), `one of ${LOG_RETENTION_DAYS.join(', ')}`)
@@ -65,10 +88,17 @@ export const configSchema = z.object({
   apiThrottleRateLimit: z.coerce.number().positive().max(10_000).default(50),
   apiThrottleBurstLimit: int(1, 5000).default(100),
   /** Browser origins allowed by CORS; empty = no CORS (API clients that are not browsers need none). */
-  corsAllowedOrigins: z.preprocess(
-    fromJson,
-    z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path')])),
-  ).default([]),
+  corsAllowedOrigins: z
+    .preprocess(
+      fromJson,
+      z.array(
+        z.union([
+          z.literal('*'),
+          z.url({ protocol: /^https?$/ }).regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path'),
+        ]),
+      ),
+    )
+    .default([]),
   /** Optional address subscribed to the alarm topic. */
   alarmEmail: z.email().optional(),
 });

@@ -22,7 +22,11 @@ function hashFiles(root: string, files: string[]): string | undefined {
   const hash = createHash('sha256');
   for (const file of [...files].sort()) {
     try {
-      hash.update(file).update('\0').update(readFileSync(join(root, file))).update('\0');
+      hash
+        .update(file)
+        .update('\0')
+        .update(readFileSync(join(root, file)))
+        .update('\0');
     } catch {
       return undefined;
     }
@@ -55,7 +59,12 @@ export function buildConsole(outDir = CONSOLE_BUILD_DIR, root = ROOT): ConsoleMa
         return false;
       }
     });
-    if (present && hashFiles(root, manifest.inputs) === manifest.inputsHash) return { version: manifest.version, scriptBytes: manifest.scriptBytes, scriptGzipBytes: manifest.scriptGzipBytes };
+    if (present && hashFiles(root, manifest.inputs) === manifest.inputsHash)
+      return {
+        version: manifest.version,
+        scriptBytes: manifest.scriptBytes,
+        scriptGzipBytes: manifest.scriptGzipBytes,
+      };
   } catch {
     // No build yet, or an unreadable manifest: build.
   }

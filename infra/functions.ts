@@ -1,7 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from '#infra/bundle.ts';
-import { authorizerFunction, ecsEventsFunction, eventFunctions, fallbackFunction, sweeperFunction, type EventFunctionDef } from '#shared/functions.ts';
+import {
+  authorizerFunction,
+  ecsEventsFunction,
+  eventFunctions,
+  fallbackFunction,
+  sweeperFunction,
+  type EventFunctionDef,
+} from '#shared/functions.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 

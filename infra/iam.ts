@@ -1,4 +1,4 @@
-import { ArnFormat, Stack } from 'aws-cdk-lib';
+import { ArnFormat, type Stack } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { ICluster } from 'aws-cdk-lib/aws-ecs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
@@ -57,7 +57,9 @@ const inCluster = (t: GrantTargets) => ({ ArnEquals: { 'ecs:cluster': t.sandbox.
 const ecsArn = (stack: Stack, resource: string, resourceName: string) =>
   stack.formatArn({ service: 'ecs', resource, resourceName, arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
 const clusterTasks = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task', `${t.sandbox.cluster.clusterName}/*`)];
-const sandboxFamilies = (t: GrantTargets, stack: Stack) => [ecsArn(stack, 'task-definition', `${t.sandbox.familyPrefix}*:*`)];
+const sandboxFamilies = (t: GrantTargets, stack: Stack) => [
+  ecsArn(stack, 'task-definition', `${t.sandbox.familyPrefix}*:*`),
+];
 const passSandboxRoles: Grant = {
   actions: ['iam:PassRole'],
   resources: (t) => t.sandbox.roles.map((r) => r.roleArn),
@@ -67,14 +69,21 @@ const passSandboxRoles: Grant = {
 /** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state. */
 const streamConnections = (t: GrantTargets, stack: Stack) =>
   ['POST', 'GET'].map((verb) =>
-    stack.formatArn({ service: 'execute-api', resource: t.stream.apiId, resourceName: `${t.stream.stageName}/${verb}/@connections/*`, arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+    stack.formatArn({
+      service: 'execute-api',
+      resource: t.stream.apiId,
+      resourceName: `${t.stream.stageName}/${verb}/@connections/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    }),
   );
 const resendFunction = (t: GrantTargets) => {
-  if (!t.stream.resendFunction) throw new Error('The stream resend function must exist before a function that invokes it');
+  if (!t.stream.resendFunction)
+    throw new Error('The stream resend function must exist before a function that invokes it');
   return [t.stream.resendFunction.functionArn];
 };
 const snapshotsDeleteFunction = (t: GrantTargets) => {
-  if (!t.sandbox.snapshotsDeleteFunction) throw new Error('The snapshot-removal function must exist before a function that invokes it');
+  if (!t.sandbox.snapshotsDeleteFunction)
+    throw new Error('The snapshot-removal function must exist before a function that invokes it');
   return [t.sandbox.snapshotsDeleteFunction.functionArn];
 };
 /** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
@@ -88,23 +97,40 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['ecs:RunTask'],
       resources: sandboxFamilies,
       conditions: inCluster,
-      wildcard: 'Task definitions of users\' images are registered at run time: any revision of a family under this stack\'s sandbox prefix, in the sandbox cluster only.',
+      wildcard:
+        "Task definitions of users' images are registered at run time: any revision of a family under this stack's sandbox prefix, in the sandbox cluster only.",
     },
     {
       // RunTask with tags (startedBy is not a tag; `tags` are) needs TagResource on the new task.
       actions: ['ecs:TagResource'],
       resources: clusterTasks,
       conditions: () => ({ StringEquals: { 'ecs:CreateAction': 'RunTask' } }),
-      wildcard: 'Tags a task while RunTask creates it; task ids are not known in advance, the ARN is limited to the sandbox cluster.',
+      wildcard:
+        'Tags a task while RunTask creates it; task ids are not known in advance, the ARN is limited to the sandbox cluster.',
     },
     passSandboxRoles,
   ],
   'ecs:stop': [
-    { actions: ['ecs:StopTask'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
+    {
+      actions: ['ecs:StopTask'],
+      resources: clusterTasks,
+      conditions: inCluster,
+      wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
+    },
   ],
   'ecs:describe': [
-    { actions: ['ecs:DescribeTasks'], resources: clusterTasks, conditions: inCluster, wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.' },
-    { actions: ['ecs:ListTasks'], resources: () => ['*'], conditions: inCluster, wildcard: 'ListTasks takes no task resource; the ecs:cluster condition limits it to the sandbox cluster.' },
+    {
+      actions: ['ecs:DescribeTasks'],
+      resources: clusterTasks,
+      conditions: inCluster,
+      wildcard: 'Sandbox task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
+    },
+    {
+      actions: ['ecs:ListTasks'],
+      resources: () => ['*'],
+      conditions: inCluster,
+      wildcard: 'ListTasks takes no task resource; the ecs:cluster condition limits it to the sandbox cluster.',
+    },
   ],
   'ecs:task-definitions': [
     // Register/DescribeTaskDefinition take no resource-level permissions in IAM. Describe reads a
@@ -121,7 +147,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     {
       actions: ['execute-api:ManageConnections'],
       resources: (t) => [t.bridgeSocket.connectionsArn],
-      wildcard: "Connection ids are made by API Gateway at run time; the ARN is limited to POST on the bridge socket stage's @connections.",
+      wildcard:
+        "Connection ids are made by API Gateway at run time; the ARN is limited to POST on the bridge socket stage's @connections.",
     },
   ],
   's3:workspaces': [
@@ -129,7 +156,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       // What the presigned requests do (S3 evaluates them against the signing role), and deletion.
       actions: ['s3:PutObject', 's3:GetObject', 's3:DeleteObject'],
       resources: (t) => [t.sandbox.workspaces.arnForObjects('sandboxes/*')],
-      wildcard: 'Snapshot keys are made per snapshot at run time; the ARN is limited to the sandboxes/ prefix of the workspace bucket.',
+      wildcard:
+        'Snapshot keys are made per snapshot at run time; the ARN is limited to the sandboxes/ prefix of the workspace bucket.',
     },
     {
       actions: ['s3:ListBucket'],
@@ -141,7 +169,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     {
       actions: ['execute-api:ManageConnections'],
       resources: streamConnections,
-      wildcard: 'Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection) and GET (GetConnection) on the @connections of the stream API\'s stage.',
+      wildcard:
+        "Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection) and GET (GetConnection) on the @connections of the stream API's stage.",
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
@@ -150,7 +179,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */
 export function wildcardReason(action: string): string | undefined {
-  for (const grants of Object.values(capabilityGrants)) for (const g of grants) if (g.wildcard && g.actions.includes(action)) return g.wildcard;
+  for (const grants of Object.values(capabilityGrants))
+    for (const g of grants) if (g.wildcard && g.actions.includes(action)) return g.wildcard;
   return undefined;
 }
 
@@ -164,13 +194,19 @@ export const onFailureActions = ['sqs:SendMessage'] as const;
 export function accessActions(access: FunctionAccess): Set<string> {
   const out = new Set<string>();
   for (const level of Object.values(access.tables)) for (const a of tableActions[level!]) out.add(a);
-  for (const cap of access.capabilities ?? []) for (const grant of capabilityGrants[cap]) for (const a of grant.actions) out.add(a);
+  for (const cap of access.capabilities ?? [])
+    for (const grant of capabilityGrants[cap]) for (const a of grant.actions) out.add(a);
   return out;
 }
 
 /** Everything a function's role must allow, exactly. */
 export function expectedActions(access: FunctionAccess, options: { async: boolean }): Set<string> {
-  return new Set([...logActions, ...tracingActions, ...accessActions(access), ...(options.async ? onFailureActions : [])]);
+  return new Set([
+    ...logActions,
+    ...tracingActions,
+    ...accessActions(access),
+    ...(options.async ? onFailureActions : []),
+  ]);
 }
 
 /** The policy statements for a declaration, on the deployed tables and sandbox resources. */
@@ -185,12 +221,18 @@ export function accessStatements(
     const table = tables[key];
     // The declared indexes by name, so a policy never names an index the design does not have.
     const indexes = Object.keys(tableDefs[key].indexes).map((name) => `${table.tableArn}/index/${name}`);
-    statements.push(new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, ...indexes] }));
+    statements.push(
+      new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, ...indexes] }),
+    );
   }
   for (const cap of access.capabilities ?? []) {
     for (const grant of capabilityGrants[cap]) {
       statements.push(
-        new PolicyStatement({ actions: [...grant.actions], resources: grant.resources(targets, stack), conditions: grant.conditions?.(targets) }),
+        new PolicyStatement({
+          actions: [...grant.actions],
+          resources: grant.resources(targets, stack),
+          conditions: grant.conditions?.(targets),
+        }),
       );
     }
   }

@@ -1,6 +1,6 @@
 import { Stack, Validations } from 'aws-cdk-lib';
 import type { CfnRoute } from 'aws-cdk-lib/aws-apigatewayv2';
-import { CfnPolicy } from 'aws-cdk-lib/aws-iam';
+import type { CfnPolicy } from 'aws-cdk-lib/aws-iam';
 // The function cdk-nag itself uses to name a wildcard finding, so the ids below match its own.
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js';
 import type { IConstruct } from 'constructs';
@@ -13,8 +13,10 @@ import { routes } from '#shared/routes.ts';
 const serviceWildcards: Record<string, string> = {
   'xray:PutTraceSegments': 'Active tracing: X-Ray trace writes accept no resource ARN.',
   'xray:PutTelemetryRecords': 'Active tracing: X-Ray trace writes accept no resource ARN.',
-  'lambda:InvokeFunction': 'EventBridge Scheduler invokes the sweeper: that one function, by its ARN and its qualified (`:*` version) ARNs.',
-  'ecr:GetAuthorizationToken': 'ECR login accepts no resource ARN; image pulls are limited to the sandbox image repository.',
+  'lambda:InvokeFunction':
+    'EventBridge Scheduler invokes the sweeper: that one function, by its ARN and its qualified (`:*` version) ARNs.',
+  'ecr:GetAuthorizationToken':
+    'ECR login accepts no resource ARN; image pulls are limited to the sandbox image repository.',
 };
 
 const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id, reason });
@@ -59,7 +61,8 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
   acknowledgeWildcards(stack.sandboxes.executionRole.node.findChild('DefaultPolicy').node.defaultChild as CfnPolicy);
   // The role CDK's Scheduler target makes for the sweeper schedule (a child of the stack).
   for (const child of stack.node.children) {
-    if (child.node.id.startsWith('SchedulerRoleForTarget')) acknowledgeWildcards(child.node.findChild('DefaultPolicy').node.defaultChild as CfnPolicy);
+    if (child.node.id.startsWith('SchedulerRoleForTarget'))
+      acknowledgeWildcards(child.node.findChild('DefaultPolicy').node.defaultChild as CfnPolicy);
   }
 
   for (const route of routes as readonly RouteDef[]) {
@@ -84,28 +87,56 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
     'AwsSolutions-APIG4',
     "Bridge socket $connect: the function authenticates the sandbox program by its own per-sandbox key (as the bridge's HTTP routes do) and refuses anything else.",
   );
-  ack(socket.node.findChild('DefaultRoute'), 'AwsSolutions-APIG4', 'A MOCK integration that answers every message with a pong: it reaches no function, no data and no other connection.');
+  ack(
+    socket.node.findChild('DefaultRoute'),
+    'AwsSolutions-APIG4',
+    'A MOCK integration that answers every message with a pong: it reaches no function, no data and no other connection.',
+  );
   const socketLogs =
     'WebSocket stage access logs need the account-wide API Gateway CloudWatch role (a setting outside this stack); each connection is logged by the $connect function (sandbox.socket) and messages are only pings a MOCK answers.';
   ack(socket.stage, 'AwsSolutions-APIG1', socketLogs);
   ack(socket.stage, 'Serverless-APIGWAccessLogging', socketLogs);
   for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
-    ack(taskDefinition, 'AwsSolutions-ECS2', 'The one variable in the task definition is BRIDGE_SOCKET_URL, a public endpoint; per-sandbox values and secrets come at RunTask and through the bridge.');
+    ack(
+      taskDefinition,
+      'AwsSolutions-ECS2',
+      'The one variable in the task definition is BRIDGE_SOCKET_URL, a public endpoint; per-sandbox values and secrets come at RunTask and through the bridge.',
+    );
   }
   const socketRoutes: Record<string, string> = {
-    $connect: 'The stream authorizes in its $connect handler (shared/stream/access.ts: a single-use ticket, the conversation-scoped key, or the session cookie with an allowed Origin; a user key in the URL refused), which also answers the refusal status.',
-    $disconnect: 'Runs only for a connection $connect accepted; it removes that connection\'s record.',
-    $default: 'Messages of a connection $connect accepted, relayed for that connection\'s conversation only (its record names it).',
+    $connect:
+      'The stream authorizes in its $connect handler (shared/stream/access.ts: a single-use ticket, the conversation-scoped key, or the session cookie with an allowed Origin; a user key in the URL refused), which also answers the refusal status.',
+    $disconnect: "Runs only for a connection $connect accepted; it removes that connection's record.",
+    $default:
+      "Messages of a connection $connect accepted, relayed for that connection's conversation only (its record names it).",
     ping: 'Keep-alive messages of a connection $connect accepted, consumed by a mock integration; nothing is read or stored.',
   };
-  for (const [key, reason] of Object.entries(socketRoutes)) ack(stack.stream.routes.get(key)!.node.defaultChild as CfnRoute, 'AwsSolutions-APIG4', reason);
+  for (const [key, reason] of Object.entries(socketRoutes))
+    ack(stack.stream.routes.get(key)!.node.defaultChild as CfnRoute, 'AwsSolutions-APIG4', reason);
   const distribution = stack.front.distribution;
-  ack(distribution, 'AwsSolutions-CFR1', 'A public API for its users wherever they are; access is decided per request by keys, sessions and tickets.');
-  ack(distribution, 'AwsSolutions-CFR2', 'AWS WAF bills every web ACL monthly, a fixed cost the service avoids (principle 3); both APIs are throttled per stage and authorize every request.');
-  ack(distribution, 'AwsSolutions-CFR3', 'Every request reaches an API whose access log records it (ApiAccessLogs, StreamAccessLogs); CloudFront standard logs would bill a second store for the same lines.');
-  ack(distribution, 'AwsSolutions-CFR4', 'The default *.cloudfront.net certificate, whose TLS policy CloudFront sets; a custom domain (own certificate) is where a minimum TLS version is chosen.');
+  ack(
+    distribution,
+    'AwsSolutions-CFR1',
+    'A public API for its users wherever they are; access is decided per request by keys, sessions and tickets.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR2',
+    'AWS WAF bills every web ACL monthly, a fixed cost the service avoids (principle 3); both APIs are throttled per stage and authorize every request.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR3',
+    'Every request reaches an API whose access log records it (ApiAccessLogs, StreamAccessLogs); CloudFront standard logs would bill a second store for the same lines.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR4',
+    'The default *.cloudfront.net certificate, whose TLS policy CloudFront sets; a custom domain (own certificate) is where a minimum TLS version is chosen.',
+  );
 
-  const queueReason = 'This queue is itself the failure destination of the asynchronous functions and targets; nothing would feed a queue behind it.';
+  const queueReason =
+    'This queue is itself the failure destination of the asynchronous functions and targets; nothing would feed a queue behind it.';
   ack(stack.failureQueue, 'AwsSolutions-SQS3', queueReason);
   ack(stack.failureQueue, 'Serverless-SQSRedrivePolicy', queueReason);
   ack(

@@ -1,4 +1,4 @@
-import { App, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { type App, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -41,7 +41,6 @@ import { environmentNames } from '#shared/wiring/needs.ts';
 
 /** An HTTP function may run up to API Gateway's 30 s integration limit, minus a margin. */
 const API_TIMEOUT = Duration.seconds(29);
-
 
 export interface ServiceStackProps extends StackProps {
   config: Config;
@@ -129,7 +128,12 @@ export class ConversationServiceStack extends Stack {
       }
       return env;
     };
-    const addFunction = (id: string, entry: string, access: FunctionAccess, options: { async: boolean; timeout: Duration; env?: Record<string, string> }) => {
+    const addFunction = (
+      id: string,
+      entry: string,
+      access: FunctionAccess,
+      options: { async: boolean; timeout: Duration; env?: Record<string, string> },
+    ) => {
       const fn = new ServiceFunction(this, `Fn-${id}`, {
         entry,
         access,
@@ -152,7 +156,8 @@ export class ConversationServiceStack extends Stack {
       return fn;
     };
 
-    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) => addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) =>
+      addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
     {
       // Before the routes: the sandbox delete's grant and environment name it (as ECS events' and the sweeper's do).
       const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
@@ -163,7 +168,9 @@ export class ConversationServiceStack extends Stack {
       addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
-    const authorizer = extra(authorizerFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
+    const authorizer = extra(authorizerFunction, Duration.seconds(10), {
+      CORS_ORIGINS: config.corsAllowedOrigins.join(','),
+    });
     const fallback = extra(fallbackFunction, Duration.seconds(5));
     this.bridgeSocket.connectWith(extra(bridgeSocketConnectFunction, Duration.seconds(10)).fn);
     {
@@ -172,7 +179,9 @@ export class ConversationServiceStack extends Stack {
       targets.stream.resendFunction = resend.fn;
       values.STREAM_RESEND_FUNCTION = resend.fn.functionArn;
       // Like the authorizer: a session cookie opens a stream only from these origins (or the service's own).
-      const connect = extra(streamConnectFunction, Duration.seconds(10), { CORS_ORIGINS: config.corsAllowedOrigins.join(',') });
+      const connect = extra(streamConnectFunction, Duration.seconds(10), {
+        CORS_ORIGINS: config.corsAllowedOrigins.join(','),
+      });
       const disconnect = extra(streamDisconnectFunction, Duration.seconds(10));
       const message = extra(streamMessageFunction, Duration.seconds(29));
       this.stream.addRoutes({ connect: connect.fn, disconnect: disconnect.fn, message: message.fn });
@@ -196,7 +205,13 @@ export class ConversationServiceStack extends Stack {
           detailType: ['ECS Task State Change'],
           detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED'] },
         },
-        targets: [new LambdaFunction(ecsEvents.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 8, maxEventAge: Duration.hours(2) })],
+        targets: [
+          new LambdaFunction(ecsEvents.fn, {
+            deadLetterQueue: this.failureQueue,
+            retryAttempts: 8,
+            maxEventAge: Duration.hours(2),
+          }),
+        ],
       });
     }
     {
@@ -205,7 +220,11 @@ export class ConversationServiceStack extends Stack {
         description: 'Sweeper: sandbox start time-outs, idle sandboxes, orphan tasks, stalled conversation starts',
         schedule: ScheduleExpression.rate(Duration.minutes(1)),
         // Each run redoes the whole sweep, so a missed one is made up a minute later.
-        target: new LambdaInvoke(sweeper.fn, { deadLetterQueue: this.failureQueue, retryAttempts: 0, maxEventAge: Duration.minutes(1) }),
+        target: new LambdaInvoke(sweeper.fn, {
+          deadLetterQueue: this.failureQueue,
+          retryAttempts: 0,
+          maxEventAge: Duration.minutes(1),
+        }),
       });
     }
 
@@ -213,7 +232,10 @@ export class ConversationServiceStack extends Stack {
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.
     for (const { fn } of this.functions.values()) fn.fn.addEnvironment('PUBLIC_BASE_URL', this.front.url);
 
-    const alarmTopic = new Topic(this, 'Alarms', { displayName: 'Agent Conversation Service alarms', enforceSSL: true });
+    const alarmTopic = new Topic(this, 'Alarms', {
+      displayName: 'Agent Conversation Service alarms',
+      enforceSSL: true,
+    });
     if (config.alarmEmail) alarmTopic.addSubscription(new EmailSubscription(config.alarmEmail));
     this.observability = new Observability(this, 'Observability', {
       functionLogs: this.functionLogs,
@@ -222,18 +244,44 @@ export class ConversationServiceStack extends Stack {
       alarmTopic,
     });
 
-    new CfnOutput(this, 'PublicUrl', { value: this.front.url, description: 'Base URL of the service (CloudFront: the API and the event stream on one host)' });
-    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'The HTTP API behind CloudFront (its own execute-api host)' });
-    new CfnOutput(this, 'BridgeSocketUrl', { value: this.bridgeSocket.url, description: 'The WebSocket sandbox programs take their commands from' });
-    new CfnOutput(this, 'StreamApiUrl', { value: this.stream.stage.url, description: 'The WebSocket API behind CloudFront: connect with ?channel=events&id=<conversation id>' });
+    new CfnOutput(this, 'PublicUrl', {
+      value: this.front.url,
+      description: 'Base URL of the service (CloudFront: the API and the event stream on one host)',
+    });
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.api.url,
+      description: 'The HTTP API behind CloudFront (its own execute-api host)',
+    });
+    new CfnOutput(this, 'BridgeSocketUrl', {
+      value: this.bridgeSocket.url,
+      description: 'The WebSocket sandbox programs take their commands from',
+    });
+    new CfnOutput(this, 'StreamApiUrl', {
+      value: this.stream.stage.url,
+      description: 'The WebSocket API behind CloudFront: connect with ?channel=events&id=<conversation id>',
+    });
     for (const key of tableKeys) {
-      new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, { value: this.data.tables[key].tableName });
+      new CfnOutput(this, `${key[0]!.toUpperCase()}${key.slice(1)}TableName`, {
+        value: this.data.tables[key].tableName,
+      });
     }
-    new CfnOutput(this, 'ClusterArn', { value: this.sandboxes.cluster.clusterArn, description: 'ECS cluster of the sandboxes' });
-    new CfnOutput(this, 'WorkspaceBucketName', { value: this.sandboxes.workspaces.bucketName, description: 'S3 bucket of workspace snapshots (retained)' });
+    new CfnOutput(this, 'ClusterArn', {
+      value: this.sandboxes.cluster.clusterArn,
+      description: 'ECS cluster of the sandboxes',
+    });
+    new CfnOutput(this, 'WorkspaceBucketName', {
+      value: this.sandboxes.workspaces.bucketName,
+      description: 'S3 bucket of workspace snapshots (retained)',
+    });
     new CfnOutput(this, 'SecretsKeyId', { value: this.secretsKey.keyId, description: 'KMS key that seals secrets' });
-    new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn, description: 'Subscribe to receive the alarms' });
-    new CfnOutput(this, 'FailedInvocationsQueueUrl', { value: this.failureQueue.queueUrl, description: 'Events that failed after their retries' });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: alarmTopic.topicArn,
+      description: 'Subscribe to receive the alarms',
+    });
+    new CfnOutput(this, 'FailedInvocationsQueueUrl', {
+      value: this.failureQueue.queueUrl,
+      description: 'Events that failed after their retries',
+    });
 
     acknowledgeFindings(this);
   }

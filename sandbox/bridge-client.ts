@@ -58,7 +58,10 @@ export class BridgeClient implements SnapshotBridge {
 
   /** Waits up to `waitSeconds` (the server may cap it) for commands. */
   async commands(waitSeconds: number): Promise<BridgeCommand[]> {
-    const out = await this.call<{ commands: BridgeCommand[] }>('GET', 'commands', { query: { wait: waitSeconds }, timeoutMs: (waitSeconds + 15) * 1000 });
+    const out = await this.call<{ commands: BridgeCommand[] }>('GET', 'commands', {
+      query: { wait: waitSeconds },
+      timeoutMs: (waitSeconds + 15) * 1000,
+    });
     return out.commands;
   }
 
@@ -107,24 +110,45 @@ export class BridgeClient implements SnapshotBridge {
    * events queued when the program stops are still delivered.
    */
   async postEvents(conversationId: string, firstSeq: number, events: unknown[], timeoutMs: number): Promise<void> {
-    await this.call('POST', 'events', { params: { conversation_id: conversationId }, query: { first_seq: firstSeq }, body: events, timeoutMs, abortable: false });
+    await this.call('POST', 'events', {
+      params: { conversation_id: conversationId },
+      query: { first_seq: firstSeq },
+      body: events,
+      timeoutMs,
+      abortable: false,
+    });
   }
 
   private async call<T>(
     method: string,
     path: ProtocolPath,
-    options: { params?: Record<string, string | number>; query?: Record<string, number>; body?: unknown; key?: string; timeoutMs?: number; abortable?: boolean },
+    options: {
+      params?: Record<string, string | number>;
+      query?: Record<string, number>;
+      body?: unknown;
+      key?: string;
+      timeoutMs?: number;
+      abortable?: boolean;
+    },
   ): Promise<T> {
     const key = options.key ?? this.key;
     if (!key) throw new BridgeError(401, 'Not checked in');
     const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000);
-    const query = options.query ? `?${new URLSearchParams(Object.entries(options.query).map(([k, v]): [string, string] => [k, String(v)]))}` : '';
-    const res = await fetch(`${this.baseUrl}${fillPath(path, { sandbox_id: this.sandboxId, ...options.params })}${query}`, {
-      method,
-      headers: { 'x-session-api-key': key, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: this.stopSignal && options.abortable !== false ? AbortSignal.any([timeout, this.stopSignal]) : timeout,
-    });
+    const query = options.query
+      ? `?${new URLSearchParams(Object.entries(options.query).map(([k, v]): [string, string] => [k, String(v)]))}`
+      : '';
+    const res = await fetch(
+      `${this.baseUrl}${fillPath(path, { sandbox_id: this.sandboxId, ...options.params })}${query}`,
+      {
+        method,
+        headers: {
+          'x-session-api-key': key,
+          ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: this.stopSignal && options.abortable !== false ? AbortSignal.any([timeout, this.stopSignal]) : timeout,
+      },
+    );
     const text = await res.text();
     if (!res.ok) throw new BridgeError(res.status, `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;

@@ -103,7 +103,10 @@ export class CommandChannel {
    * yet seen means a push went missing: fetch the queue once. (The long-poll finds it on its own.)
    */
   noteQueued(seq: number): void {
-    if (seq > this.checkedThrough && this.socketOpen) void this.fetchQueue(seq).catch((err: unknown) => this.o.log('warn', 'Fetching commands failed', { error: (err as Error).message }));
+    if (seq > this.checkedThrough && this.socketOpen)
+      void this.fetchQueue(seq).catch((err: unknown) =>
+        this.o.log('warn', 'Fetching commands failed', { error: (err as Error).message }),
+      );
   }
 
   private async produce(): Promise<void> {
@@ -129,7 +132,10 @@ export class CommandChannel {
         socketFailures++;
         const delay = Math.min(this.maxRetryMs, this.retryMs * 2 ** Math.min(socketFailures - 1, 20));
         socketRetryAt = Date.now() + delay;
-        this.o.log('warn', 'The command socket is unavailable; long-polling meanwhile', { failures: socketFailures, retryInMs: delay });
+        this.o.log('warn', 'The command socket is unavailable; long-polling meanwhile', {
+          failures: socketFailures,
+          retryInMs: delay,
+        });
       }
       try {
         // Until the socket's retry time: a long-poll no longer than the time left to it.
@@ -216,7 +222,9 @@ export class CommandChannel {
       });
       // Whatever was queued while no socket was open (and before this one was recorded).
       void this.fetchQueue(0).catch((err: unknown) => {
-        this.o.log('warn', 'Fetching commands after connecting failed; retrying on a new connection', { error: (err as Error).message });
+        this.o.log('warn', 'Fetching commands after connecting failed; retrying on a new connection', {
+          error: (err as Error).message,
+        });
         end('fetch failed');
       });
     });
@@ -235,7 +243,10 @@ export class CommandChannel {
     }
     if (Array.isArray(message.commands)) this.take(message.commands as BridgeCommand[]);
     // A command too large for one frame: fetch it.
-    if (message.fetch === true) void this.fetchQueue(0).catch((err: unknown) => this.o.log('warn', 'Fetching commands failed', { error: (err as Error).message }));
+    if (message.fetch === true)
+      void this.fetchQueue(0).catch((err: unknown) =>
+        this.o.log('warn', 'Fetching commands failed', { error: (err as Error).message }),
+      );
   }
 
   /**

@@ -34,12 +34,35 @@ interface Running {
 
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
-function run(cmd: string, args: string[], options: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<{ code: number; output: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; timeoutMs?: number },
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd: options.cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? options.cwd, GIT_TERMINAL_PROMPT: '0', ...options.env }, timeout: options.timeoutMs ?? 300_000, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        cwd: options.cwd,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: process.env.HOME ?? options.cwd,
+          GIT_TERMINAL_PROMPT: '0',
+          ...options.env,
+        },
+        timeout: options.timeoutMs ?? 300_000,
+        maxBuffer: 8 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -62,12 +85,13 @@ export class ConversationRunner {
 
   /** The command handlers to register with the sandbox program. They return at once; work runs in order per conversation. */
   handlers(): Record<string, (command: { type: string; payload: unknown }) => Promise<void>> {
-    const on = (fn: (cid: string, p: Record<string, unknown>) => Promise<void>) => async (command: { payload: unknown }) => {
-      const p = (command.payload ?? {}) as Record<string, unknown>;
-      const cid = String(p.conversation_id ?? '');
-      if (!/^[0-9a-f]{32}$/.test(cid)) throw new Error('command without a valid conversation_id');
-      this.enqueue(cid, () => fn(cid, p));
-    };
+    const on =
+      (fn: (cid: string, p: Record<string, unknown>) => Promise<void>) => async (command: { payload: unknown }) => {
+        const p = (command.payload ?? {}) as Record<string, unknown>;
+        const cid = String(p.conversation_id ?? '');
+        if (!/^[0-9a-f]{32}$/.test(cid)) throw new Error('command without a valid conversation_id');
+        this.enqueue(cid, () => fn(cid, p));
+      };
     return {
       start_conversation: on((cid) => this.start(cid, false)),
       send_message: on(async (cid, p) => {
@@ -78,7 +102,13 @@ export class ConversationRunner {
       pause_conversation: on((cid) => this.session(cid).pause()),
       run_conversation: on(async (cid) => this.background(cid, this.session(cid).run())),
       respond_to_confirmation: on(async (cid, p) =>
-        this.background(cid, this.session(cid).respondToConfirmation({ accept: Boolean(p.accept), reason: (p.reason as string | null) ?? undefined })),
+        this.background(
+          cid,
+          this.session(cid).respondToConfirmation({
+            accept: Boolean(p.accept),
+            reason: (p.reason as string | null) ?? undefined,
+          }),
+        ),
       ),
     };
   }
@@ -87,7 +117,8 @@ export class ConversationRunner {
   async restore(): Promise<void> {
     if (!existsSync(this.stateDir)) return;
     for (const cid of readdirSync(this.stateDir)) {
-      if (/^[0-9a-f]{32}$/.test(cid) && existsSync(join(this.stateDir, cid, 'ready'))) this.enqueue(cid, () => this.start(cid, true));
+      if (/^[0-9a-f]{32}$/.test(cid) && existsSync(join(this.stateDir, cid, 'ready')))
+        this.enqueue(cid, () => this.start(cid, true));
     }
   }
 
@@ -111,13 +142,17 @@ export class ConversationRunner {
   private enqueue(cid: string, work: () => Promise<void>): void {
     const next = (this.chains.get(cid) ?? Promise.resolve())
       .then(work)
-      .catch((err: unknown) => this.o.log('error', 'Conversation command failed', { conversationId: cid, error: (err as Error).message }));
+      .catch((err: unknown) =>
+        this.o.log('error', 'Conversation command failed', { conversationId: cid, error: (err as Error).message }),
+      );
     this.chains.set(cid, next);
   }
 
   /** A loop runs on its own; its outcome shows as events and status reports. */
   private background(cid: string, loop: Promise<void>): void {
-    loop.catch((err: unknown) => this.o.log('error', 'Agent loop failed', { conversationId: cid, error: (err as Error).message }));
+    loop.catch((err: unknown) =>
+      this.o.log('error', 'Agent loop failed', { conversationId: cid, error: (err as Error).message }),
+    );
   }
 
   private session(cid: string): AgentSession {
@@ -129,7 +164,8 @@ export class ConversationRunner {
   private report(cid: string, fields: ReportFields): Promise<void> {
     return this.o.bridge.report({ conversation_id: cid, ...fields }).then(
       () => undefined,
-      (err: unknown) => this.o.log('warn', 'Status report failed', { conversationId: cid, error: (err as Error).message }),
+      (err: unknown) =>
+        this.o.log('warn', 'Status report failed', { conversationId: cid, error: (err as Error).message }),
     );
   }
 
@@ -157,31 +193,51 @@ export class ConversationRunner {
       const repo = config.repository;
       dir = join(this.o.workspaceDir, repo.full_name.split('/').at(-1)!);
       if (!existsSync(join(dir, '.git'))) {
-        const args = [...(repo.auth_header ? ['-c', `http.extraHeader=${repo.auth_header}`] : []), 'clone', '-q', ...(repo.branch ? ['--branch', repo.branch] : []), repo.clone_url, dir];
+        const args = [
+          ...(repo.auth_header ? ['-c', `http.extraHeader=${repo.auth_header}`] : []),
+          'clone',
+          '-q',
+          ...(repo.branch ? ['--branch', repo.branch] : []),
+          repo.clone_url,
+          dir,
+        ];
         const cloned = await run('git', args, { cwd: this.o.workspaceDir });
         if (cloned.code !== 0) {
           const why = lastLines(cloned.output).replaceAll(repo.auth_header ?? '\u0000', '***');
-          return fail(`Could not clone ${repo.full_name}${repo.branch ? ` (branch ${repo.branch})` : ''} from ${repo.clone_url}: ${why || `git exited with ${cloned.code}`}${repo.auth_header ? '' : ` (no ${repo.provider} token in your settings' secrets_store)`}`);
+          return fail(
+            `Could not clone ${repo.full_name}${repo.branch ? ` (branch ${repo.branch})` : ''} from ${repo.clone_url}: ${why || `git exited with ${cloned.code}`}${repo.auth_header ? '' : ` (no ${repo.provider} token in your settings' secrets_store)`}`,
+          );
         }
       }
     } else if (!existsSync(join(dir, '.git'))) {
       await run('git', ['init', '-q'], { cwd: dir });
     }
-    const identity = config.git_identity.name && config.git_identity.email ? { name: config.git_identity.name, email: config.git_identity.email } : { name: 'openhands', email: 'openhands@all-hands.dev' };
+    const identity =
+      config.git_identity.name && config.git_identity.email
+        ? { name: config.git_identity.name, email: config.git_identity.email }
+        : { name: 'openhands', email: 'openhands@all-hands.dev' };
     await run('git', ['config', 'user.name', identity.name], { cwd: dir });
     await run('git', ['config', 'user.email', identity.email], { cwd: dir });
 
     if (!restoring) {
       void this.reportInOrder(cid, { start_task_status: 'RUNNING_SETUP_SCRIPT' });
       if (existsSync(join(dir, '.openhands', 'setup.sh'))) {
-        const setup = await run('bash', ['.openhands/setup.sh'], { cwd: dir, env: secretEnv, timeoutMs: SETUP_TIMEOUT_MS });
-        if (setup.code !== 0) return fail(`.openhands/setup.sh failed with exit code ${setup.code}: ${lastLines(setup.output)}`);
+        const setup = await run('bash', ['.openhands/setup.sh'], {
+          cwd: dir,
+          env: secretEnv,
+          timeoutMs: SETUP_TIMEOUT_MS,
+        });
+        if (setup.code !== 0)
+          return fail(`.openhands/setup.sh failed with exit code ${setup.code}: ${lastLines(setup.output)}`);
       }
       void this.reportInOrder(cid, { start_task_status: 'SETTING_UP_GIT_HOOKS' });
       if (existsSync(join(dir, '.openhands', 'pre-commit.sh'))) {
         const hook = join(dir, '.git', 'hooks', 'pre-commit');
         mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
-        writeFileSync(hook, '#!/bin/sh\n# Installed by the sandbox from .openhands/pre-commit.sh\nexec bash "$(git rev-parse --show-toplevel)/.openhands/pre-commit.sh" "$@"\n');
+        writeFileSync(
+          hook,
+          '#!/bin/sh\n# Installed by the sandbox from .openhands/pre-commit.sh\nexec bash "$(git rev-parse --show-toplevel)/.openhands/pre-commit.sh" "$@"\n',
+        );
         chmodSync(hook, 0o755);
       }
       void this.reportInOrder(cid, { start_task_status: 'STARTING_CONVERSATION' });
@@ -210,7 +266,14 @@ export class ConversationRunner {
           void this.reportInOrder(cid, { execution_status: value as ExecutionStatus });
         } else if (key === 'metrics' && value && typeof value === 'object') {
           const m = value as Record<string, unknown>;
-          void this.reportInOrder(cid, { metrics: { accumulated_cost: Number(m.accumulated_cost ?? 0), prompt_tokens: Number(m.prompt_tokens ?? 0), completion_tokens: Number(m.completion_tokens ?? 0), max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task } });
+          void this.reportInOrder(cid, {
+            metrics: {
+              accumulated_cost: Number(m.accumulated_cost ?? 0),
+              prompt_tokens: Number(m.prompt_tokens ?? 0),
+              completion_tokens: Number(m.completion_tokens ?? 0),
+              max_budget_per_task: (m.max_budget_per_task as number | null) ?? config.max_budget_per_task,
+            },
+          });
         }
       }
     };
@@ -225,7 +288,9 @@ export class ConversationRunner {
       agent: config.agent ?? (config.agent_type === 'plan' ? 'PlanningAgent' : 'CodeActAgent'),
       securityAnalyzer: config.security_analyzer ?? null,
       condenser: { enabled: config.condenser?.enabled ?? true, maxSize: config.condenser?.max_size ?? null },
-      search: config.search ? { apiKey: config.search.api_key, baseUrl: process.env.SEARCH_API_BASE_URL ?? null } : null,
+      search: config.search
+        ? { apiKey: config.search.api_key, baseUrl: process.env.SEARCH_API_BASE_URL ?? null }
+        : null,
       language: config.language ?? null,
       instructions: config.instructions ?? undefined,
       mcpConfig: config.mcp_config,
@@ -260,6 +325,9 @@ export class ConversationRunner {
       }
     }
     // A restored loop that the pause cut off comes back `paused`: `run` or a new message continues it.
-    this.o.log('info', restoring ? 'Conversation restored' : 'Conversation ready', { conversationId: cid, status: session.status });
+    this.o.log('info', restoring ? 'Conversation restored' : 'Conversation ready', {
+      conversationId: cid,
+      status: session.status,
+    });
   }
 }

@@ -24,6 +24,8 @@ const onPath = (tool: string, path: string) =>
   });
 
 /** The first tool the image lacks, with the exit code that names it; undefined when it has them all. */
-export function missingTool(path = process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'): { tool: string; exitCode: number } | undefined {
+export function missingTool(
+  path = process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+): { tool: string; exitCode: number } | undefined {
   return TOOLS.find((t) => !onPath(t.tool, path));
 }

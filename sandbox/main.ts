@@ -123,7 +123,10 @@ export async function runSandbox(): Promise<number> {
   let checkIn;
   for (let attempt = 0; ; attempt++) {
     try {
-      checkIn = await bridge.checkIn(enrollmentToken, { version: VERSION, capabilities: [...Object.keys(commandHandlers), ...conversationCommands] });
+      checkIn = await bridge.checkIn(enrollmentToken, {
+        version: VERSION,
+        capabilities: [...Object.keys(commandHandlers), ...conversationCommands],
+      });
       break;
     } catch (err) {
       if (isUnauthorized(err) || attempt >= 8 || stopReason) {
@@ -176,7 +179,13 @@ export async function runSandbox(): Promise<number> {
   for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);
   await runner.restore();
   const wait = Math.min(Number(process.env.POLL_WAIT_SECONDS) || checkIn.poll_wait_seconds, checkIn.poll_wait_seconds);
-  const channel = new CommandChannel({ bridge, socketUrl: process.env.BRIDGE_SOCKET_URL || undefined, waitSeconds: wait, signal: stopper.signal, log });
+  const channel = new CommandChannel({
+    bridge,
+    socketUrl: process.env.BRIDGE_SOCKET_URL || undefined,
+    waitSeconds: wait,
+    signal: stopper.signal,
+    log,
+  });
   const heartbeat = async () => {
     const wasActive = active;
     active = false;

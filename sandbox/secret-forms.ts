@@ -12,7 +12,9 @@ function base64Fragments(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
   const out: string[] = [];
   for (const offset of [0, 1, 2]) {
-    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64').replace(/=+$/, '');
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes])
+      .toString('base64')
+      .replace(/=+$/, '');
     const start = offset === 0 ? 0 : offset + 1; // characters mixing padding bytes and the secret's
     const end = (offset + bytes.length) % 3 === 0 ? encoded.length : encoded.length - 1; // the last one mixes what follows
     const fragment = encoded.slice(start, end);

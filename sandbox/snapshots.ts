@@ -28,7 +28,9 @@ function run(cmd: string, args: string[], input?: Readable): Promise<void> {
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}: ${stderr.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}: ${stderr.trim()}`)),
+    );
     if (input) {
       input.on('error', (err) => child.kill() && reject(err));
       input.pipe(child.stdin!);
@@ -52,7 +54,8 @@ export async function packWorkspace(dir: string): Promise<{ file: string; bytes:
 
 /** Uploads `file` with a presigned POST (the form's fields first, the file last, as S3 requires). */
 export async function uploadSnapshot(grant: SnapshotUpload, file: string, bytes: number): Promise<void> {
-  if (bytes > grant.max_bytes) throw new Error(`The workspace snapshot is ${bytes} bytes, more than the ${grant.max_bytes} allowed`);
+  if (bytes > grant.max_bytes)
+    throw new Error(`The workspace snapshot is ${bytes} bytes, more than the ${grant.max_bytes} allowed`);
   const form = new FormData();
   for (const [name, value] of Object.entries(grant.fields)) form.append(name, value);
   form.append('file', await openAsBlob(file), 'workspace.tar.gz');
@@ -64,7 +67,11 @@ export async function uploadSnapshot(grant: SnapshotUpload, file: string, bytes:
 export async function restoreWorkspace(url: string, dir: string): Promise<void> {
   const res = await fetch(url, { signal: AbortSignal.timeout(110_000) });
   if (!res.ok || !res.body) throw new Error(`The snapshot download failed (${res.status})`);
-  await run('tar', ['-xzf', '-', '-C', dir, '--no-same-owner', '--no-same-permissions'], Readable.fromWeb(res.body as WebReadableStream));
+  await run(
+    'tar',
+    ['-xzf', '-', '-C', dir, '--no-same-owner', '--no-same-permissions'],
+    Readable.fromWeb(res.body as WebReadableStream),
+  );
 }
 
 /**

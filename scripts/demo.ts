@@ -12,8 +12,12 @@ const dataDir = mkdtempSync(join(tmpdir(), 'acs-demo-'));
 const llm = await startScriptedLlm([
   reply.tool('think', { thought: 'I will look around, write a small program, run it, and finish.' }),
   reply.bash('ls -la'),
-  reply.tool('str_replace_editor', { command: 'create', path: 'hello.py', file_text: 'print("Hello from the agent\'s sandbox")\n' }),
-  reply.bash('python3 hello.py || node -e "console.log(\'Hello from the agent\\\'s sandbox\')"'),
+  reply.tool('str_replace_editor', {
+    command: 'create',
+    path: 'hello.py',
+    file_text: 'print("Hello from the agent\'s sandbox")\n',
+  }),
+  reply.bash("python3 hello.py || node -e \"console.log('Hello from the agent\\'s sandbox')\""),
   reply.finish('I wrote hello.py and ran it.'),
 ]);
 const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true });
@@ -27,8 +31,15 @@ const call = async (method: string, path: string, body?: unknown) => {
 };
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
-const clip = (s: unknown, n = 100) => String(s ?? '').replace(/\s+/g, ' ').trim().slice(0, n);
-const textOf = (content: unknown) => (Array.isArray(content) ? content.map((c: any) => c.text ?? (c.image_urls ? `[${c.image_urls.length} image(s)]` : '')).join(' ') : String(content ?? ''));
+const clip = (s: unknown, n = 100) =>
+  String(s ?? '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, n);
+const textOf = (content: unknown) =>
+  Array.isArray(content)
+    ? content.map((c: any) => c.text ?? (c.image_urls ? `[${c.image_urls.length} image(s)]` : '')).join(' ')
+    : String(content ?? '');
 
 function describe(e: any): string | null {
   switch (e.kind) {
@@ -36,7 +47,10 @@ function describe(e: any): string | null {
       return `${e.source === 'user' ? 'user ' : 'agent'} 💬 ${clip(textOf(e.llm_message?.content), 120)}`;
     case 'ActionEvent': {
       const a = e.action ?? {};
-      const what = e.tool_name === 'str_replace_editor' ? `${a.command} ${a.path}` : (a.command ?? a.thought ?? a.message ?? JSON.stringify(a));
+      const what =
+        e.tool_name === 'str_replace_editor'
+          ? `${a.command} ${a.path}`
+          : (a.command ?? a.thought ?? a.message ?? JSON.stringify(a));
       return `agent ▶ ${e.tool_name}: ${clip(typeof what === 'string' ? what : JSON.stringify(what))}`;
     }
     case 'ObservationEvent': {
@@ -57,14 +71,20 @@ function describe(e: any): string | null {
 
 try {
   print(`Local stack on ${stack.url} (data in ${dataDir}); scripted LLM on ${llm.baseUrl}`);
-  await call('POST', '/api/settings', { llm_model: 'scripted-demo-model', llm_api_key: 'sk-demo', llm_base_url: llm.baseUrl, git_user_name: 'Demo User', git_user_email: 'demo@example.test' });
+  await call('POST', '/api/settings', {
+    llm_model: 'scripted-demo-model',
+    llm_api_key: 'sk-demo',
+    llm_base_url: llm.baseUrl,
+    git_user_name: 'Demo User',
+    git_user_email: 'demo@example.test',
+  });
   const task = await call('POST', '/api/v1/app-conversations', {
     title: 'Demo: hello world',
     initial_message: { content: [{ type: 'text', text: 'Write a hello-world program in this workspace and run it.' }] },
   });
   print(`Start task ${task.id}: ${task.status}`);
   let status = task.status;
-  let conversationId: string | null = task.app_conversation_id;
+  const conversationId: string | null = task.app_conversation_id;
   let sandboxId: string | null = null;
   let cursor: string | null = null;
   let execution: string | null = null;
@@ -75,7 +95,10 @@ try {
     sandboxId = t.sandbox_id;
     if (t.status === 'ERROR') break;
     if (conversationId) {
-      const page = await call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await call(
+        'GET',
+        `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
+      );
       for (const e of page.items ?? []) {
         const line = describe(e);
         if (line) print(line);
@@ -83,7 +106,8 @@ try {
       cursor = page.next_page_id ?? page.follow_page_id ?? cursor;
       const [c] = await call('GET', `/api/v1/app-conversations?ids=${conversationId}`);
       execution = c?.execution_status ?? null;
-      if (['finished', 'error', 'stuck'].includes(execution ?? '') && !page.next_page_id && !(page.items ?? []).length) break;
+      if (['finished', 'error', 'stuck'].includes(execution ?? '') && !page.next_page_id && !(page.items ?? []).length)
+        break;
     }
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -13,7 +13,14 @@ export interface EventFunctionDef extends Declaration {
   async: boolean;
 }
 
-const sandboxHousekeeping = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'snapshots:delete'] as const;
+const sandboxHousekeeping = [
+  'specs',
+  'ecs:run',
+  'ecs:stop',
+  'ecs:describe',
+  'ecs:task-definitions',
+  'snapshots:delete',
+] as const;
 
 /**
  * The HTTP API's REQUEST authorizer: it reads a key and records its last use (UpdateItem), reads
@@ -28,7 +35,12 @@ export const authorizerFunction = {
   async: false,
 } as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */
-export const fallbackFunction = { id: 'fallback', entry: 'functions/fallback.ts', tables: {}, async: false } as const satisfies EventFunctionDef;
+export const fallbackFunction = {
+  id: 'fallback',
+  entry: 'functions/fallback.ts',
+  tables: {},
+  async: false,
+} as const satisfies EventFunctionDef;
 /** ECS "Task State Change" (STOPPED) events for the sandbox cluster. */
 export const ecsEventsFunction = {
   id: 'ecsEvents',
@@ -73,7 +85,12 @@ export const streamConnectFunction = {
   capabilities: ['seal', 'unseal', 'stream:resend'],
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
-export const streamDisconnectFunction = { id: 'streamDisconnect', entry: 'functions/stream/disconnect.ts', async: false, tables: { streamConnections: 'write' } } as const satisfies EventFunctionDef;
+export const streamDisconnectFunction = {
+  id: 'streamDisconnect',
+  entry: 'functions/stream/disconnect.ts',
+  async: false,
+  tables: { streamConnections: 'write' },
+} as const satisfies EventFunctionDef;
 /**
  * `$default`: a message a client sends on the stream (the OpenHands V1 UI sends user messages this
  * way), relayed as the `sendMessage` route does it, under the same tables; keep-alive pings take
@@ -109,4 +126,15 @@ export const sandboxSnapshotsDeleteFunction = {
   capabilities: ['s3:workspaces'],
 } as const satisfies EventFunctionDef;
 
-export const eventFunctions = [authorizerFunction, fallbackFunction, ecsEventsFunction, sweeperFunction, streamConnectFunction, streamDisconnectFunction, streamMessageFunction, streamResendFunction, bridgeSocketConnectFunction, sandboxSnapshotsDeleteFunction] as const;
+export const eventFunctions = [
+  authorizerFunction,
+  fallbackFunction,
+  ecsEventsFunction,
+  sweeperFunction,
+  streamConnectFunction,
+  streamDisconnectFunction,
+  streamMessageFunction,
+  streamResendFunction,
+  bridgeSocketConnectFunction,
+  sandboxSnapshotsDeleteFunction,
+] as const;

@@ -7,7 +7,13 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 export function lambdaEvent<T>(functionArn: string, what: string): (payload: T) => Promise<void> {
   const lambda = new LambdaClient({});
   return async (payload) => {
-    const res = await lambda.send(new InvokeCommand({ FunctionName: functionArn, InvocationType: 'Event', Payload: new TextEncoder().encode(JSON.stringify(payload)) }));
+    const res = await lambda.send(
+      new InvokeCommand({
+        FunctionName: functionArn,
+        InvocationType: 'Event',
+        Payload: new TextEncoder().encode(JSON.stringify(payload)),
+      }),
+    );
     if (res.StatusCode !== 202) throw new Error(`Invoking ${what} failed: status ${res.StatusCode}`);
   };
 }

@@ -16,6 +16,17 @@ import * as stream from '#shared/stream/operations.ts';
  * Every route's operation but the OpenAPI document's own: where the document (and the route tests)
  * find each route's schemas. A Lambda entry imports its one operation, never this list.
  */
-export const operations: readonly Operation[] = [auth, conversations, webhooks, events, service, options, sandboxSpecs, bridge, sandboxes, snapshots, settings, stream].flatMap(
-  (module) => Object.values(module) as Operation[],
-);
+export const operations: readonly Operation[] = [
+  auth,
+  conversations,
+  webhooks,
+  events,
+  service,
+  options,
+  sandboxSpecs,
+  bridge,
+  sandboxes,
+  snapshots,
+  settings,
+  stream,
+].flatMap((module) => Object.values(module) as Operation[]);

@@ -41,7 +41,14 @@ export const sandboxIdSchema = z.lazy(() => z.string().check(z.minLength(1), z.m
 /** Conversation ids: UUIDs as 32 hex chars; input accepts the dashed form too. */
 export const conversationIdSchema = z.lazy(() =>
   z.pipe(
-    z.string().check(z.regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/, 'must be a UUID (32 hex characters, dashes optional)')),
+    z
+      .string()
+      .check(
+        z.regex(
+          /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/,
+          'must be a UUID (32 hex characters, dashes optional)',
+        ),
+      ),
     z.transform((v: string) => v.replaceAll('-', '').toLowerCase()),
   ),
 );
@@ -54,7 +61,15 @@ export const sandboxParams = z.lazy(() => z.object({ sandbox_id: sandboxIdSchema
 export const sandboxStatuses = ['STARTING', 'RUNNING', 'PAUSED', 'ERROR', 'MISSING'] as const;
 export type SandboxStatus = (typeof sandboxStatuses)[number];
 
-export const executionStatuses = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'] as const;
+export const executionStatuses = [
+  'idle',
+  'running',
+  'paused',
+  'waiting_for_confirmation',
+  'finished',
+  'error',
+  'stuck',
+] as const;
 export const executionStatusSchema = z.lazy(() => z.enum(executionStatuses));
 export type ExecutionStatus = z.output<typeof executionStatusSchema>;
 
@@ -127,18 +142,28 @@ export type CheckInResponse = z.output<typeof checkInResponseSchema>;
 
 export const heartbeatBodySchema = z.lazy(() =>
   z.object({
-    active: z._default(z.boolean(), false).check(z.meta({ description: 'true when the agent did work since the last heartbeat' })),
+    active: z
+      ._default(z.boolean(), false)
+      .check(z.meta({ description: 'true when the agent did work since the last heartbeat' })),
   }),
 );
 export const heartbeatResponseSchema = z.lazy(() =>
   z.object({
     status: z.enum(sandboxStatuses),
-    command_seq: z.number().check(z.int(), z.meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' })),
+    command_seq: z
+      .number()
+      .check(z.int(), z.meta({ description: 'The number of the last command queued for the sandbox (0: none yet)' })),
   }),
 );
 
 /** The command types the conversation runner handles (announced at check-in, before the runner is loaded). */
-export const conversationCommands = ['start_conversation', 'send_message', 'pause_conversation', 'run_conversation', 'respond_to_confirmation'] as const;
+export const conversationCommands = [
+  'start_conversation',
+  'send_message',
+  'pause_conversation',
+  'run_conversation',
+  'respond_to_confirmation',
+] as const;
 /** The command the control plane sends a sandbox that is no longer RUNNING. */
 export const STOP_COMMAND = 'stop';
 
@@ -168,7 +193,9 @@ export const snapshotUploadSchema = z.lazy(() =>
   z.object({
     key: z.string().check(z.meta({ description: "The new object key, under this sandbox's own prefix" })),
     url: z.string(),
-    fields: z.record(z.string(), z.string()).check(z.meta({ description: 'Form fields to send before the file (a presigned POST)' })),
+    fields: z
+      .record(z.string(), z.string())
+      .check(z.meta({ description: 'Form fields to send before the file (a presigned POST)' })),
     max_bytes: z.number().check(z.int(), z.meta({ description: 'The content-length-range the upload is signed with' })),
     expires_at: z.string(),
   }),
@@ -177,14 +204,20 @@ export type SnapshotUpload = z.output<typeof snapshotUploadSchema>;
 
 export const snapshotCompleteBodySchema = z.lazy(() =>
   z.object({
-    key: z.string().check(z.minLength(1), z.maxLength(512), z.meta({ description: 'The key of the upload that completed' })),
+    key: z
+      .string()
+      .check(z.minLength(1), z.maxLength(512), z.meta({ description: 'The key of the upload that completed' })),
   }),
 );
-export const snapshotCompleteResponseSchema = z.lazy(() => z.object({ key: z.string(), bytes: z.number().check(z.int()) }));
+export const snapshotCompleteResponseSchema = z.lazy(() =>
+  z.object({ key: z.string(), bytes: z.number().check(z.int()) }),
+);
 
 export const snapshotDownloadSchema = z.lazy(() =>
   z.object({
-    url: z.nullable(z.string()).check(z.meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' })),
+    url: z
+      .nullable(z.string())
+      .check(z.meta({ description: 'A presigned GET of the current snapshot; null when the sandbox has none yet' })),
     expires_at: z.nullable(z.string()),
   }),
 );
@@ -257,7 +290,12 @@ export const eventSchema = z.lazy(() =>
       timestamp: z.iso.datetime({ offset: true, local: true, message: 'timestamp must be an ISO-8601 date-time' }),
       source: z.enum(['agent', 'user', 'environment']),
     })
-    .check(z.refine((e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES, `an event must be at most ${MAX_EVENT_BYTES} bytes`)),
+    .check(
+      z.refine(
+        (e) => Buffer.byteLength(JSON.stringify(e)) <= MAX_EVENT_BYTES,
+        `an event must be at most ${MAX_EVENT_BYTES} bytes`,
+      ),
+    ),
 );
 export type AgentEventEnvelope = z.output<typeof eventSchema>;
 

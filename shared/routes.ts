@@ -268,7 +268,8 @@ export const routes = [
     path: '/api/v1/app-conversations',
     entry: 'functions/conversations/list.ts',
     auth: 'user',
-    summary: 'With ids: those conversations in request order (null for unknown ones); without: the newest first, paginated',
+    summary:
+      'With ids: those conversations in request order (null for unknown ones); without: the newest first, paginated',
     tag: 'conversations',
     tables: { conversations: 'read', keys: 'write', sandboxes: 'read' },
     capabilities: ['seal', 'unseal'],
@@ -335,7 +336,7 @@ export const routes = [
     entry: 'functions/conversations/pause.ts',
     auth: 'user',
     conversationKey: 'conversation_id',
-    summary: "Pause the agent (the sandbox keeps running)",
+    summary: 'Pause the agent (the sandbox keeps running)',
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['commands:push'],
@@ -432,7 +433,8 @@ export const routes = [
     path: protocolPaths.startConfig,
     entry: 'functions/webhooks/start-config.ts',
     auth: 'sandbox',
-    summary: 'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
+    summary:
+      'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
     tag: 'webhooks',
     tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
     capabilities: ['unseal'],
@@ -487,7 +489,8 @@ export const routes = [
     path: '/api/conversations',
     entry: 'functions/conversations/legacy-list.ts',
     auth: 'user',
-    summary: "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
+    summary:
+      "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
     tag: 'legacy',
     ...legacyConversationReads,
   },
@@ -507,7 +510,7 @@ export const routes = [
     path: '/api/conversations/{conversation_id}',
     entry: 'functions/conversations/legacy-update.ts',
     auth: 'user',
-    summary: "Rename a conversation (only the title can change)",
+    summary: 'Rename a conversation (only the title can change)',
     tag: 'legacy',
     tables: { conversations: 'write' },
   },
@@ -540,8 +543,8 @@ export const routes = [
     entry: 'functions/stream/ticket.ts',
     auth: 'user',
     summary:
-      "A single-use ticket (valid 60 s, this conversation only) that opens its event stream: " +
-      "`ws(s)://<host>/sockets/events/{conversation_id}?ticket=<ticket>&resend_all=true`, for clients that cannot send the cookie or a key",
+      'A single-use ticket (valid 60 s, this conversation only) that opens its event stream: ' +
+      '`ws(s)://<host>/sockets/events/{conversation_id}?ticket=<ticket>&resend_all=true`, for clients that cannot send the cookie or a key',
     tag: 'events',
     tables: { conversations: 'read', keys: 'write' },
   },
@@ -574,7 +577,8 @@ export const routes = [
     entry: 'functions/keys/delete.ts',
     auth: 'user',
     managesCredentials: true,
-    summary: "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
+    summary:
+      "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
     tag: 'keys',
     tables: { keys: 'write' },
   },
@@ -617,7 +621,7 @@ export const routes = [
     entry: 'functions/bridge/snapshot-upload.ts',
     auth: 'sandbox',
     summary:
-      'Bridge: a presigned, size-bounded, short-lived POST for a new snapshot key under this sandbox\'s own prefix. ' +
+      "Bridge: a presigned, size-bounded, short-lived POST for a new snapshot key under this sandbox's own prefix. " +
       '429 while its prefix holds 4 objects (uploads granted and never completed); 409 where workspaces are directories (locally).',
     tag: 'bridge',
     tables: { sandboxes: 'read' },
@@ -630,7 +634,7 @@ export const routes = [
     entry: 'functions/bridge/snapshot-complete.ts',
     auth: 'sandbox',
     summary:
-      'Bridge: the upload of `key` completed; the sandbox\'s current snapshot moves to it once the object is seen ' +
+      "Bridge: the upload of `key` completed; the sandbox's current snapshot moves to it once the object is seen " +
       '(409 if it is not there), and older snapshots are removed.',
     tag: 'bridge',
     tables: { sandboxes: 'write' },
@@ -642,7 +646,7 @@ export const routes = [
     path: protocolPaths.snapshotDownload,
     entry: 'functions/bridge/snapshot-download.ts',
     auth: 'sandbox',
-    summary: 'Bridge: a presigned, short-lived GET of the sandbox\'s current snapshot (restore on resume)',
+    summary: "Bridge: a presigned, short-lived GET of the sandbox's current snapshot (restore on resume)",
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],

@@ -113,7 +113,10 @@ export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFac
       enumerable: true,
       get: () => {
         const factory = factories[name] as ServiceFactory<unknown> | undefined;
-        if (!factory) throw new WiringError(`${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`);
+        if (!factory)
+          throw new WiringError(
+            `${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`,
+          );
         return context.use(factory);
       },
     });

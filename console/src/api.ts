@@ -25,26 +25,38 @@ let onSignedOut: () => void = () => {};
 export const whenSignedOut = (fn: () => void) => (onSignedOut = fn);
 
 export function failureOf(status: number, body: unknown): ApiFailure {
-  const detail = (body as { detail?: unknown; message?: unknown } | null)?.detail ?? (body as { message?: unknown } | null)?.message;
+  const detail =
+    (body as { detail?: unknown; message?: unknown } | null)?.detail ?? (body as { message?: unknown } | null)?.message;
   if (Array.isArray(detail)) {
     const fields: Record<string, string> = {};
     for (const issue of detail as Issue[]) {
       const path = (issue.loc ?? []).slice(1).join('.');
       fields[path] = fields[path] ? `${fields[path]}; ${issue.msg ?? 'invalid'}` : (issue.msg ?? 'invalid');
     }
-    const summary = Object.entries(fields).map(([k, v]) => (k ? `${k}: ${v}` : v)).join('; ');
+    const summary = Object.entries(fields)
+      .map(([k, v]) => (k ? `${k}: ${v}` : v))
+      .join('; ');
     return new ApiFailure(status, summary || 'Invalid input', fields);
   }
   return new ApiFailure(status, typeof detail === 'string' ? detail : `Request failed (HTTP ${status})`);
 }
 
-export async function api<T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+export async function api<T = unknown>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<T> {
   let res: Response;
   try {
     res = await fetch(path, {
       method,
       credentials: 'same-origin',
-      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {

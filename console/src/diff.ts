@@ -36,7 +36,10 @@ export function lineDiff(before: string, after: string, context = 3): (DiffLine 
     const table = new Uint32Array(rows * cols);
     for (let i = midA.length - 1; i >= 0; i--) {
       for (let j = midB.length - 1; j >= 0; j--) {
-        table[i * cols + j] = midA[i] === midB[j] ? table[(i + 1) * cols + j + 1]! + 1 : Math.max(table[(i + 1) * cols + j]!, table[i * cols + j + 1]!);
+        table[i * cols + j] =
+          midA[i] === midB[j]
+            ? table[(i + 1) * cols + j + 1]! + 1
+            : Math.max(table[(i + 1) * cols + j]!, table[i * cols + j + 1]!);
       }
     }
     let i = 0;
@@ -53,7 +56,11 @@ export function lineDiff(before: string, after: string, context = 3): (DiffLine 
       }
     }
   }
-  const all: DiffLine[] = [...a.slice(0, start).map((text) => ({ op: ' ' as const, text })), ...middle, ...a.slice(endA).map((text) => ({ op: ' ' as const, text }))];
+  const all: DiffLine[] = [
+    ...a.slice(0, start).map((text) => ({ op: ' ' as const, text })),
+    ...middle,
+    ...a.slice(endA).map((text) => ({ op: ' ' as const, text })),
+  ];
   // Fold unchanged runs far from any change.
   const near = new Array<boolean>(all.length).fill(false);
   all.forEach((line, k) => {

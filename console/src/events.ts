@@ -6,12 +6,18 @@
  */
 
 // Events are wide and change between SDK versions: read them loosely, never trust a field's type.
-// biome-ignore lint: loose on purpose
 export type AnyEvent = Record<string, any> & { id: string; kind: string; source?: string; timestamp?: string };
 
 export type ActionView =
   | { type: 'command'; command: string }
-  | { type: 'edit'; command: string; path: string; fileText: string | null; oldStr: string | null; newStr: string | null }
+  | {
+      type: 'edit';
+      command: string;
+      path: string;
+      fileText: string | null;
+      oldStr: string | null;
+      newStr: string | null;
+    }
   | { type: 'mcp'; tool: string; args: string }
   | { type: 'think'; text: string }
   | { type: 'finish'; message: string }
@@ -29,7 +35,16 @@ export interface ObservationView {
 
 export type TimelineItem =
   | { kind: 'message'; id: string; role: 'user' | 'agent'; text: string; images: string[] }
-  | { kind: 'action'; id: string; tool: string; thought: string; reasoning: string; risk: string; action: ActionView; observation: ObservationView | null }
+  | {
+      kind: 'action';
+      id: string;
+      tool: string;
+      thought: string;
+      reasoning: string;
+      risk: string;
+      action: ActionView;
+      observation: ObservationView | null;
+    }
   | { kind: 'error'; id: string; title: string; detail: string }
   | { kind: 'state'; id: string; text: string }
   | { kind: 'system'; id: string; text: string };
@@ -49,7 +64,8 @@ export interface ConversationView {
   pending: Extract<TimelineItem, { kind: 'action' }>[];
 }
 
-const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v, null, 2));
+const str = (v: unknown): string =>
+  typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v, null, 2);
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** The text of a content list (`[{type: "text", text}]`) or of a plain string. */
@@ -57,22 +73,36 @@ export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((c) => (c && typeof c === 'object' && (c as { type?: unknown }).type === 'text' ? str((c as { text?: unknown }).text) : ''))
+    .map((c) =>
+      c && typeof c === 'object' && (c as { type?: unknown }).type === 'text'
+        ? str((c as { text?: unknown }).text)
+        : '',
+    )
     .filter(Boolean)
     .join('\n');
 }
 
 function imagesOf(content: unknown): string[] {
   if (!Array.isArray(content)) return [];
-  return content.flatMap((c) => (c && typeof c === 'object' && Array.isArray((c as { image_urls?: unknown }).image_urls) ? ((c as { image_urls: unknown[] }).image_urls.map(str)) : []));
+  return content.flatMap((c) =>
+    c && typeof c === 'object' && Array.isArray((c as { image_urls?: unknown }).image_urls)
+      ? (c as { image_urls: unknown[] }).image_urls.map(str)
+      : [],
+  );
 }
 
 function actionView(e: AnyEvent): ActionView {
   const a = (e.action && typeof e.action === 'object' ? e.action : {}) as Record<string, unknown>;
   const tool = str(e.tool_name);
   const kind = str(a.kind);
-  if (kind === 'ExecuteBashAction' || tool === 'execute_bash' || tool === 'terminal') return { type: 'command', command: str(a.command) };
-  if (kind === 'StrReplaceEditorAction' || kind === 'FileEditorAction' || tool === 'str_replace_editor' || tool === 'file_editor') {
+  if (kind === 'ExecuteBashAction' || tool === 'execute_bash' || tool === 'terminal')
+    return { type: 'command', command: str(a.command) };
+  if (
+    kind === 'StrReplaceEditorAction' ||
+    kind === 'FileEditorAction' ||
+    tool === 'str_replace_editor' ||
+    tool === 'file_editor'
+  ) {
     return {
       type: 'edit',
       command: str(a.command),
@@ -118,7 +148,13 @@ export function viewOf(events: readonly AnyEvent[]): ConversationView {
     switch (e.kind) {
       case 'MessageEvent': {
         const content = e.llm_message?.content;
-        items.push({ kind: 'message', id: e.id, role: e.source === 'user' ? 'user' : 'agent', text: textOf(content), images: imagesOf(content) });
+        items.push({
+          kind: 'message',
+          id: e.id,
+          role: e.source === 'user' ? 'user' : 'agent',
+          text: textOf(content),
+          images: imagesOf(content),
+        });
         break;
       }
       case 'ActionEvent': {
@@ -142,11 +178,26 @@ export function viewOf(events: readonly AnyEvent[]): ConversationView {
         const target = actions.get(str(e.action_id));
         const view = e.kind === 'ObservationEvent' ? observationView(e) : null;
         if (e.kind === 'UserRejectObservation') {
-          const rejected = { text: '', isError: false, exitCode: null, oldContent: null, newContent: null, rejected: str(e.rejection_reason) || 'Rejected' };
+          const rejected = {
+            text: '',
+            isError: false,
+            exitCode: null,
+            oldContent: null,
+            newContent: null,
+            rejected: str(e.rejection_reason) || 'Rejected',
+          };
           if (target) target.observation = rejected;
           else items.push({ kind: 'state', id: e.id, text: `Action rejected: ${rejected.rejected}` });
         } else if (e.kind === 'AgentErrorEvent') {
-          if (target) target.observation = { text: str(e.error), isError: true, exitCode: null, oldContent: null, newContent: null, rejected: null };
+          if (target)
+            target.observation = {
+              text: str(e.error),
+              isError: true,
+              exitCode: null,
+              oldContent: null,
+              newContent: null,
+              rejected: null,
+            };
           items.push({ kind: 'error', id: e.id, title: 'Agent error', detail: str(e.error) });
         } else if (target) target.observation = view;
         else items.push({ kind: 'system', id: e.id, text: view!.text });
@@ -164,7 +215,13 @@ export function viewOf(events: readonly AnyEvent[]): ConversationView {
           metrics.completionTokens = num(e.value.completion_tokens);
           metrics.budget = num(e.value.max_budget_per_task);
         }
-        if (key === 'full_state' && e.value && typeof e.value === 'object' && typeof e.value.execution_status === 'string') executionStatus = e.value.execution_status;
+        if (
+          key === 'full_state' &&
+          e.value &&
+          typeof e.value === 'object' &&
+          typeof e.value.execution_status === 'string'
+        )
+          executionStatus = e.value.execution_status;
         const text = stateText(key, e.value);
         if (text) items.push({ kind: 'state', id: e.id, text });
         break;
@@ -173,15 +230,24 @@ export function viewOf(events: readonly AnyEvent[]): ConversationView {
         items.push({ kind: 'state', id: e.id, text: 'Paused by the user' });
         break;
       case 'CondensationEvent':
-        items.push({ kind: 'system', id: e.id, text: `Earlier events summarized${e.summary ? `: ${str(e.summary)}` : ''}` });
+        items.push({
+          kind: 'system',
+          id: e.id,
+          text: `Earlier events summarized${e.summary ? `: ${str(e.summary)}` : ''}`,
+        });
         break;
       case 'SystemPromptEvent':
-        items.push({ kind: 'system', id: e.id, text: `System prompt with ${Array.isArray(e.tools) ? e.tools.length : 0} tools` });
+        items.push({
+          kind: 'system',
+          id: e.id,
+          text: `System prompt with ${Array.isArray(e.tools) ? e.tools.length : 0} tools`,
+        });
         break;
       default:
         items.push({ kind: 'system', id: e.id, text: str(e.kind) });
     }
   }
-  const pending = executionStatus === 'waiting_for_confirmation' ? [...actions.values()].filter((a) => a.observation === null) : [];
+  const pending =
+    executionStatus === 'waiting_for_confirmation' ? [...actions.values()].filter((a) => a.observation === null) : [];
   return { items, executionStatus, metrics, pending };
 }

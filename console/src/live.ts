@@ -14,7 +14,12 @@ interface EventPage {
  * `follow_page_id` (the server's cursor past the last event seen), at once while pages are full,
  * then every `intervalMs`. Returns a function that stops it.
  */
-export function pollEvents(conversationId: string, onEvents: (events: AnyEvent[]) => void, onMode: (mode: FeedMode) => void, intervalMs = 1000): () => void {
+export function pollEvents(
+  conversationId: string,
+  onEvents: (events: AnyEvent[]) => void,
+  onMode: (mode: FeedMode) => void,
+  intervalMs = 1000,
+): () => void {
   let stopped = false;
   let cursor: string | null = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -23,7 +28,10 @@ export function pollEvents(conversationId: string, onEvents: (events: AnyEvent[]
     if (stopped) return;
     let again = intervalMs;
     try {
-      const page = await api<EventPage>('GET', `/api/v1/events/search${query({ conversation_id__eq: conversationId, limit: 100, page_id: cursor })}`);
+      const page = await api<EventPage>(
+        'GET',
+        `/api/v1/events/search${query({ conversation_id__eq: conversationId, limit: 100, page_id: cursor })}`,
+      );
       if (stopped) return;
       const fresh = page.items.filter((e) => !seen.has(e.id));
       fresh.forEach((e) => seen.add(e.id));
@@ -55,7 +63,11 @@ interface StreamMessage extends AnyEvent {
  * ticket when the cookie is not taken there; polling while the stream is down, and a reconnect with
  * `after_seq` (the last `seq` seen) so nothing is missed or repeated. Returns a function that stops it.
  */
-export function followEvents(conversationId: string, onEvents: (events: AnyEvent[]) => void, onMode: (mode: FeedMode) => void): () => void {
+export function followEvents(
+  conversationId: string,
+  onEvents: (events: AnyEvent[]) => void,
+  onMode: (mode: FeedMode) => void,
+): () => void {
   let stopped = false;
   let lastSeq = 0;
   let failures = 0;
@@ -114,7 +126,10 @@ export function followEvents(conversationId: string, onEvents: (events: AnyEvent
       // A refused connection is closed with 4401 (shared/stream/messages.ts CLOSE): the cookie was not
       // taken there, so a single-use ticket from an authenticated POST.
       if (c.code === 4401 && !ticket) {
-        api<{ ticket: string }>('POST', `/api/v1/app-conversations/${encodeURIComponent(conversationId)}/stream-tickets`).then(
+        api<{ ticket: string }>(
+          'POST',
+          `/api/v1/app-conversations/${encodeURIComponent(conversationId)}/stream-tickets`,
+        ).then(
           (t) => connect(t.ticket),
           () => reconnectLater(),
         );

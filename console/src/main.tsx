@@ -28,17 +28,26 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
     await api('POST', '/api/authenticate', undefined, { 'x-session-api-key': k });
     props.onSignedIn();
   });
-  const error = action.error instanceof ApiFailure && action.error.status === 401 ? new Error('That key was not accepted.') : action.error;
+  const error =
+    action.error instanceof ApiFailure && action.error.status === 401
+      ? new Error('That key was not accepted.')
+      : action.error;
   return (
     <main class="signin">
       <h1>Agent Conversation Service</h1>
-      <form
-        onSubmit={submitting(action.call)}
-      >
+      <form onSubmit={submitting(action.call)}>
         <p>Paste an API key to sign in. It is exchanged for a session cookie and not kept by this page.</p>
         {props.notice && <p class="notice">{props.notice}</p>}
         <Field id="api-key" label="API key" error={error ? String((error as Error).message) : undefined}>
-          <input id="api-key" type="password" autocomplete="off" spellcheck={false} required value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+          <input
+            id="api-key"
+            type="password"
+            autocomplete="off"
+            spellcheck={false}
+            required
+            value={key}
+            onInput={(e) => setKey(e.currentTarget.value)}
+          />
         </Field>
         <button type="submit" disabled={action.busy || !key.trim()}>
           Sign in

@@ -3,7 +3,14 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from './api.ts';
 
 /** Form fields: a label tied to its input, a hint, and the server's message for this field (422). */
-export function Field(props: { id: string; label: string; error?: string | undefined; hint?: string; badge?: ComponentChildren; children: ComponentChildren }) {
+export function Field(props: {
+  id: string;
+  label: string;
+  error?: string | undefined;
+  hint?: string;
+  badge?: ComponentChildren;
+  children: ComponentChildren;
+}) {
   return (
     <div class={`field${props.error ? ' invalid' : ''}`}>
       <label for={props.id}>
@@ -80,14 +87,22 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   return { data, error, reload: () => setTick((t) => t + 1), setData };
 }
 
-export const fieldErrors = (error: unknown): Record<string, string> => (error instanceof ApiFailure ? error.fields : {});
+export const fieldErrors = (error: unknown): Record<string, string> =>
+  error instanceof ApiFailure ? error.fields : {};
 
 /** A time as "3 min ago" with the exact time on hover. */
 export function Ago(props: { at: string | null | undefined }) {
   if (!props.at) return <span>-</span>;
   const ms = Date.now() - new Date(props.at).getTime();
   const s = Math.round(ms / 1000);
-  const text = s < 60 ? `${Math.max(s, 0)} s ago` : s < 3600 ? `${Math.round(s / 60)} min ago` : s < 86400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86400)} d ago`;
+  const text =
+    s < 60
+      ? `${Math.max(s, 0)} s ago`
+      : s < 3600
+        ? `${Math.round(s / 60)} min ago`
+        : s < 86400
+          ? `${Math.round(s / 3600)} h ago`
+          : `${Math.round(s / 86400)} d ago`;
   return (
     <time dateTime={props.at} title={new Date(props.at).toLocaleString()}>
       {text}

@@ -24,10 +24,18 @@ export const handler = awsFunction(
   authorizerFunction,
   { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore },
   { apiKeys, sessions, conversationKeys },
-  async (event: APIGatewayRequestAuthorizerEventV2, { apiKeys, sessions, conversationKeys }): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
+  async (
+    event: APIGatewayRequestAuthorizerEventV2,
+    { apiKeys, sessions, conversationKeys },
+  ): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
     try {
       const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
-      const context = await authorizeRequest(event.requestContext.http.method, headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
+      const context = await authorizeRequest(event.requestContext.http.method, headers, {
+        apiKeys,
+        sessions,
+        conversationKeys,
+        allowedOrigins: origins,
+      });
       return { isAuthorized: true, context };
     } catch (err) {
       logger.error('Authorizer failed', { error: err as Error });

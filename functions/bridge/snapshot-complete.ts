@@ -4,4 +4,8 @@ import { awsRoute } from '#shared/wiring/aws.ts';
 import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(sandboxSnapshotComplete, { sandboxStore, sandboxConfig, workspaceSnapshots }, { sandboxBridge });
+export const handler = awsRoute(
+  sandboxSnapshotComplete,
+  { sandboxStore, sandboxConfig, workspaceSnapshots },
+  { sandboxBridge },
+);

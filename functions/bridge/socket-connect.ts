@@ -21,7 +21,11 @@ export const handler = awsFunction(
   { sandboxStore },
   { sandboxBridge },
   async (event: ConnectEvent, { sandboxBridge }): Promise<APIGatewayProxyResult> => {
-    const ok = await sandboxBridge.connectSocket(event.queryStringParameters?.sandbox_id, keyFromHeaders(event.headers ?? {}), event.requestContext.connectionId);
+    const ok = await sandboxBridge.connectSocket(
+      event.queryStringParameters?.sandbox_id,
+      keyFromHeaders(event.headers ?? {}),
+      event.requestContext.connectionId,
+    );
     return ok ? { statusCode: 200, body: '' } : { statusCode: 401, body: 'Unauthorized' };
   },
 );

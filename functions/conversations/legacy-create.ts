@@ -9,4 +9,19 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(legacyCreateConversation, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore, commandPush, sandboxRuntime, specs, sandboxConfig, bridgeUrl }, { conversations });
+export const handler = awsRoute(
+  legacyCreateConversation,
+  {
+    conversationStore,
+    startTaskStore,
+    settingsStore,
+    sealer,
+    sandboxStore,
+    commandPush,
+    sandboxRuntime,
+    specs,
+    sandboxConfig,
+    bridgeUrl,
+  },
+  { conversations },
+);

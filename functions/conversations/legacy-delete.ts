@@ -5,4 +5,8 @@ import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(legacyDeleteConversation, { conversationStore, sandboxStore, commandPush, sandboxConfig }, { conversations });
+export const handler = awsRoute(
+  legacyDeleteConversation,
+  { conversationStore, sandboxStore, commandPush, sandboxConfig },
+  { conversations },
+);

@@ -6,4 +6,8 @@ import { conversationKeySecret } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(legacyGetConversation, { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret }, { conversations });
+export const handler = awsRoute(
+  legacyGetConversation,
+  { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret },
+  { conversations },
+);

@@ -6,4 +6,8 @@ import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(legacyListConversations, { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret, cursorKey }, { conversations });
+export const handler = awsRoute(
+  legacyListConversations,
+  { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret, cursorKey },
+  { conversations },
+);

@@ -5,4 +5,8 @@ import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const handler = awsRoute(revokeConversationKey, { conversationStore, sealer, conversationKeySecret }, { conversations });
+export const handler = awsRoute(
+  revokeConversationKey,
+  { conversationStore, sealer, conversationKeySecret },
+  { conversations },
+);

@@ -6,4 +6,8 @@ import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(deleteSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval }, { sandboxes });
+export const handler = awsRoute(
+  deleteSandbox,
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval },
+  { sandboxes },
+);

@@ -7,4 +7,9 @@ import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsFunction(ecsEventsFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval }, { sandboxHousekeeping }, handleTaskStateChange);
+export const handler = awsFunction(
+  ecsEventsFunction,
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval },
+  { sandboxHousekeeping },
+  handleTaskStateChange,
+);

@@ -6,4 +6,8 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(startSandbox, { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore }, { sandboxes });
+export const handler = awsRoute(
+  startSandbox,
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore },
+  { sandboxes },
+);

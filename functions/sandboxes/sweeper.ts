@@ -9,4 +9,9 @@ import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsFunction(sweeperFunction, { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore }, { sandboxHousekeeping, conversationHousekeeping }, sweep);
+export const handler = awsFunction(
+  sweeperFunction,
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore },
+  { sandboxHousekeeping, conversationHousekeeping },
+  sweep,
+);

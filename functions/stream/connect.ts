@@ -12,7 +12,18 @@ import { streamResendTrigger } from '#shared/wiring/aws/stream-resend.ts';
 /** The WebSocket API's `$connect`: 200 opens the stream, another status refuses the handshake. */
 export const handler = awsFunction(
   streamConnectFunction,
-  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, eventStore, streamTicketStore, streamConnectionStore, streamResendTrigger },
+  {
+    keyStore,
+    sessionStore,
+    conversationKeySecret,
+    sealer,
+    conversationStore,
+    eventStore,
+    streamTicketStore,
+    streamConnectionStore,
+    streamResendTrigger,
+  },
   { streamAccess },
-  (event: WebSocketConnectEvent, services, adapters) => socketStreamOf(services, adapters).connect(connectRequestOf(event)),
+  (event: WebSocketConnectEvent, services, adapters) =>
+    socketStreamOf(services, adapters).connect(connectRequestOf(event)),
 );

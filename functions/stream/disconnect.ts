@@ -4,7 +4,12 @@ import { awsFunction } from '#shared/wiring/aws.ts';
 import { streamConnectionStore } from '#shared/wiring/aws/stream.ts';
 
 /** The WebSocket API's `$disconnect` (client close, idle 10 min, the 2-hour limit). */
-export const handler = awsFunction(streamDisconnectFunction, { streamConnectionStore }, {}, async (event: { requestContext: { connectionId: string } }, services, adapters) => {
-  await socketStreamOf(services, adapters).disconnect(event.requestContext.connectionId);
-  return { statusCode: 200 };
-});
+export const handler = awsFunction(
+  streamDisconnectFunction,
+  { streamConnectionStore },
+  {},
+  async (event: { requestContext: { connectionId: string } }, services, adapters) => {
+    await socketStreamOf(services, adapters).disconnect(event.requestContext.connectionId);
+    return { statusCode: 200 };
+  },
+);

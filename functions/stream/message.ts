@@ -13,5 +13,10 @@ export const handler = awsFunction(
   { conversationStore, sandboxStore, commandPush, sandboxConfig, streamConnectionStore },
   { conversations },
   (event: { requestContext: { connectionId: string }; body?: string; isBase64Encoded?: boolean }, services, adapters) =>
-    relaySocketMessage(event.requestContext.connectionId, event.isBase64Encoded ? '' : (event.body ?? ''), services, adapters),
+    relaySocketMessage(
+      event.requestContext.connectionId,
+      event.isBase64Encoded ? '' : (event.body ?? ''),
+      services,
+      adapters,
+    ),
 );

@@ -5,4 +5,8 @@ import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(reportConversation, { conversationStore, startTaskStore, sandboxStore }, { sandboxBridge, conversationBridge });
+export const handler = awsRoute(
+  reportConversation,
+  { conversationStore, startTaskStore, sandboxStore },
+  { sandboxBridge, conversationBridge },
+);

@@ -7,4 +7,8 @@ import { eventStore } from '#shared/wiring/aws/events.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
 
-export const handler = awsRoute(postEvents, { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush }, { sandboxBridge, conversationBridge });
+export const handler = awsRoute(
+  postEvents,
+  { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush },
+  { sandboxBridge, conversationBridge },
+);

@@ -7,4 +7,8 @@ import { sealer } from '#shared/wiring/aws/kms.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const handler = awsRoute(getStartConfig, { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore }, { sandboxBridge, conversationBridge });
+export const handler = awsRoute(
+  getStartConfig,
+  { conversationStore, startTaskStore, settingsStore, sealer, sandboxStore },
+  { sandboxBridge, conversationBridge },
+);

@@ -1,15 +1,26 @@
 import { Duration, type CfnResource } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { CorsHttpMethod, HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, type HttpRoute } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CorsHttpMethod,
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+  type HttpRoute,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Config } from '#infra/config.ts';
-import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE_SECONDS } from '#shared/http/cors.ts';
+import {
+  CORS_ALLOW_HEADERS,
+  CORS_ALLOW_METHODS,
+  CORS_EXPOSE_HEADERS,
+  CORS_MAX_AGE_SECONDS,
+} from '#shared/http/cors.ts';
 import type { RouteDef } from '#shared/http/route.ts';
-
 
 export interface ApiProps {
   config: Config;
@@ -100,7 +111,9 @@ export class Api extends Construct {
     }
     // CDK writes `IdentitySource: []`; the API documents it as optional for REQUEST authorizers,
     // so leave it out rather than rely on how an empty list is read.
-    (this.httpApi.node.tryFindChild('ApiKeyAuthorizer')?.node.defaultChild as CfnResource | undefined)?.addPropertyDeletionOverride('IdentitySource');
+    (
+      this.httpApi.node.tryFindChild('ApiKeyAuthorizer')?.node.defaultChild as CfnResource | undefined
+    )?.addPropertyDeletionOverride('IdentitySource');
   }
 
   get url(): string {

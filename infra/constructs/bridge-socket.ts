@@ -1,5 +1,12 @@
 import { Stack } from 'aws-cdk-lib';
-import { CfnIntegration, CfnIntegrationResponse, CfnRoute, CfnRouteResponse, WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  CfnIntegration,
+  CfnIntegrationResponse,
+  CfnRoute,
+  CfnRouteResponse,
+  WebSocketApi,
+  WebSocketStage,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
@@ -33,7 +40,9 @@ export class BridgeSocket extends Construct {
 
   constructor(scope: Construct, id: string, props: BridgeSocketProps) {
     super(scope, id);
-    this.api = new WebSocketApi(this, 'Api', { description: 'Agent Conversation Service: the command socket of sandbox programs' });
+    this.api = new WebSocketApi(this, 'Api', {
+      description: 'Agent Conversation Service: the command socket of sandbox programs',
+    });
     const apiId = this.api.apiId;
     const pong = new CfnIntegration(this, 'PongIntegration', {
       apiId,
@@ -81,6 +90,10 @@ export class BridgeSocket extends Construct {
 
   /** What `execute-api:ManageConnections` is granted on: posting to this stage's connections, nothing else. */
   get connectionsArn(): string {
-    return Stack.of(this).formatArn({ service: 'execute-api', resource: this.api.apiId, resourceName: `${BRIDGE_SOCKET_STAGE}/POST/@connections/*` });
+    return Stack.of(this).formatArn({
+      service: 'execute-api',
+      resource: this.api.apiId,
+      resourceName: `${BRIDGE_SOCKET_STAGE}/POST/@connections/*`,
+    });
   }
 }

@@ -68,7 +68,9 @@ export class PublicFront extends Construct {
       httpVersion: HttpVersion.HTTP2,
       priceClass: PriceClass.PRICE_CLASS_100,
       defaultBehavior: {
-        origin: new HttpOrigin(`${props.httpApi.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`, { protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY }),
+        origin: new HttpOrigin(`${props.httpApi.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
+          protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
+        }),
         allowedMethods: AllowedMethods.ALLOW_ALL,
         ...forwardAll,
       },

@@ -7,7 +7,7 @@ import {
   Dashboard,
   GraphWidget,
   LogQueryWidget,
-  Metric,
+  type Metric,
   TreatMissingData,
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
@@ -26,15 +26,33 @@ export const METRIC_NAMESPACE = 'AgentConversationService';
  */
 const logMetrics = {
   /** The wrapper's `{"message":"request","status":...}` line with a 5xx status. */
-  ServerErrors: { pattern: FilterPattern.all(FilterPattern.stringValue('$.message', '=', 'request'), FilterPattern.numberValue('$.status', '>=', 500)), value: '1', unit: 'Count' },
+  ServerErrors: {
+    pattern: FilterPattern.all(
+      FilterPattern.stringValue('$.message', '=', 'request'),
+      FilterPattern.numberValue('$.status', '>=', 500),
+    ),
+    value: '1',
+    unit: 'Count',
+  },
   SandboxStarts: { pattern: FilterPattern.stringValue('$.message', '=', 'sandbox.started'), value: '1', unit: 'Count' },
-  SandboxFailures: { pattern: FilterPattern.stringValue('$.message', '=', 'sandbox.failed'), value: '1', unit: 'Count' },
+  SandboxFailures: {
+    pattern: FilterPattern.stringValue('$.message', '=', 'sandbox.failed'),
+    value: '1',
+    unit: 'Count',
+  },
   SandboxStartLatency: {
-    pattern: FilterPattern.all(FilterPattern.stringValue('$.message', '=', 'sandbox.started'), FilterPattern.numberValue('$.startLatencyMs', '>=', 0)),
+    pattern: FilterPattern.all(
+      FilterPattern.stringValue('$.message', '=', 'sandbox.started'),
+      FilterPattern.numberValue('$.startLatencyMs', '>=', 0),
+    ),
     value: '$.startLatencyMs',
     unit: 'Milliseconds',
   },
-  ConversationsStarted: { pattern: FilterPattern.stringValue('$.message', '=', 'conversation.started'), value: '1', unit: 'Count' },
+  ConversationsStarted: {
+    pattern: FilterPattern.stringValue('$.message', '=', 'conversation.started'),
+    value: '1',
+    unit: 'Count',
+  },
 } as const;
 
 export type LogMetricName = keyof typeof logMetrics;
@@ -64,9 +82,13 @@ export class Observability extends Construct {
       });
       this.metrics[name] = filter.metric({ statistic: 'Sum', period: Duration.minutes(5) });
     }
-    const latency = (stat: string) => this.metrics.SandboxStartLatency.with({ statistic: stat, period: Duration.minutes(15) });
+    const latency = (stat: string) =>
+      this.metrics.SandboxStartLatency.with({ statistic: stat, period: Duration.minutes(15) });
     const apiErrors = props.api.metricServerError({ period: Duration.minutes(5), statistic: 'Sum' });
-    const queued = props.failureQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' });
+    const queued = props.failureQueue.metricApproximateNumberOfMessagesVisible({
+      period: Duration.minutes(5),
+      statistic: 'Maximum',
+    });
 
     const alarm = (name: string, metric: IMetric, threshold: number, description: string) => {
       const a = new Alarm(this, name, {
@@ -80,16 +102,35 @@ export class Observability extends Construct {
       a.addAlarmAction(new SnsAction(props.alarmTopic));
       this.alarms.push(a);
     };
-    alarm('ApiServerErrors', apiErrors, 5, 'The API answered 5 or more 5xx in 5 minutes (handlers, authorizer or integration).');
-    alarm('SandboxStartFailures', this.metrics.SandboxFailures.with({ period: Duration.minutes(15) }), 3, '3 or more sandboxes failed to start in 15 minutes.');
+    alarm(
+      'ApiServerErrors',
+      apiErrors,
+      5,
+      'The API answered 5 or more 5xx in 5 minutes (handlers, authorizer or integration).',
+    );
+    alarm(
+      'SandboxStartFailures',
+      this.metrics.SandboxFailures.with({ period: Duration.minutes(15) }),
+      3,
+      '3 or more sandboxes failed to start in 15 minutes.',
+    );
     alarm('SlowSandboxStarts', latency('p90'), 180_000, 'p90 sandbox start latency above 3 minutes over 15 minutes.');
-    alarm('AsyncFailures', queued, 1, 'An event or scheduled invocation failed after its retries: see the failure queue.');
+    alarm(
+      'AsyncFailures',
+      queued,
+      1,
+      'An event or scheduled invocation failed after its retries: see the failure queue.',
+    );
 
     const dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(6) });
     dashboard.addWidgets(
       new GraphWidget({
         title: 'API requests and errors',
-        left: [props.api.metricCount({ period: Duration.minutes(5) }), props.api.metricClientError({ period: Duration.minutes(5) }), apiErrors],
+        left: [
+          props.api.metricCount({ period: Duration.minutes(5) }),
+          props.api.metricClientError({ period: Duration.minutes(5) }),
+          apiErrors,
+        ],
         right: [this.metrics.ServerErrors],
         width: 12,
       }),
@@ -100,8 +141,16 @@ export class Observability extends Construct {
       }),
     );
     dashboard.addWidgets(
-      new GraphWidget({ title: 'Sandbox starts and failures', left: [this.metrics.SandboxStarts, this.metrics.SandboxFailures], width: 8 }),
-      new GraphWidget({ title: 'Sandbox start latency (ms)', left: [latency('p50'), latency('p90'), latency('Maximum')], width: 8 }),
+      new GraphWidget({
+        title: 'Sandbox starts and failures',
+        left: [this.metrics.SandboxStarts, this.metrics.SandboxFailures],
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Sandbox start latency (ms)',
+        left: [latency('p50'), latency('p90'), latency('Maximum')],
+        width: 8,
+      }),
       new GraphWidget({ title: 'Conversations started', left: [this.metrics.ConversationsStarted], width: 8 }),
     );
     dashboard.addWidgets(
@@ -110,7 +159,12 @@ export class Observability extends Construct {
       new LogQueryWidget({
         title: 'Recent errors',
         logGroupNames: [props.functionLogs.logGroupName],
-        queryLines: ['fields @timestamp, message, route, status, requestId, error.message', 'filter level = "ERROR" or status >= 500', 'sort @timestamp desc', 'limit 20'],
+        queryLines: [
+          'fields @timestamp, message, route, status, requestId, error.message',
+          'filter level = "ERROR" or status >= 500',
+          'sort @timestamp desc',
+          'limit 20',
+        ],
         width: 8,
       }),
     );

@@ -1,7 +1,22 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { FlowLogTrafficType, FlowLogDestination, GatewayVpcEndpointAwsService, SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
+import {
+  FlowLogTrafficType,
+  FlowLogDestination,
+  GatewayVpcEndpointAwsService,
+  SecurityGroup,
+  SubnetType,
+  Vpc,
+} from 'aws-cdk-lib/aws-ec2';
 import { Platform, DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
-import { Cluster, ContainerImage, CpuArchitecture, FargateTaskDefinition, LinuxParameters, LogDrivers, OperatingSystemFamily } from 'aws-cdk-lib/aws-ecs';
+import {
+  Cluster,
+  ContainerImage,
+  CpuArchitecture,
+  FargateTaskDefinition,
+  LinuxParameters,
+  LogDrivers,
+  OperatingSystemFamily,
+} from 'aws-cdk-lib/aws-ecs';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership, StorageClass } from 'aws-cdk-lib/aws-s3';
@@ -9,7 +24,6 @@ import { Construct } from 'constructs';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import type { Config } from '#infra/config.ts';
 import { SANDBOX_CONTAINER } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
-
 
 /**
  * Everything a sandbox runs on, none of it billed while no sandbox runs: a VPC with public subnets
@@ -27,7 +41,11 @@ export class SandboxInfra extends Construct {
   readonly taskRole: Role;
   readonly executionRole: Role;
   readonly familyPrefix: string;
-  readonly taskDefinitions: { spec: Config['sandboxSpecs'][number]; spot: boolean; taskDefinition: FargateTaskDefinition }[] = [];
+  readonly taskDefinitions: {
+    spec: Config['sandboxSpecs'][number];
+    spot: boolean;
+    taskDefinition: FargateTaskDefinition;
+  }[] = [];
 
   constructor(scope: Construct, id: string, props: { config: Config; retention: RetentionDays }) {
     super(scope, id);
@@ -74,7 +92,10 @@ export class SandboxInfra extends Construct {
       lifecycleRules: [
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         // Long-paused sandboxes' snapshots are rarely read: cheaper storage after a month.
-        { id: 'infrequent-access', transitions: [{ storageClass: StorageClass.INFREQUENT_ACCESS, transitionAfter: Duration.days(30) }] },
+        {
+          id: 'infrequent-access',
+          transitions: [{ storageClass: StorageClass.INFREQUENT_ACCESS, transitionAfter: Duration.days(30) }],
+        },
       ],
     });
 
@@ -122,7 +143,8 @@ export class SandboxInfra extends Construct {
 
   /** A variable of the sandbox program in every spec's task definition (per-sandbox revisions copy it). */
   setProgramEnvironment(name: string, value: string): void {
-    for (const { taskDefinition } of this.taskDefinitions) taskDefinition.findContainer(SANDBOX_CONTAINER)!.addEnvironment(name, value);
+    for (const { taskDefinition } of this.taskDefinitions)
+      taskDefinition.findContainer(SANDBOX_CONTAINER)!.addEnvironment(name, value);
   }
 
   /** The registry the sandbox-spec routes read: written into the functions' environment at deploy. */

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { Duration, Stack } from 'aws-cdk-lib';
+import { type Duration, Stack } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime, Tracing, type IDestination } from 'aws-cdk-lib/aws-lambda';
@@ -37,7 +37,8 @@ export class ServiceFunction extends Construct {
     super(scope, id);
     this.role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
     this.role.addToPolicy(new PolicyStatement({ actions: [...logActions], resources: [props.logGroup.logGroupArn] }));
-    for (const statement of accessStatements(Stack.of(this), props.access, props.tables, props.targets)) this.role.addToPolicy(statement);
+    for (const statement of accessStatements(Stack.of(this), props.access, props.tables, props.targets))
+      this.role.addToPolicy(statement);
 
     this.fn = new NodejsFunction(this, 'Function', {
       entry: resolve(REPO_ROOT, props.entry),
@@ -55,7 +56,11 @@ export class ServiceFunction extends Construct {
       bundling: bundlingFor(props.entry),
       environment: { POWERTOOLS_SERVICE_NAME: 'agent-conversation-service', ...props.environment },
       ...(props.async
-        ? { retryAttempts: props.async.retryAttempts, maxEventAge: props.async.maxEventAge, onFailure: sendOnly(props.async.onFailure) }
+        ? {
+            retryAttempts: props.async.retryAttempts,
+            maxEventAge: props.async.maxEventAge,
+            onFailure: sendOnly(props.async.onFailure),
+          }
         : {}),
     });
   }

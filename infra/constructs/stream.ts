@@ -1,6 +1,11 @@
 import { Stack } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { LogGroupLogDestination, WebSocketApi, WebSocketStage, type WebSocketRoute } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  LogGroupLogDestination,
+  WebSocketApi,
+  WebSocketStage,
+  type WebSocketRoute,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { WebSocketLambdaIntegration, WebSocketMockIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs';
@@ -34,7 +39,9 @@ export class StreamSockets extends Construct {
 
   constructor(scope: Construct, id: string, props: StreamSocketsProps) {
     super(scope, id);
-    this.api = new WebSocketApi(this, 'WebSocketApi', { description: 'Agent Conversation Service: live conversation events' });
+    this.api = new WebSocketApi(this, 'WebSocketApi', {
+      description: 'Agent Conversation Service: live conversation events',
+    });
     this.stage = new WebSocketStage(this, 'Stage', {
       webSocketApi: this.api,
       stageName: STREAM_STAGE,
@@ -59,11 +66,26 @@ export class StreamSockets extends Construct {
 
   /** The routes, once their functions exist. */
   addRoutes(fns: { connect: IFunction; disconnect: IFunction; message: IFunction }): void {
-    this.routes.set('$connect', this.api.addRoute('$connect', { integration: new WebSocketLambdaIntegration('Connect', fns.connect) }));
-    this.routes.set('$disconnect', this.api.addRoute('$disconnect', { integration: new WebSocketLambdaIntegration('Disconnect', fns.disconnect) }));
+    this.routes.set(
+      '$connect',
+      this.api.addRoute('$connect', { integration: new WebSocketLambdaIntegration('Connect', fns.connect) }),
+    );
+    this.routes.set(
+      '$disconnect',
+      this.api.addRoute('$disconnect', { integration: new WebSocketLambdaIntegration('Disconnect', fns.disconnect) }),
+    );
     // A message is answered only when it was refused (the function returns a body then).
-    this.routes.set('$default', this.api.addRoute('$default', { integration: new WebSocketLambdaIntegration('Message', fns.message), returnResponse: true }));
-    this.routes.set(PING_ROUTE, this.api.addRoute(PING_ROUTE, { integration: new WebSocketMockIntegration('KeepAlive') }));
+    this.routes.set(
+      '$default',
+      this.api.addRoute('$default', {
+        integration: new WebSocketLambdaIntegration('Message', fns.message),
+        returnResponse: true,
+      }),
+    );
+    this.routes.set(
+      PING_ROUTE,
+      this.api.addRoute(PING_ROUTE, { integration: new WebSocketMockIntegration('KeepAlive') }),
+    );
   }
 
   /** Where functions post to connections (the @connections management endpoint of the stage). */

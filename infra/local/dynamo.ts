@@ -1,7 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient, ListTablesCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+  type CreateTableCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
@@ -23,7 +28,8 @@ const MAX_SOCKET_PATH = 100;
  */
 export async function startDynalite(path?: string, socketPath?: string): Promise<EmbeddedDynamo> {
   const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  const privateDir = socketPath && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH ? undefined : mkdtempSync(join(tmpdir(), 'acs-db-'));
+  const privateDir =
+    socketPath && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH ? undefined : mkdtempSync(join(tmpdir(), 'acs-db-'));
   const socket = privateDir ? join(privateDir, 'dynamodb.sock') : socketPath!;
   // A socket left by a server that was killed: nothing listens on it any more (the caller checked).
   rmSync(socket, { force: true });
@@ -86,7 +92,10 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
           GlobalSecondaryIndexes: indexes.map(([IndexName, idx]) => ({
             IndexName,
             KeySchema: keySchema(idx.pk, idx.sk),
-            Projection: 'include' in idx && idx.include ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] } : { ProjectionType: 'ALL' as const },
+            Projection:
+              'include' in idx && idx.include
+                ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] }
+                : { ProjectionType: 'ALL' as const },
           })),
         }
       : {}),

@@ -29,11 +29,16 @@ export interface Gateway {
 export async function loadHandlers(services: LocalServices): Promise<Map<string, ApiHandler>> {
   const handlers = new Map<string, ApiHandler>();
   for (const route of routes as readonly RouteDef[]) {
-    const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as { handler?: { wiring?: FunctionWiring } };
+    const mod = (await import(new URL(`../../${route.entry}`, import.meta.url).href)) as {
+      handler?: { wiring?: FunctionWiring };
+    };
     const wiring = mod.handler?.wiring;
     if (!wiring?.operation) throw new Error(`${route.entry} exports no handler made by awsRoute`);
     const scoped = services.forFunction(route.id, route, wiring.adapters, wiring.services);
-    handlers.set(route.id, lambdaHandler(wiring.operation, () => scoped));
+    handlers.set(
+      route.id,
+      lambdaHandler(wiring.operation, () => scoped),
+    );
   }
   return handlers;
 }
@@ -45,7 +50,12 @@ function send(res: ServerResponse, result: ApiResult, cors: Record<string, strin
   res.end(result.body ?? '');
 }
 
-const jsonResult = (status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): ApiResult => ({
+const jsonResult = (
+  status: number,
+  body: unknown,
+  requestId: string,
+  extra: Record<string, string> = {},
+): ApiResult => ({
   statusCode: status,
   headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...extra },
   body: JSON.stringify(body),
@@ -65,16 +75,29 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 }
 
 /** The payload 2.0 event API Gateway would send for this request. */
-function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer, requestId: string, auth: AuthorizerContext | undefined): ApiEvent {
+function toEvent(
+  req: IncomingMessage,
+  url: URL,
+  route: RouteDef,
+  params: Record<string, string>,
+  body: Buffer,
+  requestId: string,
+  auth: AuthorizerContext | undefined,
+): ApiEvent {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   // As API Gateway does: the scheme the client used.
   headers['x-forwarded-proto'] = 'http';
   // As payload 2.0 does: cookies in their own list, not in the headers.
-  const cookies = headers['cookie']?.split(';').map((c) => c.trim()).filter(Boolean);
-  delete headers['cookie'];
+  const cookies = headers.cookie
+    ?.split(';')
+    .map((c) => c.trim())
+    .filter(Boolean);
+  delete headers.cookie;
   const queryStringParameters: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) queryStringParameters[k] = k in queryStringParameters ? `${queryStringParameters[k]},${v}` : v;
+  for (const [k, v] of url.searchParams)
+    queryStringParameters[k] = k in queryStringParameters ? `${queryStringParameters[k]},${v}` : v;
   const now = new Date();
   return {
     version: '2.0',
@@ -92,7 +115,13 @@ function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record
       apiId: 'local',
       domainName: url.host,
       domainPrefix: 'local',
-      http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '', userAgent: req.headers['user-agent'] ?? '' },
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '',
+        userAgent: req.headers['user-agent'] ?? '',
+      },
       requestId,
       routeKey: `${route.method} ${route.path}`,
       stage: '$default',
@@ -104,14 +133,26 @@ function toEvent(req: IncomingMessage, url: URL, route: RouteDef, params: Record
 }
 
 const lambdaContext = (requestId: string, routeId: string): Context =>
-  ({ awsRequestId: requestId, functionName: `local-${routeId}`, functionVersion: '$LATEST', memoryLimitInMB: '1024', callbackWaitsForEmptyEventLoop: false, getRemainingTimeInMillis: () => 30_000 }) as unknown as Context;
+  ({
+    awsRequestId: requestId,
+    functionName: `local-${routeId}`,
+    functionVersion: '$LATEST',
+    memoryLimitInMB: '1024',
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => 30_000,
+  }) as unknown as Context;
 
 /**
  * Serves the route table over HTTP the way API Gateway does: CORS for the origins in
  * `CORS_ORIGINS` (preflight `OPTIONS` answered on every path), match the route (404/405), run the
  * same authorizer code for user routes, build the payload 2.0 event and call the route's handler.
  */
-export async function startGateway(options: { services: LocalServices; port: number; host: string; streamPingMs?: number }): Promise<Gateway> {
+export async function startGateway(options: {
+  services: LocalServices;
+  port: number;
+  host: string;
+  streamPingMs?: number;
+}): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
   const origins = allowedOrigins();
   const { apiKeys, sessions, conversationKeys } = options.services;
@@ -125,16 +166,27 @@ export async function startGateway(options: { services: LocalServices; port: num
       if (req.method === 'OPTIONS') {
         // API Gateway answers preflights itself, before routes and authorizer: so do we.
         const preflight = !!req.headers['access-control-request-method'];
-        return send(res, { statusCode: 204, headers: { 'x-request-id': requestId }, body: '' }, corsHeaders(origin, origins, preflight));
+        return send(
+          res,
+          { statusCode: 204, headers: { 'x-request-id': requestId }, body: '' },
+          corsHeaders(origin, origins, preflight),
+        );
       }
       const cors = corsHeaders(origin, origins, false);
       const match = matchRoute(req.method ?? 'GET', url.pathname);
       if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId), cors);
       if (match.kind === 'method-not-allowed') {
-        return send(res, jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }), cors);
+        return send(
+          res,
+          jsonResult(405, { detail: 'Method Not Allowed' }, requestId, { allow: match.allowed.join(', ') }),
+          cors,
+        );
       }
       // A request without a body (no length, not chunked) has nothing to read: no stream iteration for it.
-      const body = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined ? EMPTY : await readBody(req);
+      const body =
+        req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined
+          ? EMPTY
+          : await readBody(req);
       if (body === 'too-large') {
         res.shouldKeepAlive = false;
         return send(res, jsonResult(413, { detail: 'Request body is too large' }, requestId), cors);
@@ -142,7 +194,12 @@ export async function startGateway(options: { services: LocalServices; port: num
       let auth: AuthorizerContext | undefined;
       if (match.route.auth === 'user') {
         const headers = { ...(req.headers as Record<string, string>), 'x-forwarded-proto': 'http' };
-        auth = await authorizeRequest(req.method ?? 'GET', headers, { apiKeys, sessions, conversationKeys, allowedOrigins: origins });
+        auth = await authorizeRequest(req.method ?? 'GET', headers, {
+          apiKeys,
+          sessions,
+          conversationKeys,
+          allowedOrigins: origins,
+        });
       }
       const event = toEvent(req, url, match.route, match.params, body, requestId, auth);
       send(res, await handlers.get(match.route.id)!(event, lambdaContext(requestId, match.route.id)), cors);
@@ -155,7 +212,11 @@ export async function startGateway(options: { services: LocalServices; port: num
     void work.finally(() => inFlight.delete(work));
   });
   // The live event stream (WebSocket) on the same port.
-  const stream = attachEventStream(server, { services: options.services, allowedOrigins: origins, pingMs: options.streamPingMs });
+  const stream = attachEventStream(server, {
+    services: options.services,
+    allowedOrigins: origins,
+    pingMs: options.streamPingMs,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

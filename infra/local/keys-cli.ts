@@ -5,7 +5,13 @@ import { ApiKeys } from '#shared/auth/api-keys.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { userIdSchema } from '#shared/auth/model.ts';
-import { createTables, dynamoAnswers, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import {
+  createTables,
+  dynamoAnswers,
+  startDynalite,
+  useLocalTables,
+  type EmbeddedDynamo,
+} from '#infra/local/dynamo.ts';
 
 const USAGE = `Usage:
   npm run keys -- create --user <user-id> [--name <label>]
@@ -17,7 +23,8 @@ Against a deployment: --aws, with AWS credentials and TABLE_KEYS set to the stac
 
 async function connect(aws: boolean): Promise<EmbeddedDynamo | undefined> {
   if (aws) {
-    if (!process.env.TABLE_KEYS) throw new Error('TABLE_KEYS must name the deployed keys table (stack output KeysTableName)');
+    if (!process.env.TABLE_KEYS)
+      throw new Error('TABLE_KEYS must name the deployed keys table (stack output KeysTableName)');
     return undefined;
   }
   const dataDir = resolve(process.env.DATA_DIR ?? '.data');
@@ -38,7 +45,12 @@ async function connect(aws: boolean): Promise<EmbeddedDynamo | undefined> {
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
-    options: { user: { type: 'string' }, name: { type: 'string' }, aws: { type: 'boolean', default: false }, help: { type: 'boolean' } },
+    options: {
+      user: { type: 'string' },
+      name: { type: 'string' },
+      aws: { type: 'boolean', default: false },
+      help: { type: 'boolean' },
+    },
     allowPositionals: true,
   });
   const [command, arg] = positionals;
@@ -69,7 +81,9 @@ async function main(): Promise<number> {
       process.stderr.write(`No active key ${arg}\n`);
       return 1;
     } else {
-      process.stderr.write(`Revoked key ${arg}: servers that checked it in the last ${KEY_CACHE_SECONDS} s refuse it within ${KEY_CACHE_SECONDS} s\n`);
+      process.stderr.write(
+        `Revoked key ${arg}: servers that checked it in the last ${KEY_CACHE_SECONDS} s refuse it within ${KEY_CACHE_SECONDS} s\n`,
+      );
     }
     return 0;
   } finally {

@@ -65,12 +65,18 @@ export async function buildSandboxProgram(buildDir = join(ROOT, '.build', 'sandb
     mainFields: ['module', 'main'],
     minify: true,
     // A CommonJS dependency may still call `require` (of `node:` built-ins): give it a real one.
-    banner: { js: "import { createRequire as __acsCreateRequire } from 'node:module'; const require = __acsCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __acsCreateRequire } from 'node:module'; const require = __acsCreateRequire(import.meta.url);",
+    },
     logLevel: 'silent',
   });
   const inputs = Object.keys(result.metafile.inputs).filter((file) => !file.includes(':'));
   const outHash = createHash('sha256');
-  for (const file of result.outputFiles) outHash.update(relative(join(buildDir, 'out'), file.path)).update('\0').update(file.contents);
+  for (const file of result.outputFiles)
+    outHash
+      .update(relative(join(buildDir, 'out'), file.path))
+      .update('\0')
+      .update(file.contents);
   const name = outHash.digest('hex').slice(0, 16);
   const dir = join(buildDir, name);
   if (!existsSync(join(dir, 'main.mjs'))) {
@@ -101,7 +107,8 @@ function prune(buildDir: string, keep: string): void {
   for (const entry of readdirSync(buildDir)) {
     if (entry === keep || !/^[0-9a-f]{16}$|^\.staging-/.test(entry)) continue;
     try {
-      if (statSync(join(buildDir, entry)).mtimeMs < dayAgo) rmSync(join(buildDir, entry), { recursive: true, force: true });
+      if (statSync(join(buildDir, entry)).mtimeMs < dayAgo)
+        rmSync(join(buildDir, entry), { recursive: true, force: true });
     } catch {
       // Removed by another builder.
     }

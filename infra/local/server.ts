@@ -9,19 +9,21 @@ async function main(): Promise<void> {
   const config = loadLocalConfig(process.env, process.argv.slice(2));
   const stack = await startLocalStack(config);
   process.stderr.write(
-    [
+    `${[
       '',
       `Agent Conversation Service listening on ${stack.url}`,
       `  storage:  ${config.memory ? 'in memory (--memory)' : join(config.dataDir, 'dynamodb')}`,
       `  sandboxes: ${stack.containment === 'none' ? 'UNCONTAINED' : `contained by ${stack.containment === 'bwrap' ? 'bubblewrap' : 'Seatbelt'}`}`,
-      ...(stack.reconciled.length ? [`  reconciled: ${stack.reconciled.length} sandbox(es) that stopped with the last server`] : []),
+      ...(stack.reconciled.length
+        ? [`  reconciled: ${stack.reconciled.length} sandbox(es) that stopped with the last server`]
+        : []),
       `  API docs: ${stack.url}/docs`,
       `  events:   ${stack.url.replace(/^http/, 'ws')}/sockets/events/<conversation id>?resend_all=true (README: live events)`,
       `  dev key:  ${stack.devKey}  (user "dev", also in ${join(config.dataDir, 'dev-api-key')})`,
       `  try:      curl -H "X-Session-API-Key: $(cat ${join(config.dataDir, 'dev-api-key')})" ${stack.url}/api/v1/users/me`,
       ...(stack.containment === 'none' ? ['', uncontainedWarning()] : []),
       '',
-    ].join('\n') + '\n',
+    ].join('\n')}\n`,
   );
   let stopping = false;
   const stop = async (signal: string) => {

@@ -59,7 +59,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const containment = config.containment ?? detectContainment();
   const programDir = await buildSandboxProgram();
   buildConsole();
-  const dynamo = await startDynalite(config.memory ? undefined : join(config.dataDir, 'dynamodb'), join(config.dataDir, 'dynamodb.sock'));
+  const dynamo = await startDynalite(
+    config.memory ? undefined : join(config.dataDir, 'dynamodb'),
+    join(config.dataDir, 'dynamodb.sock'),
+  );
   useLocalTables(dynamo.endpoint);
   await createTables(dynamo.endpoint);
   // Lets `npm run keys` reach this dynalite while it holds the database open.
@@ -78,12 +81,24 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   });
   const devKey = await ensureDevKey(services, config.dataDir);
   // No process of this server runs yet: every live record is a sandbox that died with the last one.
-  const reconciled = await services.sandboxHousekeeping.reconcileLost('The sandbox process ended with the local server (it stopped without pausing it)');
-  const gateway = await startGateway({ services, port: config.port, host: config.host, streamPingMs: config.streamPingMs });
+  const reconciled = await services.sandboxHousekeeping.reconcileLost(
+    'The sandbox process ended with the local server (it stopped without pausing it)',
+  );
+  const gateway = await startGateway({
+    services,
+    port: config.port,
+    host: config.host,
+    streamPingMs: config.streamPingMs,
+  });
   gatewayUrl = gateway.url;
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.
-  const sweeperServices = services.forFunction(sweeperFunction.id, sweeperFunction, awsSweeper.wiring.adapters, awsSweeper.wiring.services);
+  const sweeperServices = services.forFunction(
+    sweeperFunction.id,
+    sweeperFunction,
+    awsSweeper.wiring.adapters,
+    awsSweeper.wiring.services,
+  );
   // The sweeper, as the scheduled function does on AWS. unref: it never keeps the process alive.
   let sweeping = false;
   const sweeper = setInterval(() => {
@@ -105,9 +120,9 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     close: async () => {
       clearInterval(sweeper);
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
-      await services.sandboxHousekeeping.suspendAll('Paused because the local server stopped').catch((err: unknown) =>
-        logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }),
-      );
+      await services.sandboxHousekeeping
+        .suspendAll('Paused because the local server stopped')
+        .catch((err: unknown) => logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }));
       await services.sandboxRuntime.stopAll();
       await gateway.close();
       await dynamo.close();

@@ -28,7 +28,9 @@ export interface EventStreamOptions {
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
 function answer(socket: Duplex, status: string, body: unknown): void {
   const text = JSON.stringify(body);
-  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
 }
 
 /**
@@ -44,7 +46,12 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
   const { services } = options;
   // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
   const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
-  const relayServices = services.forFunction(sendMessageRoute.id, sendMessageRoute, sendMessageHandler.wiring.adapters, sendMessageHandler.wiring.services);
+  const relayServices = services.forFunction(
+    sendMessageRoute.id,
+    sendMessageRoute,
+    sendMessageHandler.wiring.adapters,
+    sendMessageHandler.wiring.services,
+  );
 
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -53,7 +60,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     if (!match) return answer(socket, '404 Not Found', { detail: 'Not Found' });
     void (async () => {
       const headers: Record<string, string | undefined> = { 'x-forwarded-proto': 'http' };
-      for (const [k, v] of Object.entries(req.headers)) if (k !== 'x-forwarded-proto') headers[k] = Array.isArray(v) ? v.join(',') : v;
+      for (const [k, v] of Object.entries(req.headers))
+        if (k !== 'x-forwarded-proto') headers[k] = Array.isArray(v) ? v.join(',') : v;
       const query: Record<string, string> = {};
       // A repeated parameter is joined, as API Gateway does: it then fails validation rather than picking one.
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
@@ -126,7 +134,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     });
     ws.on('error', () => ws.terminate());
     const client = {
-      send: (message: string) => new Promise<void>((resolve, reject) => ws.send(message, (err) => (err ? reject(err) : resolve()))),
+      send: (message: string) =>
+        new Promise<void>((resolve, reject) => ws.send(message, (err) => (err ? reject(err) : resolve()))),
       fail: (err: unknown) => {
         if (ws.readyState !== ws.OPEN) return; // the client left mid-send: nothing failed
         logger.error('stream.delivery-failed', { conversationId: conversation.conversationId, error: err as Error });
@@ -149,7 +158,9 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       const open = [...wss.clients];
       for (const ws of open) ws.close(CLOSE.goingAway, 'Server shutting down');
       await Promise.race([
-        Promise.all(open.map((ws) => new Promise((r) => (ws.readyState === ws.CLOSED ? r(null) : ws.once('close', r))))),
+        Promise.all(
+          open.map((ws) => new Promise((r) => (ws.readyState === ws.CLOSED ? r(null) : ws.once('close', r)))),
+        ),
         new Promise((r) => setTimeout(r, 2000).unref()),
       ]);
       for (const ws of wss.clients) ws.terminate();

@@ -39,7 +39,7 @@ export function planCondensation(entries: HistoryEntry[], maxSize: number, force
 
 const SUMMARY_SYSTEM = [
   'You maintain the memory of an autonomous coding agent whose early history is being condensed.',
-  'Write a summary of the events below that lets the agent carry on without them: the user\'s goals and',
+  "Write a summary of the events below that lets the agent carry on without them: the user's goals and",
   'constraints; what was done and learned (files changed and how, commands run and their results, test',
   'outcomes, errors met); the current state (working directory, branch, what runs in the background);',
   'and what remains to do. Keep exact names, paths, numbers and error messages. If the events start',
@@ -50,7 +50,11 @@ const SUMMARY_SYSTEM = [
 export const SUMMARY_PROMPT_START = SUMMARY_SYSTEM.slice(0, 60);
 
 /** One LLM call that summarizes the forgotten entries; resolves to the summary and its token usage. */
-export async function summarize(model: LanguageModel, forgotten: HistoryEntry[], options: { abortSignal?: AbortSignal; maxRetries?: number }) {
+export async function summarize(
+  model: LanguageModel,
+  forgotten: HistoryEntry[],
+  options: { abortSignal?: AbortSignal; maxRetries?: number },
+) {
   const transcript = forgotten.map((e) => messageText(e.message)).join('\n\n');
   const result = await generateText({
     model,
@@ -65,7 +69,10 @@ export async function summarize(model: LanguageModel, forgotten: HistoryEntry[],
 /** The history with the middle replaced by the summary, as a user message at `head`. */
 export function applyCondensation(entries: HistoryEntry[], plan: CondensationPlan, summary: string): HistoryEntry[] {
   const note: HistoryEntry = {
-    message: { role: 'user', content: `<CONDENSED_HISTORY>\nA summary of earlier events of this conversation, which are no longer shown:\n${summary}\n</CONDENSED_HISTORY>` },
+    message: {
+      role: 'user',
+      content: `<CONDENSED_HISTORY>\nA summary of earlier events of this conversation, which are no longer shown:\n${summary}\n</CONDENSED_HISTORY>`,
+    },
     eventIds: [],
     summary: true,
   };

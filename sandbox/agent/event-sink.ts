@@ -40,7 +40,8 @@ class Refused extends Error {}
  * only events never sent, and a refused batch (nothing stored) gives its numbers to the events after it.
  */
 export class EventSink {
-  readonly #o: Required<Omit<EventSinkOptions, 'onError' | 'onDelivered'>> & Pick<EventSinkOptions, 'onError' | 'onDelivered'>;
+  readonly #o: Required<Omit<EventSinkOptions, 'onError' | 'onDelivered'>> &
+    Pick<EventSinkOptions, 'onError' | 'onDelivered'>;
   #queue: AgentEvent[] = [];
   /** The number of `#queue[0]`. */
   #headSeq: number;
@@ -51,7 +52,16 @@ export class EventSink {
   #closed = false;
 
   constructor(options: EventSinkOptions) {
-    this.#o = { batchSize: 10, flushIntervalMs: 1000, attempts: 3, backoffMs: 250, requestTimeoutMs: 10_000, maxBuffered: 10_000, firstSeq: 1, ...options };
+    this.#o = {
+      batchSize: 10,
+      flushIntervalMs: 1000,
+      attempts: 3,
+      backoffMs: 250,
+      requestTimeoutMs: 10_000,
+      maxBuffered: 10_000,
+      firstSeq: 1,
+      ...options,
+    };
     this.#headSeq = this.#o.firstSeq;
   }
 
@@ -121,7 +131,8 @@ export class EventSink {
       } finally {
         this.#inFlight = null;
         // What failed waits for the next tick of the interval rather than spinning.
-        if (this.#queue.length && !this.#closed) this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
+        if (this.#queue.length && !this.#closed)
+          this.#timer ??= setTimeout(() => void this.#drain(true), this.#o.flushIntervalMs);
       }
     })();
     return this.#inFlight;
@@ -135,7 +146,8 @@ export class EventSink {
         return await this.#o.deliver(firstSeq, batch, this.#o.requestTimeoutMs);
       } catch (err) {
         const status = (err as { status?: unknown }).status;
-        if (typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429) throw new Refused((err as Error).message);
+        if (typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429)
+          throw new Refused((err as Error).message);
         lastError = err as Error;
       }
     }

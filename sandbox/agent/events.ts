@@ -49,7 +49,13 @@ export const actionEventSchema = z.object({
   tool_call_id: z.string(),
   // What the OpenHands web UI reads besides the above (optional: older sandboxes do not send them).
   /** The call as the model made it: `{id, type: "function", function: {name, arguments}}` (arguments as JSON text). */
-  tool_call: z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) }).optional(),
+  tool_call: z
+    .object({
+      id: z.string(),
+      type: z.literal('function'),
+      function: z.object({ name: z.string(), arguments: z.string() }),
+    })
+    .optional(),
   llm_response_id: z.string().nullable().optional(),
   security_risk: securityRiskSchema.optional(),
   reasoning_content: z.string().nullable().optional(),
@@ -120,7 +126,9 @@ export const systemPromptEventSchema = z.object({
       name: z.string(),
       description: z.string(),
       type: z.literal('function').optional(),
-      function: z.object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) }).optional(),
+      function: z
+        .object({ name: z.string(), description: z.string(), parameters: z.record(z.string(), z.unknown()) })
+        .optional(),
     }),
   ),
 });
@@ -148,7 +156,11 @@ export const agentEventBatchSchema = z.array(agentEventSchema).max(100);
 export class EventFactory {
   #lastMicros = 0;
 
-  make<K extends AgentEventKind>(kind: K, source: EventSource, fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>): EventOf<K> {
+  make<K extends AgentEventKind>(
+    kind: K,
+    source: EventSource,
+    fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>,
+  ): EventOf<K> {
     return { kind, id: randomUUID().replaceAll('-', ''), timestamp: this.#now(), source, ...fields } as EventOf<K>;
   }
 

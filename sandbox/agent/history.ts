@@ -23,17 +23,35 @@ export function toUserContent(content: Content[]): Exclude<UserContent, string> 
     if (!URL.canParse(url)) throw new AgentStateError(`image_urls: "${url.slice(0, 100)}" is not a URL.`);
     return { type: 'image' as const, image: new URL(url) };
   };
-  return content.flatMap((c): Exclude<UserContent, string> => (c.type === 'text' ? [{ type: 'text', text: c.text }] : c.image_urls.map(image)));
+  return content.flatMap(
+    (c): Exclude<UserContent, string> =>
+      c.type === 'text' ? [{ type: 'text', text: c.text }] : c.image_urls.map(image),
+  );
 }
 
-export function toolResult(event: Pick<EventOf<'ActionEvent'>, 'tool_call_id' | 'tool_name'>, text: string): ToolResultPart {
-  return { type: 'tool-result', toolCallId: event.tool_call_id, toolName: event.tool_name, output: { type: 'text', value: text } };
+export function toolResult(
+  event: Pick<EventOf<'ActionEvent'>, 'tool_call_id' | 'tool_name'>,
+  text: string,
+): ToolResultPart {
+  return {
+    type: 'tool-result',
+    toolCallId: event.tool_call_id,
+    toolName: event.tool_name,
+    output: { type: 'text', value: text },
+  };
 }
 
 /** JSON turned the URLs of image parts into strings; the SDK reads a string as base64 data. */
 export function reviveImages(m: ModelMessage): ModelMessage {
   if (m.role !== 'user' || typeof m.content === 'string') return m;
-  return { ...m, content: m.content.map((p) => (p.type === 'image' && typeof p.image === 'string' && URL.canParse(p.image) ? { ...p, image: new URL(p.image) } : p)) };
+  return {
+    ...m,
+    content: m.content.map((p) =>
+      p.type === 'image' && typeof p.image === 'string' && URL.canParse(p.image)
+        ? { ...p, image: new URL(p.image) }
+        : p,
+    ),
+  };
 }
 
 /** A message as plain text, for the summarizer (long tool results cut, images named). */

@@ -47,12 +47,24 @@ export async function callResiliently<T>(o: ResilientCallOptions<T>): Promise<Re
       const timedOut = timeout.aborted;
       const delay = attempt < o.policy.maxRetries ? retryDelayMs(err, attempt, o.policy, timedOut) : null;
       if (delay === null) {
-        if (timedOut) return { error: `The LLM did not answer within ${o.timeoutMs / 1000} s${attempt ? ` (${attempt + 1} attempts)` : ''} (model ${o.model}).` };
+        if (timedOut)
+          return {
+            error: `The LLM did not answer within ${o.timeoutMs / 1000} s${attempt ? ` (${attempt + 1} attempts)` : ''} (model ${o.model}).`,
+          };
         const why = describeLlmError(err, o.model, attempt + 1);
-        return { error: isContextWindowError(err) ? `${why} The conversation is too long for the model's context window even after condensing it.` : why };
+        return {
+          error: isContextWindowError(err)
+            ? `${why} The conversation is too long for the model's context window even after condensing it.`
+            : why,
+        };
       }
       attempt += 1;
-      await o.onRetry({ attempt, max_retries: o.policy.maxRetries, delay_ms: delay, reason: timedOut ? `no answer within ${o.timeoutMs / 1000} s` : describeLlmError(err, o.model) });
+      await o.onRetry({
+        attempt,
+        max_retries: o.policy.maxRetries,
+        delay_ms: delay,
+        reason: timedOut ? `no answer within ${o.timeoutMs / 1000} s` : describeLlmError(err, o.model),
+      });
       if (!(await sleepUnlessAborted(delay, o.pause))) return { paused: true };
     }
   }

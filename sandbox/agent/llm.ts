@@ -161,7 +161,12 @@ export function isContextWindowError(err: unknown): boolean {
   const e = RetryError.isInstance(err) ? err.lastError : err;
   if (!APICallError.isInstance(e)) return false;
   const text = `${e.message} ${e.responseBody ?? ''}`;
-  return (e.statusCode === 400 || e.statusCode === 413 || e.statusCode === undefined) && /context[_ ]length|context window|maximum context|too many tokens|prompt is too long|input is too long|reduce the length/i.test(text);
+  return (
+    (e.statusCode === 400 || e.statusCode === 413 || e.statusCode === undefined) &&
+    /context[_ ]length|context window|maximum context|too many tokens|prompt is too long|input is too long|reduce the length/i.test(
+      text,
+    )
+  );
 }
 
 /**
@@ -189,7 +194,11 @@ export function retryDelayMs(err: unknown, attempt: number, policy: RetryPolicy,
   }
   // No HTTP answer at all: a refused or dropped connection, a reset, a body cut short.
   const message = String((e as Error)?.message ?? e);
-  return /fetch failed|ECONNRESET|ECONNREFUSED|socket|terminated|network|EPIPE|ETIMEDOUT|other side closed/i.test(message) ? backoff : null;
+  return /fetch failed|ECONNRESET|ECONNREFUSED|socket|terminated|network|EPIPE|ETIMEDOUT|other side closed/i.test(
+    message,
+  )
+    ? backoff
+    : null;
 }
 
 /** A sentence a person can act on, from whatever the AI SDK threw. */

@@ -14,7 +14,9 @@ const STRUCTURAL = new Set(['kind', 'id', 'timestamp', 'source', 'action_id', 't
  */
 export function secretMasker(values: Iterable<string>): <T>(value: T) => T {
   // Each value also in its URL-encoded and base64 forms (a Basic auth header, a token in a URL).
-  const secrets = [...new Set([...values].flatMap(secretForms))].filter((v) => v.length >= MIN_MASKED_LENGTH).sort((a, b) => b.length - a.length);
+  const secrets = [...new Set([...values].flatMap(secretForms))]
+    .filter((v) => v.length >= MIN_MASKED_LENGTH)
+    .sort((a, b) => b.length - a.length);
   if (!secrets.length) return (v) => v;
   const maskText = (s: string) => {
     for (const secret of secrets) if (s.includes(secret)) s = s.split(secret).join(SECRET_MASK);
@@ -23,7 +25,8 @@ export function secretMasker(values: Iterable<string>): <T>(value: T) => T {
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return maskText(v);
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, STRUCTURAL.has(k) ? x : walk(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, STRUCTURAL.has(k) ? x : walk(x)]));
     return v;
   };
   return <T>(value: T) => walk(value) as T;

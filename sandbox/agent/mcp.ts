@@ -61,7 +61,13 @@ export class McpHub {
         transport: () => {
           const env: Record<string, string> = { ...getDefaultEnvironment() };
           for (const [k, v] of Object.entries(s.env)) if (v !== null) env[k] = v;
-          const t = new StdioClientTransport({ command: s.command, args: s.args, env, cwd: options.cwd, stderr: 'pipe' });
+          const t = new StdioClientTransport({
+            command: s.command,
+            args: s.args,
+            env,
+            cwd: options.cwd,
+            stderr: 'pipe',
+          });
           t.stderr?.on('data', (c: Buffer) => {
             stderr = (stderr + c.toString('utf8')).slice(-4000);
           });
@@ -76,7 +82,10 @@ export class McpHub {
       const requestInit: RequestInit = s.api_key ? { headers: { Authorization: `Bearer ${s.api_key}` } } : {};
       targets.push({
         server: `${url.host}${url.pathname}`,
-        transport: () => (kind === 'sse' ? new SSEClientTransport(url, { requestInit }) : new StreamableHTTPClientTransport(url, { requestInit })),
+        transport: () =>
+          kind === 'sse'
+            ? new SSEClientTransport(url, { requestInit })
+            : new StreamableHTTPClientTransport(url, { requestInit }),
       });
     };
     config.sse_servers.forEach(remote('sse'));
@@ -114,7 +123,9 @@ export class McpHub {
           description: tool.description ?? `${tool.name} (MCP server ${c.server})`,
           inputSchema: tool.inputSchema as Record<string, unknown>,
           call: async (args, timeoutMs) => {
-            const result = await client.callTool({ name: tool.name, arguments: args }, undefined, { timeout: timeoutMs });
+            const result = await client.callTool({ name: tool.name, arguments: args }, undefined, {
+              timeout: timeoutMs,
+            });
             return { text: resultText(result.content ?? result.toolResult), isError: result.isError === true };
           },
         });

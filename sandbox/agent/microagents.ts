@@ -31,7 +31,11 @@ function parse(text: string, fallbackName: string): Microagent {
     const block = /^triggers:\s*\n((?:\s*-\s*.+\n?)+)/m.exec(meta);
     if (block) triggers = block[1]!.split('\n').map((l) => unquote(l.replace(/^\s*-\s*/, '')));
   }
-  return { name: name ? unquote(name) : fallbackName, triggers: triggers.filter(Boolean), content: text.slice(m[0].length).trim() };
+  return {
+    name: name ? unquote(name) : fallbackName,
+    triggers: triggers.filter(Boolean),
+    content: text.slice(m[0].length).trim(),
+  };
 }
 
 /** The microagents of the workspace's repository; none when it has no `.openhands/microagents/`. */

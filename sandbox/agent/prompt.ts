@@ -42,9 +42,11 @@ export function buildSystemPrompt(o: PromptOptions): string {
   return [
     ...role,
     o.securityAnalyzer
-      ? 'With every tool call, set `security_risk` to your honest estimate of the action\'s risk: LOW (reads, or changes confined to the workspace that are easy to undo), MEDIUM (changes that are harder to undo, installing packages, network access), HIGH (deleting data, touching secrets or credentials, changing the system, anything irreversible or outside the workspace). A HIGH action may wait for the user\'s confirmation.'
+      ? "With every tool call, set `security_risk` to your honest estimate of the action's risk: LOW (reads, or changes confined to the workspace that are easy to undo), MEDIUM (changes that are harder to undo, installing packages, network access), HIGH (deleting data, touching secrets or credentials, changing the system, anything irreversible or outside the workspace). A HIGH action may wait for the user's confirmation."
       : '',
-    o.language?.trim() ? `Write every message to the user in ${languageName(o.language.trim())}, whatever language the code, the tools or earlier messages use.` : '',
+    o.language?.trim()
+      ? `Write every message to the user in ${languageName(o.language.trim())}, whatever language the code, the tools or earlier messages use.`
+      : '',
     o.secretNames.length
       ? `These environment variables hold the user's secrets: ${o.secretNames.join(', ')}. Use them by name (e.g. "$${o.secretNames[0]}"); never print their values.`
       : '',

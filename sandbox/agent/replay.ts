@@ -24,7 +24,11 @@ function fromV0(e: Obj): ReplayStep | null {
     case 'run':
       return { type: 'action', toolName: 'execute_bash', args: { command: str(args.command) } };
     case 'write':
-      return { type: 'action', toolName: 'str_replace_editor', args: { command: 'create', path: str(args.path), file_text: str(args.content) } };
+      return {
+        type: 'action',
+        toolName: 'str_replace_editor',
+        args: { command: 'create', path: str(args.path), file_text: str(args.content) },
+      };
     case 'read':
       return { type: 'action', toolName: 'str_replace_editor', args: { command: 'view', path: str(args.path) } };
     case 'edit': {
@@ -40,7 +44,9 @@ function fromV0(e: Obj): ReplayStep | null {
     case 'call_tool_mcp':
       return { type: 'action', toolName: str(args.name), args: isObj(args.arguments) ? args.arguments : {} };
     case 'message': {
-      const imageUrls = Array.isArray(args.image_urls) ? args.image_urls.filter((u): u is string => typeof u === 'string') : [];
+      const imageUrls = Array.isArray(args.image_urls)
+        ? args.image_urls.filter((u): u is string => typeof u === 'string')
+        : [];
       return { type: 'message', role: e.source === 'user' ? 'user' : 'assistant', text: str(args.content), imageUrls };
     }
     default:
@@ -60,8 +66,15 @@ function fromV1(e: Obj): ReplayStep | null {
   if (e.kind === 'MessageEvent' && isObj(e.llm_message)) {
     const m = e.llm_message;
     const parts = Array.isArray(m.content) ? m.content.filter(isObj) : [];
-    const text = parts.filter((p) => p.type === 'text').map((p) => str(p.text)).join('\n');
-    const imageUrls = parts.flatMap((p) => (p.type === 'image' && Array.isArray(p.image_urls) ? p.image_urls.filter((u): u is string => typeof u === 'string') : []));
+    const text = parts
+      .filter((p) => p.type === 'text')
+      .map((p) => str(p.text))
+      .join('\n');
+    const imageUrls = parts.flatMap((p) =>
+      p.type === 'image' && Array.isArray(p.image_urls)
+        ? p.image_urls.filter((u): u is string => typeof u === 'string')
+        : [],
+    );
     return { type: 'message', role: m.role === 'user' ? 'user' : 'assistant', text, imageUrls };
   }
   return null;
@@ -78,7 +91,8 @@ export function parseTrajectory(input: unknown): ReplayStep[] {
     }
   }
   if (isObj(data) && Array.isArray(data.trajectory)) data = data.trajectory;
-  if (!Array.isArray(data)) throw new TrajectoryError('replay_json must be a list of events (or an object with a "trajectory" list).');
+  if (!Array.isArray(data))
+    throw new TrajectoryError('replay_json must be a list of events (or an object with a "trajectory" list).');
   const steps: ReplayStep[] = [];
   for (const e of data) {
     if (!isObj(e)) continue;
@@ -86,6 +100,7 @@ export function parseTrajectory(input: unknown): ReplayStep[] {
     if (step?.type === 'action' && !step.toolName) continue;
     if (step) steps.push(step);
   }
-  if (!steps.some((s) => s.type === 'action')) throw new TrajectoryError('replay_json holds no action this agent can replay.');
+  if (!steps.some((s) => s.type === 'action'))
+    throw new TrajectoryError('replay_json holds no action this agent can replay.');
   return steps;
 }

@@ -1,18 +1,44 @@
 import { generateText, type LanguageModel, type ToolSet } from 'ai';
 import type { McpConfig } from '#shared/settings/model.ts';
-import { applyCondensation, DEFAULT_CONDENSER_MAX_SIZE, planCondensation, summarize } from '#sandbox/agent/condenser.ts';
-import { EventFactory, type AgentEvent, type Content, type EventOf, type EventSource, type SecurityRisk } from '#sandbox/agent/events.ts';
+import {
+  applyCondensation,
+  DEFAULT_CONDENSER_MAX_SIZE,
+  planCondensation,
+  summarize,
+} from '#sandbox/agent/condenser.ts';
+import {
+  EventFactory,
+  type AgentEvent,
+  type Content,
+  type EventOf,
+  type EventSource,
+  type SecurityRisk,
+} from '#sandbox/agent/events.ts';
 import type { AgentMetrics, ExecutionStatus } from '#shared/protocol.ts';
-import { AgentStateError, toolResult, toUserContent, type HistoryEntry, type ToolResultPart } from '#sandbox/agent/history.ts';
+import { AgentStateError, toolResult, toUserContent, type ToolResultPart } from '#sandbox/agent/history.ts';
 import { callResiliently } from '#sandbox/agent/llm-call.ts';
-import { describeLlmError, LlmConfigError, MetricsCounter, resolveModel, type LlmConfig, type RetryPolicy } from '#sandbox/agent/llm.ts';
+import {
+  describeLlmError,
+  LlmConfigError,
+  MetricsCounter,
+  resolveModel,
+  type LlmConfig,
+  type RetryPolicy,
+} from '#sandbox/agent/llm.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { McpHub } from '#sandbox/agent/mcp.ts';
 import { loadMicroagents, triggered, type Microagent } from '#sandbox/agent/microagents.ts';
 import { buildSystemPrompt } from '#sandbox/agent/prompt.ts';
 import { parseTrajectory, TrajectoryError, type ReplayStep } from '#sandbox/agent/replay.ts';
 import { readState, writeState, type LoopState } from '#sandbox/agent/state-file.ts';
-import { assembleTools, commandEnvironment, needsConfirmation, PLAN_FILE, splitRisk, type AgentKind } from '#sandbox/agent/toolbox.ts';
+import {
+  assembleTools,
+  commandEnvironment,
+  needsConfirmation,
+  PLAN_FILE,
+  splitRisk,
+  type AgentKind,
+} from '#sandbox/agent/toolbox.ts';
 import { FileEditor } from '#sandbox/agent/tools/editor.ts';
 import { Terminal } from '#sandbox/agent/tools/terminal.ts';
 import type { AgentTool, ToolOutcome } from '#sandbox/agent/tools/toolset.ts';
@@ -112,7 +138,14 @@ export class AgentSession {
   readonly #mask: <T>(v: T) => T;
   readonly #metrics: MetricsCounter;
   readonly #terminal: Terminal;
-  readonly #s: Omit<LoopState, 'metrics' | 'pending'> = { status: 'idle', history: [], inbox: [], invalidResults: [], iterations: 0, recent: [] };
+  readonly #s: Omit<LoopState, 'metrics' | 'pending'> = {
+    status: 'idle',
+    history: [],
+    inbox: [],
+    invalidResults: [],
+    iterations: 0,
+    recent: [],
+  };
   #pending: PendingAction[] = [];
   #tools = new Map<string, AgentTool>();
   #toolSet: ToolSet = {};
@@ -131,7 +164,11 @@ export class AgentSession {
   constructor(options: AgentSessionOptions) {
     this.#o = options;
     this.conversationId = options.conversationId;
-    this.#mask = secretMasker([...Object.values(options.secrets ?? {}), ...(options.llm.apiKey ? [options.llm.apiKey] : []), ...(options.search?.apiKey ? [options.search.apiKey] : [])]);
+    this.#mask = secretMasker([
+      ...Object.values(options.secrets ?? {}),
+      ...(options.llm.apiKey ? [options.llm.apiKey] : []),
+      ...(options.search?.apiKey ? [options.search.apiKey] : []),
+    ]);
     this.#metrics = new MetricsCounter(options.llm, options.maxBudgetPerTask ?? null);
     this.#terminal = new Terminal({
       cwd: options.workspaceDir,
@@ -160,7 +197,13 @@ export class AgentSession {
     try {
       saved = this.#o.stateFile ? readState(this.#o.stateFile) : null;
     } catch (err) {
-      startErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `The saved conversation state could not be read, so the agent starts afresh: ${(err as Error).message}`, tool_name: null, tool_call_id: null }));
+      startErrors.push(
+        this.#event('AgentErrorEvent', 'environment', {
+          error: `The saved conversation state could not be read, so the agent starts afresh: ${(err as Error).message}`,
+          tool_name: null,
+          tool_call_id: null,
+        }),
+      );
     }
     if (this.#o.loadMicroagents !== false) this.#microagents = await loadMicroagents(this.#o.workspaceDir);
     try {
@@ -173,10 +216,22 @@ export class AgentSession {
     if (this.#o.mcpConfig && agent !== 'PlanningAgent') {
       this.#mcp = await McpHub.connect(this.#o.mcpConfig, {
         cwd: this.#o.workspaceDir,
-        reservedNames: ['execute_bash', 'str_replace_editor', 'think', 'finish', ...(this.#o.search ? ['web_search', 'fetch'] : [])],
+        reservedNames: [
+          'execute_bash',
+          'str_replace_editor',
+          'think',
+          'finish',
+          ...(this.#o.search ? ['web_search', 'fetch'] : []),
+        ],
         connectTimeoutMs: MCP_CONNECT_TIMEOUT_MS,
         onServerError: (server, message) =>
-          startErrors.push(this.#event('AgentErrorEvent', 'environment', { error: `MCP server ${server} is unavailable: ${message}`, tool_name: null, tool_call_id: null })),
+          startErrors.push(
+            this.#event('AgentErrorEvent', 'environment', {
+              error: `MCP server ${server} is unavailable: ${message}`,
+              tool_name: null,
+              tool_call_id: null,
+            }),
+          ),
       });
     }
     const toolbox = assembleTools({
@@ -203,7 +258,13 @@ export class AgentSession {
       planFile: agent === 'PlanningAgent' ? PLAN_FILE : undefined,
       securityAnalyzer: this.#analyzer,
     });
-    await this.#emit(this.#event('SystemPromptEvent', 'agent', { system_prompt: { type: 'text', text: this.#systemPrompt }, tools: toolbox.specs }), ...startErrors);
+    await this.#emit(
+      this.#event('SystemPromptEvent', 'agent', {
+        system_prompt: { type: 'text', text: this.#systemPrompt },
+        tools: toolbox.specs,
+      }),
+      ...startErrors,
+    );
     if (saved) this.#restore(saved);
     if (this.#modelError) await this.#fail(this.#modelError);
     else if (saved) await this.#setStatus(this.#s.status, true);
@@ -216,14 +277,22 @@ export class AgentSession {
     const content = toUserContent(message.content);
     const text = message.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
     const activated = triggered(this.#microagents, text);
-    for (const a of activated) content.push({ type: 'text', text: `<EXTRA_INFO>\nThe following information comes from the repository microagent "${a.name}", triggered by a keyword of this message:\n${a.content}\n</EXTRA_INFO>` });
-    const event = this.#event('MessageEvent', 'user', { llm_message: { role: 'user', content: message.content }, ...(activated.length ? { activated_microagents: activated.map((a) => a.name) } : {}) });
+    for (const a of activated)
+      content.push({
+        type: 'text',
+        text: `<EXTRA_INFO>\nThe following information comes from the repository microagent "${a.name}", triggered by a keyword of this message:\n${a.content}\n</EXTRA_INFO>`,
+      });
+    const event = this.#event('MessageEvent', 'user', {
+      llm_message: { role: 'user', content: message.content },
+      ...(activated.length ? { activated_microagents: activated.map((a) => a.name) } : {}),
+    });
     await this.#emit(event);
     this.#s.inbox.push({ message: { role: 'user', content }, eventIds: [event.id] });
     this.#s.iterations = 0;
     this.#s.recent = [];
     this.#save();
-    if (this.#s.status === 'finished' || this.#s.status === 'stuck' || this.#s.status === 'error') await this.#setStatus('idle');
+    if (this.#s.status === 'finished' || this.#s.status === 'stuck' || this.#s.status === 'error')
+      await this.#setStatus('idle');
     if (message.run) await this.run();
   }
 
@@ -237,7 +306,8 @@ export class AgentSession {
     if (this.#pending.length) {
       return this.#s.status === 'paused' ? this.#setStatus('waiting_for_confirmation') : Promise.resolve();
     }
-    if ((this.#s.status === 'finished' || this.#s.status === 'stuck') && !this.#s.inbox.length) return Promise.resolve();
+    if ((this.#s.status === 'finished' || this.#s.status === 'stuck') && !this.#s.inbox.length)
+      return Promise.resolve();
     return this.#startLoop(() => this.#step());
   }
 
@@ -269,7 +339,12 @@ export class AgentSession {
       const results = this.#takeInvalidResults();
       const ids: string[] = [];
       for (const p of pending) {
-        const rejected = this.#event('UserRejectObservation', 'user', { action_id: p.event.id, tool_name: p.event.tool_name, tool_call_id: p.event.tool_call_id, rejection_reason: reason });
+        const rejected = this.#event('UserRejectObservation', 'user', {
+          action_id: p.event.id,
+          tool_name: p.event.tool_name,
+          tool_call_id: p.event.tool_call_id,
+          rejection_reason: reason,
+        });
         await this.#emit(rejected);
         ids.push(rejected.id);
         results.push(toolResult(p.event, `The user rejected this action: ${reason}`));
@@ -287,7 +362,8 @@ export class AgentSession {
    */
   async replay(trajectory: unknown, options: { run?: boolean } = {}): Promise<void> {
     this.#assertStarted();
-    if (this.#loop || this.#pending.length) throw new AgentStateError('The agent is running or waiting for a confirmation; a replay needs it stopped.');
+    if (this.#loop || this.#pending.length)
+      throw new AgentStateError('The agent is running or waiting for a confirmation; a replay needs it stopped.');
     let steps: ReplayStep[];
     try {
       steps = parseTrajectory(trajectory);
@@ -300,16 +376,30 @@ export class AgentSession {
       for (const step of steps) {
         if (this.#pauseRequested) return 'stop';
         if (step.type === 'message') {
-          const content: Content[] = [{ type: 'text', text: step.text }, ...(step.imageUrls.length ? [{ type: 'image' as const, image_urls: step.imageUrls }] : [])];
-          const event = this.#event('MessageEvent', step.role === 'user' ? 'user' : 'agent', { llm_message: { role: step.role, content } });
+          const content: Content[] = [
+            { type: 'text', text: step.text },
+            ...(step.imageUrls.length ? [{ type: 'image' as const, image_urls: step.imageUrls }] : []),
+          ];
+          const event = this.#event('MessageEvent', step.role === 'user' ? 'user' : 'agent', {
+            llm_message: { role: step.role, content },
+          });
           await this.#emit(event);
-          this.#s.history.push({ message: step.role === 'user' ? { role: 'user', content: toUserContent(content) } : { role: 'assistant', content: step.text }, eventIds: [event.id] });
+          this.#s.history.push({
+            message:
+              step.role === 'user'
+                ? { role: 'user', content: toUserContent(content) }
+                : { role: 'assistant', content: step.text },
+            eventIds: [event.id],
+          });
           continue;
         }
         const call = { toolCallId: `replay_${++n}`, toolName: step.toolName, input: step.args };
         const event = this.#actionEvent(call, [], 'UNKNOWN', null);
         await this.#emit(event);
-        this.#s.history.push({ message: { role: 'assistant', content: [{ type: 'tool-call', ...call }] }, eventIds: [event.id] });
+        this.#s.history.push({
+          message: { role: 'assistant', content: [{ type: 'tool-call', ...call }] },
+          eventIds: [event.id],
+        });
         await this.#execute([{ event, tool: this.#tools.get(step.toolName), args: step.args }], { detectStuck: false });
       }
       return 'stop';
@@ -372,7 +462,10 @@ export class AgentSession {
     }
     const maxIterations = this.#o.maxIterations ?? DEFAULT_MAX_ITERATIONS;
     if (this.#s.iterations >= maxIterations) {
-      return this.#stopForLimit('MaxIterationsReached', `The agent stopped: it reached the maximum number of iterations (max_iterations = ${maxIterations}). Send a message to continue.`);
+      return this.#stopForLimit(
+        'MaxIterationsReached',
+        `The agent stopped: it reached the maximum number of iterations (max_iterations = ${maxIterations}). Send a message to continue.`,
+      );
     }
     const budget = this.#o.maxBudgetPerTask;
     if (budget != null && this.#metrics.cost >= budget) {
@@ -389,7 +482,11 @@ export class AgentSession {
     const text = result.text.trim();
     const calls = result.toolCalls;
     if (!calls.length) {
-      const event = text ? this.#event('MessageEvent', 'agent', { llm_message: { role: 'assistant', content: [{ type: 'text', text }] } }) : null;
+      const event = text
+        ? this.#event('MessageEvent', 'agent', {
+            llm_message: { role: 'assistant', content: [{ type: 'text', text }] },
+          })
+        : null;
       this.#s.history.push({ message: { role: 'assistant', content: result.text }, eventIds: event ? [event.id] : [] });
       if (event) await this.#emit(event);
       await this.#setStatus('finished');
@@ -400,17 +497,34 @@ export class AgentSession {
     const invalid: { toolCallId: string; toolName: string; message: string }[] = [];
     for (const [i, c] of calls.entries()) {
       if ('invalid' in c && c.invalid) {
-        invalid.push({ toolCallId: c.toolCallId, toolName: c.toolName, message: (c.error as Error | undefined)?.message ?? 'invalid tool call' });
+        invalid.push({
+          toolCallId: c.toolCallId,
+          toolName: c.toolName,
+          message: (c.error as Error | undefined)?.message ?? 'invalid tool call',
+        });
         continue;
       }
       const { risk, args } = splitRisk(c.input);
-      const event = this.#actionEvent({ ...c, input: args }, i === 0 && text ? [{ type: 'text', text }] : [], risk, result.response.id ?? null);
+      const event = this.#actionEvent(
+        { ...c, input: args },
+        i === 0 && text ? [{ type: 'text', text }] : [],
+        risk,
+        result.response.id ?? null,
+      );
       pending.push({ event, tool: this.#tools.get(c.toolName), args });
     }
     this.#s.history.push({
       message: {
         role: 'assistant',
-        content: [...(text ? [{ type: 'text' as const, text }] : []), ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input }))],
+        content: [
+          ...(text ? [{ type: 'text' as const, text }] : []),
+          ...calls.map((c) => ({
+            type: 'tool-call' as const,
+            toolCallId: c.toolCallId,
+            toolName: c.toolName,
+            input: c.input,
+          })),
+        ],
       },
       eventIds: pending.map((p) => p.event.id),
     });
@@ -419,7 +533,9 @@ export class AgentSession {
       const error = this.#tools.has(bad.toolName)
         ? `Invalid arguments for tool ${bad.toolName}: ${bad.message}. Call it again with arguments that fit its schema.`
         : `Tool "${bad.toolName}" does not exist. Available tools: ${[...this.#tools.keys()].join(', ')}.`;
-      await this.#emit(this.#event('AgentErrorEvent', 'agent', { error, tool_name: bad.toolName, tool_call_id: bad.toolCallId }));
+      await this.#emit(
+        this.#event('AgentErrorEvent', 'agent', { error, tool_name: bad.toolName, tool_call_id: bad.toolCallId }),
+      );
       invalidResults.push(toolResult({ tool_call_id: bad.toolCallId, tool_name: bad.toolName }, `ERROR: ${error}`));
     }
     await this.#emit(...pending.map((p) => p.event));
@@ -431,7 +547,11 @@ export class AgentSession {
     const wait =
       this.#o.confirmationMode &&
       needsConfirmation(
-        pending.map((p) => ({ toolName: p.event.tool_name, risk: p.event.security_risk ?? 'UNKNOWN', known: Boolean(p.tool) })),
+        pending.map((p) => ({
+          toolName: p.event.tool_name,
+          risk: p.event.security_risk ?? 'UNKNOWN',
+          known: Boolean(p.tool),
+        })),
         this.#analyzer,
       );
     if (wait) {
@@ -459,14 +579,26 @@ export class AgentSession {
     try {
       const outcome = await callResiliently({
         model: this.#o.llm.model,
-        policy: { maxRetries: this.#o.llm.maxRetries ?? 4, baseDelayMs: this.#o.llm.baseDelayMs ?? 1000, maxDelayMs: this.#o.llm.maxDelayMs ?? 60_000 },
+        policy: {
+          maxRetries: this.#o.llm.maxRetries ?? 4,
+          baseDelayMs: this.#o.llm.baseDelayMs ?? 1000,
+          maxDelayMs: this.#o.llm.maxDelayMs ?? 60_000,
+        },
         timeoutMs: this.#o.llm.timeoutMs ?? 120_000,
         pause: abort.signal,
         attempt: (abortSignal) =>
-          generateText({ model, system: this.#systemPrompt, messages: this.#s.history.map((e) => e.message), tools: this.#toolSet, maxRetries: 0, abortSignal }),
+          generateText({
+            model,
+            system: this.#systemPrompt,
+            messages: this.#s.history.map((e) => e.message),
+            tools: this.#toolSet,
+            maxRetries: 0,
+            abortSignal,
+          }),
         shorten: () => this.#condense(true),
         maxShortenings: MAX_FORCED_CONDENSATIONS,
-        onRetry: (value) => this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'llm_retry', value })),
+        onRetry: (value) =>
+          this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'llm_retry', value })),
       });
       if ('paused' in outcome) {
         this.#s.iterations -= 1;
@@ -477,7 +609,9 @@ export class AgentSession {
         return 'failed' as const;
       }
       this.#metrics.add(outcome.result.usage);
-      await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }));
+      await this.#emit(
+        this.#event('ConversationStateUpdateEvent', 'environment', { key: 'metrics', value: this.#metrics.snapshot() }),
+      );
       return outcome.result;
     } finally {
       this.#llmAbort = null;
@@ -495,17 +629,32 @@ export class AgentSession {
     const forgotten = this.#s.history.slice(plan.head, plan.tailStart);
     let summary: string;
     try {
-      const r = await summarize(this.#model, forgotten, { abortSignal: AbortSignal.timeout(this.#o.llm.timeoutMs ?? 120_000), maxRetries: this.#o.llm.maxRetries ?? 2 });
+      const r = await summarize(this.#model, forgotten, {
+        abortSignal: AbortSignal.timeout(this.#o.llm.timeoutMs ?? 120_000),
+        maxRetries: this.#o.llm.maxRetries ?? 2,
+      });
       this.#metrics.add(r.usage);
       summary = r.summary || '(The summarizer returned nothing.)';
     } catch (err) {
       // Without a summary the history stays whole, unless it cannot fit at all.
-      await this.#emit(this.#event('AgentErrorEvent', 'environment', { error: `Condensing the history failed: ${describeLlmError(err, this.#o.llm.model)}`, tool_name: null, tool_call_id: null }));
+      await this.#emit(
+        this.#event('AgentErrorEvent', 'environment', {
+          error: `Condensing the history failed: ${describeLlmError(err, this.#o.llm.model)}`,
+          tool_name: null,
+          tool_call_id: null,
+        }),
+      );
       if (!force) return false;
       summary = '(Earlier events were dropped to fit the context window; no summary could be made.)';
     }
     this.#s.history = applyCondensation(this.#s.history, plan, summary);
-    await this.#emit(this.#event('CondensationEvent', 'environment', { forgotten_event_ids: forgotten.flatMap((e) => e.eventIds), summary, summary_offset: plan.head }));
+    await this.#emit(
+      this.#event('CondensationEvent', 'environment', {
+        forgotten_event_ids: forgotten.flatMap((e) => e.eventIds),
+        summary,
+        summary_offset: plan.head,
+      }),
+    );
     this.#save();
     return true;
   }
@@ -531,7 +680,12 @@ export class AgentSession {
     }
     if (stuck) {
       const n = this.#o.stuckThreshold ?? 4;
-      await this.#emit(this.#event('ConversationErrorEvent', 'environment', { code: 'AgentStuckInLoop', detail: `The agent repeated the same action with the same result ${n} times in a row, so it was stopped. Send a message to steer it.` }));
+      await this.#emit(
+        this.#event('ConversationErrorEvent', 'environment', {
+          code: 'AgentStuckInLoop',
+          detail: `The agent repeated the same action with the same result ${n} times in a row, so it was stopped. Send a message to steer it.`,
+        }),
+      );
       await this.#setStatus('stuck');
       return 'stop';
     }
@@ -541,19 +695,37 @@ export class AgentSession {
   async #runAction(a: PendingAction): Promise<{ outcome: ToolOutcome; eventId: string }> {
     const { event } = a;
     const errorOutcome = async (error: string) => {
-      const e = this.#event('AgentErrorEvent', 'agent', { error, tool_name: event.tool_name, tool_call_id: event.tool_call_id });
+      const e = this.#event('AgentErrorEvent', 'agent', {
+        error,
+        tool_name: event.tool_name,
+        tool_call_id: event.tool_call_id,
+      });
       await this.#emit(e);
-      return { outcome: { observation: { kind: 'AgentError' }, text: `ERROR: ${error}`, isError: true }, eventId: e.id };
+      return {
+        outcome: { observation: { kind: 'AgentError' }, text: `ERROR: ${error}`, isError: true },
+        eventId: e.id,
+      };
     };
-    if (!a.tool) return errorOutcome(`Tool "${event.tool_name}" does not exist. Available tools: ${[...this.#tools.keys()].join(', ')}.`);
+    if (!a.tool)
+      return errorOutcome(
+        `Tool "${event.tool_name}" does not exist. Available tools: ${[...this.#tools.keys()].join(', ')}.`,
+      );
     let outcome: ToolOutcome;
     try {
       outcome = await a.tool.run(a.args);
     } catch (err) {
-      const msg = err instanceof Error && err.name === 'ZodError' ? `Invalid arguments for tool ${a.tool.name}: ${err.message}` : `Tool ${a.tool.name} failed: ${(err as Error).message}`;
+      const msg =
+        err instanceof Error && err.name === 'ZodError'
+          ? `Invalid arguments for tool ${a.tool.name}: ${err.message}`
+          : `Tool ${a.tool.name} failed: ${(err as Error).message}`;
       return errorOutcome(msg);
     }
-    const e = this.#event('ObservationEvent', 'environment', { observation: outcome.observation, action_id: event.id, tool_name: event.tool_name, tool_call_id: event.tool_call_id });
+    const e = this.#event('ObservationEvent', 'environment', {
+      observation: outcome.observation,
+      action_id: event.id,
+      tool_name: event.tool_name,
+      tool_call_id: event.tool_call_id,
+    });
     await this.#emit(e);
     return { outcome, eventId: e.id };
   }
@@ -575,7 +747,12 @@ export class AgentSession {
 
   // --- events and state ------------------------------------------------------------------------
 
-  #actionEvent(call: { toolCallId: string; toolName: string; input: unknown }, thought: { type: 'text'; text: string }[], risk: SecurityRisk, responseId: string | null): EventOf<'ActionEvent'> {
+  #actionEvent(
+    call: { toolCallId: string; toolName: string; input: unknown },
+    thought: { type: 'text'; text: string }[],
+    risk: SecurityRisk,
+    responseId: string | null,
+  ): EventOf<'ActionEvent'> {
     const args = (call.input ?? {}) as Record<string, unknown>;
     const t = this.#tools.get(call.toolName);
     const action = t ? t.action(args) : { kind: 'UnknownAction', ...args };
@@ -584,7 +761,11 @@ export class AgentSession {
       action,
       tool_name: call.toolName,
       tool_call_id: call.toolCallId,
-      tool_call: { id: call.toolCallId, type: 'function', function: { name: call.toolName, arguments: JSON.stringify(args) } },
+      tool_call: {
+        id: call.toolCallId,
+        type: 'function',
+        function: { name: call.toolName, arguments: JSON.stringify(args) },
+      },
       llm_response_id: responseId,
       security_risk: risk,
       reasoning_content: null,
@@ -592,7 +773,11 @@ export class AgentSession {
     });
   }
 
-  #event<K extends AgentEvent['kind']>(kind: K, source: EventSource, fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>): EventOf<K> {
+  #event<K extends AgentEvent['kind']>(
+    kind: K,
+    source: EventSource,
+    fields: Omit<EventOf<K>, 'kind' | 'id' | 'timestamp' | 'source'>,
+  ): EventOf<K> {
     return this.#events.make(kind, source, fields);
   }
 
@@ -600,10 +785,12 @@ export class AgentSession {
   #emit(...events: AgentEvent[]): Promise<void> {
     if (!events.length) return this.#emitting;
     const masked = events.map((e) => this.#mask(e));
-    this.#emitting = this.#emitting.then(() => this.#o.emit(masked)).catch((err) => {
-      // The receiver owns delivery (the event sink retries); a failure there must not stop the agent.
-      process.stderr.write(`agent: emitting events failed: ${(err as Error).message}\n`);
-    });
+    this.#emitting = this.#emitting
+      .then(() => this.#o.emit(masked))
+      .catch((err) => {
+        // The receiver owns delivery (the event sink retries); a failure there must not stop the agent.
+        process.stderr.write(`agent: emitting events failed: ${(err as Error).message}\n`);
+      });
     return this.#emitting;
   }
 
@@ -611,7 +798,9 @@ export class AgentSession {
     if (this.#s.status === status && status !== 'idle' && !announce) return;
     this.#s.status = status;
     this.#save();
-    await this.#emit(this.#event('ConversationStateUpdateEvent', 'environment', { key: 'execution_status', value: status }));
+    await this.#emit(
+      this.#event('ConversationStateUpdateEvent', 'environment', { key: 'execution_status', value: status }),
+    );
   }
 
   async #fail(error: string): Promise<void> {
@@ -623,7 +812,11 @@ export class AgentSession {
   #save(): void {
     const file = this.#o.stateFile;
     if (!file || !this.#started) return;
-    writeState(file, { ...this.#s, pending: this.#pending.map((p) => ({ event: p.event, args: p.args })), metrics: this.#metrics.snapshot() });
+    writeState(file, {
+      ...this.#s,
+      pending: this.#pending.map((p) => ({ event: p.event, args: p.args })),
+      metrics: this.#metrics.snapshot(),
+    });
   }
 
   #restore(saved: LoopState): void {
@@ -633,7 +826,9 @@ export class AgentSession {
     this.#metrics.restore(metrics);
     // A loop cut off by the process stopping is paused: `run()` carries on from the saved history.
     if (saved.status === 'running') this.#s.status = 'paused';
-    this.#terminal.announce('[The sandbox was paused and resumed (or restarted): this is a new shell session in the workspace. Files are kept; the working directory, exported variables and background processes of the previous session are gone.]');
+    this.#terminal.announce(
+      '[The sandbox was paused and resumed (or restarted): this is a new shell session in the workspace. Files are kept; the working directory, exported variables and background processes of the previous session are gone.]',
+    );
   }
 
   #assertOpen(): void {
@@ -644,5 +839,4 @@ export class AgentSession {
     this.#assertOpen();
     if (!this.#started) throw new AgentStateError('Call start() first.');
   }
-
 }

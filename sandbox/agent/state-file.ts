@@ -41,9 +41,14 @@ export function readState(file: string): LoopState | null {
   if (saved.version === 1) {
     // Before condensation existed, messages had no event ids.
     const { version: _, ...rest } = saved;
-    return { ...rest, history: saved.history.map((m) => revive({ message: m, eventIds: [] })), inbox: saved.inbox.map((m) => revive({ message: m, eventIds: [] })) };
+    return {
+      ...rest,
+      history: saved.history.map((m) => revive({ message: m, eventIds: [] })),
+      inbox: saved.inbox.map((m) => revive({ message: m, eventIds: [] })),
+    };
   }
-  if (saved.version !== 2) throw new Error(`${file}: unknown state version ${String((saved as { version: unknown }).version)}`);
+  if (saved.version !== 2)
+    throw new Error(`${file}: unknown state version ${String((saved as { version: unknown }).version)}`);
   const { version: _, ...state } = saved;
   return { ...state, history: state.history.map(revive), inbox: state.inbox.map(revive) };
 }

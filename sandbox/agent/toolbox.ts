@@ -62,13 +62,30 @@ export function assembleTools(o: ToolboxOptions): Toolbox {
     maxCommandTimeoutMs: o.maxCommandTimeoutMs,
     noChangeTimeoutMs: o.noChangeTimeoutMs,
   });
-  const all = planning ? builtin : [...builtin, ...(o.web ? webTools(o.web) : []), ...(o.mcp?.tools.map((t) => mcpAgentTool(t, o.mcpCallTimeoutMs)) ?? [])];
+  const all = planning
+    ? builtin
+    : [
+        ...builtin,
+        ...(o.web ? webTools(o.web) : []),
+        ...(o.mcp?.tools.map((t) => mcpAgentTool(t, o.mcpCallTimeoutMs)) ?? []),
+      ];
   const rated = (t: AgentTool) => o.securityAnalyzer && !harmlessTools.has(t.name);
   const parameters = (t: AgentTool): Record<string, unknown> => {
-    const base = 'jsonSchema' in t.input ? t.input.jsonSchema : (z.toJSONSchema(t.input, { io: 'input' }) as Record<string, unknown>);
+    const base =
+      'jsonSchema' in t.input
+        ? t.input.jsonSchema
+        : (z.toJSONSchema(t.input, { io: 'input' }) as Record<string, unknown>);
     if (!rated(t)) return base;
-    const properties = { ...((base.properties as Record<string, unknown>) ?? {}), security_risk: z.toJSONSchema(riskArgument, { io: 'input' }) };
-    return { ...base, type: 'object', properties, required: [...new Set([...((base.required as string[]) ?? []), 'security_risk'])] };
+    const properties = {
+      ...((base.properties as Record<string, unknown>) ?? {}),
+      security_risk: z.toJSONSchema(riskArgument, { io: 'input' }),
+    };
+    return {
+      ...base,
+      type: 'object',
+      properties,
+      required: [...new Set([...((base.required as string[]) ?? []), 'security_risk'])],
+    };
   };
   const toolSet: ToolSet = Object.fromEntries(
     all.map((t) => {
@@ -78,14 +95,21 @@ export function assembleTools(o: ToolboxOptions): Toolbox {
       return [t.name, tool({ description: t.description, inputSchema: input as never })];
     }),
   );
-  const specs = all.map((t) => ({ name: t.name, description: t.description, type: 'function' as const, function: { name: t.name, description: t.description, parameters: parameters(t) } }));
+  const specs = all.map((t) => ({
+    name: t.name,
+    description: t.description,
+    type: 'function' as const,
+    function: { name: t.name, description: t.description, parameters: parameters(t) },
+  }));
   return { tools: new Map(all.map((t) => [t.name, t])), toolSet, specs };
 }
 
 /** The risk the model gave in a call's arguments (UNKNOWN when it gave none), and the arguments without it. */
 export function splitRisk(input: unknown): { risk: SecurityRisk; args: Record<string, unknown> } {
   const { security_risk, ...args } = (input && typeof input === 'object' ? input : {}) as Record<string, unknown>;
-  const parsed = securityRiskSchema.safeParse(typeof security_risk === 'string' ? security_risk.toUpperCase() : security_risk);
+  const parsed = securityRiskSchema.safeParse(
+    typeof security_risk === 'string' ? security_risk.toUpperCase() : security_risk,
+  );
   return { risk: parsed.success ? parsed.data : 'UNKNOWN', args };
 }
 
@@ -93,16 +117,38 @@ export function splitRisk(input: unknown): { risk: SecurityRisk; args: Record<st
  * Whether actions wait for the user in confirmation mode: without an analyzer every action does
  * (think and finish excepted); with one, only HIGH and UNKNOWN ones (OpenHands' ConfirmRisky defaults).
  */
-export function needsConfirmation(actions: { toolName: string; risk: SecurityRisk; known: boolean }[], securityAnalyzer: boolean): boolean {
-  return actions.some((a) => a.known && !harmlessTools.has(a.toolName) && (!securityAnalyzer || a.risk === 'HIGH' || a.risk === 'UNKNOWN'));
+export function needsConfirmation(
+  actions: { toolName: string; risk: SecurityRisk; known: boolean }[],
+  securityAnalyzer: boolean,
+): boolean {
+  return actions.some(
+    (a) =>
+      a.known && !harmlessTools.has(a.toolName) && (!securityAnalyzer || a.risk === 'HIGH' || a.risk === 'UNKNOWN'),
+  );
 }
 
 // Variables of the sandbox program's own environment that commands may see; nothing else leaks
 // (the program's environment holds its key for the control plane).
-const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TERM', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'TZ'];
+const INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TERM',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TMPDIR',
+  'TZ',
+];
 
 /** The whole environment of the agent's shell: a few of the program's variables, the image's additions, the git identity and the custom secrets. */
-export function commandEnvironment(o: { commandEnv?: Record<string, string>; gitIdentity?: { name: string; email: string } | null; secrets?: Record<string, string> }): Record<string, string> {
+export function commandEnvironment(o: {
+  commandEnv?: Record<string, string>;
+  gitIdentity?: { name: string; email: string } | null;
+  secrets?: Record<string, string>;
+}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of INHERITED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k]!;
   Object.assign(env, { PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' }, o.commandEnv);

@@ -14,7 +14,13 @@ const KEY_PATTERN = /^acs_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 export const MAX_KEYS_PER_USER = 50;
 
 /** A key as `GET /api/keys` shows it: never the key or its hash. */
-export const keyView = (k: ApiKeyInfo) => ({ id: k.keyId, name: k.name, prefix: `acs_${k.keyId}`, created_at: k.createdAt, last_used_at: k.lastUsedAt ?? null });
+export const keyView = (k: ApiKeyInfo) => ({
+  id: k.keyId,
+  name: k.name,
+  prefix: `acs_${k.keyId}`,
+  created_at: k.createdAt,
+  last_used_at: k.lastUsedAt ?? null,
+});
 
 /** Skip the last-used write when the stored time is this fresh, so a busy key is not a write per request. */
 const TOUCH_INTERVAL_MS = 5 * 60_000;
@@ -43,7 +49,8 @@ export class ApiKeys {
   /** `POST /api/keys`: a key for the caller, within MAX_KEYS_PER_USER active keys. */
   async createOwn(userId: string, name: string) {
     const active = (await this.store.listByUser(userId)).filter((k) => !k.revokedAt);
-    if (active.length >= MAX_KEYS_PER_USER) throw conflict(`You have ${MAX_KEYS_PER_USER} active keys; delete one first`);
+    if (active.length >= MAX_KEYS_PER_USER)
+      throw conflict(`You have ${MAX_KEYS_PER_USER} active keys; delete one first`);
     const { key, record } = await this.create(userId, name);
     return { ...keyView(record), key };
   }
@@ -112,6 +119,6 @@ export function keyFromHeaders(headers: Record<string, string | undefined>): str
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
   const direct = lower['x-session-api-key']?.trim();
   if (direct) return direct;
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(lower['authorization'] ?? '');
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(lower.authorization ?? '');
   return bearer?.[1];
 }

@@ -28,7 +28,8 @@ export interface AuthorizerContext {
   refusal?: string;
 }
 
-export const CROSS_SITE_REFUSAL = 'Cross-site request refused: a request signed in with the session cookie must come from an allowed origin';
+export const CROSS_SITE_REFUSAL =
+  'Cross-site request refused: a request signed in with the session cookie must come from an allowed origin';
 
 /**
  * The authorizer's decision for a request: an API key (`X-Session-API-Key` or `Authorization:
@@ -36,7 +37,11 @@ export const CROSS_SITE_REFUSAL = 'Cross-site request refused: a request signed 
  * only on requests from an allowed page (see `originVerdict`). The Lambda authorizer and the local
  * gateway both call this, so they cannot disagree.
  */
-export async function authorizeRequest(method: string, rawHeaders: Record<string, string | undefined>, deps: AuthDeps): Promise<AuthorizerContext> {
+export async function authorizeRequest(
+  method: string,
+  rawHeaders: Record<string, string | undefined>,
+  deps: AuthDeps,
+): Promise<AuthorizerContext> {
   const headers: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(rawHeaders)) headers[k.toLowerCase()] = v;
   const key = keyFromHeaders(headers);

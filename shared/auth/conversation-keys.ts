@@ -51,6 +51,8 @@ export class ConversationKeys {
   }
 
   private async mac(user: string, conversationId: string, version: number): Promise<string> {
-    return createHmac('sha256', await this.secret()).update(`conversation-key\n${user}\n${conversationId}\n${version}`).digest('base64url');
+    return createHmac('sha256', await this.secret())
+      .update(`conversation-key\n${user}\n${conversationId}\n${version}`)
+      .digest('base64url');
   }
 }

@@ -20,7 +20,12 @@ export class DynamoKeyStore implements KeyStore {
   }
 
   listByUser(userId: string): Promise<ApiKeyRecord[]> {
-    return queryAll({ TableName: this.table, IndexName: 'byUser', KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId } });
+    return queryAll({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: 'userId = :u',
+      ExpressionAttributeValues: { ':u': userId },
+    });
   }
 
   async revoke(keyId: string, at: string): Promise<boolean> {
@@ -30,7 +35,8 @@ export class DynamoKeyStore implements KeyStore {
           TableName: this.table,
           Key: { keyId },
           UpdateExpression: 'SET revokedAt = :at',
-          ConditionExpression: 'attribute_exists(keyId) AND attribute_exists(userId) AND attribute_not_exists(revokedAt)',
+          ConditionExpression:
+            'attribute_exists(keyId) AND attribute_exists(userId) AND attribute_not_exists(revokedAt)',
           ExpressionAttributeValues: { ':at': at },
         }),
       ),

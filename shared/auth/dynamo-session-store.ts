@@ -34,7 +34,11 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async get(sessionId: string): Promise<SessionRecord | undefined> {
-    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { keyId: itemKey(sessionId) }, ConsistentRead: true }))).Item;
+    const item = (
+      await this.db.send(
+        new GetCommand({ TableName: this.table, Key: { keyId: itemKey(sessionId) }, ConsistentRead: true }),
+      )
+    ).Item;
     if (!item || typeof item.sessionUserId !== 'string') return undefined;
     return {
       sessionId,

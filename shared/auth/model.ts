@@ -2,7 +2,14 @@ import * as z from '#shared/zod.ts';
 
 /** User ids are chosen by whoever issues keys; this keeps them safe in paths, logs and keys. */
 export const userIdSchema = z.lazy(() =>
-  z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'user id: 1-128 of A-Z a-z 0-9 . _ @ -, starting with a letter or digit')),
+  z
+    .string()
+    .check(
+      z.regex(
+        /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/,
+        'user id: 1-128 of A-Z a-z 0-9 . _ @ -, starting with a letter or digit',
+      ),
+    ),
 );
 
 export interface ApiKeyRecord {
@@ -17,7 +24,15 @@ export interface ApiKeyRecord {
 }
 
 /** A key as the keys API shows it (never the key itself, except once in its creation's response). */
-export const apiKeyView = z.lazy(() => z.object({ id: z.string(), name: z.string(), prefix: z.string(), created_at: z.string(), last_used_at: z.nullable(z.string()) }));
+export const apiKeyView = z.lazy(() =>
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    created_at: z.string(),
+    last_used_at: z.nullable(z.string()),
+  }),
+);
 
 /** What a caller sees of a key: never the hash. */
 export type ApiKeyInfo = Omit<ApiKeyRecord, 'hash'>;

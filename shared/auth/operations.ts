@@ -7,28 +7,72 @@ import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { successSchema } from '#shared/sandboxes/model.ts';
 
 /** Browser sign-in: exchanges the API key the request carries for a session cookie. */
-export const authenticate = defineOperation('authenticate', () => ({ response: z.object({ success: z.literal(true), user_id: z.string(), expires_at: z.string() }) }), async ({ userId, auth, baseUrl }, { sessions }) => {
-  if (auth.via !== 'key' || !auth.keyId) throw forbidden('Sign in with an API key (X-Session-API-Key or Authorization: Bearer)');
-  const session = await sessions.create(userId, auth.keyId);
-  return new Reply(200, { success: true, user_id: userId, expires_at: session.expiresAt }, {
-    'set-cookie': sessionCookie(session.token, session.maxAgeSeconds, baseUrl.startsWith('https:')),
-    'cache-control': 'no-store',
-  });
-});
+export const authenticate = defineOperation(
+  'authenticate',
+  () => ({ response: z.object({ success: z.literal(true), user_id: z.string(), expires_at: z.string() }) }),
+  async ({ userId, auth, baseUrl }, { sessions }) => {
+    if (auth.via !== 'key' || !auth.keyId)
+      throw forbidden('Sign in with an API key (X-Session-API-Key or Authorization: Bearer)');
+    const session = await sessions.create(userId, auth.keyId);
+    return new Reply(
+      200,
+      { success: true, user_id: userId, expires_at: session.expiresAt },
+      {
+        'set-cookie': sessionCookie(session.token, session.maxAgeSeconds, baseUrl.startsWith('https:')),
+        'cache-control': 'no-store',
+      },
+    );
+  },
+);
 
 /** Ends the session server-side and removes the cookie; answers the same whether one existed or not. */
-export const logout = defineOperation('logout', () => ({ response: z.object({ success: z.literal(true) }) }), async ({ headers, baseUrl }, { sessions }) => {
-  await sessions.end(sessionToken(headers));
-  return new Reply(200, { success: true }, { 'set-cookie': sessionCookie(null, 0, baseUrl.startsWith('https:')), 'cache-control': 'no-store' });
-});
+export const logout = defineOperation(
+  'logout',
+  () => ({ response: z.object({ success: z.literal(true) }) }),
+  async ({ headers, baseUrl }, { sessions }) => {
+    await sessions.end(sessionToken(headers));
+    return new Reply(
+      200,
+      { success: true },
+      { 'set-cookie': sessionCookie(null, 0, baseUrl.startsWith('https:')), 'cache-control': 'no-store' },
+    );
+  },
+);
 
 // The caller's own API keys: never the keys themselves, except a new one in its creation's response.
-export const listKeys = defineOperation('listKeys', () => ({ response: z.array(apiKeyView) }), ({ userId }, { apiKeys }) => apiKeys.listActive(userId));
+export const listKeys = defineOperation(
+  'listKeys',
+  () => ({ response: z.array(apiKeyView) }),
+  ({ userId }, { apiKeys }) => apiKeys.listActive(userId),
+);
 
-export const createKey = defineOperation('createKey', () => ({ body: z.strictObject({ name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)) }), response: z.extend(z.unlazy(apiKeyView), { key: z.string() }) }), ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name));
+export const createKey = defineOperation(
+  'createKey',
+  () => ({
+    body: z.strictObject({
+      name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)),
+    }),
+    response: z.extend(z.unlazy(apiKeyView), { key: z.string() }),
+  }),
+  ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name),
+);
 
-export const deleteKey = defineOperation('deleteKey', () => ({ params: z.object({ key_id: z.string().check(z.regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)')) }), response: z.extend(z.unlazy(successSchema), { effective_within_seconds: z.number().check(z.int()), detail: z.string() }) }), async ({ userId, params }, { apiKeys }) => {
-  if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
-  // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
-  return { success: true, effective_within_seconds: KEY_CACHE_SECONDS, detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds` };
-});
+export const deleteKey = defineOperation(
+  'deleteKey',
+  () => ({
+    params: z.object({ key_id: z.string().check(z.regex(/^[0-9a-f]{16}$/, 'must be a key id (16 hex characters)')) }),
+    response: z.extend(z.unlazy(successSchema), {
+      effective_within_seconds: z.number().check(z.int()),
+      detail: z.string(),
+    }),
+  }),
+  async ({ userId, params }, { apiKeys }) => {
+    if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
+    // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
+    return {
+      success: true,
+      effective_within_seconds: KEY_CACHE_SECONDS,
+      detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds`,
+    };
+  },
+);

@@ -10,12 +10,19 @@ import type { RouteDef } from '#shared/http/route.ts';
  * Runs after validation, so the conversation id is already normalised (the wrapper answers 401
  * for missing credentials before anything else).
  */
-export function checkPrincipal(route: RouteDef, auth: AuthorizerContext | undefined, params: unknown, query: unknown): void {
+export function checkPrincipal(
+  route: RouteDef,
+  auth: AuthorizerContext | undefined,
+  params: unknown,
+  query: unknown,
+): void {
   if (route.auth !== 'user' || !auth) return;
   if (auth.via === 'conversation') {
     const field = route.conversationKey;
-    if (!field) throw forbidden('A conversation key is valid only on its own conversation\'s routes');
-    const named = (params as Record<string, unknown> | undefined)?.[field] ?? (query as Record<string, unknown> | undefined)?.[field];
+    if (!field) throw forbidden("A conversation key is valid only on its own conversation's routes");
+    const named =
+      (params as Record<string, unknown> | undefined)?.[field] ??
+      (query as Record<string, unknown> | undefined)?.[field];
     const id = typeof named === 'string' ? named.replaceAll('-', '').toLowerCase() : undefined;
     if (id !== auth.conversationId) throw forbidden('A conversation key is valid only for its own conversation');
   }

@@ -15,20 +15,27 @@ export const sessionCookieName = (secure: boolean) => (secure ? '__Host-acs_sess
  * Whether the caller reached the API over https (`PUBLIC_BASE_URL` decides when it is set, as for
  * links): the wrapper's rule, so the cookie the sign-in sets is the one the authorizer reads.
  */
-export function servedOverHttps(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): boolean {
+export function servedOverHttps(
+  headers: Record<string, string | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   return env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.startsWith('https:') : callerScheme(headers) === 'https';
 }
 
 /** The session token a request carries, under the cookie name for how it was served. */
-export function sessionToken(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  return cookieValue(headers['cookie'], sessionCookieName(servedOverHttps(headers, env)));
+export function sessionToken(
+  headers: Record<string, string | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  return cookieValue(headers.cookie, sessionCookieName(servedOverHttps(headers, env)));
 }
 const TOKEN_PATTERN = /^acss_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 
 /** How long a session lasts: `SESSION_HOURS` (default 12, at most a week). */
 export function sessionSeconds(env: NodeJS.ProcessEnv = process.env): number {
   const hours = env.SESSION_HOURS === undefined || env.SESSION_HOURS === '' ? 12 : Number(env.SESSION_HOURS);
-  if (!Number.isFinite(hours) || hours <= 0 || hours > 168) throw new Error('Configuration error: SESSION_HOURS must be a number of hours above 0 and at most 168');
+  if (!Number.isFinite(hours) || hours <= 0 || hours > 168)
+    throw new Error('Configuration error: SESSION_HOURS must be a number of hours above 0 and at most 168');
   return Math.round(hours * 3600);
 }
 
@@ -52,7 +59,14 @@ export class Sessions {
     const maxAgeSeconds = this.lifetimeSeconds();
     const now = this.now();
     const expiresAt = new Date(now.getTime() + maxAgeSeconds * 1000).toISOString();
-    await this.store.create({ sessionId, userId, keyId, hash: hashKey(token), createdAt: now.toISOString(), expiresAt });
+    await this.store.create({
+      sessionId,
+      userId,
+      keyId,
+      hash: hashKey(token),
+      createdAt: now.toISOString(),
+      expiresAt,
+    });
     return { token, expiresAt, maxAgeSeconds };
   }
 
@@ -93,7 +107,13 @@ export function cookieValue(header: string | undefined, name: string): string | 
 
 /** The Set-Cookie header for a session token (or, with `null`, one that removes the cookie). */
 export function sessionCookie(token: string | null, maxAgeSeconds: number, secure: boolean): string {
-  const attributes = [`${sessionCookieName(secure)}=${token ?? ''}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${token ? maxAgeSeconds : 0}`];
+  const attributes = [
+    `${sessionCookieName(secure)}=${token ?? ''}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${token ? maxAgeSeconds : 0}`,
+  ];
   if (secure) attributes.push('Secure');
   return attributes.join('; ');
 }

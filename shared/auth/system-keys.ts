@@ -24,7 +24,11 @@ export function systemKey(name: string, sealer: Sealer): () => Promise<Buffer> {
         await db.send(
           new PutCommand({
             TableName: table,
-            Item: { keyId, sealed: await sealer.seal(fresh.toString('base64'), keyId), createdAt: new Date().toISOString() },
+            Item: {
+              keyId,
+              sealed: await sealer.seal(fresh.toString('base64'), keyId),
+              createdAt: new Date().toISOString(),
+            },
             ConditionExpression: 'attribute_not_exists(keyId)',
           }),
         );

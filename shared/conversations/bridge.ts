@@ -7,7 +7,13 @@ import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
 import { invalidField, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
-import { type AgentEventEnvelope, type ConversationReport, type StartConfig, type StartTaskStatus, startTaskStatuses } from '#shared/protocol.ts';
+import {
+  type AgentEventEnvelope,
+  type ConversationReport,
+  type StartConfig,
+  type StartTaskStatus,
+  startTaskStatuses,
+} from '#shared/protocol.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 
@@ -15,7 +21,8 @@ import type { EventFeed } from '#shared/stream/feed.ts';
 export const ACTIVITY_WRITE_MS = 30_000;
 
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
-const before = (status: StartTaskStatus) => startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
+const before = (status: StartTaskStatus) =>
+  startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
 
 /**
  * The sandbox's side of conversations (the webhooks): fetch a conversation's start configuration,
@@ -38,7 +45,10 @@ export class ConversationBridge {
    * The conversation, when `sandbox` (the caller, whose key the wrapper checked) is RUNNING and the
    * conversation is placed on it; 401 otherwise.
    */
-  private async placed(sandbox: SandboxCaller | undefined, conversationId: string): Promise<{ conversation: ConversationRecord; caller: SandboxCaller }> {
+  private async placed(
+    sandbox: SandboxCaller | undefined,
+    conversationId: string,
+  ): Promise<{ conversation: ConversationRecord; caller: SandboxCaller }> {
     if (sandbox?.status !== 'RUNNING') throw unauthorized();
     const conversation = await this.conversations.get(sandbox.userId, conversationId);
     if (!conversation || conversation.sandbox_id !== sandbox.id) throw unauthorized();
@@ -70,17 +80,35 @@ export class ConversationBridge {
   async report(sandbox: SandboxCaller | undefined, r: ConversationReport): Promise<{ success: true }> {
     const { conversation, caller } = await this.placed(sandbox, r.conversation_id);
     if (r.start_task_status) {
-      const moved = await this.tasks.transition(conversation.start_task_id, before(r.start_task_status), r.start_task_status, {
-        detail: r.start_task_status === 'ERROR' ? (r.detail ?? 'The sandbox reported an error without detail') : (r.detail ?? null),
-      });
-      if (moved && r.start_task_status === 'ERROR') logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
+      const moved = await this.tasks.transition(
+        conversation.start_task_id,
+        before(r.start_task_status),
+        r.start_task_status,
+        {
+          detail:
+            r.start_task_status === 'ERROR'
+              ? (r.detail ?? 'The sandbox reported an error without detail')
+              : (r.detail ?? null),
+        },
+      );
+      if (moved && r.start_task_status === 'ERROR')
+        logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
       await this.records.update(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
-          ? { metrics: { accumulated_cost: 0, prompt_tokens: 0, completion_tokens: 0, max_budget_per_task: null, ...rec.metrics, ...r.metrics } }
+          ? {
+              metrics: {
+                accumulated_cost: 0,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                max_budget_per_task: null,
+                ...rec.metrics,
+                ...r.metrics,
+              },
+            }
           : {}),
       }));
     }
@@ -88,18 +116,30 @@ export class ConversationBridge {
     return { success: true };
   }
 
-  async postEvents(sandbox: SandboxCaller | undefined, conversationId: string, firstSeq: number, events: AgentEventEnvelope[]): Promise<{ success: true; added: number }> {
+  async postEvents(
+    sandbox: SandboxCaller | undefined,
+    conversationId: string,
+    firstSeq: number,
+    events: AgentEventEnvelope[],
+  ): Promise<{ success: true; added: number }> {
     if (sandbox?.status !== 'RUNNING') throw unauthorized();
     const ref = { userId: sandbox.userId, conversationId };
     // The counter is read beside the placement check (a round trip less); nothing is written before both.
-    const [{ conversation, caller }, committed] = await Promise.all([this.placed(sandbox, conversationId), this.events.lastSeq(ref)]);
+    const [{ conversation, caller }, committed] = await Promise.all([
+      this.placed(sandbox, conversationId),
+      this.events.lastSeq(ref),
+    ]);
     const { added, lastSeq } = await this.events.append(ref, firstSeq, events, committed).catch((err: unknown) => {
       if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
       throw err;
     });
     // Even when nothing was added: a retry may follow an attempt that stored the batch and died before telling.
     // The stream reads from the store, so a failed push costs a client nothing the next commit does not bring.
-    await this.feed.committed(ref, lastSeq).catch((err: unknown) => logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }));
+    await this.feed
+      .committed(ref, lastSeq)
+      .catch((err: unknown) =>
+        logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }),
+      );
     await this.touch(caller);
     return { success: true, added };
   }

@@ -22,7 +22,12 @@ export interface ConversationStore {
   get(userId: string, id: string): Promise<ConversationRecord | undefined>;
   getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>>;
   /** A user's conversations, newest first. */
-  list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>>;
+  list(
+    userId: string,
+    filter: ConversationFilter,
+    limit: number,
+    startKey?: Record<string, unknown>,
+  ): Promise<Page<ConversationRecord>>;
   /** O(1) without a filter (a per-user counter kept by `create` and `delete`); a filter counts its matches. */
   count(userId: string, filter: ConversationFilter): Promise<number>;
   /** Applies `changes` if the stored version is still `version`; false otherwise. */
@@ -36,12 +41,26 @@ export interface StartTaskStore {
   create(record: StartTaskRecord): Promise<void>;
   get(id: string): Promise<StartTaskRecord | undefined>;
   getMany(ids: string[]): Promise<Map<string, StartTaskRecord>>;
-  list(userId: string, options: { conversationId?: string; createdGte?: string; descending: boolean; limit: number; startKey?: Record<string, unknown> }): Promise<Page<StartTaskRecord>>;
+  list(
+    userId: string,
+    options: {
+      conversationId?: string;
+      createdGte?: string;
+      descending: boolean;
+      limit: number;
+      startKey?: Record<string, unknown>;
+    },
+  ): Promise<Page<StartTaskRecord>>;
   /**
    * Moves the task to `status` only if it is currently in one of `from` (so reports are idempotent
    * and can only move a task forward). False if it was not.
    */
-  transition(id: string, from: readonly StartTaskStatus[], status: StartTaskStatus, changes: { detail?: string | null; sandbox_id?: string | null }): Promise<boolean>;
+  transition(
+    id: string,
+    from: readonly StartTaskStatus[],
+    status: StartTaskStatus,
+    changes: { detail?: string | null; sandbox_id?: string | null },
+  ): Promise<boolean>;
   /** Unfinished tasks last updated before `before`, oldest first. */
   stalled(before: string, limit: number): Promise<StartTaskRecord[]>;
 }

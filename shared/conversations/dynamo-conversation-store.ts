@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { ConversationFilter, ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type {
+  ConversationFilter,
+  ConversationStore,
+  StartTaskStore,
+} from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -52,7 +56,9 @@ const OP_SETS = 3;
 const BY_USER_KEY = ['userId', 'id', 'createdAt'] as const;
 
 /** A conversation is an item with createdAt: tombstones and the counter item have none. */
-const isConversation = (item: Record<string, unknown> | undefined): item is ConversationRecord & Record<string, unknown> =>
+const isConversation = (
+  item: Record<string, unknown> | undefined,
+): item is ConversationRecord & Record<string, unknown> =>
   !!item && typeof item.createdAt === 'string' && !item.deletedAt;
 
 const hasFilter = (f: ConversationFilter) => Object.values(f).some((v) => v !== undefined);
@@ -81,18 +87,32 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
-    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))).Item;
+    const item = (
+      await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true }))
+    ).Item;
     return isConversation(item) ? item : undefined;
   }
 
   async getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>> {
-    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({ userId, id }));
+    const found = await batchGet<ConversationRecord & Record<string, unknown>>(this.table, 'id', ids, (id) => ({
+      userId,
+      id,
+    }));
     for (const [id, item] of found) if (!isConversation(item)) found.delete(id);
     return found;
   }
 
-  list(userId: string, filter: ConversationFilter, limit: number, startKey?: Record<string, unknown>): Promise<Page<ConversationRecord>> {
-    return queryFilled({ ...userQuery(this.table, userId, filter), ScanIndexForward: false, ExclusiveStartKey: startKey }, limit, BY_USER_KEY);
+  list(
+    userId: string,
+    filter: ConversationFilter,
+    limit: number,
+    startKey?: Record<string, unknown>,
+  ): Promise<Page<ConversationRecord>> {
+    return queryFilled(
+      { ...userQuery(this.table, userId, filter), ScanIndexForward: false, ExclusiveStartKey: startKey },
+      limit,
+      BY_USER_KEY,
+    );
   }
 
   /**
@@ -101,14 +121,26 @@ export class DynamoConversationStore implements ConversationStore {
    */
   async count(userId: string, filter: ConversationFilter): Promise<number> {
     if (!hasFilter(filter)) {
-      const counter = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id: COUNTER_ID }, ConsistentRead: true, ProjectionExpression: 'conversations, started' }))).Item;
+      const counter = (
+        await this.db.send(
+          new GetCommand({
+            TableName: this.table,
+            Key: { userId, id: COUNTER_ID },
+            ConsistentRead: true,
+            ProjectionExpression: 'conversations, started',
+          }),
+        )
+      ).Item;
       if (counter?.started) return (counter.conversations as number | undefined) ?? 0;
     }
     return queryCount(userQuery(this.table, userId, filter));
   }
 
   async update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean> {
-    const entries = Object.entries({ ...changes, ...(changes.title !== undefined ? { titleLower: changes.title?.toLowerCase() } : {}) });
+    const entries = Object.entries({
+      ...changes,
+      ...(changes.title !== undefined ? { titleLower: changes.title?.toLowerCase() } : {}),
+    });
     const names: Record<string, string> = { '#v': 'version' };
     const values: Record<string, unknown> = { ':v': version, ':next': version + 1 };
     const sets = entries.map(([k, v], i) => {
@@ -142,7 +174,13 @@ export class DynamoConversationStore implements ConversationStore {
       this.db.send(
         new PutCommand({
           TableName: this.table,
-          Item: { userId, id, deletedAt: new Date(this.now()).toISOString(), writeToken, ...(counted ? { counted } : {}) },
+          Item: {
+            userId,
+            id,
+            deletedAt: new Date(this.now()).toISOString(),
+            writeToken,
+            ...(counted ? { counted } : {}),
+          },
           ConditionExpression: `attribute_exists(createdAt) AND ${counted ? 'attribute_exists' : 'attribute_not_exists'}(counted)`,
         }),
       );
@@ -165,7 +203,16 @@ export class DynamoConversationStore implements ConversationStore {
    * and the retry found the condition false) was still ours, and must still be counted.
    */
   private async written(userId: string, id: string, writeToken: string): Promise<Record<string, unknown> | undefined> {
-    const item = (await this.db.send(new GetCommand({ TableName: this.table, Key: { userId, id }, ConsistentRead: true, ProjectionExpression: 'writeToken, counted' }))).Item;
+    const item = (
+      await this.db.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: { userId, id },
+          ConsistentRead: true,
+          ProjectionExpression: 'writeToken, counted',
+        }),
+      )
+    ).Item;
     return item?.writeToken === writeToken ? item : undefined;
   }
 
@@ -203,9 +250,18 @@ export class DynamoConversationStore implements ConversationStore {
    * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
    * small. One UpdateItem: dynalite has no transactions, and ADD is atomic under concurrent writers.
    */
-  private async countOnce(userId: string, op: string, delta: number, condition?: string): Promise<Record<string, unknown> | undefined> {
+  private async countOnce(
+    userId: string,
+    op: string,
+    delta: number,
+    condition?: string,
+  ): Promise<Record<string, unknown> | undefined> {
     const minute = Math.floor(this.now() / 60_000);
-    const names: Record<string, string> = { '#n': 'conversations', '#cur': `ops${minute % OP_SETS}`, '#old': `ops${(minute + 1) % OP_SETS}` };
+    const names: Record<string, string> = {
+      '#n': 'conversations',
+      '#cur': `ops${minute % OP_SETS}`,
+      '#old': `ops${(minute + 1) % OP_SETS}`,
+    };
     const seen = Array.from({ length: OP_SETS }, (_, i) => {
       names[`#s${i}`] = `ops${i}`;
       return `NOT contains(#s${i}, :op)`;
@@ -234,33 +290,57 @@ export class DynamoStartTaskStore implements StartTaskStore {
 
   async create(record: StartTaskRecord): Promise<void> {
     await this.db.send(
-      new PutCommand({ TableName: this.table, Item: { ...record, pendingShard: PENDING }, ConditionExpression: 'attribute_not_exists(id)' }),
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...record, pendingShard: PENDING },
+        ConditionExpression: 'attribute_not_exists(id)',
+      }),
     );
   }
 
   async get(id: string): Promise<StartTaskRecord | undefined> {
-    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as StartTaskRecord | undefined;
+    return (await this.db.send(new GetCommand({ TableName: this.table, Key: { id }, ConsistentRead: true }))).Item as
+      | StartTaskRecord
+      | undefined;
   }
 
   getMany(ids: string[]): Promise<Map<string, StartTaskRecord>> {
     return batchGet<StartTaskRecord & Record<string, unknown>>(this.table, 'id', ids);
   }
 
-  list(userId: string, o: { conversationId?: string; createdGte?: string; descending: boolean; limit: number; startKey?: Record<string, unknown> }): Promise<Page<StartTaskRecord>> {
+  list(
+    userId: string,
+    o: {
+      conversationId?: string;
+      createdGte?: string;
+      descending: boolean;
+      limit: number;
+      startKey?: Record<string, unknown>;
+    },
+  ): Promise<Page<StartTaskRecord>> {
     const filters = filterExpression([['app_conversation_id', '=', ':c', o.conversationId]]);
     return queryPage({
       TableName: this.table,
       IndexName: 'byUser',
       KeyConditionExpression: o.createdGte ? 'userId = :u AND createdAt >= :g' : 'userId = :u',
       ...filters,
-      ExpressionAttributeValues: { ':u': userId, ...(o.createdGte ? { ':g': o.createdGte } : {}), ...filters.ExpressionAttributeValues },
+      ExpressionAttributeValues: {
+        ':u': userId,
+        ...(o.createdGte ? { ':g': o.createdGte } : {}),
+        ...filters.ExpressionAttributeValues,
+      },
       ScanIndexForward: !o.descending,
       Limit: o.limit,
       ExclusiveStartKey: o.startKey,
     });
   }
 
-  async transition(id: string, from: readonly StartTaskStatus[], status: StartTaskStatus, changes: { detail?: string | null; sandbox_id?: string | null }): Promise<boolean> {
+  async transition(
+    id: string,
+    from: readonly StartTaskStatus[],
+    status: StartTaskStatus,
+    changes: { detail?: string | null; sandbox_id?: string | null },
+  ): Promise<boolean> {
     const done = status === 'READY' || status === 'ERROR';
     const values: Record<string, unknown> = { ':s': status, ':now': new Date().toISOString() };
     from.forEach((f, i) => (values[`:f${i}`] = f));

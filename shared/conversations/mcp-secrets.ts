@@ -21,7 +21,8 @@ type Remote = { url: string; api_key?: string | null; api_key_set?: boolean };
 type Stdio = { name: string; command: string; args: string[]; env: Record<string, string | null>; env_set?: boolean };
 type AnyMcp = { sse_servers?: Remote[]; shttp_servers?: Remote[]; stdio_servers?: Stdio[] };
 
-const setValues = (env: Record<string, string | null>) => Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
+const setValues = (env: Record<string, string | null>) =>
+  Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string'));
 
 /** The secrets of a request's MCP config, or null when it has none. */
 export function mcpSecretsOf(mcp: McpConfigInput | null | undefined): McpSecrets | null {
@@ -34,7 +35,10 @@ export function mcpSecretsOf(mcp: McpConfigInput | null | undefined): McpSecrets
   const any = [...secrets.sse, ...secrets.shttp].some(Boolean) || secrets.stdio.some((e) => Object.keys(e).length > 0);
   if (!any) return null;
   if (Buffer.byteLength(JSON.stringify(secrets)) > MAX_MCP_SECRETS_BYTES) {
-    throw invalidField(['body', 'mcp_config'], `the api_key and env values of mcp_config may total at most ${MAX_MCP_SECRETS_BYTES} bytes`);
+    throw invalidField(
+      ['body', 'mcp_config'],
+      `the api_key and env values of mcp_config may total at most ${MAX_MCP_SECRETS_BYTES} bytes`,
+    );
   }
   return secrets;
 }
@@ -42,7 +46,11 @@ export function mcpSecretsOf(mcp: McpConfigInput | null | undefined): McpSecrets
 /** The config as it may be stored and shown: secret values null, `api_key_set`/`env_set` saying which were given. Idempotent. */
 export function maskMcp<T extends AnyMcp | null | undefined>(mcp: T): T {
   if (!mcp) return mcp;
-  const remote = (s: Remote) => ({ url: s.url, api_key: null, api_key_set: Boolean(s.api_key) || s.api_key_set === true });
+  const remote = (s: Remote) => ({
+    url: s.url,
+    api_key: null,
+    api_key_set: Boolean(s.api_key) || s.api_key_set === true,
+  });
   return {
     ...mcp,
     sse_servers: (mcp.sse_servers ?? []).map(remote),
@@ -62,6 +70,11 @@ export function unmaskMcp(masked: AnyMcp, secrets: McpSecrets | null): McpConfig
   return {
     sse_servers: (masked.sse_servers ?? []).map((s, i) => ({ url: s.url, api_key: secrets?.sse[i] ?? null })),
     shttp_servers: (masked.shttp_servers ?? []).map((s, i) => ({ url: s.url, api_key: secrets?.shttp[i] ?? null })),
-    stdio_servers: (masked.stdio_servers ?? []).map((s, i) => ({ name: s.name, command: s.command, args: s.args, env: { ...(secrets?.stdio[i] ?? {}) } })),
+    stdio_servers: (masked.stdio_servers ?? []).map((s, i) => ({
+      name: s.name,
+      command: s.command,
+      args: s.args,
+      env: { ...(secrets?.stdio[i] ?? {}) },
+    })),
   };
 }

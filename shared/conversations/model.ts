@@ -19,15 +19,26 @@ export const startTaskRank = (s: StartTaskStatus) => (s === 'ERROR' ? 100 : star
 /** The path parameters of one conversation's routes. */
 export const conversationParams = z.lazy(() => z.object({ conversation_id: conversationIdSchema }));
 
-const repository = z.lazy(() => z.string().check(z.regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){1,4}$/, 'must look like owner/name')));
-const branch = z.lazy(() => z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[^\s~^:?*[\\]+$/, 'must be a git branch name')));
+const repository = z.lazy(() =>
+  z.string().check(z.regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+){1,4}$/, 'must look like owner/name')),
+);
+const branch = z.lazy(() =>
+  z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[^\s~^:?*[\\]+$/, 'must be a git branch name')),
+);
 
-const textContent = z.lazy(() => z.object({ type: z.literal('text'), text: z.string().check(z.minLength(1), z.maxLength(100_000)) }));
+const textContent = z.lazy(() =>
+  z.object({ type: z.literal('text'), text: z.string().check(z.minLength(1), z.maxLength(100_000)) }),
+);
 const imageContent = z.lazy(() =>
   z.object({
     type: z.literal('image'),
     image_urls: z
-      .array(z.string().check(z.maxLength(8192), z.refine((u) => /^(https?:|data:image\/)/.test(u), 'must be an http(s) or data:image URL')))
+      .array(
+        z.string().check(
+          z.maxLength(8192),
+          z.refine((u) => /^(https?:|data:image\/)/.test(u), 'must be an http(s) or data:image URL'),
+        ),
+      )
       .check(z.minLength(1), z.maxLength(20)),
   }),
 );
@@ -42,7 +53,11 @@ export const initialMessageSchema = z.lazy(() =>
 export type InitialMessage = z.output<typeof initialMessageSchema>;
 
 const createMicroagent = z.lazy(() =>
-  z.object({ repo: repository, git_provider: z.nullish(gitProviderSchema), title: z.nullish(z.string().check(z.maxLength(512))) }),
+  z.object({
+    repo: repository,
+    git_provider: z.nullish(gitProviderSchema),
+    title: z.nullish(z.string().check(z.maxLength(512))),
+  }),
 );
 const suggestedTask = z.lazy(() =>
   z.object({
@@ -65,7 +80,10 @@ export const startRequestSchema = z.lazy(() =>
     git_provider: z.nullish(gitProviderSchema),
     title: z.nullish(z.string().check(z.maxLength(512))),
     trigger: z.nullish(z.string().check(z.maxLength(64))),
-    pr_number: z._default(z.array(z.number().check(z.int(), z.positive(), z.lte(1_000_000_000))).check(z.maxLength(100)), []),
+    pr_number: z._default(
+      z.array(z.number().check(z.int(), z.positive(), z.lte(1_000_000_000))).check(z.maxLength(100)),
+      [],
+    ),
     parent_conversation_id: z.nullish(conversationIdSchema),
     agent_type: z._default(z.enum(['default', 'plan']), 'default'),
     // The legacy inputs, also accepted here so V1 can create every kind of conversation the spec lists.
@@ -200,9 +218,13 @@ export const conversationSearchQuery = z.lazy(() =>
   }),
 );
 export type ConversationSearch = z.output<typeof conversationSearchQuery>;
-export const conversationCountQuery = z.lazy(() => z.omit(z.unlazy(conversationSearchQuery), { page_id: true, limit: true }));
+export const conversationCountQuery = z.lazy(() =>
+  z.omit(z.unlazy(conversationSearchQuery), { page_id: true, limit: true }),
+);
 
-export const conversationListQuery = z.lazy(() => z.extend(z.unlazy(conversationSearchQuery), { ids: repeated('ids') }));
+export const conversationListQuery = z.lazy(() =>
+  z.extend(z.unlazy(conversationSearchQuery), { ids: repeated('ids') }),
+);
 
 export const startTaskSearchQuery = z.lazy(() =>
   z.object({
@@ -249,7 +271,11 @@ export const legacyConversationSchema = z.lazy(() =>
 );
 export type LegacyConversation = z.output<typeof legacyConversationSchema>;
 
-export const legacyConversationPageSchema = z.lazy(() => z.object({ results: z.array(legacyConversationSchema), next_page_id: z.nullable(z.string()) }));
+export const legacyConversationPageSchema = z.lazy(() =>
+  z.object({ results: z.array(legacyConversationSchema), next_page_id: z.nullable(z.string()) }),
+);
 
 /** PATCH /api/conversations/{id}: only the title can change. */
-export const legacyUpdateSchema = z.lazy(() => z.strictObject({ title: z.string().check(z.trim(), z.minLength(1, 'title must not be empty'), z.maxLength(512)) }));
+export const legacyUpdateSchema = z.lazy(() =>
+  z.strictObject({ title: z.string().check(z.trim(), z.minLength(1, 'title must not be empty'), z.maxLength(512)) }),
+);

@@ -1,74 +1,150 @@
 import * as z from '#shared/zod.ts';
-import { conversationCountQuery, conversationListQuery, conversationParams, conversationSchema, conversationSearchQuery, initialMessageSchema, legacyConversationPageSchema, legacyConversationSchema, legacyCreateResponseSchema, legacyCreateSchema, legacyListQuery, legacyUpdateSchema, startRequestSchema, startTaskSchema, startTaskSearchQuery } from '#shared/conversations/model.ts';
+import {
+  conversationCountQuery,
+  conversationListQuery,
+  conversationParams,
+  conversationSchema,
+  conversationSearchQuery,
+  initialMessageSchema,
+  legacyConversationPageSchema,
+  legacyConversationSchema,
+  legacyCreateResponseSchema,
+  legacyCreateSchema,
+  legacyListQuery,
+  legacyUpdateSchema,
+  startRequestSchema,
+  startTaskSchema,
+  startTaskSearchQuery,
+} from '#shared/conversations/model.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
 
 /** The user's conversation routes, V1 and legacy (the sandbox's own are in webhook-operations.ts). */
-export const startConversation = defineOperation('startConversation', () => ({ body: startRequestSchema, response: startTaskSchema }), ({ userId, body, baseUrl }, { conversations }) =>
-  conversations.start(userId, body, baseUrl),
+export const startConversation = defineOperation(
+  'startConversation',
+  () => ({ body: startRequestSchema, response: startTaskSchema }),
+  ({ userId, body, baseUrl }, { conversations }) => conversations.start(userId, body, baseUrl),
 );
 
-export const listConversations = defineOperation('listConversations', () => ({ query: conversationListQuery }), ({ userId, query: { ids, ...search }, baseUrl }, { conversations }) =>
-  ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
+export const listConversations = defineOperation(
+  'listConversations',
+  () => ({ query: conversationListQuery }),
+  ({ userId, query: { ids, ...search }, baseUrl }, { conversations }) =>
+    ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
 );
 
-export const searchConversations = defineOperation('searchConversations', () => ({ query: conversationSearchQuery, response: z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) }) }), ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.search(userId, query, baseUrl),
+export const searchConversations = defineOperation(
+  'searchConversations',
+  () => ({
+    query: conversationSearchQuery,
+    response: z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) }),
+  }),
+  ({ userId, query, baseUrl }, { conversations }) => conversations.search(userId, query, baseUrl),
 );
 
-export const countConversations = defineOperation('countConversations', () => ({ query: conversationCountQuery, response: z.number().check(z.int()) }), ({ userId, query }, { conversations }) => conversations.count(userId, query));
-
-export const searchStartTasks = defineOperation('searchStartTasks', () => ({ query: startTaskSearchQuery, response: z.object({ items: z.array(startTaskSchema), next_page_id: z.nullable(z.string()) }) }), ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.searchTasks(userId, query, baseUrl),
+export const countConversations = defineOperation(
+  'countConversations',
+  () => ({ query: conversationCountQuery, response: z.number().check(z.int()) }),
+  ({ userId, query }, { conversations }) => conversations.count(userId, query),
 );
 
-export const getStartTasks = defineOperation('getStartTasks', () => ({ query: z.object({ ids: repeated('ids') }), response: z.array(z.nullable(startTaskSchema)) }), ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.getTasks(userId, query.ids, baseUrl),
+export const searchStartTasks = defineOperation(
+  'searchStartTasks',
+  () => ({
+    query: startTaskSearchQuery,
+    response: z.object({ items: z.array(startTaskSchema), next_page_id: z.nullable(z.string()) }),
+  }),
+  ({ userId, query, baseUrl }, { conversations }) => conversations.searchTasks(userId, query, baseUrl),
+);
+
+export const getStartTasks = defineOperation(
+  'getStartTasks',
+  () => ({ query: z.object({ ids: repeated('ids') }), response: z.array(z.nullable(startTaskSchema)) }),
+  ({ userId, query, baseUrl }, { conversations }) => conversations.getTasks(userId, query.ids, baseUrl),
 );
 
 // Talking to a running conversation: each becomes a command to its sandbox.
-export const sendMessage = defineOperation('sendMessage', () => ({ params: z.object({ conversation_id: conversationIdSchema }), body: initialMessageSchema, response: z.object({ success: z.boolean() }) }), ({ userId, params, body }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({ type: 'send_message', conversation_id: id, message: body })),
+export const sendMessage = defineOperation(
+  'sendMessage',
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    body: initialMessageSchema,
+    response: z.object({ success: z.boolean() }),
+  }),
+  ({ userId, params, body }, { conversations }) =>
+    conversations.command(userId, params.conversation_id, (id) => ({
+      type: 'send_message',
+      conversation_id: id,
+      message: body,
+    })),
 );
 
-export const pauseConversation = defineOperation('pauseConversation', () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }), ({ userId, params }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({ type: 'pause_conversation', conversation_id: id })),
+export const pauseConversation = defineOperation(
+  'pauseConversation',
+  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  ({ userId, params }, { conversations }) =>
+    conversations.command(userId, params.conversation_id, (id) => ({
+      type: 'pause_conversation',
+      conversation_id: id,
+    })),
 );
 
-export const runConversation = defineOperation('runConversation', () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }), ({ userId, params }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
+export const runConversation = defineOperation(
+  'runConversation',
+  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  ({ userId, params }, { conversations }) =>
+    conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
 );
 
-export const respondToConfirmation = defineOperation('respondToConfirmation', () => ({ params: z.object({ conversation_id: conversationIdSchema }), body: z.object({ accept: z.boolean(), reason: z.optional(z.nullable(z.string().check(z.maxLength(4096)))) }), response: z.object({ success: z.boolean() }) }), ({ userId, params, body }, { conversations }) =>
-  conversations.command(userId, params.conversation_id, (id) => ({
-    type: 'respond_to_confirmation',
-    conversation_id: id,
-    accept: body.accept,
-    reason: body.reason ?? null,
-  })),
+export const respondToConfirmation = defineOperation(
+  'respondToConfirmation',
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    body: z.object({ accept: z.boolean(), reason: z.optional(z.nullable(z.string().check(z.maxLength(4096)))) }),
+    response: z.object({ success: z.boolean() }),
+  }),
+  ({ userId, params, body }, { conversations }) =>
+    conversations.command(userId, params.conversation_id, (id) => ({
+      type: 'respond_to_confirmation',
+      conversation_id: id,
+      accept: body.accept,
+      reason: body.reason ?? null,
+    })),
 );
 
-export const legacyCreateConversation = defineOperation('legacyCreateConversation', () => ({ body: legacyCreateSchema, response: legacyCreateResponseSchema }), ({ userId, body, baseUrl }, { conversations }) =>
-  conversations.legacyCreate(userId, body, baseUrl),
+export const legacyCreateConversation = defineOperation(
+  'legacyCreateConversation',
+  () => ({ body: legacyCreateSchema, response: legacyCreateResponseSchema }),
+  ({ userId, body, baseUrl }, { conversations }) => conversations.legacyCreate(userId, body, baseUrl),
 );
 
-export const legacyListConversations = defineOperation('legacyListConversations', () => ({ query: legacyListQuery, response: legacyConversationPageSchema }), ({ userId, query, baseUrl }, { conversations }) =>
-  conversations.legacyList(userId, query, baseUrl),
+export const legacyListConversations = defineOperation(
+  'legacyListConversations',
+  () => ({ query: legacyListQuery, response: legacyConversationPageSchema }),
+  ({ userId, query, baseUrl }, { conversations }) => conversations.legacyList(userId, query, baseUrl),
 );
 
-export const legacyGetConversation = defineOperation('legacyGetConversation', () => ({ params: conversationParams, response: legacyConversationSchema }), ({ userId, params, baseUrl }, { conversations }) =>
-  conversations.legacyGet(userId, params.conversation_id, baseUrl),
+export const legacyGetConversation = defineOperation(
+  'legacyGetConversation',
+  () => ({ params: conversationParams, response: legacyConversationSchema }),
+  ({ userId, params, baseUrl }, { conversations }) => conversations.legacyGet(userId, params.conversation_id, baseUrl),
 );
 
-export const legacyUpdateConversation = defineOperation('legacyUpdateConversation', () => ({ params: conversationParams, body: legacyUpdateSchema, response: z.literal(true) }), ({ userId, params, body }, { conversations }) =>
-  conversations.rename(userId, params.conversation_id, body.title),
+export const legacyUpdateConversation = defineOperation(
+  'legacyUpdateConversation',
+  () => ({ params: conversationParams, body: legacyUpdateSchema, response: z.literal(true) }),
+  ({ userId, params, body }, { conversations }) => conversations.rename(userId, params.conversation_id, body.title),
 );
 
-export const legacyDeleteConversation = defineOperation('legacyDeleteConversation', () => ({ params: conversationParams, response: z.literal(true) }), ({ userId, params }, { conversations }) =>
-  conversations.remove(userId, params.conversation_id),
+export const legacyDeleteConversation = defineOperation(
+  'legacyDeleteConversation',
+  () => ({ params: conversationParams, response: z.literal(true) }),
+  ({ userId, params }, { conversations }) => conversations.remove(userId, params.conversation_id),
 );
 
-export const revokeConversationKey = defineOperation('revokeConversationKey', () => ({ params: conversationParams, response: z.object({ session_api_key: z.string() }) }), ({ userId, params }, { conversations }) =>
-  conversations.revokeKey(userId, params.conversation_id),
+export const revokeConversationKey = defineOperation(
+  'revokeConversationKey',
+  () => ({ params: conversationParams, response: z.object({ session_api_key: z.string() }) }),
+  ({ userId, params }, { conversations }) => conversations.revokeKey(userId, params.conversation_id),
 );

@@ -13,12 +13,17 @@ export class ConversationRecords {
   ) {}
 
   /** Read-modify-write of a conversation under its version condition, retried on a lost race. */
-  async update(userId: string, id: string, changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>)): Promise<void> {
+  async update(
+    userId: string,
+    id: string,
+    changes: Partial<ConversationRecord> | ((rec: ConversationRecord) => Partial<ConversationRecord>),
+  ): Promise<void> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const rec = await this.conversations.get(userId, id);
       if (!rec) return;
       const delta = typeof changes === 'function' ? changes(rec) : changes;
-      if (await this.conversations.update(userId, id, rec.version, { ...delta, updatedAt: this.now().toISOString() })) return;
+      if (await this.conversations.update(userId, id, rec.version, { ...delta, updatedAt: this.now().toISOString() }))
+        return;
     }
     throw conflict('The conversation was changed concurrently; try again');
   }

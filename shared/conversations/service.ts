@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type { AppConversation, AppConversationStartTask, ConversationRecord, ConversationSearch, InitialMessage, LegacyConversation, LegacyCreate, LegacyListQuery, StartRequest, StartTaskRecord } from '#shared/conversations/model.ts';
+import type {
+  AppConversation,
+  AppConversationStartTask,
+  ConversationRecord,
+  ConversationSearch,
+  InitialMessage,
+  LegacyConversation,
+  LegacyCreate,
+  LegacyListQuery,
+  StartRequest,
+  StartTaskRecord,
+} from '#shared/conversations/model.ts';
 import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
@@ -14,7 +25,8 @@ const newId = () => randomUUID().replaceAll('-', '');
 const normalizeId = (id: string) => id.replaceAll('-', '').toLowerCase();
 
 /** The legacy error body OpenHands clients read: `{status: "error", message, msg_id}`. */
-const legacyError = (status: number, msgId: string, message: string) => new ApiError(status, { status: 'error', message, msg_id: msgId });
+const legacyError = (status: number, msgId: string, message: string) =>
+  new ApiError(status, { status: 'error', message, msg_id: msgId });
 
 /** A title a person recognises: the given one, else the task, else the start of the first message. */
 function titleFor(req: StartRequest, id: string): string {
@@ -35,10 +47,15 @@ export const conversationKeyVersion =
   };
 
 /** The legacy status of a conversation, from its sandbox (see OPENHANDS-REFERENCE: the V1 mapping). */
-function legacyStatus(sandbox: SandboxSummary | undefined, task: StartTaskRecord | undefined): LegacyConversation['status'] {
+function legacyStatus(
+  sandbox: SandboxSummary | undefined,
+  task: StartTaskRecord | undefined,
+): LegacyConversation['status'] {
   if (task?.status === 'ERROR') return 'ERROR';
   if (!sandbox) return 'STARTING';
-  return ({ RUNNING: 'RUNNING', STARTING: 'STARTING', PAUSED: 'STOPPED', ERROR: 'ERROR', MISSING: 'ARCHIVED' } as const)[sandbox.status];
+  return (
+    { RUNNING: 'RUNNING', STARTING: 'STARTING', PAUSED: 'STOPPED', ERROR: 'ERROR', MISSING: 'ARCHIVED' } as const
+  )[sandbox.status];
 }
 
 /** OpenHands' runtime status names (the UI shows them as the conversation's state). */
@@ -62,7 +79,13 @@ function runtimeStatus(sandbox: SandboxSummary | undefined, task: StartTaskRecor
   }
 }
 
-export function toLegacyConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, task: StartTaskRecord | undefined, baseUrl: string, sessionKey: string): LegacyConversation {
+export function toLegacyConversation(
+  rec: ConversationRecord,
+  sandbox: SandboxSummary | undefined,
+  task: StartTaskRecord | undefined,
+  baseUrl: string,
+  sessionKey: string,
+): LegacyConversation {
   return {
     conversation_id: rec.id,
     title: rec.title,
@@ -82,7 +105,12 @@ export function toLegacyConversation(rec: ConversationRecord, sandbox: SandboxSu
   };
 }
 
-export function toAppConversation(rec: ConversationRecord, sandbox: SandboxSummary | undefined, baseUrl: string, sessionKey: string | null): AppConversation {
+export function toAppConversation(
+  rec: ConversationRecord,
+  sandbox: SandboxSummary | undefined,
+  baseUrl: string,
+  sessionKey: string | null,
+): AppConversation {
   return {
     id: rec.id,
     created_by_user_id: rec.userId,
@@ -148,14 +176,19 @@ export class ConversationService {
   async start(userId: string, req: StartRequest, baseUrl: string): Promise<AppConversationStartTask> {
     const settings = await this.settings.resolve(userId);
     if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
-    if (!settings.llm_api_key) throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
-    if (!(req.llm_model ?? settings.llm_model)) throw badRequest('No LLM model: set llm_model in your settings or in the request');
+    if (!settings.llm_api_key)
+      throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
+    if (!(req.llm_model ?? settings.llm_model))
+      throw badRequest('No LLM model: set llm_model in your settings or in the request');
 
     let sandbox: SandboxSummary | undefined;
     if (req.sandbox_id) {
       sandbox = await this.sandboxes.find(userId, req.sandbox_id);
       if (!sandbox) throw notFound('Sandbox not found');
-      if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING') throw conflict(`Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`);
+      if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING')
+        throw conflict(
+          `Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`,
+        );
     }
 
     // Sealed before anything is written: a conversation's MCP secrets never sit in a record in the clear.
@@ -173,7 +206,11 @@ export class ConversationService {
       start_task_id: '',
       selected_repository: repository,
       selected_branch: req.selected_branch ?? null,
-      git_provider: req.git_provider ?? req.suggested_task?.git_provider ?? req.create_microagent?.git_provider ?? (repository ? 'github' : null),
+      git_provider:
+        req.git_provider ??
+        req.suggested_task?.git_provider ??
+        req.create_microagent?.git_provider ??
+        (repository ? 'github' : null),
       title: titleFor(req, id),
       trigger: req.trigger ?? null,
       pr_number: req.pr_number,
@@ -206,10 +243,16 @@ export class ConversationService {
       else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
       await this.records.update(userId, id, { sandbox_id: sandbox.id });
       await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
-      await this.sandboxes.send(userId, sandbox.id, { type: 'start_conversation', conversation_id: id, start_task_id: task.id });
+      await this.sandboxes.send(userId, sandbox.id, {
+        type: 'start_conversation',
+        conversation_id: id,
+        start_task_id: task.id,
+      });
     } catch (err) {
-      const detail = err instanceof ApiError ? `Could not get a sandbox: ${err.message}` : 'Could not get a sandbox: internal error';
-      if (!(err instanceof ApiError)) logger.error('conversation.start failed', { conversationId: id, error: err as Error });
+      const detail =
+        err instanceof ApiError ? `Could not get a sandbox: ${err.message}` : 'Could not get a sandbox: internal error';
+      if (!(err instanceof ApiError))
+        logger.error('conversation.start failed', { conversationId: id, error: err as Error });
       await this.tasks.transition(task.id, ['WORKING', 'WAITING_FOR_SANDBOX'], 'ERROR', { detail });
     }
     logger.info('conversation.started', { conversationId: id, userId, sandboxId: sandbox?.id });
@@ -220,7 +263,12 @@ export class ConversationService {
   async legacyCreate(userId: string, body: LegacyCreate, baseUrl: string) {
     const settings = await this.settings.find(userId);
     if (!settings) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', 'Settings not found');
-    if (!settings.llm_api_key_set) throw legacyError(400, 'STATUS$ERROR_LLM_AUTHENTICATION', 'Error authenticating with the LLM provider. Please check your API key');
+    if (!settings.llm_api_key_set)
+      throw legacyError(
+        400,
+        'STATUS$ERROR_LLM_AUTHENTICATION',
+        'Error authenticating with the LLM provider. Please check your API key',
+      );
     const content: InitialMessage['content'] = [];
     if (body.initial_user_msg) content.push({ type: 'text', text: body.initial_user_msg });
     if (body.image_urls?.length) content.push({ type: 'image', image_urls: body.image_urls });
@@ -246,11 +294,23 @@ export class ConversationService {
       if (err instanceof ApiError && err.status === 409 && body.conversation_id) {
         throw legacyError(409, 'CONVERSATION$ALREADY_EXISTS', `Conversation ${body.conversation_id} already exists`);
       }
-      if (err instanceof ApiError && err.status === 400) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', err.message);
+      if (err instanceof ApiError && err.status === 400)
+        throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', err.message);
       throw err;
     }
-    if (task.status === 'ERROR') return { status: 'error', conversation_id: task.app_conversation_id ?? '', message: task.detail, conversation_status: 'STOPPED' as const };
-    return { status: 'ok', conversation_id: task.app_conversation_id ?? '', message: null, conversation_status: 'STARTING' as const };
+    if (task.status === 'ERROR')
+      return {
+        status: 'error',
+        conversation_id: task.app_conversation_id ?? '',
+        message: task.detail,
+        conversation_status: 'STOPPED' as const,
+      };
+    return {
+      status: 'ok',
+      conversation_id: task.app_conversation_id ?? '',
+      message: null,
+      conversation_status: 'STARTING' as const,
+    };
   }
 
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
@@ -261,16 +321,32 @@ export class ConversationService {
     const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.sessionKey(c)] as const)));
     return normalized.map((id) => {
       const c = found.get(id);
-      return c ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, keys.get(c.id)!) : null;
+      return c
+        ? toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, keys.get(c.id)!)
+        : null;
     });
   }
 
   async search(userId: string, q: ConversationSearch, baseUrl: string) {
     const scope = `${userId}:conversations`;
-    const page = await this.conversations.list(userId, filterOf(q), q.limit, await this.cursors.decode(q.page_id, scope));
+    const page = await this.conversations.list(
+      userId,
+      filterOf(q),
+      q.limit,
+      await this.cursors.decode(q.page_id, scope),
+    );
     const sandboxes = await this.sandboxes.statuses(page.items.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     return {
-      items: await Promise.all(page.items.map(async (c) => toAppConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, baseUrl, await this.sessionKey(c)))),
+      items: await Promise.all(
+        page.items.map(async (c) =>
+          toAppConversation(
+            c,
+            c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined,
+            baseUrl,
+            await this.sessionKey(c),
+          ),
+        ),
+      ),
       next_page_id: await this.cursors.encode(page.lastKey, scope),
     };
   }
@@ -287,7 +363,11 @@ export class ConversationService {
     });
   }
 
-  async searchTasks(userId: string, q: { conversation_id__eq?: string; created_at__gte?: string; sort_order: string; page_id?: string; limit: number }, baseUrl: string) {
+  async searchTasks(
+    userId: string,
+    q: { conversation_id__eq?: string; created_at__gte?: string; sort_order: string; page_id?: string; limit: number },
+    baseUrl: string,
+  ) {
     const scope = `${userId}:start-tasks:${q.sort_order}`;
     const page = await this.tasks.list(userId, {
       conversationId: q.conversation_id__eq,
@@ -296,11 +376,18 @@ export class ConversationService {
       limit: q.limit,
       startKey: await this.cursors.decode(q.page_id, scope),
     });
-    return { items: page.items.map((t) => toStartTask(t, baseUrl)), next_page_id: await this.cursors.encode(page.lastKey, scope) };
+    return {
+      items: page.items.map((t) => toStartTask(t, baseUrl)),
+      next_page_id: await this.cursors.encode(page.lastKey, scope),
+    };
   }
 
   /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
-  async command(userId: string, conversationId: string, make: (id: string) => ConversationCommand): Promise<{ success: true }> {
+  async command(
+    userId: string,
+    conversationId: string,
+    make: (id: string) => ConversationCommand,
+  ): Promise<{ success: true }> {
     const conversation = await this.conversations.get(userId, normalizeId(conversationId));
     if (!conversation) throw notFound('Conversation not found');
     if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
@@ -317,7 +404,10 @@ export class ConversationService {
     const scope = `${userId}:legacy-conversations`;
     const filter = { repository: q.selected_repository, trigger: q.conversation_trigger };
     const page = await this.conversations.list(userId, filter, q.limit, await this.cursors.decode(q.page_id, scope));
-    return { results: await this.toLegacy(page.items, baseUrl), next_page_id: await this.cursors.encode(page.lastKey, scope) };
+    return {
+      results: await this.toLegacy(page.items, baseUrl),
+      next_page_id: await this.cursors.encode(page.lastKey, scope),
+    };
   }
 
   /** GET /api/conversations/{id}: the caller's conversation in the legacy shape; 404 otherwise. */
@@ -337,7 +427,7 @@ export class ConversationService {
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.own(userId, conversationId);
     await this.records.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
-    return { session_api_key: await this.sessionKey((await this.own(userId, rec.id))) };
+    return { session_api_key: await this.sessionKey(await this.own(userId, rec.id)) };
   }
 
   /**
@@ -369,7 +459,15 @@ export class ConversationService {
       this.tasks.getMany(recs.flatMap((c) => (c.start_task_id ? [c.start_task_id] : []))),
     ]);
     return Promise.all(
-      recs.map(async (c) => toLegacyConversation(c, c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined, tasks.get(c.start_task_id), baseUrl, await this.sessionKey(c))),
+      recs.map(async (c) =>
+        toLegacyConversation(
+          c,
+          c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined,
+          tasks.get(c.start_task_id),
+          baseUrl,
+          await this.sessionKey(c),
+        ),
+      ),
     );
   }
 }

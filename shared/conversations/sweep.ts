@@ -2,7 +2,14 @@ import type { StartTaskStore } from '#shared/conversations/conversation-store.ts
 import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { logger } from '#shared/logging.ts';
 
-const UNFINISHED = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'STARTING_CONVERSATION'] as const;
+const UNFINISHED = [
+  'WORKING',
+  'WAITING_FOR_SANDBOX',
+  'PREPARING_REPOSITORY',
+  'RUNNING_SETUP_SCRIPT',
+  'SETTING_UP_GIT_HOOKS',
+  'STARTING_CONVERSATION',
+] as const;
 
 /** Conversations' housekeeping (the scheduled sweeper is its audience): start tasks that cannot finish. */
 export class ConversationHousekeeping {
@@ -44,6 +51,9 @@ export function startTaskTimeoutSeconds(env: NodeJS.ProcessEnv, fallback: number
   const raw = env.START_TASK_TIMEOUT_SECONDS;
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 10 || n > 86_400) throw new Error(`Configuration error: START_TASK_TIMEOUT_SECONDS must be an integer from 10 to 86400, not "${raw}"`);
+  if (!Number.isInteger(n) || n < 10 || n > 86_400)
+    throw new Error(
+      `Configuration error: START_TASK_TIMEOUT_SECONDS must be an integer from 10 to 86400, not "${raw}"`,
+    );
   return n;
 }

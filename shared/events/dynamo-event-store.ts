@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { MAX_SEQ_AHEAD, SequenceAheadError, type Appended, type ConversationRef, type EventPage, type EventQuery, type EventStore } from '#shared/events/event-store.ts';
+import {
+  MAX_SEQ_AHEAD,
+  SequenceAheadError,
+  type Appended,
+  type ConversationRef,
+  type EventPage,
+  type EventQuery,
+  type EventStore,
+} from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
@@ -28,7 +36,12 @@ export class DynamoEventStore implements EventStore {
   private readonly db = documentClient();
   private readonly table = tableName('events');
 
-  async append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended> {
+  async append(
+    conversation: ConversationRef,
+    firstSeq: number,
+    events: AgentEventEnvelope[],
+    committed?: number,
+  ): Promise<Appended> {
     const conversationKey = partitionOf(conversation);
     const last = committed ?? (await this.committed(conversationKey));
     if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
@@ -120,11 +133,19 @@ export class DynamoEventStore implements EventStore {
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
             ...(waiting
-              ? { UpdateExpression: 'SET lastSeq = :end', ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last', ExpressionAttributeValues: { ':end': end, ':last': last } }
+              ? {
+                  UpdateExpression: 'SET lastSeq = :end',
+                  ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq = :last',
+                  ExpressionAttributeValues: { ':end': end, ':last': last },
+                }
               : {
                   UpdateExpression: 'SET lastSeq = :end REMOVE ahead',
                   ConditionExpression: `(attribute_not_exists(lastSeq) OR lastSeq = :last) AND ${ahead === undefined ? 'attribute_not_exists(ahead)' : 'ahead = :mark'}`,
-                  ExpressionAttributeValues: { ':end': end, ':last': last, ...(ahead === undefined ? {} : { ':mark': ahead }) },
+                  ExpressionAttributeValues: {
+                    ':end': end,
+                    ':last': last,
+                    ...(ahead === undefined ? {} : { ':mark': ahead }),
+                  },
                 }),
           }),
         );
@@ -140,13 +161,22 @@ export class DynamoEventStore implements EventStore {
 
   /** Whether number `seq` is stored (a consistent read of its key only). */
   private async stored(conversationKey: string, seq: number): Promise<boolean> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq }, ProjectionExpression: 'seq', ConsistentRead: true }));
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { conversationKey, seq },
+        ProjectionExpression: 'seq',
+        ConsistentRead: true,
+      }),
+    );
     return out.Item !== undefined;
   }
 
   /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */
   private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown }> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }));
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }),
+    );
     return { lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0, ahead: out.Item?.ahead };
   }
 
@@ -161,7 +191,8 @@ export class DynamoEventStore implements EventStore {
   async query(conversation: ConversationRef, q: EventQuery): Promise<EventPage> {
     const conversationKey = partitionOf(conversation);
     const after = positionOf(q.startKey);
-    if (!q.kind && !q.timestampGte && !q.timestampLt && !q.descending) return this.untilGap(conversationKey, after ?? 0, q.limit);
+    if (!q.kind && !q.timestampGte && !q.timestampLt && !q.descending)
+      return this.untilGap(conversationKey, after ?? 0, q.limit);
     // Everything else reads the committed range only, where no number is missing.
     const last = await this.committed(conversationKey);
     const [lo, hi] = q.descending ? [1, Math.min(last, (after ?? last + 1) - 1)] : [(after ?? 0) + 1, last];
@@ -175,7 +206,13 @@ export class DynamoEventStore implements EventStore {
     for (let round = 0; round < MAX_ROUNDS && items.length < q.limit; round++) {
       const want = q.limit - items.length;
       // A filter applies after the read limit, so read more than the page needs and cut.
-      const out = await this.db.send(new QueryCommand({ ...input, Limit: input.FilterExpression ? Math.max(want, 200) : want, ExclusiveStartKey: start }));
+      const out = await this.db.send(
+        new QueryCommand({
+          ...input,
+          Limit: input.FilterExpression ? Math.max(want, 200) : want,
+          ExclusiveStartKey: start,
+        }),
+      );
       for (const item of out.Items ?? []) {
         if (items.length === q.limit) {
           more = true;
@@ -193,13 +230,22 @@ export class DynamoEventStore implements EventStore {
       position = start.seq as number;
     }
     more ||= start !== undefined && position !== (q.descending ? lo : hi);
-    return { items: await this.events(conversationKey, items), lastKey: more ? { seq: position } : undefined, tailKey: { seq: position } };
+    return {
+      items: await this.events(conversationKey, items),
+      lastKey: more ? { seq: position } : undefined,
+      tailKey: { seq: position },
+    };
   }
 
   /** The events of a page in its order, fetching from the table those the index read only by number. */
-  private async events(conversationKey: string, items: { seq: number; event?: string }[]): Promise<AgentEventEnvelope[]> {
+  private async events(
+    conversationKey: string,
+    items: { seq: number; event?: string }[],
+  ): Promise<AgentEventEnvelope[]> {
     const missing = items.filter((i) => i.event === undefined).map((i) => i.seq);
-    const fetched = missing.length ? await batchGet<{ event: string }, number>(this.table, 'seq', missing, (seq) => ({ conversationKey, seq })) : new Map<number, { event: string }>();
+    const fetched = missing.length
+      ? await batchGet<{ event: string }, number>(this.table, 'seq', missing, (seq) => ({ conversationKey, seq }))
+      : new Map<number, { event: string }>();
     return items.map(({ seq, event }) => {
       const text = event ?? fetched.get(seq)?.event;
       // Below the committed end every number is stored and never removed: a miss is a broken table.
@@ -231,7 +277,12 @@ export class DynamoEventStore implements EventStore {
   }
 
   /** The Query for numbers lo..hi: on the table, or on `byKind` for a kind; timestamps as a filter. */
-  private rangeQuery(conversationKey: string, q: Filters & { descending?: boolean }, lo: number, hi: number): QueryCommandInput {
+  private rangeQuery(
+    conversationKey: string,
+    q: Filters & { descending?: boolean },
+    lo: number,
+    hi: number,
+  ): QueryCommandInput {
     const names: Record<string, string> = { '#s': 'seq' };
     const values: Record<string, unknown> = { ':lo': lo, ':hi': hi };
     const filters: string[] = [];
@@ -245,7 +296,9 @@ export class DynamoEventStore implements EventStore {
       values[':lt'] = q.timestampLt;
       filters.push('#ts < :lt');
     }
-    const partition = q.kind ? { IndexName: 'byKind', KeyConditionExpression: 'kindKey = :p AND #s BETWEEN :lo AND :hi' } : { KeyConditionExpression: 'conversationKey = :p AND #s BETWEEN :lo AND :hi', ConsistentRead: true };
+    const partition = q.kind
+      ? { IndexName: 'byKind', KeyConditionExpression: 'kindKey = :p AND #s BETWEEN :lo AND :hi' }
+      : { KeyConditionExpression: 'conversationKey = :p AND #s BETWEEN :lo AND :hi', ConsistentRead: true };
     values[':p'] = q.kind ? `${conversationKey}#${q.kind}` : conversationKey;
     return {
       TableName: this.table,

@@ -53,7 +53,12 @@ export interface EventStore {
    * moved it further), so the caller need not read it again. `committed`, when given, is `lastSeq`
    * as the caller read it just before (e.g. beside another read), and saves this call that read.
    */
-  append(conversation: ConversationRef, firstSeq: number, events: AgentEventEnvelope[], committed?: number): Promise<Appended>;
+  append(
+    conversation: ConversationRef,
+    firstSeq: number,
+    events: AgentEventEnvelope[],
+    committed?: number,
+  ): Promise<Appended>;
   /** The committed end: events 1..n are all stored (a read, whatever the conversation's size). */
   lastSeq(conversation: ConversationRef): Promise<number>;
   /**

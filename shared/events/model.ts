@@ -28,6 +28,10 @@ export const eventSearchQuery = z.lazy(() =>
 );
 export type EventSearch = z.output<typeof eventSearchQuery>;
 
-export const eventCountQuery = z.lazy(() => z.omit(z.unlazy(eventSearchQuery), { page_id: true, after_seq: true, limit: true, sort_order: true }));
+export const eventCountQuery = z.lazy(() =>
+  z.omit(z.unlazy(eventSearchQuery), { page_id: true, after_seq: true, limit: true, sort_order: true }),
+);
 
-export const eventPageSchema = z.lazy(() => z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.nullable(z.string()) }));
+export const eventPageSchema = z.lazy(() =>
+  z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.nullable(z.string()) }),
+);

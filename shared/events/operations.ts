@@ -3,6 +3,14 @@ import { eventCountQuery, eventPageSchema, eventSearchQuery } from '#shared/even
 import { defineOperation } from '#shared/http/operation.ts';
 
 /** The event routes. */
-export const searchEvents = defineOperation('searchEvents', () => ({ query: eventSearchQuery, response: eventPageSchema }), ({ userId, query }, { events }) => events.search(userId, query));
+export const searchEvents = defineOperation(
+  'searchEvents',
+  () => ({ query: eventSearchQuery, response: eventPageSchema }),
+  ({ userId, query }, { events }) => events.search(userId, query),
+);
 
-export const countEvents = defineOperation('countEvents', () => ({ query: eventCountQuery, response: z.number().check(z.int()) }), ({ userId, query }, { events }) => events.count(userId, query));
+export const countEvents = defineOperation(
+  'countEvents',
+  () => ({ query: eventCountQuery, response: z.number().check(z.int()) }),
+  ({ userId, query }, { events }) => events.count(userId, query),
+);

@@ -34,24 +34,37 @@ export class EventService {
     const conversationId = await this.owned(userId, q.conversation_id__eq);
     const descending = q.sort_order === 'TIMESTAMP_DESC';
     const scope = `${userId}:events:${conversationId}:${q.sort_order}`;
-    if (q.after_seq !== undefined && (descending || q.page_id)) throw invalidField(['query', 'after_seq'], 'after_seq goes with sort_order TIMESTAMP and no page_id', q.after_seq);
+    if (q.after_seq !== undefined && (descending || q.page_id))
+      throw invalidField(
+        ['query', 'after_seq'],
+        'after_seq goes with sort_order TIMESTAMP and no page_id',
+        q.after_seq,
+      );
     // A plain number is enough here: the conversation is the caller's, checked above (cursors are signed to keep them in one partition).
     const startKey = q.after_seq !== undefined ? { seq: q.after_seq } : await this.cursors.decode(q.page_id, scope);
-    const page = await this.events.query({ userId, conversationId }, {
-      kind: q.kind__eq,
-      timestampGte: q.timestamp__gte,
-      timestampLt: q.timestamp__lt,
-      descending,
-      limit: q.limit,
-      startKey,
-    });
+    const page = await this.events.query(
+      { userId, conversationId },
+      {
+        kind: q.kind__eq,
+        timestampGte: q.timestamp__gte,
+        timestampLt: q.timestamp__lt,
+        descending,
+        limit: q.limit,
+        startKey,
+      },
+    );
     const view: EventPageView = { items: page.items, next_page_id: await this.cursors.encode(page.lastKey, scope) };
-    if (!descending) view.follow_page_id = (await this.cursors.encode(page.lastKey ?? page.tailKey ?? startKey, scope)) ?? q.page_id ?? null;
+    if (!descending)
+      view.follow_page_id =
+        (await this.cursors.encode(page.lastKey ?? page.tailKey ?? startKey, scope)) ?? q.page_id ?? null;
     return view;
   }
 
   async count(userId: string, q: Omit<EventSearch, 'page_id' | 'after_seq' | 'limit' | 'sort_order'>): Promise<number> {
     const conversationId = await this.owned(userId, q.conversation_id__eq);
-    return this.events.count({ userId, conversationId }, { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt });
+    return this.events.count(
+      { userId, conversationId },
+      { kind: q.kind__eq, timestampGte: q.timestamp__gte, timestampLt: q.timestamp__lt },
+    );
   }
 }

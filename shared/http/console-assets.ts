@@ -97,7 +97,9 @@ function connectSources(baseUrl: string): string {
   } catch {
     // Not a URL: 'self' alone.
   }
-  return /^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$/.test(host) ? `connect-src 'self' ws://${host} wss://${host}` : "connect-src 'self'";
+  return /^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$/.test(host)
+    ? `connect-src 'self' ws://${host} wss://${host}`
+    : "connect-src 'self'";
 }
 
 /** `/`: the console's page; every path is relative, so it works under any base URL. */

@@ -6,7 +6,10 @@ export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids'];
 export const CORS_MAX_AGE_SECONDS = 3600;
 
-const origin = z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).check(z.regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path'))]);
+const origin = z.union([
+  z.literal('*'),
+  z.url({ protocol: /^https?$/ }).check(z.regex(/^https?:\/\/[^/]+$/, 'an origin: scheme and host, no path')),
+]);
 
 /**
  * The browser origins allowed by CORS: `CORS_ORIGINS`, comma-separated (`*` for any; empty: none).
@@ -14,16 +17,26 @@ const origin = z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).check(z.
  * `corsAllowedOrigins` configures API Gateway and reaches the authorizer as this variable.
  */
 export function allowedOrigins(env: NodeJS.ProcessEnv = process.env): readonly string[] {
-  const list = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  const list = (env.CORS_ORIGINS ?? '')
+    .split(',')
+    .map((o) => o.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
   for (const entry of list) {
     const parsed = origin.safeParse(entry);
-    if (!parsed.success) throw new Error(`Configuration error: CORS_ORIGINS: "${entry}" is not ${parsed.error.issues[0]!.message === 'Invalid URL' ? 'an origin' : parsed.error.issues[0]!.message}`);
+    if (!parsed.success)
+      throw new Error(
+        `Configuration error: CORS_ORIGINS: "${entry}" is not ${parsed.error.issues[0]!.message === 'Invalid URL' ? 'an origin' : parsed.error.issues[0]!.message}`,
+      );
   }
   return list;
 }
 
 /** The CORS headers for a request from `requestOrigin`: none when that origin is not allowed. */
-export function corsHeaders(requestOrigin: string | undefined, allowed: readonly string[], preflight: boolean): Record<string, string> {
+export function corsHeaders(
+  requestOrigin: string | undefined,
+  allowed: readonly string[],
+  preflight: boolean,
+): Record<string, string> {
   if (!requestOrigin) return {};
   const explicit = allowed.includes(requestOrigin);
   if (!explicit && !allowed.includes('*')) return {};
@@ -54,8 +67,11 @@ export function originVerdict(
   allowed: readonly string[],
   selfOrigins: readonly string[],
 ): 'verified' | 'same-origin-read' | 'refused' {
-  const requestOrigin = headers['origin'];
-  if (requestOrigin) return requestOrigin !== '*' && (allowed.includes(requestOrigin) || selfOrigins.includes(requestOrigin)) ? 'verified' : 'refused';
+  const requestOrigin = headers.origin;
+  if (requestOrigin)
+    return requestOrigin !== '*' && (allowed.includes(requestOrigin) || selfOrigins.includes(requestOrigin))
+      ? 'verified'
+      : 'refused';
   const read = method === 'GET' || method === 'HEAD';
   return read && headers['sec-fetch-site'] === 'same-origin' ? 'same-origin-read' : 'refused';
 }
@@ -64,12 +80,16 @@ export function originVerdict(
  * The scheme the caller used: `x-forwarded-proto`, which API Gateway and the local gateway set, else
  * https. The one rule for base URLs, own origins and the session cookie's name, so they never disagree.
  */
-export const callerScheme = (headers: Record<string, string | undefined>): string => headers['x-forwarded-proto'] ?? 'https';
+export const callerScheme = (headers: Record<string, string | undefined>): string =>
+  headers['x-forwarded-proto'] ?? 'https';
 
 /** This API's own origins: as the caller reached it (proto + Host) and `PUBLIC_BASE_URL`. */
-export function selfOrigins(headers: Record<string, string | undefined>, env: NodeJS.ProcessEnv = process.env): string[] {
+export function selfOrigins(
+  headers: Record<string, string | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
   const out: string[] = [];
-  if (headers['host']) out.push(`${callerScheme(headers)}://${headers['host']}`);
+  if (headers.host) out.push(`${callerScheme(headers)}://${headers.host}`);
   if (env.PUBLIC_BASE_URL) out.push(new URL(env.PUBLIC_BASE_URL).origin);
   return out;
 }

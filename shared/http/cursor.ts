@@ -32,6 +32,8 @@ export class CursorCodec {
   }
 
   private async sign(payload: string, scope: string): Promise<string> {
-    return createHmac('sha256', await this.key()).update(`${scope}\n${payload}`).digest('base64url');
+    return createHmac('sha256', await this.key())
+      .update(`${scope}\n${payload}`)
+      .digest('base64url');
   }
 }

@@ -32,7 +32,8 @@ export function docsAsset(name: string): { body: string; contentType: string } |
   return { body, contentType: DOCS_ASSETS[asset] };
 }
 
-const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+const escape = (s: string) =>
+  s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
 /** `/docs`: Swagger UI over `/openapi.json`; every path is relative, so it works under any base URL. */
 export function docsPage(title: string): string {

@@ -15,7 +15,11 @@ export class ApiError extends Error {
     readonly body: unknown,
     readonly headers: Record<string, string> = {},
   ) {
-    super(typeof body === 'object' && body && 'detail' in body ? String((body as { detail: unknown }).detail) : `HTTP ${status}`);
+    super(
+      typeof body === 'object' && body && 'detail' in body
+        ? String((body as { detail: unknown }).detail)
+        : `HTTP ${status}`,
+    );
     this.name = 'ApiError';
   }
 }
@@ -27,8 +31,7 @@ export const badRequest = (message: string) => detail(400, message);
 export const unauthorized = () => detail(401, 'Unauthorized');
 export const forbidden = (message = 'Forbidden') => detail(403, message);
 export const notFound = (message = 'Not Found') => detail(404, message);
-export const methodNotAllowed = (allowed: string[]) =>
-  detail(405, 'Method Not Allowed', { allow: allowed.join(', ') });
+export const methodNotAllowed = (allowed: string[]) => detail(405, 'Method Not Allowed', { allow: allowed.join(', ') });
 export const conflict = (message: string) => detail(409, message);
 export const payloadTooLarge = (limit: number) =>
   detail(413, `Request body is larger than the limit of ${limit} bytes`);

@@ -66,28 +66,44 @@ export function openApiDocument(operations: readonly Operation[], serverUrl?: st
       },
     };
     if (route.auth === 'user' || route.auth === 'sandbox') {
-      responses['401'] = { description: 'Missing, unknown or revoked key', content: { 'application/json': { schema: errorSchema } } };
+      responses['401'] = {
+        description: 'Missing, unknown or revoked key',
+        content: { 'application/json': { schema: errorSchema } },
+      };
     }
     if (route.auth === 'user') {
       responses['403'] = {
         description: route.conversationKey
-          ? "A conversation key of another conversation, or a cross-site request signed in with the session cookie"
-          : 'A conversation key (valid only on its conversation\'s routes), or a cross-site request signed in with the session cookie',
+          ? 'A conversation key of another conversation, or a cross-site request signed in with the session cookie'
+          : "A conversation key (valid only on its conversation's routes), or a cross-site request signed in with the session cookie",
         content: { 'application/json': { schema: errorSchema } },
       };
     }
     if (route.body || route.query || route.params) {
-      responses['422'] = { description: 'Invalid input', content: { 'application/json': { schema: validationErrorSchema } } };
+      responses['422'] = {
+        description: 'Invalid input',
+        content: { 'application/json': { schema: validationErrorSchema } },
+      };
     }
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: route.id,
       summary: route.summary,
-      ...(route.conversationKey ? { description: "Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key." } : {}),
+      ...(route.conversationKey
+        ? {
+            description:
+              "Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key.",
+          }
+        : {}),
       tags: [route.tag],
-      security: route.auth === 'none' ? [] : [{ sessionApiKey: [] }, { bearer: [] }, ...(route.auth === 'user' ? [{ sessionCookie: [] }] : [])],
+      security:
+        route.auth === 'none'
+          ? []
+          : [{ sessionApiKey: [] }, { bearer: [] }, ...(route.auth === 'user' ? [{ sessionCookie: [] }] : [])],
       parameters: parameters(route),
       ...(route.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(route.body, 'input') } } } }
+        ? {
+            requestBody: { required: true, content: { 'application/json': { schema: schemaOf(route.body, 'input') } } },
+          }
         : {}),
       responses,
     };

@@ -60,11 +60,20 @@ export function defineOperation<I extends RouteId, S extends RouteSchemas>(
   schemas: () => S,
   run: (req: Request<S>, services: Services) => Promise<unknown>,
 ): Operation;
-export function defineOperation<I extends RouteId>(id: I, run: (req: Request<RouteOf<I>>, services: Services) => Promise<unknown>): Operation;
-export function defineOperation(id: RouteId, ...rest: [() => RouteSchemas, Operation['run']] | [Operation['run']]): Operation {
+export function defineOperation<I extends RouteId>(
+  id: I,
+  run: (req: Request<RouteOf<I>>, services: Services) => Promise<unknown>,
+): Operation;
+export function defineOperation(
+  id: RouteId,
+  ...rest: [() => RouteSchemas, Operation['run']] | [Operation['run']]
+): Operation {
   const route: RouteDef | undefined = routes.find((r) => r.id === id);
   if (!route) throw new Error(`No route ${id}`);
-  const [build, run] = rest.length === 2 ? rest : [() => ({ body: route.body, query: route.query, params: route.params, response: route.response }), rest[0]];
+  const [build, run] =
+    rest.length === 2
+      ? rest
+      : [() => ({ body: route.body, query: route.query, params: route.params, response: route.response }), rest[0]];
   let schemas: RouteSchemas | undefined;
   return {
     route,

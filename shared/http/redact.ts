@@ -6,8 +6,7 @@ const SECRET_KEY = /(api_?key|token|secret|password|authorization|env|session_ap
 
 export const MASK = '**********';
 
-export const isSecretKey = (key: string | number): boolean =>
-  typeof key === 'string' && SECRET_KEY.test(key);
+export const isSecretKey = (key: string | number): boolean => typeof key === 'string' && SECRET_KEY.test(key);
 
 /** Deep copy of `value` with every member under a secret-named key replaced by the mask. */
 export function redact(value: unknown, depth = 0): unknown {
@@ -27,7 +26,10 @@ export function redact(value: unknown, depth = 0): unknown {
  */
 const SECRET_TEXT: [RegExp, string][] = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/)[^/?#\s@]*@/gi, `$1${MASK}@`],
-  [/([?&;](?:[a-z_-]*(?:key|token|secret|password|passwd|pwd|sig|signature|auth|credential)[a-z_-]*)=)[^&#\s]*/gi, `$1${MASK}`],
+  [
+    /([?&;](?:[a-z_-]*(?:key|token|secret|password|passwd|pwd|sig|signature|auth|credential)[a-z_-]*)=)[^&#\s]*/gi,
+    `$1${MASK}`,
+  ],
   [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi, `$1 ${MASK}`],
   [/\b(sk-|sk_|ghp_|gho_|ghs_|ghu_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|enr_|sbx_)[A-Za-z0-9_-]{6,}/g, MASK],
 ];

@@ -9,10 +9,12 @@ interface Compiled {
 
 const compiled: Compiled[] = routes.map((route) => {
   const names: string[] = [];
-  const source = route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{([a-z_]+)\\?\}|\{([a-z_]+)\}/g, (_m, a, b) => {
-    names.push(a ?? b);
-    return '([^/]+)';
-  });
+  const source = route.path
+    .replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+    .replace(/\\?\{([a-z_]+)\\?\}|\{([a-z_]+)\}/g, (_m, a, b) => {
+      names.push(a ?? b);
+      return '([^/]+)';
+    });
   return { route, pattern: new RegExp(`^${source}$`), names };
 });
 

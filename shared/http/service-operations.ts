@@ -1,42 +1,68 @@
 import * as z from '#shared/zod.ts';
 import { docsAsset as findDocsAsset, docsPage } from '#shared/http/docs-assets.ts';
-import { consoleAsset as findConsoleAsset, consoleHeaders, consoleManifest, consolePage as findConsolePage } from '#shared/http/console-assets.ts';
+import {
+  consoleAsset as findConsoleAsset,
+  consoleHeaders,
+  consoleManifest,
+  consolePage as findConsolePage,
+} from '#shared/http/console-assets.ts';
 import { ApiError, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 
 /** The service's own routes: liveness, the API documentation and the web console (the OpenAPI document's is in openapi-operation.ts). */
-export const health = defineOperation('health', () => ({ response: z.object({ status: z.literal('ok') }) }), async () => ({ status: 'ok' }));
+export const health = defineOperation(
+  'health',
+  () => ({ response: z.object({ status: z.literal('ok') }) }),
+  async () => ({ status: 'ok' }),
+);
 
 export const docs = defineOperation(
   'docs',
   () => ({}),
-  async () => new Reply(200, docsPage('Agent Conversation Service API'), { 'content-type': 'text/html; charset=utf-8' }),
+  async () =>
+    new Reply(200, docsPage('Agent Conversation Service API'), { 'content-type': 'text/html; charset=utf-8' }),
 );
 
-export const docsAsset = defineOperation('docsAsset', () => ({ params: z.object({ file: z.string().check(z.maxLength(64)) }) }), async ({ params }) => {
-  const asset = findDocsAsset(params.file);
-  if (!asset) throw notFound();
-  return new Reply(200, asset.body, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=86400' });
-});
+export const docsAsset = defineOperation(
+  'docsAsset',
+  () => ({ params: z.object({ file: z.string().check(z.maxLength(64)) }) }),
+  async ({ params }) => {
+    const asset = findDocsAsset(params.file);
+    if (!asset) throw notFound();
+    return new Reply(200, asset.body, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=86400' });
+  },
+);
 
 /** `/`: the web console's page (console/), with its Content-Security-Policy; 503 before it was built. */
-export const consolePage = defineOperation('console', () => ({}), async ({ baseUrl }) => {
-  const page = findConsolePage();
-  if (!page) throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
-  return new Reply(200, page, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...consoleHeaders(baseUrl) });
-});
+export const consolePage = defineOperation(
+  'console',
+  () => ({}),
+  async ({ baseUrl }) => {
+    const page = findConsolePage();
+    if (!page)
+      throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
+    return new Reply(200, page, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-cache',
+      ...consoleHeaders(baseUrl),
+    });
+  },
+);
 
 export const consoleAsset = defineOperation(
   'consoleAsset',
-  () => ({ params: z.object({ file: z.string().check(z.maxLength(64)) }), query: z.object({ v: z.optional(z.string().check(z.maxLength(64))) }) }),
+  () => ({
+    params: z.object({ file: z.string().check(z.maxLength(64)) }),
+    query: z.object({ v: z.optional(z.string().check(z.maxLength(64))) }),
+  }),
   async ({ params, query, baseUrl }) => {
-  const asset = findConsoleAsset(params.file);
-  if (!asset) throw notFound();
-  // The page names the build's version in the URL: that URL's content never changes.
-  const current = query.v !== undefined && query.v === consoleManifest()?.version;
-  return new Reply(200, asset.body, {
-    'content-type': asset.contentType,
-    'cache-control': current ? 'public, max-age=31536000, immutable' : 'no-cache',
+    const asset = findConsoleAsset(params.file);
+    if (!asset) throw notFound();
+    // The page names the build's version in the URL: that URL's content never changes.
+    const current = query.v !== undefined && query.v === consoleManifest()?.version;
+    return new Reply(200, asset.body, {
+      'content-type': asset.contentType,
+      'cache-control': current ? 'public, max-age=31536000, immutable' : 'no-cache',
       ...consoleHeaders(baseUrl),
     });
   },

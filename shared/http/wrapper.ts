@@ -1,5 +1,9 @@
 import middy from '@middy/core';
-import type { APIGatewayProxyEventV2WithLambdaAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayProxyEventV2WithLambdaAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import * as z from '#shared/zod.ts';
 import { keyFromHeaders } from '#shared/auth/api-keys.ts';
 import {
@@ -41,7 +45,11 @@ function json(status: number, body: unknown, requestId: string, headers: Record<
 
 function toResult(value: unknown, requestId: string, defaultStatus: number): ApiResult {
   if (!(value instanceof Reply)) return json(defaultStatus, value ?? null, requestId);
-  if (typeof value.body === 'string' && value.headers['content-type'] && !value.headers['content-type'].includes('json')) {
+  if (
+    typeof value.body === 'string' &&
+    value.headers['content-type'] &&
+    !value.headers['content-type'].includes('json')
+  ) {
     return { statusCode: value.status, headers: { 'x-request-id': requestId, ...value.headers }, body: value.body };
   }
   return json(value.status, value.body ?? null, requestId, value.headers);
@@ -62,7 +70,11 @@ function toIssues(where: 'body' | 'query' | 'path', error: z.core.$ZodError): Va
   });
 }
 
-function validate<S extends z.core.$ZodType | undefined>(where: 'body' | 'query' | 'path', schema: S, value: unknown): unknown {
+function validate<S extends z.core.$ZodType | undefined>(
+  where: 'body' | 'query' | 'path',
+  schema: S,
+  value: unknown,
+): unknown {
   if (!schema) return undefined;
   const parsed = z.safeParse(schema, value, { reportInput: true });
   if (!parsed.success) throw invalid(toIssues(where, parsed.error));
@@ -70,14 +82,21 @@ function validate<S extends z.core.$ZodType | undefined>(where: 'body' | 'query'
 }
 
 function readBody(event: ApiEvent, limit: number): unknown {
-  const raw = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  const raw = event.body
+    ? event.isBase64Encoded
+      ? Buffer.from(event.body, 'base64').toString('utf8')
+      : event.body
+    : '';
   if (Buffer.byteLength(raw, 'utf8') > limit) throw payloadTooLarge(limit);
   if (raw.trim() === '') throw invalid([{ type: 'missing', loc: ['body'], msg: 'A JSON request body is required' }]);
   const type = (event.headers?.['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type)) {
-    throw unsupportedMediaType(`Content-Type must be application/json, not ${type ? `"${type.slice(0, 100)}"` : 'missing'}`);
+    throw unsupportedMediaType(
+      `Content-Type must be application/json, not ${type ? `"${type.slice(0, 100)}"` : 'missing'}`,
+    );
   }
-  if (nestedDeeperThan(raw, MAX_JSON_DEPTH)) throw badRequest(`JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestedDeeperThan(raw, MAX_JSON_DEPTH))
+    throw badRequest(`JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(raw) as unknown;
   } catch (err) {
@@ -93,7 +112,7 @@ function readBody(event: ApiEvent, limit: number): unknown {
  */
 function baseUrlOf(event: ApiEvent, headers: Record<string, string>): string {
   if (process.env.PUBLIC_BASE_URL) return process.env.PUBLIC_BASE_URL.replace(/\/+$/, '');
-  const host = headers['host'] ?? event.requestContext?.domainName ?? 'localhost';
+  const host = headers.host ?? event.requestContext?.domainName ?? 'localhost';
   return `${callerScheme(headers)}://${host}`;
 }
 
@@ -110,21 +129,37 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
     // Payload 2.0 moves cookies out of the headers.
-    if (event.cookies?.length) headers['cookie'] = event.cookies.join('; ');
+    if (event.cookies?.length) headers.cookie = event.cookies.join('; ');
     event.headers = headers;
     const params = validate('path', schemas.params, event.pathParameters ?? {});
     // A sandbox route reads nothing of its input before the key is known to belong to that sandbox.
     let sandbox: SandboxRecord | undefined;
     if (route.auth === 'sandbox') {
       const sandboxId = (params as { sandbox_id: string }).sandbox_id;
-      sandbox = (await services.sandboxBridge.admitted(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session')) ?? undefined;
+      sandbox =
+        (await services.sandboxBridge.admitted(sandboxId, keyFromHeaders(headers), route.sandboxKey ?? 'session')) ??
+        undefined;
       if (!sandbox) throw unauthorized();
     }
     const query = validate('query', schemas.query, parseQuery(event.rawQueryString));
     checkPrincipal(route, auth, params, query);
     const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', schemas.body, rawBody);
-    const value = await op.run({ body, rawBody, query, params, userId, auth: auth ?? { userId: '' }, requestId, headers, baseUrl: baseUrlOf(event, headers), sandbox } as never, services);
+    const value = await op.run(
+      {
+        body,
+        rawBody,
+        query,
+        params,
+        userId,
+        auth: auth ?? { userId: '' },
+        requestId,
+        headers,
+        baseUrl: baseUrlOf(event, headers),
+        sandbox,
+      } as never,
+      services,
+    );
     result = toResult(value, requestId, route.status ?? 200);
   } catch (err) {
     if (err instanceof ApiError) {

@@ -28,7 +28,13 @@ export const appConfig: AppConfig = {
   GITHUB_CLIENT_ID: '',
   POSTHOG_CLIENT_KEY: '',
   PROVIDERS_CONFIGURED: [],
-  FEATURE_FLAGS: { ENABLE_BILLING: false, HIDE_LLM_SETTINGS: false, ENABLE_JIRA: false, ENABLE_JIRA_DC: false, ENABLE_LINEAR: false },
+  FEATURE_FLAGS: {
+    ENABLE_BILLING: false,
+    HIDE_LLM_SETTINGS: false,
+    ENABLE_JIRA: false,
+    ENABLE_JIRA_DC: false,
+    ENABLE_LINEAR: false,
+  },
 };
 
 /**
@@ -47,6 +53,9 @@ const DEFAULT_MODELS = [
 ];
 
 export function llmModels(env: NodeJS.ProcessEnv = process.env): string[] {
-  const configured = (env.LLM_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean);
+  const configured = (env.LLM_MODELS ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
   return configured.length ? configured : DEFAULT_MODELS;
 }

@@ -7,7 +7,8 @@ import { ListSpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
  * this JSON array (the default first) into the functions' environment, so no request lists ECS.
  */
 export function envSpecRegistry(json: string | undefined): ListSpecRegistry {
-  if (!json) throw new Error('Configuration error: SANDBOX_SPECS (the sandbox specs registered by the deployment) is not set');
+  if (!json)
+    throw new Error('Configuration error: SANDBOX_SPECS (the sandbox specs registered by the deployment) is not set');
   let raw: unknown;
   try {
     raw = JSON.parse(json);
@@ -28,7 +29,12 @@ export function envSpecRegistry(json: string | undefined): ListSpecRegistry {
       working_dir: s.working_dir,
       cpu: s.cpu,
       memory: s.memory,
-      fargate: { taskDefinitionArn: s.task_definition_arn, family: s.family, spot: s.spot, spotFallback: s.spot_fallback },
+      fargate: {
+        taskDefinitionArn: s.task_definition_arn,
+        family: s.family,
+        spot: s.spot,
+        spotFallback: s.spot_fallback,
+      },
     })),
   );
 }

@@ -4,9 +4,13 @@ export const specIdSchema = z.lazy(() =>
   z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$/, 'sandbox spec id: 1-255 of A-Z a-z 0-9 . _ : / -')),
 );
 
-const envName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')));
+const envName = z.lazy(() =>
+  z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')),
+);
 /** ECS accepts CPU and memory as numbers or numeric strings ("1024"). */
-const units = z.lazy(() => z.union([z.number().check(z.int(), z.positive()), z.pipe(z.string().check(z.regex(/^\d+$/)), z.transform(Number))]));
+const units = z.lazy(() =>
+  z.union([z.number().check(z.int(), z.positive()), z.pipe(z.string().check(z.regex(/^\d+$/)), z.transform(Number))]),
+);
 
 /** What both registries share: the OpenHands SandboxSpecInfo members. */
 const specFields = {

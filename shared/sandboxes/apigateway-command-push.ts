@@ -1,4 +1,8 @@
-import { ApiGatewayManagementApiClient, GoneException, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
+import {
+  ApiGatewayManagementApiClient,
+  GoneException,
+  PostToConnectionCommand,
+} from '@aws-sdk/client-apigatewaymanagementapi';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 
 /** CommandPush over the bridge socket API's management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/{stage}`). */
@@ -14,7 +18,11 @@ export class ApiGatewayCommandPush implements CommandPush {
       await this.client.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: Buffer.from(message) }));
       return true;
     } catch (err) {
-      if (err instanceof GoneException || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 410) return false;
+      if (
+        err instanceof GoneException ||
+        (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 410
+      )
+        return false;
       throw err;
     }
   }

@@ -1,7 +1,7 @@
 import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
-import { newToken, SandboxRecords, sameHash, sha256, sleep } from '#shared/sandboxes/records.ts';
+import { newToken, SandboxRecords, sameHash, sha256 } from '#shared/sandboxes/records.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
@@ -54,7 +54,11 @@ export class SandboxBridge extends SandboxRecords {
    * null otherwise. The wrapper asks this before it reads a sandbox route's body and hands the record
    * to the operation, which checks in detail (e.g. RUNNING) without reading it again.
    */
-  async admitted(sandboxId: string, key: string | undefined, kind: 'session' | 'enrollment'): Promise<SandboxRecord | null> {
+  async admitted(
+    sandboxId: string,
+    key: string | undefined,
+    kind: 'session' | 'enrollment',
+  ): Promise<SandboxRecord | null> {
     if (kind === 'session') return this.keyOwner(sandboxId, key);
     if (!key) return null;
     const rec = await this.deps.store.get(sandboxId);
@@ -76,7 +80,10 @@ export class SandboxBridge extends SandboxRecords {
    * the status and the number of the last command queued (`command_seq`, from the record it reads
    * anyway): a program on a socket that has not seen that command fetches the queue over HTTP.
    */
-  async heartbeat(caller: SandboxRecord | undefined, active: boolean): Promise<{ status: SandboxStatus; command_seq: number }> {
+  async heartbeat(
+    caller: SandboxRecord | undefined,
+    active: boolean,
+  ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
     if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
     return { status: rec.status, command_seq: rec.commandSeq ?? 0 };
@@ -141,12 +148,16 @@ export class SandboxBridge extends SandboxRecords {
     const sandboxId = known(caller).id;
     const snapshots = this.snapshots();
     // Uploads granted but never reported complete stay until the next completed snapshot prunes them.
-    if (!(await snapshots.hasRoom(sandboxId))) throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first');
+    if (!(await snapshots.hasRoom(sandboxId)))
+      throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first');
     return snapshots.upload(sandboxId);
   }
 
   /** Moves the sandbox's pointer to `objectKey` once S3 has it (never backwards), then removes older snapshots. */
-  async snapshotComplete(caller: SandboxRecord | undefined, objectKey: string): Promise<{ key: string; bytes: number }> {
+  async snapshotComplete(
+    caller: SandboxRecord | undefined,
+    objectKey: string,
+  ): Promise<{ key: string; bytes: number }> {
     const sandboxId = known(caller).id;
     const snapshots = this.snapshots();
     if (!ownsSnapshot(sandboxId, objectKey)) throw conflict('Not a snapshot key of this sandbox');
@@ -162,7 +173,9 @@ export class SandboxBridge extends SandboxRecords {
     return { key: objectKey, bytes };
   }
 
-  async snapshotDownload(caller: SandboxRecord | undefined): Promise<{ url: string | null; expires_at: string | null }> {
+  async snapshotDownload(
+    caller: SandboxRecord | undefined,
+  ): Promise<{ url: string | null; expires_at: string | null }> {
     const rec = known(caller);
     const sandboxId = rec.id;
     const current = rec.runtimeState?.[SNAPSHOT_STATE];
@@ -182,9 +195,11 @@ export class SandboxBridge extends SandboxRecords {
 
   private async openCommand(c: StoredCommand, userId: string): Promise<SandboxCommand> {
     const payload =
-      c.sealedPayload !== undefined ? (JSON.parse(await this.deps.sealer.open(c.sealedPayload, userId)) as unknown)
-      : c.payload !== undefined ? (JSON.parse(c.payload) as unknown)
-      : null;
+      c.sealedPayload !== undefined
+        ? (JSON.parse(await this.deps.sealer.open(c.sealedPayload, userId)) as unknown)
+        : c.payload !== undefined
+          ? (JSON.parse(c.payload) as unknown)
+          : null;
     return { seq: c.seq, type: c.type, payload, created_at: c.createdAt };
   }
 }

@@ -18,7 +18,11 @@ export interface SandboxConfig {
 const positiveInt = (name: string, max: number) =>
   z.coerce
     .number({ error: `${name} must be a whole number` })
-    .check(z.int(`${name} must be a whole number`), z.gte(1, `${name} must be at least 1`), z.lte(max, `${name} must be at most ${max}`));
+    .check(
+      z.int(`${name} must be a whole number`),
+      z.gte(1, `${name} must be at least 1`),
+      z.lte(max, `${name} must be at most ${max}`),
+    );
 
 const envSchema = z.object({
   SANDBOX_IDLE_MINUTES: z.optional(positiveInt('SANDBOX_IDLE_MINUTES', 7 * 24 * 60)),

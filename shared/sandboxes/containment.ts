@@ -133,15 +133,19 @@ let launcher: string[] | undefined;
  * end on its stdin pipe; a spec's own program that ignores it could outlive a crashed server.
  */
 export function bwrapLauncher(): string[] {
-  launcher ??= spawnSync('setpriv', ['--pdeathsig', 'SIGKILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 }).status === 0
-    ? ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'bwrap']
-    : ['bwrap'];
+  launcher ??=
+    spawnSync('setpriv', ['--pdeathsig', 'SIGKILL', '--', 'true'], { stdio: 'ignore', timeout: 5000 }).status === 0
+      ? ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'bwrap']
+      : ['bwrap'];
   return launcher;
 }
 
 /** Whether bubblewrap can run here (installed and allowed to create namespaces). */
 export function bwrapWorks(): boolean {
-  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--die-with-parent', 'true'], { stdio: 'ignore', timeout: 5000 });
+  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-pid', '--die-with-parent', 'true'], {
+    stdio: 'ignore',
+    timeout: 5000,
+  });
   return probe.status === 0;
 }
 

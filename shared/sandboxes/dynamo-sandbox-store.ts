@@ -1,5 +1,18 @@
-import { BatchWriteCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { LIVE_SHARD, type SandboxPatch, type SandboxRecord, type SandboxStore, type StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import {
+  LIVE_SHARD,
+  type SandboxPatch,
+  type SandboxRecord,
+  type SandboxStore,
+  type StoredCommand,
+} from '#shared/sandboxes/sandbox-store.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, queryAll } from '#shared/store/query.ts';
 
@@ -14,7 +27,9 @@ export class DynamoSandboxStore implements SandboxStore {
   }
 
   async create(record: SandboxRecord): Promise<void> {
-    await this.db.send(new PutCommand({ TableName: this.table, Item: record, ConditionExpression: 'attribute_not_exists(id)' }));
+    await this.db.send(
+      new PutCommand({ TableName: this.table, Item: record, ConditionExpression: 'attribute_not_exists(id)' }),
+    );
   }
 
   async get(id: string): Promise<SandboxRecord | undefined> {
@@ -61,7 +76,11 @@ export class DynamoSandboxStore implements SandboxStore {
 
   async update(id: string, expectedVersion: number, patch: SandboxPatch): Promise<SandboxRecord | undefined> {
     const names: Record<string, string> = { '#version': 'version', '#updatedAt': 'updatedAt' };
-    const values: Record<string, unknown> = { ':expected': expectedVersion, ':next': expectedVersion + 1, ':now': new Date().toISOString() };
+    const values: Record<string, unknown> = {
+      ':expected': expectedVersion,
+      ':next': expectedVersion + 1,
+      ':now': new Date().toISOString(),
+    };
     const sets = ['#version = :next', '#updatedAt = :now'];
     const removes: string[] = [];
     Object.entries(patch).forEach(([field, value], i) => {
@@ -106,7 +125,11 @@ export class DynamoSandboxStore implements SandboxStore {
   }
 
   async remove(id: string): Promise<void> {
-    await conditionalWrite(() => this.db.send(new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' })));
+    await conditionalWrite(() =>
+      this.db.send(
+        new DeleteCommand({ TableName: this.table, Key: { id }, ConditionExpression: 'attribute_exists(deletedAt)' }),
+      ),
+    );
   }
 
   async setCommandSocket(id: string, sessionKeyHash: string, connectionId: string): Promise<boolean> {
@@ -128,7 +151,13 @@ export class DynamoSandboxStore implements SandboxStore {
   async clearCommandSocket(id: string, connectionId: string): Promise<void> {
     await conditionalWrite(() =>
       this.db.send(
-        new UpdateCommand({ TableName: this.table, Key: { id }, UpdateExpression: 'REMOVE commandSocket', ConditionExpression: 'commandSocket = :c', ExpressionAttributeValues: { ':c': connectionId } }),
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: 'REMOVE commandSocket',
+          ConditionExpression: 'commandSocket = :c',
+          ExpressionAttributeValues: { ':c': connectionId },
+        }),
       ),
     );
   }

@@ -19,14 +19,18 @@ export interface EcsTaskStateChange {
 
 /** Exit codes of the program's check of a user's image (sandbox/image-check.ts). */
 export const IMAGE_CHECK_EXIT: Record<number, string> = {
-  80: 'The sandbox image has no bash, which the agent\'s terminal runs in: use an image that has bash (e.g. Debian or Ubuntu based)',
+  80: "The sandbox image has no bash, which the agent's terminal runs in: use an image that has bash (e.g. Debian or Ubuntu based)",
   81: 'The sandbox image has no git, which the agent and repository checkouts need: use an image that has git',
 };
 
 /** Why a user's image could not run, named from ECS's reasons and the program's exit code; undefined when it is not the image. */
 function imageProblem(text: string, exitCode: number | undefined, shown: string): string | undefined {
   if (exitCode !== undefined && IMAGE_CHECK_EXIT[exitCode]) return IMAGE_CHECK_EXIT[exitCode];
-  if (/exec format error|does not match the specified platform|no matching manifest|platform.*(arm64|linux\/arm)/i.test(text)) {
+  if (
+    /exec format error|does not match the specified platform|no matching manifest|platform.*(arm64|linux\/arm)/i.test(
+      text,
+    )
+  ) {
     return `The sandbox image is not built for linux/arm64 (sandbox tasks run on ARM64; many public images are amd64 only): ${shown}`;
   }
   if (/\/opt\/acs\/node.*no such file|no such file.*\/opt\/acs\/node/i.test(text)) {
@@ -56,7 +60,7 @@ function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
     case 'EssentialContainerExited':
       return `The sandbox program exited${exit}: ${reason}`;
     case 'SpotInterruption':
-      return 'Paused: Fargate Spot reclaimed the capacity the sandbox ran on (the workspace was saved in the two minutes\' notice); resume it to continue';
+      return "Paused: Fargate Spot reclaimed the capacity the sandbox ran on (the workspace was saved in the two minutes' notice); resume it to continue";
     case 'UserInitiated':
       return `The sandbox task was stopped: ${reason}`;
     default:
@@ -71,13 +75,21 @@ function stopDetail(d: NonNullable<EcsTaskStateChange['detail']>): string {
  */
 export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped | undefined {
   const d = event.detail;
-  if (event['detail-type'] !== 'ECS Task State Change' || !d || d.lastStatus !== 'STOPPED' || !d.startedBy) return undefined;
+  if (event['detail-type'] !== 'ECS Task State Change' || !d || d.lastStatus !== 'STOPPED' || !d.startedBy)
+    return undefined;
   const env: Record<string, string> = {};
-  for (const c of d.overrides?.containerOverrides ?? []) for (const e of c.environment ?? []) if (e.name) env[e.name] = e.value ?? '';
+  for (const c of d.overrides?.containerOverrides ?? [])
+    for (const e of c.environment ?? []) if (e.name) env[e.name] = e.value ?? '';
   if (env.SANDBOX_ID !== d.startedBy) return undefined;
   const generation = Number(env.SANDBOX_GENERATION);
   if (!Number.isInteger(generation) || generation < 1) return undefined;
-  return { sandboxId: d.startedBy, generation, requested: d.stopCode === 'UserInitiated', resumable: d.stopCode === 'SpotInterruption', detail: stopDetail(d) };
+  return {
+    sandboxId: d.startedBy,
+    generation,
+    requested: d.stopCode === 'UserInitiated',
+    resumable: d.stopCode === 'SpotInterruption',
+    detail: stopDetail(d),
+  };
 }
 
 /**
@@ -85,7 +97,10 @@ export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped
  * PAUSED, and the last task of a deleted sandbox completes its delete (its snapshots go then).
  * Idempotent, so a redelivered event does no harm; an error is thrown so EventBridge retries (then the DLQ).
  */
-export async function handleTaskStateChange(event: EcsTaskStateChange, { sandboxHousekeeping }: Services): Promise<void> {
+export async function handleTaskStateChange(
+  event: EcsTaskStateChange,
+  { sandboxHousekeeping }: Services,
+): Promise<void> {
   const stopped = parseTaskStateChange(event);
   if (!stopped) return;
   await sandboxHousekeeping.handleInstanceStopped(stopped);

@@ -67,7 +67,12 @@ const errorKind = (err: unknown): AwsErrorKind => {
   const name = (err as { name?: string })?.name ?? '';
   const message = (err as { message?: string })?.message ?? '';
   // "Too many concurrent attempts to create a new revision": two first starts of one image registering at once.
-  if (/Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded|Too many concurrent attempts/i.test(`${name} ${message}`)) return 'throttled';
+  if (
+    /Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded|Too many concurrent attempts/i.test(
+      `${name} ${message}`,
+    )
+  )
+    return 'throttled';
   if (/capacity|ServerException/i.test(`${name} ${message}`)) return 'capacity';
   return 'other';
 };
@@ -79,29 +84,37 @@ export function describeAwsError(err: unknown): string {
   const kind = errorKind(err);
   if (kind === 'throttled') return `AWS is throttling sandbox starts (${name}: ${message})`;
   if (kind === 'capacity') return `No Fargate capacity was available (${name}: ${message})`;
-  if (/task ?definition/i.test(message) || name === 'ClientException') return `ECS rejected the sandbox's task definition: ${message}`;
+  if (/task ?definition/i.test(message) || name === 'ClientException')
+    return `ECS rejected the sandbox's task definition: ${message}`;
   return `ECS could not start the sandbox (${name}): ${message}`;
 }
 
 const failureText = (failures: Failure[] | undefined) =>
-  (failures ?? []).map((f) => [f.reason, f.detail].filter(Boolean).join(': ')).filter(Boolean).join('; ') || 'RunTask started no task and gave no reason';
+  (failures ?? [])
+    .map((f) => [f.reason, f.detail].filter(Boolean).join(': '))
+    .filter(Boolean)
+    .join('; ') || 'RunTask started no task and gave no reason';
 const isCapacityFailure = (failures: Failure[] | undefined) => /capacity|RESOURCE:|AGENT/i.test(failureText(failures));
 
 /** A readable sentence for RunTask's `failures`, naming the capacity that was missing. */
 export function describeFailures(failures: Failure[] | undefined, capacityProvider?: string): string {
   const text = failureText(failures);
-  if (isCapacityFailure(failures)) return `No ${capacityProvider === 'FARGATE_SPOT' ? 'Fargate Spot' : 'Fargate'} capacity was available (${text})`;
+  if (isCapacityFailure(failures))
+    return `No ${capacityProvider === 'FARGATE_SPOT' ? 'Fargate Spot' : 'Fargate'} capacity was available (${text})`;
   return `ECS could not start the sandbox: ${text}`;
 }
 
 const envOf = (task: Task): Record<string, string> => {
   const out: Record<string, string> = {};
-  for (const c of task.overrides?.containerOverrides ?? []) for (const e of c.environment ?? []) if (e.name) out[e.name] = e.value ?? '';
+  for (const c of task.overrides?.containerOverrides ?? [])
+    for (const e of c.environment ?? []) if (e.name) out[e.name] = e.value ?? '';
   return out;
 };
 
 const isGone = (err: unknown) => /not found|does not exist|inactive/i.test((err as Error)?.message ?? '');
-const isUnknownDefinition = (err: unknown) => (err as Error)?.name === 'ClientException' && /unable to describe|not found|does not exist/i.test((err as Error).message);
+const isUnknownDefinition = (err: unknown) =>
+  (err as Error)?.name === 'ClientException' &&
+  /unable to describe|not found|does not exist/i.test((err as Error).message);
 
 /**
  * Sandboxes as ECS Fargate tasks of the deployment's task definitions, one per spec (registered by
@@ -127,11 +140,19 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     const size = this.size(req.spec, req.options);
     let provider = fargate.spot ? 'FARGATE_SPOT' : 'FARGATE';
     try {
-      const taskDefinition = req.options?.image ? await this.imageDefinition(fargate, req.options.image) : fargate.taskDefinitionArn;
+      const taskDefinition = req.options?.image
+        ? await this.imageDefinition(fargate, req.options.image)
+        : fargate.taskDefinitionArn;
       const run = async (capacityProvider: string) => {
         try {
-          const out = await this.ecs.send(new RunTaskCommand(this.runInput(req, taskDefinition, capacityProvider, size)));
-          return { taskArn: out.tasks?.[0]?.taskArn, failures: out.failures, capacity: isCapacityFailure(out.failures) };
+          const out = await this.ecs.send(
+            new RunTaskCommand(this.runInput(req, taskDefinition, capacityProvider, size)),
+          );
+          return {
+            taskArn: out.tasks?.[0]?.taskArn,
+            failures: out.failures,
+            capacity: isCapacityFailure(out.failures),
+          };
         } catch (err) {
           if (errorKind(err) !== 'capacity') throw err;
           return { taskArn: undefined, failures: [{ reason: describeAwsError(err) }], capacity: true };
@@ -142,7 +163,8 @@ export class FargateSandboxRuntime implements SandboxRuntime {
         const spotFailure = failureText(out.failures);
         provider = 'FARGATE';
         out = await run(provider);
-        if (out.taskArn) state[NOTICE_STATE] = `Running on on-demand Fargate: Fargate Spot had no capacity (${spotFailure})`;
+        if (out.taskArn)
+          state[NOTICE_STATE] = `Running on on-demand Fargate: Fargate Spot had no capacity (${spotFailure})`;
       }
       if (!out.taskArn) throw new SandboxStartError(describeFailures(out.failures, provider), state, out.capacity);
       return { ref: out.taskArn, state };
@@ -156,10 +178,18 @@ export class FargateSandboxRuntime implements SandboxRuntime {
   async stop(instance: InstanceRef): Promise<void> {
     const arns = instance.ref
       ? [instance.ref]
-      : (await this.tasks(instance.sandboxId, 'RUNNING')).filter((t) => t.generation === instance.generation).map((t) => t.taskArn);
+      : (await this.tasks(instance.sandboxId, 'RUNNING'))
+          .filter((t) => t.generation === instance.generation)
+          .map((t) => t.taskArn);
     for (const task of arns) {
       try {
-        await this.ecs.send(new StopTaskCommand({ cluster: this.config.clusterArn, task, reason: 'Stopped by the control plane (pause or delete)' }));
+        await this.ecs.send(
+          new StopTaskCommand({
+            cluster: this.config.clusterArn,
+            task,
+            reason: 'Stopped by the control plane (pause or delete)',
+          }),
+        );
       } catch (err) {
         if (!isGone(err)) throw err;
       }
@@ -182,13 +212,18 @@ export class FargateSandboxRuntime implements SandboxRuntime {
    */
   async destroy(instance: InstanceRef): Promise<{ done: boolean; state: RuntimeState }> {
     await this.stop(instance);
-    for (const task of await this.tasks(instance.sandboxId, 'RUNNING')) await this.stop({ ...instance, ref: task.taskArn });
+    for (const task of await this.tasks(instance.sandboxId, 'RUNNING'))
+      await this.stop({ ...instance, ref: task.taskArn });
     const stopping = (await this.tasks(instance.sandboxId, 'STOPPED')).filter((t) => t.lastStatus !== 'STOPPED');
     return stopping.length ? { done: false, state: { ...instance.state } } : { done: true, state: {} };
   }
 
   async list(): Promise<RunningInstance[]> {
-    return (await this.tasks(undefined, 'RUNNING')).map((t) => ({ sandboxId: t.sandboxId, generation: t.generation, ref: t.taskArn }));
+    return (await this.tasks(undefined, 'RUNNING')).map((t) => ({
+      sandboxId: t.sandboxId,
+      generation: t.generation,
+      ref: t.taskArn,
+    }));
   }
 
   /** The task's CPU and memory: the spec's times the resource factor, which must still be a Fargate size. */
@@ -206,12 +241,21 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     return { cpu, memory };
   }
 
-  private runInput(req: StartRequest, taskDefinition: string, capacityProvider: string, size: { cpu: number; memory: number } | undefined): RunTaskCommandInput {
+  private runInput(
+    req: StartRequest,
+    taskDefinition: string,
+    capacityProvider: string,
+    size: { cpu: number; memory: number } | undefined,
+  ): RunTaskCommandInput {
     return {
       cluster: this.config.clusterArn,
       capacityProviderStrategy: [{ capacityProvider, weight: 1 }],
       networkConfiguration: {
-        awsvpcConfiguration: { subnets: this.config.subnetIds, securityGroups: [this.config.securityGroupId], assignPublicIp: 'ENABLED' },
+        awsvpcConfiguration: {
+          subnets: this.config.subnetIds,
+          securityGroups: [this.config.securityGroupId],
+          assignPublicIp: 'ENABLED',
+        },
       },
       taskDefinition,
       count: 1,
@@ -257,20 +301,27 @@ export class FargateSandboxRuntime implements SandboxRuntime {
    * the image kind and a hash of the image), registered when it does not exist yet. Revisions are
    * registered once per image (twice at worst, when two first starts race), never per sandbox.
    */
-  private imageDefinition(fargate: NonNullable<SandboxSpec['fargate']>, image: NonNullable<LaunchOptions['image']>): Promise<string> {
+  private imageDefinition(
+    fargate: NonNullable<SandboxSpec['fargate']>,
+    image: NonNullable<LaunchOptions['image']>,
+  ): Promise<string> {
     const family = `${fargate.family}-${image.kind}-${createHash('sha256').update(image.uri).digest('hex').slice(0, 16)}`;
     let found = this.imageDefinitions.get(family);
     if (!found) {
       found = (async () => {
         try {
           const existing = await this.ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: family }));
-          if (existing.taskDefinition?.status === 'ACTIVE' && existing.taskDefinition.taskDefinitionArn) return existing.taskDefinition.taskDefinitionArn;
+          if (existing.taskDefinition?.status === 'ACTIVE' && existing.taskDefinition.taskDefinitionArn)
+            return existing.taskDefinition.taskDefinitionArn;
         } catch (err) {
           if (!isUnknownDefinition(err)) throw err;
         }
         const base = await this.definition(fargate.taskDefinitionArn);
         const main = (base.containerDefinitions ?? []).find((c) => c.name === SANDBOX_CONTAINER);
-        if (!main?.image) throw new SandboxStartError(`Task definition ${fargate.taskDefinitionArn} has no "${SANDBOX_CONTAINER}" container`);
+        if (!main?.image)
+          throw new SandboxStartError(
+            `Task definition ${fargate.taskDefinitionArn} has no "${SANDBOX_CONTAINER}" container`,
+          );
         const out = await this.ecs.send(
           new RegisterTaskDefinitionCommand({
             family,
@@ -282,7 +333,8 @@ export class FargateSandboxRuntime implements SandboxRuntime {
             memory: base.memory,
             runtimePlatform: base.runtimePlatform,
             ephemeralStorage: base.ephemeralStorage,
-            containerDefinitions: image.kind === 'runtime' ? [{ ...main, image: image.uri }] : baseImageContainers(main, image.uri),
+            containerDefinitions:
+              image.kind === 'runtime' ? [{ ...main, image: image.uri }] : baseImageContainers(main, image.uri),
             volumes: [...(base.volumes ?? []), ...(image.kind === 'base' ? [{ name: PROGRAM_VOLUME }] : [])],
           }),
         );
@@ -314,18 +366,30 @@ export class FargateSandboxRuntime implements SandboxRuntime {
   private async describe(arns: string[]): Promise<Task[]> {
     const out: Task[] = [];
     for (let i = 0; i < arns.length; i += 100) {
-      const page = await this.ecs.send(new DescribeTasksCommand({ cluster: this.config.clusterArn, tasks: arns.slice(i, i + 100) }));
+      const page = await this.ecs.send(
+        new DescribeTasksCommand({ cluster: this.config.clusterArn, tasks: arns.slice(i, i + 100) }),
+      );
       out.push(...(page.tasks ?? []));
     }
     return out;
   }
 
   /** Sandbox tasks in the cluster by desired status (optionally of one sandbox), with the generation they were started with. */
-  private async tasks(sandboxId: string | undefined, desiredStatus: 'RUNNING' | 'STOPPED'): Promise<{ taskArn: string; sandboxId: string; generation: number; lastStatus?: string }[]> {
+  private async tasks(
+    sandboxId: string | undefined,
+    desiredStatus: 'RUNNING' | 'STOPPED',
+  ): Promise<{ taskArn: string; sandboxId: string; generation: number; lastStatus?: string }[]> {
     const arns: string[] = [];
     let nextToken: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const out = await this.ecs.send(new ListTasksCommand({ cluster: this.config.clusterArn, desiredStatus, ...(sandboxId ? { startedBy: sandboxId } : {}), nextToken }));
+      const out = await this.ecs.send(
+        new ListTasksCommand({
+          cluster: this.config.clusterArn,
+          desiredStatus,
+          ...(sandboxId ? { startedBy: sandboxId } : {}),
+          nextToken,
+        }),
+      );
       arns.push(...(out.taskArns ?? []));
       nextToken = out.nextToken;
       if (!nextToken) break;

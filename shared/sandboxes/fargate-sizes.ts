@@ -10,11 +10,17 @@ export const FARGATE_MEMORY: Record<number, { min: number; max: number; step: nu
 };
 
 /** Why Fargate would refuse `cpu` units with `memory` MiB, in words; undefined when it is a valid size. */
-export function fargateSizeProblem(cpu: number, memory: number): { field: 'cpu' | 'memory'; message: string } | undefined {
+export function fargateSizeProblem(
+  cpu: number,
+  memory: number,
+): { field: 'cpu' | 'memory'; message: string } | undefined {
   const range = FARGATE_MEMORY[cpu];
   if (!range) return { field: 'cpu', message: `Fargate cpu must be one of ${Object.keys(FARGATE_MEMORY).join(', ')}` };
   if (memory < range.min || memory > range.max || (memory - range.min) % range.step !== 0) {
-    return { field: 'memory', message: `with cpu ${cpu}, Fargate memory must be ${range.min}..${range.max} in steps of ${range.step}` };
+    return {
+      field: 'memory',
+      message: `with cpu ${cpu}, Fargate memory must be ${range.min}..${range.max} in steps of ${range.step}`,
+    };
   }
   return undefined;
 }

@@ -1,7 +1,17 @@
 import { logger } from '#shared/logging.ts';
 import type { SandboxStatus } from '#shared/protocol.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
-import { DELETE_RETRY_MS, newToken, notLive, RETRY_STATE, SandboxRecords, sha256, toError, toPaused, type SweepSummary } from '#shared/sandboxes/records.ts';
+import {
+  DELETE_RETRY_MS,
+  newToken,
+  notLive,
+  RETRY_STATE,
+  SandboxRecords,
+  sha256,
+  toError,
+  toPaused,
+  type SweepSummary,
+} from '#shared/sandboxes/records.ts';
 import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
@@ -16,12 +26,15 @@ export class SandboxHousekeeping extends SandboxRecords {
    */
   async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
     // A Spot task is out of ListTasks from the interruption on, so a sweep may have called it MISSING first.
-    const current = (rec: SandboxRecord) => rec.generation === event.generation && (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
+    const current = (rec: SandboxRecord) =>
+      rec.generation === event.generation &&
+      (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
     const t = await this.transition(event.sandboxId, (rec) =>
       !current(rec) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
     );
     if (!t?.changed) return undefined;
-    if (t.record.status === 'ERROR') logger.warn('sandbox.failed', { sandboxId: event.sandboxId, userId: t.record.userId, detail: event.detail });
+    if (t.record.status === 'ERROR')
+      logger.warn('sandbox.failed', { sandboxId: event.sandboxId, userId: t.record.userId, detail: event.detail });
     return t.record.status;
   }
 
@@ -48,19 +61,29 @@ export class SandboxHousekeeping extends SandboxRecords {
     for (const rec of live) {
       try {
         if (rec.deletedAt) {
-          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec))) summary.deleted.push(rec.id);
+          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec)))
+            summary.deleted.push(rec.id);
         } else if (rec.status === 'STARTING' && stuck(rec)) {
           const lastError = rec.runtimeState?.[RETRY_STATE.error];
           const detail = lastError
             ? `The sandbox could not be started within ${startTimeoutSeconds} seconds: ${lastError}`
             : `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
-          if (await this.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur))) summary.failed.push(rec.id);
-        } else if (rec.status === 'STARTING' && rec.runtimeState?.[RETRY_STATE.at] && Date.parse(rec.runtimeState[RETRY_STATE.at]!) <= t) {
+          if (await this.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur)))
+            summary.failed.push(rec.id);
+        } else if (
+          rec.status === 'STARTING' &&
+          rec.runtimeState?.[RETRY_STATE.at] &&
+          Date.parse(rec.runtimeState[RETRY_STATE.at]!) <= t
+        ) {
           if (await this.retryStart(rec)) summary.retried.push(rec.id);
         } else if (rec.status === 'RUNNING' && idle(rec)) {
           const detail = `Paused after ${idleMinutes} minutes without agent activity`;
-          if (await this.pauseRecord(rec.id, detail, { when: (cur) => cur.generation === rec.generation && idle(cur) })) summary.paused.push(rec.id);
-        } else if (rec.status === 'RUNNING' && !instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) {
+          if (await this.pauseRecord(rec.id, detail, { when: (cur) => cur.generation === rec.generation && idle(cur) }))
+            summary.paused.push(rec.id);
+        } else if (
+          rec.status === 'RUNNING' &&
+          !instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)
+        ) {
           const t2 = await this.transition(rec.id, (cur) =>
             cur.status === 'RUNNING' && cur.generation === rec.generation
               ? { status: 'MISSING', detail: 'The sandbox process or task no longer exists', ...notLive }
@@ -74,7 +97,12 @@ export class SandboxHousekeeping extends SandboxRecords {
     }
     for (const inst of instances) {
       try {
-        if (live.some((r) => r.id === inst.sandboxId && r.generation === inst.generation && !r.deletedAt && isLive(r.status))) continue;
+        if (
+          live.some(
+            (r) => r.id === inst.sandboxId && r.generation === inst.generation && !r.deletedAt && isLive(r.status),
+          )
+        )
+          continue;
         const rec = await this.deps.store.get(inst.sandboxId);
         if (rec && !rec.deletedAt && isLive(rec.status) && rec.generation === inst.generation) continue;
         await this.deps.runtime.stop(inst);
@@ -97,7 +125,13 @@ export class SandboxHousekeeping extends SandboxRecords {
     if (!spec) return this.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
     const enrollment = newToken('enr');
     const t = await this.transition(rec.id, (cur) => {
-      if (cur.generation !== rec.generation || cur.status !== 'STARTING' || cur.runtimeRef || cur.runtimeState?.[RETRY_STATE.at] !== due) return 'skip';
+      if (
+        cur.generation !== rec.generation ||
+        cur.status !== 'STARTING' ||
+        cur.runtimeRef ||
+        cur.runtimeState?.[RETRY_STATE.at] !== due
+      )
+        return 'skip';
       // The due time goes at once, so two sweeps never launch the same attempt twice.
       const { [RETRY_STATE.at]: _due, ...state } = cur.runtimeState ?? {};
       return { enrollmentHash: sha256(enrollment), runtimeState: state };
@@ -120,9 +154,11 @@ export class SandboxHousekeeping extends SandboxRecords {
     for (const rec of live) {
       if (rec.deletedAt || instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) continue;
       const t = await this.transition(rec.id, (cur) =>
-        cur.generation !== rec.generation || !isLive(cur.status) ? 'skip'
-        : cur.status === 'RUNNING' ? { status: 'MISSING', detail, ...notLive }
-        : toError(detail),
+        cur.generation !== rec.generation || !isLive(cur.status)
+          ? 'skip'
+          : cur.status === 'RUNNING'
+            ? { status: 'MISSING', detail, ...notLive }
+            : toError(detail),
       );
       if (t?.changed) lost.push(rec.id);
     }

@@ -1,7 +1,6 @@
 import * as z from '#shared/zod.ts';
 import { sandboxStatuses, type SandboxStatus } from '#shared/protocol.ts';
 
-
 /** STARTING and RUNNING sandboxes hold (or are about to hold) a process or task. */
 export const isLive = (status: SandboxStatus) => status === 'STARTING' || status === 'RUNNING';
 
@@ -14,24 +13,38 @@ export const sandboxInfoSchema = z.lazy(() =>
     created_by_user_id: z.string(),
     sandbox_spec_id: z.string(),
     status: z.enum(sandboxStatuses),
-    session_api_key: z.nullable(z.string()).check(z.meta({ description: "Always null: a sandbox's own key reaches only the sandbox; clients use a conversation's session_api_key" })),
-    exposed_urls: z
-      .nullable(z.array(exposedUrlSchema))
-      .check(z.meta({ description: 'Sandboxes take no inbound connections, so this is [] while RUNNING and null otherwise' })),
-    detail: z.nullable(z.string()).check(z.meta({ description: 'Why the sandbox is in ERROR, MISSING or PAUSED by the service' })),
+    session_api_key: z.nullable(z.string()).check(
+      z.meta({
+        description:
+          "Always null: a sandbox's own key reaches only the sandbox; clients use a conversation's session_api_key",
+      }),
+    ),
+    exposed_urls: z.nullable(z.array(exposedUrlSchema)).check(
+      z.meta({
+        description: 'Sandboxes take no inbound connections, so this is [] while RUNNING and null otherwise',
+      }),
+    ),
+    detail: z
+      .nullable(z.string())
+      .check(z.meta({ description: 'Why the sandbox is in ERROR, MISSING or PAUSED by the service' })),
     contained: z.boolean().check(
       z.meta({
-        description: 'false when the sandbox ran as a plain local process, without bubblewrap or Seatbelt: its agent can reach everything the server can',
+        description:
+          'false when the sandbox ran as a plain local process, without bubblewrap or Seatbelt: its agent can reach everything the server can',
       }),
     ),
     created_at: z.string(),
     updated_at: z.string(),
-    last_activity_at: z.string().check(z.meta({ description: 'Last agent activity (or start/resume); idle sandboxes are paused' })),
+    last_activity_at: z
+      .string()
+      .check(z.meta({ description: 'Last agent activity (or start/resume); idle sandboxes are paused' })),
   }),
 );
 export type SandboxInfo = z.output<typeof sandboxInfoSchema>;
 
-export const sandboxPageSchema = z.lazy(() => z.object({ items: z.array(sandboxInfoSchema), next_page_id: z.nullable(z.string()) }));
+export const sandboxPageSchema = z.lazy(() =>
+  z.object({ items: z.array(sandboxInfoSchema), next_page_id: z.nullable(z.string()) }),
+);
 export const successSchema = z.lazy(() => z.object({ success: z.literal(true) }));
 
 /** The header that names sandboxes paused to respect MAX_RUNNING_SANDBOXES (comma-separated ids). */

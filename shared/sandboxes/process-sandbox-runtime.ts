@@ -2,7 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { logger } from '#shared/logging.ts';
-import { BWRAP_PROGRAM_DIR, bwrapArgs, bwrapLauncher, seatbeltArgs, tmpDirOf, type Containment, type SandboxView } from '#shared/sandboxes/containment.ts';
+import {
+  BWRAP_PROGRAM_DIR,
+  bwrapArgs,
+  bwrapLauncher,
+  seatbeltArgs,
+  tmpDirOf,
+  type Containment,
+  type SandboxView,
+} from '#shared/sandboxes/containment.ts';
 import {
   awsOnlyNotice,
   NOTICE_STATE,
@@ -58,7 +66,8 @@ function groupMembers(pgid: number): { pid: number; comm: string }[] {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) === pgid && state !== 'Z') members.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+      if (Number(pgrp) === pgid && state !== 'Z')
+        members.push({ pid: Number(entry), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
     } catch {
       // Gone meanwhile.
     }
@@ -68,12 +77,18 @@ function groupMembers(pgid: number): { pid: number; comm: string }[] {
 
 /** Resolves once process group `pgid` has no live process left, or after `ms`. */
 async function groupGone(pgid: number, ms: number): Promise<void> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline && groupMembers(pgid).length; ) await new Promise((r) => setTimeout(r, 20));
+  for (const deadline = Date.now() + ms; Date.now() < deadline && groupMembers(pgid).length; )
+    await new Promise((r) => setTimeout(r, 20));
 }
 
 /** Whether `command` names an executable file (a path, or a name on PATH), as spawn would find it. */
 function executable(command: string, path: string): boolean {
-  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(isAbsolute).map((dir) => join(dir, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : path
+        .split(delimiter)
+        .filter(isAbsolute)
+        .map((dir) => join(dir, command));
   return candidates.some((file) => {
     try {
       accessSync(file, constants.X_OK);
@@ -96,7 +111,9 @@ export function lastProblems(stderr: string): string {
     .flatMap((line) => {
       try {
         const entry = JSON.parse(line) as { level?: string; message?: string; error?: string };
-        return entry.level === 'warn' || entry.level === 'error' ? [[entry.message, entry.error].filter(Boolean).join(': ')] : [];
+        return entry.level === 'warn' || entry.level === 'error'
+          ? [[entry.message, entry.error].filter(Boolean).join(': ')]
+          : [];
       } catch {
         return [line];
       }
@@ -135,19 +152,29 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
       if (current && current.generation > req.generation) {
         throw new SandboxStartError(`Superseded by a newer start (generation ${current.generation})`);
       }
-      if (current?.generation === req.generation) return { ref: String(current.child.pid), state: { containment: this.options.containment } };
+      if (current?.generation === req.generation)
+        return { ref: String(current.child.pid), state: { containment: this.options.containment } };
       if (current) await this.kill(current);
       const { containment } = this.options;
-      if (containment === 'none' && this.options.uncontainedUsers && !this.options.uncontainedUsers.includes(req.userId)) {
+      if (
+        containment === 'none' &&
+        this.options.uncontainedUsers &&
+        !this.options.uncontainedUsers.includes(req.userId)
+      ) {
         throw new SandboxStartError(
-          'Sandboxes run uncontained on this server (neither bubblewrap nor Seatbelt is available), so it starts only its local user\'s; install bubblewrap, or restart it with --allow-uncontained',
+          "Sandboxes run uncontained on this server (neither bubblewrap nor Seatbelt is available), so it starts only its local user's; install bubblewrap, or restart it with --allow-uncontained",
         );
       }
-      const programPath = containment === 'bwrap' ? join(BWRAP_PROGRAM_DIR, PROGRAM_ENTRY) : this.options.programDir && join(this.options.programDir, PROGRAM_ENTRY);
+      const programPath =
+        containment === 'bwrap'
+          ? join(BWRAP_PROGRAM_DIR, PROGRAM_ENTRY)
+          : this.options.programDir && join(this.options.programDir, PROGRAM_ENTRY);
       const [command, ...specArgs] = req.spec.command ?? [];
       if (!command) throw new SandboxStartError(`Sandbox spec "${req.spec.id}" has no command to run`);
       if (specArgs.includes(PROGRAM_PLACEHOLDER) && !this.options.programDir) {
-        throw new SandboxStartError(`Sandbox spec "${req.spec.id}" runs ${PROGRAM_PLACEHOLDER}, which this server did not build`);
+        throw new SandboxStartError(
+          `Sandbox spec "${req.spec.id}" runs ${PROGRAM_PLACEHOLDER}, which this server did not build`,
+        );
       }
       const args = specArgs.map((arg) => (arg === PROGRAM_PLACEHOLDER ? programPath! : arg));
       const dir = this.sandboxDir(req.sandboxId);
@@ -174,11 +201,19 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
         ...(containment === 'none' ? { SANDBOX_PARENT_PID: String(process.pid) } : { SANDBOX_PARENT_STDIN: '1' }),
         ...req.spec.initial_env,
       };
-      const view: SandboxView = { workspace, home, tmp, programDir: this.options.programDir, hidden: [this.options.dataDir, this.options.projectRoot] };
+      const view: SandboxView = {
+        workspace,
+        home,
+        tmp,
+        programDir: this.options.programDir,
+        hidden: [this.options.dataDir, this.options.projectRoot],
+      };
       const [file, argv] =
-        containment === 'bwrap' ? [bwrapLauncher()[0]!, [...bwrapLauncher().slice(1), ...bwrapArgs(view), '--', program, ...args]]
-        : containment === 'seatbelt' ? ['/usr/bin/sandbox-exec', [...seatbeltArgs(view), program, ...args]]
-        : [program, args];
+        containment === 'bwrap'
+          ? [bwrapLauncher()[0]!, [...bwrapLauncher().slice(1), ...bwrapArgs(view), '--', program, ...args]]
+          : containment === 'seatbelt'
+            ? ['/usr/bin/sandbox-exec', [...seatbeltArgs(view), program, ...args]]
+            : [program, args];
       const child = spawn(file, argv, {
         cwd: workspace,
         env,
@@ -256,15 +291,23 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
   }
 
   async list(): Promise<RunningInstance[]> {
-    return [...this.instances].map(([sandboxId, i]) => ({ sandboxId, generation: i.generation, ref: String(i.child.pid) }));
+    return [...this.instances].map(([sandboxId, i]) => ({
+      sandboxId,
+      generation: i.generation,
+      ref: String(i.child.pid),
+    }));
   }
 
   /** Stops every process (workspaces kept): the local stack's shutdown, so nothing outlives it. */
   async stopAll(): Promise<void> {
-    await Promise.all([...this.instances.keys()].map((id) => this.serial(id, async () => {
-      const current = this.instances.get(id);
-      if (current) await this.kill(current);
-    })));
+    await Promise.all(
+      [...this.instances.keys()].map((id) =>
+        this.serial(id, async () => {
+          const current = this.instances.get(id);
+          if (current) await this.kill(current);
+        }),
+      ),
+    );
   }
 
   /** SIGTERM to the process group, SIGKILL after the grace period; resolves once the process is gone. */
@@ -281,7 +324,10 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
     // bubblewrap dies at SIGTERM and takes the sandbox with it (--die-with-parent): a graceful stop
     // signals the program inside instead, which saves its state and exits, and bubblewrap follows.
     // A program that bubblewrap has not started yet has nothing to save: then the group gets it.
-    const inside = this.options.containment === 'bwrap' ? groupMembers(pid).filter((m) => m.comm !== 'bwrap' && m.comm !== 'setpriv') : [];
+    const inside =
+      this.options.containment === 'bwrap'
+        ? groupMembers(pid).filter((m) => m.comm !== 'bwrap' && m.comm !== 'setpriv')
+        : [];
     if (inside.length) for (const member of inside) signal('SIGTERM', member.pid);
     else signal('SIGTERM');
     let timer: NodeJS.Timeout | undefined;

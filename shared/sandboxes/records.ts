@@ -8,7 +8,13 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { SandboxStartError, type InstanceRef, type LaunchOptions, type RuntimeState, type SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import {
+  SandboxStartError,
+  type InstanceRef,
+  type LaunchOptions,
+  type RuntimeState,
+  type SandboxRuntime,
+} from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
@@ -56,8 +62,14 @@ export const newToken = (prefix: string) => `${prefix}_${randomBytes(32).toStrin
 export const sameHash = (stored: string | undefined, actual: string) =>
   stored !== undefined && stored.length === actual.length && timingSafeEqual(Buffer.from(stored), Buffer.from(actual));
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-export const instanceOf = (r: SandboxRecord): InstanceRef => ({ sandboxId: r.id, generation: r.generation, ref: r.runtimeRef, state: r.runtimeState });
-export const sameState = (a: RuntimeState | undefined, b: RuntimeState) => JSON.stringify(a ?? {}) === JSON.stringify(b);
+export const instanceOf = (r: SandboxRecord): InstanceRef => ({
+  sandboxId: r.id,
+  generation: r.generation,
+  ref: r.runtimeRef,
+  state: r.runtimeState,
+});
+export const sameState = (a: RuntimeState | undefined, b: RuntimeState) =>
+  JSON.stringify(a ?? {}) === JSON.stringify(b);
 
 export const notLive = { liveShard: null, liveUserId: null, enrollmentHash: null } as const;
 export const toError = (detail: string): SandboxPatch => ({ status: 'ERROR', detail, ...notLive });
@@ -71,7 +83,13 @@ export const DELETE_RETRY_MS = 60_000;
  * again, how many attempts were made, the last error, and what the next attempt needs (the bridge
  * URL and the launch options, since the sweeper has no request and reads no settings).
  */
-export const RETRY_STATE = { at: 'retryAt', attempt: 'retryAttempt', error: 'retryError', bridgeUrl: 'bridgeUrl', launch: 'launch' } as const;
+export const RETRY_STATE = {
+  at: 'retryAt',
+  attempt: 'retryAttempt',
+  error: 'retryError',
+  bridgeUrl: 'bridgeUrl',
+  launch: 'launch',
+} as const;
 /** Back-off between start attempts (the sweeper runs every minute, so later ones land on its ticks). */
 export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 ** (attempt - 1));
 
@@ -109,7 +127,11 @@ export class SandboxRecords {
    * Reads, decides and writes conditionally on the version read, retrying on a lost race. With
    * `userId`, an unknown, foreign or deleted sandbox is a 404; without, it is `undefined`.
    */
-  protected async transition(id: string, decide: (rec: SandboxRecord) => Decision, options: { userId?: string } = {}): Promise<Transition | undefined> {
+  protected async transition(
+    id: string,
+    decide: (rec: SandboxRecord) => Decision,
+    options: { userId?: string } = {},
+  ): Promise<Transition | undefined> {
     for (let attempt = 0; attempt < 40; attempt++) {
       const rec = await this.deps.store.get(id);
       if (!rec || rec.deletedAt || (options.userId !== undefined && rec.userId !== options.userId)) {
@@ -126,16 +148,30 @@ export class SandboxRecords {
   }
 
   /** Pauses a live sandbox and stops its process; false when it was not live (or `when` said no). */
-  protected async pauseRecord(id: string, detail: string | undefined, options: { userId?: string; when?: (rec: SandboxRecord) => boolean } = {}): Promise<boolean> {
-    const t = await this.transition(id, (rec) => (isLive(rec.status) && (options.when?.(rec) ?? true) ? toPaused(detail) : 'skip'), options);
+  protected async pauseRecord(
+    id: string,
+    detail: string | undefined,
+    options: { userId?: string; when?: (rec: SandboxRecord) => boolean } = {},
+  ): Promise<boolean> {
+    const t = await this.transition(
+      id,
+      (rec) => (isLive(rec.status) && (options.when?.(rec) ?? true) ? toPaused(detail) : 'skip'),
+      options,
+    );
     if (!t?.changed) return false;
     await this.stopQuietly(instanceOf(t.previous));
     return true;
   }
 
   /** Turns the same generation of a live sandbox to ERROR and stops whatever runs for it. */
-  protected async failIfCurrent(rec: SandboxRecord, detail: string, when: (cur: SandboxRecord) => boolean = () => true): Promise<boolean> {
-    const t = await this.transition(rec.id, (cur) => (cur.generation === rec.generation && isLive(cur.status) && when(cur) ? toError(detail) : 'skip'));
+  protected async failIfCurrent(
+    rec: SandboxRecord,
+    detail: string,
+    when: (cur: SandboxRecord) => boolean = () => true,
+  ): Promise<boolean> {
+    const t = await this.transition(rec.id, (cur) =>
+      cur.generation === rec.generation && isLive(cur.status) && when(cur) ? toError(detail) : 'skip',
+    );
     if (!t?.changed) return false;
     logger.warn('sandbox.failed', { sandboxId: rec.id, userId: rec.userId, detail });
     await this.stopQuietly(instanceOf(t.previous));
@@ -148,7 +184,13 @@ export class SandboxRecords {
    * failure worth retrying (throttling, no capacity) leaves the sandbox STARTING with a detail and
    * a time for the sweeper's next attempt, within the start time-out; any other is an ERROR.
    */
-  protected async launch(record: SandboxRecord, spec: SandboxSpec, enrollmentToken: string, bridgeUrl: string, options: LaunchOptions): Promise<SandboxRecord> {
+  protected async launch(
+    record: SandboxRecord,
+    spec: SandboxSpec,
+    enrollmentToken: string,
+    bridgeUrl: string,
+    options: LaunchOptions,
+  ): Promise<SandboxRecord> {
     const generation = record.generation;
     let started: { ref: string; state: RuntimeState } | undefined;
     let failure: SandboxStartError | undefined;
@@ -164,10 +206,14 @@ export class SandboxRecords {
         options,
       });
     } catch (err) {
-      failure = err instanceof SandboxStartError ? err : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
+      failure =
+        err instanceof SandboxStartError
+          ? err
+          : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
     }
     const attempt = Number(record.runtimeState?.[RETRY_STATE.attempt] ?? 0) + 1;
-    const deadline = Date.parse(record.startedAt ?? record.lastActivityAt) + this.deps.config.startTimeoutSeconds * 1000;
+    const deadline =
+      Date.parse(record.startedAt ?? record.lastActivityAt) + this.deps.config.startTimeoutSeconds * 1000;
     const retryAt = failure?.retryable ? this.now().getTime() + retryDelayMs(attempt) : undefined;
     const retry = retryAt !== undefined && retryAt < deadline;
     const state: RuntimeState = { ...(started?.state ?? failure!.state) };
@@ -187,15 +233,31 @@ export class SandboxRecords {
       current = rec.generation === generation && isLive(rec.status);
       const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
       if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
-      if (current && failure) Object.assign(patch, retry ? { detail: `Waiting to start, trying again at ${state[RETRY_STATE.at]}: ${detail}` } : toError(detail!));
+      if (current && failure)
+        Object.assign(
+          patch,
+          retry
+            ? { detail: `Waiting to start, trying again at ${state[RETRY_STATE.at]}: ${detail}` }
+            : toError(detail!),
+        );
       return Object.keys(patch).length ? patch : 'skip';
     });
-    if (failure && current) logger.warn(retry ? 'sandbox.start-retry' : 'sandbox.failed', { sandboxId: record.id, userId: record.userId, detail });
+    if (failure && current)
+      logger.warn(retry ? 'sandbox.start-retry' : 'sandbox.failed', {
+        sandboxId: record.id,
+        userId: record.userId,
+        detail,
+      });
     if (started && !current) {
       const instance = { sandboxId: record.id, generation, ref: started.ref, state };
       // Deleted meanwhile: the delete's clean-up may have run before this start, so clean up again.
       if (t) await this.stopQuietly(instance);
-      else await this.deps.runtime.destroy(instance).catch((err: unknown) => logger.error('Clean-up after a lost start failed', { sandboxId: record.id, error: err as Error }));
+      else
+        await this.deps.runtime
+          .destroy(instance)
+          .catch((err: unknown) =>
+            logger.error('Clean-up after a lost start failed', { sandboxId: record.id, error: err as Error }),
+          );
     }
     return t?.record ?? record;
   }
@@ -210,7 +272,8 @@ export class SandboxRecords {
         await this.deps.store.remove(rec.id);
         return true;
       }
-      if (!sameState(rec.runtimeState, out.state)) await this.deps.store.update(rec.id, rec.version, { runtimeState: out.state });
+      if (!sameState(rec.runtimeState, out.state))
+        await this.deps.store.update(rec.id, rec.version, { runtimeState: out.state });
     } catch (err) {
       logger.error('Sandbox clean-up failed; the sweeper will retry', { sandboxId: rec.id, error: err as Error });
     }

@@ -38,16 +38,22 @@ export interface LaunchOptions {
 }
 
 /** The settings' `sandbox_runtime_container_image` wins over `sandbox_base_container_image` when both are set. */
-export function launchOptionsOf(settings: {
-  sandbox_runtime_container_image?: string | null;
-  sandbox_base_container_image?: string | null;
-  remote_runtime_resource_factor?: number | null;
-} | null): LaunchOptions {
+export function launchOptionsOf(
+  settings: {
+    sandbox_runtime_container_image?: string | null;
+    sandbox_base_container_image?: string | null;
+    remote_runtime_resource_factor?: number | null;
+  } | null,
+): LaunchOptions {
   const runtime = settings?.sandbox_runtime_container_image?.trim();
   const base = settings?.sandbox_base_container_image?.trim();
   const factor = settings?.remote_runtime_resource_factor ?? 1;
   return {
-    ...(runtime ? { image: { kind: 'runtime' as const, uri: runtime } } : base ? { image: { kind: 'base' as const, uri: base } } : {}),
+    ...(runtime
+      ? { image: { kind: 'runtime' as const, uri: runtime } }
+      : base
+        ? { image: { kind: 'base' as const, uri: base } }
+        : {}),
     ...(factor !== 1 ? { resourceFactor: factor } : {}),
   };
 }
@@ -58,7 +64,9 @@ export function awsOnlyNotice(options: LaunchOptions | undefined): string | unde
     ...(options?.image ? [`sandbox_${options.image.kind}_container_image`] : []),
     ...(options?.resourceFactor && options.resourceFactor !== 1 ? ['remote_runtime_resource_factor'] : []),
   ];
-  return settings.length ? `${settings.join(' and ')} apply only on AWS: this sandbox runs as a local process, without them` : undefined;
+  return settings.length
+    ? `${settings.join(' and ')} apply only on AWS: this sandbox runs as a local process, without them`
+    : undefined;
 }
 
 /** Where a runtime keeps a sentence the sandbox's record shows while nothing else is wrong (e.g. "ran on on-demand: Spot had no capacity"). */

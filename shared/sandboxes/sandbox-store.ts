@@ -70,7 +70,11 @@ export interface SandboxStore {
   /** The records that exist among `ids` (duplicates allowed), keyed by id. */
   batchGet(ids: string[]): Promise<Map<string, SandboxRecord>>;
   /** A page of a user's sandboxes, newest first. */
-  listByUser(userId: string, limit: number, startKey?: Record<string, unknown>): Promise<{ items: SandboxRecord[]; lastKey?: Record<string, unknown> }>;
+  listByUser(
+    userId: string,
+    limit: number,
+    startKey?: Record<string, unknown>,
+  ): Promise<{ items: SandboxRecord[]; lastKey?: Record<string, unknown> }>;
   /** A user's STARTING/RUNNING sandboxes, least recently active first. */
   listLiveByUser(userId: string): Promise<SandboxRecord[]>;
   /** Every STARTING/RUNNING sandbox and unfinished delete, least recently active first. */

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { invalidField, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
-import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
@@ -13,7 +12,11 @@ import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService extends SandboxRecords {
   /** The user's sandboxes, newest first. */
-  async search(userId: string, pageId: string | undefined, limit: number): Promise<{ items: SandboxInfo[]; next_page_id: string | null }> {
+  async search(
+    userId: string,
+    pageId: string | undefined,
+    limit: number,
+  ): Promise<{ items: SandboxInfo[]; next_page_id: string | null }> {
     const scope = `sandboxes:${userId}`;
     const startKey = await this.deps.cursors.decode(pageId, scope);
     const page = await this.deps.store.listByUser(userId, limit, startKey);
@@ -33,7 +36,11 @@ export class SandboxService extends SandboxRecords {
   }
 
   /** Starts a sandbox; `paused` names sandboxes paused to stay within the per-user limit. */
-  async start(userId: string, specId: string | undefined, host: string | undefined): Promise<{ sandbox: SandboxInfo; paused: string[] }> {
+  async start(
+    userId: string,
+    specId: string | undefined,
+    host: string | undefined,
+  ): Promise<{ sandbox: SandboxInfo; paused: string[] }> {
     const spec = specId === undefined ? this.deps.specs.defaultSpec() : this.deps.specs.get(specId);
     if (!spec) throw invalidField(['query', 'sandbox_spec_id'], `Unknown sandbox spec "${specId}"`, specId);
     const bridgeUrl = this.deps.bridgeUrl(host);
@@ -104,7 +111,14 @@ export class SandboxService extends SandboxRecords {
   async delete(userId: string, sandboxId: string): Promise<void> {
     const t = await this.transition(
       sandboxId,
-      () => ({ deletedAt: this.iso(), liveShard: LIVE_SHARD, liveUserId: null, enrollmentHash: null, sessionKeyHash: null, sessionKeySealed: null }),
+      () => ({
+        deletedAt: this.iso(),
+        liveShard: LIVE_SHARD,
+        liveUserId: null,
+        enrollmentHash: null,
+        sessionKeyHash: null,
+        sessionKeySealed: null,
+      }),
       { userId },
     );
     await this.deps.store.deleteAllCommands(sandboxId);
@@ -119,11 +133,17 @@ export class SandboxService extends SandboxRecords {
    * KMS's 4 KB (a user message, which is stored as an event in the clear anyway). 404 for an unknown
    * or foreign sandbox. Returns the command's seq.
    */
-  async enqueueCommand(userId: string, sandboxId: string, command: CommandInput, options: { seal?: boolean } = {}): Promise<number> {
+  async enqueueCommand(
+    userId: string,
+    sandboxId: string,
+    command: CommandInput,
+    options: { seal?: boolean } = {},
+  ): Promise<number> {
     const rec = await this.deps.store.get(sandboxId);
     if (!rec || rec.userId !== userId || rec.deletedAt) throw notFound('Sandbox not found');
     const json = command.payload === undefined ? undefined : JSON.stringify(command.payload);
-    const sealedPayload = json !== undefined && options.seal !== false ? await this.deps.sealer.seal(json, userId) : undefined;
+    const sealedPayload =
+      json !== undefined && options.seal !== false ? await this.deps.sealer.seal(json, userId) : undefined;
     const payload = json !== undefined && options.seal === false ? json : undefined;
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
@@ -143,17 +163,25 @@ export class SandboxService extends SandboxRecords {
     const connection = rec.commandSocket;
     if (!push || !connection || rec.status !== 'RUNNING') return;
     try {
-      if (!(await push.send(connection, pushMessage(command)))) await this.deps.store.clearCommandSocket(rec.id, connection);
+      if (!(await push.send(connection, pushMessage(command))))
+        await this.deps.store.clearCommandSocket(rec.id, connection);
     } catch (err) {
-      logger.warn('Pushing a command to its sandbox failed; the program fetches it after its next heartbeat', { sandboxId: rec.id, seq: command.seq, error: err as Error });
+      logger.warn('Pushing a command to its sandbox failed; the program fetches it after its next heartbeat', {
+        sandboxId: rec.id,
+        seq: command.seq,
+        error: err as Error,
+      });
     }
   }
 
   /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */
-  async statuses(ids: string[]): Promise<Map<string, { id: string; userId: string; status: SandboxStatus; detail: string | null }>> {
+  async statuses(
+    ids: string[],
+  ): Promise<Map<string, { id: string; userId: string; status: SandboxStatus; detail: string | null }>> {
     const found = await this.deps.store.batchGet(ids);
     const out = new Map<string, { id: string; userId: string; status: SandboxStatus; detail: string | null }>();
-    for (const [id, r] of found) if (!r.deletedAt) out.set(id, { id, userId: r.userId, status: r.status, detail: r.detail ?? null });
+    for (const [id, r] of found)
+      if (!r.deletedAt) out.set(id, { id, userId: r.userId, status: r.status, detail: r.detail ?? null });
     return out;
   }
 

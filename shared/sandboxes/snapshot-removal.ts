@@ -17,7 +17,10 @@ export interface SnapshotRemoval {
 }
 
 /** The snapshot-removal function: deletes every object under the sandbox's own prefix (the prefix rule refuses anything but a sandbox id). */
-export async function removeSnapshots(event: SnapshotRemovalRequest, adapters: Pick<Adapters, 'workspaceSnapshots'>): Promise<void> {
+export async function removeSnapshots(
+  event: SnapshotRemovalRequest,
+  adapters: Pick<Adapters, 'workspaceSnapshots'>,
+): Promise<void> {
   const snapshots = adapters.workspaceSnapshots;
   if (!snapshots) throw new Error('This deployment keeps workspaces as directories: there are no snapshots to remove');
   // Only a string: anything else is refused by the prefix rule as an empty id, never coerced into one.

@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import type { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { SnapshotUpload } from '#shared/protocol.ts';
@@ -44,13 +50,22 @@ export class WorkspaceSnapshots {
   ) {}
 
   private signer(): SnapshotSigning {
-    if (!this.signing) throw new Error('This function signs no snapshot requests: its entry wires workspace snapshots without the presigners');
+    if (!this.signing)
+      throw new Error(
+        'This function signs no snapshot requests: its entry wires workspace snapshots without the presigners',
+      );
     return this.signing;
   }
 
   /** Whether the sandbox's prefix has room for another upload (a hostile program could otherwise ask for grants without end). */
   async hasRoom(sandboxId: string): Promise<boolean> {
-    const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: snapshotPrefix(sandboxId), MaxKeys: this.limits.maxObjects }));
+    const page = await this.s3.send(
+      new ListObjectsV2Command({
+        Bucket: this.bucket,
+        Prefix: snapshotPrefix(sandboxId),
+        MaxKeys: this.limits.maxObjects,
+      }),
+    );
     return (page.KeyCount ?? page.Contents?.length ?? 0) < this.limits.maxObjects;
   }
 
@@ -64,13 +79,21 @@ export class WorkspaceSnapshots {
       Conditions: [['content-length-range', 1, this.limits.maxBytes], { bucket: this.bucket }, ['eq', '$key', key]],
       Expires: this.limits.expiresSeconds,
     });
-    return { key, url, fields, max_bytes: this.limits.maxBytes, expires_at: new Date(now + this.limits.expiresSeconds * 1000).toISOString() };
+    return {
+      key,
+      url,
+      fields,
+      max_bytes: this.limits.maxBytes,
+      expires_at: new Date(now + this.limits.expiresSeconds * 1000).toISOString(),
+    };
   }
 
   /** A presigned GET of one of the sandbox's own snapshots. */
   async download(sandboxId: string, key: string): Promise<{ url: string; expires_at: string }> {
     if (!ownsSnapshot(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
-    const url = await this.signer().get(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn: this.limits.expiresSeconds });
+    const url = await this.signer().get(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), {
+      expiresIn: this.limits.expiresSeconds,
+    });
     return { url, expires_at: new Date(Date.now() + this.limits.expiresSeconds * 1000).toISOString() };
   }
 
@@ -93,10 +116,17 @@ export class WorkspaceSnapshots {
     let removed = 0;
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      const page = await this.s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
       const keys = (page.Contents ?? []).map((o) => o.Key!).filter((k) => k && k !== keep);
       if (keys.length) {
-        await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }));
+        await this.s3.send(
+          new DeleteObjectsCommand({
+            Bucket: this.bucket,
+            Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true },
+          }),
+        );
         removed += keys.length;
       }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;

@@ -3,4 +3,7 @@ import { conversationKeyVersion } from '#shared/conversations/service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 
 export const conversationKeys: ServiceFactory<ConversationKeys> = (c) =>
-  new ConversationKeys(() => c.adapters.conversationKeySecret(), conversationKeyVersion(c.adapter('conversationStore')));
+  new ConversationKeys(
+    () => c.adapters.conversationKeySecret(),
+    conversationKeyVersion(c.adapter('conversationStore')),
+  );

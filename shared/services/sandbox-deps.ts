@@ -8,7 +8,10 @@ import { lazy } from '#shared/wiring/lazy.ts';
  * Only the user's API starts sandboxes, so only it reads the user's settings (`launchOptions`): the
  * bridge's and housekeeping's bundles carry no settings service.
  */
-export const sandboxDeps = (c: ServiceContext, launchOptions?: SandboxServiceDeps['launchOptions']): SandboxServiceDeps =>
+export const sandboxDeps = (
+  c: ServiceContext,
+  launchOptions?: SandboxServiceDeps['launchOptions'],
+): SandboxServiceDeps =>
   lazy<SandboxServiceDeps>({
     store: () => c.adapters.sandboxStore,
     runtime: () => c.adapters.sandboxRuntime,

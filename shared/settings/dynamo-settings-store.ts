@@ -35,7 +35,10 @@ export class DynamoSettingsStore implements SettingsStore {
     // `secrets` exists only on a record of the per-field format: its nested places are there to write.
     const conditions = [`attribute_exists(${e.name(['secrets'])})`];
     for (const { exists, absent } of patch.assume) {
-      const terms = [...(exists ? [`attribute_exists(${e.name(exists)})`] : []), ...(absent ? [`attribute_not_exists(${e.name(absent)})`] : [])];
+      const terms = [
+        ...(exists ? [`attribute_exists(${e.name(exists)})`] : []),
+        ...(absent ? [`attribute_not_exists(${e.name(absent)})`] : []),
+      ];
       conditions.push(terms.length > 1 ? `(${terms.join(' OR ')})` : terms[0]!);
     }
     const update = `ADD ${e.name(['version'])} ${e.value(1)} SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`;

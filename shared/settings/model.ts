@@ -3,15 +3,24 @@ import * as z from '#shared/zod.ts';
 /** Bounded text: every string the API stores has a ceiling, so no field can bloat an item. */
 const text = (max = 1024) => z.string().check(z.maxLength(max, `must be at most ${max} characters`));
 const nullableText = (max = 1024) => z.nullable(text(max));
-const httpUrl = z.lazy(() => z.string().check(z.maxLength(2048), z.refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL')));
+const httpUrl = z.lazy(() =>
+  z.string().check(
+    z.maxLength(2048),
+    z.refine((v) => /^https?:\/\/[^\s]+$/i.test(v) && URL.canParse(v), 'must be an http(s) URL'),
+  ),
+);
 
 export const gitProviders = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
 export const gitProviderSchema = z.lazy(() => z.enum(gitProviders));
 
 // --- MCP configuration -----------------------------------------------------------------------
 
-const serverName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -')));
-const envName = z.lazy(() => z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')));
+const serverName = z.lazy(() =>
+  z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -')),
+);
+const envName = z.lazy(() =>
+  z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')),
+);
 
 export const remoteServerSchema = z.lazy(() =>
   z.object({
@@ -36,7 +45,9 @@ export const mcpConfigSchema = z.lazy(() =>
     sse_servers: z._default(z.array(remoteServerSchema).check(z.maxLength(50)), []),
     stdio_servers: z
       ._default(z.array(stdioServerSchema).check(z.maxLength(50)), [])
-      .check(z.refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique')),
+      .check(
+        z.refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'stdio server names must be unique'),
+      ),
     shttp_servers: z._default(z.array(remoteServerSchema).check(z.maxLength(50)), []),
   }),
 );
@@ -83,10 +94,23 @@ export const securityAnalyzerChoices = ['llm'] as const;
 
 /** One of `choices`; anything else is a 422 that lists them. */
 const choice = (name: string, choices: readonly string[], extra: readonly string[] = []) =>
-  z.string().check(z.refine((v) => choices.includes(v) || extra.includes(v), `${name} must be one of: ${choices.join(', ')}${extra.length ? ` (or ${extra.map((e) => JSON.stringify(e)).join(', ')} or null for none)` : ''}`));
+  z
+    .string()
+    .check(
+      z.refine(
+        (v) => choices.includes(v) || extra.includes(v),
+        `${name} must be one of: ${choices.join(', ')}${extra.length ? ` (or ${extra.map((e) => JSON.stringify(e)).join(', ')} or null for none)` : ''}`,
+      ),
+    );
 
 const positiveInt = (name: string, max: number) =>
-  z.number().check(z.int(`${name} must be an integer`), z.gte(1, `${name} must be at least 1`), z.lte(max, `${name} must be at most ${max}`));
+  z
+    .number()
+    .check(
+      z.int(`${name} must be an integer`),
+      z.gte(1, `${name} must be at least 1`),
+      z.lte(max, `${name} must be at most ${max}`),
+    );
 
 /** The sizes a sandbox may be multiplied by (`remote_runtime_resource_factor`). */
 export const resourceFactors = [1, 2, 4, 8] as const as readonly number[];
@@ -104,7 +128,14 @@ export const settingsInputSchema = z.lazy(() =>
     llm_base_url: z.nullish(z.union([httpUrl, z.literal('')])),
     // As OpenHands offers it: multiplies the sandbox spec's CPU and memory on AWS.
     remote_runtime_resource_factor: z.nullish(
-      z.number().check(z.refine((v) => resourceFactors.includes(v), `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`)),
+      z
+        .number()
+        .check(
+          z.refine(
+            (v) => resourceFactors.includes(v),
+            `remote_runtime_resource_factor must be one of ${resourceFactors.join(', ')}`,
+          ),
+        ),
     ),
     secrets_store: z.optional(secretsStoreSchema),
     enable_default_condenser: z.optional(z.boolean()),
@@ -131,7 +162,10 @@ export const settingsInputSchema = z.lazy(() =>
       z
         .number()
         // DynamoDB stores no number closer to 0 than 1e-130; a budget below a millionth of a dollar means nothing anyway.
-        .check(z.gte(0.000001, 'max_budget_per_task must be at least 0.000001'), z.lte(1_000_000, 'max_budget_per_task must be at most 1000000')),
+        .check(
+          z.gte(0.000001, 'max_budget_per_task must be at least 0.000001'),
+          z.lte(1_000_000, 'max_budget_per_task must be at most 1000000'),
+        ),
     ),
     email: z.optional(nullableText(320)),
     email_verified: z.nullish(z.boolean()),
@@ -143,7 +177,8 @@ export type SettingsInput = z.output<typeof settingsInputSchema>;
 
 /** The settings fields, read from the schema when first asked (building it is not free). */
 let fieldNames: (keyof SettingsInput)[] | undefined;
-export const settingsFieldNames = () => (fieldNames ??= Object.keys(z.unlazy(settingsInputSchema).shape) as (keyof SettingsInput)[]);
+export const settingsFieldNames = () =>
+  (fieldNames ??= Object.keys(z.unlazy(settingsInputSchema).shape) as (keyof SettingsInput)[]);
 
 /** Top-level members of a body that are not settings fields (reported, never stored). */
 export const unknownSettingsFields = (raw: unknown): string[] =>
@@ -231,6 +266,8 @@ export const maskedSettingsSchema = z.lazy(() =>
 export const saveSettingsResponseSchema = z.lazy(() =>
   z.object({
     message: z.string(),
-    ignored_fields: z.array(z.string()).check(z.meta({ description: 'Body members that are not settings fields and were not stored' })),
+    ignored_fields: z
+      .array(z.string())
+      .check(z.meta({ description: 'Body members that are not settings fields and were not stored' })),
   }),
 );

@@ -1,4 +1,10 @@
-import { keepOnNull, secretFields, settingsDefaults, settingsFieldNames, type SettingsInput } from '#shared/settings/model.ts';
+import {
+  keepOnNull,
+  secretFields,
+  settingsDefaults,
+  settingsFieldNames,
+  type SettingsInput,
+} from '#shared/settings/model.ts';
 import type { SettingsPatch, SettingsPath, SettingsRecord } from '#shared/settings/settings-store.ts';
 
 /** Where each secret is sealed in `SettingsRecord.secrets`. */
@@ -48,12 +54,14 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
   const patch: SettingsPatch = { set: [], remove: [], assume: [] };
   // One change per place (DynamoDB refuses overlapping paths): a later change of the same place wins.
   const byPath = new Map<string, SettingsPatch['set'][number]>();
-  const set = (path: SettingsPath, value: unknown, ifAbsent = false) => byPath.set(path.join('\0'), { path, value, ifAbsent });
+  const set = (path: SettingsPath, value: unknown, ifAbsent = false) =>
+    byPath.set(path.join('\0'), { path, value, ifAbsent });
   const remove = (path: SettingsPath) => patch.remove.push(path);
   const has = (path: SettingsPath) => (known ? hasPath(known, path) : (patch.assume.push({ exists: path }), true));
 
   for (const field of settingsFieldNames()) {
-    if (field === 'secrets_store' || field === 'mcp_config' || (secretFields as readonly string[]).includes(field)) continue;
+    if (field === 'secrets_store' || field === 'mcp_config' || (secretFields as readonly string[]).includes(field))
+      continue;
     const value = input[field];
     if (value === undefined || (value === null && keepOnNull.has(field))) continue;
     set(['values', field], value);
@@ -91,7 +99,16 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
       continue;
     }
     const secret = typeof entry === 'string' ? entry : entry.secret;
-    if (secret) set(key, new Plaintext(secret, ['secrets_store', 'custom_secrets', name, ...(typeof entry === 'string' ? [] : ['secret'])]));
+    if (secret)
+      set(
+        key,
+        new Plaintext(secret, [
+          'secrets_store',
+          'custom_secrets',
+          name,
+          ...(typeof entry === 'string' ? [] : ['secret']),
+        ]),
+      );
     else if (!has(key)) continue;
     const description = typeof entry === 'string' ? undefined : entry.description;
     set(summary, { description: description ?? null }, description === undefined);
@@ -106,7 +123,8 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
       list.map((s, i) => {
         const key = secretKey.remote(kind, s.url);
         listed[key] = true;
-        if (s.api_key !== null && s.api_key !== undefined) set(['secrets', key], new Plaintext(s.api_key, ['mcp_config', `${kind}_servers`, i, 'api_key']));
+        if (s.api_key !== null && s.api_key !== undefined)
+          set(['secrets', key], new Plaintext(s.api_key, ['mcp_config', `${kind}_servers`, i, 'api_key']));
         else if (!known) patch.assume.push({ absent: ['secrets', key], exists: ['mcpListed', key] });
         return { url: s.url, api_key: null };
       });
@@ -124,7 +142,11 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
         name: s.name,
         command: s.command,
         args: s.args,
-        env: Object.fromEntries(Object.entries(s.env).flatMap(([k, v]) => (env(v, secretKey.env(s.name, k), ['mcp_config', 'stdio_servers', i, 'env', k]) ? [[k, null]] : []))),
+        env: Object.fromEntries(
+          Object.entries(s.env).flatMap(([k, v]) =>
+            env(v, secretKey.env(s.name, k), ['mcp_config', 'stdio_servers', i, 'env', k]) ? [[k, null]] : [],
+          ),
+        ),
       })),
     });
     // The values of servers and variables no longer listed are removed by the service (`staleMcpKeys`).
@@ -151,7 +173,13 @@ export function applyPatch(record: SettingsRecord, patch: SettingsPatch): Settin
     const parent = parentOf(path);
     const key = path.at(-1)!;
     // defineProperty: a name such as `__proto__` (a valid custom secret name) is an own entry, as in the table.
-    if (!(ifAbsent && Object.hasOwn(parent, key))) Object.defineProperty(parent, key, { value: structuredClone(value), enumerable: true, writable: true, configurable: true });
+    if (!(ifAbsent && Object.hasOwn(parent, key)))
+      Object.defineProperty(parent, key, {
+        value: structuredClone(value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return out;
 }

@@ -1,6 +1,13 @@
 import { conflict, invalidField, notFound } from '#shared/http/errors.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
-import { secretFields, settingsFieldNames, type McpConfig, type ResolvedSettings, type SecretsDoc, type SettingsInput } from '#shared/settings/model.ts';
+import {
+  secretFields,
+  settingsFieldNames,
+  type McpConfig,
+  type ResolvedSettings,
+  type SecretsDoc,
+  type SettingsInput,
+} from '#shared/settings/model.ts';
 import { applyPatch, emptyRecord, planSave, Plaintext, secretKey, staleMcpKeys } from '#shared/settings/save-plan.ts';
 import type { SettingsPatch, SettingsRecord, SettingsStore } from '#shared/settings/settings-store.ts';
 
@@ -116,7 +123,11 @@ export class SettingsService {
   private async dropStale(record: SettingsRecord): Promise<void> {
     const stale = staleMcpKeys(record);
     if (stale.length === 0) return;
-    const patch = { set: [], remove: stale.map((k) => ['secrets', k]), assume: stale.map((k) => ({ absent: ['mcpListed', k] })) };
+    const patch = {
+      set: [],
+      remove: stale.map((k) => ['secrets', k]),
+      assume: stale.map((k) => ({ absent: ['mcpListed', k] })),
+    };
     // Refused only when a save listed one again meanwhile; whatever is left, the next save removes.
     await this.store.update(record.userId, patch, this.now().toISOString());
   }
@@ -171,10 +182,16 @@ export class SettingsService {
     return {
       ...Object.fromEntries(secretFields.flatMap((f) => (opened.has(f) ? [[f, opened.get(f)]] : []))),
       provider_tokens: Object.fromEntries(
-        Object.entries(s.provider_tokens_set).map(([p, host]) => [p, { token: opened.get(secretKey.provider(p))!, host, user_id: record.providerUserIds?.[p] ?? null }]),
+        Object.entries(s.provider_tokens_set).map(([p, host]) => [
+          p,
+          { token: opened.get(secretKey.provider(p))!, host, user_id: record.providerUserIds?.[p] ?? null },
+        ]),
       ),
       custom_secrets: Object.fromEntries(
-        Object.entries(s.custom_secrets).map(([name, { description }]) => [name, { secret: opened.get(secretKey.custom(name))!, description }]),
+        Object.entries(s.custom_secrets).map(([name, { description }]) => [
+          name,
+          { secret: opened.get(secretKey.custom(name))!, description },
+        ]),
       ),
       mcp_config: {
         sse_servers: remote('sse', s.mcp_config.sse_servers),
@@ -195,7 +212,10 @@ const MAX_SECRET_BYTES = 4096;
 function rejectLongSecrets(patch: SettingsPatch): void {
   for (const { value } of patch.set) {
     if (value instanceof Plaintext && Buffer.byteLength(value.text) > MAX_SECRET_BYTES) {
-      throw invalidField(['body', ...value.loc], `must be at most ${MAX_SECRET_BYTES} bytes (each secret is sealed on its own, and a seal takes at most 4 KB)`);
+      throw invalidField(
+        ['body', ...value.loc],
+        `must be at most ${MAX_SECRET_BYTES} bytes (each secret is sealed on its own, and a seal takes at most 4 KB)`,
+      );
     }
   }
 }
@@ -208,8 +228,13 @@ function rejectCredentialsInUrls(input: SettingsInput): void {
   const check = (loc: (string | number)[], url: string | null | undefined) => {
     if (!url || !URL.canParse(url)) return;
     const { username, password } = new URL(url);
-    if (username || password) throw invalidField(['body', ...loc], 'must not carry credentials (user:password@); give the key in its own field, which is stored sealed');
+    if (username || password)
+      throw invalidField(
+        ['body', ...loc],
+        'must not carry credentials (user:password@); give the key in its own field, which is stored sealed',
+      );
   };
   check(['llm_base_url'], input.llm_base_url);
-  for (const kind of ['sse_servers', 'shttp_servers'] as const) input.mcp_config?.[kind].forEach((s, i) => check(['mcp_config', kind, i, 'url'], s.url));
+  for (const kind of ['sse_servers', 'shttp_servers'] as const)
+    input.mcp_config?.[kind].forEach((s, i) => check(['mcp_config', kind, i, 'url'], s.url));
 }

@@ -21,9 +21,16 @@ class UnixSocketAgent extends Agent {
  * could reach it).
  */
 export function endpointConfig(endpoint: string): DynamoDBClientConfig {
-  const local = { region: process.env.AWS_REGION ?? 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  const local = {
+    region: process.env.AWS_REGION ?? 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
   if (!endpoint.startsWith('unix:')) return { ...local, endpoint };
-  return { ...local, endpoint: 'http://localhost', requestHandler: { httpAgent: new UnixSocketAgent(endpoint.slice('unix:'.length)) } };
+  return {
+    ...local,
+    endpoint: 'http://localhost',
+    requestHandler: { httpAgent: new UnixSocketAgent(endpoint.slice('unix:'.length)) },
+  };
 }
 
 let client: DynamoDBDocumentClient | undefined;
@@ -74,7 +81,9 @@ export async function conditionalWrite(write: () => Promise<unknown>): Promise<b
  * `conditionalWrite` for a write that returns the item (`ReturnValues`): its attributes when it was
  * applied, undefined when its condition failed. Any other error is thrown.
  */
-export async function conditionalReturn(write: () => Promise<{ Attributes?: Record<string, unknown> }>): Promise<Record<string, unknown> | undefined> {
+export async function conditionalReturn(
+  write: () => Promise<{ Attributes?: Record<string, unknown> }>,
+): Promise<Record<string, unknown> | undefined> {
   try {
     return (await write()).Attributes;
   } catch (err) {

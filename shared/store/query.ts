@@ -1,4 +1,10 @@
-import { BatchGetCommand, BatchWriteCommand, paginateQuery, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  paginateQuery,
+  QueryCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { documentClient } from '#shared/store/dynamo.ts';
 
 export interface Page<T> {
@@ -19,20 +25,33 @@ export async function queryPage<T>(input: QueryCommandInput): Promise<Page<T>> {
  * Query ends at its last item: `keyNames` are the table's and the index's key attributes, the shape
  * of LastEvaluatedKey.
  */
-export async function queryFilled<T>(input: QueryCommandInput, limit: number, keyNames: readonly string[], rounds = 10): Promise<Page<T>> {
+export async function queryFilled<T>(
+  input: QueryCommandInput,
+  limit: number,
+  keyNames: readonly string[],
+  rounds = 10,
+): Promise<Page<T>> {
   if (!input.FilterExpression) return queryPage({ ...input, Limit: limit });
   const items: T[] = [];
   let start = input.ExclusiveStartKey;
   for (let round = 0; round < rounds; round++) {
     // The first read is the page's own size (a filter that matches every item costs just the page); later ones read wider.
-    const out = await documentClient().send(new QueryCommand({ ...input, Limit: round ? Math.max(limit, 200) : limit, ExclusiveStartKey: start }));
+    const out = await documentClient().send(
+      new QueryCommand({ ...input, Limit: round ? Math.max(limit, 200) : limit, ExclusiveStartKey: start }),
+    );
     const found = (out.Items ?? []) as T[];
     const room = limit - items.length;
     items.push(...found.slice(0, room));
     if (found.length >= room) {
       const last = items.at(-1) as Record<string, unknown>;
       // Cut inside this Query (or exactly at its end): the next page starts after the last item taken.
-      return { items, lastKey: found.length > room || out.LastEvaluatedKey ? Object.fromEntries(keyNames.map((k) => [k, last[k]])) : undefined };
+      return {
+        items,
+        lastKey:
+          found.length > room || out.LastEvaluatedKey
+            ? Object.fromEntries(keyNames.map((k) => [k, last[k]]))
+            : undefined,
+      };
     }
     start = out.LastEvaluatedKey;
     if (!start) return { items };
@@ -43,14 +62,16 @@ export async function queryFilled<T>(input: QueryCommandInput, limit: number, ke
 /** Everything a Query matches, following LastEvaluatedKey (lib-dynamodb's paginator). */
 export async function queryAll<T>(input: QueryCommandInput): Promise<T[]> {
   const items: T[] = [];
-  for await (const page of paginateQuery({ client: documentClient() }, input)) items.push(...((page.Items ?? []) as T[]));
+  for await (const page of paginateQuery({ client: documentClient() }, input))
+    items.push(...((page.Items ?? []) as T[]));
   return items;
 }
 
 /** Counts what a Query matches, page by page (Select COUNT reads keys, returns no items). */
 export async function queryCount(input: QueryCommandInput): Promise<number> {
   let total = 0;
-  for await (const page of paginateQuery({ client: documentClient() }, { ...input, Select: 'COUNT' })) total += page.Count ?? 0;
+  for await (const page of paginateQuery({ client: documentClient() }, { ...input, Select: 'COUNT' }))
+    total += page.Count ?? 0;
   return total;
 }
 
@@ -89,7 +110,9 @@ export async function batchGet<T extends Record<string, unknown>, I extends stri
   let keys = [...new Set(ids)].map(keyOf);
   for (let attempt = 0; keys.length > 0 && attempt < 10; attempt++) {
     const batch = keys.slice(0, 100);
-    const out = await documentClient().send(new BatchGetCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }));
+    const out = await documentClient().send(
+      new BatchGetCommand({ RequestItems: { [table]: { Keys: batch, ConsistentRead: true } } }),
+    );
     for (const item of out.Responses?.[table] ?? []) found.set(item[keyName] as I, item as T);
     const unprocessed = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof keys;
     keys = [...unprocessed, ...keys.slice(100)];
@@ -100,7 +123,9 @@ export async function batchGet<T extends Record<string, unknown>, I extends stri
 }
 
 /** Builds a FilterExpression from optional conditions, skipping the absent ones. */
-export function filterExpression(conditions: [string, string, string, unknown][]): Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
+export function filterExpression(
+  conditions: [string, string, string, unknown][],
+): Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> {
   const parts: string[] = [];
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
@@ -111,5 +136,7 @@ export function filterExpression(conditions: [string, string, string, unknown][]
     values[placeholder] = value;
     parts.push(op === 'contains' ? `contains(${name}, ${placeholder})` : `${name} ${op} ${placeholder}`);
   });
-  return parts.length ? { FilterExpression: parts.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values } : {};
+  return parts.length
+    ? { FilterExpression: parts.join(' AND '), ExpressionAttributeNames: names, ExpressionAttributeValues: values }
+    : {};
 }

@@ -64,7 +64,11 @@ export const tables = {
    * prefix). `byKind` (`kindKey` = `<conversationKey>#<kind>`) serves the kind filter in order; it
    * holds keys and `timestamp` only (each event is written twice, and the copy stays small).
    */
-  events: { pk: 'conversationKey', sk: 'seq', indexes: { byKind: { pk: 'kindKey', sk: 'seq', include: ['timestamp'] } } },
+  events: {
+    pk: 'conversationKey',
+    sk: 'seq',
+    indexes: { byKind: { pk: 'kindKey', sk: 'seq', include: ['timestamp'] } },
+  },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },
   /**
@@ -73,7 +77,12 @@ export const tables = {
    * `expiresAtEpoch` at API Gateway's 2-hour connection limit. `byConnection` finds a connection's
    * item from its id alone ($disconnect, $default).
    */
-  streamConnections: { pk: 'conversationKey', sk: 'connectionId', indexes: { byConnection: { pk: 'connectionId' } }, ttl: 'expiresAtEpoch' },
+  streamConnections: {
+    pk: 'conversationKey',
+    sk: 'connectionId',
+    indexes: { byConnection: { pk: 'connectionId' } },
+    ttl: 'expiresAtEpoch',
+  },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

@@ -66,9 +66,13 @@ export const REFUSALS = {
  * A user API key anywhere in the query is refused, whatever else the request carries. The
  * conversation must be the user's (404 otherwise, as for a foreign id on HTTP).
  */
-export async function authorizeStream(input: StreamRequest, deps: StreamAccessDeps): Promise<StreamGrant | StreamRefusal> {
+export async function authorizeStream(
+  input: StreamRequest,
+  deps: StreamAccessDeps,
+): Promise<StreamGrant | StreamRefusal> {
   // First, whatever else is wrong: the caller must learn not to put the key in URLs.
-  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v))) return refuse(403, REFUSALS.userKeyInUrl);
+  if (Object.values(input.query).some((v) => v !== undefined && USER_KEY.test(v)))
+    return refuse(403, REFUSALS.userKeyInUrl);
   const id = conversationIdSchema.safeParse(input.conversationId);
   if (!id.success) return refuse(400, 'conversation_id must be a UUID (32 hex characters, dashes optional)');
   const conversationId = id.data;
@@ -88,7 +92,9 @@ export async function authorizeStream(input: StreamRequest, deps: StreamAccessDe
     ({ userId } = claim);
     via = 'ticket';
   } else if (query.session_api_key !== undefined) {
-    const claim = isConversationKey(query.session_api_key) ? await deps.conversationKeys.verify(query.session_api_key) : null;
+    const claim = isConversationKey(query.session_api_key)
+      ? await deps.conversationKeys.verify(query.session_api_key)
+      : null;
     if (!claim) return refuse(401, REFUSALS.unauthorized);
     if (claim.conversationId !== conversationId) return refuse(403, REFUSALS.otherConversation);
     ({ userId } = claim);
@@ -97,7 +103,8 @@ export async function authorizeStream(input: StreamRequest, deps: StreamAccessDe
     const auth = await authorizeRequest('GET', input.headers, deps);
     if (auth.refusal) return refuse(403, REFUSALS.crossSite);
     if (!auth.userId || !auth.via) return refuse(401, REFUSALS.unauthorized);
-    if (auth.via === 'conversation' && auth.conversationId !== conversationId) return refuse(403, REFUSALS.otherConversation);
+    if (auth.via === 'conversation' && auth.conversationId !== conversationId)
+      return refuse(403, REFUSALS.otherConversation);
     userId = auth.userId;
     via = auth.via;
   }
@@ -121,7 +128,8 @@ export class StreamAccess {
    * HTTP access). A ticket was used up at the open; its stream holds while the conversation is the user's.
    */
   async stillValid(grant: StreamGrant, input: StreamRequest, allowedOrigins: readonly string[]): Promise<boolean> {
-    if (grant.via === 'ticket') return (await this.deps.conversations.get(grant.userId, grant.conversationId))?.userId === grant.userId;
+    if (grant.via === 'ticket')
+      return (await this.deps.conversations.get(grant.userId, grant.conversationId))?.userId === grant.userId;
     const again = await this.authorize(input, allowedOrigins);
     return again.allowed && again.userId === grant.userId && again.conversationId === grant.conversationId;
   }

@@ -1,7 +1,13 @@
-import { ApiGatewayManagementApiClient, GetConnectionCommand, PostToConnectionCommand } from '@aws-sdk/client-apigatewaymanagementapi';
+import {
+  ApiGatewayManagementApiClient,
+  GetConnectionCommand,
+  PostToConnectionCommand,
+} from '@aws-sdk/client-apigatewaymanagementapi';
 import type { ConnectionPush } from '#shared/stream/connection-push.ts';
 
-const gone = (err: unknown) => (err as { name?: string; $metadata?: { httpStatusCode?: number } }).name === 'GoneException' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 410;
+const gone = (err: unknown) =>
+  (err as { name?: string; $metadata?: { httpStatusCode?: number } }).name === 'GoneException' ||
+  (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 410;
 
 /** PostToConnection / GetConnection on the stage's @connections endpoint (`STREAM_CALLBACK_URL`). */
 export class ApiGatewayConnectionPush implements ConnectionPush {
@@ -13,7 +19,9 @@ export class ApiGatewayConnectionPush implements ConnectionPush {
 
   async post(connectionId: string, data: string): Promise<'sent' | 'gone'> {
     try {
-      await this.client.send(new PostToConnectionCommand({ ConnectionId: connectionId, Data: Buffer.from(data, 'utf8') }));
+      await this.client.send(
+        new PostToConnectionCommand({ ConnectionId: connectionId, Data: Buffer.from(data, 'utf8') }),
+      );
       return 'sent';
     } catch (err) {
       if (gone(err)) return 'gone';

@@ -16,7 +16,11 @@ export type RelayOutcome = { code: number; reason: string } | null;
  * closes the connection with 1007 and the reason; a refusal of the relay closes it with 4000 + its
  * HTTP status (e.g. 4409 when the sandbox is gone) and the detail, the one answer a socket client reads.
  */
-export async function relayClientMessage(text: string, grant: { userId: string; conversationId: string }, services: Services): Promise<RelayOutcome> {
+export async function relayClientMessage(
+  text: string,
+  grant: { userId: string; conversationId: string },
+  services: Services,
+): Promise<RelayOutcome> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -27,14 +31,23 @@ export async function relayClientMessage(text: string, grant: { userId: string; 
   const body = initialMessageSchema.safeParse(raw);
   if (!body.success) {
     const issue = body.error.issues[0]!;
-    return { code: CLOSE.invalidMessage, reason: `${issue.path.join('.') || 'message'}: ${issue.message}`.slice(0, 120) };
+    return {
+      code: CLOSE.invalidMessage,
+      reason: `${issue.path.join('.') || 'message'}: ${issue.message}`.slice(0, 120),
+    };
   }
   try {
-    const req = { userId: grant.userId, params: { conversation_id: grant.conversationId }, body: body.data, rawBody: raw } as unknown as Request<unknown>;
+    const req = {
+      userId: grant.userId,
+      params: { conversation_id: grant.conversationId },
+      body: body.data,
+      rawBody: raw,
+    } as unknown as Request<unknown>;
     await sendMessage.run(req, services);
     return null;
   } catch (err) {
-    if (err instanceof ApiError && err.status < 500) return { code: 4000 + err.status, reason: err.message.slice(0, 120) };
+    if (err instanceof ApiError && err.status < 500)
+      return { code: 4000 + err.status, reason: err.message.slice(0, 120) };
     throw err;
   }
 }

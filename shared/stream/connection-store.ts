@@ -21,7 +21,13 @@ export interface StreamConnection {
  * Adapters: `DynamoConnectionStore`.
  */
 export interface ConnectionStore {
-  add(c: { conversation: ConversationRef; connectionId: string; sentSeq: number; connectedAt: Date; expiresAt: Date }): Promise<void>;
+  add(c: {
+    conversation: ConversationRef;
+    connectionId: string;
+    sentSeq: number;
+    connectedAt: Date;
+    expiresAt: Date;
+  }): Promise<void>;
   get(conversation: ConversationRef, connectionId: string): Promise<StreamConnection | undefined>;
   /** The connection's conversation, from its id alone ($disconnect knows nothing else). */
   find(connectionId: string): Promise<ConversationRef | undefined>;
@@ -32,9 +38,22 @@ export interface ConnectionStore {
   /** Opens it for pushes; false when the connection is gone. */
   markReady(conversation: ConversationRef, connectionId: string): Promise<boolean>;
   /** Takes the delivery lease when the connection is ready, behind (`sentSeq < wantSeq`) and free (or its lease expired). */
-  lease(conversation: ConversationRef, connectionId: string, owner: string, nowMs: number, untilMs: number): Promise<StreamConnection | undefined>;
+  lease(
+    conversation: ConversationRef,
+    connectionId: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<StreamConnection | undefined>;
   /** `sentSeq` from `from` to `to` under the lease, which it extends; false when the lease was lost. */
-  advance(conversation: ConversationRef, connectionId: string, owner: string, from: number, to: number, untilMs: number): Promise<boolean>;
+  advance(
+    conversation: ConversationRef,
+    connectionId: string,
+    owner: string,
+    from: number,
+    to: number,
+    untilMs: number,
+  ): Promise<boolean>;
   /** Gives the lease back; the connection as it is now (another ingest may have raised `wantSeq` meanwhile). */
   release(conversation: ConversationRef, connectionId: string, owner: string): Promise<StreamConnection | undefined>;
 }

@@ -25,7 +25,13 @@ export class DynamoConnectionStore implements ConnectionStore {
     return { conversationKey: partitionOf(conversation), connectionId };
   }
 
-  async add(c: { conversation: ConversationRef; connectionId: string; sentSeq: number; connectedAt: Date; expiresAt: Date }): Promise<void> {
+  async add(c: {
+    conversation: ConversationRef;
+    connectionId: string;
+    sentSeq: number;
+    connectedAt: Date;
+    expiresAt: Date;
+  }): Promise<void> {
     await this.db.send(
       new PutCommand({
         TableName: this.table,
@@ -46,7 +52,9 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   async get(conversation: ConversationRef, connectionId: string): Promise<StreamConnection | undefined> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: this.key(conversation, connectionId), ConsistentRead: true }));
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: this.key(conversation, connectionId), ConsistentRead: true }),
+    );
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
@@ -115,14 +123,21 @@ export class DynamoConnectionStore implements ConnectionStore {
     );
   }
 
-  async lease(conversation: ConversationRef, connectionId: string, owner: string, nowMs: number, untilMs: number): Promise<StreamConnection | undefined> {
+  async lease(
+    conversation: ConversationRef,
+    connectionId: string,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<StreamConnection | undefined> {
     const item = await conditionalReturn(() =>
       this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: this.key(conversation, connectionId),
           UpdateExpression: 'SET leaseOwner = :o, leaseUntil = :u',
-          ConditionExpression: 'ready = :t AND sentSeq < wantSeq AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
+          ConditionExpression:
+            'ready = :t AND sentSeq < wantSeq AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)',
           ExpressionAttributeValues: { ':o': owner, ':u': untilMs, ':t': true, ':now': nowMs },
           ReturnValues: 'ALL_NEW',
         }),
@@ -131,7 +146,14 @@ export class DynamoConnectionStore implements ConnectionStore {
     return item ? fromItem(item) : undefined;
   }
 
-  advance(conversation: ConversationRef, connectionId: string, owner: string, from: number, to: number, untilMs: number): Promise<boolean> {
+  advance(
+    conversation: ConversationRef,
+    connectionId: string,
+    owner: string,
+    from: number,
+    to: number,
+    untilMs: number,
+  ): Promise<boolean> {
     return conditionalWrite(() =>
       this.db.send(
         new UpdateCommand({
@@ -145,7 +167,11 @@ export class DynamoConnectionStore implements ConnectionStore {
     );
   }
 
-  async release(conversation: ConversationRef, connectionId: string, owner: string): Promise<StreamConnection | undefined> {
+  async release(
+    conversation: ConversationRef,
+    connectionId: string,
+    owner: string,
+  ): Promise<StreamConnection | undefined> {
     const item = await conditionalReturn(() =>
       this.db.send(
         new UpdateCommand({

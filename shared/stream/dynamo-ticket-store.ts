@@ -44,6 +44,12 @@ export class DynamoStreamTicketStore implements StreamTicketStore {
       ),
     );
     if (!item) return undefined;
-    return { ticketId, userId: item.ticketUserId as string, conversationId: item.conversationId as string, hash: item.hash as string, expiresAt: item.expiresAt as string };
+    return {
+      ticketId,
+      userId: item.ticketUserId as string,
+      conversationId: item.conversationId as string,
+      hash: item.hash as string,
+      expiresAt: item.expiresAt as string,
+    };
   }
 }

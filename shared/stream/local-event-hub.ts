@@ -56,9 +56,14 @@ export class StreamSubscription {
     this.pumping = true;
     try {
       while (!this.closed && this.sent < this.target) {
-        const page = await this.events().query(this.conversation, { descending: false, limit: Math.min(PAGE, this.target - this.sent), startKey: { seq: this.sent } });
+        const page = await this.events().query(this.conversation, {
+          descending: false,
+          limit: Math.min(PAGE, this.target - this.sent),
+          startKey: { seq: this.sent },
+        });
         // Committed numbers are all stored: an empty page here means the store lost them.
-        if (page.items.length === 0) throw new Error(`Events after ${this.sent} are committed up to ${this.target} but not readable`);
+        if (page.items.length === 0)
+          throw new Error(`Events after ${this.sent} are committed up to ${this.target} but not readable`);
         for (const event of page.items) {
           if (this.closed) return;
           await this.client.send(streamMessage(this.conversation.conversationId, this.sent + 1, event));
@@ -100,7 +105,11 @@ export class LocalEventHub implements EventFeed {
    * committed end at this moment. Registered before that end is read, so no commit between the two
    * is missed (an earlier notification only raises the target).
    */
-  async subscribe(conversation: ConversationRef, startAfter: (committedEnd: number) => number, client: StreamClient): Promise<StreamSubscription> {
+  async subscribe(
+    conversation: ConversationRef,
+    startAfter: (committedEnd: number) => number,
+    client: StreamClient,
+  ): Promise<StreamSubscription> {
     const key = keyOf(conversation);
     const subscription = new StreamSubscription(this.events, conversation, client, (s) => {
       const set = this.subscriptions.get(key);

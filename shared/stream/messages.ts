@@ -21,7 +21,10 @@ export const STREAM_PATH_PATTERN = /^\/sockets\/events\/([^/]+)$/;
 export const MAX_MESSAGE_BYTES = 32 * 1024;
 
 /** `resend_all=true`: every stored event first. OpenHands sends `String(true)`. */
-const flag = z.pipe(z.enum(['true', 'false', '1', '0']), z.transform((v) => v === 'true' || v === '1'));
+const flag = z.pipe(
+  z.enum(['true', 'false', '1', '0']),
+  z.transform((v) => v === 'true' || v === '1'),
+);
 
 /**
  * The query of a stream URL.
@@ -41,7 +44,8 @@ export const streamQuerySchema = z.object({
 export type StreamQuery = z.output<typeof streamQuerySchema>;
 
 /** Where a connection starts: after `after_seq`, else after 0 with `resend_all`, else after the committed end now. */
-export const startAfter = (q: StreamQuery, committedEnd: number): number => q.after_seq ?? (q.resend_all ? 0 : committedEnd);
+export const startAfter = (q: StreamQuery, committedEnd: number): number =>
+  q.after_seq ?? (q.resend_all ? 0 : committedEnd);
 
 /** One stored event as a message: the V1 event as stored, with its sequence number (set by the server). */
 export type EventMessage = AgentEventEnvelope & { seq: number };
@@ -66,7 +70,8 @@ export interface EventReference {
 }
 
 /** The HTTP path returning the one event numbered `seq` of a conversation. */
-export const eventHref = (conversationId: string, seq: number) => `/api/v1/events/search?conversation_id__eq=${conversationId}&after_seq=${seq - 1}&limit=1`;
+export const eventHref = (conversationId: string, seq: number) =>
+  `/api/v1/events/search?conversation_id__eq=${conversationId}&after_seq=${seq - 1}&limit=1`;
 
 /**
  * The message text for event `seq`: the event with its `seq` (a `seq` the agent put in the event

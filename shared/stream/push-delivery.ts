@@ -49,7 +49,9 @@ export class PushDelivery implements EventFeed {
   async committed(conversation: ConversationRef, lastSeq: number): Promise<void> {
     if (lastSeq <= 0) return;
     const open = await this.connections.list(conversation);
-    await Promise.all(open.filter((c) => c.sentSeq < lastSeq).map((c) => this.bring(conversation, c.connectionId, lastSeq)));
+    await Promise.all(
+      open.filter((c) => c.sentSeq < lastSeq).map((c) => this.bring(conversation, c.connectionId, lastSeq)),
+    );
   }
 
   /**
@@ -84,21 +86,30 @@ export class PushDelivery implements EventFeed {
       let sent = leased.sentSeq;
       try {
         while (sent < leased.wantSeq) {
-          const page = await this.events.query(conversation, { descending: false, limit: Math.min(pageSize, leased.wantSeq - sent), startKey: { seq: sent } });
+          const page = await this.events.query(conversation, {
+            descending: false,
+            limit: Math.min(pageSize, leased.wantSeq - sent),
+            startKey: { seq: sent },
+          });
           if (page.items.length === 0) break; // a gap: the ingest that fills it brings the rest
           for (const event of page.items) {
             const seq = sent + 1;
-            if ((await this.push.post(connectionId, streamMessage(conversation.conversationId, seq, event))) === 'gone') {
+            if (
+              (await this.push.post(connectionId, streamMessage(conversation.conversationId, seq, event))) === 'gone'
+            ) {
               await this.connections.remove(conversation, connectionId);
               return;
             }
             // Lost the lease (it expired while this function stalled): the new holder goes on from sentSeq.
-            if (!(await this.connections.advance(conversation, connectionId, owner, sent, seq, now() + leaseMs))) return;
+            if (!(await this.connections.advance(conversation, connectionId, owner, sent, seq, now() + leaseMs)))
+              return;
             sent = seq;
           }
         }
       } catch (err) {
-        await this.connections.release(conversation, connectionId, owner).catch((e: unknown) => logger.warn('stream.release-failed', { error: e as Error }));
+        await this.connections
+          .release(conversation, connectionId, owner)
+          .catch((e: unknown) => logger.warn('stream.release-failed', { error: e as Error }));
         throw err;
       }
       const after = await this.connections.release(conversation, connectionId, owner);

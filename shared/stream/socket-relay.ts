@@ -9,9 +9,18 @@ import type { Adapters } from '#shared/wiring/adapters.ts';
  * ours, so a refused message is answered on the socket instead (the route returns its response):
  * `{"error": {"code": 4409, "reason": "..."}}`, the code and reason the local socket closes with.
  */
-export async function relaySocketMessage(connectionId: string, body: string, services: Services, adapters: Adapters): Promise<{ statusCode: number; body?: string }> {
+export async function relaySocketMessage(
+  connectionId: string,
+  body: string,
+  services: Services,
+  adapters: Adapters,
+): Promise<{ statusCode: number; body?: string }> {
   const conversation = await socketStreamOf(services, adapters).connectionOf(connectionId);
-  if (!conversation) return { statusCode: 200, body: JSON.stringify({ error: { code: 4404, reason: 'This connection is not open for a conversation' } }) };
+  if (!conversation)
+    return {
+      statusCode: 200,
+      body: JSON.stringify({ error: { code: 4404, reason: 'This connection is not open for a conversation' } }),
+    };
   const outcome = await relayClientMessage(body, conversation, services);
   return outcome ? { statusCode: 200, body: JSON.stringify({ error: outcome }) } : { statusCode: 200 };
 }

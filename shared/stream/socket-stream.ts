@@ -60,11 +60,13 @@ export class SocketStream {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-
   async connect(r: ConnectRequest): Promise<ConnectResult> {
     const { channel, id, ...query } = r.query;
     if (channel !== EVENTS_CHANNEL) return { statusCode: 404, body: 'No such stream' };
-    const decision = await this.deps.access.authorize({ conversationId: id ?? '', query, headers: r.headers }, this.deps.allowedOrigins);
+    const decision = await this.deps.access.authorize(
+      { conversationId: id ?? '', query, headers: r.headers },
+      this.deps.allowedOrigins,
+    );
     if (!decision.allowed) {
       logger.info('stream.refused', { status: decision.status, reason: decision.reason });
       return { statusCode: decision.status, body: decision.reason };

@@ -69,11 +69,27 @@ export type Builders = { [K in AdapterName]?: Builder<K> };
  * build, and `wire` holds every build and call to the function's declaration.
  */
 export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in keyof Adapters[K]]?: Needs } } } = {
-  keyStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, revoke: { tables: { keys: 'write' } }, touch: { tables: { keys: 'write' } } } },
-  settingsStore: { build: { tables: { settings: 'read' } }, calls: { put: { tables: { settings: 'write' } }, update: { tables: { settings: 'write' } } } },
-  sealer: { build: { anyOf: ['seal', 'unseal'] }, calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } } },
+  keyStore: {
+    build: { tables: { keys: 'read' } },
+    calls: {
+      create: { tables: { keys: 'write' } },
+      revoke: { tables: { keys: 'write' } },
+      touch: { tables: { keys: 'write' } },
+    },
+  },
+  settingsStore: {
+    build: { tables: { settings: 'read' } },
+    calls: { put: { tables: { settings: 'write' } }, update: { tables: { settings: 'write' } } },
+  },
+  sealer: {
+    build: { anyOf: ['seal', 'unseal'] },
+    calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } },
+  },
   cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
-  sessionStore: { build: { tables: { keys: 'read' } }, calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } } },
+  sessionStore: {
+    build: { tables: { keys: 'read' } },
+    calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } },
+  },
   conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   specs: { build: { capabilities: ['specs'] } },
   sandboxStore: {
@@ -107,7 +123,11 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   bridgeUrl: { build: {} },
   conversationStore: {
     build: { tables: { conversations: 'read' } },
-    calls: { create: { tables: { conversations: 'write' } }, update: { tables: { conversations: 'write' } }, delete: { tables: { conversations: 'write' } } },
+    calls: {
+      create: { tables: { conversations: 'write' } },
+      update: { tables: { conversations: 'write' } },
+      delete: { tables: { conversations: 'write' } },
+    },
   },
   startTaskStore: {
     build: { tables: { startTasks: 'read' } },
@@ -118,11 +138,17 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },
   eventFeed: { build: {} },
-  streamTicketStore: { build: { tables: { keys: 'read' } }, calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } } },
+  streamTicketStore: {
+    build: { tables: { keys: 'read' } },
+    calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } },
+  },
   streamConnectionStore: {
     build: { tables: { streamConnections: 'read' } },
     calls: Object.fromEntries(
-      (['add', 'remove', 'want', 'markReady', 'lease', 'advance', 'release'] as const).map((m) => [m, { tables: { streamConnections: 'write' } }]),
+      (['add', 'remove', 'want', 'markReady', 'lease', 'advance', 'release'] as const).map((m) => [
+        m,
+        { tables: { streamConnections: 'write' } },
+      ]),
     ) as Partial<Record<keyof ConnectionStore, Needs>>,
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
@@ -137,7 +163,8 @@ export class WiringError extends Error {
 /** Throws a WiringError unless `declared` covers `needs`. */
 export function checkNeeds(fn: string, declared: Declaration, needs: Needs, what: string): void {
   const missing = uncovered(declared, needs);
-  if (missing.length) throw new WiringError(`${fn}: ${what} needs ${missing.join(', ')}, which its declaration does not name`);
+  if (missing.length)
+    throw new WiringError(`${fn}: ${what} needs ${missing.join(', ')}, which its declaration does not name`);
 }
 
 /** The adapter, with every method that has its own needs checked when called. */
@@ -168,14 +195,18 @@ export function wire(fn: string, declared: Declaration, builders: Builders): Ada
   const get = <K extends AdapterName>(name: K): Adapters[K] => {
     if (built.has(name)) return built.get(name) as Adapters[K];
     const build = builders[name] as Builder<K> | undefined;
-    if (!build) throw new WiringError(`${fn}: its entry does not wire the ${name} adapter (add it to the adapters the entry passes, and its needs to the declaration)`);
+    if (!build)
+      throw new WiringError(
+        `${fn}: its entry does not wire the ${name} adapter (add it to the adapters the entry passes, and its needs to the declaration)`,
+      );
     checkNeeds(fn, declared, adapterNeeds[name].build, `building ${name}`);
     const adapter = guarded(fn, declared, name, build(get));
     built.set(name, adapter);
     return adapter;
   };
   const out = {} as Adapters;
-  for (const name of Object.keys(adapterNeeds) as AdapterName[]) Object.defineProperty(out, name, { enumerable: true, get: () => get(name) });
+  for (const name of Object.keys(adapterNeeds) as AdapterName[])
+    Object.defineProperty(out, name, { enumerable: true, get: () => get(name) });
   return out;
 }
 

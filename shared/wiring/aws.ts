@@ -27,7 +27,12 @@ export interface FunctionWiring {
 }
 
 /** The adapters and services of one function on AWS, built on first use from the adapters it names, held to its declaration. */
-function awsWiring(id: string, declaration: Declaration, builders: Builders, services: ServiceFactories): () => { adapters: Adapters; services: Services } {
+function awsWiring(
+  id: string,
+  declaration: Declaration,
+  builders: Builders,
+  services: ServiceFactories,
+): () => { adapters: Adapters; services: Services } {
   let built: { adapters: Adapters; services: Services } | undefined;
   return () => {
     if (built) return built;
@@ -36,7 +41,12 @@ function awsWiring(id: string, declaration: Declaration, builders: Builders, ser
   };
 }
 
-const wiringOf = (id: string, declaration: Declaration, builders: Builders, services: ServiceFactories): FunctionWiring => ({
+const wiringOf = (
+  id: string,
+  declaration: Declaration,
+  builders: Builders,
+  services: ServiceFactories,
+): FunctionWiring => ({
   id,
   declaration,
   adapters: Object.keys(builders) as AdapterName[],
@@ -45,7 +55,11 @@ const wiringOf = (id: string, declaration: Declaration, builders: Builders, serv
 });
 
 /** A route's Lambda handler: the wrapper around its operation, over the AWS adapters and the services its entry names. */
-export function awsRoute(operation: Operation, builders: Builders, services: ServiceFactories = {}): ApiHandler & { wiring: FunctionWiring } {
+export function awsRoute(
+  operation: Operation,
+  builders: Builders,
+  services: ServiceFactories = {},
+): ApiHandler & { wiring: FunctionWiring } {
   const { route } = operation;
   const wiring = awsWiring(route.id, route, builders, services);
   const handler = lambdaHandler(operation, () => wiring().services);

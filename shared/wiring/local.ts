@@ -55,7 +55,12 @@ export interface LocalServices extends Services {
    * its entry names, as on AWS: the local gateway runs each route through these, so every test that
    * goes through it fails on a path that builds or calls what the route does not declare.
    */
-  forFunction(id: string, declaration: Declaration, adapters: readonly AdapterName[], services: ServiceFactories): Services;
+  forFunction(
+    id: string,
+    declaration: Declaration,
+    adapters: readonly AdapterName[],
+    services: ServiceFactories,
+  ): Services;
 }
 
 /**
@@ -71,7 +76,9 @@ export function localServices(options: LocalOptions): LocalServices {
     ...options.containment,
     // A process that died on its own: the same reconciliation the ECS event handler does on AWS.
     onStopped: (event) =>
-      void all?.sandboxHousekeeping.handleInstanceStopped(event).catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
+      void all?.sandboxHousekeeping
+        .handleInstanceStopped(event)
+        .catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
   const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
@@ -84,7 +91,10 @@ export function localServices(options: LocalOptions): LocalServices {
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
-    sandboxConfig: () => ({ ...sandboxConfig(process.env, { startTimeoutSeconds: 60, pollMaxSeconds: 20, pollIntervalMs: 200 }), ...options.sandboxes }),
+    sandboxConfig: () => ({
+      ...sandboxConfig(process.env, { startTimeoutSeconds: 60, pollMaxSeconds: 20, pollIntervalMs: 200 }),
+      ...options.sandboxes,
+    }),
     bridgeUrl: () => () => options.bridgeUrl(),
     conversationStore: () => new DynamoConversationStore(),
     startTaskStore: () => new DynamoStartTaskStore(),

@@ -27,7 +27,8 @@ export function uncovered(declared: Declaration, needs: Needs): string[] {
   }
   const caps = new Set(declared.capabilities ?? []);
   for (const cap of needs.capabilities ?? []) if (!caps.has(cap)) out.push(`capability '${cap}'`);
-  if (needs.anyOf?.length && !needs.anyOf.some((c) => caps.has(c))) out.push(`one of the capabilities ${needs.anyOf.map((c) => `'${c}'`).join(', ')}`);
+  if (needs.anyOf?.length && !needs.anyOf.some((c) => caps.has(c)))
+    out.push(`one of the capabilities ${needs.anyOf.map((c) => `'${c}'`).join(', ')}`);
   return out;
 }
 

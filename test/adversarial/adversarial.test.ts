@@ -45,7 +45,8 @@ const secrets: Record<string, string> = {};
 /** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
 const startConfigSeen: string[] = [];
 
-const call = (method: string, path: string, o: Parameters<World['client']['call']>[2] = {}) => world.client.call(method, path, o);
+const call = (method: string, path: string, o: Parameters<World['client']['call']>[2] = {}) =>
+  world.client.call(method, path, o);
 const userRoutes = (routes as readonly RouteDef[]).filter((r) => r.auth === 'user');
 const sandboxRoutes = (routes as readonly RouteDef[]).filter((r) => r.auth === 'sandbox');
 
@@ -59,14 +60,22 @@ function plantedSettings(userId: string) {
     search_api_key: s('search_api_key'),
     sandbox_api_key: s('sandbox_api_key'),
     secrets_store: {
-      provider_tokens: { github: { token: s('github_token') }, gitlab: { token: s('gitlab_token'), host: 'http://127.0.0.1:9' } },
+      provider_tokens: {
+        github: { token: s('github_token') },
+        gitlab: { token: s('gitlab_token'), host: 'http://127.0.0.1:9' },
+      },
       // A value whose URL-encoded form differs from it.
-      custom_secrets: { PLANT_CUSTOM: `${s('custom')}/+ x`, PLANT_OTHER: { secret: s('custom_other'), description: 'planted' } },
+      custom_secrets: {
+        PLANT_CUSTOM: `${s('custom')}/+ x`,
+        PLANT_OTHER: { secret: s('custom_other'), description: 'planted' },
+      },
     },
     mcp_config: {
       sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: s('settings_sse_key') }],
       shttp_servers: [{ url: 'http://127.0.0.1:9/mcp', api_key: s('settings_shttp_key') }],
-      stdio_servers: [{ name: 'reverse', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('settings_env') } }],
+      stdio_servers: [
+        { name: 'reverse', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('settings_env') } },
+      ],
     },
   };
 }
@@ -76,7 +85,14 @@ function plantedMcp(userId: string, tag: string) {
   return {
     sse_servers: [{ url: 'http://127.0.0.1:9/conv-sse', api_key: s('sse_key') }],
     shttp_servers: [{ url: 'http://127.0.0.1:9/conv-mcp', api_key: s('shttp_key') }],
-    stdio_servers: [{ name: 'conv', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: s('env'), OTHER: s('env_other') } }],
+    stdio_servers: [
+      {
+        name: 'conv',
+        command: process.execPath,
+        args: ['-e', MCP_SERVER],
+        env: { GREETING: s('env'), OTHER: s('env_other') },
+      },
+    ],
   };
 }
 
@@ -87,18 +103,45 @@ async function newPlayer(userId: string): Promise<Player> {
   const title = `title-of-${userId}-${Math.random().toString(36).slice(2)}`;
   const started = await call('POST', '/api/v1/app-conversations', {
     key,
-    body: { sandbox_id: sandbox.id, title, mcp_config: plantedMcp(userId, 'v1'), initial_message: { content: [{ type: 'text', text: `message-of-${userId}` }] } },
+    body: {
+      sandbox_id: sandbox.id,
+      title,
+      mcp_config: plantedMcp(userId, 'v1'),
+      initial_message: { content: [{ type: 'text', text: `message-of-${userId}` }] },
+    },
   });
   expect(started.status, started.text).toBe(200);
   // The spy fetches its start configuration as the real program would (this answer rightly holds secrets).
-  const config = await call('GET', `/api/v1/webhooks/${sandbox.id}/conversations/${started.body.app_conversation_id}/start-config`, { key: sandbox.key, holdsSecrets: true });
+  const config = await call(
+    'GET',
+    `/api/v1/webhooks/${sandbox.id}/conversations/${started.body.app_conversation_id}/start-config`,
+    { key: sandbox.key, holdsSecrets: true },
+  );
   expect(config.status).toBe(200);
   startConfigSeen.push(config.text);
-  expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(secrets[`${userId}.v1.env`]);
+  expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(
+    secrets[`${userId}.v1.env`],
+  );
   // ... and posts an event, so the conversation has data of its own.
-  const event = { kind: 'MessageEvent', id: `ev-${userId}`, timestamp: new Date().toISOString(), source: 'agent', text: `event-of-${userId}` };
-  expect((await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}?first_seq=1`, { key: sandbox.key, body: [event] })).status).toBe(200);
-  const legacy = await call('POST', '/api/conversations', { key, body: { initial_user_msg: `legacy-of-${userId}`, mcp_config: plantedMcp(userId, 'legacy') } });
+  const event = {
+    kind: 'MessageEvent',
+    id: `ev-${userId}`,
+    timestamp: new Date().toISOString(),
+    source: 'agent',
+    text: `event-of-${userId}`,
+  };
+  expect(
+    (
+      await call('POST', `/api/v1/webhooks/${sandbox.id}/events/${started.body.app_conversation_id}?first_seq=1`, {
+        key: sandbox.key,
+        body: [event],
+      })
+    ).status,
+  ).toBe(200);
+  const legacy = await call('POST', '/api/conversations', {
+    key,
+    body: { initial_user_msg: `legacy-of-${userId}`, mcp_config: plantedMcp(userId, 'legacy') },
+  });
   expect(legacy.status, legacy.text).toBe(200);
   // The sandbox's own key reaches only the sandbox: no user-facing answer may hold it.
   secrets[`${userId}.sandbox_session_key`] = sandbox.key;
@@ -111,7 +154,17 @@ async function newPlayer(userId: string): Promise<Player> {
     sandbox,
     conversationId: started.body.app_conversation_id,
     startTaskId: started.body.id,
-    markers: [sandbox.id, started.body.id, title, `event-of-${userId}`, `message-of-${userId}`, `scripted-${userId}`, `legacy-of-${userId}`, legacy.body.conversation_id, keyId],
+    markers: [
+      sandbox.id,
+      started.body.id,
+      title,
+      `event-of-${userId}`,
+      `message-of-${userId}`,
+      `scripted-${userId}`,
+      `legacy-of-${userId}`,
+      legacy.body.conversation_id,
+      keyId,
+    ],
   };
 }
 
@@ -132,22 +185,32 @@ describe('fuzz over every route', () => {
     const mallory = await newPlayer('mallory');
     const knownIds = Object.values(players).flatMap((p) => [p.sandbox.id, p.conversationId, p.startTaskId]);
     const result = await runFuzz(
-      { baseUrl: world.server.url, userKey: mallory.key, sandbox: { id: mallory.sandbox.id, key: mallory.sandbox.key }, knownIds: [...knownIds, mallory.conversationId, mallory.startTaskId] },
+      {
+        baseUrl: world.server.url,
+        userKey: mallory.key,
+        sandbox: { id: mallory.sandbox.id, key: mallory.sandbox.key },
+        knownIds: [...knownIds, mallory.conversationId, mallory.startTaskId],
+      },
       {
         requests: FUZZ_REQUESTS,
         concurrency: 16,
         seed: FUZZ_SEED,
         // The fuzz holds mallory's sandbox key, so it may fetch that sandbox's start configuration: the one answer that rightly holds secrets.
         onResponse: (res, body) => {
-          if (!(res.ok && new URL(res.url).pathname.endsWith('/start-config'))) world.client.seen.add(responseText(res, body));
+          if (!(res.ok && new URL(res.url).pathname.endsWith('/start-config')))
+            world.client.seen.add(responseText(res, body));
         },
       },
     );
-    console.log(`fuzz seed ${FUZZ_SEED}: ${result.sent} answers, statuses ${JSON.stringify(result.byStatus)}, ${result.transportErrors.length} transport errors`);
+    console.log(
+      `fuzz seed ${FUZZ_SEED}: ${result.sent} answers, statuses ${JSON.stringify(result.byStatus)}, ${result.transportErrors.length} transport errors`,
+    );
     expect(result.serverErrors, `seed ${FUZZ_SEED}`).toEqual([]);
     expect(result.sent).toBeGreaterThanOrEqual(FUZZ_REQUESTS * 0.99);
     // A few requests fetch cannot put on the wire (e.g. a header value it refuses): never more than a handful.
-    expect(result.transportErrors.length, JSON.stringify(result.transportErrors.slice(0, 5))).toBeLessThanOrEqual(FUZZ_REQUESTS * 0.01);
+    expect(result.transportErrors.length, JSON.stringify(result.transportErrors.slice(0, 5))).toBeLessThanOrEqual(
+      FUZZ_REQUESTS * 0.01,
+    );
     players.mallory = mallory;
   }, 300_000);
 });
@@ -156,30 +219,65 @@ describe('fuzz over every route', () => {
  * What each user route looks like aimed at the victim's resources. A route missing here fails the
  * coverage test, so a new route cannot skip the matrix.
  */
-const foreign: Record<string, (v: Player) => { method?: string; path: string; body?: unknown; expect: 'own-only' | 404 | 'null-list' | 'empty-items' | number[] }> = {
+const foreign: Record<
+  string,
+  (v: Player) => {
+    method?: string;
+    path: string;
+    body?: unknown;
+    expect: 'own-only' | 404 | 'null-list' | 'empty-items' | number[];
+  }
+> = {
   getSettings: () => ({ path: '/api/settings', expect: 'own-only' }),
   saveSettings: () => ({ path: '/api/settings', method: 'POST', body: {}, expect: 'own-only' }),
   getCurrentUser: () => ({ path: '/api/v1/users/me', expect: 'own-only' }),
   searchSandboxes: () => ({ path: '/api/v1/sandboxes/search', expect: 'own-only' }),
   getSandboxes: (v) => ({ path: `/api/v1/sandboxes?id=${v.sandbox.id}`, expect: 'null-list' }),
-  startSandbox: (v) => ({ path: `/api/v1/sandboxes?sandbox_spec_id=${v.sandbox.id}`, method: 'POST', expect: [404, 422] }),
+  startSandbox: (v) => ({
+    path: `/api/v1/sandboxes?sandbox_spec_id=${v.sandbox.id}`,
+    method: 'POST',
+    expect: [404, 422],
+  }),
   pauseSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}/pause`, method: 'POST', expect: 404 }),
   resumeSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}/resume`, method: 'POST', expect: 404 }),
   deleteSandbox: (v) => ({ path: `/api/v1/sandboxes/${v.sandbox.id}`, method: 'DELETE', expect: 404 }),
   searchSandboxSpecs: () => ({ path: '/api/v1/sandbox-specs/search', expect: 'own-only' }),
   getSandboxSpecs: () => ({ path: '/api/v1/sandbox-specs?id=spy', expect: 'own-only' }),
-  startConversation: (v) => ({ path: '/api/v1/app-conversations', method: 'POST', body: { sandbox_id: v.sandbox.id }, expect: 404 }),
+  startConversation: (v) => ({
+    path: '/api/v1/app-conversations',
+    method: 'POST',
+    body: { sandbox_id: v.sandbox.id },
+    expect: 404,
+  }),
   listConversations: (v) => ({ path: `/api/v1/app-conversations?ids=${v.conversationId}`, expect: 'null-list' }),
   searchConversations: () => ({ path: '/api/v1/app-conversations/search', expect: 'own-only' }),
   countConversations: () => ({ path: '/api/v1/app-conversations/count', expect: 'own-only' }),
-  searchStartTasks: (v) => ({ path: `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${v.conversationId}`, expect: 'empty-items' }),
+  searchStartTasks: (v) => ({
+    path: `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${v.conversationId}`,
+    expect: 'empty-items',
+  }),
   getStartTasks: (v) => ({ path: `/api/v1/app-conversations/start-tasks?ids=${v.startTaskId}`, expect: 'null-list' }),
-  sendMessage: (v) => ({ path: `/api/conversations/${v.conversationId}/events`, method: 'POST', body: { content: [{ type: 'text', text: 'hi' }] }, expect: 404 }),
+  sendMessage: (v) => ({
+    path: `/api/conversations/${v.conversationId}/events`,
+    method: 'POST',
+    body: { content: [{ type: 'text', text: 'hi' }] },
+    expect: 404,
+  }),
   pauseConversation: (v) => ({ path: `/api/conversations/${v.conversationId}/pause`, method: 'POST', expect: 404 }),
   runConversation: (v) => ({ path: `/api/conversations/${v.conversationId}/run`, method: 'POST', expect: 404 }),
-  respondToConfirmation: (v) => ({ path: `/api/conversations/${v.conversationId}/events/respond_to_confirmation`, method: 'POST', body: { accept: true }, expect: 404 }),
+  respondToConfirmation: (v) => ({
+    path: `/api/conversations/${v.conversationId}/events/respond_to_confirmation`,
+    method: 'POST',
+    body: { accept: true },
+    expect: 404,
+  }),
   // Creates the attacker's own conversation: nothing of the victim's may show in it.
-  legacyCreateConversation: (v) => ({ path: '/api/conversations', method: 'POST', body: { initial_user_msg: `aimed at ${v.userId}` }, expect: 'own-only' }),
+  legacyCreateConversation: (v) => ({
+    path: '/api/conversations',
+    method: 'POST',
+    body: { initial_user_msg: `aimed at ${v.userId}` },
+    expect: 'own-only',
+  }),
   searchEvents: (v) => ({ path: `/api/v1/events/search?conversation_id__eq=${v.conversationId}`, expect: 404 }),
   countEvents: (v) => ({ path: `/api/v1/events/count?conversation_id__eq=${v.conversationId}`, expect: 404 }),
   listAgents: () => ({ path: '/api/options/agents', expect: 'own-only' }),
@@ -188,12 +286,25 @@ const foreign: Record<string, (v: Player) => { method?: string; path: string; bo
   authenticate: () => ({ path: '/api/authenticate', method: 'POST', expect: 'own-only' }),
   legacyListConversations: () => ({ path: '/api/conversations', expect: 'own-only' }),
   legacyGetConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, expect: 404 }),
-  legacyUpdateConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'PATCH', body: { title: 'renamed by another' }, expect: 404 }),
+  legacyUpdateConversation: (v) => ({
+    path: `/api/conversations/${v.conversationId}`,
+    method: 'PATCH',
+    body: { title: 'renamed by another' },
+    expect: 404,
+  }),
   legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
-  revokeConversationKey: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`, method: 'POST', expect: 404 }),
-  createStreamTicket: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/stream-tickets`, method: 'POST', expect: 404 }),
+  revokeConversationKey: (v) => ({
+    path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`,
+    method: 'POST',
+    expect: 404,
+  }),
+  createStreamTicket: (v) => ({
+    path: `/api/v1/app-conversations/${v.conversationId}/stream-tickets`,
+    method: 'POST',
+    expect: 404,
+  }),
   listKeys: () => ({ path: '/api/keys', expect: 'own-only' }),
-  createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: 'the attacker\'s own' }, expect: 'own-only' }),
+  createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: "the attacker's own" }, expect: 'own-only' }),
   deleteKey: (v) => ({ path: `/api/keys/${v.keyId}`, method: 'DELETE', expect: 404 }),
 };
 
@@ -202,7 +313,7 @@ describe('cross-user matrix: three users, every user route, every foreign id', (
     expect(userRoutes.map((r) => r.id).filter((id) => !foreign[id])).toEqual([]);
   });
 
-  it('never answers with another user\'s data, and never changes it', async () => {
+  it("never answers with another user's data, and never changes it", async () => {
     const trio = ['alice', 'bob', 'carol'].map((u) => players[u]!);
     const before = await Promise.all(trio.map((p) => snapshot(p)));
     const failures: string[] = [];
@@ -218,10 +329,14 @@ describe('cross-user matrix: three users, every user route, every foreign id', (
           if (leaked.length) failures.push(`${where}: shows ${leaked.join(', ')}`);
           if (res.status >= 500) failures.push(`${where}: ${res.text}`);
           if (r.expect === 404 && res.status !== 404) failures.push(`${where}: expected 404`);
-          if (Array.isArray(r.expect) && !r.expect.includes(res.status)) failures.push(`${where}: expected one of ${r.expect.join(', ')}`);
-          if (r.expect === 'null-list' && (res.status !== 200 || !res.body.every((x: unknown) => x === null))) failures.push(`${where}: expected only nulls, got ${res.text.slice(0, 200)}`);
-          if (r.expect === 'empty-items' && (res.status !== 200 || res.body.items.length !== 0)) failures.push(`${where}: expected no items`);
-          if (r.expect === 'own-only' && res.status >= 400 && res.status !== 409) failures.push(`${where}: ${res.text.slice(0, 200)}`);
+          if (Array.isArray(r.expect) && !r.expect.includes(res.status))
+            failures.push(`${where}: expected one of ${r.expect.join(', ')}`);
+          if (r.expect === 'null-list' && (res.status !== 200 || !res.body.every((x: unknown) => x === null)))
+            failures.push(`${where}: expected only nulls, got ${res.text.slice(0, 200)}`);
+          if (r.expect === 'empty-items' && (res.status !== 200 || res.body.items.length !== 0))
+            failures.push(`${where}: expected no items`);
+          if (r.expect === 'own-only' && res.status >= 400 && res.status !== 409)
+            failures.push(`${where}: ${res.text.slice(0, 200)}`);
         }
       }
     }
@@ -230,29 +345,63 @@ describe('cross-user matrix: three users, every user route, every foreign id', (
     expect(await Promise.all(trio.map((p) => snapshot(p)))).toEqual(before);
   }, 120_000);
 
-  it('scopes conversation ids per user: another user\'s id neither collides nor shows; one\'s own again is a 409', async () => {
+  it("scopes conversation ids per user: another user's id neither collides nor shows; one's own again is a 409", async () => {
     const [alice, bob] = [players.alice!, players.bob!];
     // V1: bob starts a conversation with alice's id.
-    const mine = await call('POST', '/api/v1/app-conversations', { key: bob.key, body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId } });
+    const mine = await call('POST', '/api/v1/app-conversations', {
+      key: bob.key,
+      body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId },
+    });
     expect(mine.status, mine.text).toBe(200);
     expect(mine.body.app_conversation_id).toBe(alice.conversationId);
     expect(mine.text).not.toContain(alice.markers[2]!);
     // Each sees their own under that id; events are separate.
-    const [a, b] = (await Promise.all([alice.key, bob.key].map((key) => call('GET', `/api/v1/app-conversations?ids=${alice.conversationId}`, { key })))) as [Answer, Answer];
+    const [a, b] = (await Promise.all(
+      [alice.key, bob.key].map((key) => call('GET', `/api/v1/app-conversations?ids=${alice.conversationId}`, { key })),
+    )) as [Answer, Answer];
     expect(a.body[0].title).toBe(alice.markers[2]);
     expect(b.body[0].title).not.toBe(alice.markers[2]);
     expect(b.body[0].created_by_user_id).toBe('bob');
-    const bobEvents = await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key });
+    const bobEvents = await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, {
+      key: bob.key,
+    });
     expect(bobEvents.status).toBe(200);
     expect(bobEvents.text).not.toContain('event-of-alice');
     // The sandbox of bob cannot post into alice's conversation through the shared id, only into bob's.
-    const ev = { kind: 'MessageEvent', id: 'ev-bob-shared', timestamp: new Date().toISOString(), source: 'agent', text: 'bob-shared-id-event' };
-    expect((await call('POST', `/api/v1/webhooks/${bob.sandbox.id}/events/${alice.conversationId}?first_seq=1`, { key: bob.sandbox.key, body: [ev] })).status).toBe(200);
-    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: alice.key })).text).not.toContain('bob-shared-id-event');
-    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key })).text).toContain('bob-shared-id-event');
+    const ev = {
+      kind: 'MessageEvent',
+      id: 'ev-bob-shared',
+      timestamp: new Date().toISOString(),
+      source: 'agent',
+      text: 'bob-shared-id-event',
+    };
+    expect(
+      (
+        await call('POST', `/api/v1/webhooks/${bob.sandbox.id}/events/${alice.conversationId}?first_seq=1`, {
+          key: bob.sandbox.key,
+          body: [ev],
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: alice.key })).text,
+    ).not.toContain('bob-shared-id-event');
+    expect(
+      (await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: bob.key })).text,
+    ).toContain('bob-shared-id-event');
     // Reusing one's own id: 409 (V1 and legacy).
-    expect((await call('POST', '/api/v1/app-conversations', { key: bob.key, body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId } })).status).toBe(409);
-    const legacyAgain = await call('POST', '/api/conversations', { key: alice.key, body: { conversation_id: alice.conversationId } });
+    expect(
+      (
+        await call('POST', '/api/v1/app-conversations', {
+          key: bob.key,
+          body: { sandbox_id: bob.sandbox.id, conversation_id: alice.conversationId },
+        })
+      ).status,
+    ).toBe(409);
+    const legacyAgain = await call('POST', '/api/conversations', {
+      key: alice.key,
+      body: { conversation_id: alice.conversationId },
+    });
     expect(legacyAgain.status).toBe(409);
     expect(legacyAgain.body.msg_id).toBe('CONVERSATION$ALREADY_EXISTS');
   }, 60_000);
@@ -270,7 +419,11 @@ async function snapshot(p: Player) {
   return {
     settings: settings.body,
     sandbox: { id: sandboxes.body[0]?.id, status: sandboxes.body[0]?.status },
-    conversation: { id: conversations.body[0]?.id, title: conversations.body[0]?.title, sandbox: conversations.body[0]?.sandbox_id },
+    conversation: {
+      id: conversations.body[0]?.id,
+      title: conversations.body[0]?.title,
+      sandbox: conversations.body[0]?.sandbox_id,
+    },
     task: { id: task.body[0]?.id, status: task.body[0]?.status },
     events: events.body,
   };
@@ -283,10 +436,22 @@ describe('sandbox-credential misuse', () => {
     ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/commands?wait=0`],
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/commands/1/ack`],
     ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots`],
-    ['POST', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots/complete`, { key: `sandboxes/${sandboxId}/0000000000000-0000000000000000.tar.gz` }],
+    [
+      'POST',
+      `/api/v1/sandboxes/${sandboxId}/bridge/snapshots/complete`,
+      { key: `sandboxes/${sandboxId}/0000000000000-0000000000000000.tar.gz` },
+    ],
     ['GET', `/api/v1/sandboxes/${sandboxId}/bridge/snapshots/current`],
-    ['POST', `/api/v1/webhooks/${sandboxId}/events/${conversationId}?first_seq=1`, [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }]],
-    ['POST', `/api/v1/webhooks/${sandboxId}/conversations`, { conversation_id: conversationId, execution_status: 'error', title: 'hijacked' }],
+    [
+      'POST',
+      `/api/v1/webhooks/${sandboxId}/events/${conversationId}?first_seq=1`,
+      [{ kind: 'MessageEvent', id: 'intruder', timestamp: new Date().toISOString(), source: 'agent' }],
+    ],
+    [
+      'POST',
+      `/api/v1/webhooks/${sandboxId}/conversations`,
+      { conversation_id: conversationId, execution_status: 'error', title: 'hijacked' },
+    ],
     ['GET', `/api/v1/webhooks/${sandboxId}/conversations/${conversationId}/start-config`],
   ];
 
@@ -305,15 +470,20 @@ describe('sandbox-credential misuse', () => {
       const res = await call(method, path, { key, body, holdsSecrets: false });
       if (res.status !== 401) failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
     };
-    for (const [method, path, body] of bridgeCalls(bob.sandbox.id, bob.conversationId)) await expect401("alice's sandbox key on bob's sandbox", method, path, alice.sandbox.key, body);
+    for (const [method, path, body] of bridgeCalls(bob.sandbox.id, bob.conversationId))
+      await expect401("alice's sandbox key on bob's sandbox", method, path, alice.sandbox.key, body);
     // Alice's own sandbox id with bob's conversation: (alice, bob's id) is no conversation on alice's sandbox.
-    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, bob.conversationId).filter(([, p]) => p.includes('/webhooks/'))) await expect401("alice's sandbox on bob's conversation", method, path, alice.sandbox.key, body);
+    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, bob.conversationId).filter(([, p]) =>
+      p.includes('/webhooks/'),
+    ))
+      await expect401("alice's sandbox on bob's conversation", method, path, alice.sandbox.key, body);
     for (const route of userRoutes) {
       const r = foreign[route.id]!(alice);
       await expect401('a sandbox key on a user route', r.method ?? route.method, r.path, alice.sandbox.key, r.body);
     }
     // A user's API key is no sandbox credential, not even for the user's own sandbox.
-    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, alice.conversationId)) await expect401("alice's API key on her sandbox's routes", method, path, alice.key, body);
+    for (const [method, path, body] of bridgeCalls(alice.sandbox.id, alice.conversationId))
+      await expect401("alice's API key on her sandbox's routes", method, path, alice.key, body);
     expect(failures).toEqual([]);
   }, 60_000);
 
@@ -336,14 +506,23 @@ describe('sandbox-credential misuse', () => {
     }
     // A fresh sandbox's token, not yet used, still cannot check in to another sandbox.
     const started = await call('POST', '/api/v1/sandboxes?sandbox_spec_id=spy', { key: bob.key });
-    const fresh = await waitFor(async () => {
-      try {
-        return readFileSync(join(world.dataDir, 'sandboxes', started.body.id, 'workspace', '.enrollment'), 'utf8');
-      } catch {
-        return '';
-      }
-    }, (t) => t.length > 0, 20_000, 'the fresh enrollment token');
-    if ((await call('POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/check-in`, { key: fresh, body: {} })).status !== 401) failures.push("bob's fresh token checked in to alice's sandbox");
+    const fresh = await waitFor(
+      async () => {
+        try {
+          return readFileSync(join(world.dataDir, 'sandboxes', started.body.id, 'workspace', '.enrollment'), 'utf8');
+        } catch {
+          return '';
+        }
+      },
+      (t) => t.length > 0,
+      20_000,
+      'the fresh enrollment token',
+    );
+    if (
+      (await call('POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/check-in`, { key: fresh, body: {} })).status !==
+      401
+    )
+      failures.push("bob's fresh token checked in to alice's sandbox");
     // A deleted sandbox's session key is dead.
     const gone = await world.spySandbox(bob.key);
     expect((await call('DELETE', `/api/v1/sandboxes/${gone.id}`, { key: bob.key })).status).toBe(200);
@@ -364,18 +543,26 @@ describe('conversation-scoped key misuse', () => {
     expect(scoped).toMatch(/^acsc\./);
     // Its own routes work (the control that makes the refusals below mean something).
     expect((await call('GET', count(alice.conversationId), { key: scoped })).status).toBe(200);
-    expect((await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: scoped })).status).toBe(200);
+    expect(
+      (await call('GET', `/api/v1/events/search?conversation_id__eq=${alice.conversationId}`, { key: scoped })).status,
+    ).toBe(200);
     const failures: string[] = [];
     const refused = async (what: string, method: string, path: string, allowed: number[], body?: unknown) => {
       const res = await call(method, path, { key: scoped, body });
-      if (!allowed.includes(res.status)) failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
+      if (!allowed.includes(res.status))
+        failures.push(`${what}: ${method} ${path} -> ${res.status} ${res.text.slice(0, 200)}`);
     };
     // Another conversation of the same user, and another user's conversation (same relay and event routes).
-    for (const [who, id] of [["alice's other conversation", alice.legacyConversationId], ["bob's conversation", bob.conversationId]] as const) {
+    for (const [who, id] of [
+      ["alice's other conversation", alice.legacyConversationId],
+      ["bob's conversation", bob.conversationId],
+    ] as const) {
       await refused(who, 'GET', count(id), [403, 404]);
       await refused(who, 'GET', `/api/v1/events/search?conversation_id__eq=${id}`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/pause`, [403, 404]);
-      await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], { content: [{ type: 'text', text: 'hi' }] });
+      await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], {
+        content: [{ type: 'text', text: 'hi' }],
+      });
     }
     // Every user route that does not take a conversation key, aimed at the key owner's own resources.
     for (const route of userRoutes.filter((r) => !r.conversationKey)) {
@@ -383,33 +570,51 @@ describe('conversation-scoped key misuse', () => {
       await refused(`user route ${route.id}`, r.method ?? route.method, r.path, [403], r.body);
     }
     // Sandbox routes take only the sandbox's own credentials.
-    await refused('the bridge', 'POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/heartbeat`, [401], { active: true });
-    await refused('a webhook', 'POST', `/api/v1/webhooks/${alice.sandbox.id}/events/${alice.conversationId}`, [401], []);
+    await refused('the bridge', 'POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/heartbeat`, [401], {
+      active: true,
+    });
+    await refused(
+      'a webhook',
+      'POST',
+      `/api/v1/webhooks/${alice.sandbox.id}/events/${alice.conversationId}`,
+      [401],
+      [],
+    );
     expect(failures).toEqual([]);
   }, 60_000);
 
   it('is dead after revocation (the new one works) and after the conversation is deleted', async () => {
     const carol = players.carol!;
     const before = await keyOf(carol, carol.conversationId);
-    const revoked = await call('POST', `/api/v1/app-conversations/${carol.conversationId}/session-api-key/revoke`, { key: carol.key });
+    const revoked = await call('POST', `/api/v1/app-conversations/${carol.conversationId}/session-api-key/revoke`, {
+      key: carol.key,
+    });
     expect(revoked.status).toBe(200);
     expect(revoked.body.session_api_key).not.toBe(before);
     expect((await call('GET', count(carol.conversationId), { key: before })).status).toBe(401);
     expect((await call('POST', `/api/conversations/${carol.conversationId}/pause`, { key: before })).status).toBe(401);
     expect((await call('GET', count(carol.conversationId), { key: revoked.body.session_api_key })).status).toBe(200);
     // Delete: the legacy conversation's key (as the legacy GET shows it) stops working with it.
-    const legacyKey: string = (await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).body.session_api_key;
+    const legacyKey: string = (
+      await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })
+    ).body.session_api_key;
     expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(200);
-    expect((await call('DELETE', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(200);
+    expect((await call('DELETE', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(
+      200,
+    );
     expect((await call('GET', count(carol.legacyConversationId), { key: legacyKey })).status).toBe(401);
-    expect((await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(404);
+    expect((await call('GET', `/api/conversations/${carol.legacyConversationId}`, { key: carol.key })).status).toBe(
+      404,
+    );
   }, 60_000);
 });
 
 describe('secrets sweep', () => {
   it('the agent cannot make a secret reach its events, in any form', async () => {
     const alice = players.alice!;
-    const agent = await call('POST', `/api/v1/sandboxes?sandbox_spec_id=${encodeURIComponent(world.agentSpecId)}`, { key: alice.key });
+    const agent = await call('POST', `/api/v1/sandboxes?sandbox_spec_id=${encodeURIComponent(world.agentSpecId)}`, {
+      key: alice.key,
+    });
     expect(agent.status, agent.text).toBe(200);
     llm.enqueue(
       reply.bash(
@@ -422,11 +627,21 @@ describe('secrets sweep', () => {
     );
     const started = await call('POST', '/api/v1/app-conversations', {
       key: alice.key,
-      body: { sandbox_id: agent.body.id, mcp_config: plantedMcp('alice', 'agent'), initial_message: { content: [{ type: 'text', text: 'show me the secrets' }] } },
+      body: {
+        sandbox_id: agent.body.id,
+        mcp_config: plantedMcp('alice', 'agent'),
+        initial_message: { content: [{ type: 'text', text: 'show me the secrets' }] },
+      },
     });
     expect(started.status, started.text).toBe(200);
     const cid = started.body.app_conversation_id;
-    await waitFor(async () => (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status, (s) => s === 'finished' || s === 'error', 90_000, 'the agent to finish');
+    await waitFor(
+      async () =>
+        (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status,
+      (s) => s === 'finished' || s === 'error',
+      90_000,
+      'the agent to finish',
+    );
     const events = await call('GET', `/api/v1/events/search?conversation_id__eq=${cid}&limit=100`, { key: alice.key });
     // The commands and tools did run: their outputs are there, with the secrets masked.
     expect(events.text).toContain('PLANT_CUSTOM=');
@@ -448,6 +663,10 @@ describe('secrets sweep', () => {
     const stored = JSON.stringify(tasks.Items);
     expect(tasks.Items!.length).toBeGreaterThanOrEqual(6);
     expect(stored).toContain('api_key_set');
-    expect({ responses: findLeaks(responses, secrets), logs: findLeaks(logs, secrets), startTasks: findLeaks(stored, secrets) }).toEqual({ responses: [], logs: [], startTasks: [] });
+    expect({
+      responses: findLeaks(responses, secrets),
+      logs: findLeaks(logs, secrets),
+      startTasks: findLeaks(stored, secrets),
+    }).toEqual({ responses: [], logs: [], startTasks: [] });
   }, 60_000);
 });

@@ -45,7 +45,8 @@ export interface FuzzResult {
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'];
-const nested = (open: string, inner: string, close: string) => (n: number) => `${open.repeat(n)}${inner}${close.repeat(n)}`;
+const nested = (open: string, inner: string, close: string) => (n: number) =>
+  `${open.repeat(n)}${inner}${close.repeat(n)}`;
 
 /** Text of every kind: short, unicode, long beyond any key limit, control characters, numbers. */
 const textArb = fc.oneof(
@@ -54,12 +55,32 @@ const textArb = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.integer({ min: 200, max: 9000 }).map((n) => 'a'.repeat(n)),
   fc.integer({ min: 100, max: 1000 }).map((n) => '\u{1F600}'.repeat(n)),
-  fc.constantFrom('', ' ', '0', '-1', '1e309', 'NaN', 'null', 'true', '[]', '{}', '../../etc/passwd', '%00', '\u0000', 'a'.repeat(2049), '\uD800'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1e309',
+    'NaN',
+    'null',
+    'true',
+    '[]',
+    '{}',
+    '../../etc/passwd',
+    '%00',
+    '\u0000',
+    'a'.repeat(2049),
+    '\uD800',
+  ),
   fc.double().map(String),
 );
 
 function idArb(known: string[]) {
-  return fc.oneof({ weight: 2, arbitrary: known.length ? fc.constantFrom(...known) : fc.constant('x') }, { weight: 1, arbitrary: fc.uuid().map((u) => u.replaceAll('-', '')) }, { weight: 3, arbitrary: textArb });
+  return fc.oneof(
+    { weight: 2, arbitrary: known.length ? fc.constantFrom(...known) : fc.constant('x') },
+    { weight: 1, arbitrary: fc.uuid().map((u) => u.replaceAll('-', '')) },
+    { weight: 3, arbitrary: textArb },
+  );
 }
 
 /** encodeURIComponent, which throws on a lone surrogate: that one goes as its (invalid) UTF-8 bytes. */
@@ -73,7 +94,10 @@ function encodeSegment(v: string): string {
 
 /** A segment as it goes into a path: encoded, or deliberately broken percent-escapes. */
 const segmentArb = (known: string[]) =>
-  fc.oneof({ weight: 6, arbitrary: idArb(known).map(encodeSegment) }, { weight: 1, arbitrary: fc.constantFrom('%zz', '%C0%AF', '%E0%A4%A', '%2F..%2F', '%00') });
+  fc.oneof(
+    { weight: 6, arbitrary: idArb(known).map(encodeSegment) },
+    { weight: 1, arbitrary: fc.constantFrom('%zz', '%C0%AF', '%E0%A4%A', '%2F..%2F', '%00') },
+  );
 
 /** The members an object schema names (schemas are mostly `z.lazy`, built on first use). */
 function memberNames(schema: z.core.$ZodType | undefined): string[] {
@@ -84,20 +108,56 @@ const queryNames = (route: RouteDef): string[] => memberNames(route.query);
 const bodyNames = (route: RouteDef): string[] => memberNames(route.body);
 
 const jsonish = fc.jsonValue({ maxDepth: 4 });
-const wrongValue = fc.oneof(jsonish, textArb, fc.constant(null), fc.array(textArb, { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 3 }));
+const wrongValue = fc.oneof(
+  jsonish,
+  textArb,
+  fc.constant(null),
+  fc.array(textArb, { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 3 }),
+);
 
 function bodyArb(route: RouteDef) {
   const names = bodyNames(route);
   const fields = names.length
-    ? fc.dictionary(fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 12 })), wrongValue, { maxKeys: 6 }).map((o) => JSON.stringify(o))
+    ? fc
+        .dictionary(fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 12 })), wrongValue, { maxKeys: 6 })
+        .map((o) => JSON.stringify(o))
     : jsonish.map((v) => JSON.stringify(v));
   // Just over the route's size limit: rare, since each one is megabytes on the wire.
   const overLimit = JSON.stringify({ title: 'x'.repeat(route.maxBodyBytes ?? 1024 * 1024) });
   return fc.oneof(
     { weight: 30, arbitrary: fields },
     { weight: 10, arbitrary: jsonish.map((v) => JSON.stringify(v)) },
-    { weight: 10, arbitrary: fc.integer({ min: 30, max: 120_000 }).chain((n) => fc.constantFrom(nested('[', '', ']')(n), nested('{"a":', '1', '}')(n), `[${nested('{"x":[', '0', ']}')(n)}]`, `{"content":${nested('[', '"t"', ']')(n)}}`)) },
-    { weight: 5, arbitrary: fc.constantFrom('', '{', '{"a":', 'nul', '[1,]', '{"a":1}garbage', '\uFEFF{}', '"\\uD800"', '1e999999', '-0', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}') },
+    {
+      weight: 10,
+      arbitrary: fc
+        .integer({ min: 30, max: 120_000 })
+        .chain((n) =>
+          fc.constantFrom(
+            nested('[', '', ']')(n),
+            nested('{"a":', '1', '}')(n),
+            `[${nested('{"x":[', '0', ']}')(n)}]`,
+            `{"content":${nested('[', '"t"', ']')(n)}}`,
+          ),
+        ),
+    },
+    {
+      weight: 5,
+      arbitrary: fc.constantFrom(
+        '',
+        '{',
+        '{"a":',
+        'nul',
+        '[1,]',
+        '{"a":1}garbage',
+        '\uFEFF{}',
+        '"\\uD800"',
+        '1e999999',
+        '-0',
+        '{"__proto__":{"x":1}}',
+        '{"constructor":{"prototype":{}}}',
+      ),
+    },
     { weight: 4, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')) },
     { weight: 1, arbitrary: fc.constant(overLimit) },
   );
@@ -105,7 +165,19 @@ function bodyArb(route: RouteDef) {
 
 const contentTypeArb = fc.oneof(
   { weight: 6, arbitrary: fc.constant('application/json') },
-  { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'text/plain', '', 'application/x-www-form-urlencoded', 'application/vnd.api+json', 'multipart/form-data; boundary=x', 'application/json\u00e9', 'APPLICATION/JSON') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      'application/json; charset=utf-8',
+      'text/plain',
+      '',
+      'application/x-www-form-urlencoded',
+      'application/vnd.api+json',
+      'multipart/form-data; boundary=x',
+      'application/json\u00e9',
+      'APPLICATION/JSON',
+    ),
+  },
 );
 
 function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzRequest> {
@@ -113,8 +185,35 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
   const names = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
   const keys = [target.userKey, target.sandbox?.key ?? target.userKey, null, 'garbage-key', 'x'.repeat(3000)];
   const queryArb = fc.oneof(
-    { weight: 5, arbitrary: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...(queryNames(route).length ? queryNames(route) : ['q'])), fc.string({ maxLength: 10 })), idArb(known)), { maxLength: 5 }).map((pairs) => new URLSearchParams(pairs).toString()) },
-    { weight: 1, arbitrary: fc.constantFrom('a=%zz', '&&=&', 'limit=1e309&limit=2', 'ids=' + 'a,'.repeat(500), 'id=' + Array(150).fill('x').join('&id='), 'wait=-1', 'wait=61', 'wait=0.5', 'page_id=' + 'A'.repeat(4000)) },
+    {
+      weight: 5,
+      arbitrary: fc
+        .array(
+          fc.tuple(
+            fc.oneof(
+              fc.constantFrom(...(queryNames(route).length ? queryNames(route) : ['q'])),
+              fc.string({ maxLength: 10 }),
+            ),
+            idArb(known),
+          ),
+          { maxLength: 5 },
+        )
+        .map((pairs) => new URLSearchParams(pairs).toString()),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        'a=%zz',
+        '&&=&',
+        'limit=1e309&limit=2',
+        `ids=${'a,'.repeat(500)}`,
+        `id=${Array(150).fill('x').join('&id=')}`,
+        'wait=-1',
+        'wait=61',
+        'wait=0.5',
+        `page_id=${'A'.repeat(4000)}`,
+      ),
+    },
   );
   return fc
     .record({
@@ -132,7 +231,8 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
       names.forEach((n, i) => (path = path.replace(`{${n}}`, r.segments[i]!)));
       // A valid wait on the long-poll is a legitimate wait of up to 20 s: fuzz it with 0 only.
       let query = r.query ?? '';
-      if (route.id === 'sandboxCommands') query = query.replace(/wait=(\d+)/g, (m, n) => (Number(n) >= 1 && Number(n) <= 60 ? 'wait=0' : m));
+      if (route.id === 'sandboxCommands')
+        query = query.replace(/wait=(\d+)/g, (m, n) => (Number(n) >= 1 && Number(n) <= 60 ? 'wait=0' : m));
       const method = r.wrongMethod ? r.otherMethod : route.method;
       const headers: Record<string, string> = {};
       if (r.key !== null) {
@@ -141,7 +241,13 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
       }
       const hasBody = r.body !== null && method !== 'GET' && method !== 'HEAD';
       if (hasBody && r.contentType) headers['content-type'] = r.contentType;
-      return { method, path: query ? `${path}?${query}` : path, headers, ...(hasBody ? { body: r.body! } : {}), route: route.id };
+      return {
+        method,
+        path: query ? `${path}?${query}` : path,
+        headers,
+        ...(hasBody ? { body: r.body! } : {}),
+        route: route.id,
+      };
     });
 }
 
@@ -155,7 +261,8 @@ export function fuzzRequests(target: FuzzTarget, count: number, seed: number): F
   return fc.sample(arb, { numRuns: count, seed });
 }
 
-const describe = (r: FuzzRequest) => `${r.method} ${r.path.slice(0, 300)} [${r.route}] ${JSON.stringify(r.headers).slice(0, 200)} body=${(r.body ?? '').slice(0, 200)}${(r.body?.length ?? 0) > 200 ? `… (${r.body!.length} chars)` : ''}`;
+const describe = (r: FuzzRequest) =>
+  `${r.method} ${r.path.slice(0, 300)} [${r.route}] ${JSON.stringify(r.headers).slice(0, 200)} body=${(r.body ?? '').slice(0, 200)}${(r.body?.length ?? 0) > 200 ? `… (${r.body!.length} chars)` : ''}`;
 
 /** Sends the run's requests, `concurrency` at a time over kept-alive connections; never throws on a status. */
 export async function runFuzz(target: FuzzTarget, o: FuzzOptions): Promise<FuzzResult> {
@@ -166,14 +273,23 @@ export async function runFuzz(target: FuzzTarget, o: FuzzOptions): Promise<FuzzR
     while (next < queue.length) {
       const r = queue[next++]!;
       try {
-        const res = await fetch(`${target.baseUrl}${r.path}`, { method: r.method, headers: r.headers, body: r.body, signal: AbortSignal.timeout(60_000) });
+        const res = await fetch(`${target.baseUrl}${r.path}`, {
+          method: r.method,
+          headers: r.headers,
+          body: r.body,
+          signal: AbortSignal.timeout(60_000),
+        });
         const text = await res.text();
         result.sent++;
         result.byStatus[res.status] = (result.byStatus[res.status] ?? 0) + 1;
         o.onResponse?.(res, text);
-        if (res.status >= 500) result.serverErrors.push({ request: describe(r), status: res.status, body: text.slice(0, 500) });
+        if (res.status >= 500)
+          result.serverErrors.push({ request: describe(r), status: res.status, body: text.slice(0, 500) });
       } catch (err) {
-        result.transportErrors.push({ request: describe(r), error: String((err as Error).cause ?? (err as Error).message) });
+        result.transportErrors.push({
+          request: describe(r),
+          error: String((err as Error).cause ?? (err as Error).message),
+        });
       }
     }
   };

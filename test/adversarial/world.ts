@@ -48,9 +48,18 @@ async function waitForFile(path: string, timeoutMs = 20_000): Promise<string> {
 /** `npm start` as a child process, with the spy spec first (the default) and the real specs after it. */
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-adversarial-'));
-  const real = JSON.parse(readFileSync(join(ROOT, 'config/sandbox-specs.json'), 'utf8')) as { id: string; working_dir: string }[];
+  const real = JSON.parse(readFileSync(join(ROOT, 'config/sandbox-specs.json'), 'utf8')) as {
+    id: string;
+    working_dir: string;
+  }[];
   const specsFile = join(dataDir, 'specs.json');
-  const spy = { id: 'spy', command: ['node', '-e', SPY], created_at: '2025-01-01T00:00:00Z', initial_env: {}, working_dir: real[0]!.working_dir };
+  const spy = {
+    id: 'spy',
+    command: ['node', '-e', SPY],
+    created_at: '2025-01-01T00:00:00Z',
+    initial_env: {},
+    working_dir: real[0]!.working_dir,
+  };
   writeFileSync(specsFile, JSON.stringify([spy, ...real]));
   Object.assign(process.env, { SANDBOX_SPECS_FILE: specsFile, ...env });
   const server = await startServerProcess(join(dataDir, 'data'));
@@ -62,10 +71,14 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
     dataDir: join(dataDir, 'data'),
     agentSpecId: real[0]!.id,
     newUser: async (userId) => {
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'infra/local/keys-cli.ts'), 'create', '--user', userId, '--name', 'adversarial'], {
-        cwd: ROOT,
-        env: { ...process.env, DATA_DIR: join(dataDir, 'data') },
-      });
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', join(ROOT, 'infra/local/keys-cli.ts'), 'create', '--user', userId, '--name', 'adversarial'],
+        {
+          cwd: ROOT,
+          env: { ...process.env, DATA_DIR: join(dataDir, 'data') },
+        },
+      );
       return stdout.trim().split('\n').at(-1)!.trim();
     },
     spySandbox: async (userKey) => {
@@ -73,7 +86,11 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
       if (started.status !== 200) throw new Error(`spy sandbox: HTTP ${started.status} ${started.text}`);
       const id: string = started.body.id;
       const enrollment = (await waitForFile(join(dataDir, 'data', 'sandboxes', id, 'workspace', '.enrollment'))).trim();
-      const checkIn = await client.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, { key: enrollment, body: { version: 'spy' }, holdsSecrets: true });
+      const checkIn = await client.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, {
+        key: enrollment,
+        body: { version: 'spy' },
+        holdsSecrets: true,
+      });
       if (checkIn.status !== 200) throw new Error(`spy check-in: HTTP ${checkIn.status} ${checkIn.text}`);
       return { id, enrollment, key: checkIn.body.session_api_key };
     },

@@ -46,7 +46,13 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
     });
 
     const fresh = (): ConversationRef => ({ userId: 'feed-user', conversationId: randomUUID().replaceAll('-', '') });
-    const event = (n: number, extra: Record<string, unknown> = {}): AgentEventEnvelope => ({ kind: 'MessageEvent', id: `ev-${n}`, timestamp: new Date().toISOString(), source: 'agent', ...extra });
+    const event = (n: number, extra: Record<string, unknown> = {}): AgentEventEnvelope => ({
+      kind: 'MessageEvent',
+      id: `ev-${n}`,
+      timestamp: new Date().toISOString(),
+      source: 'agent',
+      ...extra,
+    });
     /** As the webhook does: append, read the committed end, tell the feed. */
     const ingest = async (c: ConversationRef, first: number, events: AgentEventEnvelope[]) => {
       await f.store.append(c, first, events);
@@ -58,9 +64,16 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
       const c = fresh();
       await ingest(c, 1, [event(1), event(2)]);
       const early = await f.connect(c, 0);
-      const batches = range(0, 19).map((b) => ({ first: 3 + b * 5, events: range(0, 4).map((k) => event(3 + b * 5 + k)) }));
+      const batches = range(0, 19).map((b) => ({
+        first: 3 + b * 5,
+        events: range(0, 4).map((k) => event(3 + b * 5 + k)),
+      }));
       const [gap, ...rest] = batches as [(typeof batches)[0], ...typeof batches];
-      await Promise.all([...rest].sort(() => Math.random() - 0.5).map((b, i) => new Promise((r) => setTimeout(r, i % 5)).then(() => ingest(c, b.first, b.events))));
+      await Promise.all(
+        [...rest]
+          .sort(() => Math.random() - 0.5)
+          .map((b, i) => new Promise((r) => setTimeout(r, i % 5)).then(() => ingest(c, b.first, b.events))),
+      );
       await waitUntil(() => seqs(early).length >= 2, 'the first two');
       await new Promise((r) => setTimeout(r, 200));
       expect(seqs(early), 'nothing past the gap').toEqual([1, 2]);
@@ -83,7 +96,11 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
 
     it('resumes after a position with no gap and no duplicate; from the end sends only what comes next', async () => {
       const c = fresh();
-      await ingest(c, 1, range(1, 5).map((n) => event(n)));
+      await ingest(
+        c,
+        1,
+        range(1, 5).map((n) => event(n)),
+      );
       const resumed = await f.connect(c, 3);
       const fromEnd = await f.connect(c, 'end');
       await ingest(c, 6, [event(6)]);
@@ -97,11 +114,25 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
     it('sends large events, and events the agent called EventReference, as references to the events route', async () => {
       const c = fresh();
       const client = await f.connect(c, 0);
-      await ingest(c, 1, [event(1, { text: 'x'.repeat(MAX_MESSAGE_BYTES) }), event(2, { kind: 'EventReference', href: 'https://evil.example/' }), event(3)]);
+      await ingest(c, 1, [
+        event(1, { text: 'x'.repeat(MAX_MESSAGE_BYTES) }),
+        event(2, { kind: 'EventReference', href: 'https://evil.example/' }),
+        event(3),
+      ]);
       await waitUntil(() => seqs(client).length >= 3, 'three');
       const [big, spoof, small] = client.messages();
-      expect(big).toMatchObject({ kind: 'EventReference', seq: 1, id: 'ev-1', href: `/api/v1/events/search?conversation_id__eq=${c.conversationId}&after_seq=0&limit=1` });
-      expect(spoof).toMatchObject({ kind: 'EventReference', seq: 2, event_kind: 'EventReference', href: `/api/v1/events/search?conversation_id__eq=${c.conversationId}&after_seq=1&limit=1` });
+      expect(big).toMatchObject({
+        kind: 'EventReference',
+        seq: 1,
+        id: 'ev-1',
+        href: `/api/v1/events/search?conversation_id__eq=${c.conversationId}&after_seq=0&limit=1`,
+      });
+      expect(spoof).toMatchObject({
+        kind: 'EventReference',
+        seq: 2,
+        event_kind: 'EventReference',
+        href: `/api/v1/events/search?conversation_id__eq=${c.conversationId}&after_seq=1&limit=1`,
+      });
       expect(small).toMatchObject({ kind: 'MessageEvent', seq: 3 });
       await client.disconnect();
     });

@@ -10,9 +10,17 @@ sandboxRuntimeContract('fargate (ECS at the SDK boundary)', async () => {
   return {
     runtime: new FargateSandboxRuntime(fargateConfig, ecs),
     spec: fargateSpec(),
-    badSpec: fargateSpec({ id: 'bad', fargate: { taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/gone:1', family: 'gone', spot: false } }),
+    badSpec: fargateSpec({
+      id: 'bad',
+      fargate: {
+        taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/gone:1',
+        family: 'gone',
+        spot: false,
+      },
+    }),
     settle: async () => aws.finishStops(),
-    runningFor: async (id) => [...aws.tasks.values()].filter((t) => t.startedBy === id && t.desiredStatus === 'RUNNING').length,
+    runningFor: async (id) =>
+      [...aws.tasks.values()].filter((t) => t.startedBy === id && t.desiredStatus === 'RUNNING').length,
     close: async () => aws.restore(),
   };
 });

@@ -19,7 +19,13 @@ const spec = (id: string, command: string[]) => ({
 
 sandboxRuntimeContract('process (real child processes)', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-runtime-'));
-  const runtime = new ProcessSandboxRuntime({ dataDir, projectRoot: PROJECT_ROOT, containment: detectContainment(), onStopped: () => undefined, graceMs: 2000 });
+  const runtime = new ProcessSandboxRuntime({
+    dataDir,
+    projectRoot: PROJECT_ROOT,
+    containment: detectContainment(),
+    onStopped: () => undefined,
+    graceMs: 2000,
+  });
   return {
     runtime,
     spec: spec('sleeper', ['node', '-e', 'setInterval(() => {}, 60000)']),

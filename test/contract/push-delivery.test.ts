@@ -41,7 +41,13 @@ eventFeedContract('PushDelivery (streamConnections and events on dynalite, @conn
     connect: async (conversation, after) => {
       const connectionId = `${randomUUID()}=`;
       const sentSeq = after === 'end' ? await store.lastSeq(conversation) : after;
-      await connections.add({ conversation, connectionId, sentSeq, connectedAt: new Date(), expiresAt: new Date(Date.now() + 7_200_000) });
+      await connections.add({
+        conversation,
+        connectionId,
+        sentSeq,
+        connectedAt: new Date(),
+        expiresAt: new Date(Date.now() + 7_200_000),
+      });
       const received: string[] = [];
       push.open.set(connectionId, received);
       await feed.resend(conversation, connectionId);

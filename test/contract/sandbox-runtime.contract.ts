@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { SandboxStartError, type RuntimeState, type SandboxRuntime, type StartRequest } from '#shared/sandboxes/sandbox-runtime.ts';
+import {
+  SandboxStartError,
+  type RuntimeState,
+  type SandboxRuntime,
+  type StartRequest,
+} from '#shared/sandboxes/sandbox-runtime.ts';
 
 export interface RuntimeFixture {
   runtime: SandboxRuntime;

@@ -41,7 +41,11 @@ const api = async (method: string, path: string, body?: unknown, key = server.ke
 const unlabelledControls = () =>
   page.evaluate(() =>
     [...document.querySelectorAll('input, select, textarea, button')]
-      .filter((el: any) => el.type !== 'hidden' && !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+      .filter(
+        (el: any) =>
+          el.type !== 'hidden' &&
+          !(el.labels?.length || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())),
+      )
       .map((el: any) => el.outerHTML.slice(0, 120)),
   );
 
@@ -68,7 +72,9 @@ beforeAll(async () => {
   // Records every Content-Security-Policy violation the page reports (a payload the policy stopped).
   await browser.context.addInitScript(() => {
     (window as any).__violations = [];
-    document.addEventListener('securitypolicyviolation', (e: any) => (window as any).__violations.push({ directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample }));
+    document.addEventListener('securitypolicyviolation', (e: any) =>
+      (window as any).__violations.push({ directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample }),
+    );
   });
 }, 120_000);
 
@@ -116,7 +122,11 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('navigation', { name: 'Main' }).waitFor();
     expect(await page.content()).not.toContain(server.key);
-    const storage = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
+    const storage = await page.evaluate(() => ({
+      local: localStorage.length,
+      session: sessionStorage.length,
+      cookie: document.cookie,
+    }));
     expect(storage).toEqual({ local: 0, session: 0, cookie: '' }); // the session cookie is HttpOnly
     const cookies = await browser.context.cookies();
     expect(cookies.length).toBe(1);
@@ -151,7 +161,13 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
     let stored = (await api('GET', '/api/settings')).body;
-    expect(stored).toMatchObject({ llm_model: 'scripted-e2e', llm_base_url: llm.baseUrl, llm_api_key: null, llm_api_key_set: true, max_iterations: 40 });
+    expect(stored).toMatchObject({
+      llm_model: 'scripted-e2e',
+      llm_base_url: llm.baseUrl,
+      llm_api_key: null,
+      llm_api_key_set: true,
+      max_iterations: 40,
+    });
     expect(stored.secrets_store.custom_secrets).toEqual({ E2E_TOKEN: { secret: null, description: null } });
     expect(stored.mcp_config.sse_servers).toEqual([{ url: 'https://mcp.example.test/sse', api_key: null }]);
     expect(stored.provider_tokens_set).toEqual({ enterprise_sso: 'http://127.0.0.1:9' });
@@ -177,7 +193,12 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
       reply.tool('think', { thought: 'Planning the notes file.' }),
       reply.bash('echo hello-from-the-agent'),
       reply.tool('str_replace_editor', { command: 'create', path: 'notes.txt', file_text: 'first line\nkept line\n' }),
-      reply.tool('str_replace_editor', { command: 'str_replace', path: 'notes.txt', old_str: 'first line', new_str: 'second line' }),
+      reply.tool('str_replace_editor', {
+        command: 'str_replace',
+        path: 'notes.txt',
+        old_str: 'first line',
+        new_str: 'second line',
+      }),
       reply.finish('All **done**.'),
     );
     firstConversation = await startFromConsole('Write some notes', 'E2E notes');
@@ -261,7 +282,9 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('button', { name: 'Run agent' }).click();
     await page.locator('.markdown', { hasText: 'Resumed and done.' }).waitFor({ timeout: 60_000 });
     await page.locator('.facts .badge', { hasText: 'finished' }).waitFor();
-    await expect.poll(async () => Number((await page.evaluate(() => document.documentElement.dataset.chimes)) ?? 0)).toBeGreaterThan(chimesBefore);
+    await expect
+      .poll(async () => Number((await page.evaluate(() => document.documentElement.dataset.chimes)) ?? 0))
+      .toBeGreaterThan(chimesBefore);
     await api('POST', '/api/settings', { enable_sound_notifications: false });
   });
 
@@ -309,7 +332,9 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     const all = (await api('GET', '/api/v1/sandboxes/search')).body.items.map((s: { id: string }) => s.id) as string[];
     const victim = all.find((id) => id !== keep)!;
     await page.getByRole('button', { name: `Delete sandbox ${victim}` }).click();
-    await expect.poll(() => page.getByRole('button', { name: `Delete sandbox ${victim}` }).count(), { timeout: 30_000 }).toBe(0);
+    await expect
+      .poll(() => page.getByRole('button', { name: `Delete sandbox ${victim}` }).count(), { timeout: 30_000 })
+      .toBe(0);
     expect((await api('GET', `/api/v1/sandboxes?id=${victim}`)).body).toEqual([null]);
     await page.getByRole('button', { name: `Delete sandbox ${keep}` }).waitFor();
     await page.getByRole('link', { name: 'Sandbox specs' }).click();
@@ -344,7 +369,11 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     llm.enqueue(
       reply.tool('think', { thought: `<img src=x onerror="${p(1)}">` }),
       reply.bash(`echo '<img src=x onerror=${p(2)}>' '<script>${p(3)}</script>'`),
-      reply.tool('str_replace_editor', { command: 'create', path: 'evil.html', file_text: `<script>${p(4)}</script>\n<img src=x onerror="${p(5)}">\n<svg onload="${p(6)}"></svg>\n` }),
+      reply.tool('str_replace_editor', {
+        command: 'create',
+        path: 'evil.html',
+        file_text: `<script>${p(4)}</script>\n<img src=x onerror="${p(5)}">\n<svg onload="${p(6)}"></svg>\n`,
+      }),
       reply.text(
         [
           '# Report',
@@ -364,7 +393,9 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.locator('h1', { hasText: '<script>window.__pwned=14</script>' }).waitFor();
     // Shown as text where they came as text:
     expect(await page.locator('.thought', { hasText: '<img src=x onerror="window.__pwned=1">' }).count()).toBe(1);
-    expect(await page.locator('.event.message.user', { hasText: '<img src=x onerror="window.__pwned=13">' }).count()).toBe(1);
+    expect(
+      await page.locator('.event.message.user', { hasText: '<img src=x onerror="window.__pwned=13">' }).count(),
+    ).toBe(1);
     expect(await page.locator('h1', { hasText: '<script>window.__pwned=14</script>' }).count()).toBe(1);
     await page.getByText('hover here').hover();
     await page.getByText('click me').click();
@@ -376,35 +407,43 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
       handlers: document.querySelectorAll('[onerror], [onload], [onmouseover], [onclick]').length,
       scripts: document.querySelectorAll('#app script').length,
       frames: document.querySelectorAll('iframe, object, embed, .markdown form, .markdown svg').length,
-      jsLinks: [...document.querySelectorAll('a')].filter((a) => /^\s*javascript:/i.test(a.getAttribute('href') ?? '')).length,
+      jsLinks: [...document.querySelectorAll('a')].filter((a) => /^\s*javascript:/i.test(a.getAttribute('href') ?? ''))
+        .length,
       pages: history.length,
       violations: (window as any).__violations as { directive: string; blocked: string }[],
     }));
     expect(seen).toMatchObject({ pwned: undefined, handlers: 0, scripts: 0, frames: 0, jsLinks: 0 });
     // No script element was ever attempted. (Inline handlers the sanitizer parses in its inert document
     // are reported as script-src-attr by Chromium, and blocked: the policy applies there too.)
-    expect(seen.violations.filter((v) => v.directive.startsWith('script-src') && v.directive !== 'script-src-attr')).toEqual([]);
+    expect(
+      seen.violations.filter((v) => v.directive.startsWith('script-src') && v.directive !== 'script-src-attr'),
+    ).toEqual([]);
     // The one thing the sanitizer lets through on purpose (an image) the CSP keeps from calling out.
-    expect(seen.violations.filter((v) => v.directive === 'img-src').map((v) => v.blocked)).toEqual(['https://evil.example/pixel.png']);
+    expect(seen.violations.filter((v) => v.directive === 'img-src').map((v) => v.blocked)).toEqual([
+      'https://evil.example/pixel.png',
+    ]);
 
     // And were the sanitizer ever bypassed: Trusted Types refuse any string in an HTML sink or an
     // inline handler set from script (only DOMPurify's policy makes HTML here), and the CSP refuses
     // inline handlers and scripts the parser meets.
     const refused = await page.evaluate(() => {
       const attempts: Record<string, () => void> = {
-        insertAdjacentHTML: () => document.body.insertAdjacentHTML('beforeend', '<img src=x onerror="window.__pwned=100">'),
+        insertAdjacentHTML: () =>
+          document.body.insertAdjacentHTML('beforeend', '<img src=x onerror="window.__pwned=100">'),
         innerHTML: () => (document.createElement('div').innerHTML = '<img src=x onerror="window.__pwned=101">'),
         handlerAttribute: () => document.createElement('img').setAttribute('onerror', 'window.__pwned=102'),
         scriptText: () => (document.createElement('script').textContent = 'window.__pwned=103'),
       };
-      return Object.entries(attempts).filter(([, attempt]) => {
-        try {
-          attempt();
-          return false;
-        } catch (err) {
-          return err instanceof TypeError;
-        }
-      }).map(([name]) => name);
+      return Object.entries(attempts)
+        .filter(([, attempt]) => {
+          try {
+            attempt();
+            return false;
+          } catch (err) {
+            return err instanceof TypeError;
+          }
+        })
+        .map(([name]) => name);
     });
     expect(refused).toEqual(['insertAdjacentHTML', 'innerHTML', 'handlerAttribute', 'scriptText']);
     expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();

@@ -23,7 +23,10 @@ export interface Harness {
 }
 
 /** A started session against a scripted LLM, collecting its events (each batch checked against the schema). */
-export async function harness(steps: ScriptStep[], overrides: Partial<AgentSessionOptions> & { llmOptions?: Partial<AgentSessionOptions['llm']> } = {}): Promise<Harness> {
+export async function harness(
+  steps: ScriptStep[],
+  overrides: Partial<AgentSessionOptions> & { llmOptions?: Partial<AgentSessionOptions['llm']> } = {},
+): Promise<Harness> {
   const { llmOptions, ...rest } = overrides;
   const llm = await startScriptedLlm(steps);
   const workspaceDir = mkdtempSync(join(tmpdir(), 'agent-ws-'));
@@ -50,8 +53,14 @@ export async function harness(steps: ScriptStep[], overrides: Partial<AgentSessi
     workspaceDir,
     llm,
     of,
-    kinds: () => events.filter((e) => !(e.kind === 'ConversationStateUpdateEvent' && e.key === 'metrics')).map((e) => (e.kind === 'ConversationStateUpdateEvent' ? `status:${e.value}` : e.kind)),
-    statuses: () => of('ConversationStateUpdateEvent').filter((e) => e.key === 'execution_status').map((e) => e.value),
+    kinds: () =>
+      events
+        .filter((e) => !(e.kind === 'ConversationStateUpdateEvent' && e.key === 'metrics'))
+        .map((e) => (e.kind === 'ConversationStateUpdateEvent' ? `status:${e.value}` : e.kind)),
+    statuses: () =>
+      of('ConversationStateUpdateEvent')
+        .filter((e) => e.key === 'execution_status')
+        .map((e) => e.value),
   };
 }
 
@@ -66,4 +75,5 @@ export async function until(cond: () => boolean, what: string, ms = 10_000): Pro
   }
 }
 
-export const observationText = (e: EventOf<'ObservationEvent'>) => ((e.observation.content as { text: string }[]) ?? []).map((c) => c.text).join('');
+export const observationText = (e: EventOf<'ObservationEvent'>) =>
+  ((e.observation.content as { text: string }[]) ?? []).map((c) => c.text).join('');

@@ -70,11 +70,14 @@ export class BridgeSocketEmulator {
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? '/', `http://${this.base}`);
-    const refuse = (status: number) => socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const refuse = (status: number) =>
+      socket.end(`HTTP/1.1 ${status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     if (url.pathname !== `/${BRIDGE_SOCKET_STAGE}`) return void refuse(403);
     if (this.refuseWith) return void refuse(this.refuseWith);
     const connectionId = randomBytes(9).toString('base64url');
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]));
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+    );
     let status = 500;
     try {
       ({ statusCode: status } = await this.connect({
@@ -103,7 +106,8 @@ export class BridgeSocketEmulator {
     for await (const c of req) chunks.push(c as Buffer);
     const match = new RegExp(`^/${BRIDGE_SOCKET_STAGE}/@connections/([^/]+)$`).exec(req.url ?? '');
     if (!match || req.method !== 'POST') return void res.writeHead(404).end();
-    if (!/^AWS4-HMAC-SHA256 Credential=.+\/execute-api\/aws4_request/.test(req.headers.authorization ?? '')) return void res.writeHead(403).end();
+    if (!/^AWS4-HMAC-SHA256 Credential=.+\/execute-api\/aws4_request/.test(req.headers.authorization ?? ''))
+      return void res.writeHead(403).end();
     const connectionId = decodeURIComponent(match[1]!);
     const text = Buffer.concat(chunks).toString('utf8');
     const ws = this.connections.get(connectionId);

@@ -1,6 +1,12 @@
 import { createHash, createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +66,13 @@ export class CheckedS3 {
   async start(): Promise<void> {
     this.dir = mkdtempSync(join(tmpdir(), 's3rver-'));
     this.upstreamPort = await freePort();
-    this.s3rver = new S3rver({ port: this.upstreamPort, address: '127.0.0.1', silent: true, directory: this.dir, configureBuckets: [{ name: BUCKET }] });
+    this.s3rver = new S3rver({
+      port: this.upstreamPort,
+      address: '127.0.0.1',
+      silent: true,
+      directory: this.dir,
+      configureBuckets: [{ name: BUCKET }],
+    });
     await this.s3rver!.run();
     this.proxy = createServer((req, res) => void this.handle(req, res));
     const port = await freePort();
@@ -102,20 +114,27 @@ export class CheckedS3 {
     }
     if (refusal) {
       this.refusals.push(refusal);
-      res.writeHead(403, { 'content-type': 'application/xml' }).end(`<Error><Code>AccessDenied</Code><Message>${refusal}</Message></Error>`);
+      res
+        .writeHead(403, { 'content-type': 'application/xml' })
+        .end(`<Error><Code>AccessDenied</Code><Message>${refusal}</Message></Error>`);
       return;
     }
-    const up = httpRequest({ host: '127.0.0.1', port: this.upstreamPort, method: req.method, path: req.url, headers: req.headers }, (upRes) => {
-      res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-      upRes.pipe(res);
-    });
+    const up = httpRequest(
+      { host: '127.0.0.1', port: this.upstreamPort, method: req.method, path: req.url, headers: req.headers },
+      (upRes) => {
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
     up.on('error', () => res.writeHead(502).end());
     up.end(body);
   }
 
   /** A browser-form POST: the policy's signature, expiry, key and size bound, and the file's size. */
   private async checkPost(req: IncomingMessage, body: Buffer): Promise<string | null> {
-    const form = await new Response(body, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
+    const form = await new Response(body, {
+      headers: { 'content-type': String(req.headers['content-type']) },
+    }).formData();
     const field = (name: string) => {
       const v = form.get(name);
       return typeof v === 'string' ? v : '';
@@ -123,18 +142,26 @@ export class CheckedS3 {
     const policyB64 = field('Policy');
     const credential = field('X-Amz-Credential');
     const scope = credential.split('/').slice(1).join('/');
-    if (!policyB64 || hmac(signingKey(scope), policyB64).toString('hex') !== field('X-Amz-Signature')) return 'POST policy signature does not match';
+    if (!policyB64 || hmac(signingKey(scope), policyB64).toString('hex') !== field('X-Amz-Signature'))
+      return 'POST policy signature does not match';
     if (!credential.startsWith(`${CREDENTIALS.accessKeyId}/`)) return 'POST signed by unknown credentials';
-    const policy = JSON.parse(Buffer.from(policyB64, 'base64').toString()) as { expiration: string; conditions: unknown[] };
+    const policy = JSON.parse(Buffer.from(policyB64, 'base64').toString()) as {
+      expiration: string;
+      conditions: unknown[];
+    };
     const expires = Date.parse(policy.expiration);
     if (!(expires > Date.now())) return 'POST policy expired';
     if (expires > Date.now() + (this.intent.expiresSeconds + 5) * 1000) return 'POST policy valid longer than intended';
     const key = field('key');
-    const keyCond = policy.conditions.find((c) => Array.isArray(c) && c[0] === 'eq' && c[1] === '$key') as string[] | undefined;
+    const keyCond = policy.conditions.find((c) => Array.isArray(c) && c[0] === 'eq' && c[1] === '$key') as
+      | string[]
+      | undefined;
     if (!keyCond || keyCond[2] !== key) return 'POST key is not the signed key';
     if (!key.startsWith(`sandboxes/${this.intent.sandboxId}/`)) return 'POST key outside the sandbox prefix';
-    const range = policy.conditions.find((c) => Array.isArray(c) && c[0] === 'content-length-range') as [string, number, number] | undefined;
-    if (!range || range[1] !== 1 || range[2] !== this.intent.maxBytes) return 'POST size bound is not the intended one';
+    const range = policy.conditions.find((c) => Array.isArray(c) && c[0] === 'content-length-range') as
+      | [string, number, number]
+      | undefined;
+    if (range?.[1] !== 1 || range[2] !== this.intent.maxBytes) return 'POST size bound is not the intended one';
     const file = form.get('file');
     if (!(file instanceof Blob)) return 'POST has no file';
     if (file.size < range[1] || file.size > range[2]) return 'POST file outside content-length-range';
@@ -147,20 +174,28 @@ export class CheckedS3 {
     const q = url.searchParams;
     const amzDate = q.get('X-Amz-Date') ?? '';
     const expiresIn = Number(q.get('X-Amz-Expires'));
-    const signed = new Date(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
+    const signed = new Date(
+      `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+    );
     // SigV4 query signing, recomputed: the canonical request over the URL as sent, host the only signed header.
-    const enc = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    const enc = (v: string) =>
+      encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
     const canonicalQuery = [...q]
       .filter(([k]) => k !== 'X-Amz-Signature')
       .map(([k, v]): [string, string] => [enc(k), enc(v)])
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, v]) => `${k}=${v}`)
       .join('&');
-    const canonical = [method, url.pathname, canonicalQuery, `host:${url.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join('\n');
+    const canonical = [method, url.pathname, canonicalQuery, `host:${url.host}\n`, 'host', 'UNSIGNED-PAYLOAD'].join(
+      '\n',
+    );
     const scope = (q.get('X-Amz-Credential') ?? '').split('/').slice(1).join('/');
-    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join(
+      '\n',
+    );
     const expected = hmac(signingKey(scope), toSign).toString('hex');
-    if (q.get('X-Amz-SignedHeaders') !== 'host' || expected !== q.get('X-Amz-Signature')) return `${method} signature does not match`;
+    if (q.get('X-Amz-SignedHeaders') !== 'host' || expected !== q.get('X-Amz-Signature'))
+      return `${method} signature does not match`;
     if (method !== 'GET') return `${method} is not an allowed presigned method`;
     if (!(signed.getTime() + expiresIn * 1000 > Date.now())) return 'GET URL expired';
     if (expiresIn > this.intent.expiresSeconds) return 'GET URL valid longer than intended';

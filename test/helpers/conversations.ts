@@ -1,11 +1,17 @@
 import type { TestStack } from '#test/helpers/stack.ts';
 
 /** Polls `read` until `done` holds (or fails with the last value after `timeoutMs`). */
-export async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 60_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 60_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T = await read();
   while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}; last value: ${JSON.stringify(last).slice(0, 2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out waiting for ${what}; last value: ${JSON.stringify(last).slice(0, 2000)}`);
     await new Promise((r) => setTimeout(r, 150));
     last = await read();
   }
@@ -26,7 +32,8 @@ export async function startConversation(stack: TestStack, body: unknown, key?: s
   if (res.status !== 200) throw new Error(`start: HTTP ${res.status} ${res.text}`);
   const id = (res.body as StartTask).id;
   return waitFor(
-    async () => ((await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key })).body as StartTask[])[0]!,
+    async () =>
+      ((await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key })).body as StartTask[])[0]!,
     (t) => t.status === 'READY' || t.status === 'ERROR',
     90_000,
     `start task ${id}`,
@@ -45,7 +52,11 @@ export async function allEvents(stack: TestStack, conversationId: string, key?: 
   const out: EventView[] = [];
   let page: string | null = null;
   do {
-    const res: { status: number; body: any } = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100${page ? `&page_id=${encodeURIComponent(page)}` : ''}`, { key });
+    const res: { status: number; body: any } = await stack.call(
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100${page ? `&page_id=${encodeURIComponent(page)}` : ''}`,
+      { key },
+    );
     if (res.status !== 200) throw new Error(`events: HTTP ${res.status}`);
     out.push(...res.body.items);
     page = res.body.next_page_id;
@@ -59,6 +70,17 @@ export async function conversation(stack: TestStack, id: string, key?: string): 
 }
 
 /** Waits until the conversation's agent reaches one of `statuses`, and its events include a given kind. */
-export async function waitForStatus(stack: TestStack, id: string, statuses: string[], key?: string, timeoutMs = 60_000): Promise<any> {
-  return waitFor(() => conversation(stack, id, key), (c) => statuses.includes(c?.execution_status), timeoutMs, `execution_status in ${statuses.join('|')} of ${id}`);
+export async function waitForStatus(
+  stack: TestStack,
+  id: string,
+  statuses: string[],
+  key?: string,
+  timeoutMs = 60_000,
+): Promise<any> {
+  return waitFor(
+    () => conversation(stack, id, key),
+    (c) => statuses.includes(c?.execution_status),
+    timeoutMs,
+    `execution_status in ${statuses.join('|')} of ${id}`,
+  );
 }

@@ -72,7 +72,9 @@ export class FakeAws {
 
   constructor() {
     this.ecs.on(DescribeTaskDefinitionCommand).callsFake(async ({ taskDefinition }) => {
-      const found = this.registered.get(taskDefinition) ?? [...this.registered.values()].filter((d) => d.family === taskDefinition).at(-1);
+      const found =
+        this.registered.get(taskDefinition) ??
+        [...this.registered.values()].filter((d) => d.family === taskDefinition).at(-1);
       if (found) return { taskDefinition: found };
       if (taskDefinition !== BASE_TASK_DEF) {
         throw Object.assign(new Error('Unable to describe task definition.'), { name: 'ClientException' });
@@ -98,7 +100,11 @@ export class FakeAws {
       };
     });
     this.ecs.on(RegisterTaskDefinitionCommand).callsFake(async (input) => {
-      const taskDefinition = { ...input, taskDefinitionArn: `arn:aws:ecs:${REGION}:${ACCOUNT}:task-definition/${input.family}:${++this.revision}`, status: 'ACTIVE' } as TaskDefinition;
+      const taskDefinition = {
+        ...input,
+        taskDefinitionArn: `arn:aws:ecs:${REGION}:${ACCOUNT}:task-definition/${input.family}:${++this.revision}`,
+        status: 'ACTIVE',
+      } as TaskDefinition;
       this.registered.set(taskDefinition.taskDefinitionArn!, taskDefinition);
       return { taskDefinition };
     });
@@ -121,7 +127,8 @@ export class FakeAws {
     });
     this.ecs.on(StopTaskCommand).callsFake(async ({ task }) => {
       const found = this.tasks.get(task);
-      if (!found) throw Object.assign(new Error('The referenced task was not found.'), { name: 'InvalidParameterException' });
+      if (!found)
+        throw Object.assign(new Error('The referenced task was not found.'), { name: 'InvalidParameterException' });
       found.desiredStatus = 'STOPPED';
       if (!this.stopsLinger) found.lastStatus = 'STOPPED';
       found.stopCode = 'UserInitiated';

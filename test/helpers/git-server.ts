@@ -10,14 +10,28 @@ export interface GitServer {
   url: string;
   root: string;
   /** Creates a bare repo `owner/name` with the given files on `main` (and extra branches). */
-  createRepo(fullName: string, files: Record<string, string>, branches?: Record<string, Record<string, string>>): string;
+  createRepo(
+    fullName: string,
+    files: Record<string, string>,
+    branches?: Record<string, Record<string, string>>,
+  ): string;
   /** Every Authorization header the server saw. */
   authHeaders: string[];
   close(): Promise<void>;
 }
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', args, { cwd, stdio: 'pipe', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+  execFileSync('git', args, {
+    cwd,
+    stdio: 'pipe',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    },
+  });
 
 /**
  * A real git smart-HTTP server on loopback (`git http-backend` as CGI) over bare repos on disk, which

@@ -5,7 +5,12 @@ import type { TestStack } from '#test/helpers/stack.ts';
  * Polls `check` every `intervalMs` until it returns a value, failing after `timeoutMs` (a bound, not a
  * timing assertion). A `check` that throws ends the wait at once. The benchmark polls more often.
  */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 20_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -22,7 +27,13 @@ export async function getSandbox(stack: TestStack, id: string, key?: string): Pr
   return res.body[0];
 }
 
-export function waitForStatus(stack: TestStack, id: string, status: string, key?: string, timeoutMs?: number): Promise<any> {
+export function waitForStatus(
+  stack: TestStack,
+  id: string,
+  status: string,
+  key?: string,
+  timeoutMs?: number,
+): Promise<any> {
   return waitFor(
     `sandbox ${id} to be ${status}`,
     async () => {
@@ -60,7 +71,8 @@ export function sandboxPids(sandboxId: string): number[] {
     } catch {
       continue;
     }
-    if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId) mine.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    if (processEnv(Number(entry))?.SANDBOX_ID === sandboxId)
+      mine.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
   }
   // bubblewrap's processes and the program's own children (agent commands) share its environment:
   // count only the roots, whose parent is not one of them.

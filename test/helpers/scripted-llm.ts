@@ -46,10 +46,15 @@ export interface ScriptedLlm {
 /** Short forms for script steps. */
 export const reply = {
   text: (text: string): ScriptedReply => ({ text }),
-  tool: (name: string, args: unknown, text?: string): ScriptedReply => ({ toolCalls: [{ name, args }], ...(text ? { text } : {}) }),
+  tool: (name: string, args: unknown, text?: string): ScriptedReply => ({
+    toolCalls: [{ name, args }],
+    ...(text ? { text } : {}),
+  }),
   bash: (command: string): ScriptedReply => reply.tool('execute_bash', { command }),
   finish: (message: string): ScriptedReply => reply.tool('finish', { message }),
-  error: (status: number, message = `scripted error ${status}`, headers?: Record<string, string>): ScriptedReply => ({ error: { status, message, ...(headers ? { headers } : {}) } }),
+  error: (status: number, message = `scripted error ${status}`, headers?: Record<string, string>): ScriptedReply => ({
+    error: { status, message, ...(headers ? { headers } : {}) },
+  }),
 };
 
 const DEFAULT_USAGE = { prompt_tokens: 100, completion_tokens: 20 };
@@ -102,7 +107,12 @@ export async function startScriptedLlm(steps: ScriptStep[] = []): Promise<Script
 
     if ('hang' in r) return; // left open on purpose
     if ('error' in r) {
-      return sendJson(res, r.error.status, { error: { message: r.error.message ?? `error ${r.error.status}`, type: 'scripted_error' } }, r.error.headers);
+      return sendJson(
+        res,
+        r.error.status,
+        { error: { message: r.error.message ?? `error ${r.error.status}`, type: 'scripted_error' } },
+        r.error.headers,
+      );
     }
     if ('raw' in r) {
       res.writeHead(r.status ?? 200, { 'content-type': r.contentType ?? 'application/json' });
@@ -116,13 +126,25 @@ export async function startScriptedLlm(steps: ScriptStep[] = []): Promise<Script
         object: 'chat.completion',
         created,
         model: c.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: r.text ?? null, ...(c.toolCalls.length ? { tool_calls: c.toolCalls } : {}) }, finish_reason: c.finishReason }],
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: r.text ?? null,
+              ...(c.toolCalls.length ? { tool_calls: c.toolCalls } : {}),
+            },
+            finish_reason: c.finishReason,
+          },
+        ],
         usage: c.usage,
       });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const chunk = (choices: unknown[], extra: object = {}) =>
-      res.write(`data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created, model: c.model, choices, ...extra })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created, model: c.model, choices, ...extra })}\n\n`,
+      );
     chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
     // Text in two pieces and tool arguments in two pieces, as real servers split them.
     if (r.text) {
@@ -133,8 +155,20 @@ export async function startScriptedLlm(steps: ScriptStep[] = []): Promise<Script
     c.toolCalls.forEach((t, index) => {
       const a = t.function.arguments;
       const half = Math.ceil(a.length / 2);
-      chunk([{ index: 0, delta: { tool_calls: [{ index, id: t.id, type: 'function', function: { name: t.function.name, arguments: a.slice(0, half) } }] }, finish_reason: null }]);
-      chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: a.slice(half) } }] }, finish_reason: null }]);
+      chunk([
+        {
+          index: 0,
+          delta: {
+            tool_calls: [
+              { index, id: t.id, type: 'function', function: { name: t.function.name, arguments: a.slice(0, half) } },
+            ],
+          },
+          finish_reason: null,
+        },
+      ]);
+      chunk([
+        { index: 0, delta: { tool_calls: [{ index, function: { arguments: a.slice(half) } }] }, finish_reason: null },
+      ]);
     });
     chunk([{ index: 0, delta: {}, finish_reason: c.finishReason }]);
     chunk([], { usage: c.usage });

@@ -16,7 +16,11 @@ export interface ServerProcess {
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** `npm start` as a real child process (tsx infra/local/server.ts), on a free port. */
-export async function startServerProcess(dataDir: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  dataDir: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'infra/local/server.ts'), ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'INFO', ...env },

@@ -54,9 +54,21 @@ export interface TestStack extends LocalStack {
  * Other users' sandboxes start even where containment is unavailable (the containment tests, which
  * fail there, are what says so).
  */
-export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs' | 'commandPush'> & { memory?: boolean } = {}): Promise<TestStack> {
+export async function startTestStack(
+  options: Pick<
+    LocalConfig,
+    'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs' | 'commandPush'
+  > & { memory?: boolean } = {},
+): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
-  const stack = await startLocalStack({ port: 0, host: '127.0.0.1', dataDir, memory: true, allowUncontained: true, ...options });
+  const stack = await startLocalStack({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    memory: true,
+    allowUncontained: true,
+    ...options,
+  });
   const call = apiCaller(stack.url, stack.devKey);
   return {
     ...stack,
@@ -65,7 +77,9 @@ export async function startTestStack(options: Pick<LocalConfig, 'sandboxes' | 's
     newUser: async (userId) => (await stack.services.apiKeys.create(userId, 'test')).key,
     sandboxKey: async (sandboxId) => {
       const rec = await new DynamoSandboxStore().get(sandboxId);
-      return rec?.sessionKeySealed ? LocalSealer.fromKeyFile(join(dataDir, 'secret.key')).open(rec.sessionKeySealed, rec.userId) : null;
+      return rec?.sessionKeySealed
+        ? LocalSealer.fromKeyFile(join(dataDir, 'secret.key')).open(rec.sessionKeySealed, rec.userId)
+        : null;
     },
     stop: async () => {
       await stack.close();

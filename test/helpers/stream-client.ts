@@ -28,9 +28,17 @@ export interface StreamClient {
  * Opens `/sockets/events/{conversationId}` on `baseUrl` (http:// becomes ws://) with the query and
  * headers given, as a client would; nothing is assumed of the server beyond the protocol.
  */
-export function openStream(baseUrl: string, conversationId: string, query: Record<string, string> = {}, options: { headers?: Record<string, string>; autoPong?: boolean } = {}): StreamClient {
+export function openStream(
+  baseUrl: string,
+  conversationId: string,
+  query: Record<string, string> = {},
+  options: { headers?: Record<string, string>; autoPong?: boolean } = {},
+): StreamClient {
   const qs = new URLSearchParams(query).toString();
-  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/sockets/events/${conversationId}${qs ? `?${qs}` : ''}`, { headers: options.headers, autoPong: options.autoPong ?? true });
+  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/sockets/events/${conversationId}${qs ? `?${qs}` : ''}`, {
+    headers: options.headers,
+    autoPong: options.autoPong ?? true,
+  });
   const messages: StreamMessage[] = [];
   const arrivals: number[] = [];
   const waiters: (() => void)[] = [];
@@ -45,7 +53,9 @@ export function openStream(baseUrl: string, conversationId: string, query: Recor
     ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
   });
   opened.catch(() => {});
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   const last = () => messages.reduce((m, x) => Math.max(m, x.seq), 0);
   const client: StreamClient = {
     ws,
@@ -56,7 +66,10 @@ export function openStream(baseUrl: string, conversationId: string, query: Recor
     last,
     until: (seq, timeoutMs = 30_000) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`Timed out waiting for seq ${seq}; last ${last()}, ${messages.length} messages`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`Timed out waiting for seq ${seq}; last ${last()}, ${messages.length} messages`)),
+          timeoutMs,
+        );
         const check = () => {
           if (last() >= seq) {
             clearTimeout(timer);

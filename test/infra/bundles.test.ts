@@ -12,9 +12,16 @@ import { routes } from '#shared/routes.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
 /** Code that exists only for the laptop deployment and must never reach a Lambda bundle. */
-const LOCAL_ONLY = [/^infra\/local\//, /^shared\/wiring\/local\.ts$/, /node_modules\/dynalite\//, /process-sandbox-runtime/, /local-sealer/];
+const LOCAL_ONLY = [
+  /^infra\/local\//,
+  /^shared\/wiring\/local\.ts$/,
+  /node_modules\/dynalite\//,
+  /process-sandbox-runtime/,
+  /local-sealer/,
+];
 
-const localInputs = (metafile: Metafile) => Object.keys(metafile.inputs).filter((input) => LOCAL_ONLY.some((re) => re.test(input)));
+const localInputs = (metafile: Metafile) =>
+  Object.keys(metafile.inputs).filter((input) => LOCAL_ONLY.some((re) => re.test(input)));
 
 async function metafileOf(entry: string): Promise<Metafile> {
   const result = await build({ ...esbuildOptions(entry), write: false, metafile: true, outdir: 'out' });
@@ -38,50 +45,74 @@ describe('Lambda bundles (the options CDK uses)', () => {
     expect(lambdaEntries()).toEqual(expect.arrayContaining(routes.map((r) => r.entry)));
   });
 
-  it.each(lambdaEntries())('%s carries no local-only code and bundles the AWS SDK it uses, one copy of each package', async (entry) => {
-    const metafile = await metafileOf(entry);
-    expect(localInputs(metafile)).toEqual([]);
-    // A package's own pinned copy of another (s3-presigned-post's client-s3) is resolved to ours (infra/bundle.ts).
-    expect(Object.keys(metafile.inputs).filter((i) => /node_modules\/.*node_modules\//.test(i))).toEqual([]);
-    // Bundled, not external: no bare import of an AWS SDK package is left in the output.
-    const [output] = Object.values(metafile.outputs);
-    expect(output!.imports.filter((i) => i.external && i.path.startsWith('@aws-sdk/'))).toEqual([]);
-  });
+  it.each(lambdaEntries())(
+    '%s carries no local-only code and bundles the AWS SDK it uses, one copy of each package',
+    async (entry) => {
+      const metafile = await metafileOf(entry);
+      expect(localInputs(metafile)).toEqual([]);
+      // A package's own pinned copy of another (s3-presigned-post's client-s3) is resolved to ours (infra/bundle.ts).
+      expect(Object.keys(metafile.inputs).filter((i) => /node_modules\/.*node_modules\//.test(i))).toEqual([]);
+      // Bundled, not external: no bare import of an AWS SDK package is left in the output.
+      const [output] = Object.values(metafile.outputs);
+      expect(output!.imports.filter((i) => i.external && i.path.startsWith('@aws-sdk/'))).toEqual([]);
+    },
+  );
 
-  it.each(lambdaEntries())('%s carries the SDK clients its declaration calls for and no others, and no default credential chain', async (entry) => {
-    const inputs = Object.keys((await metafileOf(entry)).inputs);
-    const caps = declarations.get(entry)?.capabilities ?? [];
-    expect(sdkPackage(inputs, 'client-kms'), 'KMS').toBe(caps.includes('seal') || caps.includes('unseal'));
-    // Pausing builds the Fargate runtime to stop a task; only deletion and the snapshot routes sign for S3.
-    const runtime = caps.includes('ecs:run') || caps.includes('ecs:stop') || caps.includes('ecs:describe');
-    expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
-    expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(false);
-    expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(caps.includes('s3:workspaces'));
-    // The Lambda client where an asynchronous invoke is declared (the stream's resend, a sandbox's snapshot removal).
-    expect(sdkPackage(inputs, 'client-lambda'), 'Lambda').toBe(caps.includes('stream:resend') || caps.includes('snapshots:delete'));
-    // The presigners only where snapshot requests are signed, not where objects are only checked or deleted.
-    const signs = signingEntries.includes(entry);
-    expect(sdkPackage(inputs, 's3-presigned-post'), 'presigned POST').toBe(signs);
-    expect(sdkPackage(inputs, 's3-request-presigner'), 'request presigner').toBe(signs);
-    // The management client where a push capability is declared, and nowhere else, except in the event
-    // stream's functions: they share one wiring module (shared/wiring/aws/stream.ts) with its push builder.
-    const pushes = caps.includes('commands:push') || caps.includes('stream:push');
-    if (pushes || !entry.startsWith('functions/stream/')) expect(sdkPackage(inputs, 'client-apigatewaymanagementapi'), 'API Gateway management').toBe(pushes);
-    // Lambda gives credentials in the environment: SSO, STS, INI and metadata providers are never bundled.
-    for (const name of ['credential-provider-node', 'credential-provider-sso', 'credential-provider-ini', 'nested-clients']) {
-      expect(sdkPackage(inputs, name), name).toBe(false);
-    }
-  });
+  it.each(lambdaEntries())(
+    '%s carries the SDK clients its declaration calls for and no others, and no default credential chain',
+    async (entry) => {
+      const inputs = Object.keys((await metafileOf(entry)).inputs);
+      const caps = declarations.get(entry)?.capabilities ?? [];
+      expect(sdkPackage(inputs, 'client-kms'), 'KMS').toBe(caps.includes('seal') || caps.includes('unseal'));
+      // Pausing builds the Fargate runtime to stop a task; only deletion and the snapshot routes sign for S3.
+      const runtime = caps.includes('ecs:run') || caps.includes('ecs:stop') || caps.includes('ecs:describe');
+      expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
+      expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(false);
+      expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(caps.includes('s3:workspaces'));
+      // The Lambda client where an asynchronous invoke is declared (the stream's resend, a sandbox's snapshot removal).
+      expect(sdkPackage(inputs, 'client-lambda'), 'Lambda').toBe(
+        caps.includes('stream:resend') || caps.includes('snapshots:delete'),
+      );
+      // The presigners only where snapshot requests are signed, not where objects are only checked or deleted.
+      const signs = signingEntries.includes(entry);
+      expect(sdkPackage(inputs, 's3-presigned-post'), 'presigned POST').toBe(signs);
+      expect(sdkPackage(inputs, 's3-request-presigner'), 'request presigner').toBe(signs);
+      // The management client where a push capability is declared, and nowhere else, except in the event
+      // stream's functions: they share one wiring module (shared/wiring/aws/stream.ts) with its push builder.
+      const pushes = caps.includes('commands:push') || caps.includes('stream:push');
+      if (pushes || !entry.startsWith('functions/stream/'))
+        expect(sdkPackage(inputs, 'client-apigatewaymanagementapi'), 'API Gateway management').toBe(pushes);
+      // Lambda gives credentials in the environment: SSO, STS, INI and metadata providers are never bundled.
+      for (const name of [
+        'credential-provider-node',
+        'credential-provider-sso',
+        'credential-provider-ini',
+        'nested-clients',
+      ]) {
+        expect(sdkPackage(inputs, name), name).toBe(false);
+      }
+    },
+  );
 
-  it("gives a bundled SDK client the credentials Lambda puts in the environment, and a clear error without them", async () => {
-    const contents = "import { DynamoDBClient } from '@aws-sdk/client-dynamodb'; const c = new DynamoDBClient({ region: 'eu-west-1' }); try { process.stdout.write(JSON.stringify(await c.config.credentials())); } catch (e) { process.stdout.write('ERR ' + e.message); }";
-    const out = await build({ ...esbuildOptions('functions/health/get.ts'), entryPoints: undefined, stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' }, write: false, outdir: 'out' });
+  it('gives a bundled SDK client the credentials Lambda puts in the environment, and a clear error without them', async () => {
+    const contents =
+      "import { DynamoDBClient } from '@aws-sdk/client-dynamodb'; const c = new DynamoDBClient({ region: 'eu-west-1' }); try { process.stdout.write(JSON.stringify(await c.config.credentials())); } catch (e) { process.stdout.write('ERR ' + e.message); }";
+    const out = await build({
+      ...esbuildOptions('functions/health/get.ts'),
+      entryPoints: undefined,
+      stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' },
+      write: false,
+      outdir: 'out',
+    });
     const dir = mkdtempSync(join(tmpdir(), 'acs-creds-'));
     try {
       const file = join(dir, 'creds.mjs');
       writeFileSync(file, out.outputFiles[0]!.contents);
-      const run = (env: Record<string, string>) => spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } }).stdout;
-      expect(JSON.parse(run({ AWS_ACCESS_KEY_ID: 'AKIDROLE', AWS_SECRET_ACCESS_KEY: 's', AWS_SESSION_TOKEN: 't' }))).toEqual({ accessKeyId: 'AKIDROLE', secretAccessKey: 's', sessionToken: 't' });
+      const run = (env: Record<string, string>) =>
+        spawnSync(process.execPath, [file], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env } }).stdout;
+      expect(
+        JSON.parse(run({ AWS_ACCESS_KEY_ID: 'AKIDROLE', AWS_SECRET_ACCESS_KEY: 's', AWS_SESSION_TOKEN: 't' })),
+      ).toEqual({ accessKeyId: 'AKIDROLE', secretAccessKey: 's', sessionToken: 't' });
       expect(run({})).toMatch(/^ERR No AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set/);
     } finally {
       rmSync(dir, { recursive: true, force: true });

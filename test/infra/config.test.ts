@@ -12,9 +12,25 @@ describe('deployment configuration (CDK context)', () => {
 
   it('fills defaults: one default spec, 30 idle minutes, no CORS, an environment-agnostic stack', () => {
     const config = from({});
-    expect(config).toMatchObject({ stackName: 'AgentConversationService', sandboxIdleMinutes: 30, maxRunningSandboxes: 5, sandboxSpot: false, corsAllowedOrigins: [] });
+    expect(config).toMatchObject({
+      stackName: 'AgentConversationService',
+      sandboxIdleMinutes: 30,
+      maxRunningSandboxes: 5,
+      sandboxSpot: false,
+      corsAllowedOrigins: [],
+    });
     expect(config.account).toBeUndefined();
-    expect(config.sandboxSpecs).toEqual([{ id: 'default', cpu: 1024, memory: 2048, spotFallback: false, command: null, initialEnv: {}, workingDir: '/workspace' }]);
+    expect(config.sandboxSpecs).toEqual([
+      {
+        id: 'default',
+        cpu: 1024,
+        memory: 2048,
+        spotFallback: false,
+        command: null,
+        initialEnv: {},
+        workingDir: '/workspace',
+      },
+    ]);
   });
 
   it('coerces `-c key=value` strings from the command line', () => {
@@ -41,7 +57,15 @@ describe('deployment configuration (CDK context)', () => {
     [{ corsAllowedOrigins: ['https://app.example.com/path'] }, 'context key "corsAllowedOrigins" (at 0)'],
     [{ sandboxSpecs: [{ id: 'x', cpu: 1000, memory: 2048 }] }, 'context key "sandboxSpecs" (at 0.cpu)'],
     [{ sandboxSpecs: [{ id: 'x', cpu: 256, memory: 4096 }] }, 'context key "sandboxSpecs" (at 0.memory)'],
-    [{ sandboxSpecs: [{ id: 'a', cpu: 256, memory: 512 }, { id: 'a', cpu: 256, memory: 512 }] }, 'spec ids must be unique'],
+    [
+      {
+        sandboxSpecs: [
+          { id: 'a', cpu: 256, memory: 512 },
+          { id: 'a', cpu: 256, memory: 512 },
+        ],
+      },
+      'spec ids must be unique',
+    ],
     [{ sandboxSpecs: [{ id: 'a', cpu: 256, memory: 512, image: 'x' }] }, 'image'],
     [{ alarmEmail: 'not-an-address' }, 'context key "alarmEmail"'],
   ])('rejects %j naming the key', (context, message) => {

@@ -12,11 +12,14 @@ import { bridgeSocketConnectFunction } from '#shared/functions.ts';
 import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
-import { tableEnvVar, tableKeys, tables } from '#shared/store/tables.ts';
+import { tableKeys, tables } from '#shared/store/tables.ts';
 import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
 import { hourlyBilled } from './zero-cost.ts';
 
-const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<string, unknown>;
+const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<
+  string,
+  unknown
+>;
 const routeDefs = routes as readonly RouteDef[];
 const SANDBOX_ENV = [...sandboxRuntimeEnv, 'SANDBOX_SPECS'];
 
@@ -32,7 +35,8 @@ let synthError: unknown;
 const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 /** Resources of one API Gateway API (the HTTP API, the bridge socket). */
-const ofApi = (type: string, api: unknown) => ofType(type).filter(([, r]) => r.Properties.ApiId?.Ref === logicalId(api));
+const ofApi = (type: string, api: unknown) =>
+  ofType(type).filter(([, r]) => r.Properties.ApiId?.Ref === logicalId(api));
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
@@ -100,13 +104,27 @@ describe('zero fixed cost', () => {
         Search: { Type: 'AWS::OpenSearchService::Domain' },
         Box: { Type: 'AWS::EC2::Instance' },
         Service: { Type: 'AWS::ECS::Service', Properties: {} },
-        Warm: { Type: 'AWS::Lambda::Alias', Properties: { ProvisionedConcurrencyConfig: { ProvisionedConcurrentExecutions: 1 } } },
+        Warm: {
+          Type: 'AWS::Lambda::Alias',
+          Properties: { ProvisionedConcurrencyConfig: { ProvisionedConcurrentExecutions: 1 } },
+        },
         Ip: { Type: 'AWS::EC2::EIP' },
         Fine: { Type: 'AWS::EC2::VPCEndpoint', Properties: {} },
         IdleService: { Type: 'AWS::ECS::Service', Properties: { DesiredCount: 0 } },
       },
     };
-    expect(hourlyBilled(bad).map((line) => line.split(':')[0])).toEqual(['Nat', 'Alb', 'Endpoint', 'Db', 'Cache', 'Search', 'Box', 'Service', 'Warm', 'Ip']);
+    expect(hourlyBilled(bad).map((line) => line.split(':')[0])).toEqual([
+      'Nat',
+      'Alb',
+      'Endpoint',
+      'Db',
+      'Cache',
+      'Search',
+      'Box',
+      'Service',
+      'Warm',
+      'Ip',
+    ]);
   });
 });
 
@@ -123,11 +141,18 @@ describe('tables', () => {
       const def = tables[key] as { pk: string; sk?: string; indexes: Record<string, { pk: string; sk?: string }> };
       expect(r.Properties.KeySchema.map((k: Json) => k.AttributeName)).toEqual([def.pk, ...(def.sk ? [def.sk] : [])]);
       const indexes = Object.fromEntries(
-        (r.Properties.GlobalSecondaryIndexes ?? []).map((i: Json) => [i.IndexName, i.KeySchema.map((k: Json) => k.AttributeName)]),
+        (r.Properties.GlobalSecondaryIndexes ?? []).map((i: Json) => [
+          i.IndexName,
+          i.KeySchema.map((k: Json) => k.AttributeName),
+        ]),
       );
-      expect(indexes).toEqual(Object.fromEntries(Object.entries(def.indexes).map(([n, i]) => [n, [i.pk, ...(i.sk ? [i.sk] : [])]])));
+      expect(indexes).toEqual(
+        Object.fromEntries(Object.entries(def.indexes).map(([n, i]) => [n, [i.pk, ...(i.sk ? [i.sk] : [])]])),
+      );
       const ttl = (tables[key] as { ttl?: string }).ttl;
-      expect(r.Properties.TimeToLiveSpecification, key).toEqual(ttl ? { AttributeName: ttl, Enabled: true } : undefined);
+      expect(r.Properties.TimeToLiveSpecification, key).toEqual(
+        ttl ? { AttributeName: ttl, Enabled: true } : undefined,
+      );
     }
   });
 });
@@ -135,11 +160,16 @@ describe('tables', () => {
 describe('HTTP API', () => {
   it('has one route per route-table entry, with the authorizer exactly on user routes, and a $default fallback', () => {
     const httpApi = { Ref: logicalId(stack.api.httpApi.node.defaultChild) };
-    const made = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties).filter((r) => JSON.stringify(r.ApiId) === JSON.stringify(httpApi));
-    expect(made.map((r) => r.RouteKey).sort()).toEqual([...routeDefs.map((r) => `${r.method} ${r.path}`), '$default'].sort());
+    const made = ofType('AWS::ApiGatewayV2::Route')
+      .map(([, r]) => r.Properties)
+      .filter((r) => JSON.stringify(r.ApiId) === JSON.stringify(httpApi));
+    expect(made.map((r) => r.RouteKey).sort()).toEqual(
+      [...routeDefs.map((r) => `${r.method} ${r.path}`), '$default'].sort(),
+    );
     for (const route of routeDefs) {
       const r = made.find((m) => m.RouteKey === `${route.method} ${route.path}`)!;
-      if (route.auth === 'user') expect(r, route.id).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: expect.anything() });
+      if (route.auth === 'user')
+        expect(r, route.id).toMatchObject({ AuthorizationType: 'CUSTOM', AuthorizerId: expect.anything() });
       else expect(r.AuthorizationType ?? 'NONE', route.id).toBe('NONE');
       // each route reaches its own function
       const target = JSON.stringify(resources[r.Target['Fn::Join'][1][1].Ref]!.Properties.IntegrationUri);
@@ -159,17 +189,25 @@ describe('HTTP API', () => {
       AuthorizerResultTtlInSeconds: 0,
     });
     expect(authorizer.Properties.IdentitySource).toBeUndefined();
-    expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(logicalId(stack.functions.get('authorizer')!.fn.fn.node.defaultChild));
+    expect(JSON.stringify(authorizer.Properties.AuthorizerUri)).toContain(
+      logicalId(stack.functions.get('authorizer')!.fn.fn.node.defaultChild),
+    );
   });
 
   it('throttles the stage and writes JSON access logs, from the configuration', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
-      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
+      DefaultRouteSettings: {
+        ThrottlingRateLimit: cdkContext.apiThrottleRateLimit,
+        ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit,
+      },
     });
     const [, stage] = ofApi('AWS::ApiGatewayV2::Stage', stack.api.httpApi.node.defaultChild)[0]!;
-    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({
+      requestId: '$context.requestId',
+      status: '$context.status',
+    });
   });
 });
 
@@ -180,8 +218,11 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
     const routesMade = ofApi('AWS::ApiGatewayV2::Route', api()).map(([, r]) => r.Properties);
     expect(routesMade.map((r) => r.RouteKey).sort()).toEqual(['$connect', '$default']);
     const integrations = ofApi('AWS::ApiGatewayV2::Integration', api());
-    const targetOf = (key: string) => resources[routesMade.find((r) => r.RouteKey === key)!.Target['Fn::Join'][1][1].Ref]!.Properties;
-    expect(JSON.stringify(targetOf('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get(bridgeSocketConnectFunction.id)!.fn.fn.node.defaultChild));
+    const targetOf = (key: string) =>
+      resources[routesMade.find((r) => r.RouteKey === key)!.Target['Fn::Join'][1][1].Ref]!.Properties;
+    expect(JSON.stringify(targetOf('$connect').IntegrationUri)).toContain(
+      logicalId(stack.functions.get(bridgeSocketConnectFunction.id)!.fn.fn.node.defaultChild),
+    );
     expect(targetOf('$default').IntegrationType).toBe('MOCK');
     expect(integrations).toHaveLength(2);
     const [, response] = ofApi('AWS::ApiGatewayV2::IntegrationResponse', api())[0]!;
@@ -194,23 +235,41 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
     expect(stage.Properties).toMatchObject({
       StageName: 'bridge',
       AutoDeploy: true,
-      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit, ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit },
+      DefaultRouteSettings: {
+        ThrottlingRateLimit: cdkContext.apiThrottleRateLimit,
+        ThrottlingBurstLimit: cdkContext.apiThrottleBurstLimit,
+      },
     });
   });
 
   it('lets exactly the functions that queue commands post to its connections, and nothing else of any API', () => {
-    const posting = [...stack.functions].filter(([, { access }]) => access.capabilities?.includes('commands:push')).map(([id]) => id);
+    const posting = [...stack.functions]
+      .filter(([, { access }]) => access.capabilities?.includes('commands:push'))
+      .map(([id]) => id);
     expect(posting.sort()).toEqual(
-      ['startConversation', 'sendMessage', 'pauseConversation', 'runConversation', 'respondToConfirmation', 'legacyCreateConversation', 'legacyDeleteConversation', 'streamMessage'].sort(),
+      [
+        'startConversation',
+        'sendMessage',
+        'pauseConversation',
+        'runConversation',
+        'respondToConfirmation',
+        'legacyCreateConversation',
+        'legacyDeleteConversation',
+        'streamMessage',
+      ].sort(),
     );
     const granted: string[] = [];
     for (const [id, { fn }] of stack.functions) {
-      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties.PolicyDocument.Statement as Json[];
+      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties
+        .PolicyDocument.Statement as Json[];
       const onSocket = statements.filter((st) => JSON.stringify(st.Resource).includes(logicalId(api())));
       if (onSocket.length) granted.push(id);
       for (const st of onSocket) {
         expect([st.Action].flat(), id).toEqual(['execute-api:ManageConnections']);
-        expect([st.Resource].flat().map((r) => JSON.stringify(r)), id).toEqual([expect.stringContaining('/bridge/POST/@connections/*')]);
+        expect(
+          [st.Resource].flat().map((r) => JSON.stringify(r)),
+          id,
+        ).toEqual([expect.stringContaining('/bridge/POST/@connections/*')]);
       }
     }
     expect(granted.sort()).toEqual(posting.sort());
@@ -218,7 +277,8 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
 
   it('gives sandbox programs its URL in every spec task definition; the connect function reads only the sandboxes table', () => {
     for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
-      const env = resources[logicalId(taskDefinition.node.defaultChild)]!.Properties.ContainerDefinitions[0].Environment as Json[];
+      const env = resources[logicalId(taskDefinition.node.defaultChild)]!.Properties.ContainerDefinitions[0]
+        .Environment as Json[];
       expect(env.map((e) => e.Name)).toEqual(['BRIDGE_SOCKET_URL']);
     }
     const connect = stack.functions.get(bridgeSocketConnectFunction.id)!;
@@ -229,29 +289,50 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
 
 describe('event stream (WebSocket API) and CloudFront', () => {
   const wsApiId = () => ({ Ref: logicalId(stack.stream.api.node.defaultChild) });
-  const ofWsApi = (type: string) => ofType(type).filter(([, r]) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(wsApiId()));
+  const ofWsApi = (type: string) =>
+    ofType(type).filter(([, r]) => JSON.stringify(r.Properties.ApiId) === JSON.stringify(wsApiId()));
 
   it('a WebSocket API with $connect, $disconnect and $default on their functions and a mock ping, on a throttled, logged stage', () => {
     const [, api] = ofType('AWS::ApiGatewayV2::Api').find(([id]) => id === wsApiId().Ref)!;
     expect(api.Properties.ProtocolType).toBe('WEBSOCKET');
-    const routesOf = Object.fromEntries(ofWsApi('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties.RouteKey, r.Properties]));
+    const routesOf = Object.fromEntries(
+      ofWsApi('AWS::ApiGatewayV2::Route').map(([, r]) => [r.Properties.RouteKey, r.Properties]),
+    );
     expect(Object.keys(routesOf).sort()).toEqual(['$connect', '$default', '$disconnect', 'ping']);
     const integration = (key: string) => resources[routesOf[key].Target['Fn::Join'][1][1].Ref]!.Properties;
-    expect(JSON.stringify(integration('$connect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamConnect')!.fn.fn.node.defaultChild));
-    expect(JSON.stringify(integration('$disconnect').IntegrationUri)).toContain(logicalId(stack.functions.get('streamDisconnect')!.fn.fn.node.defaultChild));
-    expect(JSON.stringify(integration('$default').IntegrationUri)).toContain(logicalId(stack.functions.get('streamMessage')!.fn.fn.node.defaultChild));
+    expect(JSON.stringify(integration('$connect').IntegrationUri)).toContain(
+      logicalId(stack.functions.get('streamConnect')!.fn.fn.node.defaultChild),
+    );
+    expect(JSON.stringify(integration('$disconnect').IntegrationUri)).toContain(
+      logicalId(stack.functions.get('streamDisconnect')!.fn.fn.node.defaultChild),
+    );
+    expect(JSON.stringify(integration('$default').IntegrationUri)).toContain(
+      logicalId(stack.functions.get('streamMessage')!.fn.fn.node.defaultChild),
+    );
     expect(routesOf.$default.RouteResponseSelectionExpression).toBe('$default');
     expect(integration('ping').IntegrationType).toBe('MOCK');
     const [, stage] = ofWsApi('AWS::ApiGatewayV2::Stage')[0]!;
-    expect(stage.Properties).toMatchObject({ StageName: 'sockets', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit } });
-    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({ connectionId: '$context.connectionId', eventType: '$context.eventType' });
+    expect(stage.Properties).toMatchObject({
+      StageName: 'sockets',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: cdkContext.apiThrottleRateLimit },
+    });
+    expect(JSON.parse(stage.Properties.AccessLogSettings.Format)).toMatchObject({
+      connectionId: '$context.connectionId',
+      eventType: '$context.eventType',
+    });
   });
 
-  it('grants PostToConnection and GetConnection on the stage\'s @connections only, and the resend invoke on that one function', () => {
+  it("grants PostToConnection and GetConnection on the stage's @connections only, and the resend invoke on that one function", () => {
     for (const [id, { fn, access }] of stack.functions) {
-      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties.PolicyDocument.Statement as Json[];
+      const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties
+        .PolicyDocument.Statement as Json[];
       // (The bridge socket's grant is the other ManageConnections: its own test above.)
-      const manage = statements.filter((s) => [s.Action].flat().includes('execute-api:ManageConnections') && JSON.stringify(s.Resource).includes(wsApiId().Ref));
+      const manage = statements.filter(
+        (s) =>
+          [s.Action].flat().includes('execute-api:ManageConnections') &&
+          JSON.stringify(s.Resource).includes(wsApiId().Ref),
+      );
       expect(manage.length > 0, id).toBe((access.capabilities ?? []).includes('stream:push'));
       for (const s of manage) {
         const resourcesOf = [s.Resource].flat().map((r: unknown) => JSON.stringify(r));
@@ -263,14 +344,27 @@ describe('event stream (WebSocket API) and CloudFront', () => {
       }
       // Asynchronous invokes: $connect of the resend function; what finishes a sandbox's delete, of the snapshot-removal function.
       const invoke = statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
-      const invokes = id === 'streamConnect' ? 'streamResend' : (access.capabilities ?? []).includes('snapshots:delete') ? 'sandboxSnapshotsDelete' : undefined;
+      const invokes =
+        id === 'streamConnect'
+          ? 'streamResend'
+          : (access.capabilities ?? []).includes('snapshots:delete')
+            ? 'sandboxSnapshotsDelete'
+            : undefined;
       expect(invoke.length > 0, id).toBe(invokes !== undefined);
-      for (const s of invoke) expect(s.Resource).toEqual({ 'Fn::GetAtt': [logicalId(stack.functions.get(invokes!)!.fn.fn.node.defaultChild), 'Arn'] });
+      for (const s of invoke)
+        expect(s.Resource).toEqual({
+          'Fn::GetAtt': [logicalId(stack.functions.get(invokes!)!.fn.fn.node.defaultChild), 'Arn'],
+        });
     }
   });
 
   it('keeps connections by conversation with a TTL, and finds them by connection id', () => {
-    expect(tables.streamConnections).toMatchObject({ pk: 'conversationKey', sk: 'connectionId', ttl: 'expiresAtEpoch', indexes: { byConnection: { pk: 'connectionId' } } });
+    expect(tables.streamConnections).toMatchObject({
+      pk: 'conversationKey',
+      sk: 'connectionId',
+      ttl: 'expiresAtEpoch',
+      indexes: { byConnection: { pk: 'connectionId' } },
+    });
   });
 
   it('CloudFront: /sockets/* to the WebSocket API through the path function, the rest to the HTTP API, nothing cached, everything but Host forwarded', () => {
@@ -279,12 +373,24 @@ describe('event stream (WebSocket API) and CloudFront', () => {
     const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
     const ALL_VIEWER_EXCEPT_HOST = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
     const originOf = (id: string) => JSON.stringify(config.Origins.find((o: Json) => o.Id === id).DomainName);
-    expect(config.DefaultCacheBehavior).toMatchObject({ CachePolicyId: CACHING_DISABLED, OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST, ViewerProtocolPolicy: 'https-only' });
-    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']));
-    expect(originOf(config.DefaultCacheBehavior.TargetOriginId)).toContain(logicalId(stack.api.httpApi.node.defaultChild));
+    expect(config.DefaultCacheBehavior).toMatchObject({
+      CachePolicyId: CACHING_DISABLED,
+      OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST,
+      ViewerProtocolPolicy: 'https-only',
+    });
+    expect(config.DefaultCacheBehavior.AllowedMethods).toEqual(
+      expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']),
+    );
+    expect(originOf(config.DefaultCacheBehavior.TargetOriginId)).toContain(
+      logicalId(stack.api.httpApi.node.defaultChild),
+    );
     expect(config.CacheBehaviors).toHaveLength(1);
     const sockets = config.CacheBehaviors[0];
-    expect(sockets).toMatchObject({ PathPattern: '/sockets/*', CachePolicyId: CACHING_DISABLED, OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST });
+    expect(sockets).toMatchObject({
+      PathPattern: '/sockets/*',
+      CachePolicyId: CACHING_DISABLED,
+      OriginRequestPolicyId: ALL_VIEWER_EXCEPT_HOST,
+    });
     expect(originOf(sockets.TargetOriginId)).toContain(wsApiId().Ref);
     expect(sockets.FunctionAssociations).toEqual([{ EventType: 'viewer-request', FunctionARN: expect.anything() }]);
     expect(config.Origins.every((o: Json) => o.CustomOriginConfig.OriginProtocolPolicy === 'https-only')).toBe(true);
@@ -309,13 +415,18 @@ describe('functions', () => {
       expect(Number(/^nodejs(\d+)\.x$/.exec(props.Runtime)?.[1]), id).toBeGreaterThanOrEqual(22);
       expect(props.Handler, id).toBe('index.handler');
       expect(props.TracingConfig, id).toEqual({ Mode: 'Active' });
-      expect(props.LoggingConfig, id).toEqual({ LogFormat: 'JSON', LogGroup: { Ref: logicalId(stack.functionLogs.node.defaultChild) } });
+      expect(props.LoggingConfig, id).toEqual({
+        LogFormat: 'JSON',
+        LogGroup: { Ref: logicalId(stack.functionLogs.node.defaultChild) },
+      });
     }
   });
 
   it('gives each function only the environment its declaration needs', () => {
     for (const [id, { fn, access }] of stack.functions) {
-      const env = Object.keys(resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {}).sort();
+      const env = Object.keys(
+        resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment?.Variables ?? {},
+      ).sort();
       // The one derivation (shared/wiring/needs.ts) the wiring test builds each adapter with.
       // Every function knows the service's one public URL (CloudFront).
       const expected = ['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', ...environmentNames(access)];
@@ -326,7 +437,10 @@ describe('functions', () => {
   });
 
   it('derives the environment from tables and capabilities alone: no secrets key or sandbox settings where none is declared', () => {
-    const envOf = (id: string) => Object.keys(resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables).sort();
+    const envOf = (id: string) =>
+      Object.keys(
+        resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables,
+      ).sort();
     expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'TABLE_SETTINGS']);
     expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'SANDBOX_SPECS']);
     expect(envOf('pauseSandbox')).toEqual(expect.arrayContaining(SANDBOX_ENV.filter((n) => n !== 'SANDBOX_SPECS')));
@@ -344,7 +458,9 @@ describe('functions', () => {
 
   it('never names the API URL in a function environment (that would be a dependency cycle)', () => {
     for (const [, r] of ofType('AWS::Lambda::Function')) {
-      expect(JSON.stringify(r.Properties.Environment ?? {})).not.toContain(logicalId(stack.api.httpApi.node.defaultChild));
+      expect(JSON.stringify(r.Properties.Environment ?? {})).not.toContain(
+        logicalId(stack.api.httpApi.node.defaultChild),
+      );
     }
   });
 });
@@ -361,7 +477,11 @@ describe('IAM: least privilege', () => {
       const role = resources[roleId]!.Properties;
       expect(role.ManagedPolicyArns, `${id}: managed policies`).toBeUndefined();
       expect(role.Policies, `${id}: inline policies`).toBeUndefined();
-      const allowed = new Set(statementsOf(roleId).filter((s) => s.Effect === 'Allow').flatMap((s) => [s.Action].flat() as string[]));
+      const allowed = new Set(
+        statementsOf(roleId)
+          .filter((s) => s.Effect === 'Allow')
+          .flatMap((s) => [s.Action].flat() as string[]),
+      );
       expect([...allowed].sort(), id).toEqual([...expectedActions(access, { async })].sort());
     }
   });
@@ -370,7 +490,9 @@ describe('IAM: least privilege', () => {
     const getSettings = stack.functions.get('getSettings')!;
     const actions = statementsOf(logicalId(getSettings.fn.role.node.defaultChild)).flatMap((s) => [s.Action].flat());
     expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']));
-    expect(actions.filter((a: string) => a.startsWith('dynamodb:') && /Put|Update|Delete|Write|Scan/.test(a))).toEqual([]);
+    expect(actions.filter((a: string) => a.startsWith('dynamodb:') && /Put|Update|Delete|Write|Scan/.test(a))).toEqual(
+      [],
+    );
   });
 
   it('has no wildcard action anywhere', () => {
@@ -382,7 +504,9 @@ describe('IAM: least privilege', () => {
   });
 
   it('passes only the sandbox task and execution roles, only to ECS tasks', () => {
-    const sandboxRoles = [stack.sandboxes.taskRole, stack.sandboxes.executionRole].map((r) => ({ 'Fn::GetAtt': [logicalId(r.node.defaultChild), 'Arn'] }));
+    const sandboxRoles = [stack.sandboxes.taskRole, stack.sandboxes.executionRole].map((r) => ({
+      'Fn::GetAtt': [logicalId(r.node.defaultChild), 'Arn'],
+    }));
     for (const [id, p] of ofType('AWS::IAM::Policy')) {
       for (const s of p.Properties.PolicyDocument.Statement as Json[]) {
         if (![s.Action].flat().includes('iam:PassRole')) continue;
@@ -407,18 +531,27 @@ describe('sandbox infrastructure', () => {
     const subnets = ofType('AWS::EC2::Subnet');
     expect(subnets.length).toBeGreaterThan(0);
     for (const [, s] of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(true);
-    for (const [, e] of ofType('AWS::EC2::VPCEndpoint')) expect(e.Properties.VpcEndpointType ?? 'Gateway').toBe('Gateway');
+    for (const [, e] of ofType('AWS::EC2::VPCEndpoint'))
+      expect(e.Properties.VpcEndpointType ?? 'Gateway').toBe('Gateway');
   });
 
   it('gives the sandbox security group no ingress rule at all', () => {
     const sgId = logicalId(stack.sandboxes.securityGroup.node.defaultChild);
     expect(resources[sgId]!.Properties.SecurityGroupIngress).toBeUndefined();
-    const ingressOnSandboxes = ofType('AWS::EC2::SecurityGroupIngress').filter(([, r]) => JSON.stringify(r.Properties.GroupId).includes(sgId));
+    const ingressOnSandboxes = ofType('AWS::EC2::SecurityGroupIngress').filter(([, r]) =>
+      JSON.stringify(r.Properties.GroupId).includes(sgId),
+    );
     expect(ingressOnSandboxes).toEqual([]);
   });
 
   it('has no shared file system: no EFS, no mount target, no ingress rule anywhere (workspaces are S3 snapshots)', () => {
-    for (const type of ['AWS::EFS::FileSystem', 'AWS::EFS::MountTarget', 'AWS::EFS::AccessPoint', 'AWS::EC2::SecurityGroupIngress']) template.resourceCountIs(type, 0);
+    for (const type of [
+      'AWS::EFS::FileSystem',
+      'AWS::EFS::MountTarget',
+      'AWS::EFS::AccessPoint',
+      'AWS::EC2::SecurityGroupIngress',
+    ])
+      template.resourceCountIs(type, 0);
     const env = JSON.stringify(ofType('AWS::Lambda::Function').map(([, r]) => r.Properties.Environment));
     expect(env).not.toContain('SANDBOX_FILE_SYSTEM_ID');
     expect(JSON.stringify(template.toJSON())).not.toContain('elasticfilesystem');
@@ -434,7 +567,9 @@ describe('sandbox infrastructure', () => {
 
   it('has a cluster with only the Fargate capacity providers and no service', () => {
     template.resourceCountIs('AWS::ECS::Service', 0);
-    template.hasResourceProperties('AWS::ECS::ClusterCapacityProviderAssociations', { CapacityProviders: ['FARGATE', 'FARGATE_SPOT'] });
+    template.hasResourceProperties('AWS::ECS::ClusterCapacityProviderAssociations', {
+      CapacityProviders: ['FARGATE', 'FARGATE_SPOT'],
+    });
   });
 
   it('registers one ARM64 Fargate task definition per configured spec, from the sandbox image asset', () => {
@@ -457,13 +592,29 @@ describe('sandbox infrastructure', () => {
   });
 
   it('keeps workspace snapshots in a private, encrypted, TLS-only, lifecycle-managed bucket', () => {
-    const [id, bucket] = ofType('AWS::S3::Bucket').find(([k]) => k.includes('WorkspaceSnapshots'))! as [string, { Properties: Json }];
+    const [id, bucket] = ofType('AWS::S3::Bucket').find(([k]) => k.includes('WorkspaceSnapshots'))! as [
+      string,
+      { Properties: Json },
+    ];
     expect(bucket.Properties).toMatchObject({
-      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
-      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
-      LifecycleConfiguration: { Rules: expect.arrayContaining([expect.objectContaining({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } })]) },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LifecycleConfiguration: {
+        Rules: expect.arrayContaining([
+          expect.objectContaining({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }),
+        ]),
+      },
     });
-    const policy = ofType('AWS::S3::BucketPolicy').map(([, r]) => r.Properties).find((p) => JSON.stringify(p.Bucket).includes(id))!;
+    const policy = ofType('AWS::S3::BucketPolicy')
+      .map(([, r]) => r.Properties)
+      .find((p) => JSON.stringify(p.Bucket).includes(id))!;
     expect(JSON.stringify(policy.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
   });
 
@@ -471,9 +622,30 @@ describe('sandbox infrastructure', () => {
     const registry = stack.resolve(stack.sandboxes.specRegistry('2025-01-01T00:00:00.000Z')) as Json[];
     expect(registry).toHaveLength((cdkContext.sandboxSpecs as unknown[]).length);
     expect(Object.keys(registry[0]!).sort()).toEqual(
-      ['command', 'cpu', 'created_at', 'family', 'id', 'initial_env', 'memory', 'spot', 'spot_fallback', 'task_definition_arn', 'working_dir'].sort(),
+      [
+        'command',
+        'cpu',
+        'created_at',
+        'family',
+        'id',
+        'initial_env',
+        'memory',
+        'spot',
+        'spot_fallback',
+        'task_definition_arn',
+        'working_dir',
+      ].sort(),
     );
-    expect(registry[0]).toMatchObject({ id: 'default', cpu: 1024, memory: 2048, spot: false, spot_fallback: false, command: null, initial_env: {}, working_dir: '/workspace' });
+    expect(registry[0]).toMatchObject({
+      id: 'default',
+      cpu: 1024,
+      memory: 2048,
+      spot: false,
+      spot_fallback: false,
+      command: null,
+      initial_env: {},
+      working_dir: '/workspace',
+    });
   });
 });
 
@@ -481,33 +653,49 @@ describe('event functions (written on the sandboxes branch)', () => {
   const ecsPresent = entryExists(ecsEventsFunction.entry);
   const sweeperPresent = entryExists(sweeperFunction.entry);
 
-  it.skipIf(!ecsPresent)('routes STOPPED sandbox task events to ecs-events, with a DLQ and an on-failure destination', () => {
-    const fnId = logicalId(stack.functions.get('ecsEvents')!.fn.fn.node.defaultChild);
-    const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
-    template.hasResourceProperties('AWS::Events::Rule', {
-      EventPattern: {
-        source: ['aws.ecs'],
-        'detail-type': ['ECS Task State Change'],
-        detail: { clusterArn: [{ 'Fn::GetAtt': [logicalId(stack.sandboxes.cluster.node.defaultChild), 'Arn'] }], lastStatus: ['STOPPED'] },
-      },
-      Targets: [{ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } }],
-    });
-    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: fnId }, DestinationConfig: { OnFailure: { Destination: queue } } });
-  });
+  it.skipIf(!ecsPresent)(
+    'routes STOPPED sandbox task events to ecs-events, with a DLQ and an on-failure destination',
+    () => {
+      const fnId = logicalId(stack.functions.get('ecsEvents')!.fn.fn.node.defaultChild);
+      const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
+      template.hasResourceProperties('AWS::Events::Rule', {
+        EventPattern: {
+          source: ['aws.ecs'],
+          'detail-type': ['ECS Task State Change'],
+          detail: {
+            clusterArn: [{ 'Fn::GetAtt': [logicalId(stack.sandboxes.cluster.node.defaultChild), 'Arn'] }],
+            lastStatus: ['STOPPED'],
+          },
+        },
+        Targets: [{ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } }],
+      });
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnId },
+        DestinationConfig: { OnFailure: { Destination: queue } },
+      });
+    },
+  );
 
-  it.skipIf(!sweeperPresent)('runs the sweeper every minute from EventBridge Scheduler, with a DLQ and an on-failure destination', () => {
-    const fnId = logicalId(stack.functions.get('sweeper')!.fn.fn.node.defaultChild);
-    const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
-    template.hasResourceProperties('AWS::Scheduler::Schedule', {
-      ScheduleExpression: 'rate(1 minute)',
-      Target: { Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } },
-    });
-    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: fnId }, DestinationConfig: { OnFailure: { Destination: queue } } });
-  });
+  it.skipIf(!sweeperPresent)(
+    'runs the sweeper every minute from EventBridge Scheduler, with a DLQ and an on-failure destination',
+    () => {
+      const fnId = logicalId(stack.functions.get('sweeper')!.fn.fn.node.defaultChild);
+      const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'rate(1 minute)',
+        Target: { Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } },
+      });
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: fnId },
+        DestinationConfig: { OnFailure: { Destination: queue } },
+      });
+    },
+  );
 
   it.skipIf(!ecsPresent || !sweeperPresent)('gives both event functions the sandbox environment', () => {
     for (const id of ['ecsEvents', 'sweeper']) {
-      const vars = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
+      const vars =
+        resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
       expect(Object.keys(vars), id).toEqual(expect.arrayContaining([...SANDBOX_ENV, 'TABLE_SANDBOXES']));
       expect(vars.SANDBOX_START_TIMEOUT_SECONDS).toBe(String(cdkContext.sandboxStartTimeoutSeconds));
     }
@@ -526,8 +714,19 @@ describe('secrets, logs, observability, outputs', () => {
   });
 
   it('turns the request, sandbox and conversation log lines into metrics', () => {
-    const filters = Object.fromEntries(ofType('AWS::Logs::MetricFilter').map(([, f]) => [f.Properties.MetricTransformations[0].MetricName, f.Properties]));
-    expect(Object.keys(filters).sort()).toEqual(['ConversationsStarted', 'SandboxFailures', 'SandboxStartLatency', 'SandboxStarts', 'ServerErrors']);
+    const filters = Object.fromEntries(
+      ofType('AWS::Logs::MetricFilter').map(([, f]) => [
+        f.Properties.MetricTransformations[0].MetricName,
+        f.Properties,
+      ]),
+    );
+    expect(Object.keys(filters).sort()).toEqual([
+      'ConversationsStarted',
+      'SandboxFailures',
+      'SandboxStartLatency',
+      'SandboxStarts',
+      'ServerErrors',
+    ]);
     expect(filters.ServerErrors.FilterPattern).toBe('{ ($.message = "request") && ($.status >= 500) }');
     expect(filters.SandboxStartLatency.MetricTransformations[0].MetricValue).toBe('$.startLatencyMs');
     expect(filters.SandboxStarts.FilterPattern).toBe('{ $.message = "sandbox.started" }');
@@ -543,7 +742,9 @@ describe('secrets, logs, observability, outputs', () => {
 
   it('outputs the API URL, every table name, the cluster and the secrets key', () => {
     const outputs = Object.keys(template.toJSON().Outputs);
-    expect(outputs).toEqual(expect.arrayContaining(['ApiUrl', 'KeysTableName', 'SettingsTableName', 'ClusterArn', 'SecretsKeyId']));
+    expect(outputs).toEqual(
+      expect.arrayContaining(['ApiUrl', 'KeysTableName', 'SettingsTableName', 'ClusterArn', 'SecretsKeyId']),
+    );
     for (const key of tableKeys) expect(outputs).toContain(`${key[0]!.toUpperCase()}${key.slice(1)}TableName`);
   });
 });
@@ -556,7 +757,11 @@ describe('the OpenHands UI gates', () => {
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Json[]);
   };
   const resourcesFor = (id: string, action: string) =>
-    JSON.stringify(statementsOfFn(id).filter((s) => [s.Action].flat().includes(action)).map((s) => s.Resource));
+    JSON.stringify(
+      statementsOfFn(id)
+        .filter((s) => [s.Action].flat().includes(action))
+        .map((s) => s.Resource),
+    );
   const tableRef = (key: keyof typeof tables) => logicalId(stack.data.tables[key].node.defaultChild);
   const synthWith = (context: Record<string, unknown>) => {
     const app = new App({ context: { ...cdkContext, ...context, 'aws:cdk:bundling-stacks': [] } });
@@ -568,18 +773,34 @@ describe('the OpenHands UI gates', () => {
     expect(resourcesFor('authorizer', 'dynamodb:GetItem')).toContain(tableRef('conversations'));
     expect(resourcesFor('authorizer', 'dynamodb:PutItem')).not.toContain(tableRef('conversations'));
     expect(resourcesFor('authorizer', 'kms:Decrypt')).toContain(logicalId(stack.secretsKey.node.defaultChild));
-    expect(statementsOfFn('authorizer').flatMap((s) => [s.Action].flat()).filter((a: string) => a.startsWith('ecs:'))).toEqual([]);
+    expect(
+      statementsOfFn('authorizer')
+        .flatMap((s) => [s.Action].flat())
+        .filter((a: string) => a.startsWith('ecs:')),
+    ).toEqual([]);
   });
 
   it('key routes touch only the keys table; the options and docs-asset routes touch nothing', () => {
     for (const id of ['listKeys', 'createKey', 'deleteKey', 'authenticate', 'logout']) {
-      const tablesTouched = statementsOfFn(id).filter((s) => [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')));
+      const tablesTouched = statementsOfFn(id).filter((s) =>
+        [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')),
+      );
       expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), id).toContain(tableRef('keys'));
-      for (const other of tableKeys.filter((k) => k !== 'keys')) expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), `${id} ${other}`).not.toContain(tableRef(other));
+      for (const other of tableKeys.filter((k) => k !== 'keys'))
+        expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), `${id} ${other}`).not.toContain(tableRef(other));
     }
-    expect(statementsOfFn('listKeys').flatMap((s) => [s.Action].flat()).filter((a: string) => /^dynamodb:.*(Put|Update|Delete|Write)/.test(a))).toEqual([]);
+    expect(
+      statementsOfFn('listKeys')
+        .flatMap((s) => [s.Action].flat())
+        .filter((a: string) => /^dynamodb:.*(Put|Update|Delete|Write)/.test(a)),
+    ).toEqual([]);
     for (const id of ['getOptionsConfig', 'getOptionsModels', 'docsAsset']) {
-      expect(statementsOfFn(id).flatMap((s) => [s.Action].flat()).filter((a: string) => !/^(logs|xray):/.test(a)), id).toEqual([]);
+      expect(
+        statementsOfFn(id)
+          .flatMap((s) => [s.Action].flat())
+          .filter((a: string) => !/^(logs|xray):/.test(a)),
+        id,
+      ).toEqual([]);
     }
   });
 
@@ -597,8 +818,15 @@ describe('the OpenHands UI gates', () => {
       const props = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties;
       const dir = join(outdir, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
       expect(readFileSync(join(dir, 'console', 'app.js'), 'utf8').length, id).toBeGreaterThan(10_000);
-      expect(JSON.parse(readFileSync(join(dir, 'console', 'manifest.json'), 'utf8')).version, id).toMatch(/^[0-9a-f]{16}$/);
-      expect(statementsOfFn(id).flatMap((s) => [s.Action].flat()).filter((a: string) => !/^(logs|xray):/.test(a)), id).toEqual([]);
+      expect(JSON.parse(readFileSync(join(dir, 'console', 'manifest.json'), 'utf8')).version, id).toMatch(
+        /^[0-9a-f]{16}$/,
+      );
+      expect(
+        statementsOfFn(id)
+          .flatMap((s) => [s.Action].flat())
+          .filter((a: string) => !/^(logs|xray):/.test(a)),
+        id,
+      ).toEqual([]);
     }
   });
 
@@ -619,12 +847,17 @@ describe('the OpenHands UI gates', () => {
         MaxAge: 3600,
       },
     });
-    const authorizer = t.toJSON().Resources[s.getLogicalId(s.functions.get('authorizer')!.fn.fn.node.defaultChild as CfnElement)];
-    expect(authorizer.Properties.Environment.Variables.CORS_ORIGINS).toBe('https://app.example.com,http://localhost:3001');
+    const authorizer =
+      t.toJSON().Resources[s.getLogicalId(s.functions.get('authorizer')!.fn.fn.node.defaultChild as CfnElement)];
+    expect(authorizer.Properties.Environment.Variables.CORS_ORIGINS).toBe(
+      'https://app.example.com,http://localhost:3001',
+    );
   });
 
   it('with "*": any origin may read, but never with credentials', () => {
     const { t } = synthWith({ corsAllowedOrigins: ['*'] });
-    t.hasResourceProperties('AWS::ApiGatewayV2::Api', { CorsConfiguration: { AllowOrigins: ['*'], AllowCredentials: false } });
+    t.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      CorsConfiguration: { AllowOrigins: ['*'], AllowCredentials: false },
+    });
   });
 });

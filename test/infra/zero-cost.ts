@@ -39,12 +39,17 @@ export function hourlyBilled(template: { Resources?: Record<string, Resource> })
     const what = ALWAYS_HOURLY[r.Type];
     if (what) out.push(`${id}: ${what}`);
     // CloudFormation's default endpoint type is Gateway (free); Interface endpoints bill hourly per AZ.
-    if (r.Type === 'AWS::EC2::VPCEndpoint' && p.VpcEndpointType && p.VpcEndpointType !== 'Gateway') out.push(`${id}: ${p.VpcEndpointType} VPC endpoint`);
+    if (r.Type === 'AWS::EC2::VPCEndpoint' && p.VpcEndpointType && p.VpcEndpointType !== 'Gateway')
+      out.push(`${id}: ${p.VpcEndpointType} VPC endpoint`);
     // DesiredCount defaults to 1 when absent.
-    if (r.Type === 'AWS::ECS::Service' && (p.DesiredCount === undefined || p.DesiredCount > 0)) out.push(`${id}: ECS service with tasks running at rest`);
-    if ((r.Type === 'AWS::Lambda::Alias' || r.Type === 'AWS::Lambda::Version') && p.ProvisionedConcurrencyConfig) out.push(`${id}: provisioned concurrency`);
-    if (r.Type === 'AWS::DynamoDB::Table' && p.BillingMode !== 'PAY_PER_REQUEST') out.push(`${id}: provisioned DynamoDB table`);
-    if (r.Type === 'AWS::DynamoDB::GlobalTable' && p.BillingMode !== 'PAY_PER_REQUEST') out.push(`${id}: provisioned DynamoDB table`);
+    if (r.Type === 'AWS::ECS::Service' && (p.DesiredCount === undefined || p.DesiredCount > 0))
+      out.push(`${id}: ECS service with tasks running at rest`);
+    if ((r.Type === 'AWS::Lambda::Alias' || r.Type === 'AWS::Lambda::Version') && p.ProvisionedConcurrencyConfig)
+      out.push(`${id}: provisioned concurrency`);
+    if (r.Type === 'AWS::DynamoDB::Table' && p.BillingMode !== 'PAY_PER_REQUEST')
+      out.push(`${id}: provisioned DynamoDB table`);
+    if (r.Type === 'AWS::DynamoDB::GlobalTable' && p.BillingMode !== 'PAY_PER_REQUEST')
+      out.push(`${id}: provisioned DynamoDB table`);
   }
   return out;
 }

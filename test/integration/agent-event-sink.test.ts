@@ -7,13 +7,21 @@ import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/a
 
 /** A webhook receiver on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
 async function receiver(statuses: number[] = []) {
-  const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[]; firstSeq: number }[] = [];
+  const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[]; firstSeq: number }[] =
+    [];
   const stored = new Map<number, AgentEvent>();
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     if (req.url!.endsWith('/bridge/check-in')) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sandbox_id: 'sb1', session_api_key: 'sandbox-key', heartbeat_seconds: 30, poll_wait_seconds: 20 }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          sandbox_id: 'sb1',
+          session_api_key: 'sandbox-key',
+          heartbeat_seconds: 30,
+          poll_wait_seconds: 20,
+        }),
+      );
       return;
     }
     expect(req.url!.split('?')[0]).toBe('/api/v1/webhooks/sb1/events/c1');
@@ -21,15 +29,19 @@ async function receiver(statuses: number[] = []) {
     const firstSeq = Number(new URL(req.url!, 'http://x').searchParams.get('first_seq'));
     posts.push({ headers: req.headers, events, firstSeq });
     const status = statuses.shift() ?? 200;
-    if (status === 200) for (const [i, e] of events.entries()) if (!stored.has(firstSeq + i)) stored.set(firstSeq + i, e);
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? { success: true } : { detail: 'nope' }));
+    if (status === 200)
+      for (const [i, e] of events.entries()) if (!stored.has(firstSeq + i)) stored.set(firstSeq + i, e);
+    res
+      .writeHead(status, { 'content-type': 'application/json' })
+      .end(JSON.stringify(status === 200 ? { success: true } : { detail: 'nope' }));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   // The sandbox's own client of the control plane, checked in: what the runner gives its sinks.
   const client = new BridgeClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'sb1');
   await client.checkIn('enr_x', { version: 'test' });
   return {
-    deliver: (firstSeq: number, batch: AgentEvent[], timeoutMs: number) => client.postEvents('c1', firstSeq, batch, timeoutMs),
+    deliver: (firstSeq: number, batch: AgentEvent[], timeoutMs: number) =>
+      client.postEvents('c1', firstSeq, batch, timeoutMs),
     posts,
     /** In number order; throws on a gap (a reader would stop there for good). */
     stored: () => {
@@ -42,7 +54,10 @@ async function receiver(statuses: number[] = []) {
 }
 
 const factory = new EventFactory();
-const events = (n: number) => Array.from({ length: n }, (_, i) => factory.make('ConversationStateUpdateEvent', 'environment', { key: 'n', value: i }));
+const events = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    factory.make('ConversationStateUpdateEvent', 'environment', { key: 'n', value: i }),
+  );
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -89,10 +104,20 @@ describe('EventSink', () => {
     const rx = await receiver([503]);
     cleanups.push(rx.close);
     const delivered: number[] = [];
-    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5, flushIntervalMs: 60_000, firstSeq: 41, onDelivered: (n) => delivered.push(n) });
+    const sink = new EventSink({
+      deliver: rx.deliver,
+      backoffMs: 5,
+      flushIntervalMs: 60_000,
+      firstSeq: 41,
+      onDelivered: (n) => delivered.push(n),
+    });
     await sink.push(events(13));
     await sink.flush();
-    expect(rx.posts.map((p) => [p.firstSeq, p.events.length])).toEqual([[41, 10], [41, 10], [51, 3]]);
+    expect(rx.posts.map((p) => [p.firstSeq, p.events.length])).toEqual([
+      [41, 10],
+      [41, 10],
+      [51, 3],
+    ]);
     expect(delivered).toEqual([51, 54]);
     await sink.close();
   });
@@ -115,7 +140,13 @@ describe('EventSink', () => {
     // The full batch goes at once and again at the flush: 3 tries each, all failing.
     const rx = await receiver(Array.from({ length: 6 }, () => 500));
     cleanups.push(rx.close);
-    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 12, onError: () => undefined });
+    const sink = new EventSink({
+      deliver: rx.deliver,
+      backoffMs: 1,
+      flushIntervalMs: 60_000,
+      maxBuffered: 12,
+      onError: () => undefined,
+    });
     const first = events(10);
     await sink.push(first);
     await sink.flush(); // these 10 are numbered 1-10 now and may have landed
@@ -144,7 +175,12 @@ describe('EventSink', () => {
     const rx = await receiver([500, 500, 500]);
     cleanups.push(rx.close);
     const errors: string[] = [];
-    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 5, flushIntervalMs: 30, onError: (m) => errors.push(m) });
+    const sink = new EventSink({
+      deliver: rx.deliver,
+      backoffMs: 5,
+      flushIntervalMs: 30,
+      onError: (m) => errors.push(m),
+    });
     const sent = events(3);
     await sink.push(sent);
     await sink.flush();
@@ -175,7 +211,13 @@ describe('EventSink', () => {
     const rx = await receiver();
     await rx.close();
     const errors: string[] = [];
-    const sink = new EventSink({ deliver: rx.deliver, backoffMs: 1, flushIntervalMs: 60_000, maxBuffered: 15, onError: (m) => errors.push(m) });
+    const sink = new EventSink({
+      deliver: rx.deliver,
+      backoffMs: 1,
+      flushIntervalMs: 60_000,
+      maxBuffered: 15,
+      onError: (m) => errors.push(m),
+    });
     await sink.push(events(10));
     await sink.flush();
     await sink.push(events(10));

@@ -14,11 +14,14 @@ import { reply, startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 
 describe('AgentSession against a scripted LLM', () => {
   it('runs a shell command, writes a file and finishes, with events in order', async () => {
-    const h = await harness([
-      reply.tool('execute_bash', { command: 'echo hello from bash && pwd' }, 'Let me look around.'),
-      reply.tool('str_replace_editor', { command: 'create', path: 'notes/hello.txt', file_text: 'hello\nworld\n' }),
-      reply.finish('Wrote notes/hello.txt'),
-    ], { instructions: 'Always answer in English.' });
+    const h = await harness(
+      [
+        reply.tool('execute_bash', { command: 'echo hello from bash && pwd' }, 'Let me look around.'),
+        reply.tool('str_replace_editor', { command: 'create', path: 'notes/hello.txt', file_text: 'hello\nworld\n' }),
+        reply.finish('Wrote notes/hello.txt'),
+      ],
+      { instructions: 'Always answer in English.' },
+    );
     await h.session.sendMessage(say('Write a hello file'));
 
     expect(h.session.status).toBe('finished');
@@ -38,11 +41,21 @@ describe('AgentSession against a scripted LLM', () => {
     expect(readFileSync(join(h.workspaceDir, 'notes/hello.txt'), 'utf8')).toBe('hello\nworld\n');
 
     const [bash, create, finish] = h.of('ActionEvent');
-    expect(bash).toMatchObject({ source: 'agent', tool_name: 'execute_bash', action: { kind: 'ExecuteBashAction', command: 'echo hello from bash && pwd' }, thought: [{ type: 'text', text: 'Let me look around.' }] });
+    expect(bash).toMatchObject({
+      source: 'agent',
+      tool_name: 'execute_bash',
+      action: { kind: 'ExecuteBashAction', command: 'echo hello from bash && pwd' },
+      thought: [{ type: 'text', text: 'Let me look around.' }],
+    });
     expect(create!.action).toMatchObject({ kind: 'StrReplaceEditorAction', command: 'create' });
     expect(finish!.action).toEqual({ kind: 'FinishAction', message: 'Wrote notes/hello.txt' });
     const [obs] = h.of('ObservationEvent');
-    expect(obs).toMatchObject({ source: 'environment', action_id: bash!.id, tool_call_id: bash!.tool_call_id, observation: { kind: 'ExecuteBashObservation', exit_code: 0 } });
+    expect(obs).toMatchObject({
+      source: 'environment',
+      action_id: bash!.id,
+      tool_call_id: bash!.tool_call_id,
+      observation: { kind: 'ExecuteBashObservation', exit_code: 0 },
+    });
     expect(observationText(obs!)).toContain('hello from bash');
     expect(observationText(obs!)).toContain(h.workspaceDir);
 
@@ -57,7 +70,12 @@ describe('AgentSession against a scripted LLM', () => {
     const first = h.llm.requests[0]!.body;
     expect(first.messages[0]).toMatchObject({ role: 'system' });
     expect(first.messages[0].content).toContain('Always answer in English.');
-    expect(first.tools.map((t: any) => t.function.name).sort()).toEqual(['execute_bash', 'finish', 'str_replace_editor', 'think']);
+    expect(first.tools.map((t: any) => t.function.name).sort()).toEqual([
+      'execute_bash',
+      'finish',
+      'str_replace_editor',
+      'think',
+    ]);
     const second = h.llm.requests[1]!.body.messages;
     expect(second.at(-1)).toMatchObject({ role: 'tool', tool_call_id: bash!.tool_call_id });
     expect(second.at(-1).content).toContain('hello from bash');
@@ -70,7 +88,13 @@ describe('AgentSession against a scripted LLM', () => {
     await h.session.sendMessage(say('Clean up'));
     expect(h.session.status).toBe('finished');
     const messages = h.of('MessageEvent');
-    expect(messages.at(-1)).toMatchObject({ source: 'agent', llm_message: { role: 'assistant', content: [{ type: 'text', text: 'Nothing to do: the repository is already clean.' }] } });
+    expect(messages.at(-1)).toMatchObject({
+      source: 'agent',
+      llm_message: {
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Nothing to do: the repository is already clean.' }],
+      },
+    });
   });
 
   it('gives commands the custom secrets and the git identity, and masks the secrets in every event and in what the model reads', async () => {
@@ -111,7 +135,9 @@ describe('AgentSession against a scripted LLM', () => {
   });
 
   it('in confirmation mode waits before each action; accept runs it', async () => {
-    const h = await harness([reply.bash('echo accepted > accepted.txt'), reply.finish('done')], { confirmationMode: true });
+    const h = await harness([reply.bash('echo accepted > accepted.txt'), reply.finish('done')], {
+      confirmationMode: true,
+    });
     await h.session.sendMessage(say('Write a file'));
     expect(h.session.status).toBe('waiting_for_confirmation');
     expect(existsSync(join(h.workspaceDir, 'accepted.txt'))).toBe(false);
@@ -126,7 +152,9 @@ describe('AgentSession against a scripted LLM', () => {
   });
 
   it('in confirmation mode a rejection becomes a UserRejectObservation and the model is told', async () => {
-    const h = await harness([reply.bash('rm -rf important'), reply.finish('I will leave it')], { confirmationMode: true });
+    const h = await harness([reply.bash('rm -rf important'), reply.finish('I will leave it')], {
+      confirmationMode: true,
+    });
     writeFileSync(join(h.workspaceDir, 'important'), 'keep me');
     await h.session.sendMessage(say('Tidy up'));
     expect(h.session.status).toBe('waiting_for_confirmation');
@@ -136,7 +164,12 @@ describe('AgentSession against a scripted LLM', () => {
     expect(existsSync(join(h.workspaceDir, 'important'))).toBe(true);
     const [rejected] = h.of('UserRejectObservation');
     const [action] = h.of('ActionEvent');
-    expect(rejected).toMatchObject({ source: 'user', action_id: action!.id, tool_call_id: action!.tool_call_id, rejection_reason: 'Do not delete that file' });
+    expect(rejected).toMatchObject({
+      source: 'user',
+      action_id: action!.id,
+      tool_call_id: action!.tool_call_id,
+      rejection_reason: 'Do not delete that file',
+    });
     const toolMessage = h.llm.requests[1]!.body.messages.at(-1);
     expect(toolMessage).toMatchObject({ role: 'tool', tool_call_id: action!.tool_call_id });
     expect(toolMessage.content).toContain('Do not delete that file');
@@ -145,12 +178,25 @@ describe('AgentSession against a scripted LLM', () => {
   });
 
   it('answers every tool call of a step, invalid ones included, when the actions are rejected', async () => {
-    const h = await harness([{ toolCalls: [{ name: 'execute_bash', args: { command: 'echo a' } }, { name: 'no_such_tool', args: {} }] }, reply.finish('ok')], { confirmationMode: true });
+    const h = await harness(
+      [
+        {
+          toolCalls: [
+            { name: 'execute_bash', args: { command: 'echo a' } },
+            { name: 'no_such_tool', args: {} },
+          ],
+        },
+        reply.finish('ok'),
+      ],
+      { confirmationMode: true },
+    );
     await h.session.sendMessage(say('two calls'));
     expect(h.session.status).toBe('waiting_for_confirmation');
     await h.session.respondToConfirmation({ accept: false });
     const ids = h.llm.requests[1]!.body.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.tool_call_id);
-    const asked = h.llm.requests[1]!.body.messages.find((m: any) => m.role === 'assistant').tool_calls.map((c: any) => c.id);
+    const asked = h.llm.requests[1]!.body.messages.find((m: any) => m.role === 'assistant').tool_calls.map(
+      (c: any) => c.id,
+    );
     expect(ids.sort()).toEqual(asked.sort());
     expect(h.of('UserRejectObservation')[0]!.rejection_reason).toBe('The user rejected this action.');
   });
@@ -185,7 +231,13 @@ describe('AgentSession against a scripted LLM', () => {
     cleanups.push(() => llm.close());
     const h = await harness([], {
       maxBudgetPerTask: 0.5,
-      llm: { model: 'scripted-model', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0, pricing: { input: 2000, output: 5000 } },
+      llm: {
+        model: 'scripted-model',
+        apiKey: null,
+        baseUrl: llm.baseUrl,
+        maxRetries: 0,
+        pricing: { input: 2000, output: 5000 },
+      },
     });
     await h.session.sendMessage(say('Spend'));
     expect(h.session.status).toBe('error');
@@ -193,19 +245,35 @@ describe('AgentSession against a scripted LLM', () => {
     const [err] = h.of('ConversationErrorEvent');
     expect(err!.code).toBe('MaxBudgetReached');
     expect(err!.detail).toContain('max_budget_per_task = $0.5');
-    expect(h.session.metrics).toMatchObject({ accumulated_cost: expect.closeTo(0.6, 6), prompt_tokens: 200, completion_tokens: 40, price_source: 'config', max_budget_per_task: 0.5 });
-    const lastMetrics = h.of('ConversationStateUpdateEvent').filter((e) => e.key === 'metrics').at(-1);
+    expect(h.session.metrics).toMatchObject({
+      accumulated_cost: expect.closeTo(0.6, 6),
+      prompt_tokens: 200,
+      completion_tokens: 40,
+      price_source: 'config',
+      max_budget_per_task: 0.5,
+    });
+    const lastMetrics = h
+      .of('ConversationStateUpdateEvent')
+      .filter((e) => e.key === 'metrics')
+      .at(-1);
     expect(lastMetrics!.value).toMatchObject({ accumulated_cost: expect.closeTo(0.6, 6) });
   });
 
   it('counts an unknown model as costing 0 and says so in the metrics', async () => {
     const h = await harness([reply.finish('ok')]);
     await h.session.sendMessage(say('hi'));
-    expect(h.session.metrics).toMatchObject({ accumulated_cost: 0, price_source: 'unknown', note: expect.stringContaining('No price is known for scripted-model') });
+    expect(h.session.metrics).toMatchObject({
+      accumulated_cost: 0,
+      price_source: 'unknown',
+      note: expect.stringContaining('No price is known for scripted-model'),
+    });
   });
 
   it('detects an agent stuck repeating the same action with the same result', async () => {
-    const h = await harness(Array.from({ length: 6 }, () => reply.bash('echo same')), { stuckThreshold: 4 });
+    const h = await harness(
+      Array.from({ length: 6 }, () => reply.bash('echo same')),
+      { stuckThreshold: 4 },
+    );
     await h.session.sendMessage(say('Loop'));
     expect(h.session.status).toBe('stuck');
     expect(h.llm.requests).toHaveLength(4);
@@ -257,12 +325,21 @@ describe('AgentSession against a scripted LLM', () => {
       { type: 'image_url', image_url: { url: 'http://127.0.0.1:9/cat.png' } },
       { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
     ]);
-    expect(h.of('MessageEvent')[0]!.llm_message.content[1]).toEqual({ type: 'image', image_urls: ['http://127.0.0.1:9/cat.png', 'data:image/png;base64,iVBORw0KGgo='] });
-    await expect(h.session.sendMessage({ content: [{ type: 'image', image_urls: ['not a url'] }] })).rejects.toThrow(/image_urls/);
+    expect(h.of('MessageEvent')[0]!.llm_message.content[1]).toEqual({
+      type: 'image',
+      image_urls: ['http://127.0.0.1:9/cat.png', 'data:image/png;base64,iVBORw0KGgo='],
+    });
+    await expect(h.session.sendMessage({ content: [{ type: 'image', image_urls: ['not a url'] }] })).rejects.toThrow(
+      /image_urls/,
+    );
   });
 
   it('tells the model about a tool that does not exist or bad arguments, as AgentErrorEvents, and goes on', async () => {
-    const h = await harness([reply.tool('launch_rocket', { when: 'now' }), reply.tool('str_replace_editor', { command: 'explode', path: 'x' }), reply.finish('ok')]);
+    const h = await harness([
+      reply.tool('launch_rocket', { when: 'now' }),
+      reply.tool('str_replace_editor', { command: 'explode', path: 'x' }),
+      reply.finish('ok'),
+    ]);
     await h.session.sendMessage(say('go'));
     expect(h.session.status).toBe('finished');
     const errors = h.of('AgentErrorEvent');
@@ -280,9 +357,17 @@ describe('AgentSession with repository microagents', () => {
     const md = join(workspaceDir, '.openhands/microagents');
     mkdirSync(md, { recursive: true });
     writeFileSync(join(md, 'repo.md'), 'This repository uses pnpm.');
-    writeFileSync(join(md, 'db.md'), '---\nname: database\ntriggers: [postgres]\n---\nThe test database listens on port 5433.');
+    writeFileSync(
+      join(md, 'db.md'),
+      '---\nname: database\ntriggers: [postgres]\n---\nThe test database listens on port 5433.',
+    );
     const events: AgentEvent[] = [];
-    const session = new AgentSession({ conversationId: 'm', workspaceDir, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async (e) => void events.push(...e) });
+    const session = new AgentSession({
+      conversationId: 'm',
+      workspaceDir,
+      llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 },
+      emit: async (e) => void events.push(...e),
+    });
     cleanups.push(async () => {
       await session.close();
       await llm.close();
@@ -295,7 +380,9 @@ describe('AgentSession with repository microagents', () => {
     expect(first[0].content).toContain('This repository uses pnpm.');
     expect(JSON.stringify(first)).not.toContain('5433');
     expect(JSON.stringify(second.at(-1))).toContain('The test database listens on port 5433.');
-    const messages = events.filter((e): e is EventOf<'MessageEvent'> => e.kind === 'MessageEvent' && e.source === 'user');
+    const messages = events.filter(
+      (e): e is EventOf<'MessageEvent'> => e.kind === 'MessageEvent' && e.source === 'user',
+    );
     expect(messages.map((m) => m.activated_microagents)).toEqual([undefined, ['database']]);
     // The event shows what the user wrote, not the added context.
     expect(JSON.stringify(messages[1])).not.toContain('5433');
@@ -318,7 +405,12 @@ describe('AgentSession when the LLM fails', () => {
 
   it('a 429 is retried; one that persists is an error after the retries', async () => {
     const retryFast = { 'retry-after-ms': '10' };
-    const llm = await startScriptedLlm([reply.error(429, 'slow down', retryFast), reply.finish('ok'), reply.error(429, 'slow down', retryFast), reply.error(429, 'slow down', retryFast)]);
+    const llm = await startScriptedLlm([
+      reply.error(429, 'slow down', retryFast),
+      reply.finish('ok'),
+      reply.error(429, 'slow down', retryFast),
+      reply.error(429, 'slow down', retryFast),
+    ]);
     cleanups.push(() => llm.close());
     const h = await harness([], { llm: { model: 'm', apiKey: 'k', baseUrl: llm.baseUrl, maxRetries: 1 } });
     await h.session.sendMessage(say('first'));
@@ -329,7 +421,10 @@ describe('AgentSession when the LLM fails', () => {
   });
 
   it('a 500 that persists is an error after the retries', async () => {
-    const llm = await startScriptedLlm([reply.error(500, 'upstream broke', { 'retry-after-ms': '10' }), reply.error(500, 'upstream broke', { 'retry-after-ms': '10' })]);
+    const llm = await startScriptedLlm([
+      reply.error(500, 'upstream broke', { 'retry-after-ms': '10' }),
+      reply.error(500, 'upstream broke', { 'retry-after-ms': '10' }),
+    ]);
     cleanups.push(() => llm.close());
     const h = await harness([], { llm: { model: 'm', apiKey: 'k', baseUrl: llm.baseUrl, maxRetries: 1 } });
     await h.session.sendMessage(say('hi'));
@@ -354,7 +449,9 @@ describe('AgentSession when the LLM fails', () => {
   it('a server that does not answer in time', async () => {
     const llm = await startScriptedLlm([{ hang: true }]);
     cleanups.push(() => llm.close());
-    const h = await harness([], { llm: { model: 'm', apiKey: 'k', baseUrl: llm.baseUrl, maxRetries: 0, timeoutMs: 300 } });
+    const h = await harness([], {
+      llm: { model: 'm', apiKey: 'k', baseUrl: llm.baseUrl, maxRetries: 0, timeoutMs: 300 },
+    });
     await h.session.sendMessage(say('hi'));
     expectError(h, /did not answer within 0.3 s/);
   });
@@ -381,16 +478,24 @@ describe('AgentSession with MCP servers', () => {
   const fixture = join(import.meta.dirname, '../fixtures/agent/mcp-reverse-server.ts');
 
   it('calls a tool of a stdio server spawned in the workspace; a server that fails to start is an AgentErrorEvent', async () => {
-    const h = await harness([reply.tool('reverse_text', { text: 'abc' }), reply.tool('fail', {}), reply.finish('reversed')], {
-      mcpConfig: {
-        stdio_servers: [
-          { name: 'rev', command: process.execPath, args: ['--import', tsxLoader, fixture], env: { GREETING: 'hi', UNSET: null } },
-          { name: 'broken', command: 'definitely-not-a-command-xyz', args: [], env: {} },
-        ],
-        sse_servers: [],
-        shttp_servers: [],
+    const h = await harness(
+      [reply.tool('reverse_text', { text: 'abc' }), reply.tool('fail', {}), reply.finish('reversed')],
+      {
+        mcpConfig: {
+          stdio_servers: [
+            {
+              name: 'rev',
+              command: process.execPath,
+              args: ['--import', tsxLoader, fixture],
+              env: { GREETING: 'hi', UNSET: null },
+            },
+            { name: 'broken', command: 'definitely-not-a-command-xyz', args: [], env: {} },
+          ],
+          sse_servers: [],
+          shttp_servers: [],
+        },
       },
-    });
+    );
     const prompt = h.of('SystemPromptEvent')[0]!;
     expect(prompt.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['execute_bash', 'reverse_text', 'fail']));
     const startError = h.of('AgentErrorEvent')[0]!;
@@ -418,7 +523,11 @@ describe('AgentSession with MCP servers', () => {
     const authHeaders: (string | undefined)[] = [];
     const mcpServer = (name: string) => {
       const server = new McpServer({ name, version: '1.0.0' });
-      server.registerTool(`${name}_shout`, { description: 'upper-cases a text', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text: `${name}:${text.toUpperCase()}` }] }));
+      server.registerTool(
+        `${name}_shout`,
+        { description: 'upper-cases a text', inputSchema: { text: z.string() } },
+        async ({ text }) => ({ content: [{ type: 'text', text: `${name}:${text.toUpperCase()}` }] }),
+      );
       return server;
     };
     const sse = new Map<string, InstanceType<typeof SSEServerTransport>>();
@@ -442,14 +551,24 @@ describe('AgentSession with MCP servers', () => {
       res.writeHead(404).end();
     });
     await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-    cleanups.push(() => new Promise<void>((r) => {
-      http.closeAllConnections();
-      http.close(() => r());
-    }));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          http.closeAllConnections();
+          http.close(() => r());
+        }),
+    );
     const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-    const h = await harness([reply.tool('web_shout', { text: 'hi' }), reply.tool('events_shout', { text: 'yo' }), reply.finish('ok')], {
-      mcpConfig: { stdio_servers: [], shttp_servers: [{ url: `${base}/mcp`, api_key: 'remote-key-1' }], sse_servers: [{ url: `${base}/sse`, api_key: 'remote-key-2' }] },
-    });
+    const h = await harness(
+      [reply.tool('web_shout', { text: 'hi' }), reply.tool('events_shout', { text: 'yo' }), reply.finish('ok')],
+      {
+        mcpConfig: {
+          stdio_servers: [],
+          shttp_servers: [{ url: `${base}/mcp`, api_key: 'remote-key-1' }],
+          sse_servers: [{ url: `${base}/sse`, api_key: 'remote-key-2' }],
+        },
+      },
+    );
     expect(h.of('AgentErrorEvent')).toEqual([]);
     await h.session.sendMessage(say('shout'));
     expect(h.of('ObservationEvent').map(observationText)).toEqual(['web:HI', 'events:YO', 'ok']);
@@ -461,10 +580,20 @@ describe('AgentSession with MCP servers', () => {
     await closed.close();
     const host = new URL(closed.baseUrl).host;
     const h = await harness([reply.finish('ok')], {
-      mcpConfig: { stdio_servers: [], sse_servers: [{ url: `http://${host}/sse`, api_key: 'key-1234' }], shttp_servers: [{ url: `http://${host}/mcp`, api_key: null }] },
+      mcpConfig: {
+        stdio_servers: [],
+        sse_servers: [{ url: `http://${host}/sse`, api_key: 'key-1234' }],
+        shttp_servers: [{ url: `http://${host}/mcp`, api_key: null }],
+      },
     });
-    const errors = h.of('AgentErrorEvent').map((e) => e.error).sort();
-    expect(errors).toEqual([expect.stringContaining(`MCP server ${host}/mcp is unavailable`), expect.stringContaining(`MCP server ${host}/sse is unavailable`)]);
+    const errors = h
+      .of('AgentErrorEvent')
+      .map((e) => e.error)
+      .sort();
+    expect(errors).toEqual([
+      expect.stringContaining(`MCP server ${host}/mcp is unavailable`),
+      expect.stringContaining(`MCP server ${host}/sse is unavailable`),
+    ]);
     await h.session.sendMessage(say('hi'));
     expect(h.session.status).toBe('finished');
   });
@@ -477,15 +606,29 @@ describe('AgentSession replay', () => {
       { id: 1, source: 'agent', action: 'run', args: { command: 'mkdir -p out && echo made' } },
       { id: 2, source: 'environment', observation: 'run', content: 'made', extras: {} },
       { id: 3, source: 'agent', action: 'write', args: { path: 'out/greeting.txt', content: 'hi there\n' } },
-      { id: 4, source: 'agent', action: 'edit', args: { command: 'str_replace', path: 'out/greeting.txt', old_str: 'hi', new_str: 'hello' } },
+      {
+        id: 4,
+        source: 'agent',
+        action: 'edit',
+        args: { command: 'str_replace', path: 'out/greeting.txt', old_str: 'hi', new_str: 'hello' },
+      },
       { id: 5, source: 'agent', action: 'finish', args: { final_thought: 'done' } },
     ]);
     const h = await harness([reply.bash('cat out/greeting.txt'), reply.finish('continued')]);
     await h.session.replay(trajectory, { run: true });
 
     expect(readFileSync(join(h.workspaceDir, 'out/greeting.txt'), 'utf8')).toBe('hello there\n');
-    expect(h.of('ActionEvent').map((e) => e.tool_name)).toEqual(['execute_bash', 'str_replace_editor', 'str_replace_editor', 'execute_bash', 'finish']);
-    expect(h.of('MessageEvent')[0]).toMatchObject({ source: 'user', llm_message: { content: [{ type: 'text', text: 'Make a greeting file' }] } });
+    expect(h.of('ActionEvent').map((e) => e.tool_name)).toEqual([
+      'execute_bash',
+      'str_replace_editor',
+      'str_replace_editor',
+      'execute_bash',
+      'finish',
+    ]);
+    expect(h.of('MessageEvent')[0]).toMatchObject({
+      source: 'user',
+      llm_message: { content: [{ type: 'text', text: 'Make a greeting file' }] },
+    });
     // The model continued from the replayed history.
     const history = JSON.stringify(h.llm.requests[0]!.body.messages);
     expect(history).toContain('Make a greeting file');
@@ -519,7 +662,11 @@ describe('AgentSession replay', () => {
 
 describe('AgentSession carried over to a new process (sandbox paused and resumed)', () => {
   it('restores history, metrics and a paused loop from the state file, and continues', async () => {
-    const llm = await startScriptedLlm([reply.bash('echo step-one > one.txt && echo wrote'), { hang: true }, reply.finish('continued after resume')]);
+    const llm = await startScriptedLlm([
+      reply.bash('echo step-one > one.txt && echo wrote'),
+      { hang: true },
+      reply.finish('continued after resume'),
+    ]);
     const workspaceDir = mkdtempSync(join(tmpdir(), 'agent-ws-'));
     const stateFile = join(mkdtempSync(join(tmpdir(), 'agent-state-')), 'conversations/c1.json');
     cleanups.push(async () => {
@@ -527,12 +674,24 @@ describe('AgentSession carried over to a new process (sandbox paused and resumed
       rmSync(workspaceDir, { recursive: true, force: true });
     });
     const make = (events: AgentEvent[]) =>
-      new AgentSession({ conversationId: 'c1', workspaceDir, stateFile, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async (e) => void events.push(...e) });
+      new AgentSession({
+        conversationId: 'c1',
+        workspaceDir,
+        stateFile,
+        llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 },
+        emit: async (e) => void events.push(...e),
+      });
 
     const before: AgentEvent[] = [];
     const first = make(before);
     await first.start();
-    const running = first.sendMessage({ content: [{ type: 'text', text: 'Work, see http://img' }, { type: 'image', image_urls: ['http://127.0.0.1:9/a.png'] }], run: true });
+    const running = first.sendMessage({
+      content: [
+        { type: 'text', text: 'Work, see http://img' },
+        { type: 'image', image_urls: ['http://127.0.0.1:9/a.png'] },
+      ],
+      run: true,
+    });
     await until(() => llm.requests.length === 2, 'the second model call');
     await first.close(); // the sandbox stops mid-call
     await running;
@@ -551,7 +710,9 @@ describe('AgentSession carried over to a new process (sandbox paused and resumed
     expect(JSON.stringify(llm.requests[2]!.body.messages)).toContain('wrote');
     expect(JSON.stringify(llm.requests[2]!.body.messages)).toContain('"url":"http://127.0.0.1:9/a.png"');
     expect(readFileSync(join(workspaceDir, 'one.txt'), 'utf8')).toBe('step-one\n');
-    const statuses = after.filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status').map((e) => (e as EventOf<'ConversationStateUpdateEvent'>).value);
+    const statuses = after
+      .filter((e) => e.kind === 'ConversationStateUpdateEvent' && e.key === 'execution_status')
+      .map((e) => (e as EventOf<'ConversationStateUpdateEvent'>).value);
     expect(statuses).toEqual(['paused', 'running', 'finished']);
   });
 
@@ -565,7 +726,14 @@ describe('AgentSession carried over to a new process (sandbox paused and resumed
       rmSync(stateFile, { force: true });
     });
     const make = () =>
-      new AgentSession({ conversationId: 'c2', workspaceDir, stateFile, confirmationMode: true, llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 }, emit: async () => undefined });
+      new AgentSession({
+        conversationId: 'c2',
+        workspaceDir,
+        stateFile,
+        confirmationMode: true,
+        llm: { model: 'm', apiKey: null, baseUrl: llm.baseUrl, maxRetries: 0 },
+        emit: async () => undefined,
+      });
     const first = make();
     await first.start();
     await first.sendMessage(say('write'));
@@ -604,7 +772,10 @@ describe('AgentSession close', () => {
       try {
         process.kill(pid, 0);
         // a zombie until reaped by init: check its state
-        return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)]).toString().trim().startsWith('Z');
+        return execFileSync('ps', ['-o', 'stat=', '-p', String(pid)])
+          .toString()
+          .trim()
+          .startsWith('Z');
       } catch {
         return true;
       }

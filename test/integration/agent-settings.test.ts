@@ -38,12 +38,21 @@ describe('agent options and settings', () => {
       expect(res.body.detail[0].msg).toContain(listed);
     }
     expect((await stack.call('POST', '/api/settings', { key, body: { security_analyzer: 'none' } })).status).toBe(200);
-    const ok = await stack.call('POST', '/api/settings', { key, body: { security_analyzer: '', agent: 'PlanningAgent', condenser_max_size: 60 } });
+    const ok = await stack.call('POST', '/api/settings', {
+      key,
+      body: { security_analyzer: '', agent: 'PlanningAgent', condenser_max_size: 60 },
+    });
     expect(ok.status).toBe(200);
     const got = (await stack.call('GET', '/api/settings', { key })).body;
     expect(got).toMatchObject({ security_analyzer: '', agent: 'PlanningAgent', condenser_max_size: 60 });
-    expect((await stack.call('POST', '/api/settings', { key, body: { security_analyzer: null, condenser_max_size: null } })).status).toBe(200);
-    expect((await stack.call('GET', '/api/settings', { key })).body).toMatchObject({ security_analyzer: null, condenser_max_size: null });
+    expect(
+      (await stack.call('POST', '/api/settings', { key, body: { security_analyzer: null, condenser_max_size: null } }))
+        .status,
+    ).toBe(200);
+    expect((await stack.call('GET', '/api/settings', { key })).body).toMatchObject({
+      security_analyzer: null,
+      condenser_max_size: null,
+    });
   });
 
   it('agent_type "plan", language, security_analyzer, the condenser and search_api_key reach the agent in its sandbox', async () => {
@@ -51,15 +60,39 @@ describe('agent options and settings', () => {
     llm.enqueue(reply.finish('Plan written'));
     await stack.call('POST', '/api/settings', {
       key,
-      body: { llm_model: 'm', llm_api_key: 'sk-agent', llm_base_url: llm.baseUrl, language: 'fr', security_analyzer: 'llm', condenser_max_size: 40, enable_default_condenser: true, search_api_key: 'tvly-secret-key-1' },
+      body: {
+        llm_model: 'm',
+        llm_api_key: 'sk-agent',
+        llm_base_url: llm.baseUrl,
+        language: 'fr',
+        security_analyzer: 'llm',
+        condenser_max_size: 40,
+        enable_default_condenser: true,
+        search_api_key: 'tvly-secret-key-1',
+      },
     });
-    const task = await startConversation(stack, { agent_type: 'plan', initial_message: { content: [{ type: 'text', text: 'Plan a README' }] } }, key);
+    const task = await startConversation(
+      stack,
+      { agent_type: 'plan', initial_message: { content: [{ type: 'text', text: 'Plan a README' }] } },
+      key,
+    );
     const cid = task.app_conversation_id;
     await waitForStatus(stack, cid, ['finished'], key);
 
     const sandboxKey = (await stack.sandboxKey(task.sandbox_id!))!;
-    const config = (await stack.call('GET', `/api/v1/webhooks/${task.sandbox_id}/conversations/${cid}/start-config`, { key: sandboxKey })).body;
-    expect(config).toMatchObject({ agent_type: 'plan', agent: 'PlanningAgent', security_analyzer: 'llm', condenser: { enabled: true, max_size: 40 }, search: { api_key: 'tvly-secret-key-1' }, language: 'fr' });
+    const config = (
+      await stack.call('GET', `/api/v1/webhooks/${task.sandbox_id}/conversations/${cid}/start-config`, {
+        key: sandboxKey,
+      })
+    ).body;
+    expect(config).toMatchObject({
+      agent_type: 'plan',
+      agent: 'PlanningAgent',
+      security_analyzer: 'llm',
+      condenser: { enabled: true, max_size: 40 },
+      search: { api_key: 'tvly-secret-key-1' },
+      language: 'fr',
+    });
 
     const first = llm.requests.at(-1)!.body;
     expect(first.messages[0].content).toContain('French (fr)');
@@ -77,23 +110,53 @@ describe('agent options and settings', () => {
 describe('the agent in a real sandbox', () => {
   it('keeps its shell between steps; after a sandbox pause and resume the shell is new and the observation says so', async () => {
     const key = await stack.newUser('agent-shell');
-    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-shell', llm_base_url: llm.baseUrl } });
-    llm.enqueue(reply.bash('mkdir -p deep && cd deep && export KEPT=yes'), reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('first part'));
-    const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'cd and export' }] } }, key);
+    await stack.call('POST', '/api/settings', {
+      key,
+      body: { llm_model: 'm', llm_api_key: 'sk-shell', llm_base_url: llm.baseUrl },
+    });
+    llm.enqueue(
+      reply.bash('mkdir -p deep && cd deep && export KEPT=yes'),
+      reply.bash('echo "kept=[$KEPT]"; pwd'),
+      reply.finish('first part'),
+    );
+    const task = await startConversation(
+      stack,
+      { initial_message: { content: [{ type: 'text', text: 'cd and export' }] } },
+      key,
+    );
     const cid = task.app_conversation_id;
     await waitForStatus(stack, cid, ['finished'], key);
     const bashOutputs = async () =>
-      (await allEvents(stack, cid, key)).filter((e) => e.kind === 'ObservationEvent').map((e) => (e as unknown as { observation: { output?: string; metadata?: { prefix?: string } } }).observation);
+      (await allEvents(stack, cid, key))
+        .filter((e) => e.kind === 'ObservationEvent')
+        .map((e) => (e as unknown as { observation: { output?: string; metadata?: { prefix?: string } } }).observation);
     const [, second] = await bashOutputs();
     expect(second!.output).toMatch(/^kept=\[yes\]\n.*\/deep$/);
 
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor(async () => (await conversation(stack, cid, key)).sandbox_status, (s) => s === 'PAUSED', 30_000, 'paused');
+    await waitFor(
+      async () => (await conversation(stack, cid, key)).sandbox_status,
+      (s) => s === 'PAUSED',
+      30_000,
+      'paused',
+    );
     llm.enqueue(reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('second part'));
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
-    await waitFor(async () => (await conversation(stack, cid, key)).sandbox_status, (s) => s === 'RUNNING', 60_000, 'running again');
-    expect((await stack.call('POST', `/api/conversations/${cid}/events`, { key, body: { role: 'user', content: [{ type: 'text', text: 'again' }], run: true } })).status).toBe(200);
+    await waitFor(
+      async () => (await conversation(stack, cid, key)).sandbox_status,
+      (s) => s === 'RUNNING',
+      60_000,
+      'running again',
+    );
+    expect(
+      (
+        await stack.call('POST', `/api/conversations/${cid}/events`, {
+          key,
+          body: { role: 'user', content: [{ type: 'text', text: 'again' }], run: true },
+        })
+      ).status,
+    ).toBe(200);
     await waitFor(bashOutputs, (o) => o.length >= 5, 60_000, 'the command after the resume');
     const after = (await bashOutputs())[3]!;
     expect(after.output).toMatch(/^kept=\[\]\n/);

@@ -12,7 +12,15 @@ afterEach(async () => {
 
 function terminal(o: Partial<TerminalOptions> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'agent-term-'));
-  const t = new Terminal({ cwd: dir, env: () => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }), maxOutputChars: 10_000, noChangeTimeoutMs: 600, hardTimeoutMs: 20_000, maxTimeoutMs: 60_000, ...o });
+  const t = new Terminal({
+    cwd: dir,
+    env: () => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }),
+    maxOutputChars: 10_000,
+    noChangeTimeoutMs: 600,
+    hardTimeoutMs: 20_000,
+    maxTimeoutMs: 60_000,
+    ...o,
+  });
   cleanups.push(async () => {
     await t.close();
     rmSync(dir, { recursive: true, force: true });
@@ -23,7 +31,10 @@ function terminal(o: Partial<TerminalOptions> = {}) {
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return !execFileSync('ps', ['-o', 'stat=', '-p', String(pid)]).toString().trim().startsWith('Z');
+    return !execFileSync('ps', ['-o', 'stat=', '-p', String(pid)])
+      .toString()
+      .trim()
+      .startsWith('Z');
   } catch {
     return false;
   }
@@ -32,7 +43,9 @@ const alive = (pid: number) => {
 describe('Terminal (one persistent bash in a private tmux)', () => {
   it('keeps the working directory, exported variables and functions between calls, with exit codes and metadata', async () => {
     const { t, dir } = terminal();
-    const first = await t.run({ command: 'mkdir -p sub && cd sub && export GREETING=hello && greet() { echo "$GREETING from $(basename $PWD)"; }' });
+    const first = await t.run({
+      command: 'mkdir -p sub && cd sub && export GREETING=hello && greet() { echo "$GREETING from $(basename $PWD)"; }',
+    });
     expect(first.exitCode).toBe(0);
     expect(first.metadata.working_dir).toBe(join(dir, 'sub'));
     const second = await t.run({ command: 'greet; echo err >&2; (exit 3)' });
@@ -127,13 +140,57 @@ describe('Terminal (one persistent bash in a private tmux)', () => {
     const repo = join(import.meta.dirname, '../..');
     // node_modules may be a link out of the checkout (a git worktree): bind where it really is.
     const modules = realpathSync(join(repo, 'node_modules'));
-    const out = execFileSync('bwrap', [
-      '--ro-bind', '/usr', '/usr', '--ro-bind', '/lib', '/lib', '--ro-bind', '/lib64', '/lib64', '--ro-bind', '/bin', '/bin', '--ro-bind', '/etc', '/etc',
-      // The private /tmp first: a checkout under /tmp (a CI clone) is bound over it, not hidden by it.
-      '--tmpfs', '/tmp', '--ro-bind', repo, repo, '--ro-bind', modules, modules, '--bind', ws, '/workspace',
-      '--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--die-with-parent', '--chdir', repo, '--clearenv', '--setenv', 'PATH', '/usr/bin:/bin',
-      process.execPath, '--import', 'tsx', '--input-type=module', '-e', script,
-    ], { timeout: 30_000 }).toString();
+    const out = execFileSync(
+      'bwrap',
+      [
+        '--ro-bind',
+        '/usr',
+        '/usr',
+        '--ro-bind',
+        '/lib',
+        '/lib',
+        '--ro-bind',
+        '/lib64',
+        '/lib64',
+        '--ro-bind',
+        '/bin',
+        '/bin',
+        '--ro-bind',
+        '/etc',
+        '/etc',
+        // The private /tmp first: a checkout under /tmp (a CI clone) is bound over it, not hidden by it.
+        '--tmpfs',
+        '/tmp',
+        '--ro-bind',
+        repo,
+        repo,
+        '--ro-bind',
+        modules,
+        modules,
+        '--bind',
+        ws,
+        '/workspace',
+        '--proc',
+        '/proc',
+        '--dev',
+        '/dev',
+        '--unshare-pid',
+        '--die-with-parent',
+        '--chdir',
+        repo,
+        '--clearenv',
+        '--setenv',
+        'PATH',
+        '/usr/bin:/bin',
+        process.execPath,
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { timeout: 30_000 },
+    ).toString();
     const output = JSON.parse(out) as string;
     expect(output).toContain('inside /tmp');
     expect(output).toMatch(/Read-only file system/);

@@ -18,7 +18,7 @@ describe('authentication over HTTP', () => {
 
   it('answers 401 for a wrong key, a malformed key and a key with a valid id but wrong secret', async () => {
     const forged = stack.devKey.slice(0, -4) + (stack.devKey.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-    for (const key of ['nonsense', 'acs_0000000000000000_' + 'x'.repeat(43), forged]) {
+    for (const key of ['nonsense', `acs_0000000000000000_${'x'.repeat(43)}`, forged]) {
       const res = await stack.call('GET', '/api/v1/users/me', { key });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ detail: 'Unauthorized' });
@@ -29,7 +29,10 @@ describe('authentication over HTTP', () => {
     const direct = await stack.call('GET', '/api/v1/users/me');
     expect(direct.status).toBe(200);
     expect(direct.body.id).toBe('dev');
-    const bearer = await stack.call('GET', '/api/v1/users/me', { key: null, headers: { authorization: `Bearer ${stack.devKey}` } });
+    const bearer = await stack.call('GET', '/api/v1/users/me', {
+      key: null,
+      headers: { authorization: `Bearer ${stack.devKey}` },
+    });
     expect(bearer.status).toBe(200);
     expect(bearer.body.id).toBe('dev');
   });
@@ -55,9 +58,14 @@ describe('authentication over HTTP', () => {
   it("never lets user B read or change user A's settings", async () => {
     const alice = await stack.newUser('alice');
     const bob = await stack.newUser('bob');
-    expect((await stack.call('POST', '/api/settings', { key: alice, body: { llm_model: 'alice-model', language: 'fr' } })).status).toBe(200);
+    expect(
+      (await stack.call('POST', '/api/settings', { key: alice, body: { llm_model: 'alice-model', language: 'fr' } }))
+        .status,
+    ).toBe(200);
     expect((await stack.call('GET', '/api/settings', { key: bob })).status).toBe(404);
-    expect((await stack.call('POST', '/api/settings', { key: bob, body: { llm_model: 'bob-model' } })).status).toBe(200);
+    expect((await stack.call('POST', '/api/settings', { key: bob, body: { llm_model: 'bob-model' } })).status).toBe(
+      200,
+    );
     const a = await stack.call('GET', '/api/settings', { key: alice });
     expect(a.body.llm_model).toBe('alice-model');
     expect(a.body.language).toBe('fr');

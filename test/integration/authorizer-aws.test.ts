@@ -18,7 +18,9 @@ const UI = 'https://app.example.com';
 let dynamo: EmbeddedDynamo;
 let services: Services;
 const kms = mockClient(KMSClient);
-let authorize: (event: APIGatewayRequestAuthorizerEventV2) => Promise<{ isAuthorized: boolean; context: AuthorizerContext }>;
+let authorize: (
+  event: APIGatewayRequestAuthorizerEventV2,
+) => Promise<{ isAuthorized: boolean; context: AuthorizerContext }>;
 
 beforeAll(async () => {
   dynamo = await startDynalite();
@@ -28,7 +30,9 @@ beforeAll(async () => {
   kms.on(EncryptCommand).callsFake(async ({ Plaintext, EncryptionContext }) => ({
     CiphertextBlob: Buffer.from(JSON.stringify({ c: EncryptionContext, p: Buffer.from(Plaintext).toString('base64') })),
   }));
-  kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({ Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64') }));
+  kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob }) => ({
+    Plaintext: Buffer.from(JSON.parse(Buffer.from(CiphertextBlob).toString('utf8')).p, 'base64'),
+  }));
   // The authorizer's own adapters, plus the conversation store's writes (a revocation).
   const [{ servicesOf }, { allServices }, { wire }, keys, conversations, { sealer }] = await Promise.all([
     import('#shared/services.ts'),
@@ -40,13 +44,17 @@ beforeAll(async () => {
   ]);
   services = servicesOf(
     'test',
-    wire('test', { tables: { keys: 'write', conversations: 'write' }, capabilities: ['seal', 'unseal'] }, {
-      keyStore: keys.keyStore,
-      sessionStore: keys.sessionStore,
-      conversationKeySecret: keys.conversationKeySecret,
-      sealer,
-      conversationStore: conversations.conversationStore,
-    }),
+    wire(
+      'test',
+      { tables: { keys: 'write', conversations: 'write' }, capabilities: ['seal', 'unseal'] },
+      {
+        keyStore: keys.keyStore,
+        sessionStore: keys.sessionStore,
+        conversationKeySecret: keys.conversationKeySecret,
+        sealer,
+        conversationStore: conversations.conversationStore,
+      },
+    ),
     allServices,
   );
   authorize = (await import('../../functions/auth/authorizer.ts')).handler as never;
@@ -56,7 +64,11 @@ afterAll(async () => {
   await dynamo?.close();
 });
 
-function authorizerEvent(method: string, headers: Record<string, string>, cookies?: string[]): APIGatewayRequestAuthorizerEventV2 {
+function authorizerEvent(
+  method: string,
+  headers: Record<string, string>,
+  cookies?: string[],
+): APIGatewayRequestAuthorizerEventV2 {
   return {
     version: '2.0',
     type: 'REQUEST',
@@ -72,8 +84,16 @@ function authorizerEvent(method: string, headers: Record<string, string>, cookie
 }
 
 let n = 0;
-async function invoke(entry: string, method: string, path: string, auth: AuthorizerContext, init: { query?: string; params?: Record<string, string>; body?: unknown } = {}) {
-  const { handler } = (await import(`../../functions/${entry}`)) as { handler: (e: ApiEvent, c: Context) => Promise<ApiResult> };
+async function invoke(
+  entry: string,
+  method: string,
+  path: string,
+  auth: AuthorizerContext,
+  init: { query?: string; params?: Record<string, string>; body?: unknown } = {},
+) {
+  const { handler } = (await import(`../../functions/${entry}`)) as {
+    handler: (e: ApiEvent, c: Context) => Promise<ApiResult>;
+  };
   const event = {
     version: '2.0',
     rawPath: path,
@@ -91,44 +111,84 @@ async function invoke(entry: string, method: string, path: string, auth: Authori
 describe('the Lambda authorizer', () => {
   it('accepts an API key in either header', async () => {
     const { key, record } = await services.apiKeys.create('erin', 'test');
-    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context).toEqual({ userId: 'erin', via: 'key', keyId: record.keyId });
+    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context).toEqual({
+      userId: 'erin',
+      via: 'key',
+      keyId: record.keyId,
+    });
     expect((await authorize(authorizerEvent('GET', { authorization: `Bearer ${key}` }))).context.userId).toBe('erin');
-    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': `${key}x` }))).context).toEqual({ userId: '' });
+    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': `${key}x` }))).context).toEqual({
+      userId: '',
+    });
   });
 
   it('reads the session cookie from payload 2.0 `cookies`, and checks the Origin on writes', async () => {
     const { record } = await services.apiKeys.create('frank', 'test');
     const { token } = await services.sessions.create('frank', record.keyId);
     const cookies = ['theme=dark', `__Host-acs_session=${token}`];
-    expect((await authorize(authorizerEvent('GET', { 'sec-fetch-site': 'same-origin' }, cookies))).context).toMatchObject({ userId: 'frank', via: 'session', originVerified: false });
-    expect((await authorize(authorizerEvent('POST', { origin: UI }, cookies))).context).toMatchObject({ userId: 'frank', originVerified: true });
-    expect((await authorize(authorizerEvent('POST', { origin: `https://${HOST}` }, cookies))).context).toMatchObject({ userId: 'frank', originVerified: true });
+    expect(
+      (await authorize(authorizerEvent('GET', { 'sec-fetch-site': 'same-origin' }, cookies))).context,
+    ).toMatchObject({ userId: 'frank', via: 'session', originVerified: false });
+    expect((await authorize(authorizerEvent('POST', { origin: UI }, cookies))).context).toMatchObject({
+      userId: 'frank',
+      originVerified: true,
+    });
+    expect((await authorize(authorizerEvent('POST', { origin: `https://${HOST}` }, cookies))).context).toMatchObject({
+      userId: 'frank',
+      originVerified: true,
+    });
     const refused = (await authorize(authorizerEvent('POST', { origin: 'https://evil.example.com' }, cookies))).context;
     expect(refused).toMatchObject({ userId: '', refusal: expect.stringMatching(/Cross-site/) });
     expect((await authorize(authorizerEvent('POST', {}, cookies))).context.userId).toBe('');
     // Over https only the __Host- cookie counts (one planted by a sibling subdomain under the plain name does not).
-    expect((await authorize(authorizerEvent('POST', { origin: UI }, [`acs_session=${token}`]))).context.userId).toBe('');
+    expect((await authorize(authorizerEvent('POST', { origin: UI }, [`acs_session=${token}`]))).context.userId).toBe(
+      '',
+    );
     // The route answers that refusal as a 403 with its reason.
     const res = await invoke('settings/get.ts', 'GET', '/api/settings', refused);
     expect(res.status).toBe(403);
     expect(res.body.detail).toMatch(/Cross-site/);
   });
 
-  it('accepts a conversation-scoped key only on its conversation\'s declared routes', async () => {
+  it("accepts a conversation-scoped key only on its conversation's declared routes", async () => {
     const store = new DynamoConversationStore();
     const at = new Date().toISOString();
     const id = 'c'.repeat(32);
     const rec: ConversationRecord = {
-      id, userId: 'gina', createdAt: at, updatedAt: at, sandbox_id: null, start_task_id: '', selected_repository: null, selected_branch: null,
-      git_provider: null, title: 't', trigger: null, pr_number: [], llm_model: null, parent_conversation_id: null, agent_type: 'default',
-      execution_status: null, metrics: null, version: 1,
+      id,
+      userId: 'gina',
+      createdAt: at,
+      updatedAt: at,
+      sandbox_id: null,
+      start_task_id: '',
+      selected_repository: null,
+      selected_branch: null,
+      git_provider: null,
+      title: 't',
+      trigger: null,
+      pr_number: [],
+      llm_model: null,
+      parent_conversation_id: null,
+      agent_type: 'default',
+      execution_status: null,
+      metrics: null,
+      version: 1,
     };
     expect(await store.create(rec)).toBe(true);
     const key = await services.conversationKeys.mint('gina', id, 1);
     const context = (await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context;
     expect(context).toEqual({ userId: 'gina', via: 'conversation', conversationId: id });
-    expect((await invoke('events/count.ts', 'GET', '/api/v1/events/count', context, { query: `conversation_id__eq=${id}` })).body).toBe(0);
-    expect((await invoke('events/count.ts', 'GET', '/api/v1/events/count', context, { query: `conversation_id__eq=${'d'.repeat(32)}` })).status).toBe(403);
+    expect(
+      (await invoke('events/count.ts', 'GET', '/api/v1/events/count', context, { query: `conversation_id__eq=${id}` }))
+        .body,
+    ).toBe(0);
+    expect(
+      (
+        await invoke('events/count.ts', 'GET', '/api/v1/events/count', context, {
+          query: `conversation_id__eq=${'d'.repeat(32)}`,
+        })
+      ).status,
+    ).toBe(403);
     expect((await invoke('settings/get.ts', 'GET', '/api/settings', context)).status).toBe(403);
     expect((await invoke('keys/list.ts', 'GET', '/api/keys', context)).status).toBe(403);
     await services.conversations.revokeKey('gina', id);
@@ -139,8 +199,14 @@ describe('the Lambda authorizer', () => {
 describe('sign-in on AWS', () => {
   it('sets a Secure cookie over https', async () => {
     const { record } = await services.apiKeys.create('hana', 'test');
-    const res = await invoke('auth/authenticate.ts', 'POST', '/api/authenticate', { userId: 'hana', via: 'key', keyId: record.keyId });
+    const res = await invoke('auth/authenticate.ts', 'POST', '/api/authenticate', {
+      userId: 'hana',
+      via: 'key',
+      keyId: record.keyId,
+    });
     expect(res.status).toBe(200);
-    expect(res.headers['set-cookie']).toMatch(/^__Host-acs_session=acss_[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
+    expect(res.headers['set-cookie']).toMatch(
+      /^__Host-acs_session=acss_[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/,
+    );
   });
 });

@@ -126,7 +126,12 @@ function runChannel(bridge: BridgeClient, options: Partial<CommandChannelOptions
 }
 
 /** Runs the channel for `body`, and stops it afterwards whatever the outcome. */
-async function withChannel(bridge: BridgeClient, ...args: [body: (run: Running) => Promise<void>] | [options: Partial<CommandChannelOptions>, body: (run: Running) => Promise<void>]): Promise<void> {
+async function withChannel(
+  bridge: BridgeClient,
+  ...args:
+    | [body: (run: Running) => Promise<void>]
+    | [options: Partial<CommandChannelOptions>, body: (run: Running) => Promise<void>]
+): Promise<void> {
   const [options, body] = args.length === 1 ? [{}, args[0]] : args;
   const run = runChannel(bridge, options);
   try {
@@ -136,8 +141,10 @@ async function withChannel(bridge: BridgeClient, ...args: [body: (run: Running) 
   }
 }
 
-const arrived = (run: Running, seq: number) => waitFor(`command ${seq}`, () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
-const enqueue = (id: string, type: string, payload: unknown = {}) => stack.services.sandboxes.enqueueCommand('dev', id, { type, payload });
+const arrived = (run: Running, seq: number) =>
+  waitFor(`command ${seq}`, () => (run.handled.some((c) => c.seq === seq) ? true : undefined));
+const enqueue = (id: string, type: string, payload: unknown = {}) =>
+  stack.services.sandboxes.enqueueCommand('dev', id, { type, payload });
 const socketOf = async (id: string) => (await store().get(id))?.commandSocket;
 const seqs = (handled: BridgeCommand[]) => handled.map((c) => c.seq);
 /** The pushes of commands of one type (types are unique per test; seqs are per sandbox). */
@@ -153,12 +160,18 @@ describe('the program on the bridge socket', () => {
       await waitFor('the early command', () => (run.handled.length ? true : undefined));
       const pushed = await enqueue(id, 'pushed', { text: 'hello' });
       await arrived(run, pushed);
-      expect(socket.posts.filter((p) => p.connectionId === connection).map((p) => [JSON.parse(p.text).commands[0].seq, p.status])).toEqual([[pushed, 200]]);
+      expect(
+        socket.posts
+          .filter((p) => p.connectionId === connection)
+          .map((p) => [JSON.parse(p.text).commands[0].seq, p.status]),
+      ).toEqual([[pushed, 200]]);
       expect(run.handled.find((c) => c.seq === pushed)).toMatchObject({ type: 'pushed', payload: { text: 'hello' } });
       expect(seqs(run.handled)).toEqual([early, pushed]);
       // Every fetch was the no-wait one after connecting: no long-poll held a function.
       expect(run.fetches.every((w) => w === 0)).toBe(true);
-      await waitFor('the queue to empty (acknowledged)', async () => ((await store().listCommands(id, 10)).length === 0 ? true : undefined));
+      await waitFor('the queue to empty (acknowledged)', async () =>
+        (await store().listCommands(id, 10)).length === 0 ? true : undefined,
+      );
     });
   });
 
@@ -166,7 +179,9 @@ describe('the program on the bridge socket', () => {
     const { id, bridge } = await checkedIn();
     await withChannel(bridge, async (run) => {
       const first = await waitFor('a connection', () => socketOf(id));
-      await waitFor('two pings on it', () => (socket.received.filter((m) => m.connectionId === first).length >= 2 ? true : undefined));
+      await waitFor('two pings on it', () =>
+        socket.received.filter((m) => m.connectionId === first).length >= 2 ? true : undefined,
+      );
       expect(socket.received.find((m) => m.connectionId === first)?.text).toBe('{"action":"ping"}');
       socket.answerPings = false;
       const second = await waitFor('a new connection', async () => {
@@ -217,7 +232,9 @@ describe('the program on the bridge socket', () => {
         sent.push(await enqueue(id, 'tick', { i }));
         await new Promise((r) => setTimeout(r, 150));
       }
-      await waitFor('every command', () => (sent.every((s) => run.handled.some((c) => c.seq === s)) ? true : undefined));
+      await waitFor('every command', () =>
+        sent.every((s) => run.handled.some((c) => c.seq === s)) ? true : undefined,
+      );
       expect(seen.size).toBeGreaterThan(1);
       // Each exactly once, though some came by push and some by the fetch after a reconnect.
       expect(seqs(run.handled).sort((x, y) => x - y)).toEqual(sent);
@@ -271,7 +288,12 @@ describe('the program on the bridge socket', () => {
       await waitFor('a connection', () => socketOf(id));
       await waitFor('the connect fetch', () => (run.fetches.length ? true : undefined));
       const big = 'x'.repeat(40 * 1024);
-      const seq = await stack.services.sandboxes.enqueueCommand('dev', id, { type: 'big', payload: { big } }, { seal: false });
+      const seq = await stack.services.sandboxes.enqueueCommand(
+        'dev',
+        id,
+        { type: 'big', payload: { big } },
+        { seal: false },
+      );
       await arrived(run, seq);
       expect(socket.posts.find((p) => p.text === '{"commands":[],"fetch":true}')).toBeDefined();
       expect((run.handled.find((c) => c.seq === seq)!.payload as { big: string }).big).toBe(big);
@@ -324,7 +346,11 @@ describe('the program itself', () => {
     const connection = await waitFor('its connection', () => socketOf(id), 30_000);
     const seq = await enqueue(id, 'no_such_command');
     // Unknown commands are acknowledged and ignored: the queue empties, through the push.
-    await waitFor('the acknowledgement', async () => ((await store().listCommands(id, 10)).length === 0 ? true : undefined), 30_000);
+    await waitFor(
+      'the acknowledgement',
+      async () => ((await store().listCommands(id, 10)).length === 0 ? true : undefined),
+      30_000,
+    );
     expect(postsOf('no_such_command')[0]).toMatchObject({ connectionId: connection, status: 200 });
     expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(200);
   });

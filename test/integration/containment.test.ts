@@ -46,7 +46,9 @@ beforeAll(async () => {
   process.env.CONTAINMENT_SERVER_SECRET = SERVER_SECRET;
   stack = await startTestStack({ memory: false, specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json') });
   llm = await startScriptedLlm();
-  await stack.call('POST', '/api/settings', { body: { llm_model: 'scripted-model', llm_api_key: 'sk-containment', llm_base_url: llm.baseUrl } });
+  await stack.call('POST', '/api/settings', {
+    body: { llm_model: 'scripted-model', llm_api_key: 'sk-containment', llm_base_url: llm.baseUrl },
+  });
   // Another user's sandbox that never checks in: its process holds an unused enrollment token.
   victimKey = await stack.newUser('victim');
   const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key: victimKey });
@@ -61,7 +63,10 @@ beforeAll(async () => {
     throw new Error('the victim sandbox has no process');
   })();
   victimToken = processEnv(pid!)!.ENROLLMENT_TOKEN!;
-  writeFileSync(join(stack.dataDir, 'sandboxes', victimSandbox, 'workspace', 'victim-notes.txt'), 'victim-workspace-secret\n');
+  writeFileSync(
+    join(stack.dataDir, 'sandboxes', victimSandbox, 'workspace', 'victim-notes.txt'),
+    'victim-workspace-secret\n',
+  );
 }, 60_000);
 afterAll(async () => {
   delete process.env.CONTAINMENT_SERVER_SECRET;
@@ -72,7 +77,8 @@ afterAll(async () => {
 const socketPath = () => stack.dynamoEndpoint.replace(/^unix:/, '');
 
 /** A bash step whose output is framed by markers, so each attempt's observation can be found. */
-const attempt = (name: string, command: string) => reply.bash(`echo "@@begin ${name}"; ( set -o pipefail; ${command} ) 2>&1; echo "@@end ${name} rc=$?"`);
+const attempt = (name: string, command: string) =>
+  reply.bash(`echo "@@begin ${name}"; ( set -o pipefail; ${command} ) 2>&1; echo "@@end ${name} rc=$?"`);
 
 describe('a hostile agent in a contained sandbox', () => {
   it('runs contained: the server says so and the record says so', () => {
@@ -105,22 +111,41 @@ describe('a hostile agent in a contained sandbox', () => {
       attempt('checkout', `ls ${PROJECT_ROOT} && cat ${PROJECT_ROOT}/package.json`),
       attempt('other-workspace', `cat ${dataDir}/sandboxes/${victimSandbox}/workspace/victim-notes.txt`),
       attempt('server-environ', `cat /proc/${process.pid}/environ | tr '\\0' '\\n'`),
-      attempt('all-environ', `cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'ENROLLMENT_TOKEN|CONTAINMENT_SERVER_SECRET'; ls /proc | grep -cE '^[0-9]+$'`),
+      attempt(
+        'all-environ',
+        `cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -E 'ENROLLMENT_TOKEN|CONTAINMENT_SERVER_SECRET'; ls /proc | grep -cE '^[0-9]+$'`,
+      ),
       reply.tool('str_replace_editor', { command: 'create', path: 'probe.js', file_text: dynamoProbe }),
       attempt('db-calls', 'node probe.js'),
       attempt('write-key-file', `echo mallory > ${dataDir}/dev-api-key`),
       // Ordinary work.
-      reply.tool('str_replace_editor', { command: 'create', path: 'app/hello.sh', file_text: 'echo "hello from $(basename "$PWD")"\n' }),
-      reply.tool('str_replace_editor', { command: 'str_replace', path: 'app/hello.sh', old_str: 'hello from', new_str: 'greetings from' }),
-      attempt('ordinary', `cd app && bash hello.sh && node -e "console.log('node', 6 * 7)" && git init -q && git -c user.name=Agent -c user.email=a@example.test commit -qam x --allow-empty && git add -A && git -c user.name=Agent -c user.email=a@example.test commit -qm "add hello" && git log -1 --format=%s && echo tmp-ok > ${SCRATCH} && cat ${SCRATCH}`),
+      reply.tool('str_replace_editor', {
+        command: 'create',
+        path: 'app/hello.sh',
+        file_text: 'echo "hello from $(basename "$PWD")"\n',
+      }),
+      reply.tool('str_replace_editor', {
+        command: 'str_replace',
+        path: 'app/hello.sh',
+        old_str: 'hello from',
+        new_str: 'greetings from',
+      }),
+      attempt(
+        'ordinary',
+        `cd app && bash hello.sh && node -e "console.log('node', 6 * 7)" && git init -q && git -c user.name=Agent -c user.email=a@example.test commit -qam x --allow-empty && git add -A && git -c user.name=Agent -c user.email=a@example.test commit -qm "add hello" && git log -1 --format=%s && echo tmp-ok > ${SCRATCH} && cat ${SCRATCH}`,
+      ),
       reply.finish('done trying'),
     );
-    const task = await startConversation(stack, { initial_message: { role: 'user', content: [{ type: 'text', text: 'Break out' }], run: true } });
+    const task = await startConversation(stack, {
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'Break out' }], run: true },
+    });
     expect(task.status).toBe('READY');
     const conv = await waitForStatus(stack, task.app_conversation_id, ['finished', 'error'], undefined, 90_000);
     expect(conv.execution_status).toBe('finished');
 
-    const observations = (await allEvents(stack, task.app_conversation_id)).filter((e) => e.kind === 'ObservationEvent').map((e) => JSON.stringify(e.observation));
+    const observations = (await allEvents(stack, task.app_conversation_id))
+      .filter((e) => e.kind === 'ObservationEvent')
+      .map((e) => JSON.stringify(e.observation));
     const seen = (name: string) => {
       const found = observations.find((o) => o.includes(`@@begin ${name}`));
       if (!found) throw new Error(`no observation for ${name}`);
@@ -129,8 +154,17 @@ describe('a hostile agent in a contained sandbox', () => {
     const failed = (name: string) => expect(seen(name)).toMatch(new RegExp(`@@end ${name} rc=[1-9]`));
 
     // Of the data dir, only the path down to this sandbox's own directory exists.
-    expect(seen('data-dir')).toContain(`@@begin data-dir\\n${dataDir}:\\nsandboxes\\n\\n${dataDir}/sandboxes:\\n${task.sandbox_id}\\n@@end data-dir rc=0`);
-    for (const name of ['secret-key', 'dev-api-key', 'database-files', 'checkout', 'other-workspace', 'server-environ']) {
+    expect(seen('data-dir')).toContain(
+      `@@begin data-dir\\n${dataDir}:\\nsandboxes\\n\\n${dataDir}/sandboxes:\\n${task.sandbox_id}\\n@@end data-dir rc=0`,
+    );
+    for (const name of [
+      'secret-key',
+      'dev-api-key',
+      'database-files',
+      'checkout',
+      'other-workspace',
+      'server-environ',
+    ]) {
       failed(name);
       expect(seen(name)).toContain('No such file or directory');
     }
@@ -169,7 +203,9 @@ describe('a hostile agent in a contained sandbox', () => {
     const workspace = join(dataDir, 'sandboxes', task.sandbox_id!, 'workspace');
     expect(readFileSync(join(workspace, 'app', 'hello.sh'), 'utf8')).toContain('greetings from');
     expect(existsSync(join(workspace, 'app', '.git'))).toBe(true);
-    expect((await stack.call('GET', `/api/v1/sandboxes?id=${task.sandbox_id}`)).body[0]).toMatchObject({ contained: true });
+    expect((await stack.call('GET', `/api/v1/sandboxes?id=${task.sandbox_id}`)).body[0]).toMatchObject({
+      contained: true,
+    });
     // /tmp was private: the host's /tmp has no such file from this sandbox.
     expect(existsSync(SCRATCH)).toBe(false);
   }, 120_000);

@@ -20,7 +20,10 @@ afterAll(async () => {
 /** A user with their own settings (so confirmation mode or limits stay within one test). */
 async function user(name: string, settings: Record<string, unknown> = {}): Promise<string> {
   const key = await stack.newUser(name);
-  const res = await stack.call('POST', '/api/settings', { key, body: { llm_model: 'scripted-model', llm_api_key: 'sk-control', llm_base_url: llm.baseUrl, ...settings } });
+  const res = await stack.call('POST', '/api/settings', {
+    key,
+    body: { llm_model: 'scripted-model', llm_api_key: 'sk-control', llm_base_url: llm.baseUrl, ...settings },
+  });
   expect(res.status).toBe(200);
   return key;
 }
@@ -35,17 +38,34 @@ describe('talking to a running conversation', () => {
     const id = task.app_conversation_id;
     await waitForStatus(stack, id, ['waiting_for_confirmation'], key);
     llm.enqueue(reply.bash('echo rejected > rejected.txt'));
-    expect((await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, { key, body: { accept: true } })).body).toEqual({ success: true });
-    await waitFor(() => allEvents(stack, id, key), (ev) => ev.filter((e) => e.kind === 'ActionEvent').length >= 2, 30_000, 'second action');
+    expect(
+      (
+        await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, {
+          key,
+          body: { accept: true },
+        })
+      ).body,
+    ).toEqual({ success: true });
+    await waitFor(
+      () => allEvents(stack, id, key),
+      (ev) => ev.filter((e) => e.kind === 'ActionEvent').length >= 2,
+      30_000,
+      'second action',
+    );
     await waitForStatus(stack, id, ['waiting_for_confirmation'], key);
     llm.enqueue(reply.finish('ok, not doing that'));
-    await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, { key, body: { accept: false, reason: 'not that file' } });
+    await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, {
+      key,
+      body: { accept: false, reason: 'not that file' },
+    });
     await waitForStatus(stack, id, ['finished'], key);
     const ws = workspaceOf(task.sandbox_id!);
     expect(readFileSync(join(ws, 'accepted.txt'), 'utf8').trim()).toBe('accepted');
     expect(() => readFileSync(join(ws, 'rejected.txt'))).toThrow();
     const events = await allEvents(stack, id, key);
-    expect(events.some((e) => e.kind === 'UserRejectObservation' && JSON.stringify(e).includes('not that file'))).toBe(true);
+    expect(events.some((e) => e.kind === 'UserRejectObservation' && JSON.stringify(e).includes('not that file'))).toBe(
+      true,
+    );
   });
 
   it('max_iterations stops the loop with a message saying so', async () => {
@@ -63,7 +83,10 @@ describe('talking to a running conversation', () => {
   it('max_budget_per_task stops the loop once the cost reaches it', async () => {
     const key = await user('budget', { max_budget_per_task: 0.000001, llm_model: 'openai/gpt-4o' });
     // The first call already costs more than the budget: no second call is made.
-    llm.enqueue({ toolCalls: [{ name: 'execute_bash', args: { command: 'echo spend' } }], usage: { prompt_tokens: 100_000, completion_tokens: 1000 } });
+    llm.enqueue({
+      toolCalls: [{ name: 'execute_bash', args: { command: 'echo spend' } }],
+      usage: { prompt_tokens: 100_000, completion_tokens: 1000 },
+    });
     const task = await startConversation(stack, message('spend'), key);
     const conv = await waitForStatus(stack, task.app_conversation_id, ['error', 'finished'], key);
     expect(conv.execution_status).toBe('error');
@@ -90,16 +113,34 @@ describe('talking to a running conversation', () => {
     await waitForStatus(stack, id, ['finished'], key);
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor(async () => (await conversation(stack, id, key)).sandbox_status, (s) => s === 'PAUSED', 30_000, 'paused');
+    await waitFor(
+      async () => (await conversation(stack, id, key)).sandbox_status,
+      (s) => s === 'PAUSED',
+      30_000,
+      'paused',
+    );
     expect(readFileSync(join(workspaceOf(sandboxId), 'kept.txt'), 'utf8').trim()).toBe('before-pause');
 
     // A message sent while paused waits in the queue and is delivered after the resume.
     llm.enqueue(reply.bash('cat kept.txt && echo after-resume >> kept.txt'), reply.finish('continued'));
-    expect((await stack.call('POST', `/api/conversations/${id}/events`, { key, body: { role: 'user', content: [{ type: 'text', text: 'carry on' }], run: true } })).status).toBe(200);
+    expect(
+      (
+        await stack.call('POST', `/api/conversations/${id}/events`, {
+          key,
+          body: { role: 'user', content: [{ type: 'text', text: 'carry on' }], run: true },
+        })
+      ).status,
+    ).toBe(200);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
     await waitFor(
       () => allEvents(stack, id, key),
-      (ev) => ev.some((e) => e.kind === 'ObservationEvent' && JSON.stringify(e).includes('before-pause') && JSON.stringify(e).includes('cat kept')) || ev.filter((e) => e.kind === 'ActionEvent').length >= 4,
+      (ev) =>
+        ev.some(
+          (e) =>
+            e.kind === 'ObservationEvent' &&
+            JSON.stringify(e).includes('before-pause') &&
+            JSON.stringify(e).includes('cat kept'),
+        ) || ev.filter((e) => e.kind === 'ActionEvent').length >= 4,
       60_000,
       'the agent to continue after the resume',
     );
@@ -107,7 +148,9 @@ describe('talking to a running conversation', () => {
     expect(readFileSync(join(workspaceOf(sandboxId), 'kept.txt'), 'utf8')).toBe('before-pause\nafter-resume\n');
     // The resumed sandbox numbered its events after the ones before the pause: all shown, all counted, none twice.
     const after = await allEvents(stack, id, key);
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key })).body).toBe(after.length);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key })).body).toBe(
+      after.length,
+    );
     expect(new Set(after.map((e) => e.id)).size).toBe(after.length);
     // The model saw the history from before the pause.
     expect(JSON.stringify(llm.requests.at(-1)!.body)).toContain('write kept.txt');
@@ -119,22 +162,37 @@ describe('talking to a running conversation', () => {
     const res = await stack.call('POST', '/api/v1/app-conversations', { key, body: message('go') });
     const taskId = res.body.id;
     const conversationId = await waitFor(
-      async () => (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${taskId}`, { key })).body[0].app_conversation_id as string,
+      async () =>
+        (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${taskId}`, { key })).body[0]
+          .app_conversation_id as string,
       (c) => Boolean(c),
     );
     const seen: string[] = [];
     let cursor: string | null = null;
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      const page: any = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`, { key });
+      const page: any = await stack.call(
+        'GET',
+        `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
+        { key },
+      );
       seen.push(...page.body.items.map((e: { id: string }) => e.id));
       cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
-      if ((await conversation(stack, conversationId, key)).execution_status === 'finished' && !page.body.next_page_id && page.body.items.length === 0) break;
+      if (
+        (await conversation(stack, conversationId, key)).execution_status === 'finished' &&
+        !page.body.next_page_id &&
+        page.body.items.length === 0
+      )
+        break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const all = (await allEvents(stack, conversationId, key)).map((e) => e.id);
     expect(seen).toEqual(all);
-    const desc = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&sort_order=TIMESTAMP_DESC&limit=100`, { key });
+    const desc = await stack.call(
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${conversationId}&sort_order=TIMESTAMP_DESC&limit=100`,
+      { key },
+    );
     expect(desc.body.items.map((e: { id: string }) => e.id)).toEqual([...all].reverse());
   });
 });

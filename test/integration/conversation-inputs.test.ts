@@ -45,7 +45,12 @@ describe('every creation input of the spec', () => {
       body: { initial_user_msg: 'Describe this picture', image_urls: ['https://images.example.test/cat.png'] },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ok', conversation_id: expect.stringMatching(/^[0-9a-f]{32}$/), message: null, conversation_status: 'STARTING' });
+    expect(res.body).toEqual({
+      status: 'ok',
+      conversation_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      message: null,
+      conversation_status: 'STARTING',
+    });
     await waitForStatus(stack, res.body.conversation_id, ['finished']);
     const sent = lastRequestText();
     expect(sent).toContain('Describe this picture');
@@ -55,7 +60,9 @@ describe('every creation input of the spec', () => {
   it('conversation_id chosen by the client, and a taken one is a 409', async () => {
     llm.enqueue(reply.finish('ok'));
     const id = 'c0ffee00c0ffee00c0ffee00c0ffee00';
-    const first = await stack.call('POST', '/api/conversations', { body: { conversation_id: id, initial_user_msg: 'first' } });
+    const first = await stack.call('POST', '/api/conversations', {
+      body: { conversation_id: id, initial_user_msg: 'first' },
+    });
     expect(first.body.conversation_id).toBe(id);
     const again = await stack.call('POST', '/api/conversations', { body: { conversation_id: id } });
     expect(again.status).toBe(409);
@@ -71,20 +78,29 @@ describe('every creation input of the spec', () => {
       body: {
         conversation_instructions: 'Always answer in haiku.',
         mcp_config: {
-          stdio_servers: [{ name: 'fromrequest', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: ENV_SECRET } }],
+          stdio_servers: [
+            { name: 'fromrequest', command: process.execPath, args: ['-e', MCP_SERVER], env: { GREETING: ENV_SECRET } },
+          ],
           sse_servers: [{ url: 'http://127.0.0.1:9/sse', api_key: KEY_SECRET }],
         },
         initial_message: { content: [{ type: 'text', text: 'hello' }] },
       },
     });
     expect(res.status).toBe(200);
-    expect(res.body.request.mcp_config.sse_servers[0]).toEqual({ url: 'http://127.0.0.1:9/sse', api_key: null, api_key_set: true });
+    expect(res.body.request.mcp_config.sse_servers[0]).toEqual({
+      url: 'http://127.0.0.1:9/sse',
+      api_key: null,
+      api_key_set: true,
+    });
     expect(res.body.request.mcp_config.stdio_servers[0]).toMatchObject({ env: { GREETING: null }, env_set: true });
-    const task = await waitForStatus(stack, res.body.app_conversation_id, ['finished']).then(async () =>
-      (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${res.body.id}`)).body[0],
+    const task = await waitForStatus(stack, res.body.app_conversation_id, ['finished']).then(
+      async () => (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${res.body.id}`)).body[0],
     );
     expect(task.status).toBe('READY');
-    const searched = await stack.call('GET', `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${task.app_conversation_id}`);
+    const searched = await stack.call(
+      'GET',
+      `/api/v1/app-conversations/start-tasks/search?conversation_id__eq=${task.app_conversation_id}`,
+    );
     for (const text of [res.text, JSON.stringify(task), searched.text]) {
       expect(text).not.toContain(ENV_SECRET);
       expect(text).not.toContain(KEY_SECRET);
@@ -105,7 +121,9 @@ describe('every creation input of the spec', () => {
 
   it('suggested_task: the repository is cloned and the first message names the issue', async () => {
     llm.enqueue(reply.finish('fixed'));
-    const task = await startConversation(stack, { suggested_task: { repo: 'team/service', issue_number: 17, title: 'Crash on empty input', git_provider: 'gitlab' } });
+    const task = await startConversation(stack, {
+      suggested_task: { repo: 'team/service', issue_number: 17, title: 'Crash on empty input', git_provider: 'gitlab' },
+    });
     expect(task.status).toBe('READY');
     await waitForStatus(stack, task.app_conversation_id, ['finished']);
     expect(existsSync(join(workspaceOf(task.sandbox_id!), 'service', 'README.md'))).toBe(true);
@@ -116,14 +134,22 @@ describe('every creation input of the spec', () => {
 
   it('create_microagent: the agent is asked for a microagent file and writes it', async () => {
     llm.enqueue(
-      reply.tool('str_replace_editor', { command: 'create', path: '.openhands/microagents/repo.md', file_text: '# service\nRun the tests with make test.\n' }),
+      reply.tool('str_replace_editor', {
+        command: 'create',
+        path: '.openhands/microagents/repo.md',
+        file_text: '# service\nRun the tests with make test.\n',
+      }),
       reply.finish('written'),
     );
-    const task = await startConversation(stack, { create_microagent: { repo: 'team/service', git_provider: 'gitlab' } });
+    const task = await startConversation(stack, {
+      create_microagent: { repo: 'team/service', git_provider: 'gitlab' },
+    });
     expect(task.status).toBe('READY');
     await waitForStatus(stack, task.app_conversation_id, ['finished']);
     expect(JSON.stringify(llm.requests.at(-2)!.body)).toContain('.openhands/microagents/');
-    expect(readFileSync(join(workspaceOf(task.sandbox_id!), 'service', '.openhands', 'microagents', 'repo.md'), 'utf8')).toContain('make test');
+    expect(
+      readFileSync(join(workspaceOf(task.sandbox_id!), 'service', '.openhands', 'microagents', 'repo.md'), 'utf8'),
+    ).toContain('make test');
   });
 
   it('replay_json: the recorded actions run again in order without the LLM, then the agent continues', async () => {
@@ -157,7 +183,9 @@ describe('legacy errors', () => {
   });
 
   it('422 for unknown fields and bad types, naming them', async () => {
-    const res = await stack.call('POST', '/api/conversations', { body: { repository: 'a/b', bogus: 1, git_provider: 'myspace' } });
+    const res = await stack.call('POST', '/api/conversations', {
+      body: { repository: 'a/b', bogus: 1, git_provider: 'myspace' },
+    });
     expect(res.status).toBe(422);
     const locs = res.body.detail.map((d: { loc: string[] }) => d.loc.join('.'));
     expect(locs).toEqual(expect.arrayContaining(['body.git_provider']));

@@ -16,8 +16,21 @@ afterAll(() => dynamo.close());
 
 let n = 0;
 const newId = () => (++n).toString(16).padStart(32, '0');
-const record = (userId: string, id = newId(), createdAt = new Date(Date.parse('2026-01-01T00:00:00Z') + n * 1000).toISOString()): ConversationRecord =>
-  ({ id, userId, createdAt, updatedAt: createdAt, sandbox_id: null, start_task_id: '', title: `Conversation ${id}`, version: 1 }) as ConversationRecord;
+const record = (
+  userId: string,
+  id = newId(),
+  createdAt = new Date(Date.parse('2026-01-01T00:00:00Z') + n * 1000).toISOString(),
+): ConversationRecord =>
+  ({
+    id,
+    userId,
+    createdAt,
+    updatedAt: createdAt,
+    sandbox_id: null,
+    start_task_id: '',
+    title: `Conversation ${id}`,
+    version: 1,
+  }) as ConversationRecord;
 
 /** Every conversation of the user, through the list (all pages). */
 async function listAll(store: DynamoConversationStore, userId: string): Promise<ConversationRecord[]> {
@@ -32,7 +45,11 @@ async function listAll(store: DynamoConversationStore, userId: string): Promise<
 }
 
 const counterItem = async (userId: string) =>
-  (await documentClient().send(new GetCommand({ TableName: tableName('conversations'), Key: { userId, id: COUNTER_ID }, ConsistentRead: true }))).Item;
+  (
+    await documentClient().send(
+      new GetCommand({ TableName: tableName('conversations'), Key: { userId, id: COUNTER_ID }, ConsistentRead: true }),
+    )
+  ).Item;
 
 /**
  * Loses the answer of the next write that `matches`: the write is applied by dynalite, then the SDK
@@ -52,7 +69,11 @@ function loseNextAnswer(matches: (target: string, body: string) => boolean): { l
     return out;
   };
   // Inside the SDK's retry loop, so its retry sees the loss.
-  documentClient().middlewareStack.addRelativeTo(middleware as Parameters<Stack['addRelativeTo']>[0], { name, relation: 'after', toMiddleware: 'retryMiddleware' });
+  documentClient().middlewareStack.addRelativeTo(middleware as Parameters<Stack['addRelativeTo']>[0], {
+    name,
+    relation: 'after',
+    toMiddleware: 'retryMiddleware',
+  });
   cleanups.push(() => documentClient().middlewareStack.remove(name));
   return { lost: () => lost };
 }
@@ -74,7 +95,10 @@ describe('the per-user conversation count', () => {
     const doomed = records.filter((_, i) => i % 3 === 0);
     // Creates and deletes racing each other: 20 more creates while 20 deletes (each deleted twice at once) run.
     const more = Array.from({ length: 20 }, () => record(user));
-    await Promise.all([...more.map((r) => store.create(r)), ...doomed.flatMap((r) => [store.delete(user, r.id), store.delete(user, r.id)])]);
+    await Promise.all([
+      ...more.map((r) => store.create(r)),
+      ...doomed.flatMap((r) => [store.delete(user, r.id), store.delete(user, r.id)]),
+    ]);
     const listed = await listAll(store, user);
     expect(listed).toHaveLength(60);
     expect(await store.count(user, {})).toBe(60);
@@ -101,7 +125,9 @@ describe('the per-user conversation count', () => {
   it('counts a create once when the answer of its counter write is lost and the SDK retries it', async () => {
     const store = new DynamoConversationStore();
     const user = 'count-lost-counter';
-    const lose = loseNextAnswer((target, body) => target.endsWith('UpdateItem') && body.includes(COUNTER_ID) && body.includes(user));
+    const lose = loseNextAnswer(
+      (target, body) => target.endsWith('UpdateItem') && body.includes(COUNTER_ID) && body.includes(user),
+    );
     expect(await store.create(record(user))).toBe(true);
     expect(lose.lost()).toBe(1);
     expect(await store.count(user, {})).toBe(1);
@@ -125,7 +151,9 @@ describe('the per-user conversation count', () => {
     const [a, b] = [record(user), record(user)];
     await store.create(a);
     await store.create(b);
-    const lose = loseNextAnswer((target, body) => target.endsWith('PutItem') && body.includes('deletedAt') && body.includes(a.id));
+    const lose = loseNextAnswer(
+      (target, body) => target.endsWith('PutItem') && body.includes('deletedAt') && body.includes(a.id),
+    );
     await store.delete(user, a.id);
     expect(lose.lost()).toBe(1);
     expect(await store.count(user, {})).toBe(1);
@@ -151,12 +179,15 @@ describe('the per-user conversation count', () => {
     const user = 'count-before';
     // Three conversations as an earlier version stored them: no counter, no `counted` mark.
     const old = [record(user), record(user), record(user)];
-    for (const r of old) await documentClient().send(new PutCommand({ TableName: tableName('conversations'), Item: r }));
+    for (const r of old)
+      await documentClient().send(new PutCommand({ TableName: tableName('conversations'), Item: r }));
     expect(await store.count(user, {})).toBe(3);
     expect(await counterItem(user)).toBeUndefined();
     // An old one deleted before the counter starts (its answer lost, so the retry must read what it
     // ended): out of the index, and nothing to count down yet.
-    const lose = loseNextAnswer((target, body) => target.endsWith('PutItem') && body.includes('deletedAt') && body.includes(old[0]!.id));
+    const lose = loseNextAnswer(
+      (target, body) => target.endsWith('PutItem') && body.includes('deletedAt') && body.includes(old[0]!.id),
+    );
     await store.delete(user, old[0]!.id);
     expect(lose.lost()).toBe(1);
     expect(await store.count(user, {})).toBe(2);
@@ -203,8 +234,12 @@ describe('filtered conversation pages', () => {
     const store = new DynamoConversationStore();
     const user = 'pages-filtered';
     // 500 conversations, one in 100 titled "needle": more than one Query round apart.
-    const records = Array.from({ length: 500 }, (_, i) => ({ ...record(user), ...(i % 100 === 7 ? { title: `The needle ${i}` } : {}) }));
-    for (let i = 0; i < records.length; i += 50) await Promise.all(records.slice(i, i + 50).map((r) => store.create(r)));
+    const records = Array.from({ length: 500 }, (_, i) => ({
+      ...record(user),
+      ...(i % 100 === 7 ? { title: `The needle ${i}` } : {}),
+    }));
+    for (let i = 0; i < records.length; i += 50)
+      await Promise.all(records.slice(i, i + 50).map((r) => store.create(r)));
     const pages: string[][] = [];
     let startKey: Record<string, unknown> | undefined;
     do {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, conversation, startConversation, waitFor, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -15,7 +15,15 @@ beforeAll(async () => {
   stack = await startTestStack();
   llm = await startScriptedLlm();
   git = await startGitServer(TOKEN);
-  git.createRepo('acme/app', { 'README.md': '# app\n', '.openhands/setup.sh': 'echo setup-ran > setup-output.txt\n', '.openhands/pre-commit.sh': 'exit 0\n' }, { feature: { 'feature.txt': 'on the feature branch\n' } });
+  git.createRepo(
+    'acme/app',
+    {
+      'README.md': '# app\n',
+      '.openhands/setup.sh': 'echo setup-ran > setup-output.txt\n',
+      '.openhands/pre-commit.sh': 'exit 0\n',
+    },
+    { feature: { 'feature.txt': 'on the feature branch\n' } },
+  );
   const saved = await stack.call('POST', '/api/settings', {
     body: {
       llm_model: 'scripted-model',
@@ -23,7 +31,10 @@ beforeAll(async () => {
       llm_base_url: llm.baseUrl,
       git_user_name: 'Ada Lovelace',
       git_user_email: 'ada@example.test',
-      secrets_store: { provider_tokens: { github: { token: TOKEN, host: git.url } }, custom_secrets: { DEPLOY_TOKEN: 'custom-secret-value-42' } },
+      secrets_store: {
+        provider_tokens: { github: { token: TOKEN, host: git.url } },
+        custom_secrets: { DEPLOY_TOKEN: 'custom-secret-value-42' },
+      },
     },
   });
   expect(saved.status).toBe(200);
@@ -41,7 +52,11 @@ describe('a conversation end to end', () => {
   it('runs a shell command, writes a file and finishes, with its events visible through the API', async () => {
     llm.enqueue(
       reply.bash('echo hello from the agent && echo "$DEPLOY_TOKEN" | wc -c'),
-      reply.tool('str_replace_editor', { command: 'create', path: 'notes/result.txt', file_text: 'written by the agent\n' }),
+      reply.tool('str_replace_editor', {
+        command: 'create',
+        path: 'notes/result.txt',
+        file_text: 'written by the agent\n',
+      }),
       reply.bash('git add -A && git commit -qm "agent commit" && git log -1 --format=%an'),
       reply.finish('All done.'),
     );
@@ -63,32 +78,50 @@ describe('a conversation end to end', () => {
     expect(observations).toContain('hello from the agent');
     expect(observations).toContain('Ada Lovelace'); // git identity from the settings
     expect(JSON.stringify(events)).not.toContain('custom-secret-value-42');
-    expect(readFileSync(join(workspaceOf(task.sandbox_id!), 'notes', 'result.txt'), 'utf8')).toBe('written by the agent\n');
+    expect(readFileSync(join(workspaceOf(task.sandbox_id!), 'notes', 'result.txt'), 'utf8')).toBe(
+      'written by the agent\n',
+    );
 
     // The count agrees, and kind filters work.
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${task.app_conversation_id}`)).body).toBe(events.length);
-    const actions = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${task.app_conversation_id}&kind__eq=ActionEvent`);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${task.app_conversation_id}`)).body).toBe(
+      events.length,
+    );
+    const actions = await stack.call(
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${task.app_conversation_id}&kind__eq=ActionEvent`,
+    );
     expect(actions.body.items.every((e: { kind: string }) => e.kind === 'ActionEvent')).toBe(true);
   });
 
   it('clones the repository and branch with the provider token, runs setup.sh and installs the pre-commit hook', async () => {
     const before = git.authHeaders.length;
     llm.enqueue(reply.bash('cat feature.txt setup-output.txt'), reply.finish('read it'));
-    const task = await startConversation(stack, { selected_repository: 'acme/app', git_provider: 'github', selected_branch: 'feature', initial_message: text('Read the files') });
+    const task = await startConversation(stack, {
+      selected_repository: 'acme/app',
+      git_provider: 'github',
+      selected_branch: 'feature',
+      initial_message: text('Read the files'),
+    });
     expect(task.status).toBe('READY');
     const repoDir = join(workspaceOf(task.sandbox_id!), 'app');
     expect(readFileSync(join(repoDir, 'feature.txt'), 'utf8')).toBe('on the feature branch\n');
     expect(readFileSync(join(repoDir, 'setup-output.txt'), 'utf8').trim()).toBe('setup-ran');
     expect(existsSync(join(repoDir, '.git', 'hooks', 'pre-commit'))).toBe(true);
     expect(readFileSync(join(repoDir, '.git', 'config'), 'utf8')).not.toContain(TOKEN);
-    expect(git.authHeaders.slice(before)).toContain(`Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`);
+    expect(git.authHeaders.slice(before)).toContain(
+      `Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
+    );
     await waitForStatus(stack, task.app_conversation_id, ['finished']);
     const conv = await conversation(stack, task.app_conversation_id);
     expect(conv).toMatchObject({ selected_repository: 'acme/app', selected_branch: 'feature', git_provider: 'github' });
   });
 
   it('fails the start task with a detail a person can act on when the clone fails', async () => {
-    const task = await startConversation(stack, { selected_repository: 'acme/does-not-exist', git_provider: 'github', initial_message: text('x') });
+    const task = await startConversation(stack, {
+      selected_repository: 'acme/does-not-exist',
+      git_provider: 'github',
+      initial_message: text('x'),
+    });
     expect(task.status).toBe('ERROR');
     expect(task.detail).toContain('Could not clone acme/does-not-exist');
     expect(task.detail).not.toContain(TOKEN);
@@ -114,8 +147,12 @@ describe('a conversation end to end', () => {
     expect(mine.body[0].id).toBe(id);
     expect(mine.body[1]).toBeNull();
     expect((await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key: other })).body).toEqual([null]);
-    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: other })).status).toBe(404);
-    expect((await stack.call('POST', `/api/conversations/${id}/events`, { key: other, body: text('hi') })).status).toBe(404);
+    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: other })).status).toBe(
+      404,
+    );
+    expect((await stack.call('POST', `/api/conversations/${id}/events`, { key: other, body: text('hi') })).status).toBe(
+      404,
+    );
     expect((await stack.call('GET', '/api/v1/app-conversations/search', { key: other })).body.items).toEqual([]);
     expect((await stack.call('GET', '/api/v1/app-conversations/count', { key: other })).body).toBe(0);
     expect((await stack.call('DELETE', `/api/conversations/${id}`, { key: other })).status).toBe(404);

@@ -20,7 +20,9 @@ let userId: string;
 beforeAll(async () => {
   stack = await startTestStack();
   llm = await startScriptedLlm([reply.finish('ready')]);
-  await stack.call('POST', '/api/settings', { body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl } });
+  await stack.call('POST', '/api/settings', {
+    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
+  });
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
@@ -36,10 +38,18 @@ afterAll(async () => {
 });
 
 let made = 0;
-const ev = (kind = 'MessageEvent', text = `e${made + 1}`) => ({ kind, id: `id-${++made}`, timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, made)).toISOString(), source: 'agent', text });
+const ev = (kind = 'MessageEvent', text = `e${made + 1}`) => ({
+  kind,
+  id: `id-${++made}`,
+  timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, made)).toISOString(),
+  source: 'agent',
+  text,
+});
 const texts = (items: { text?: string }[]) => items.map((e) => e.text);
-const post = (seq: number | string, events: unknown[], k = key) => stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${seq}`, { key: k, body: events });
-const count = async (q = '') => (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${cid}${q}`)).body as number;
+const post = (seq: number | string, events: unknown[], k = key) =>
+  stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${seq}`, { key: k, body: events });
+const count = async (q = '') =>
+  (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${cid}${q}`)).body as number;
 const search = async (q: string) => {
   const res = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${cid}${q}`);
   expect(res.status, res.text).toBe(200);
@@ -63,7 +73,13 @@ const land = (seq: number, event: ReturnType<typeof ev>) =>
   documentClient().send(
     new PutCommand({
       TableName: tableName('events'),
-      Item: { conversationKey: `${userId}#${cid}`, seq, kindKey: `${userId}#${cid}#${event.kind}`, timestamp: event.timestamp, event: JSON.stringify(event) },
+      Item: {
+        conversationKey: `${userId}#${cid}`,
+        seq,
+        kindKey: `${userId}#${cid}#${event.kind}`,
+        timestamp: event.timestamp,
+        event: JSON.stringify(event),
+      },
     }),
   );
 
@@ -133,7 +149,12 @@ describe('events by sequence number', () => {
       seen.push(...s);
       cursor = follow!;
     };
-    for (const [from, to] of [[4, 8], [0, 2], [8, 12], [2, 4]] as const) {
+    for (const [from, to] of [
+      [4, 8],
+      [0, 2],
+      [8, 12],
+      [2, 4],
+    ] as const) {
       await post(last + 1 + from, sent.slice(from, to));
       await poll();
     }
@@ -143,7 +164,9 @@ describe('events by sequence number', () => {
 
   it('fills every page of a kind filter with a rare kind (no empty page while matches remain), counts it, and pages both ways', async () => {
     const last = await count();
-    const batch = Array.from({ length: 60 }, (_, i) => ev([3, 25, 58].includes(i) ? 'RareEvent' : 'MessageEvent', `k${i}`));
+    const batch = Array.from({ length: 60 }, (_, i) =>
+      ev([3, 25, 58].includes(i) ? 'RareEvent' : 'MessageEvent', `k${i}`),
+    );
     await post(last + 1, batch);
     const rare = texts(batch.filter((e) => e.kind === 'RareEvent'));
     const first = await search('&kind__eq=RareEvent&limit=1');

@@ -26,11 +26,18 @@ const clients: StreamClient[] = [];
 beforeAll(async () => {
   stack = await startTestStack({ streamPingMs: PING_MS });
   llm = await startScriptedLlm([reply.finish('ready'), reply.finish('heard you')]);
-  await stack.call('POST', '/api/settings', { body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl } });
+  await stack.call('POST', '/api/settings', {
+    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
+  });
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
-  await waitFor(() => conversation(stack, cid), (c) => c.execution_status === 'finished', 60_000, 'finished');
+  await waitFor(
+    () => conversation(stack, cid),
+    (c) => c.execution_status === 'finished',
+    60_000,
+    'finished',
+  );
   sandboxKey = (await stack.sandboxKey(sid))!;
   const view = await conversation(stack, cid);
   scoped = view.session_api_key;
@@ -52,12 +59,22 @@ const stream = (query: Record<string, string> = {}, headers?: Record<string, str
   return c;
 };
 let made = 0;
-const ev = (text = `e${made + 1}`) => ({ kind: 'MessageEvent', id: `stream-${++made}`, timestamp: new Date().toISOString(), source: 'agent', text });
+const ev = (text = `e${made + 1}`) => ({
+  kind: 'MessageEvent',
+  id: `stream-${++made}`,
+  timestamp: new Date().toISOString(),
+  source: 'agent',
+  text,
+});
 const post = async (seq: number, events: unknown[]) => {
-  const res = await stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${seq}`, { key: sandboxKey, body: events });
+  const res = await stack.call('POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${seq}`, {
+    key: sandboxKey,
+    body: events,
+  });
   expect(res.status, res.text).toBe(200);
 };
-const committed = async () => (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${cid}`)).body as number;
+const committed = async () =>
+  (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${cid}`)).body as number;
 const seqs = (c: StreamClient) => c.messages.map((m) => m.seq);
 const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 
@@ -68,10 +85,28 @@ describe('the event stream', () => {
     await c.until(await committed());
     const before = c.last();
     c.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'over the socket' }], run: true }));
-    await waitFor(async () => c.messages, (ms) => ms.some((m) => m.kind === 'MessageEvent' && m.source === 'user' && JSON.stringify(m).includes('over the socket')), 30_000, 'the relayed message');
+    await waitFor(
+      async () => c.messages,
+      (ms) =>
+        ms.some(
+          (m) => m.kind === 'MessageEvent' && m.source === 'user' && JSON.stringify(m).includes('over the socket'),
+        ),
+      30_000,
+      'the relayed message',
+    );
     // The agent's answer comes through the stream (the status was "finished" before, so it says nothing yet).
-    await waitFor(async () => c.messages, (ms) => ms.some((m) => m.seq > before && JSON.stringify(m).includes('heard you')), 30_000, "the agent's answer");
-    await waitFor(() => conversation(stack, cid), (v) => v.execution_status === 'finished', 30_000, 'finished again');
+    await waitFor(
+      async () => c.messages,
+      (ms) => ms.some((m) => m.seq > before && JSON.stringify(m).includes('heard you')),
+      30_000,
+      "the agent's answer",
+    );
+    await waitFor(
+      () => conversation(stack, cid),
+      (v) => v.execution_status === 'finished',
+      30_000,
+      'finished again',
+    );
     // The agent is done: its events are all in, nothing new for a second (the tests below number theirs after them).
     let seen = -1;
     await waitFor(
@@ -180,17 +215,36 @@ describe('the event stream', () => {
     await post(end + 1, [big, ev()]);
     await c.until(end + 2);
     const [ref, small] = c.messages;
-    expect(ref).toMatchObject({ kind: 'EventReference', id: big.id, seq: end + 1, event_kind: 'MessageEvent', timestamp: big.timestamp, source: 'agent' });
+    expect(ref).toMatchObject({
+      kind: 'EventReference',
+      id: big.id,
+      seq: end + 1,
+      event_kind: 'MessageEvent',
+      timestamp: big.timestamp,
+      source: 'agent',
+    });
     expect(ref!.bytes).toBeGreaterThan(MAX_MESSAGE_BYTES);
     expect(small).toMatchObject({ kind: 'MessageEvent', seq: end + 2 });
     const fetched = await stack.call('GET', ref!.href as string, { key: scoped });
     expect(fetched.status).toBe(200);
     expect(fetched.body.items).toEqual([big]);
     // A hostile agent's own "EventReference", pointing clients (and their key) elsewhere: sent as the server's reference.
-    const spoof = { ...ev(), kind: 'EventReference', href: 'https://evil.example/collect', event_kind: 'MessageEvent', bytes: 10 };
+    const spoof = {
+      ...ev(),
+      kind: 'EventReference',
+      href: 'https://evil.example/collect',
+      event_kind: 'MessageEvent',
+      bytes: 10,
+    };
     await post(end + 3, [spoof]);
     await c.until(end + 3);
-    expect(c.messages[2]).toMatchObject({ kind: 'EventReference', id: spoof.id, seq: end + 3, event_kind: 'EventReference', href: `/api/v1/events/search?conversation_id__eq=${cid}&after_seq=${end + 2}&limit=1` });
+    expect(c.messages[2]).toMatchObject({
+      kind: 'EventReference',
+      id: spoof.id,
+      seq: end + 3,
+      event_kind: 'EventReference',
+      href: `/api/v1/events/search?conversation_id__eq=${cid}&after_seq=${end + 2}&limit=1`,
+    });
     await c.close();
   });
 });
@@ -203,20 +257,27 @@ describe('who may open a stream', () => {
     expect(c.messages).toEqual([]);
   };
 
-  it('takes the session cookie from this API\'s own origin or an allowed one, never from a cross-site page', async () => {
+  it("takes the session cookie from this API's own origin or an allowed one, never from a cross-site page", async () => {
     const res = await stack.call('POST', '/api/authenticate');
     const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
     expect(cookie).toMatch(/^acs_session=/);
     const ok = stream({ resend_all: 'true' }, { cookie, origin: stack.url });
     await ok.until(1);
     await ok.close();
-    await refusedWith(stream({ resend_all: 'true' }, { cookie, origin: 'https://evil.example' }), CLOSE.forbidden, REFUSALS.crossSite);
+    await refusedWith(
+      stream({ resend_all: 'true' }, { cookie, origin: 'https://evil.example' }),
+      CLOSE.forbidden,
+      REFUSALS.crossSite,
+    );
     await refusedWith(stream({ resend_all: 'true' }, { cookie }), CLOSE.forbidden, REFUSALS.crossSite);
     await refusedWith(stream({ resend_all: 'true' }, { origin: stack.url }), CLOSE.unauthorized, REFUSALS.unauthorized);
   });
 
-  it('refuses a user API key in the URL, even the owner\'s own', async () => {
-    for (const query of [{ session_api_key: stack.devKey }, { api_key: stack.devKey, session_api_key: scoped }] as Record<string, string>[]) {
+  it("refuses a user API key in the URL, even the owner's own", async () => {
+    for (const query of [
+      { session_api_key: stack.devKey },
+      { api_key: stack.devKey, session_api_key: scoped },
+    ] as Record<string, string>[]) {
       await refusedWith(stream({ resend_all: 'true', ...query }), CLOSE.forbidden, REFUSALS.userKeyInUrl);
     }
     // In a header (a CLI client), as on every route.
@@ -228,7 +289,19 @@ describe('who may open a stream', () => {
   it("refuses another conversation's scoped key, a revoked one, and anyone on another user's conversation (404-like)", async () => {
     // A second conversation of the same user, and one of bob's.
     const store = new DynamoConversationStore();
-    const record = (id: string, owner: string) => ({ ...({} as ConversationRecord), id, userId: owner, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(), sandbox_id: null, start_task_id: 't', version: 1, pr_number: [], agent_type: 'default' as const }) as ConversationRecord;
+    const record = (id: string, owner: string) =>
+      ({
+        ...({} as ConversationRecord),
+        id,
+        userId: owner,
+        createdAt: new Date().toISOString(),
+        updatedAt: new Date().toISOString(),
+        sandbox_id: null,
+        start_task_id: 't',
+        version: 1,
+        pr_number: [],
+        agent_type: 'default' as const,
+      }) as ConversationRecord;
     const mine = randomBytes(16).toString('hex');
     const bobs = randomBytes(16).toString('hex');
     await store.create(record(mine, userId));
@@ -242,12 +315,22 @@ describe('who may open a stream', () => {
     // A message to a conversation without a sandbox: the route's own refusal, as the close.
     own.ws.send(JSON.stringify({ content: [{ type: 'text', text: 'anyone there?' }] }));
     expect(await own.closed).toMatchObject({ code: 4409, reason: expect.stringContaining('no sandbox') });
-    await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': bobKey }), CLOSE.notFound, REFUSALS.notFound);
-    await refusedWith(stream({ resend_all: 'true' }, { 'x-session-api-key': stack.devKey }, bobs), CLOSE.notFound, REFUSALS.notFound);
+    await refusedWith(
+      stream({ resend_all: 'true' }, { 'x-session-api-key': bobKey }),
+      CLOSE.notFound,
+      REFUSALS.notFound,
+    );
+    await refusedWith(
+      stream({ resend_all: 'true' }, { 'x-session-api-key': stack.devKey }, bobs),
+      CLOSE.notFound,
+      REFUSALS.notFound,
+    );
     const bobScoped = await stack.services.conversationKeys.mint('bob', bobs, 1);
     await refusedWith(stream({ session_api_key: bobScoped }), CLOSE.forbidden, REFUSALS.otherConversation);
     // Bob cannot get a ticket for it either.
-    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: bobKey })).status).toBe(404);
+    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: bobKey })).status).toBe(
+      404,
+    );
     // Revoked: the key handed out before stops opening the stream, and a stream it opened is closed.
     const held = stream({ session_api_key: mineKey }, undefined, mine);
     await held.opened;
@@ -278,13 +361,25 @@ describe('who may open a stream', () => {
     // One stored with its expiry passed, the way the route stores them (only the hash).
     const id = randomBytes(16).toString('hex');
     const expired = `acst_${id}_${randomBytes(32).toString('base64url')}`;
-    await new DynamoStreamTicketStore().put({ ticketId: id, userId, conversationId: cid, hash: hashKey(expired), expiresAt: new Date(Date.now() - 1000).toISOString() });
+    await new DynamoStreamTicketStore().put({
+      ticketId: id,
+      userId,
+      conversationId: cid,
+      hash: hashKey(expired),
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+    });
     await refusedWith(stream({ ticket: expired }), CLOSE.unauthorized, REFUSALS.ticket);
     // A ticket cannot be had without credentials, nor with the sandbox's key.
-    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: null })).status).toBe(401);
-    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: sandboxKey })).status).toBe(401);
+    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: null })).status).toBe(
+      401,
+    );
+    expect(
+      (await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: sandboxKey })).status,
+    ).toBe(401);
     // A conversation key does not mint tickets (it opens the stream itself).
-    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: scoped })).status).toBe(403);
+    expect((await stack.call('POST', `/api/v1/app-conversations/${cid}/stream-tickets`, { key: scoped })).status).toBe(
+      403,
+    );
   });
 
   it("refuses the sandbox's own key (a hostile agent on loopback), in the URL or in a header", async () => {

@@ -24,13 +24,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await llm?.close();
-  for (const [k, v] of Object.entries(savedEnv)) if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
+  for (const [k, v] of Object.entries(savedEnv))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
 });
 
 async function userWithSettings(name: string): Promise<string> {
   const key = await stack.newUser(name);
-  const res = await stack.call('POST', '/api/settings', { key, body: { llm_model: 'scripted-model', llm_api_key: 'sk-gates', llm_base_url: llm.baseUrl } });
+  const res = await stack.call('POST', '/api/settings', {
+    key,
+    body: { llm_model: 'scripted-model', llm_api_key: 'sk-gates', llm_base_url: llm.baseUrl },
+  });
   expect(res.status).toBe(200);
   return key;
 }
@@ -45,7 +49,10 @@ async function signIn(key: string): Promise<{ cookie: string; setCookie: string;
   return { cookie: setCookie.split(';')[0]!, setCookie, body: res.body };
 }
 
-const withCookie = (cookie: string, headers: Record<string, string> = {}) => ({ key: null, headers: { cookie, ...headers } });
+const withCookie = (cookie: string, headers: Record<string, string> = {}) => ({
+  key: null,
+  headers: { cookie, ...headers },
+});
 
 describe('options', () => {
   it('GET /api/options/config: APP_MODE oss and every field the UI reads, without a key', async () => {
@@ -56,7 +63,13 @@ describe('options', () => {
       GITHUB_CLIENT_ID: '',
       POSTHOG_CLIENT_KEY: '',
       PROVIDERS_CONFIGURED: [],
-      FEATURE_FLAGS: { ENABLE_BILLING: false, HIDE_LLM_SETTINGS: false, ENABLE_JIRA: false, ENABLE_JIRA_DC: false, ENABLE_LINEAR: false },
+      FEATURE_FLAGS: {
+        ENABLE_BILLING: false,
+        HIDE_LLM_SETTINGS: false,
+        ENABLE_JIRA: false,
+        ENABLE_JIRA_DC: false,
+        ENABLE_LINEAR: false,
+      },
     });
   });
 
@@ -71,7 +84,9 @@ describe('options', () => {
 describe('browser sign-in (session cookie)', () => {
   it('exchanges an API key for an HttpOnly, SameSite=Strict cookie with a bounded lifetime', async () => {
     const { setCookie, body } = await signIn(stack.devKey);
-    expect(setCookie).toMatch(/^acs_session=acss_[0-9a-f]{32}_[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    expect(setCookie).toMatch(
+      /^acs_session=acss_[0-9a-f]{32}_[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/,
+    );
     // Served over plain http here: no Secure (a browser would drop the cookie); https adds it (unit test).
     expect(setCookie).not.toContain('Secure');
     expect(body).toMatchObject({ success: true, user_id: 'dev' });
@@ -82,13 +97,23 @@ describe('browser sign-in (session cookie)', () => {
 
   it('the cookie works on user routes from the same origin and from an allowed origin', async () => {
     const { cookie } = await signIn(stack.devKey);
-    const sameOriginRead = await stack.call('GET', '/api/v1/users/me', withCookie(cookie, { 'sec-fetch-site': 'same-origin' }));
+    const sameOriginRead = await stack.call(
+      'GET',
+      '/api/v1/users/me',
+      withCookie(cookie, { 'sec-fetch-site': 'same-origin' }),
+    );
     expect(sameOriginRead.status).toBe(200);
     expect(sameOriginRead.body.id).toBe('dev');
     expect((await stack.call('GET', '/api/v1/users/me', withCookie(cookie, { origin: UI_ORIGIN }))).status).toBe(200);
-    const write = await stack.call('POST', '/api/settings', { ...withCookie(cookie, { origin: UI_ORIGIN }), body: { max_iterations: 42 } });
+    const write = await stack.call('POST', '/api/settings', {
+      ...withCookie(cookie, { origin: UI_ORIGIN }),
+      body: { max_iterations: 42 },
+    });
     expect(write.status).toBe(200);
-    const ownOrigin = await stack.call('POST', '/api/settings', { ...withCookie(cookie, { origin: stack.url }), body: { max_iterations: 43 } });
+    const ownOrigin = await stack.call('POST', '/api/settings', {
+      ...withCookie(cookie, { origin: stack.url }),
+      body: { max_iterations: 43 },
+    });
     expect(ownOrigin.status).toBe(200);
     expect((await stack.call('GET', '/api/settings')).body.max_iterations).toBe(43);
   });
@@ -96,13 +121,26 @@ describe('browser sign-in (session cookie)', () => {
   it('refuses cross-site use: a foreign or missing Origin on a write, a cross-site read', async () => {
     const { cookie } = await signIn(stack.devKey);
     const before = (await stack.call('GET', '/api/settings')).body.max_iterations;
-    for (const headers of [{ origin: EVIL_ORIGIN }, {}, { 'sec-fetch-site': 'same-origin' }, { origin: 'null' }, { origin: '*' }] as Record<string, string>[]) {
-      const res = await stack.call('POST', '/api/settings', { ...withCookie(cookie, headers), body: { max_iterations: 7 } });
+    for (const headers of [
+      { origin: EVIL_ORIGIN },
+      {},
+      { 'sec-fetch-site': 'same-origin' },
+      { origin: 'null' },
+      { origin: '*' },
+    ] as Record<string, string>[]) {
+      const res = await stack.call('POST', '/api/settings', {
+        ...withCookie(cookie, headers),
+        body: { max_iterations: 7 },
+      });
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(res.body.detail).toMatch(/Cross-site request refused/);
     }
     expect((await stack.call('GET', '/api/settings')).body.max_iterations).toBe(before);
-    const crossSiteRead = await stack.call('GET', '/api/settings', withCookie(cookie, { 'sec-fetch-site': 'cross-site' }));
+    const crossSiteRead = await stack.call(
+      'GET',
+      '/api/settings',
+      withCookie(cookie, { 'sec-fetch-site': 'cross-site' }),
+    );
     expect(crossSiteRead.status).toBe(403);
     // An origin allowed by CORS as `*` would never count for the cookie: only named ones do.
     expect((await stack.call('GET', '/api/settings', withCookie(cookie, { origin: EVIL_ORIGIN }))).status).toBe(403);
@@ -145,10 +183,14 @@ describe('browser sign-in (session cookie)', () => {
     const { cookie } = await signIn(stack.devKey);
     expect((await stack.call('POST', '/api/authenticate', withCookie(cookie, { origin: UI_ORIGIN }))).status).toBe(403);
     expect((await stack.call('POST', '/api/authenticate', { key: null })).status).toBe(401);
-    expect((await stack.call('POST', '/api/authenticate', { key: 'acs_0000000000000000_' + 'A'.repeat(43) })).status).toBe(401);
+    expect(
+      (await stack.call('POST', '/api/authenticate', { key: `acs_0000000000000000_${'A'.repeat(43)}` })).status,
+    ).toBe(401);
     const forged = cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
     expect((await stack.call('GET', '/api/settings', withCookie(forged, { origin: UI_ORIGIN }))).status).toBe(401);
-    expect((await stack.call('GET', '/api/settings', withCookie('acs_session=../../etc', { origin: UI_ORIGIN }))).status).toBe(401);
+    expect(
+      (await stack.call('GET', '/api/settings', withCookie('acs_session=../../etc', { origin: UI_ORIGIN }))).status,
+    ).toBe(401);
   });
 });
 
@@ -157,7 +199,11 @@ describe('CORS', () => {
     for (const path of ['/api/settings', '/api/v1/app-conversations', '/api/conversations/abc', '/nowhere']) {
       const res = await fetch(`${stack.url}${path}`, {
         method: 'OPTIONS',
-        headers: { origin: UI_ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, x-session-api-key' },
+        headers: {
+          origin: UI_ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, x-session-api-key',
+        },
       });
       expect(res.status, path).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
@@ -169,7 +215,10 @@ describe('CORS', () => {
   });
 
   it('gives an origin that is not configured no CORS headers, on preflights and on requests', async () => {
-    const pre = await fetch(`${stack.url}/api/settings`, { method: 'OPTIONS', headers: { origin: EVIL_ORIGIN, 'access-control-request-method': 'GET' } });
+    const pre = await fetch(`${stack.url}/api/settings`, {
+      method: 'OPTIONS',
+      headers: { origin: EVIL_ORIGIN, 'access-control-request-method': 'GET' },
+    });
     expect(pre.status).toBe(204);
     expect([...pre.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([]);
     const res = await stack.call('GET', '/api/settings', { headers: { origin: EVIL_ORIGIN } });
@@ -204,13 +253,23 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     sandboxId = task.sandbox_id!;
     await waitForStatus(stack, id, ['finished'], key);
     llm.enqueue(reply.finish('second done'));
-    const second = await startConversation(stack, { ...message('second'), trigger: 'resolver', sandbox_id: sandboxId }, key);
+    const second = await startConversation(
+      stack,
+      { ...message('second'), trigger: 'resolver', sandbox_id: sandboxId },
+      key,
+    );
     secondId = second.app_conversation_id;
     await waitForStatus(stack, secondId, ['finished'], key);
     // The repository filter: a record as a clone would leave it (cloning needs a git server, tested elsewhere).
     const store = new DynamoConversationStore();
     const rec = (await store.get('carol', secondId))!;
-    expect(await store.update('carol', secondId, rec.version, { selected_repository: 'acme/widget', selected_branch: 'main', git_provider: 'github' })).toBe(true);
+    expect(
+      await store.update('carol', secondId, rec.version, {
+        selected_repository: 'acme/widget',
+        selected_branch: 'main',
+        git_provider: 'github',
+      }),
+    ).toBe(true);
     scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body[0].session_api_key;
   }, 120_000);
 
@@ -225,7 +284,8 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect(sandbox.status).toBe('RUNNING');
     expect(sandbox.session_api_key).toBeNull();
     const sandboxKey = await stack.sandboxKey(sandboxId);
-    for (const res of [legacy, search, await stack.call('GET', '/api/conversations', { key })]) expect(res.text).not.toContain(sandboxKey);
+    for (const res of [legacy, search, await stack.call('GET', '/api/conversations', { key })])
+      expect(res.text).not.toContain(sandboxKey);
   });
 
   it('GET /api/conversations/{id}: every field the UI reads', async () => {
@@ -257,7 +317,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect((await stack.call('GET', '/api/conversations/not-an-id', { key })).status).toBe(422);
   });
 
-  it('GET /api/conversations: newest first, paged, filtered by repository and trigger, only the caller\'s', async () => {
+  it("GET /api/conversations: newest first, paged, filtered by repository and trigger, only the caller's", async () => {
     const all = await stack.call('GET', '/api/conversations', { key });
     expect(all.status).toBe(200);
     expect(all.body.results.map((c: any) => c.conversation_id)).toEqual([secondId, id]);
@@ -265,17 +325,42 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     const first = await stack.call('GET', '/api/conversations?limit=1', { key });
     expect(first.body.results.map((c: any) => c.conversation_id)).toEqual([secondId]);
     expect(first.body.next_page_id).toEqual(expect.any(String));
-    const next = await stack.call('GET', `/api/conversations?limit=1&page_id=${encodeURIComponent(first.body.next_page_id)}`, { key });
+    const next = await stack.call(
+      'GET',
+      `/api/conversations?limit=1&page_id=${encodeURIComponent(first.body.next_page_id)}`,
+      { key },
+    );
     expect(next.body.results.map((c: any) => c.conversation_id)).toEqual([id]);
     // A cursor is the user's own: another user cannot page through it.
-    expect((await stack.call('GET', `/api/conversations?limit=1&page_id=${encodeURIComponent(first.body.next_page_id)}`, { key: otherKey })).status).toBe(400);
+    expect(
+      (
+        await stack.call('GET', `/api/conversations?limit=1&page_id=${encodeURIComponent(first.body.next_page_id)}`, {
+          key: otherKey,
+        })
+      ).status,
+    ).toBe(400);
 
     const byRepo = await stack.call('GET', '/api/conversations?selected_repository=acme/widget', { key });
-    expect(byRepo.body.results.map((c: any) => [c.conversation_id, c.selected_repository, c.selected_branch, c.git_provider])).toEqual([[secondId, 'acme/widget', 'main', 'github']]);
+    expect(
+      byRepo.body.results.map((c: any) => [
+        c.conversation_id,
+        c.selected_repository,
+        c.selected_branch,
+        c.git_provider,
+      ]),
+    ).toEqual([[secondId, 'acme/widget', 'main', 'github']]);
     const byTrigger = await stack.call('GET', '/api/conversations?conversation_trigger=gui', { key });
     expect(byTrigger.body.results.map((c: any) => c.conversation_id)).toEqual([id]);
-    expect((await stack.call('GET', '/api/conversations?conversation_trigger=resolver&selected_repository=acme/widget', { key })).body.results).toHaveLength(1);
-    expect((await stack.call('GET', '/api/conversations?selected_repository=acme/other', { key })).body.results).toEqual([]);
+    expect(
+      (
+        await stack.call('GET', '/api/conversations?conversation_trigger=resolver&selected_repository=acme/widget', {
+          key,
+        })
+      ).body.results,
+    ).toHaveLength(1);
+    expect(
+      (await stack.call('GET', '/api/conversations?selected_repository=acme/other', { key })).body.results,
+    ).toEqual([]);
     expect((await stack.call('GET', '/api/conversations', { key: otherKey })).body.results).toEqual([]);
     expect((await stack.call('GET', '/api/conversations?limit=0', { key })).status).toBe(422);
     expect((await stack.call('GET', '/api/conversations?selected_repository=acme%20widget', { key })).status).toBe(422);
@@ -286,28 +371,57 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect(res.status).toBe(200);
     expect(res.body).toBe(true);
     expect((await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.title).toBe('Renamed');
-    expect((await stack.call('PATCH', `/api/conversations/${secondId}`, { key: otherKey, body: { title: 'Mine now' } })).status).toBe(404);
+    expect(
+      (await stack.call('PATCH', `/api/conversations/${secondId}`, { key: otherKey, body: { title: 'Mine now' } }))
+        .status,
+    ).toBe(404);
     const empty = await stack.call('PATCH', `/api/conversations/${secondId}`, { key, body: { title: '  ' } });
     expect(empty.status).toBe(422);
     expect(empty.body.detail[0].loc).toEqual(['body', 'title']);
-    expect((await stack.call('PATCH', `/api/conversations/${secondId}`, { key, body: { title: 'x', sandbox_id: 'y' } })).status).toBe(422);
+    expect(
+      (await stack.call('PATCH', `/api/conversations/${secondId}`, { key, body: { title: 'x', sandbox_id: 'y' } }))
+        .status,
+    ).toBe(422);
     expect((await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.title).toBe('Renamed');
   });
 
-  it('a conversation key works on its own conversation\'s relay and event routes', async () => {
+  it("a conversation key works on its own conversation's relay and event routes", async () => {
     const as = { key: scoped };
     const search = await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, as);
     expect(search.status).toBe(200);
     expect(search.body.items.length).toBeGreaterThan(0);
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, as)).body).toBe(search.body.items.length);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, as)).body).toBe(
+      search.body.items.length,
+    );
     // Bearer works as well as the header.
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: null, headers: { authorization: `Bearer ${scoped}` } })).status).toBe(200);
+    expect(
+      (
+        await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, {
+          key: null,
+          headers: { authorization: `Bearer ${scoped}` },
+        })
+      ).status,
+    ).toBe(200);
     llm.enqueue(reply.finish('again'));
-    expect((await stack.call('POST', `/api/conversations/${id}/events`, { ...as, body: { content: [{ type: 'text', text: 'once more' }], run: true } })).body).toEqual({ success: true });
+    expect(
+      (
+        await stack.call('POST', `/api/conversations/${id}/events`, {
+          ...as,
+          body: { content: [{ type: 'text', text: 'once more' }], run: true },
+        })
+      ).body,
+    ).toEqual({ success: true });
     await waitForStatus(stack, id, ['finished'], key);
     expect((await stack.call('POST', `/api/conversations/${id}/pause`, as)).body).toEqual({ success: true });
     expect((await stack.call('POST', `/api/conversations/${id}/run`, as)).body).toEqual({ success: true });
-    expect((await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, { ...as, body: { accept: false } })).status).toBe(200);
+    expect(
+      (
+        await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, {
+          ...as,
+          body: { accept: false },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('a conversation key is refused everywhere else: other conversations, settings, keys, sandboxes, the bridge', async () => {
@@ -343,7 +457,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     const startConfig = await stack.call('GET', `/api/v1/webhooks/${sandboxId}/conversations/${id}/start-config`, as);
     expect(startConfig.status).toBe(401);
     expect((await stack.call('GET', `/api/v1/sandboxes/${sandboxId}/bridge/commands`, as)).status).toBe(401);
-    expect((await stack.call('GET', '/api/conversations/' + id)).status).toBe(404); // the dev user's view: not theirs
+    expect((await stack.call('GET', `/api/conversations/${id}`)).status).toBe(404); // the dev user's view: not theirs
   });
 
   it('a forged or altered conversation key is no key at all', async () => {
@@ -356,25 +470,36 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       [prefix, user, conv, version],
     ].map((parts) => parts.join('.'));
     for (const forged of variants) {
-      expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: forged })).status, forged).toBe(401);
+      expect(
+        (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: forged })).status,
+        forged,
+      ).toBe(401);
     }
   });
 
   it('revoking (POST .../session-api-key/revoke) bumps the version: old keys stop, the new one works', async () => {
     const before = (await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.session_api_key;
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status).toBe(200);
+    expect(
+      (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status,
+    ).toBe(200);
     const revokePath = `/api/v1/app-conversations/${secondId}/session-api-key/revoke`;
     expect((await stack.call('POST', revokePath, { key: otherKey })).status).toBe(404);
     expect((await stack.call('POST', revokePath, { key: before })).status).toBe(403); // a key cannot renew itself
     const revoked = await stack.call('POST', revokePath, { key });
     expect(revoked.status).toBe(200);
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status).toBe(401);
+    expect(
+      (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: before })).status,
+    ).toBe(401);
     const after = (await stack.call('GET', `/api/conversations/${secondId}`, { key })).body.session_api_key;
     expect(after).toBe(revoked.body.session_api_key);
     expect(after).toMatch(/\.2\./);
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: after })).status).toBe(200);
+    expect(
+      (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${secondId}`, { key: after })).status,
+    ).toBe(200);
     // The other conversation's key is untouched.
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: scoped })).status).toBe(200);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: scoped })).status).toBe(
+      200,
+    );
   });
 
   it('DELETE /api/conversations/{id}: only the owner; then its key, its GET and its routes are gone', async () => {
@@ -384,16 +509,25 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     expect(res.body).toBe(true);
     expect((await stack.call('GET', `/api/conversations/${id}`, { key })).status).toBe(404);
     expect((await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body).toEqual([null]);
-    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: scoped })).status).toBe(401);
+    expect((await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key: scoped })).status).toBe(
+      401,
+    );
     expect((await stack.call('POST', `/api/conversations/${id}/pause`, { key })).status).toBe(404);
     expect((await stack.call('DELETE', `/api/conversations/${id}`, { key })).status).toBe(404);
-    expect((await stack.call('GET', '/api/conversations', { key })).body.results.map((c: any) => c.conversation_id)).toEqual([secondId]);
+    expect(
+      (await stack.call('GET', '/api/conversations', { key })).body.results.map((c: any) => c.conversation_id),
+    ).toEqual([secondId]);
     expect((await stack.call('GET', '/api/v1/app-conversations/count', { key })).body).toBe(1);
     // The id stays taken for its owner (a new conversation under it would read the old events); ids are
     // per user, so another user's conversation of that id is another conversation, without those events.
-    const again = await stack.call('POST', '/api/v1/app-conversations', { key, body: { ...message('reuse'), conversation_id: id } });
+    const again = await stack.call('POST', '/api/v1/app-conversations', {
+      key,
+      body: { ...message('reuse'), conversation_id: id },
+    });
     expect(again.status).toBe(409);
-    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: otherKey })).status).toBe(404);
+    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${id}`, { key: otherKey })).status).toBe(
+      404,
+    );
   });
 });
 
@@ -403,7 +537,14 @@ describe('API keys over the API', () => {
     const bob = await stack.newUser('bob-keys');
     const created = await stack.call('POST', '/api/keys', { key: alice, body: { name: 'ci' } });
     expect(created.status).toBe(200);
-    expect(created.body).toEqual({ id: expect.stringMatching(/^[0-9a-f]{16}$/), name: 'ci', prefix: `acs_${created.body.id}`, created_at: expect.any(String), last_used_at: null, key: expect.stringMatching(/^acs_/) });
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{16}$/),
+      name: 'ci',
+      prefix: `acs_${created.body.id}`,
+      created_at: expect.any(String),
+      last_used_at: null,
+      key: expect.stringMatching(/^acs_/),
+    });
     expect(created.body.key.startsWith(`${created.body.prefix}_`)).toBe(true);
     expect((await stack.call('GET', '/api/v1/users/me', { key: created.body.key })).body.id).toBe('alice-keys');
 
@@ -411,7 +552,8 @@ describe('API keys over the API', () => {
     expect(listed.body.map((k: any) => k.name).sort()).toEqual(['ci', 'test']);
     expect(listed.text).not.toContain(created.body.key);
     expect(listed.text).not.toMatch(/hash/);
-    for (const k of listed.body) expect(Object.keys(k).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'prefix']);
+    for (const k of listed.body)
+      expect(Object.keys(k).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'prefix']);
     expect((await stack.call('GET', '/api/keys', { key: bob })).body.map((k: any) => k.name)).toEqual(['test']);
 
     expect((await stack.call('DELETE', `/api/keys/${created.body.id}`, { key: bob })).status).toBe(404);
@@ -441,17 +583,45 @@ describe('API keys over the API', () => {
     const { cookie } = await signIn(key);
     const listed = await stack.call('GET', '/api/keys', withCookie(cookie, { origin: UI_ORIGIN }));
     expect(listed.status).toBe(200);
-    const sameOriginRead = await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-origin' }));
+    const sameOriginRead = await stack.call(
+      'GET',
+      '/api/keys',
+      withCookie(cookie, { 'sec-fetch-site': 'same-origin' }),
+    );
     expect(sameOriginRead.status).toBe(200);
-    expect((await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-site' }))).status).toBe(403);
+    expect((await stack.call('GET', '/api/keys', withCookie(cookie, { 'sec-fetch-site': 'same-site' }))).status).toBe(
+      403,
+    );
     expect((await stack.call('GET', '/api/keys', withCookie(cookie))).status).toBe(403);
-    expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie, { 'sec-fetch-site': 'same-origin' }), body: { name: 'no origin' } })).status).toBe(403);
-    expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie, { origin: EVIL_ORIGIN }), body: { name: 'csrf' } })).status).toBe(403);
+    expect(
+      (
+        await stack.call('POST', '/api/keys', {
+          ...withCookie(cookie, { 'sec-fetch-site': 'same-origin' }),
+          body: { name: 'no origin' },
+        })
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await stack.call('POST', '/api/keys', {
+          ...withCookie(cookie, { origin: EVIL_ORIGIN }),
+          body: { name: 'csrf' },
+        })
+      ).status,
+    ).toBe(403);
     expect((await stack.call('POST', '/api/keys', { ...withCookie(cookie), body: { name: 'csrf' } })).status).toBe(403);
-    const made = await stack.call('POST', '/api/keys', { ...withCookie(cookie, { origin: UI_ORIGIN }), body: { name: 'from the ui' } });
+    const made = await stack.call('POST', '/api/keys', {
+      ...withCookie(cookie, { origin: UI_ORIGIN }),
+      body: { name: 'from the ui' },
+    });
     expect(made.status).toBe(200);
-    expect((await stack.call('DELETE', `/api/keys/${made.body.id}`, withCookie(cookie, { origin: EVIL_ORIGIN }))).status).toBe(403);
-    expect((await stack.call('GET', '/api/keys', { key })).body.map((k: any) => k.name).sort()).toEqual(['from the ui', 'test']);
+    expect(
+      (await stack.call('DELETE', `/api/keys/${made.body.id}`, withCookie(cookie, { origin: EVIL_ORIGIN }))).status,
+    ).toBe(403);
+    expect((await stack.call('GET', '/api/keys', { key })).body.map((k: any) => k.name).sort()).toEqual([
+      'from the ui',
+      'test',
+    ]);
   });
 });
 
@@ -472,16 +642,29 @@ describe('docs', () => {
     const js = await stack.call('GET', '/docs/assets/swagger-ui-bundle.js', { key: null });
     expect(js.headers.get('content-type')).toContain('javascript');
     expect(js.text).toContain('SwaggerUIBundle');
-    expect((await stack.call('GET', '/docs/assets/swagger-ui.css', { key: null })).headers.get('content-type')).toContain('text/css');
+    expect(
+      (await stack.call('GET', '/docs/assets/swagger-ui.css', { key: null })).headers.get('content-type'),
+    ).toContain('text/css');
     const doc = await stack.call('GET', '/openapi.json', { key: null });
-    expect(doc.body.paths['/api/authenticate'].post.security).toEqual([{ sessionApiKey: [] }, { bearer: [] }, { sessionCookie: [] }]);
+    expect(doc.body.paths['/api/authenticate'].post.security).toEqual([
+      { sessionApiKey: [] },
+      { bearer: [] },
+      { sessionCookie: [] },
+    ]);
     expect(doc.body.paths['/api/conversations/{conversation_id}/pause'].post.description).toMatch(/session_api_key/);
     expect(doc.body.paths['/api/settings'].get.description).toBeUndefined();
     expect(doc.body.paths['/api/settings'].get.responses['403'].description).toMatch(/conversation key/);
   });
 
   it('serves only the listed files', async () => {
-    for (const file of ['package.json', '..%2Fpackage.json', '..%2F..%2F.data%2Fsecret.key', 'index.html', 'swagger-ui.js.map', '%2Fetc%2Fpasswd']) {
+    for (const file of [
+      'package.json',
+      '..%2Fpackage.json',
+      '..%2F..%2F.data%2Fsecret.key',
+      'index.html',
+      'swagger-ui.js.map',
+      '%2Fetc%2Fpasswd',
+    ]) {
       expect((await stack.call('GET', `/docs/assets/${file}`, { key: null })).status, file).toBe(404);
     }
   });

@@ -76,10 +76,21 @@ afterAll(async () => {
 
 let made = 0;
 const events = (n: number) =>
-  Array.from({ length: n }, () => ({ kind: 'MessageEvent', id: `e-${++made}`, timestamp: new Date().toISOString(), source: 'agent', llm_message: { role: 'assistant', content: [{ type: 'text', text: `m${made}` }] } }));
+  Array.from({ length: n }, () => ({
+    kind: 'MessageEvent',
+    id: `e-${++made}`,
+    timestamp: new Date().toISOString(),
+    source: 'agent',
+    llm_message: { role: 'assistant', content: [{ type: 'text', text: `m${made}` }] },
+  }));
 
 /** Any route as the sandbox: its answer and the requests it made, sorted. */
-async function countedCall(method: 'GET' | 'POST', path: string, body?: unknown, k = key): Promise<{ status: number; body: unknown; requests: string[] }> {
+async function countedCall(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  k = key,
+): Promise<{ status: number; body: unknown; requests: string[] }> {
   sent = [];
   try {
     const res = await stack.call(method, path, { key: k, body });
@@ -91,7 +102,12 @@ async function countedCall(method: 'GET' | 'POST', path: string, body?: unknown,
 
 /** Posts a batch as the sandbox and returns the requests it made, sorted. */
 const counted = (firstSeq: number, batch: unknown[], k = key, cid = conversationId) =>
-  countedCall('POST', `${fillPath('events', { sandbox_id: sandboxId, conversation_id: cid })}?first_seq=${firstSeq}`, batch, k);
+  countedCall(
+    'POST',
+    `${fillPath('events', { sandbox_id: sandboxId, conversation_id: cid })}?first_seq=${firstSeq}`,
+    batch,
+    k,
+  );
 
 describe('one webhook batch in DynamoDB requests', () => {
   it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and one counter update', async () => {
@@ -118,7 +134,12 @@ describe('one webhook batch in DynamoDB requests', () => {
     hold = async (input) => {
       const table = String(input.TableName ?? Object.keys((input.RequestItems as object) ?? {})[0]);
       if (table.endsWith('-conversations')) {
-        await Promise.race([counterRead, new Promise((_, reject) => setTimeout(() => reject(new Error('the counter was not read beside the conversation')), 5_000))]);
+        await Promise.race([
+          counterRead,
+          new Promise((_, reject) =>
+            setTimeout(() => reject(new Error('the counter was not read beside the conversation')), 5_000),
+          ),
+        ]);
         order.push('conversation answered');
       } else if (table.endsWith('-events') && 'Key' in input && !('UpdateExpression' in input)) {
         counterSent();
@@ -137,7 +158,11 @@ describe('one webhook batch in DynamoDB requests', () => {
   it('a retried batch (all committed) is three reads and nothing written', async () => {
     const retry = await counted(101, events(100));
     expect(retry.body).toEqual({ success: true, added: 0 });
-    expect(retry.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
+    expect(retry.requests).toEqual([
+      'GetItemCommand@conversations',
+      'GetItemCommand@events',
+      'GetItemCommand@sandboxes',
+    ]);
   });
 
   it('a wrong key costs one read of the sandbox; a foreign conversation its read and the counter read beside it, and nothing is written', async () => {
@@ -146,13 +171,24 @@ describe('one webhook batch in DynamoDB requests', () => {
     expect(wrong.requests).toEqual(['GetItemCommand@sandboxes']);
     const foreign = await counted(1, events(1), key, randomUUID().replaceAll('-', ''));
     expect(foreign.status).toBe(401);
-    expect(foreign.requests).toEqual(['GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@sandboxes']);
+    expect(foreign.requests).toEqual([
+      'GetItemCommand@conversations',
+      'GetItemCommand@events',
+      'GetItemCommand@sandboxes',
+    ]);
   });
 
   it('a batch beyond a gap flags the counter and checks the gap is open (one key read); the batch that fills it carries the counter over both (one keys-only Query)', async () => {
     const ahead = await counted(214, events(10)); // 204..213 not posted yet
     expect(ahead.body).toEqual({ success: true, added: 10 });
-    expect(ahead.requests).toEqual(['BatchWriteItemCommand@events', 'GetItemCommand@conversations', 'GetItemCommand@events', 'GetItemCommand@events', 'GetItemCommand@sandboxes', 'UpdateItemCommand@events']);
+    expect(ahead.requests).toEqual([
+      'BatchWriteItemCommand@events',
+      'GetItemCommand@conversations',
+      'GetItemCommand@events',
+      'GetItemCommand@events',
+      'GetItemCommand@sandboxes',
+      'UpdateItemCommand@events',
+    ]);
     const filler = await counted(204, events(10));
     expect(filler.body).toEqual({ success: true, added: 10 });
     expect(filler.requests).toEqual([
@@ -171,10 +207,15 @@ describe('one webhook batch in DynamoDB requests', () => {
   it('records activity with one more write only when the stored activity is older than ACTIVITY_WRITE_MS', async () => {
     const store = new DynamoSandboxStore();
     const rec = (await store.get(sandboxId))!;
-    await store.update(sandboxId, rec.version, { lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString() });
+    await store.update(sandboxId, rec.version, {
+      lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString(),
+    });
     const stale = await counted(224, events(10));
     expect(stale.body).toEqual({ success: true, added: 10 });
-    expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual(['GetItemCommand@sandboxes', 'UpdateItemCommand@sandboxes']);
+    expect(stale.requests.filter((r) => r.endsWith('@sandboxes'))).toEqual([
+      'GetItemCommand@sandboxes',
+      'UpdateItemCommand@sandboxes',
+    ]);
   });
 });
 
@@ -230,7 +271,14 @@ describe('DynamoEventStore.append', () => {
     const batch = (n: number) => events(n) as AgentEventEnvelope[];
     await store.append(ref, 1, batch(2));
     // A flag left set (e.g. by a batch since carried over): the next contiguous batch catches up.
-    await documentClient().send(new UpdateCommand({ TableName: tableName('events'), Key: { conversationKey: `${userId}#${ref.conversationId}`, seq: 0 }, UpdateExpression: 'SET ahead = :t', ExpressionAttributeValues: { ':t': true } }));
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: tableName('events'),
+        Key: { conversationKey: `${userId}#${ref.conversationId}`, seq: 0 },
+        UpdateExpression: 'SET ahead = :t',
+        ExpressionAttributeValues: { ':t': true },
+      }),
+    );
     // Hold that catch-up's write (it has read the counter and found nothing past it) ...
     let release!: () => void;
     let held!: () => void;
@@ -260,7 +308,8 @@ describe('DynamoEventStore.append', () => {
       const [clients, size, rounds] = [4, 10, 10];
       await Promise.all(
         Array.from({ length: clients }, async (_, c) => {
-          for (let r = 0; r < rounds; r++) await store.append(ref, (r * clients + c) * size + 1, events(size) as AgentEventEnvelope[]);
+          for (let r = 0; r < rounds; r++)
+            await store.append(ref, (r * clients + c) * size + 1, events(size) as AgentEventEnvelope[]);
         }),
       );
       expect(await store.lastSeq(ref)).toBe(clients * size * rounds);

@@ -33,7 +33,11 @@ function world() {
   const clock = { advance: (ms: number) => (now += ms) };
   const store = new CountingKeyStore();
   const authorizer = new ApiKeys(store, () => new Date(now), new KeyRecordCache(KEY_CACHE_SECONDS * 1000, () => now));
-  const operator = new ApiKeys(new DynamoKeyStore(), () => new Date(now), new KeyRecordCache(KEY_CACHE_SECONDS * 1000, () => now));
+  const operator = new ApiKeys(
+    new DynamoKeyStore(),
+    () => new Date(now),
+    new KeyRecordCache(KEY_CACHE_SECONDS * 1000, () => now),
+  );
   return { store, authorizer, operator, clock };
 }
 
@@ -84,7 +88,10 @@ describe('the authorizer key cache', () => {
     expect(await authorizer.authenticate(forged)).toBeNull();
     // The other user's key (its secret with the cached id, and as itself) is judged by its own record.
     expect(await authorizer.authenticate(`acs_${record.keyId}_${other.key.split('_')[2]}`)).toBeNull();
-    expect(await authorizer.authenticate(other.key)).toMatchObject({ userId: 'cache-intruder', keyId: other.record.keyId });
+    expect(await authorizer.authenticate(other.key)).toMatchObject({
+      userId: 'cache-intruder',
+      keyId: other.record.keyId,
+    });
     expect(await authorizer.authenticate(key)).toMatchObject({ userId: 'cache-owner' });
   });
 

@@ -49,7 +49,9 @@ describe('npm run keys', () => {
     try {
       const created = keys('create', '--user', 'carol');
       expect(created.status).toBe(0);
-      const res = await fetch(`${server.url}/api/v1/users/me`, { headers: { 'x-session-api-key': created.stdout.trim() } });
+      const res = await fetch(`${server.url}/api/v1/users/me`, {
+        headers: { 'x-session-api-key': created.stdout.trim() },
+      });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { id: string }).id).toBe('carol');
     } finally {

@@ -12,7 +12,9 @@ const programRuns = (sandboxId: string) =>
   readdirSync('/proc').some((pid) => {
     if (!/^\d+$/.test(pid)) return false;
     try {
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' && processEnv(Number(pid))?.SANDBOX_ID === sandboxId;
+      return (
+        readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' && processEnv(Number(pid))?.SANDBOX_ID === sandboxId
+      );
     } catch {
       return false;
     }
@@ -40,9 +42,14 @@ describe('npm start after a crash', () => {
     const first = await startServerProcess(dataDir, [], env);
     servers.push(first);
     const running = (await api(first, 'POST', '/api/v1/sandboxes')).id as string;
-    await waitFor('a RUNNING sandbox', async () => ((await api(first, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined));
+    await waitFor('a RUNNING sandbox', async () =>
+      (await api(first, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined,
+    );
     const starting = (await api(first, 'POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in')).id as string;
-    expect((await api(first, 'GET', `/api/v1/sandboxes?id=${starting}`))[0]).toMatchObject({ sandbox_spec_id: 'never-checks-in', status: 'STARTING' });
+    expect((await api(first, 'GET', `/api/v1/sandboxes?id=${starting}`))[0]).toMatchObject({
+      sandbox_spec_id: 'never-checks-in',
+      status: 'STARTING',
+    });
     // Its program runs (bubblewrap has set up the sandbox): a crash in the very first milliseconds of a
     // start, before `setpriv` has armed its death signal, is a race this test does not look at.
     await waitFor('the never-checks-in program', () => (programRuns(starting) ? true : undefined), 10_000);
@@ -51,7 +58,11 @@ describe('npm start after a crash', () => {
     const exited = once(first.child, 'exit');
     first.child.kill('SIGKILL');
     await exited;
-    await waitFor('the sandbox processes to end', () => (sandboxPids(running).length + sandboxPids(starting).length === 0 ? true : undefined), 10_000);
+    await waitFor(
+      'the sandbox processes to end',
+      () => (sandboxPids(running).length + sandboxPids(starting).length === 0 ? true : undefined),
+      10_000,
+    );
 
     const second = await startServerProcess(dataDir, [], env);
     servers.push(second);
@@ -64,7 +75,9 @@ describe('npm start after a crash', () => {
 
     // A lost sandbox resumes as usual.
     expect(await api(second, 'POST', `/api/v1/sandboxes/${running}/resume`)).toEqual({ success: true });
-    await waitFor('the resumed sandbox', async () => ((await api(second, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined));
+    await waitFor('the resumed sandbox', async () =>
+      (await api(second, 'GET', `/api/v1/sandboxes?id=${running}`))[0].status === 'RUNNING' ? true : undefined,
+    );
     expect(await second.interrupt()).toBe(0);
   }, 90_000);
 });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,10 @@ afterAll(async () => {
 
 /** Where `tool` is on this machine's PATH. */
 const which = (tool: string) => {
-  const found = (process.env.PATH ?? '').split(delimiter).map((d) => join(d, tool)).find((p) => existsSync(p));
+  const found = (process.env.PATH ?? '')
+    .split(delimiter)
+    .map((d) => join(d, tool))
+    .find((p) => existsSync(p));
   if (!found) throw new Error(`${tool} is not installed here`);
   return found;
 };
@@ -48,18 +51,33 @@ describe('the sandbox program', () => {
     const bin = tempDir('acs-bin-');
     // A PATH with node only: no bash, no git.
     symlinkSync(process.execPath, join(bin, 'node'));
-    const bare = await runProgram({ SANDBOX_ID: 'image-test', WORKSPACE_DIR: workspace, SANDBOX_IMAGE_CHECK: '1', PATH: bin });
+    const bare = await runProgram({
+      SANDBOX_ID: 'image-test',
+      WORKSPACE_DIR: workspace,
+      SANDBOX_IMAGE_CHECK: '1',
+      PATH: bin,
+    });
     expect(bare.status).toBe(80);
     expect(bare.stderr).toContain('"tool":"bash"');
     symlinkSync(which('bash'), join(bin, 'bash'));
-    const noGit = await runProgram({ SANDBOX_ID: 'image-test', WORKSPACE_DIR: workspace, SANDBOX_IMAGE_CHECK: '1', PATH: bin });
+    const noGit = await runProgram({
+      SANDBOX_ID: 'image-test',
+      WORKSPACE_DIR: workspace,
+      SANDBOX_IMAGE_CHECK: '1',
+      PATH: bin,
+    });
     expect(noGit.status).toBe(81);
     expect(noGit.stderr).toContain('"tool":"git"');
   });
 
   it('exits with code 3 when its enrollment token is refused, without retrying forever', async () => {
     const workspace = tempDir('acs-refused-');
-    const out = await runProgram({ SANDBOX_ID: 'no-such-sandbox', WORKSPACE_DIR: workspace, BRIDGE_URL: stack.url, ENROLLMENT_TOKEN: 'enr_forged' });
+    const out = await runProgram({
+      SANDBOX_ID: 'no-such-sandbox',
+      WORKSPACE_DIR: workspace,
+      BRIDGE_URL: stack.url,
+      ENROLLMENT_TOKEN: 'enr_forged',
+    });
     expect(out.status).toBe(3);
     expect(out.stderr).toContain('Check-in failed');
     expect(out.stderr).not.toContain('enr_forged');
@@ -76,7 +94,13 @@ describe('the sandbox program', () => {
     ].join('\n');
     const parent = spawn(process.execPath, ['-e', launcher], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', SANDBOX_ID: 'orphan-test', WORKSPACE_DIR: workspace, BRIDGE_URL: 'http://127.0.0.1:9', ENROLLMENT_TOKEN: 'enr_x' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        SANDBOX_ID: 'orphan-test',
+        WORKSPACE_DIR: workspace,
+        BRIDGE_URL: 'http://127.0.0.1:9',
+        ENROLLMENT_TOKEN: 'enr_x',
+      },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     let out = '';
@@ -111,7 +135,9 @@ describe('the detail of a dead sandbox process', () => {
       'TypeError: boom',
       '    at main (sandbox/main.ts:1:1)',
     ].join('\n');
-    expect(lastProblems(stderr)).toBe('Polling for commands failed: fetch failed | TypeError: boom | at main (sandbox/main.ts:1:1)');
+    expect(lastProblems(stderr)).toBe(
+      'Polling for commands failed: fetch failed | TypeError: boom | at main (sandbox/main.ts:1:1)',
+    );
     expect(lastProblems('{"level":"info","message":"Checked in"}\n')).toBe('');
   });
 });

@@ -55,7 +55,10 @@ describe('spec registries', () => {
 
   it('fails fast, naming the place, on a bad file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'acs-specs-'));
-    writeFileSync(join(dir, 'bad.json'), JSON.stringify([{ id: 'x', command: [], created_at: 'yesterday', working_dir: '/w' }]));
+    writeFileSync(
+      join(dir, 'bad.json'),
+      JSON.stringify([{ id: 'x', command: [], created_at: 'yesterday', working_dir: '/w' }]),
+    );
     expect(() => fileSpecRegistry(join(dir, 'bad.json'))).toThrow(/bad\.json at \[0\.command\]/);
     expect(() => fileSpecRegistry(join(dir, 'missing.json'))).toThrow(/cannot read sandbox specs/);
     rmSync(dir, { recursive: true, force: true });
@@ -63,7 +66,12 @@ describe('spec registries', () => {
 
   it('reads the deployment registry from SANDBOX_SPECS, with CPU, memory and Spot', () => {
     const spec = envSpecRegistry(sandboxSpecsEnv(true)).defaultSpec();
-    expect(spec).toMatchObject({ id: 'default', cpu: 1024, memory: 2048, fargate: { spot: true, family: 'acs-sandbox-default' } });
+    expect(spec).toMatchObject({
+      id: 'default',
+      cpu: 1024,
+      memory: 2048,
+      fargate: { spot: true, family: 'acs-sandbox-default' },
+    });
     expect(() => envSpecRegistry(undefined)).toThrow(/SANDBOX_SPECS/);
     expect(() => envSpecRegistry('[{"id":"x"}]')).toThrow(/SANDBOX_SPECS at \[0\./);
     expect(() => envSpecRegistry('[]')).toThrow(/no sandbox spec/);

@@ -44,7 +44,8 @@ beforeAll(async () => {
   }));
   kms.on(DecryptCommand).callsFake(async ({ CiphertextBlob, EncryptionContext }) => {
     const { c, p } = JSON.parse(Buffer.from(CiphertextBlob).toString('utf8'));
-    if (JSON.stringify(c) !== JSON.stringify(EncryptionContext)) throw Object.assign(new Error('denied'), { name: 'InvalidCiphertextException' });
+    if (JSON.stringify(c) !== JSON.stringify(EncryptionContext))
+      throw Object.assign(new Error('denied'), { name: 'InvalidCiphertextException' });
     return { Plaintext: Buffer.from(p, 'base64') };
   });
 });
@@ -59,8 +60,15 @@ beforeEach(() => {
 
 const context = {} as Context;
 let n = 0;
-async function invoke(entry: string, method: string, path: string, init: { userId?: string; key?: string; body?: unknown; params?: Record<string, string>; query?: string } = {}) {
-  const { handler } = (await import(`../../functions/${entry}`)) as { handler: (e: ApiEvent, c: Context) => Promise<ApiResult> };
+async function invoke(
+  entry: string,
+  method: string,
+  path: string,
+  init: { userId?: string; key?: string; body?: unknown; params?: Record<string, string>; query?: string } = {},
+) {
+  const { handler } = (await import(`../../functions/${entry}`)) as {
+    handler: (e: ApiEvent, c: Context) => Promise<ApiResult>;
+  };
   const event = {
     version: '2.0',
     rawPath: path,
@@ -73,7 +81,11 @@ async function invoke(entry: string, method: string, path: string, init: { userI
     pathParameters: init.params,
     body: init.body ? JSON.stringify(init.body) : undefined,
     isBase64Encoded: false,
-    requestContext: { requestId: `req-${++n}`, http: { method, path }, authorizer: { lambda: { userId: init.userId ?? '' } } },
+    requestContext: {
+      requestId: `req-${++n}`,
+      http: { method, path },
+      authorizer: { lambda: { userId: init.userId ?? '' } },
+    },
   } as unknown as ApiEvent;
   const result = await handler(event, context);
   return { status: result.statusCode!, body: JSON.parse(result.body as string), headers: result.headers ?? {} };
@@ -82,11 +94,14 @@ async function invoke(entry: string, method: string, path: string, init: { userI
 const startAs = (userId: string) => invoke('sandboxes/start.ts', 'POST', '/api/v1/sandboxes', { userId });
 const getAs = async (userId: string, id: string) =>
   (await invoke('sandboxes/batch-get.ts', 'GET', '/api/v1/sandboxes', { userId, query: `id=${id}` })).body[0];
-const runEnv = () => aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides!.containerOverrides![0]!.environment!;
+const runEnv = () =>
+  aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides!.containerOverrides![0]!.environment!;
 const envValue = (name: string) => runEnv().find((e) => e.name === name)?.value;
 
 async function ecsEvent(fixture: string, sandboxId: string, generation: number) {
-  const event = JSON.parse(readFileSync(new URL(`../fixtures/ecs-events/${fixture}`, import.meta.url), 'utf8')) as EcsTaskStateChange;
+  const event = JSON.parse(
+    readFileSync(new URL(`../fixtures/ecs-events/${fixture}`, import.meta.url), 'utf8'),
+  ) as EcsTaskStateChange;
   event.detail!.startedBy = sandboxId;
   for (const e of event.detail!.overrides!.containerOverrides![0]!.environment!) {
     if (e.name === 'SANDBOX_ID') e.value = sandboxId;
@@ -106,14 +121,22 @@ describe('sandboxes on the AWS path', () => {
     const token = envValue('ENROLLMENT_TOKEN')!;
 
     // The task's program checks in: RUNNING; its session key goes to the program only.
-    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: { version: '1' }, params: { sandbox_id: res.body.id } });
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', {
+      key: token,
+      body: { version: '1' },
+      params: { sandbox_id: res.body.id },
+    });
     expect(checkIn.status).toBe(200);
     const running = await getAs('alice', res.body.id);
     expect(running.status).toBe('RUNNING');
     expect(checkIn.body.session_api_key).toMatch(/^sbx_/);
     expect(running.session_api_key).toBeNull();
     expect(await getAs('mallory', res.body.id)).toBeNull();
-    const again = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: {}, params: { sandbox_id: res.body.id } });
+    const again = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', {
+      key: token,
+      body: {},
+      params: { sandbox_id: res.body.id },
+    });
     expect(again.status).toBe(401);
   });
 
@@ -122,28 +145,45 @@ describe('sandboxes on the AWS path', () => {
     const res = await startAs('bob');
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('STARTING');
-    expect(res.body.detail).toMatch(/^Waiting to start, trying again at \S+: AWS is throttling sandbox starts \(ThrottlingException: Rate exceeded\)$/);
+    expect(res.body.detail).toMatch(
+      /^Waiting to start, trying again at \S+: AWS is throttling sandbox starts \(ThrottlingException: Rate exceeded\)$/,
+    );
     const { handler: sweep } = await import('../../functions/sandboxes/sweeper.ts');
     // Not due yet: the sweep leaves it.
     expect((await sweep({})).retried).not.toContain(res.body.id);
     const store = new DynamoSandboxStore();
     const rec = (await store.get(res.body.id))!;
-    expect(rec.runtimeState).toMatchObject({ retryAttempt: '1', bridgeUrl: 'https://abc123.execute-api.eu-west-1.amazonaws.com', launch: '{}' });
-    await store.update(rec.id, rec.version, { runtimeState: { ...rec.runtimeState, retryAt: new Date(Date.now() - 1000).toISOString() } });
+    expect(rec.runtimeState).toMatchObject({
+      retryAttempt: '1',
+      bridgeUrl: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+      launch: '{}',
+    });
+    await store.update(rec.id, rec.version, {
+      runtimeState: { ...rec.runtimeState, retryAt: new Date(Date.now() - 1000).toISOString() },
+    });
     aws.restore();
     aws = new FakeAws();
     expect((await sweep({})).retried).toContain(res.body.id);
     const token = envValue('ENROLLMENT_TOKEN')!;
     expect(envValue('SANDBOX_ID')).toBe(res.body.id);
     expect(envValue('BRIDGE_URL')).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com');
-    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: token, body: { version: '1' }, params: { sandbox_id: res.body.id } });
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', {
+      key: token,
+      body: { version: '1' },
+      params: { sandbox_id: res.body.id },
+    });
     expect(checkIn.status).toBe(200);
     const running = await getAs('bob', res.body.id);
     expect(running).toMatchObject({ status: 'RUNNING', detail: null });
   });
 
   it('a start that stays without capacity until its time-out is an ERROR naming the missing capacity', async () => {
-    const noCapacity = { tasks: [], failures: [{ reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }] };
+    const noCapacity = {
+      tasks: [],
+      failures: [
+        { reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' },
+      ],
+    };
     aws.ecs.on(RunTaskCommand).resolves(noCapacity);
     const id = (await startAs('bob')).body.id;
     const store = new DynamoSandboxStore();
@@ -162,18 +202,31 @@ describe('sandboxes on the AWS path', () => {
   it('images and the resource factor from the settings reach RunTask; settings save refuses other factors', async () => {
     const save = (body: unknown) => invoke('settings/save.ts', 'POST', '/api/settings', { userId: 'ivan', body });
     expect((await save({ remote_runtime_resource_factor: 3 })).status).toBe(422);
-    expect((await save({ remote_runtime_resource_factor: 4, sandbox_base_container_image: 'ubuntu:24.04', sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1' })).status).toBe(200);
+    expect(
+      (
+        await save({
+          remote_runtime_resource_factor: 4,
+          sandbox_base_container_image: 'ubuntu:24.04',
+          sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1',
+        })
+      ).status,
+    ).toBe(200);
     const res = await startAs('ivan');
     expect(res.body.status).toBe('STARTING');
     const input = aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input;
     expect(input.overrides).toMatchObject({ cpu: '4096', memory: '8192' });
     // The runtime image wins over the base image.
     expect(input.taskDefinition).toMatch(/task-definition\/acs-sandbox-default-runtime-[0-9a-f]{16}:\d+$/);
-    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)[0]!.args[0].input.containerDefinitions![0]!.image).toBe('ghcr.io/acme/sandbox:1');
+    expect(aws.ecs.commandCalls(RegisterTaskDefinitionCommand)[0]!.args[0].input.containerDefinitions![0]!.image).toBe(
+      'ghcr.io/acme/sandbox:1',
+    );
     // 8 x (1 vCPU, 2 GiB) is still a Fargate size (products beyond it: test/unit/fargate-runtime.test.ts).
     expect((await save({ remote_runtime_resource_factor: 8 })).status).toBe(200);
     expect((await startAs('ivan')).body.status).toBe('STARTING');
-    expect(aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides).toMatchObject({ cpu: '8192', memory: '16384' });
+    expect(aws.ecs.commandCalls(RunTaskCommand).at(-1)!.args[0].input.overrides).toMatchObject({
+      cpu: '8192',
+      memory: '16384',
+    });
   });
 
   it('turns an unrequested STOPPED event into ERROR, a stop that was asked for into PAUSED, and ignores stale generations', async () => {
@@ -200,7 +253,10 @@ describe('sandboxes on the AWS path', () => {
     const interrupted = await getAs('carol', spot);
     expect(interrupted.status).toBe('PAUSED');
     expect(interrupted.detail).toMatch(/^Paused: Fargate Spot reclaimed the capacity/);
-    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${spot}/resume`, { userId: 'carol', params: { sandbox_id: spot } });
+    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${spot}/resume`, {
+      userId: 'carol',
+      params: { sandbox_id: spot },
+    });
     expect(resume.status).toBe(200);
     expect((await getAs('carol', spot)).status).toBe('STARTING');
 
@@ -209,12 +265,21 @@ describe('sandboxes on the AWS path', () => {
     const missing = async () => {
       const id = (await startAs('carol')).body.id as string;
       const rec = (await store.get(id))!;
-      await store.update(id, rec.version, { status: 'MISSING', detail: 'The sandbox process or task no longer exists', liveShard: null, liveUserId: null, enrollmentHash: null });
+      await store.update(id, rec.version, {
+        status: 'MISSING',
+        detail: 'The sandbox process or task no longer exists',
+        liveShard: null,
+        liveUserId: null,
+        enrollmentHash: null,
+      });
       return id;
     };
     const swept = await missing();
     await ecsEvent('stopped-spot.json', swept, 1);
-    expect(await getAs('carol', swept)).toMatchObject({ status: 'PAUSED', detail: expect.stringMatching(/^Paused: Fargate Spot reclaimed/) });
+    expect(await getAs('carol', swept)).toMatchObject({
+      status: 'PAUSED',
+      detail: expect.stringMatching(/^Paused: Fargate Spot reclaimed/),
+    });
     // A crash reported after MISSING changes nothing: only an interruption is known to be resumable.
     const crashed2 = await missing();
     await ecsEvent('stopped-crash.json', crashed2, 1);
@@ -224,13 +289,19 @@ describe('sandboxes on the AWS path', () => {
   it('pauses with StopTask and resumes with a new generation and a new token', async () => {
     const id = (await startAs('dave')).body.id;
     const firstToken = envValue('ENROLLMENT_TOKEN');
-    const pause = await invoke('sandboxes/pause.ts', 'POST', `/api/v1/sandboxes/${id}/pause`, { userId: 'dave', params: { sandbox_id: id } });
+    const pause = await invoke('sandboxes/pause.ts', 'POST', `/api/v1/sandboxes/${id}/pause`, {
+      userId: 'dave',
+      params: { sandbox_id: id },
+    });
     expect(pause.body).toEqual({ success: true });
     expect(aws.ecs.commandCalls(StopTaskCommand)).toHaveLength(1);
     // ECS then reports the stop it was asked for: the sandbox stays PAUSED.
     await ecsEvent('stopped-user-initiated.json', id, 1);
     expect((await getAs('dave', id)).detail).toBeNull();
-    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${id}/resume`, { userId: 'dave', params: { sandbox_id: id } });
+    const resume = await invoke('sandboxes/resume.ts', 'POST', `/api/v1/sandboxes/${id}/resume`, {
+      userId: 'dave',
+      params: { sandbox_id: id },
+    });
     expect(resume.body).toEqual({ success: true });
     expect(envValue('SANDBOX_GENERATION')).toBe('2');
     expect(envValue('ENROLLMENT_TOKEN')).not.toBe(firstToken);
@@ -262,9 +333,16 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
   beforeAll(async () => {
     await s3.start();
     // The snapshot functions' S3 client, as on Lambda: bucket and credentials from the environment.
-    Object.assign(process.env, { WORKSPACE_BUCKET: BUCKET, AWS_ENDPOINT_URL_S3: s3.endpoint, AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey, SNAPSHOTS_DELETE_FUNCTION });
+    Object.assign(process.env, {
+      WORKSPACE_BUCKET: BUCKET,
+      AWS_ENDPOINT_URL_S3: s3.endpoint,
+      AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+      SNAPSHOTS_DELETE_FUNCTION,
+    });
     lambda.on(InvokeCommand).callsFake(async ({ FunctionName, InvocationType, Payload }) => {
-      if (failInvokes > 0 && failInvokes--) throw Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' });
+      if (failInvokes > 0 && failInvokes--)
+        throw Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' });
       expect(FunctionName).toBe(SNAPSHOTS_DELETE_FUNCTION);
       expect(InvocationType).toBe('Event');
       const payload = JSON.parse(new TextDecoder().decode(Payload));
@@ -277,12 +355,23 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
   afterAll(async () => {
     lambda.restore();
     await s3.stop();
-    for (const name of ['WORKSPACE_BUCKET', 'AWS_ENDPOINT_URL_S3', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'SNAPSHOTS_DELETE_FUNCTION']) delete process.env[name];
+    for (const name of [
+      'WORKSPACE_BUCKET',
+      'AWS_ENDPOINT_URL_S3',
+      'AWS_ACCESS_KEY_ID',
+      'AWS_SECRET_ACCESS_KEY',
+      'SNAPSHOTS_DELETE_FUNCTION',
+    ])
+      delete process.env[name];
   });
 
   async function running(userId: string) {
     const id = (await startAs(userId)).body.id as string;
-    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', { key: envValue('ENROLLMENT_TOKEN'), body: { version: '1' }, params: { sandbox_id: id } });
+    const checkIn = await invoke('bridge/check-in.ts', 'POST', '/bridge/check-in', {
+      key: envValue('ENROLLMENT_TOKEN'),
+      body: { version: '1' },
+      params: { sandbox_id: id },
+    });
     return { id, key: checkIn.body.session_api_key as string };
   }
   const bridge = (entry: string, method: string, sb: { id: string; key: string }, body?: unknown) =>
@@ -315,7 +404,7 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     expect(s3.refusals).toEqual([]);
   });
 
-  it('a delete removes the sandbox\'s snapshots once its last task has stopped (it saves after SIGTERM), then the record', async () => {
+  it("a delete removes the sandbox's snapshots once its last task has stopped (it saves after SIGTERM), then the record", async () => {
     const sb = await running('judy');
     s3.intent = { sandboxId: sb.id, maxBytes: 2 * 1024 ** 3, expiresSeconds: 300 };
     const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
@@ -334,7 +423,10 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     expect(await s3.keys(`sandboxes/${sb.id}/`)).toEqual([grant.key]);
 
     aws.stopsLinger = true;
-    const del = await invoke('sandboxes/delete.ts', 'DELETE', `/api/v1/sandboxes/${sb.id}`, { userId: 'judy', params: { sandbox_id: sb.id } });
+    const del = await invoke('sandboxes/delete.ts', 'DELETE', `/api/v1/sandboxes/${sb.id}`, {
+      userId: 'judy',
+      params: { sandbox_id: sb.id },
+    });
     expect(del.body).toEqual({ success: true });
     expect(await getAs('judy', sb.id)).toBeNull();
     const store = new DynamoSandboxStore();
@@ -361,7 +453,14 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     const key = 'sandboxes/sbxkept/0000000000001-0123456789abcdef.tar.gz';
     await s3.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: 'x' }));
     const { handler } = await import('../../functions/sandboxes/snapshots-delete.ts');
-    for (const payload of [{ sandboxId: '' }, { sandboxId: '../' }, { sandboxId: 'sbxkept/..' }, { sandboxId: '*' }, {}, { sandboxId: ['x'] }]) {
+    for (const payload of [
+      { sandboxId: '' },
+      { sandboxId: '../' },
+      { sandboxId: 'sbxkept/..' },
+      { sandboxId: '*' },
+      {},
+      { sandboxId: ['x'] },
+    ]) {
       await expect(handler(payload as never), JSON.stringify(payload)).rejects.toThrow(/Not a sandbox id/);
     }
     expect(await s3.keys('sandboxes/')).toContain(key);
@@ -393,7 +492,10 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
     const theirs = await running('grace');
     const theirGrant = (await bridge('snapshot-upload.ts', 'POST', theirs)).body;
     expect((await bridge('snapshot-complete.ts', 'POST', mine, { key: theirGrant.key })).status).toBe(409);
-    expect((await bridge('snapshot-complete.ts', 'POST', mine, { key: `sandboxes/${mine.id}/../${theirs.id}/x.tar.gz` })).status).toBe(409);
+    expect(
+      (await bridge('snapshot-complete.ts', 'POST', mine, { key: `sandboxes/${mine.id}/../${theirs.id}/x.tar.gz` }))
+        .status,
+    ).toBe(409);
     expect((await bridge('snapshot-upload.ts', 'POST', { id: mine.id, key: theirs.key })).status).toBe(401);
     expect((await bridge('snapshot-download.ts', 'GET', { id: theirs.id, key: 'sbx_wrong' })).status).toBe(401);
     expect((await bridge('snapshot-complete.ts', 'POST', mine, {})).status).toBe(422);

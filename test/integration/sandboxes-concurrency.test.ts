@@ -10,7 +10,9 @@ afterAll(() => stack?.stop());
 
 type Op = 'pause' | 'resume' | 'delete';
 const call = (id: string, op: Op) =>
-  op === 'delete' ? stack.call('DELETE', `/api/v1/sandboxes/${id}`) : stack.call('POST', `/api/v1/sandboxes/${id}/${op}`);
+  op === 'delete'
+    ? stack.call('DELETE', `/api/v1/sandboxes/${id}`)
+    : stack.call('POST', `/api/v1/sandboxes/${id}/${op}`);
 
 /** Fires 50 calls at once; returns their statuses. */
 async function storm(id: string, ops: Op[]): Promise<number[]> {

@@ -40,7 +40,9 @@ describe('the sweeper', () => {
     const key = await stack.newUser('stuck');
     const { body } = await start(key, 'never-checks-in');
     await waitFor('the process', () => (sandboxPids(body.id).length === 1 ? true : undefined));
-    expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 30_000))).failed).not.toContain(body.id);
+    expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 30_000))).failed).not.toContain(
+      body.id,
+    );
     expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 61_000))).failed).toContain(body.id);
     const failed = await getSandbox(stack, body.id, key);
     expect(failed.status).toBe('ERROR');
@@ -99,7 +101,10 @@ describe('starting', () => {
     const aRunning = await waitForStatus(stack, a.id, 'RUNNING', key);
     await waitForStatus(stack, b.id, 'RUNNING', key);
     // b did something since it checked in; a did not: a is the least recently active.
-    await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, { key: (await stack.sandboxKey(b.id))!, body: { active: true } });
+    await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, {
+      key: (await stack.sandboxKey(b.id))!,
+      body: { active: true },
+    });
     expect(aRunning.status).toBe('RUNNING');
 
     const third = await start(key);
@@ -111,7 +116,9 @@ describe('starting', () => {
 
     const resumed = await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key });
     expect(resumed.headers.get('x-paused-sandbox-ids')).toBe(b.id);
-    const live = (await stack.call('GET', '/api/v1/sandboxes/search', { key })).body.items.filter((s: any) => ['STARTING', 'RUNNING'].includes(s.status));
+    const live = (await stack.call('GET', '/api/v1/sandboxes/search', { key })).body.items.filter((s: any) =>
+      ['STARTING', 'RUNNING'].includes(s.status),
+    );
     expect(live.map((s: any) => s.id).sort()).toEqual([a.id, third.body.id].sort());
     // Other users are not affected by this user's limit.
     expect(third.headers.get('x-paused-sandbox-ids')).not.toContain(',');

@@ -25,7 +25,13 @@ const workspace = (id: string) => join(stack.dataDir, 'sandboxes', id, 'workspac
 describe('sandbox lifecycle over HTTP, with real child processes', () => {
   it('is RUNNING only once the program checked in, and never shows its session key', async () => {
     const sandbox = await startRunning();
-    expect(sandbox).toMatchObject({ created_by_user_id: 'dev', sandbox_spec_id: 'local-default', exposed_urls: [], detail: null, contained: true });
+    expect(sandbox).toMatchObject({
+      created_by_user_id: 'dev',
+      sandbox_spec_id: 'local-default',
+      exposed_urls: [],
+      detail: null,
+      contained: true,
+    });
     expect(sandbox.session_api_key).toBeNull();
     expect(await stack.sandboxKey(sandbox.id)).toMatch(/^sbx_/);
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
@@ -39,14 +45,20 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
 
   it('says in its record that images and the resource factor apply only on AWS, and runs the local program all the same', async () => {
     const key = await stack.newUser('image-user');
-    const saved = await stack.call('POST', '/api/settings', { key, body: { sandbox_base_container_image: 'ubuntu:24.04', remote_runtime_resource_factor: 4 } });
+    const saved = await stack.call('POST', '/api/settings', {
+      key,
+      body: { sandbox_base_container_image: 'ubuntu:24.04', remote_runtime_resource_factor: 4 },
+    });
     expect(saved.status).toBe(200);
     const sandbox = await startRunning(key);
     expect(sandbox.detail).toBe(
       'sandbox_base_container_image and remote_runtime_resource_factor apply only on AWS: this sandbox runs as a local process, without them',
     );
     // Settings without them: the next start says nothing.
-    await stack.call('POST', '/api/settings', { key, body: { sandbox_base_container_image: null, remote_runtime_resource_factor: 1 } });
+    await stack.call('POST', '/api/settings', {
+      key,
+      body: { sandbox_base_container_image: null, remote_runtime_resource_factor: 1 },
+    });
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`, { key });
     await waitForStatus(stack, sandbox.id, 'PAUSED', key);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`, { key })).status).toBe(200);
@@ -60,7 +72,16 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       const [pid] = sandboxPids(sandbox.id);
       const env = processEnv(pid!)!;
       // Contained by bubblewrap: in its own pid namespace it watches a pipe, not the server's pid.
-      expect(Object.keys(env).sort()).toEqual(['BRIDGE_URL', 'ENROLLMENT_TOKEN', 'HOME', 'PATH', 'SANDBOX_ID', 'SANDBOX_PARENT_STDIN', 'TMPDIR', 'WORKSPACE_DIR']);
+      expect(Object.keys(env).sort()).toEqual([
+        'BRIDGE_URL',
+        'ENROLLMENT_TOKEN',
+        'HOME',
+        'PATH',
+        'SANDBOX_ID',
+        'SANDBOX_PARENT_STDIN',
+        'TMPDIR',
+        'WORKSPACE_DIR',
+      ]);
       expect(env.TMPDIR).toBe('/tmp');
       expect(env.BRIDGE_URL).toBe(stack.url);
       expect(env.WORKSPACE_DIR).toBe(workspace(sandbox.id));
@@ -136,7 +157,10 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     expect(batch.body).toEqual([null, null, null]);
     const own = await stack.call('GET', `/api/v1/sandboxes?id=nope&id=${mine.id}&id=${mine.id}`);
     expect(own.body.map((s: any) => s?.id ?? null)).toEqual([null, mine.id, mine.id]);
-    expect((await stack.call('GET', '/api/v1/sandboxes/search', { key: eve })).body).toEqual({ items: [], next_page_id: null });
+    expect((await stack.call('GET', '/api/v1/sandboxes/search', { key: eve })).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
     expect((await getSandbox(stack, mine.id)).status).toBe('RUNNING');
   });
 
@@ -151,9 +175,16 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     const first = await stack.call('GET', '/api/v1/sandboxes/search?limit=2', { key });
     expect(first.body.items.map((s: any) => s.id)).toEqual([ids[2], ids[1]]);
     expect(first.body.next_page_id).toEqual(expect.any(String));
-    const second = await stack.call('GET', `/api/v1/sandboxes/search?limit=2&page_id=${encodeURIComponent(first.body.next_page_id)}`, { key });
+    const second = await stack.call(
+      'GET',
+      `/api/v1/sandboxes/search?limit=2&page_id=${encodeURIComponent(first.body.next_page_id)}`,
+      { key },
+    );
     expect(second.body.items.map((s: any) => s.id)).toEqual([ids[0]]);
-    const stolen = await stack.call('GET', `/api/v1/sandboxes/search?page_id=${encodeURIComponent(first.body.next_page_id)}`);
+    const stolen = await stack.call(
+      'GET',
+      `/api/v1/sandboxes/search?page_id=${encodeURIComponent(first.body.next_page_id)}`,
+    );
     expect(stolen.status).toBe(400);
     expect(stolen.body).toEqual({ detail: 'Invalid page_id' });
   });
@@ -161,11 +192,17 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
   it('rejects bad input with a 4xx naming the field', async () => {
     const unknown = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=no-such-spec');
     expect(unknown.status).toBe(422);
-    expect(unknown.body.detail[0]).toMatchObject({ loc: ['query', 'sandbox_spec_id'], msg: 'Unknown sandbox spec "no-such-spec"' });
+    expect(unknown.body.detail[0]).toMatchObject({
+      loc: ['query', 'sandbox_spec_id'],
+      msg: 'Unknown sandbox spec "no-such-spec"',
+    });
     const limit = await stack.call('GET', '/api/v1/sandboxes/search?limit=0');
     expect(limit.status).toBe(422);
     expect(limit.body.detail[0].loc).toEqual(['query', 'limit']);
-    const tooMany = await stack.call('GET', `/api/v1/sandboxes?${Array.from({ length: 101 }, (_, i) => `id=x${i}`).join('&')}`);
+    const tooMany = await stack.call(
+      'GET',
+      `/api/v1/sandboxes?${Array.from({ length: 101 }, (_, i) => `id=x${i}`).join('&')}`,
+    );
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.detail[0].loc).toEqual(['query', 'id']);
     expect((await stack.call('POST', '/api/v1/sandboxes', { key: null })).status).toBe(401);
@@ -186,9 +223,14 @@ describe('the bridge', () => {
       expect(res.body).toEqual({ detail: 'Unauthorized' });
       expect((await stack.call('GET', bridge(sandbox.id, 'commands'), { key })).status).toBe(401);
     }
-    const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key: (await stack.sandboxKey(sandbox.id))!, body: {} });
+    const ok = await stack.call('POST', bridge(sandbox.id, 'heartbeat'), {
+      key: (await stack.sandboxKey(sandbox.id))!,
+      body: {},
+    });
     expect(ok.body).toEqual({ status: 'RUNNING', command_seq: 0 });
-    expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!)).toMatchObject({ id: sandbox.id });
+    expect(
+      await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, (await stack.sandboxKey(sandbox.id))!),
+    ).toMatchObject({ id: sandbox.id });
     expect(await stack.services.sandboxBridge.authenticateSandbox(sandbox.id, 'sbx_wrong')).toBeNull();
   });
 
@@ -207,7 +249,10 @@ describe('the bridge', () => {
   it('delivers queued commands in order with sealed payloads; the program acknowledges unknown ones and keeps running', async () => {
     const sandbox = await startRunning();
     const key = (await stack.sandboxKey(sandbox.id))!;
-    const seq = await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'make_coffee', payload: { sugar: 2 } });
+    const seq = await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, {
+      type: 'make_coffee',
+      payload: { sugar: 2 },
+    });
     expect(seq).toBe(1);
     // The program polls, gets it, logs it and acknowledges it: the queue empties.
     await waitFor('the command to be acknowledged', async () => {
@@ -222,8 +267,14 @@ describe('the bridge', () => {
 
     // Straight at the store: payloads are sealed at rest, opened for the sandbox.
     await stack.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
-    await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: { text: 'secret-ish' } });
-    await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: { text: 'second' } });
+    await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, {
+      type: 'send_message',
+      payload: { text: 'secret-ish' },
+    });
+    await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, {
+      type: 'send_message',
+      payload: { text: 'second' },
+    });
     const polled = await stack.call('GET', bridge(sandbox.id, 'commands'), { key });
     expect(polled.body.commands.map((c: any) => [c.seq, c.type, c.payload])).toEqual([
       [2, 'send_message', { text: 'secret-ish' }],
@@ -233,10 +284,12 @@ describe('the bridge', () => {
     expect((await stack.call('POST', bridge(sandbox.id, 'commands/2/ack'), { key })).body).toEqual({ success: true });
     const rest = await stack.call('GET', bridge(sandbox.id, 'commands'), { key });
     expect(rest.body.commands.map((c: any) => c.seq)).toEqual([3]);
-    await expect(stack.services.sandboxes.enqueueCommand('eve', sandbox.id, { type: 'send_message' })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      stack.services.sandboxes.enqueueCommand('eve', sandbox.id, { type: 'send_message' }),
+    ).rejects.toMatchObject({ status: 404 });
   });
 
-  it('answers a paused sandbox\'s poll with a stop command, which the program obeys', async () => {
+  it("answers a paused sandbox's poll with a stop command, which the program obeys", async () => {
     const sandbox = await startRunning();
     const key = (await stack.sandboxKey(sandbox.id))!;
     // Pause only the record, as if the stop had been lost: the program must stop itself.
@@ -247,7 +300,9 @@ describe('the bridge', () => {
     const stored = (await store.get(sandbox.id))!;
     await store.update(sandbox.id, stored.version, { status: 'PAUSED', liveShard: null, liveUserId: null });
     const res = await stack.call('GET', bridge(sandbox.id, 'commands'), { key });
-    expect(res.body.commands).toEqual([expect.objectContaining({ seq: 0, type: 'stop', payload: { reason: 'the sandbox is PAUSED' } })]);
+    expect(res.body.commands).toEqual([
+      expect.objectContaining({ seq: 0, type: 'stop', payload: { reason: 'the sandbox is PAUSED' } }),
+    ]);
     await waitFor('the program to exit', () => (sandboxPids(sandbox.id).length === 0 ? true : undefined));
     expect((await getSandbox(stack, sandbox.id)).status).toBe('PAUSED');
   });
@@ -255,7 +310,9 @@ describe('the bridge', () => {
   it('waits on a long-poll until a command arrives', async () => {
     const sandbox = await startRunning();
     await stack.sandboxRuntime.stop({ sandboxId: sandbox.id, generation: 1 });
-    const poll = stack.call('GET', bridge(sandbox.id, 'commands?wait=10'), { key: (await stack.sandboxKey(sandbox.id))! });
+    const poll = stack.call('GET', bridge(sandbox.id, 'commands?wait=10'), {
+      key: (await stack.sandboxKey(sandbox.id))!,
+    });
     await new Promise((r) => setTimeout(r, 300));
     await stack.services.sandboxes.enqueueCommand('dev', sandbox.id, { type: 'send_message', payload: 1 });
     const res = await poll;

@@ -16,20 +16,31 @@ const post = (url: string, key: string, body: unknown, raw?: string) =>
 
 describe('npm start as a process', () => {
   it('keeps data across Ctrl-C and a restart, reuses the dev key, and never logs a secret', async () => {
-    const secrets = ['sk-log-secret-aaa', 'ghp_log_secret_bbb', 'custom-log-secret-ccc', 'mcp-log-secret-ddd', 'env-log-secret-eee'];
+    const secrets = [
+      'sk-log-secret-aaa',
+      'ghp_log_secret_bbb',
+      'custom-log-secret-ccc',
+      'mcp-log-secret-ddd',
+      'env-log-secret-eee',
+    ];
     const first = await startServerProcess(dataDir);
     expect(first.key).toMatch(/^acs_/);
     const saved = await post(first.url, first.key, {
       llm_api_key: secrets[0],
       llm_model: 'openai/gpt-4o',
       secrets_store: { provider_tokens: { github: { token: secrets[1] } }, custom_secrets: { X: secrets[2] } },
-      mcp_config: { sse_servers: [{ url: 'https://m.example.test', api_key: secrets[3] }], stdio_servers: [{ name: 's', command: 'c', env: { T: secrets[4] } }] },
+      mcp_config: {
+        sse_servers: [{ url: 'https://m.example.test', api_key: secrets[3] }],
+        stdio_servers: [{ name: 's', command: 'c', env: { T: secrets[4] } }],
+      },
     });
     expect(saved.status).toBe(200);
     // Secrets in bad requests must not reach the logs either.
     expect((await post(first.url, first.key, { llm_api_key: 42, search_api_key: secrets[0] })).status).toBe(422);
     expect((await post(first.url, first.key, null, `{"llm_api_key":"${secrets[0]}"`)).status).toBe(400);
-    expect((await fetch(`${first.url}/api/settings`, { headers: { authorization: `Bearer ${secrets[0]}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${first.url}/api/settings`, { headers: { authorization: `Bearer ${secrets[0]}` } })).status,
+    ).toBe(401);
     expect(await first.interrupt()).toBe(0);
 
     const second = await startServerProcess(dataDir);

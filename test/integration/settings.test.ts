@@ -30,7 +30,9 @@ const fullSettings = {
   sandbox_runtime_container_image: 'runtime:1',
   mcp_config: {
     sse_servers: [{ url: 'https://sse.example.test/mcp', api_key: 'sse-full-secret-4' }],
-    stdio_servers: [{ name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'], env: { FETCH_TOKEN: 'env-full-secret-5' } }],
+    stdio_servers: [
+      { name: 'fetch', command: 'uvx', args: ['mcp-server-fetch'], env: { FETCH_TOKEN: 'env-full-secret-5' } },
+    ],
     shttp_servers: [{ url: 'https://shttp.example.test/mcp' }],
   },
   search_api_key: 'tvly-full-secret-6',
@@ -41,7 +43,15 @@ const fullSettings = {
   git_user_name: 'Dev Eloper',
   git_user_email: 'dev@example.test',
 };
-const secretValues = ['sk-full-secret-1', 'ghp_full_secret_2', 'custom-full-secret-3', 'sse-full-secret-4', 'env-full-secret-5', 'tvly-full-secret-6', 'sbx-full-secret-7'];
+const secretValues = [
+  'sk-full-secret-1',
+  'ghp_full_secret_2',
+  'custom-full-secret-3',
+  'sse-full-secret-4',
+  'env-full-secret-5',
+  'tvly-full-secret-6',
+  'sbx-full-secret-7',
+];
 
 describe('settings', () => {
   it('is 404 before anything was stored, and /users/me says settings null', async () => {
@@ -97,7 +107,15 @@ describe('settings', () => {
     expect(got.enable_sound_notifications).toBe(false);
     expect(got.enable_proactive_conversation_starters).toBe(true);
     expect(got.enable_solvability_analysis).toBe(true);
-    for (const f of ['language', 'agent', 'max_iterations', 'llm_model', 'email', 'git_user_name', 'max_budget_per_task']) {
+    for (const f of [
+      'language',
+      'agent',
+      'max_iterations',
+      'llm_model',
+      'email',
+      'git_user_name',
+      'max_budget_per_task',
+    ]) {
       expect(got).toHaveProperty(f, null);
     }
     expect(got.llm_api_key_set).toBe(false);
@@ -109,7 +127,15 @@ describe('settings', () => {
     await stack.call('POST', '/api/settings', { key, body: fullSettings });
     await stack.call('POST', '/api/settings', {
       key,
-      body: { llm_api_key: null, llm_model: null, llm_base_url: null, search_api_key: null, user_consents_to_analytics: null, language: null, max_iterations: 7 },
+      body: {
+        llm_api_key: null,
+        llm_model: null,
+        llm_base_url: null,
+        search_api_key: null,
+        user_consents_to_analytics: null,
+        language: null,
+        max_iterations: 7,
+      },
     });
     let got = (await stack.call('GET', '/api/settings', { key })).body;
     expect(got.llm_model).toBe('openai/gpt-4o');
@@ -151,10 +177,18 @@ describe('settings', () => {
       OTHER: { secret: 'other-secret', description: null },
     });
     expect(resolved?.mcp_config.sse_servers[0]?.api_key).toBe('sse-full-secret-4');
-    expect(resolved?.mcp_config.stdio_servers[0]).toEqual({ name: 'fetch', command: 'uvx', args: ['--changed'], env: { FETCH_TOKEN: 'env-full-secret-5' } });
+    expect(resolved?.mcp_config.stdio_servers[0]).toEqual({
+      name: 'fetch',
+      command: 'uvx',
+      args: ['--changed'],
+      env: { FETCH_TOKEN: 'env-full-secret-5' },
+    });
 
     // Removing: a null entry removes a custom secret, "" removes a provider token.
-    await stack.call('POST', '/api/settings', { key, body: { secrets_store: { custom_secrets: { OTHER: null }, provider_tokens: { github: { token: '' } } } } });
+    await stack.call('POST', '/api/settings', {
+      key,
+      body: { secrets_store: { custom_secrets: { OTHER: null }, provider_tokens: { github: { token: '' } } } },
+    });
     const after = (await stack.call('GET', '/api/settings', { key })).body;
     expect(after.provider_tokens_set).toEqual({});
     expect(Object.keys(after.secrets_store.custom_secrets)).toEqual(['DEPLOY_TOKEN']);
@@ -162,7 +196,10 @@ describe('settings', () => {
 
   it('names unknown fields in the response and does not store them', async () => {
     const key = await stack.newUser('typo');
-    const res = await stack.call('POST', '/api/settings', { key, body: { llm_modle: 'x', language: 'de', __proto__x: 1 } });
+    const res = await stack.call('POST', '/api/settings', {
+      key,
+      body: { llm_modle: 'x', language: 'de', __proto__x: 1 },
+    });
     expect(res.status).toBe(200);
     expect(res.body.ignored_fields).toEqual(['llm_modle', '__proto__x']);
     const got = (await stack.call('GET', '/api/settings', { key })).body;
@@ -173,8 +210,17 @@ describe('settings', () => {
   it('keeps both fields when two saves race', async () => {
     const key = await stack.newUser('race');
     await stack.call('POST', '/api/settings', { key, body: {} });
-    const fields = ['language', 'email', 'git_user_name', 'git_user_email', 'sandbox_base_container_image', 'sandbox_runtime_container_image'];
-    const results = await Promise.all(fields.map((f) => stack.call('POST', '/api/settings', { key, body: { [f]: `value-${f}` } })));
+    const fields = [
+      'language',
+      'email',
+      'git_user_name',
+      'git_user_email',
+      'sandbox_base_container_image',
+      'sandbox_runtime_container_image',
+    ];
+    const results = await Promise.all(
+      fields.map((f) => stack.call('POST', '/api/settings', { key, body: { [f]: `value-${f}` } })),
+    );
     for (const r of results) expect([200, 409]).toContain(r.status);
     const got = (await stack.call('GET', '/api/settings', { key })).body;
     fields.forEach((f, i) => {

@@ -9,7 +9,12 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 
-const task = (id: string, status: StartTaskRecord['status'], sandboxId: string | null, updatedAt: string): StartTaskRecord => ({
+const task = (
+  id: string,
+  status: StartTaskRecord['status'],
+  sandboxId: string | null,
+  updatedAt: string,
+): StartTaskRecord => ({
   id,
   userId: 'dev',
   status,
@@ -40,8 +45,14 @@ describe('the start-task sweep', () => {
     const failed = await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 1000), 300);
     expect(failed).toBe(3);
     const after = await store.getMany(['a1', 'a2', 'a3', 'a4']);
-    expect(after.get('a1')).toMatchObject({ status: 'ERROR', detail: expect.stringContaining(`The sandbox ${sandboxId} failed`) });
-    expect(after.get('a2')).toMatchObject({ status: 'ERROR', detail: expect.stringContaining('stopped moving at PREPARING_REPOSITORY for more than 300 s') });
+    expect(after.get('a1')).toMatchObject({
+      status: 'ERROR',
+      detail: expect.stringContaining(`The sandbox ${sandboxId} failed`),
+    });
+    expect(after.get('a2')).toMatchObject({
+      status: 'ERROR',
+      detail: expect.stringContaining('stopped moving at PREPARING_REPOSITORY for more than 300 s'),
+    });
     expect(after.get('a3')!.status).toBe('RUNNING_SETUP_SCRIPT');
     expect(after.get('a4')!.status).toBe('ERROR');
     // Idempotent: a second sweep changes nothing, and finished tasks leave the pending index.

@@ -33,13 +33,24 @@ class FakePush implements ConnectionPush {
   }
 }
 
-const event = (n: number) => ({ kind: 'MessageEvent', id: `e${n}`, timestamp: new Date().toISOString(), source: 'agent' as const });
+const event = (n: number) => ({
+  kind: 'MessageEvent',
+  id: `e${n}`,
+  timestamp: new Date().toISOString(),
+  source: 'agent' as const,
+});
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 let counter = 0;
 const conversation = (): ConversationRef => ({ userId: 'u1', conversationId: `c${++counter}` });
 
 async function connect(push: FakePush, c: ConversationRef, id: string, sentSeq = 0, open = true) {
-  await connections.add({ conversation: c, connectionId: id, sentSeq, connectedAt: new Date(), expiresAt: new Date(Date.now() + 7_200_000) });
+  await connections.add({
+    conversation: c,
+    connectionId: id,
+    sentSeq,
+    connectedAt: new Date(),
+    expiresAt: new Date(Date.now() + 7_200_000),
+  });
   if (open) push.open.add(id);
 }
 
@@ -57,9 +68,14 @@ describe('PushDelivery', () => {
     const push = new FakePush();
     const c = conversation();
     for (const id of ['a', 'b', 'c']) await connect(push, c, id);
-    await Promise.all(['a', 'b', 'c'].map((id) => new PushDelivery(connections, events, push, { sleep: async () => {} }).resend(c, id)));
+    await Promise.all(
+      ['a', 'b', 'c'].map((id) => new PushDelivery(connections, events, push, { sleep: async () => {} }).resend(c, id)),
+    );
     // 30 batches of 3, posted in a shuffled order by 30 "functions" at once.
-    const batches = range(0, 29).map((b) => ({ first: b * 3 + 1, items: [event(b * 3 + 1), event(b * 3 + 2), event(b * 3 + 3)] }));
+    const batches = range(0, 29).map((b) => ({
+      first: b * 3 + 1,
+      items: [event(b * 3 + 1), event(b * 3 + 2), event(b * 3 + 3)],
+    }));
     const shuffled = [...batches].sort(() => Math.random() - 0.5);
     await Promise.all(
       shuffled.map(async (b) => {
@@ -114,7 +130,11 @@ describe('PushDelivery', () => {
 
     await connect(push, c, 'never', 0, false);
     let t = 0;
-    const impatient = new PushDelivery(connections, events, push, { openWaitMs: 100, now: () => (t += 60), sleep: async () => {} });
+    const impatient = new PushDelivery(connections, events, push, {
+      openWaitMs: 100,
+      now: () => (t += 60),
+      sleep: async () => {},
+    });
     expect(await impatient.resend(c, 'never')).toBe('gone');
     expect(await connections.get(c, 'never')).toBeUndefined();
   });

@@ -12,7 +12,7 @@ afterAll(async () => {
 });
 
 describe('sandboxes without containment', () => {
-  it("start for the local user, marked contained: false", async () => {
+  it('start for the local user, marked contained: false', async () => {
     const { body } = await stack.call('POST', '/api/v1/sandboxes');
     const running = await waitForStatus(stack, body.id, 'RUNNING');
     expect(running.contained).toBe(false);

@@ -96,7 +96,9 @@ describe('workspace snapshots through presigned requests', () => {
     expect(state.pointer).toBeNull();
     const grant = await snapshots.upload(SANDBOX);
     const packed = await packWorkspace(workspace);
-    await expect(uploadSnapshot({ ...grant, max_bytes: Number.MAX_SAFE_INTEGER }, packed.file, packed.bytes)).rejects.toThrow(/refused \(403\)/);
+    await expect(
+      uploadSnapshot({ ...grant, max_bytes: Number.MAX_SAFE_INTEGER }, packed.file, packed.bytes),
+    ).rejects.toThrow(/refused \(403\)/);
     packed.cleanup();
     expect(s3.refusals).toContain('POST file outside content-length-range');
     await expect(bridge.snapshotComplete(grant.key)).rejects.toThrow('no such snapshot');
@@ -109,17 +111,27 @@ describe('workspace snapshots through presigned requests', () => {
     const snapshots = new WorkspaceSnapshots(s3.client(), BUCKET, LIMITS, s3SnapshotSigning);
     const grant = await snapshots.upload(SANDBOX);
     const otherKey = grant.key.replace(SANDBOX, OTHER);
-    await expect(uploadSnapshot({ ...grant, fields: { ...grant.fields, key: otherKey } }, packed.file, packed.bytes)).rejects.toThrow(/403/);
+    await expect(
+      uploadSnapshot({ ...grant, fields: { ...grant.fields, key: otherKey } }, packed.file, packed.bytes),
+    ).rejects.toThrow(/403/);
     const policy = JSON.parse(Buffer.from(grant.fields.Policy ?? '', 'base64').toString());
-    policy.conditions = policy.conditions.map((c: unknown) => (Array.isArray(c) && c[0] === 'content-length-range' ? [c[0], 1, 10 ** 12] : c));
+    policy.conditions = policy.conditions.map((c: unknown) =>
+      Array.isArray(c) && c[0] === 'content-length-range' ? [c[0], 1, 10 ** 12] : c,
+    );
     const widened = Buffer.from(JSON.stringify(policy)).toString('base64');
-    await expect(uploadSnapshot({ ...grant, fields: { ...grant.fields, Policy: widened } }, packed.file, packed.bytes)).rejects.toThrow(/403/);
+    await expect(
+      uploadSnapshot({ ...grant, fields: { ...grant.fields, Policy: widened } }, packed.file, packed.bytes),
+    ).rejects.toThrow(/403/);
     const brief = new WorkspaceSnapshots(s3.client(), BUCKET, { ...LIMITS, expiresSeconds: 1 }, s3SnapshotSigning);
     const old = await brief.upload(SANDBOX);
     await new Promise((r) => setTimeout(r, 2100));
     await expect(uploadSnapshot(old, packed.file, packed.bytes)).rejects.toThrow(/403/);
     packed.cleanup();
-    expect(s3.refusals).toEqual(['POST key is not the signed key', 'POST policy signature does not match', 'POST policy expired']);
+    expect(s3.refusals).toEqual([
+      'POST key is not the signed key',
+      'POST policy signature does not match',
+      'POST policy expired',
+    ]);
     expect(s3.accepted).toEqual([]);
   });
 
@@ -142,7 +154,9 @@ describe('workspace snapshots through presigned requests', () => {
     const { state, bridge } = controlPlane(mine);
     await new Snapshotter(bridge, workspace, log).request();
     const { url } = await mine.download(SANDBOX, state.pointer!);
-    const res = await fetch(url.replace(encodeURIComponent(state.pointer!).replace(/%2F/g, '/'), theirKey).replace(state.pointer!, theirKey));
+    const res = await fetch(
+      url.replace(encodeURIComponent(state.pointer!).replace(/%2F/g, '/'), theirKey).replace(state.pointer!, theirKey),
+    );
     expect(res.status).toBe(403);
     expect(s3.refusals.at(-1)).toBe('GET signature does not match');
     // And its own prune never touches theirs.

@@ -19,11 +19,37 @@ const template: Template = {
     Auth: {
       Type: 'AWS::ApiGatewayV2::Authorizer',
       Properties: {
-        ApiId: API_ID, AuthorizerType: 'REQUEST', AuthorizerUri: `arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/${AUTH}/invocations`, EnableSimpleResponses: true, AuthorizerPayloadFormatVersion: '2.0', AuthorizerResultTtlInSeconds: 0 },
+        ApiId: API_ID,
+        AuthorizerType: 'REQUEST',
+        AuthorizerUri: `arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/${AUTH}/invocations`,
+        EnableSimpleResponses: true,
+        AuthorizerPayloadFormatVersion: '2.0',
+        AuthorizerResultTtlInSeconds: 0,
+      },
     },
-    Integration: { Type: 'AWS::ApiGatewayV2::Integration', Properties: { ApiId: API_ID, IntegrationType: 'AWS_PROXY', IntegrationUri: ROUTE, PayloadFormatVersion: '2.0' } },
-    Item: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: API_ID, RouteKey: 'POST /items/{id}', AuthorizationType: 'CUSTOM', AuthorizerId: 'Auth', Target: 'integrations/Integration' } },
-    Open: { Type: 'AWS::ApiGatewayV2::Route', Properties: { ApiId: API_ID, RouteKey: 'GET /open', AuthorizationType: 'NONE', Target: 'integrations/Integration' } },
+    Integration: {
+      Type: 'AWS::ApiGatewayV2::Integration',
+      Properties: { ApiId: API_ID, IntegrationType: 'AWS_PROXY', IntegrationUri: ROUTE, PayloadFormatVersion: '2.0' },
+    },
+    Item: {
+      Type: 'AWS::ApiGatewayV2::Route',
+      Properties: {
+        ApiId: API_ID,
+        RouteKey: 'POST /items/{id}',
+        AuthorizationType: 'CUSTOM',
+        AuthorizerId: 'Auth',
+        Target: 'integrations/Integration',
+      },
+    },
+    Open: {
+      Type: 'AWS::ApiGatewayV2::Route',
+      Properties: {
+        ApiId: API_ID,
+        RouteKey: 'GET /open',
+        AuthorizationType: 'NONE',
+        Target: 'integrations/Integration',
+      },
+    },
   },
 };
 
@@ -39,7 +65,12 @@ const lambda = {
 const api = new HttpApiEmulator(template, lambda);
 beforeAll(() => api.start());
 afterAll(() => api.close());
-const post = (headers: Record<string, string> = {}) => fetch(`${api.url}/items/a%20b?x=1&x=2`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"n":1}' });
+const post = (headers: Record<string, string> = {}) =>
+  fetch(`${api.url}/items/a%20b?x=1&x=2`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{"n":1}',
+  });
 
 describe('the HTTP API emulation', () => {
   it('passes payload 2.0 to the authorizer and the route, with the authorizer context', async () => {
@@ -51,7 +82,11 @@ describe('the HTTP API emulation', () => {
     expect(res.headers.get('x-a')).toBe('b');
     expect(await res.text()).toBe('made');
     const [auth, event] = seen;
-    expect(auth).toMatchObject({ type: 'REQUEST', routeKey: 'POST /items/{id}', routeArn: `arn:aws:execute-api:eu-west-1:123456789012:${API_ID}/$default/POST/items/a%20b` });
+    expect(auth).toMatchObject({
+      type: 'REQUEST',
+      routeKey: 'POST /items/{id}',
+      routeArn: `arn:aws:execute-api:eu-west-1:123456789012:${API_ID}/$default/POST/items/a%20b`,
+    });
     expect(auth.body).toBeUndefined();
     expect(event).toMatchObject({
       version: '2.0',

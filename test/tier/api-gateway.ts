@@ -45,7 +45,11 @@ export interface GatewayRecord {
 
 const INTEGRATION_TIMEOUT_MS = 30_000;
 const TEXT = /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded)|[^;]*\+json)/i;
-const gatewayAnswer = (status: number, message: string) => ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ message })) });
+const gatewayAnswer = (status: number, message: string) => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from(JSON.stringify({ message })),
+});
 
 export class HttpApiEmulator {
   readonly apiId: string;
@@ -70,8 +74,11 @@ export class HttpApiEmulator {
     this.cors = api.Properties.CorsConfiguration;
     // With other APIs in the template, only this one's parts (a template of one API is taken whole).
     const alone = ofType(resolved, 'AWS::ApiGatewayV2::Api').length === 1;
-    this.apiId = alone ? ofType(resolved, 'AWS::ApiGatewayV2::Route')[0]?.[1].Properties.ApiId : names(STACK, apiLogical, api).ref;
-    const ofApi = (type: string) => ofType(resolved, type).filter(([, r]) => alone || r.Properties.ApiId === this.apiId);
+    this.apiId = alone
+      ? ofType(resolved, 'AWS::ApiGatewayV2::Route')[0]?.[1].Properties.ApiId
+      : names(STACK, apiLogical, api).ref;
+    const ofApi = (type: string) =>
+      ofType(resolved, type).filter(([, r]) => alone || r.Properties.ApiId === this.apiId);
     const stages = ofApi('AWS::ApiGatewayV2::Stage');
     this.stage = stages[0]?.[1].Properties.StageName ?? '$default';
     if (this.stage !== '$default') throw new Error('The tier serves the $default stage only');
@@ -80,7 +87,8 @@ export class HttpApiEmulator {
     const authorizers = new Map(
       ofApi('AWS::ApiGatewayV2::Authorizer').map(([id, r]) => {
         const p = r.Properties;
-        if (p.AuthorizerType !== 'REQUEST') throw new Error(`Authorizer ${id}: only REQUEST (Lambda) authorizers are emulated`);
+        if (p.AuthorizerType !== 'REQUEST')
+          throw new Error(`Authorizer ${id}: only REQUEST (Lambda) authorizers are emulated`);
         const fn = /functions\/(.+)\/invocations$/.exec(p.AuthorizerUri)?.[1];
         if (!fn) throw new Error(`Authorizer ${id}: cannot read the function from ${p.AuthorizerUri}`);
         const def: AuthorizerDef = {
@@ -91,8 +99,10 @@ export class HttpApiEmulator {
           simple: p.EnableSimpleResponses === true,
           payloadVersion: p.AuthorizerPayloadFormatVersion,
         };
-        if (def.ttlSeconds > 0 && def.identitySource.length === 0) throw new Error(`Authorizer ${id}: caching needs an identity source (API Gateway rejects this)`);
-        if (def.simple && def.payloadVersion !== '2.0') throw new Error(`Authorizer ${id}: simple responses need payload 2.0`);
+        if (def.ttlSeconds > 0 && def.identitySource.length === 0)
+          throw new Error(`Authorizer ${id}: caching needs an identity source (API Gateway rejects this)`);
+        if (def.simple && def.payloadVersion !== '2.0')
+          throw new Error(`Authorizer ${id}: simple responses need payload 2.0`);
         return [id, def];
       }),
     );
@@ -101,11 +111,14 @@ export class HttpApiEmulator {
       const integrationId = String(p.Target ?? '').replace(/^integrations\//, '');
       const integration = integrations.get(integrationId);
       if (!integration) throw new Error(`Route ${p.RouteKey}: no integration ${p.Target}`);
-      if (integration.IntegrationType !== 'AWS_PROXY') throw new Error(`Route ${p.RouteKey}: only Lambda proxy integrations are emulated`);
+      if (integration.IntegrationType !== 'AWS_PROXY')
+        throw new Error(`Route ${p.RouteKey}: only Lambda proxy integrations are emulated`);
       const [method, path] = p.RouteKey === '$default' ? ['ANY', ''] : p.RouteKey.split(' ');
       const authorizer = p.AuthorizationType === 'CUSTOM' ? authorizers.get(p.AuthorizerId) : undefined;
-      if (p.AuthorizationType === 'CUSTOM' && !authorizer) throw new Error(`Route ${id}: unknown authorizer ${p.AuthorizerId}`);
-      if (!['NONE', 'CUSTOM', undefined].includes(p.AuthorizationType)) throw new Error(`Route ${id}: authorization ${p.AuthorizationType} is not emulated`);
+      if (p.AuthorizationType === 'CUSTOM' && !authorizer)
+        throw new Error(`Route ${id}: unknown authorizer ${p.AuthorizerId}`);
+      if (!['NONE', 'CUSTOM', undefined].includes(p.AuthorizationType))
+        throw new Error(`Route ${id}: authorization ${p.AuthorizationType} is not emulated`);
       this.routes.push({
         key: p.RouteKey,
         method,
@@ -124,12 +137,13 @@ export class HttpApiEmulator {
 
   async start(): Promise<void> {
     // A fault of the emulator itself answers 500 with its message, so a test sees it instead of a hung request.
-    this.server = createServer((req, res) =>
-      void this.handle(req, res).catch((err: Error) => {
-        this.faults.push(err);
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ message: `tier emulator fault: ${err.message}` }));
-      }),
+    this.server = createServer(
+      (req, res) =>
+        void this.handle(req, res).catch((err: Error) => {
+          this.faults.push(err);
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ message: `tier emulator fault: ${err.message}` }));
+        }),
     );
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
@@ -192,9 +206,12 @@ export class HttpApiEmulator {
     this.records.push(record);
     const send = (r: { status: number; headers: Record<string, string | string[]>; body: Buffer }) => {
       record.status = r.status;
-      res.writeHead(r.status, { ...r.headers, 'apigw-requestid': randomUUID().slice(0, 16), ...this.corsHeaders(req) }).end(r.body);
+      res
+        .writeHead(r.status, { ...r.headers, 'apigw-requestid': randomUUID().slice(0, 16), ...this.corsHeaders(req) })
+        .end(r.body);
     };
-    if (method === 'OPTIONS' && this.cors && req.headers.origin && req.headers['access-control-request-method']) return send(this.preflight(req));
+    if (method === 'OPTIONS' && this.cors && req.headers.origin && req.headers['access-control-request-method'])
+      return send(this.preflight(req));
     const matched = this.match(method, path);
     if (!matched) return send(gatewayAnswer(404, 'Not Found'));
     const { route, params } = matched;
@@ -205,12 +222,20 @@ export class HttpApiEmulator {
       const auth = await this.authorize(route, event);
       if (auth.status) {
         record.error = auth.error;
-        return send(gatewayAnswer(auth.status, auth.status === 401 ? 'Unauthorized' : auth.status === 403 ? 'Forbidden' : 'Internal Server Error'));
+        return send(
+          gatewayAnswer(
+            auth.status,
+            auth.status === 401 ? 'Unauthorized' : auth.status === 403 ? 'Forbidden' : 'Internal Server Error',
+          ),
+        );
       }
       event.requestContext.authorizer = { lambda: auth.context ?? {} };
     }
     const sourceArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${this.apiId}/${this.stage}/${route.key === '$default' ? '$default' : `${route.method}/${route.segments.join('/')}`}`;
-    const result = await withTimeout(this.lambda.invokeAs('apigateway.amazonaws.com', sourceArn, route.functionArn, event), INTEGRATION_TIMEOUT_MS);
+    const result = await withTimeout(
+      this.lambda.invokeAs('apigateway.amazonaws.com', sourceArn, route.functionArn, event),
+      INTEGRATION_TIMEOUT_MS,
+    );
     if (!result) {
       record.error = 'integration timeout';
       return send(gatewayAnswer(503, 'Service Unavailable'));
@@ -230,12 +255,16 @@ export class HttpApiEmulator {
   /** The payload 2.0 request event. */
   private event(req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer): any {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && k !== 'cookie') headers[k] = Array.isArray(v) ? v.join(',') : v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (v !== undefined && k !== 'cookie') headers[k] = Array.isArray(v) ? v.join(',') : v;
     // API Gateway's own forwarding headers: clients reach it over https only.
     Object.assign(headers, { 'x-forwarded-proto': 'https', 'x-forwarded-port': '443', 'x-forwarded-for': '127.0.0.1' });
     const query: Record<string, string> = {};
     for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
-    const cookies = req.headers.cookie?.split(';').map((c) => c.trim()).filter(Boolean);
+    const cookies = req.headers.cookie
+      ?.split(';')
+      .map((c) => c.trim())
+      .filter(Boolean);
     const now = new Date();
     const text = TEXT.test(headers['content-type'] ?? '') || body.length === 0;
     return {
@@ -251,7 +280,13 @@ export class HttpApiEmulator {
         apiId: this.apiId,
         domainName: headers.host ?? `${this.apiId}.execute-api.${REGION}.amazonaws.com`,
         domainPrefix: (headers.host ?? this.apiId).split('.')[0],
-        http: { method: req.method, path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+        http: {
+          method: req.method,
+          path: url.pathname,
+          protocol: `HTTP/${req.httpVersion}`,
+          sourceIp: '127.0.0.1',
+          userAgent: headers['user-agent'] ?? '',
+        },
         requestId: randomUUID(),
         routeKey: route.key,
         stage: this.stage,
@@ -264,7 +299,10 @@ export class HttpApiEmulator {
     };
   }
 
-  private async authorize(route: RouteDef, event: any): Promise<{ status?: number; error?: string; context?: unknown }> {
+  private async authorize(
+    route: RouteDef,
+    event: any,
+  ): Promise<{ status?: number; error?: string; context?: unknown }> {
     const a = route.authorizer!;
     const identity = a.identitySource.map((src) => {
       const m = /^\$request\.(header|querystring)\.(.+)$/.exec(src);
@@ -280,11 +318,19 @@ export class HttpApiEmulator {
       const routeArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${this.apiId}/${this.stage}/${event.requestContext.http.method}${event.rawPath}`;
       const authEvent = { ...rest, type: 'REQUEST', routeArn, identitySource: identity };
       const sourceArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${this.apiId}/authorizers/${a.id}`;
-      const out: InvokeResult | undefined = await withTimeout(this.lambda.invokeAs('apigateway.amazonaws.com', sourceArn, a.functionArn, authEvent), 10_000);
-      if (!out?.ok) return { status: 500, error: `authorizer: ${out ? `${out.error?.errorType}: ${out.error?.errorMessage}` : 'timeout'}` };
+      const out: InvokeResult | undefined = await withTimeout(
+        this.lambda.invokeAs('apigateway.amazonaws.com', sourceArn, a.functionArn, authEvent),
+        10_000,
+      );
+      if (!out?.ok)
+        return {
+          status: 500,
+          error: `authorizer: ${out ? `${out.error?.errorType}: ${out.error?.errorMessage}` : 'timeout'}`,
+        };
       const r = out.result as any;
       if (a.simple) {
-        if (typeof r?.isAuthorized !== 'boolean') return { status: 500, error: 'authorizer: simple response without isAuthorized' };
+        if (typeof r?.isAuthorized !== 'boolean')
+          return { status: 500, error: 'authorizer: simple response without isAuthorized' };
         decision = { allowed: r.isAuthorized, context: r.context };
       } else {
         const allowed = (r?.policyDocument?.Statement ?? []).some((s: any) => s.Effect === 'Allow');
@@ -302,7 +348,9 @@ export class HttpApiEmulator {
     if (!origins.includes(origin) && !origins.includes('*')) return {};
     return {
       'access-control-allow-origin': origins.includes('*') ? '*' : origin,
-      ...(this.cors.ExposeHeaders?.length ? { 'access-control-expose-headers': this.cors.ExposeHeaders.join(',') } : {}),
+      ...(this.cors.ExposeHeaders?.length
+        ? { 'access-control-expose-headers': this.cors.ExposeHeaders.join(',') }
+        : {}),
       ...(this.cors.AllowCredentials ? { 'access-control-allow-credentials': 'true' } : {}),
     };
   }
@@ -336,27 +384,45 @@ function decoded(part: string): string | undefined {
 }
 
 const compare = (a: number[], b: number[]) => {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? -1) !== (b[i] ?? -1)) return (a[i] ?? -1) - (b[i] ?? -1);
+  for (let i = 0; i < Math.max(a.length, b.length); i++)
+    if ((a[i] ?? -1) !== (b[i] ?? -1)) return (a[i] ?? -1) - (b[i] ?? -1);
   return 0;
 };
 
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   new Promise((resolve, reject) => {
     const t = setTimeout(() => resolve(undefined), ms);
-    p.then((v) => (clearTimeout(t), resolve(v)), (e) => (clearTimeout(t), reject(e)));
+    p.then(
+      (v) => (clearTimeout(t), resolve(v)),
+      (e) => (clearTimeout(t), reject(e)),
+    );
   });
 
 /** A payload 2.0 Lambda result as HTTP: a proxy response object, or any other JSON value as a 200 JSON body. */
-function toHttp(result: unknown): { status: number; headers: Record<string, string | string[]>; body: Buffer } | undefined {
+function toHttp(
+  result: unknown,
+): { status: number; headers: Record<string, string | string[]>; body: Buffer } | undefined {
   if (result && typeof result === 'object' && 'statusCode' in result) {
-    const r = result as { statusCode: unknown; headers?: Record<string, unknown>; multiValueHeaders?: Record<string, unknown[]>; cookies?: string[]; body?: unknown; isBase64Encoded?: boolean };
+    const r = result as {
+      statusCode: unknown;
+      headers?: Record<string, unknown>;
+      multiValueHeaders?: Record<string, unknown[]>;
+      cookies?: string[];
+      body?: unknown;
+      isBase64Encoded?: boolean;
+    };
     if (typeof r.statusCode !== 'number' || r.statusCode < 100 || r.statusCode > 599) return undefined;
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(r.headers ?? {})) headers[k.toLowerCase()] = String(v);
     for (const [k, v] of Object.entries(r.multiValueHeaders ?? {})) headers[k.toLowerCase()] = v.map(String).join(',');
     if (r.cookies?.length) headers['set-cookie'] = r.cookies;
-    const body = typeof r.body === 'string' ? Buffer.from(r.body, r.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
+    const body =
+      typeof r.body === 'string' ? Buffer.from(r.body, r.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
     return { status: r.statusCode, headers, body };
   }
-  return { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from(typeof result === 'string' ? result : JSON.stringify(result)) };
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from(typeof result === 'string' ? result : JSON.stringify(result)),
+  };
 }

@@ -1,7 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { deniedMessage, evaluate, type AuthzRequest, type Statement } from '#test/tier/iam.ts';
@@ -61,7 +67,11 @@ class AwsError extends Error {
 }
 
 const camel = (v: any): any =>
-  Array.isArray(v) ? v.map(camel) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k[0]!.toLowerCase() + k.slice(1), camel(x)])) : v;
+  Array.isArray(v)
+    ? v.map(camel)
+    : v && typeof v === 'object'
+      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k[0]!.toLowerCase() + k.slice(1), camel(x)]))
+      : v;
 
 const arn = (service: string, rest: string) => `arn:aws:${service}:${REGION}:${ACCOUNT}:${rest}`;
 const tagContext = (tags: { key?: string; value?: string; Key?: string; Value?: string }[]) => ({
@@ -88,7 +98,10 @@ export class FakeAws {
   /** Every call: principal, operation, allowed. */
   readonly calls: { principal: string; operation: string; allowed: boolean }[] = [];
   readonly tasks = new Map<string, EcsTask>();
-  private readonly processes = new Map<string, { child: ChildProcess; stopRequested: boolean; exited: Promise<void> }>();
+  private readonly processes = new Map<
+    string,
+    { child: ChildProcess; stopRequested: boolean; exited: Promise<void> }
+  >();
   private readonly taskDefinitions = new Map<string, any>();
   private readonly clusters = new Map<string, string>();
   private readonly kmsKeys = new Map<string, Buffer>();
@@ -114,7 +127,13 @@ export class FakeAws {
     for (const [, r] of ofType(resolved, 'AWS::ECS::TaskDefinition')) {
       const p = camel(r.Properties);
       const taskDefinitionArn = arn('ecs', `task-definition/${p.family}:1`);
-      this.taskDefinitions.set(taskDefinitionArn, { ...p, taskDefinitionArn, revision: 1, status: 'ACTIVE', tags: undefined });
+      this.taskDefinitions.set(taskDefinitionArn, {
+        ...p,
+        taskDefinitionArn,
+        revision: 1,
+        status: 'ACTIVE',
+        tags: undefined,
+      });
     }
     for (const k of named('AWS::KMS::Key')) this.kmsKeys.set(k.atts.Arn!, randomBytes(32));
     for (const b of named('AWS::S3::Bucket')) this.buckets.set(b.ref, new Map());
@@ -150,7 +169,8 @@ export class FakeAws {
     try {
       const keyId = /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ?? '';
       const principal = keyId === OPERATOR_KEY ? 'operator' : this.keyRoles.get(keyId);
-      if (!principal) throw new AwsError('UnrecognizedClientException', 'The security token included in the request is invalid.');
+      if (!principal)
+        throw new AwsError('UnrecognizedClientException', 'The security token included in the request is invalid.');
       const body = raw.length && json ? JSON.parse(raw.toString('utf8')) : {};
       const [prefix, op] = target.split('.');
       const check = (operation: string, requests: AuthzRequest[]) => this.authorize(principal, operation, requests);
@@ -166,13 +186,28 @@ export class FakeAws {
         return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
       } else if (req.url?.startsWith('/execute-api/')) {
         const r = await this.connections(req, raw, check);
-        return void res.writeHead(r.status, { 'content-type': 'application/json', ...(r.status === 410 ? { 'x-amzn-errortype': 'GoneException' } : r.status === 413 ? { 'x-amzn-errortype': 'PayloadTooLargeException' } : {}) }).end(r.body ?? '');
+        return void res
+          .writeHead(r.status, {
+            'content-type': 'application/json',
+            ...(r.status === 410
+              ? { 'x-amzn-errortype': 'GoneException' }
+              : r.status === 413
+                ? { 'x-amzn-errortype': 'PayloadTooLargeException' }
+                : {}),
+          })
+          .end(r.body ?? '');
       } else throw new AwsError('UnknownOperationException', `The tier fakes no ${target || req.url}`);
-      res.writeHead(200, { 'content-type': json ? 'application/x-amz-json-1.1' : 'application/json' }).end(JSON.stringify(out ?? {}));
+      res
+        .writeHead(200, { 'content-type': json ? 'application/x-amz-json-1.1' : 'application/json' })
+        .end(JSON.stringify(out ?? {}));
     } catch (err) {
       const e = err instanceof AwsError ? err : new AwsError('InternalFailure', (err as Error).message, 500);
-      const body = json ? { __type: e.type, message: e.message, Message: e.message } : { ErrorCode: e.type, Message: e.message };
-      res.writeHead(e.status, { 'content-type': 'application/json', 'x-amzn-errortype': e.type }).end(JSON.stringify(body));
+      const body = json
+        ? { __type: e.type, message: e.message, Message: e.message }
+        : { ErrorCode: e.type, Message: e.message };
+      res
+        .writeHead(e.status, { 'content-type': 'application/json', 'x-amzn-errortype': e.type })
+        .end(JSON.stringify(body));
     }
   }
 
@@ -194,15 +229,16 @@ export class FakeAws {
       const endpoint = this.options.dynaliteEndpoint;
       const target = endpoint.startsWith('unix:')
         ? { socketPath: endpoint.slice('unix:'.length), headers: { ...req.headers, host: 'localhost' } }
-        : { host: new URL(endpoint).hostname, port: new URL(endpoint).port, headers: { ...req.headers, host: new URL(endpoint).host } };
-      const out = httpRequest(
-        { ...target, method: req.method, path: req.url },
-        (r) => {
-          res.writeHead(r.statusCode ?? 500, r.headers);
-          r.pipe(res);
-          r.on('end', resolve);
-        },
-      );
+        : {
+            host: new URL(endpoint).hostname,
+            port: new URL(endpoint).port,
+            headers: { ...req.headers, host: new URL(endpoint).host },
+          };
+      const out = httpRequest({ ...target, method: req.method, path: req.url }, (r) => {
+        res.writeHead(r.statusCode ?? 500, r.headers);
+        r.pipe(res);
+        r.on('end', resolve);
+      });
       out.on('error', reject);
       out.end(body);
     });
@@ -210,7 +246,11 @@ export class FakeAws {
 
   // ---- Lambda's Invoke API: the function's ARN checked against lambda:InvokeFunction, then run by
   // the tier's Lambda service; an `Event` invocation answers 202 at once and runs on its own.
-  private async lambdaInvoke(req: IncomingMessage, raw: Buffer, check: (op: string, r: AuthzRequest[]) => void): Promise<{ status: number; body?: string }> {
+  private async lambdaInvoke(
+    req: IncomingMessage,
+    raw: Buffer,
+    check: (op: string, r: AuthzRequest[]) => void,
+  ): Promise<{ status: number; body?: string }> {
     const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations/.exec(req.url!);
     const ref = decodeURIComponent(m?.[1] ?? '');
     const functionArn = ref.startsWith('arn:') ? ref.replace(/:(\$LATEST|\d+)$/, '') : arn('lambda', `function:${ref}`);
@@ -237,12 +277,21 @@ export class FakeAws {
 
   // ---- API Gateway's @connections management API of a WebSocket API, at
   // `/execute-api/<api id>/<stage>/@connections/<id>` (the tier points the function's callback URL here).
-  private async connections(req: IncomingMessage, raw: Buffer, check: (op: string, r: AuthzRequest[]) => void): Promise<{ status: number; body?: string }> {
+  private async connections(
+    req: IncomingMessage,
+    raw: Buffer,
+    check: (op: string, r: AuthzRequest[]) => void,
+  ): Promise<{ status: number; body?: string }> {
     const m = /^\/execute-api\/([^/]+)\/([^/]+)\/@connections\/([^/?]+)/.exec(req.url!);
     if (!m) throw new AwsError('NotFoundException', `No @connections path: ${req.url}`, 404);
     const [, apiId, stage, connectionId] = m as unknown as [string, string, string, string];
     const id = decodeURIComponent(connectionId);
-    check('execute-api:ManageConnections', [{ action: 'execute-api:ManageConnections', resource: `arn:aws:execute-api:${REGION}:${ACCOUNT}:${apiId}/${stage}/${req.method}/@connections/${id}` }]);
+    check('execute-api:ManageConnections', [
+      {
+        action: 'execute-api:ManageConnections',
+        resource: `arn:aws:execute-api:${REGION}:${ACCOUNT}:${apiId}/${stage}/${req.method}/@connections/${id}`,
+      },
+    ]);
     const api = this.webSocketApis.find((a) => a.apiId === apiId && a.stage === stage);
     if (!api) throw new AwsError('NotFoundException', `No WebSocket API ${apiId} stage ${stage}`, 404);
     return api.manage(req.method!, id, raw);
@@ -255,7 +304,8 @@ export class FakeAws {
       if (!found) throw new AwsError('NotFoundException', `Key '${id}' does not exist`);
       return found;
     };
-    const aad = (ctx: Record<string, string> | undefined) => Buffer.from(JSON.stringify(Object.entries(ctx ?? {}).sort()));
+    const aad = (ctx: Record<string, string> | undefined) =>
+      Buffer.from(JSON.stringify(Object.entries(ctx ?? {}).sort()));
     const encrypt = (keyArn: string, plaintext: Buffer, ctx: Record<string, string> | undefined) => {
       const iv = randomBytes(12);
       const c = createCipheriv('aes-256-gcm', this.kmsKeys.get(keyArn)!, iv).setAAD(aad(ctx));
@@ -266,26 +316,50 @@ export class FakeAws {
     switch (op) {
       case 'Encrypt': {
         const keyArn = resolveKey(body.KeyId);
-        check('kms:Encrypt', [{ action: 'kms:Encrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
-        return { CiphertextBlob: encrypt(keyArn, Buffer.from(body.Plaintext, 'base64'), body.EncryptionContext), KeyId: keyArn, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+        check('kms:Encrypt', [
+          { action: 'kms:Encrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) },
+        ]);
+        return {
+          CiphertextBlob: encrypt(keyArn, Buffer.from(body.Plaintext, 'base64'), body.EncryptionContext),
+          KeyId: keyArn,
+          EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+        };
       }
       case 'GenerateDataKey': {
         const keyArn = resolveKey(body.KeyId);
-        check('kms:GenerateDataKey', [{ action: 'kms:GenerateDataKey', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
+        check('kms:GenerateDataKey', [
+          { action: 'kms:GenerateDataKey', resource: keyArn, context: encryptionContext(body.EncryptionContext) },
+        ]);
         const plain = randomBytes(body.NumberOfBytes ?? (body.KeySpec === 'AES_128' ? 16 : 32));
-        return { CiphertextBlob: encrypt(keyArn, plain, body.EncryptionContext), Plaintext: plain.toString('base64'), KeyId: keyArn };
+        return {
+          CiphertextBlob: encrypt(keyArn, plain, body.EncryptionContext),
+          Plaintext: plain.toString('base64'),
+          KeyId: keyArn,
+        };
       }
       case 'Decrypt': {
         const blob = Buffer.from(body.CiphertextBlob, 'base64');
         const keyArn = blob.subarray(1, 1 + blob[0]!).toString();
         if (!this.kmsKeys.has(keyArn)) throw new AwsError('InvalidCiphertextException', '');
-        if (body.KeyId && resolveKey(body.KeyId) !== keyArn) throw new AwsError('IncorrectKeyException', 'The key ID in the request does not identify a CMK that can perform this operation.');
-        check('kms:Decrypt', [{ action: 'kms:Decrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) }]);
+        if (body.KeyId && resolveKey(body.KeyId) !== keyArn)
+          throw new AwsError(
+            'IncorrectKeyException',
+            'The key ID in the request does not identify a CMK that can perform this operation.',
+          );
+        check('kms:Decrypt', [
+          { action: 'kms:Decrypt', resource: keyArn, context: encryptionContext(body.EncryptionContext) },
+        ]);
         const rest = blob.subarray(1 + blob[0]!);
         try {
-          const d = createDecipheriv('aes-256-gcm', this.kmsKeys.get(keyArn)!, rest.subarray(0, 12)).setAAD(aad(body.EncryptionContext));
+          const d = createDecipheriv('aes-256-gcm', this.kmsKeys.get(keyArn)!, rest.subarray(0, 12)).setAAD(
+            aad(body.EncryptionContext),
+          );
           d.setAuthTag(rest.subarray(12, 28));
-          return { Plaintext: Buffer.concat([d.update(rest.subarray(28)), d.final()]).toString('base64'), KeyId: keyArn, EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+          return {
+            Plaintext: Buffer.concat([d.update(rest.subarray(28)), d.final()]).toString('base64'),
+            KeyId: keyArn,
+            EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+          };
         } catch {
           throw new AwsError('InvalidCiphertextException', '');
         }
@@ -307,28 +381,48 @@ export class FakeAws {
     const direct = this.taskDefinitions.get(ref) ?? this.taskDefinitions.get(arn('ecs', `task-definition/${ref}`));
     if (direct) return direct;
     const family = ref.split('/').pop()!.split(':')[0];
-    const latest = [...this.taskDefinitions.values()].filter((t) => t.family === family && t.status === 'ACTIVE').sort((a, b) => b.revision - a.revision)[0];
+    const latest = [...this.taskDefinitions.values()]
+      .filter((t) => t.family === family && t.status === 'ACTIVE')
+      .sort((a, b) => b.revision - a.revision)[0];
     if (!latest || ref.includes(':')) throw new AwsError('ClientException', 'Unable to describe task definition.');
     return latest;
   }
 
   private ecs(op: string, body: any, check: (op: string, r: AuthzRequest[]) => void): unknown {
     const passRoles = (roles: (string | undefined)[]) =>
-      roles.filter(Boolean).map((r) => ({ action: 'iam:PassRole', resource: r!, context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }));
+      roles.filter(Boolean).map((r) => ({
+        action: 'iam:PassRole',
+        resource: r!,
+        context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' },
+      }));
     switch (op) {
       case 'DescribeTaskDefinition': {
         check('ecs:DescribeTaskDefinition', [{ action: 'ecs:DescribeTaskDefinition', resource: '*' }]);
         const td = this.taskDefinition(body.taskDefinition);
-        return { taskDefinition: { ...td, tags: undefined }, tags: body.include?.includes('TAGS') ? (td.tags ?? []) : undefined };
+        return {
+          taskDefinition: { ...td, tags: undefined },
+          tags: body.include?.includes('TAGS') ? (td.tags ?? []) : undefined,
+        };
       }
       case 'RegisterTaskDefinition': {
-        const revision = 1 + Math.max(0, ...[...this.taskDefinitions.values()].filter((t) => t.family === body.family).map((t) => t.revision));
+        const revision =
+          1 +
+          Math.max(
+            0,
+            ...[...this.taskDefinitions.values()].filter((t) => t.family === body.family).map((t) => t.revision),
+          );
         const taskDefinitionArn = arn('ecs', `task-definition/${body.family}:${revision}`);
         check('ecs:RegisterTaskDefinition', [
           { action: 'ecs:RegisterTaskDefinition', resource: '*', context: tagContext(body.tags ?? []) },
           // Tag-on-create: tags in the request need TagResource on the new revision.
           ...(body.tags?.length
-            ? [{ action: 'ecs:TagResource', resource: taskDefinitionArn, context: { 'ecs:CreateAction': 'RegisterTaskDefinition', ...tagContext(body.tags) } }]
+            ? [
+                {
+                  action: 'ecs:TagResource',
+                  resource: taskDefinitionArn,
+                  context: { 'ecs:CreateAction': 'RegisterTaskDefinition', ...tagContext(body.tags) },
+                },
+              ]
             : []),
           ...passRoles([body.taskRoleArn, body.executionRoleArn]),
         ]);
@@ -347,7 +441,13 @@ export class FakeAws {
       case 'StopTask': {
         const clusterArn = this.clusterArn(body.cluster);
         const task = this.findTask(clusterArn, body.task);
-        check('ecs:StopTask', [{ action: 'ecs:StopTask', resource: task?.taskArn ?? taskArnFor(clusterArn, body.task), context: { 'ecs:cluster': clusterArn, ...resourceTags(task) } }]);
+        check('ecs:StopTask', [
+          {
+            action: 'ecs:StopTask',
+            resource: task?.taskArn ?? taskArnFor(clusterArn, body.task),
+            context: { 'ecs:cluster': clusterArn, ...resourceTags(task) },
+          },
+        ]);
         if (!task) throw new AwsError('InvalidParameterException', 'The referenced task was not found.');
         this.stopTask(task, body.reason ?? '');
         return { task };
@@ -357,12 +457,18 @@ export class FakeAws {
         const refs: string[] = body.tasks ?? [];
         check(
           'ecs:DescribeTasks',
-          refs.map((t) => ({ action: 'ecs:DescribeTasks', resource: taskArnFor(clusterArn, t), context: { 'ecs:cluster': clusterArn, ...resourceTags(this.findTask(clusterArn, t)) } })),
+          refs.map((t) => ({
+            action: 'ecs:DescribeTasks',
+            resource: taskArnFor(clusterArn, t),
+            context: { 'ecs:cluster': clusterArn, ...resourceTags(this.findTask(clusterArn, t)) },
+          })),
         );
         const found = refs.map((t) => this.findTask(clusterArn, t));
         return {
           tasks: found.filter(Boolean),
-          failures: refs.filter((_, i) => !found[i]).map((t) => ({ arn: taskArnFor(clusterArn, t), reason: 'MISSING' })),
+          failures: refs
+            .filter((_, i) => !found[i])
+            .map((t) => ({ arn: taskArnFor(clusterArn, t), reason: 'MISSING' })),
         };
       }
       case 'ListTasks': {
@@ -371,13 +477,25 @@ export class FakeAws {
         const desired = body.desiredStatus ?? 'RUNNING';
         return {
           taskArns: [...this.tasks.values()]
-            .filter((t) => t.clusterArn === clusterArn && t.desiredStatus === desired && (!body.startedBy || t.startedBy === body.startedBy) && (!body.family || t.taskDefinitionArn.includes(`/${body.family}:`)))
+            .filter(
+              (t) =>
+                t.clusterArn === clusterArn &&
+                t.desiredStatus === desired &&
+                (!body.startedBy || t.startedBy === body.startedBy) &&
+                (!body.family || t.taskDefinitionArn.includes(`/${body.family}:`)),
+            )
             .map((t) => t.taskArn),
         };
       }
       case 'TagResource': {
         const task = this.tasks.get(body.resourceArn);
-        check('ecs:TagResource', [{ action: 'ecs:TagResource', resource: body.resourceArn, context: { ...tagContext(body.tags ?? []), ...resourceTags(task) } }]);
+        check('ecs:TagResource', [
+          {
+            action: 'ecs:TagResource',
+            resource: body.resourceArn,
+            context: { ...tagContext(body.tags ?? []), ...resourceTags(task) },
+          },
+        ]);
         if (task) task.tags = [...(task.tags ?? []), ...body.tags];
         return {};
       }
@@ -390,15 +508,34 @@ export class FakeAws {
     return this.tasks.get(ref) ?? this.tasks.get(taskArnFor(clusterArn, ref));
   }
 
-  private runTask(body: any, check: (op: string, r: AuthzRequest[]) => void, passRoles: (r: (string | undefined)[]) => AuthzRequest[]): unknown {
+  private runTask(
+    body: any,
+    check: (op: string, r: AuthzRequest[]) => void,
+    passRoles: (r: (string | undefined)[]) => AuthzRequest[],
+  ): unknown {
     const clusterArn = this.clusterArn(body.cluster);
     const td = this.taskDefinition(body.taskDefinition);
     const taskArn = taskArnFor(clusterArn, randomBytes(16).toString('hex'));
     const tags: { key: string; value: string }[] = body.tags ?? [];
     check('ecs:RunTask', [
-      { action: 'ecs:RunTask', resource: td.taskDefinitionArn, context: { 'ecs:cluster': clusterArn, ...tagContext(tags) } },
-      ...(tags.length ? [{ action: 'ecs:TagResource', resource: taskArn, context: { 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn, ...tagContext(tags) } }] : []),
-      ...passRoles([body.overrides?.taskRoleArn ?? td.taskRoleArn, body.overrides?.executionRoleArn ?? td.executionRoleArn]),
+      {
+        action: 'ecs:RunTask',
+        resource: td.taskDefinitionArn,
+        context: { 'ecs:cluster': clusterArn, ...tagContext(tags) },
+      },
+      ...(tags.length
+        ? [
+            {
+              action: 'ecs:TagResource',
+              resource: taskArn,
+              context: { 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn, ...tagContext(tags) },
+            },
+          ]
+        : []),
+      ...passRoles([
+        body.overrides?.taskRoleArn ?? td.taskRoleArn,
+        body.overrides?.executionRoleArn ?? td.executionRoleArn,
+      ]),
     ]);
     const containers = (td.containerDefinitions ?? []) as any[];
     const task: EcsTask = {
@@ -423,7 +560,8 @@ export class FakeAws {
 
   /** Runs the task's essential container: the sandbox image's program, in a child process. */
   private launch(task: EcsTask, td: any): void {
-    const container = (td.containerDefinitions as any[]).find((c) => c.essential !== false) ?? td.containerDefinitions[0];
+    const container =
+      (td.containerDefinitions as any[]).find((c) => c.essential !== false) ?? td.containerDefinitions[0];
     const override = (task.overrides?.containerOverrides ?? []).find((o: any) => o.name === container.name) ?? {};
     const dir = join(this.options.workDir, 'tasks', task.taskArn.split('/').pop()!);
     const home = join(dir, 'home');
@@ -435,14 +573,20 @@ export class FakeAws {
     env.WORKSPACE_DIR = this.taskPath(task.taskArn, env.WORKSPACE_DIR!);
     mkdirSync(env.WORKSPACE_DIR, { recursive: true });
     // API Gateway is HTTPS; the emulated API listens on plain HTTP on loopback.
-    if (env.BRIDGE_URL) env.BRIDGE_URL = this.options.publicUrl?.(env.BRIDGE_URL) ?? env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
+    if (env.BRIDGE_URL)
+      env.BRIDGE_URL = this.options.publicUrl?.(env.BRIDGE_URL) ?? env.BRIDGE_URL.replace(/^https:\/\//, 'http://');
     // The bridge socket is served where the tier emulates it; elsewhere the program long-polls (its fallback), never reaching out.
     const socket = env.BRIDGE_SOCKET_URL && this.options.bridgeSocketUrl?.(env.BRIDGE_SOCKET_URL);
     if (socket) env.BRIDGE_SOCKET_URL = socket;
     else delete env.BRIDGE_SOCKET_URL;
     const command = override.command ?? container.command;
     if (command) {
-      this.finish(task, 'TaskFailedToStart', `The tier runs only the sandbox image's CMD, not ${JSON.stringify(command)}`, undefined);
+      this.finish(
+        task,
+        'TaskFailedToStart',
+        `The tier runs only the sandbox image's CMD, not ${JSON.stringify(command)}`,
+        undefined,
+      );
       return;
     }
     const child = spawn(process.execPath, [this.options.sandboxProgram], {
@@ -463,18 +607,38 @@ export class FakeAws {
     });
     child.once('exit', (code, signal) => {
       this.processes.delete(task.taskArn);
-      if (entry.stopRequested) this.finish(task, 'UserInitiated', task.stoppedReason ?? '', code ?? 137, container.name);
-      else this.finish(task, 'EssentialContainerExited', 'Essential container in task exited', code ?? (signal ? 137 : 1), container.name, tail);
+      if (entry.stopRequested)
+        this.finish(task, 'UserInitiated', task.stoppedReason ?? '', code ?? 137, container.name);
+      else
+        this.finish(
+          task,
+          'EssentialContainerExited',
+          'Essential container in task exited',
+          code ?? (signal ? 137 : 1),
+          container.name,
+          tail,
+        );
     });
   }
 
-  private finish(task: EcsTask, stopCode: string, reason: string, exitCode: number | undefined, name?: string, tail = ''): void {
+  private finish(
+    task: EcsTask,
+    stopCode: string,
+    reason: string,
+    exitCode: number | undefined,
+    name?: string,
+    tail = '',
+  ): void {
     task.lastStatus = 'STOPPED';
     task.desiredStatus = 'STOPPED';
     task.stopCode = stopCode;
     task.stoppedReason = reason;
     task.stoppedAt = Date.now() / 1000;
-    task.containers = task.containers.map((c) => ({ ...c, lastStatus: 'STOPPED', ...(c.name === name && exitCode !== undefined ? { exitCode } : {}) }));
+    task.containers = task.containers.map((c) => ({
+      ...c,
+      lastStatus: 'STOPPED',
+      ...(c.name === name && exitCode !== undefined ? { exitCode } : {}),
+    }));
     task.version++;
     if (tail && exitCode) (task as any).tierLogTail = tail;
     this.options.onTaskChange({ ...task });
@@ -507,73 +671,122 @@ export class FakeAws {
     const objects = this.buckets.get(bucket)!;
     const bucketArn = `arn:aws:s3:::${bucket}`;
     const reply = (status: number, body = '', headers: Record<string, string> = {}): void => {
-      res.writeHead(status, { 'content-type': 'application/xml', ...headers }).end(req.method === 'HEAD' ? undefined : body);
+      res
+        .writeHead(status, { 'content-type': 'application/xml', ...headers })
+        .end(req.method === 'HEAD' ? undefined : body);
     };
     const error = (status: number, code: string, message: string): void =>
-      reply(status, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${xml(message)}</Message></Error>`, { 'x-amz-error-code': code });
+      reply(
+        status,
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${xml(message)}</Message></Error>`,
+        { 'x-amz-error-code': code },
+      );
     try {
-      const form = req.method === 'POST' && !key && !url.searchParams.has('delete') ? await formOf(req, raw) : undefined;
+      const form =
+        req.method === 'POST' && !key && !url.searchParams.has('delete') ? await formOf(req, raw) : undefined;
       const credential =
         /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ??
         url.searchParams.get('X-Amz-Credential')?.split('/')[0] ??
-        (typeof form?.get('X-Amz-Credential') === 'string' ? String(form.get('X-Amz-Credential')).split('/')[0] : undefined) ??
+        (typeof form?.get('X-Amz-Credential') === 'string'
+          ? String(form.get('X-Amz-Credential')).split('/')[0]
+          : undefined) ??
         '';
       const principal = credential === OPERATOR_KEY ? 'operator' : this.keyRoles.get(credential);
-      if (!principal) return error(403, 'InvalidAccessKeyId', 'The AWS access key Id you provided does not exist in our records.');
+      if (!principal)
+        return error(403, 'InvalidAccessKeyId', 'The AWS access key Id you provided does not exist in our records.');
       const check = (operation: string, requests: AuthzRequest[]) => this.authorize(principal, operation, requests);
       if (url.searchParams.has('X-Amz-Signature')) {
         const signed = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(url.searchParams.get('X-Amz-Date') ?? '');
-        const expires = signed ? Date.UTC(+signed[1]!, +signed[2]! - 1, +signed[3]!, +signed[4]!, +signed[5]!, +signed[6]!) + Number(url.searchParams.get('X-Amz-Expires')) * 1000 : 0;
+        const expires = signed
+          ? Date.UTC(+signed[1]!, +signed[2]! - 1, +signed[3]!, +signed[4]!, +signed[5]!, +signed[6]!) +
+            Number(url.searchParams.get('X-Amz-Expires')) * 1000
+          : 0;
         if (!(expires > Date.now())) return error(403, 'AccessDenied', 'Request has expired');
       }
       if (form) {
         // A browser-form upload: the signed policy must name this key and bound the file's size.
         const field = (name: string) => (typeof form.get(name) === 'string' ? String(form.get(name)) : '');
-        const policy = JSON.parse(Buffer.from(field('Policy'), 'base64').toString() || '{}') as { expiration?: string; conditions?: unknown[] };
+        const policy = JSON.parse(Buffer.from(field('Policy'), 'base64').toString() || '{}') as {
+          expiration?: string;
+          conditions?: unknown[];
+        };
         const conditions = policy.conditions ?? [];
         const file = form.get('file');
-        const range = conditions.find((c) => Array.isArray(c) && c[0] === 'content-length-range') as [string, number, number] | undefined;
-        const keyCondition = conditions.find((c) => Array.isArray(c) && c[0] === 'eq' && c[1] === '$key') as string[] | undefined;
+        const range = conditions.find((c) => Array.isArray(c) && c[0] === 'content-length-range') as
+          | [string, number, number]
+          | undefined;
+        const keyCondition = conditions.find((c) => Array.isArray(c) && c[0] === 'eq' && c[1] === '$key') as
+          | string[]
+          | undefined;
         const objectKey = field('key');
         check('s3:PutObject', [{ action: 's3:PutObject', resource: `${bucketArn}/${objectKey}` }]);
-        if (!(Date.parse(policy.expiration ?? '') > Date.now())) return error(403, 'AccessDenied', 'Invalid according to Policy: Policy expired.');
-        if (!keyCondition || keyCondition[2] !== objectKey) return error(403, 'AccessDenied', 'Invalid according to Policy: Policy Condition failed: ["eq", "$key"]');
-        if (!(file instanceof Blob)) return error(400, 'InvalidArgument', 'POST requires exactly one file upload per request.');
-        if (range && (file.size < range[1] || file.size > range[2])) return error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
+        if (!(Date.parse(policy.expiration ?? '') > Date.now()))
+          return error(403, 'AccessDenied', 'Invalid according to Policy: Policy expired.');
+        if (!keyCondition || keyCondition[2] !== objectKey)
+          return error(403, 'AccessDenied', 'Invalid according to Policy: Policy Condition failed: ["eq", "$key"]');
+        if (!(file instanceof Blob))
+          return error(400, 'InvalidArgument', 'POST requires exactly one file upload per request.');
+        if (range && (file.size < range[1] || file.size > range[2]))
+          return error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
         objects.set(objectKey, { body: Buffer.from(await file.arrayBuffer()), modified: new Date() });
         return reply(204);
       }
       if (req.method === 'POST' && url.searchParams.has('delete')) {
         const keys = [...raw.toString('utf8').matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unxml(m[1]!));
-        check('s3:DeleteObject', keys.map((k) => ({ action: 's3:DeleteObject', resource: `${bucketArn}/${k}` })));
+        check(
+          's3:DeleteObject',
+          keys.map((k) => ({ action: 's3:DeleteObject', resource: `${bucketArn}/${k}` })),
+        );
         for (const k of keys) objects.delete(k);
-        return reply(200, `<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${keys.map((k) => `<Deleted><Key>${xml(k)}</Key></Deleted>`).join('')}</DeleteResult>`);
+        return reply(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${keys.map((k) => `<Deleted><Key>${xml(k)}</Key></Deleted>`).join('')}</DeleteResult>`,
+        );
       }
       if (req.method === 'GET' && !key && url.searchParams.get('list-type') === '2') {
         const prefix = url.searchParams.get('prefix') ?? '';
         check('s3:ListBucket', [{ action: 's3:ListBucket', resource: bucketArn, context: { 's3:prefix': prefix } }]);
-        const found = [...objects.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => a.localeCompare(b));
-        const contents = found.map(([k, o]) => `<Contents><Key>${xml(k)}</Key><Size>${o.body.length}</Size><LastModified>${o.modified.toISOString()}</LastModified></Contents>`).join('');
-        return reply(200, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><Prefix>${xml(prefix)}</Prefix><KeyCount>${found.length}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`);
+        const found = [...objects.entries()]
+          .filter(([k]) => k.startsWith(prefix))
+          .sort(([a], [b]) => a.localeCompare(b));
+        const contents = found
+          .map(
+            ([k, o]) =>
+              `<Contents><Key>${xml(k)}</Key><Size>${o.body.length}</Size><LastModified>${o.modified.toISOString()}</LastModified></Contents>`,
+          )
+          .join('');
+        return reply(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><Prefix>${xml(prefix)}</Prefix><KeyCount>${found.length}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`,
+        );
       }
       if ((req.method === 'GET' || req.method === 'HEAD') && key) {
         check('s3:GetObject', [{ action: 's3:GetObject', resource: `${bucketArn}/${key}` }]);
         const o = objects.get(key);
         if (!o) return error(404, 'NoSuchKey', 'The specified key does not exist.');
-        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(o.body.length), 'last-modified': o.modified.toUTCString(), etag: '"tier"' });
+        res.writeHead(200, {
+          'content-type': 'application/octet-stream',
+          'content-length': String(o.body.length),
+          'last-modified': o.modified.toUTCString(),
+          etag: '"tier"',
+        });
         res.end(req.method === 'HEAD' ? undefined : o.body);
         return;
       }
       return error(501, 'NotImplemented', `The tier's S3 fakes no ${req.method} ${url.pathname}${url.search}`);
     } catch (err) {
-      if (err instanceof AwsError && err.type === 'AccessDeniedException') return error(403, 'AccessDenied', err.message);
+      if (err instanceof AwsError && err.type === 'AccessDeniedException')
+        return error(403, 'AccessDenied', err.message);
       return error(500, 'InternalError', (err as Error).message);
     }
   }
 
   /** The keys stored in a bucket under `prefix` (for assertions). */
   objectKeys(prefix = ''): string[] {
-    return [...this.buckets.values()].flatMap((objects) => [...objects.keys()]).filter((k) => k.startsWith(prefix)).sort();
+    return [...this.buckets.values()]
+      .flatMap((objects) => [...objects.keys()])
+      .filter((k) => k.startsWith(prefix))
+      .sort();
   }
 
   /** The local directory a task's container sees at `path` (its own disk: nothing is shared between tasks). */
@@ -584,11 +797,14 @@ export class FakeAws {
 
 const xml = (v: string) => v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const unxml = (v: string) => v.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-const formOf = (req: IncomingMessage, raw: Buffer) => new Response(raw, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
+const formOf = (req: IncomingMessage, raw: Buffer) =>
+  new Response(raw, { headers: { 'content-type': String(req.headers['content-type']) } }).formData();
 
 /** `aws:ResourceTag/<key>` for each tag the task carries. */
-const resourceTags = (task: EcsTask | undefined) => Object.fromEntries((task?.tags ?? []).map((t) => [`aws:ResourceTag/${t.key}`, t.value]));
-const taskArnFor = (clusterArn: string, ref: string) => (ref.startsWith('arn:') ? ref : `${clusterArn.replace(':cluster/', ':task/')}/${ref}`);
+const resourceTags = (task: EcsTask | undefined) =>
+  Object.fromEntries((task?.tags ?? []).map((t) => [`aws:ResourceTag/${t.key}`, t.value]));
+const taskArnFor = (clusterArn: string, ref: string) =>
+  ref.startsWith('arn:') ? ref : `${clusterArn.replace(':cluster/', ':task/')}/${ref}`;
 const encryptionContext = (ctx: Record<string, string> | undefined) =>
   Object.fromEntries(Object.entries(ctx ?? {}).map(([k, v]) => [`kms:EncryptionContext:${k}`, v]));
 /** DynamoDB's authorization: the action and the table (or index) ARNs each operation touches. */
@@ -603,12 +819,24 @@ export function dynamoAuthz(op: string, body: any): AuthzRequest[] {
     case 'TransactGetItems':
       return (body.TransactItems ?? []).map((item: any) => {
         const [kind, spec] = Object.entries(item)[0] as [string, any];
-        const a = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' }[kind] ?? kind;
+        const a =
+          {
+            Put: 'PutItem',
+            Update: 'UpdateItem',
+            Delete: 'DeleteItem',
+            ConditionCheck: 'ConditionCheckItem',
+            Get: 'GetItem',
+          }[kind] ?? kind;
         return { action: `dynamodb:${a}`, resource: table(spec.TableName) };
       });
     case 'ListTables':
       return [{ action, resource: '*' }];
     default:
-      return [{ action, resource: body.IndexName ? `${table(body.TableName)}/index/${body.IndexName}` : table(body.TableName) }];
+      return [
+        {
+          action,
+          resource: body.IndexName ? `${table(body.TableName)}/index/${body.IndexName}` : table(body.TableName),
+        },
+      ];
   }
 }

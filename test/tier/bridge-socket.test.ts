@@ -15,7 +15,8 @@ describe('commands over the bridge socket on the synthesized stack', () => {
   let tier: TierStack;
   let llm: ScriptedLlm;
   let key: string;
-  const commandFetches = (sandboxId: string) => tier.api.records.filter((r) => r.path === `/api/v1/sandboxes/${sandboxId}/bridge/commands`).length;
+  const commandFetches = (sandboxId: string) =>
+    tier.api.records.filter((r) => r.path === `/api/v1/sandboxes/${sandboxId}/bridge/commands`).length;
   const openConnections = () => [...tier.bridgeSocket.connections.values()].filter((c) => c.open).length;
 
   beforeAll(async () => {
@@ -32,16 +33,26 @@ describe('commands over the bridge socket on the synthesized stack', () => {
     llm.enqueue(reply.finish('first answer'));
     const { conversationId } = await startConversationV1(tier, key, 'hello socket');
     const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
-    await until(tier, 'the sandbox on the bridge socket', async () => openConnections(), (n) => n >= 1);
+    await until(
+      tier,
+      'the sandbox on the bridge socket',
+      async () => openConnections(),
+      (n) => n >= 1,
+    );
     expect(tier.bridgeSocket.records.filter((r) => r.routeKey === '$connect').map((r) => r.status)).toContain(200);
     const before = commandFetches(c.sandbox_id);
     llm.enqueue(reply.finish('pushed and answered'));
-    const sent = await tier.call('POST', `/api/conversations/${conversationId}/events`, { key, body: { role: 'user', content: [{ type: 'text', text: 'one more' }], run: true } });
+    const sent = await tier.call('POST', `/api/conversations/${conversationId}/events`, {
+      key,
+      body: { role: 'user', content: [{ type: 'text', text: 'one more' }], run: true },
+    });
     expect(sent.status, sent.text).toBe(200);
     await until(
       tier,
       'the agent answered the pushed message',
-      async () => (await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100`, { key })).body.items as any[],
+      async () =>
+        (await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=100`, { key })).body
+          .items as any[],
       (items) => items.some((e) => JSON.stringify(e).includes('pushed and answered')),
       90_000,
     );
@@ -57,7 +68,9 @@ describe('commands over the bridge socket on the synthesized stack', () => {
     const keyA = (await tier.sandboxKey(a.id))!;
     const attempt = (sandboxId: string, headers: Record<string, string>) =>
       new Promise<number>((resolve) => {
-        const ws = new WebSocket(`${tier.bridgeSocket.url}/${tier.bridgeSocket.stage}?sandbox_id=${sandboxId}`, { headers });
+        const ws = new WebSocket(`${tier.bridgeSocket.url}/${tier.bridgeSocket.stage}?sandbox_id=${sandboxId}`, {
+          headers,
+        });
         ws.once('open', () => {
           ws.close();
           resolve(101);

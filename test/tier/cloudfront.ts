@@ -25,7 +25,13 @@ interface Behaviour {
   viewerRequest?: (event: unknown) => any;
 }
 
-const patternRe = (p: string) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+const patternRe = (p: string) =>
+  new RegExp(
+    `^${p
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 
 export class CloudFrontEmulator {
   readonly domainName: string;
@@ -54,19 +60,32 @@ export class CloudFrontEmulator {
     }
     const functions = new Map(
       ofType(resolved, 'AWS::CloudFront::Function').map(([fid, r]) => {
-        if (r.Properties.FunctionConfig.Runtime !== 'cloudfront-js-2.0') throw new Error(`CloudFront function ${fid}: runtime ${r.Properties.FunctionConfig.Runtime} is not emulated`);
+        if (r.Properties.FunctionConfig.Runtime !== 'cloudfront-js-2.0')
+          throw new Error(`CloudFront function ${fid}: runtime ${r.Properties.FunctionConfig.Runtime} is not emulated`);
         const handler = runInNewContext(`${r.Properties.FunctionCode}\n;handler`, {}) as (event: unknown) => unknown;
         return [names(STACK, fid, r).atts.FunctionARN!, handler];
       }),
     );
     const behaviour = (b: any, pattern: string): Behaviour => {
-      if (b.CachePolicyId !== CACHING_DISABLED) throw new Error(`Behaviour ${pattern}: API responses must not be cached (CachingDisabled), got ${b.CachePolicyId}`);
-      if (b.OriginRequestPolicyId !== ALL_VIEWER_EXCEPT_HOST_HEADER) throw new Error(`Behaviour ${pattern}: the APIs need every header but Host, the cookies and the query (AllViewerExceptHostHeader)`);
+      if (b.CachePolicyId !== CACHING_DISABLED)
+        throw new Error(
+          `Behaviour ${pattern}: API responses must not be cached (CachingDisabled), got ${b.CachePolicyId}`,
+        );
+      if (b.OriginRequestPolicyId !== ALL_VIEWER_EXCEPT_HOST_HEADER)
+        throw new Error(
+          `Behaviour ${pattern}: the APIs need every header but Host, the cookies and the query (AllViewerExceptHostHeader)`,
+        );
       const assoc = (b.FunctionAssociations ?? []).filter((f: any) => f.EventType === 'viewer-request');
-      if ((b.FunctionAssociations ?? []).length !== assoc.length) throw new Error(`Behaviour ${pattern}: only viewer-request functions are emulated`);
+      if ((b.FunctionAssociations ?? []).length !== assoc.length)
+        throw new Error(`Behaviour ${pattern}: only viewer-request functions are emulated`);
       const fn = assoc[0] ? functions.get(assoc[0].FunctionARN) : undefined;
       if (assoc[0] && !fn) throw new Error(`Behaviour ${pattern}: unknown function ${assoc[0].FunctionARN}`);
-      return { pattern, origin: b.TargetOriginId, methods: b.AllowedMethods ?? ['GET', 'HEAD'], ...(fn ? { viewerRequest: fn } : {}) };
+      return {
+        pattern,
+        origin: b.TargetOriginId,
+        methods: b.AllowedMethods ?? ['GET', 'HEAD'],
+        ...(fn ? { viewerRequest: fn } : {}),
+      };
     };
     for (const b of config.CacheBehaviors ?? []) this.behaviours.push(behaviour(b, b.PathPattern));
     this.fallback = behaviour(config.DefaultCacheBehavior, '*');
@@ -75,7 +94,8 @@ export class CloudFrontEmulator {
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
       const routed = this.route(req);
-      if ('status' in routed) return void res.writeHead(routed.status, { 'content-type': 'text/plain' }).end(routed.text);
+      if ('status' in routed)
+        return void res.writeHead(routed.status, { 'content-type': 'text/plain' }).end(routed.text);
       const out = httpRequest(routed.target, { method: req.method, headers: routed.headers }, (r) => {
         res.writeHead(r.statusCode ?? 502, r.headers);
         r.pipe(res);
@@ -88,12 +108,18 @@ export class CloudFrontEmulator {
     });
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       const routed = this.route(req);
-      if ('status' in routed) return void socket.end(`HTTP/1.1 ${routed.status} ${routed.text}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+      if ('status' in routed)
+        return void socket.end(
+          `HTTP/1.1 ${routed.status} ${routed.text}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
+        );
       const target = new URL(routed.target);
       this.tunnels.add(socket);
       socket.once('close', () => this.tunnels.delete(socket));
       const upstream = connect(Number(target.port), target.hostname, () => {
-        const lines = [`GET ${target.pathname}${target.search} HTTP/1.1`, ...Object.entries(routed.headers).flatMap(([k, v]) => [v].flat().map((x) => `${k}: ${x}`))];
+        const lines = [
+          `GET ${target.pathname}${target.search} HTTP/1.1`,
+          ...Object.entries(routed.headers).flatMap(([k, v]) => [v].flat().map((x) => `${k}: ${x}`)),
+        ];
         upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
         if (head.length) upstream.write(head);
         socket.pipe(upstream).pipe(socket);
@@ -116,7 +142,9 @@ export class CloudFrontEmulator {
   }
 
   /** The behaviour's function and origin for one viewer request: where to send it, or CloudFront's (or the function's) own answer. */
-  route(req: IncomingMessage): { target: string; headers: Record<string, string | string[]> } | { status: number; text: string } {
+  route(
+    req: IncomingMessage,
+  ): { target: string; headers: Record<string, string | string[]> } | { status: number; text: string } {
     const url = new URL(req.url ?? '/', 'http://x');
     const b = this.behaviours.find((x) => patternRe(x.pattern).test(url.pathname)) ?? this.fallback;
     if (!b.methods.includes(req.method ?? 'GET')) return { status: 403, text: 'Forbidden' };
@@ -131,13 +159,21 @@ export class CloudFrontEmulator {
         version: '1.0',
         context: { eventType: 'viewer-request', distributionDomainName: this.domainName },
         viewer: { ip: '127.0.0.1' },
-        request: { method: req.method, uri, querystring, headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, { value: String(v) }])), cookies: {} },
+        request: {
+          method: req.method,
+          uri,
+          querystring,
+          headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, { value: String(v) }])),
+          cookies: {},
+        },
       };
       const out = b.viewerRequest(event);
-      if (out && typeof out.statusCode === 'number') return { status: out.statusCode, text: out.statusDescription ?? '' };
+      if (out && typeof out.statusCode === 'number')
+        return { status: out.statusCode, text: out.statusDescription ?? '' };
       uri = out.uri;
       const params = new URLSearchParams();
-      for (const [k, v] of Object.entries(out.querystring as Record<string, { value: string }>)) params.append(k, v.value);
+      for (const [k, v] of Object.entries(out.querystring as Record<string, { value: string }>))
+        params.append(k, v.value);
       search = params.size ? `?${params}` : '';
     }
     const domain = this.originDomains.get(b.origin)!;

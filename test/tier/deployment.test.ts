@@ -2,7 +2,15 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { createKey, pauseResumeDelete, settingsRoundTrip, startConversationLegacy, startConversationV1, startSandbox, until } from '#test/tier/flows.ts';
+import {
+  createKey,
+  pauseResumeDelete,
+  settingsRoundTrip,
+  startConversationLegacy,
+  startConversationV1,
+  startSandbox,
+  until,
+} from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 
 /**
@@ -55,7 +63,8 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     const sb = await startSandbox(tier, key);
     expect(tier.aws.denials).toEqual([]);
     // The spec's own task definition, as deployed: nothing registered per sandbox.
-    const running = () => [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id && t.desiredStatus === 'RUNNING')!;
+    const running = () =>
+      [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id && t.desiredStatus === 'RUNNING')!;
     const task = running();
     expect(task.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default:1$/);
     expect(task.tags).toEqual(expect.arrayContaining([{ key: 'sandbox-id', value: sb.id }]));
@@ -63,14 +72,24 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'notes.md'), 'kept across a pause');
     await pauseResumeDelete(tier, key, sb.id, {
       paused: async () => {
-        const keys = await until(tier, 'snapshot saved', async () => tier.aws.objectKeys(`sandboxes/${sb.id}/`), (k) => k.length === 1);
+        const keys = await until(
+          tier,
+          'snapshot saved',
+          async () => tier.aws.objectKeys(`sandboxes/${sb.id}/`),
+          (k) => k.length === 1,
+        );
         expect(keys[0]).toMatch(new RegExp(`^sandboxes/${sb.id}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`));
       },
       resumed: async () => {
         const next = running();
         expect(next.taskArn).not.toBe(task.taskArn);
         const restored = join(tier.aws.taskPath(next.taskArn, '/workspace'), 'notes.md');
-        await until(tier, 'workspace restored', async () => existsSync(restored), (ok) => ok);
+        await until(
+          tier,
+          'workspace restored',
+          async () => existsSync(restored),
+          (ok) => ok,
+        );
         expect(readFileSync(restored, 'utf8')).toBe('kept across a pause');
       },
     });
@@ -80,37 +99,60 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     // invoked asynchronously (Event) by the one that finished the delete (ecsEvents here, or the delete route).
     const s3 = tier.aws.calls.filter((c) => c.operation.startsWith('s3:'));
     const roleOf = (id: string) => tier.lambda.byName(id).roleArn;
-    expect(s3).toEqual(expect.arrayContaining([
-      { principal: roleOf('sandboxSnapshotUpload'), operation: 's3:PutObject', allowed: true },
-      { principal: roleOf('sandboxSnapshotComplete'), operation: 's3:GetObject', allowed: true },
-      { principal: roleOf('sandboxSnapshotDownload'), operation: 's3:GetObject', allowed: true },
-    ]));
-    expect(s3.some((c) => c.operation === 's3:DeleteObject' && c.principal === roleOf('sandboxSnapshotsDelete'))).toBe(true);
-    expect(s3.filter((c) => c.operation === 's3:DeleteObject').map((c) => c.principal)).not.toContain(roleOf('ecsEvents'));
+    expect(s3).toEqual(
+      expect.arrayContaining([
+        { principal: roleOf('sandboxSnapshotUpload'), operation: 's3:PutObject', allowed: true },
+        { principal: roleOf('sandboxSnapshotComplete'), operation: 's3:GetObject', allowed: true },
+        { principal: roleOf('sandboxSnapshotDownload'), operation: 's3:GetObject', allowed: true },
+      ]),
+    );
+    expect(s3.some((c) => c.operation === 's3:DeleteObject' && c.principal === roleOf('sandboxSnapshotsDelete'))).toBe(
+      true,
+    );
+    expect(s3.filter((c) => c.operation === 's3:DeleteObject').map((c) => c.principal)).not.toContain(
+      roleOf('ecsEvents'),
+    );
     const removalArn = tier.lambda.byName('sandboxSnapshotsDelete').arn;
-    const removal = await until(tier, 'snapshot removal recorded', async () => tier.aws.asyncInvocations.filter((i) => i.functionArn === removalArn), (r) => r.length > 0);
+    const removal = await until(
+      tier,
+      'snapshot removal recorded',
+      async () => tier.aws.asyncInvocations.filter((i) => i.functionArn === removalArn),
+      (r) => r.length > 0,
+    );
     // The delete route and the ECS event may both finish the delete when the task stops between them:
     // each then asks for the removal, which is idempotent. Every ask is for this sandbox and succeeds.
-    expect(new Set(removal.map((i) => JSON.stringify([i.payload, i.result.ok])))).toEqual(new Set([JSON.stringify([{ sandboxId: sb.id }, true])]));
+    expect(new Set(removal.map((i) => JSON.stringify([i.payload, i.result.ok])))).toEqual(
+      new Set([JSON.stringify([{ sandboxId: sb.id }, true])]),
+    );
     expect(removal.length).toBeLessThanOrEqual(2);
     // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
-    const toHandler = tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents')).map((d) => (d.event as any).detail.lastStatus);
+    const toHandler = tier.bus.deliveries
+      .filter((d) => d.target.includes('ecsEvents'))
+      .map((d) => (d.event as any).detail.lastStatus);
     expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
   }, 180_000);
 
   it("a user's runtime image: its task definition is registered once (RegisterTaskDefinition and PassRole as deployed) and reused; the factor sizes the task", async () => {
     const owner = await createKey(tier, 'imageowner');
-    const saved = await tier.call('POST', '/api/settings', { key: owner, body: { sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1', remote_runtime_resource_factor: 2 } });
+    const saved = await tier.call('POST', '/api/settings', {
+      key: owner,
+      body: { sandbox_runtime_container_image: 'ghcr.io/acme/sandbox:1', remote_runtime_resource_factor: 2 },
+    });
     expect(saved.status).toBe(200);
     const a = await startSandbox(tier, owner);
     const b = await startSandbox(tier, owner);
     const tasks = [a, b].map((sb) => [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!);
-    expect(tasks[0]!.taskDefinitionArn).toMatch(/task-definition\/AgentConversationService-sandbox-default-runtime-[0-9a-f]{16}:1$/);
+    expect(tasks[0]!.taskDefinitionArn).toMatch(
+      /task-definition\/AgentConversationService-sandbox-default-runtime-[0-9a-f]{16}:1$/,
+    );
     expect(tasks[1]!.taskDefinitionArn).toBe(tasks[0]!.taskDefinitionArn);
     expect(tasks[0]!.overrides).toMatchObject({ cpu: '2048', memory: '4096' });
-    expect(tier.aws.calls.filter((c) => c.operation === 'ecs:RegisterTaskDefinition' && c.allowed).length).toBeGreaterThan(0);
+    expect(
+      tier.aws.calls.filter((c) => c.operation === 'ecs:RegisterTaskDefinition' && c.allowed).length,
+    ).toBeGreaterThan(0);
     expect(tier.aws.denials).toEqual([]);
-    for (const sb of [a, b]) expect((await tier.call('DELETE', `/api/v1/sandboxes/${sb.id}`, { key: owner })).status).toBe(200);
+    for (const sb of [a, b])
+      expect((await tier.call('DELETE', `/api/v1/sandboxes/${sb.id}`, { key: owner })).status).toBe(200);
     await tier.bus.settle();
   }, 180_000);
 
@@ -165,7 +207,9 @@ describe('the web console as deployed', () => {
       const asset = await tier.call('GET', `/${href}`, { key: null });
       expect(asset.status, href).toBe(200);
       expect(asset.text.length, href).toBeGreaterThan(1000);
-      expect(tier.api.records.findLast((r) => r.path === `/${href.split('?')[0]}`)!.routeKey).toBe('GET /assets/{file}');
+      expect(tier.api.records.findLast((r) => r.path === `/${href.split('?')[0]}`)!.routeKey).toBe(
+        'GET /assets/{file}',
+      );
     }
     expect((await tier.call('GET', '/assets/manifest.json', { key: null })).status).toBe(404);
   });
@@ -195,8 +239,13 @@ describe('every route of the template answers without a 5xx', () => {
       const sandbox = authenticated ? await startSandbox(tier, key) : undefined;
       // A conversation of this user, so the routes on one reach past their 404 (its start need not finish).
       // In that sandbox: a new one could push it out under the per-user running limit, and its key with it.
-      const started = authenticated ? await tier.call('POST', '/api/v1/app-conversations', { key, body: { sandbox_id: sandbox.id } }) : undefined;
-      const ids = { sandbox: sandbox?.id ?? 'tierprobe', conversation: started?.body?.app_conversation_id ?? 'tierprobe0000000000000000000000000' };
+      const started = authenticated
+        ? await tier.call('POST', '/api/v1/app-conversations', { key, body: { sandbox_id: sandbox.id } })
+        : undefined;
+      const ids = {
+        sandbox: sandbox?.id ?? 'tierprobe',
+        conversation: started?.body?.app_conversation_id ?? 'tierprobe0000000000000000000000000',
+      };
       const sandboxKey = sandbox ? await tier.sandboxKey(sandbox.id) : null;
       if (authenticated) expect(sandboxKey).toMatch(/.{16,}/);
       const failures: string[] = [];
@@ -210,7 +259,8 @@ describe('every route of the template answers without a 5xx', () => {
         if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${lastError(routeKey)}`);
         if (!authenticated && auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
         // The sandbox's own key opens its bridge and webhooks (check-in takes the one-time enrollment token instead).
-        if (authenticated && !auth && !routeKey.endsWith('/check-in') && res.status === 401) failures.push(`${routeKey} -> 401 with the sandbox's own key`);
+        if (authenticated && !auth && !routeKey.endsWith('/check-in') && res.status === 401)
+          failures.push(`${routeKey} -> 401 with the sandbox's own key`);
       }
       expect(failures).toEqual([]);
     }, 180_000);
@@ -226,5 +276,12 @@ describe('every route of the template answers without a 5xx', () => {
 function lastError(routeKey: string): string {
   const arn = tier.api.records.filter((r) => r.routeKey === routeKey).at(-1)?.functionArn;
   const logs = arn ? tier.lambda.logsOf(arn) : '';
-  return /Configuration error: [^"]+/.exec(logs.split('\n').reverse().find((l) => l.includes('"error"')) ?? '')?.[0] ?? '';
+  return (
+    /Configuration error: [^"]+/.exec(
+      logs
+        .split('\n')
+        .reverse()
+        .find((l) => l.includes('"error"')) ?? '',
+    )?.[0] ?? ''
+  );
 }

@@ -75,7 +75,17 @@ export class EventBus {
 
   /** PutEvents on the default bus: every matching rule delivers to its targets (asynchronously, like EventBridge). */
   put(detailType: string, source: string, detail: unknown, resources: string[] = []): void {
-    const event = { version: '0', id: randomUUID(), 'detail-type': detailType, source, account: ACCOUNT, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region: REGION, resources, detail };
+    const event = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': detailType,
+      source,
+      account: ACCOUNT,
+      time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      region: REGION,
+      resources,
+      detail,
+    };
     for (const rule of this.rules) {
       if (!matchesPattern(rule.pattern, event)) continue;
       for (const target of rule.targets) {
@@ -95,19 +105,44 @@ export class EventBus {
 
   /** One run of a schedule (by logical id, or the only one): invoked with the schedule's role, as EventBridge Scheduler does. */
   async runSchedule(id?: string): Promise<Delivery> {
-    const s = id ? this.schedules.find((x) => x.id === id) : this.schedules.length === 1 ? this.schedules[0] : undefined;
+    const s = id
+      ? this.schedules.find((x) => x.id === id)
+      : this.schedules.length === 1
+        ? this.schedules[0]
+        : undefined;
     if (!s) throw new Error(`No schedule ${id ?? '(the template has several or none)'}`);
     const roleId = s.roleArn.split('/').pop()!;
     const trust = this.resolved.Resources[roleId]?.Properties?.AssumeRolePolicyDocument?.Statement ?? [];
-    const trusted = trust.some((t: any) => t.Effect === 'Allow' && [t.Principal?.Service].flat().includes('scheduler.amazonaws.com'));
-    const decision = evaluate(this.policies.get(s.roleArn) ?? [], { action: 'lambda:InvokeFunction', resource: s.target });
-    const result: InvokeResult =
-      !trusted
-        ? { ok: false, error: { errorType: 'AccessDeniedException', errorMessage: `Role ${s.roleArn} does not trust scheduler.amazonaws.com` } }
-        : !decision.allowed
-          ? { ok: false, error: { errorType: 'AccessDeniedException', errorMessage: `Role ${s.roleArn} may not invoke ${s.target}: ${decision.reason}` } }
-          : await this.lambda.invoke(s.target, s.input);
-    const delivery = { source: `arn:aws:scheduler:${REGION}:${ACCOUNT}:schedule/default/${s.id}`, target: s.target, event: s.input, result };
+    const trusted = trust.some(
+      (t: any) => t.Effect === 'Allow' && [t.Principal?.Service].flat().includes('scheduler.amazonaws.com'),
+    );
+    const decision = evaluate(this.policies.get(s.roleArn) ?? [], {
+      action: 'lambda:InvokeFunction',
+      resource: s.target,
+    });
+    const result: InvokeResult = !trusted
+      ? {
+          ok: false,
+          error: {
+            errorType: 'AccessDeniedException',
+            errorMessage: `Role ${s.roleArn} does not trust scheduler.amazonaws.com`,
+          },
+        }
+      : !decision.allowed
+        ? {
+            ok: false,
+            error: {
+              errorType: 'AccessDeniedException',
+              errorMessage: `Role ${s.roleArn} may not invoke ${s.target}: ${decision.reason}`,
+            },
+          }
+        : await this.lambda.invoke(s.target, s.input);
+    const delivery = {
+      source: `arn:aws:scheduler:${REGION}:${ACCOUNT}:schedule/default/${s.id}`,
+      target: s.target,
+      event: s.input,
+      result,
+    };
     this.deliveries.push(delivery);
     return delivery;
   }

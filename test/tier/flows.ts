@@ -11,14 +11,25 @@ const fail = (tier: TierStack, step: string, detail: unknown): never => {
   throw new TierFailure(`${step}: ${typeof detail === 'string' ? detail : JSON.stringify(detail)}\n${tier.explain()}`);
 };
 
-async function expectOk(tier: TierStack, step: string, res: Promise<{ status: number; body: any; text: string }>, status = 200) {
+async function expectOk(
+  tier: TierStack,
+  step: string,
+  res: Promise<{ status: number; body: any; text: string }>,
+  status = 200,
+) {
   const r = await res;
   if (r.status !== status) fail(tier, step, `HTTP ${r.status} ${r.text.slice(0, 500)}`);
   return r.body;
 }
 
 /** Polls until `done` holds, failing the step with the last value after `timeoutMs`. */
-export async function until<T>(tier: TierStack, step: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
+export async function until<T>(
+  tier: TierStack,
+  step: string,
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
@@ -32,31 +43,48 @@ export async function until<T>(tier: TierStack, step: string, read: () => Promis
 export async function createKey(tier: TierStack, user: string): Promise<string> {
   const out = await tier.keys(['create', '--user', user]);
   const key = out.stdout.trim().split('\n').pop() ?? '';
-  if (out.code !== 0 || !key.startsWith('acs_')) fail(tier, 'keys create --aws', `exit ${out.code}: ${out.stderr.slice(-1000)}`);
+  if (out.code !== 0 || !key.startsWith('acs_'))
+    fail(tier, 'keys create --aws', `exit ${out.code}: ${out.stderr.slice(-1000)}`);
   return key;
 }
 
 /** Saves settings (a first save, then LLM settings with a secret: the write without a read), reads them back masked. */
 export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl: string): Promise<any> {
   const body = { llm_model: 'openai/scripted-model', llm_api_key: 'sk-tier-secret-123', llm_base_url: llmBaseUrl };
-  await expectOk(tier, 'POST /api/settings', tier.call('POST', '/api/settings', { key, body: { git_user_name: 'Tier Tester' } }));
+  await expectOk(
+    tier,
+    'POST /api/settings',
+    tier.call('POST', '/api/settings', { key, body: { git_user_name: 'Tier Tester' } }),
+  );
   await expectOk(tier, 'POST /api/settings', tier.call('POST', '/api/settings', { key, body }));
   const got = await expectOk(tier, 'GET /api/settings', tier.call('GET', '/api/settings', { key }));
-  if (got.llm_base_url !== llmBaseUrl || got.llm_api_key_set !== true || JSON.stringify(got).includes('sk-tier-secret-123')) fail(tier, 'GET /api/settings', got);
+  if (
+    got.llm_base_url !== llmBaseUrl ||
+    got.llm_api_key_set !== true ||
+    JSON.stringify(got).includes('sk-tier-secret-123')
+  )
+    fail(tier, 'GET /api/settings', got);
   const me = await expectOk(tier, 'GET /api/v1/users/me', tier.call('GET', '/api/v1/users/me', { key }));
   if (me.settings?.llm_model !== body.llm_model) fail(tier, 'GET /api/v1/users/me', me);
   return got;
 }
 
 /** A GET that must answer 200: a poll fails at once on an error instead of waiting out its time. */
-const getOk = (tier: TierStack, key: string, path: string) => expectOk(tier, `GET ${path.split('?')[0]}`, tier.call('GET', path, { key }));
+const getOk = (tier: TierStack, key: string, path: string) =>
+  expectOk(tier, `GET ${path.split('?')[0]}`, tier.call('GET', path, { key }));
 
-export const sandboxOf = async (tier: TierStack, key: string, id: string) => ((await getOk(tier, key, `/api/v1/sandboxes?id=${id}`)) as any[])[0];
+export const sandboxOf = async (tier: TierStack, key: string, id: string) =>
+  ((await getOk(tier, key, `/api/v1/sandboxes?id=${id}`)) as any[])[0];
 
 /** Starts a sandbox and waits until its program has checked in over the bridge (RUNNING). */
 export async function startSandbox(tier: TierStack, key: string): Promise<any> {
   const started = await expectOk(tier, 'POST /api/v1/sandboxes', tier.call('POST', '/api/v1/sandboxes', { key }));
-  const sb = await until(tier, `sandbox ${started.id} RUNNING`, () => sandboxOf(tier, key, started.id), (s) => s?.status === 'RUNNING' || s?.status === 'ERROR');
+  const sb = await until(
+    tier,
+    `sandbox ${started.id} RUNNING`,
+    () => sandboxOf(tier, key, started.id),
+    (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+  );
   if (sb.status !== 'RUNNING') fail(tier, `sandbox ${started.id} start`, sb);
   return sb;
 }
@@ -72,32 +100,67 @@ export async function pauseResumeDelete(
   id: string,
   hooks: { paused?: () => Promise<void>; resumed?: () => Promise<void> } = {},
 ): Promise<void> {
-  const delivered = () => tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents') && (d.event as any).detail?.startedBy === id);
+  const delivered = () =>
+    tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents') && (d.event as any).detail?.startedBy === id);
   await expectOk(tier, 'pause', tier.call('POST', `/api/v1/sandboxes/${id}/pause`, { key }));
-  await until(tier, 'STOPPED event delivered to ecsEvents', async () => delivered().length, (n) => n >= 1);
+  await until(
+    tier,
+    'STOPPED event delivered to ecsEvents',
+    async () => delivered().length,
+    (n) => n >= 1,
+  );
   await tier.bus.settle();
   const paused = await sandboxOf(tier, key, id);
   if (paused?.status !== 'PAUSED') fail(tier, 'paused', paused);
   await hooks.paused?.();
   await expectOk(tier, 'resume', tier.call('POST', `/api/v1/sandboxes/${id}/resume`, { key }));
-  const resumed = await until(tier, 'resumed RUNNING', () => sandboxOf(tier, key, id), (s) => s?.status === 'RUNNING' || s?.status === 'ERROR');
+  const resumed = await until(
+    tier,
+    'resumed RUNNING',
+    () => sandboxOf(tier, key, id),
+    (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+  );
   if (resumed.status !== 'RUNNING') fail(tier, 'resume', resumed);
   await hooks.resumed?.();
   await expectOk(tier, 'delete', tier.call('DELETE', `/api/v1/sandboxes/${id}`, { key }));
-  if ((await sandboxOf(tier, key, id)) !== null) fail(tier, 'deleted sandbox still listed', await sandboxOf(tier, key, id));
+  if ((await sandboxOf(tier, key, id)) !== null)
+    fail(tier, 'deleted sandbox still listed', await sandboxOf(tier, key, id));
   // The task stops; its STOPPED event finishes the delete (snapshots, then the record).
-  await until(tier, 'tasks stopped', async () => [...tier.aws.tasks.values()].filter((t) => t.startedBy === id && t.lastStatus !== 'STOPPED').length, (n) => n === 0);
+  await until(
+    tier,
+    'tasks stopped',
+    async () => [...tier.aws.tasks.values()].filter((t) => t.startedBy === id && t.lastStatus !== 'STOPPED').length,
+    (n) => n === 0,
+  );
   await tier.bus.settle();
-  await until(tier, 'snapshots removed', async () => tier.aws.objectKeys(`sandboxes/${id}/`).length, (n) => n === 0);
+  await until(
+    tier,
+    'snapshots removed',
+    async () => tier.aws.objectKeys(`sandboxes/${id}/`).length,
+    (n) => n === 0,
+  );
   const failed = tier.bus.failures.filter((d) => (d.event as any).detail?.startedBy === id);
-  if (failed.length) fail(tier, 'ECS event deliveries failed', failed.map((d) => d.result.error));
+  if (failed.length)
+    fail(
+      tier,
+      'ECS event deliveries failed',
+      failed.map((d) => d.result.error),
+    );
 }
 
 const text = (t: string) => ({ role: 'user', content: [{ type: 'text', text: t }], run: true });
 
 /** V1: POST /api/v1/app-conversations, the start task READY, the agent runs and its events are searchable. */
-export async function startConversationV1(tier: TierStack, key: string, message: string): Promise<{ conversationId: string; events: any[] }> {
-  const task = await expectOk(tier, 'POST /api/v1/app-conversations', tier.call('POST', '/api/v1/app-conversations', { key, body: { initial_message: text(message) } }));
+export async function startConversationV1(
+  tier: TierStack,
+  key: string,
+  message: string,
+): Promise<{ conversationId: string; events: any[] }> {
+  const task = await expectOk(
+    tier,
+    'POST /api/v1/app-conversations',
+    tier.call('POST', '/api/v1/app-conversations', { key, body: { initial_message: text(message) } }),
+  );
   const done = await until(
     tier,
     `start task ${task.id}`,
@@ -106,12 +169,23 @@ export async function startConversationV1(tier: TierStack, key: string, message:
     90_000,
   );
   if (done.status !== 'READY') fail(tier, 'start task', done);
-  return { conversationId: done.app_conversation_id, events: await finishedEvents(tier, key, done.app_conversation_id) };
+  return {
+    conversationId: done.app_conversation_id,
+    events: await finishedEvents(tier, key, done.app_conversation_id),
+  };
 }
 
 /** Legacy: POST /api/conversations, then the same agent run. */
-export async function startConversationLegacy(tier: TierStack, key: string, message: string): Promise<{ conversationId: string; events: any[] }> {
-  const res = await expectOk(tier, 'POST /api/conversations', tier.call('POST', '/api/conversations', { key, body: { initial_user_msg: message } }));
+export async function startConversationLegacy(
+  tier: TierStack,
+  key: string,
+  message: string,
+): Promise<{ conversationId: string; events: any[] }> {
+  const res = await expectOk(
+    tier,
+    'POST /api/conversations',
+    tier.call('POST', '/api/conversations', { key, body: { initial_user_msg: message } }),
+  );
   if (!res.conversation_id) fail(tier, 'POST /api/conversations', res);
   return { conversationId: res.conversation_id, events: await finishedEvents(tier, key, res.conversation_id) };
 }
@@ -125,8 +199,16 @@ async function finishedEvents(tier: TierStack, key: string, id: string): Promise
     90_000,
   );
   if (conv.execution_status !== 'finished') fail(tier, `conversation ${id}`, conv);
-  const search = await expectOk(tier, 'GET /api/v1/events/search', tier.call('GET', `/api/v1/events/search?conversation_id__eq=${id}&limit=100`, { key }));
-  const count = await expectOk(tier, 'GET /api/v1/events/count', tier.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key }));
+  const search = await expectOk(
+    tier,
+    'GET /api/v1/events/search',
+    tier.call('GET', `/api/v1/events/search?conversation_id__eq=${id}&limit=100`, { key }),
+  );
+  const count = await expectOk(
+    tier,
+    'GET /api/v1/events/count',
+    tier.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key }),
+  );
   if (count !== search.items.length) fail(tier, 'events count', { count, items: search.items.length });
   return search.items;
 }

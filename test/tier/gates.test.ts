@@ -37,7 +37,10 @@ describe('the gates, as deployed', () => {
     expect(me.status, me.text).toBe(200);
     expect(me.body.id).toBe('carol');
     // A write with the cookie from a foreign origin (no CORS origin is configured in this template).
-    const evil = await tier.call('POST', '/api/settings', { headers: { cookie, origin: 'https://evil.example' }, body: { max_iterations: 7 } });
+    const evil = await tier.call('POST', '/api/settings', {
+      headers: { cookie, origin: 'https://evil.example' },
+      body: { max_iterations: 7 },
+    });
     expect(evil.status).toBe(403);
     const out = await tier.call('POST', '/api/logout', { headers: { ...sameSite, origin: tier.url } });
     expect(out.status, out.text).toBe(200);
@@ -52,14 +55,20 @@ describe('the gates, as deployed', () => {
     const [conversation] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
     const scoped: string = conversation.session_api_key;
     expect(scoped).toMatch(/^acsc\./);
-    const search = await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, { key: scoped });
+    const search = await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, {
+      key: scoped,
+    });
     expect(search.status, search.text).toBe(200);
     expect(search.body.items.length).toBeGreaterThan(0);
     expect((await tier.call('GET', '/api/settings', { key: scoped })).status).toBe(403);
     expect((await tier.call('GET', '/api/keys', { key: scoped })).status).toBe(403);
-    const revoked = await tier.call('POST', `/api/v1/app-conversations/${conversationId}/session-api-key/revoke`, { key });
+    const revoked = await tier.call('POST', `/api/v1/app-conversations/${conversationId}/session-api-key/revoke`, {
+      key,
+    });
     expect(revoked.status, revoked.text).toBeLessThan(300);
-    expect((await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, { key: scoped })).status).toBe(401);
+    expect(
+      (await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conversationId}`, { key: scoped })).status,
+    ).toBe(401);
     expect(tier.aws.denials).toEqual([]);
   }, 120_000);
 

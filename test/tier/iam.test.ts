@@ -9,7 +9,9 @@ const allow = (s: Omit<Statement, 'Effect'>): Statement => ({ Effect: 'Allow', .
 
 describe('the tier IAM evaluator', () => {
   it('allows only what a statement names: action (case-insensitive) and resource', () => {
-    const policy = [allow({ Action: ['dynamodb:GetItem', 'dynamodb:Query'], Resource: [TABLE, `${TABLE}/index/byUser`] })];
+    const policy = [
+      allow({ Action: ['dynamodb:GetItem', 'dynamodb:Query'], Resource: [TABLE, `${TABLE}/index/byUser`] }),
+    ];
     expect(evaluate(policy, { action: 'dynamodb:GetItem', resource: TABLE }).allowed).toBe(true);
     expect(evaluate(policy, { action: 'DynamoDB:getitem', resource: TABLE }).allowed).toBe(true);
     expect(evaluate(policy, { action: 'dynamodb:PutItem', resource: TABLE }).allowed).toBe(false);
@@ -22,8 +24,18 @@ describe('the tier IAM evaluator', () => {
   });
 
   it('matches wildcards as IAM does: * across separators, ? one character, resources case-sensitive', () => {
-    expect(wildcard('arn:aws:ecs:*:*:task-definition/S-sandbox-*:*', 'arn:aws:ecs:eu-west-1:1:task-definition/S-sandbox-default-sandbox:12')).toBe(true);
-    expect(wildcard('arn:aws:ecs:*:*:task-definition/S-sandbox-*:*', 'arn:aws:ecs:eu-west-1:1:task-definition/Other-default:12')).toBe(false);
+    expect(
+      wildcard(
+        'arn:aws:ecs:*:*:task-definition/S-sandbox-*:*',
+        'arn:aws:ecs:eu-west-1:1:task-definition/S-sandbox-default-sandbox:12',
+      ),
+    ).toBe(true);
+    expect(
+      wildcard(
+        'arn:aws:ecs:*:*:task-definition/S-sandbox-*:*',
+        'arn:aws:ecs:eu-west-1:1:task-definition/Other-default:12',
+      ),
+    ).toBe(false);
     expect(wildcard('task/c/?', 'task/c/a')).toBe(true);
     expect(wildcard('task/c/?', 'task/c/ab')).toBe(false);
     expect(wildcard('Table', 'table')).toBe(false);
@@ -31,54 +43,134 @@ describe('the tier IAM evaluator', () => {
   });
 
   it('an explicit Deny wins over any Allow; NotAction and NotResource invert', () => {
-    const policy: Statement[] = [allow({ Action: 'ecs:*', Resource: '*' }), { Effect: 'Deny', Action: 'ecs:StopTask', Resource: '*' }];
+    const policy: Statement[] = [
+      allow({ Action: 'ecs:*', Resource: '*' }),
+      { Effect: 'Deny', Action: 'ecs:StopTask', Resource: '*' },
+    ];
     expect(evaluate(policy, { action: 'ecs:RunTask', resource: 'x' }).allowed).toBe(true);
-    expect(evaluate(policy, { action: 'ecs:StopTask', resource: 'x' })).toMatchObject({ allowed: false, reason: /explicitly denied/ });
-    expect(evaluate([allow({ NotAction: 'iam:*', Resource: '*' })], { action: 'iam:PassRole', resource: 'r' }).allowed).toBe(false);
-    expect(evaluate([allow({ Action: '*', NotResource: 'secret' })], { action: 's3:GetObject', resource: 'secret' }).allowed).toBe(false);
+    expect(evaluate(policy, { action: 'ecs:StopTask', resource: 'x' })).toMatchObject({
+      allowed: false,
+      reason: /explicitly denied/,
+    });
+    expect(
+      evaluate([allow({ NotAction: 'iam:*', Resource: '*' })], { action: 'iam:PassRole', resource: 'r' }).allowed,
+    ).toBe(false);
+    expect(
+      evaluate([allow({ Action: '*', NotResource: 'secret' })], { action: 's3:GetObject', resource: 'secret' }).allowed,
+    ).toBe(false);
   });
 
   describe('conditions', () => {
-    const runTask = allow({ Action: 'ecs:RunTask', Resource: '*', Condition: { ArnEquals: { 'ecs:cluster': CLUSTER } } });
-    const tagOnCreate = allow({ Action: 'ecs:TagResource', Resource: '*', Condition: { StringEquals: { 'ecs:CreateAction': 'RunTask' } } });
+    const runTask = allow({
+      Action: 'ecs:RunTask',
+      Resource: '*',
+      Condition: { ArnEquals: { 'ecs:cluster': CLUSTER } },
+    });
+    const tagOnCreate = allow({
+      Action: 'ecs:TagResource',
+      Resource: '*',
+      Condition: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
+    });
 
     it('ecs:cluster: only in the named cluster, and a request without the key is denied', () => {
-      expect(evaluate([runTask], { action: 'ecs:RunTask', resource: 'td', context: { 'ecs:cluster': CLUSTER } }).allowed).toBe(true);
-      expect(evaluate([runTask], { action: 'ecs:RunTask', resource: 'td', context: { 'ecs:cluster': `${CLUSTER}-other` } }).allowed).toBe(false);
+      expect(
+        evaluate([runTask], { action: 'ecs:RunTask', resource: 'td', context: { 'ecs:cluster': CLUSTER } }).allowed,
+      ).toBe(true);
+      expect(
+        evaluate([runTask], { action: 'ecs:RunTask', resource: 'td', context: { 'ecs:cluster': `${CLUSTER}-other` } })
+          .allowed,
+      ).toBe(false);
       expect(evaluate([runTask], { action: 'ecs:RunTask', resource: 'td' }).allowed).toBe(false);
     });
 
     it('ecs:CreateAction: tag-on-create for one creating action does not cover another', () => {
-      expect(evaluate([tagOnCreate], { action: 'ecs:TagResource', resource: 't', context: { 'ecs:CreateAction': 'RunTask' } }).allowed).toBe(true);
-      expect(evaluate([tagOnCreate], { action: 'ecs:TagResource', resource: 't', context: { 'ecs:CreateAction': 'RegisterTaskDefinition' } }).allowed).toBe(false);
+      expect(
+        evaluate([tagOnCreate], {
+          action: 'ecs:TagResource',
+          resource: 't',
+          context: { 'ecs:CreateAction': 'RunTask' },
+        }).allowed,
+      ).toBe(true);
+      expect(
+        evaluate([tagOnCreate], {
+          action: 'ecs:TagResource',
+          resource: 't',
+          context: { 'ecs:CreateAction': 'RegisterTaskDefinition' },
+        }).allowed,
+      ).toBe(false);
       // A plain TagResource call (no creating action) is not covered either.
       expect(evaluate([tagOnCreate], { action: 'ecs:TagResource', resource: 't' }).allowed).toBe(false);
     });
 
     it('iam:PassedToService, StringLike, IfExists, Null, Bool, multi-valued keys and negated operators', () => {
-      const pass = allow({ Action: 'iam:PassRole', Resource: 'arn:aws:iam::1:role/task', Condition: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } } });
-      expect(evaluate([pass], { action: 'iam:PassRole', resource: 'arn:aws:iam::1:role/task', context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }).allowed).toBe(true);
-      expect(evaluate([pass], { action: 'iam:PassRole', resource: 'arn:aws:iam::1:role/task', context: { 'iam:PassedToService': 'lambda.amazonaws.com' } }).allowed).toBe(false);
-      expect(evaluate([pass], { action: 'iam:PassRole', resource: 'arn:aws:iam::1:role/admin', context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }).allowed).toBe(false);
+      const pass = allow({
+        Action: 'iam:PassRole',
+        Resource: 'arn:aws:iam::1:role/task',
+        Condition: { StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+      });
+      expect(
+        evaluate([pass], {
+          action: 'iam:PassRole',
+          resource: 'arn:aws:iam::1:role/task',
+          context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' },
+        }).allowed,
+      ).toBe(true);
+      expect(
+        evaluate([pass], {
+          action: 'iam:PassRole',
+          resource: 'arn:aws:iam::1:role/task',
+          context: { 'iam:PassedToService': 'lambda.amazonaws.com' },
+        }).allowed,
+      ).toBe(false);
+      expect(
+        evaluate([pass], {
+          action: 'iam:PassRole',
+          resource: 'arn:aws:iam::1:role/admin',
+          context: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' },
+        }).allowed,
+      ).toBe(false);
 
-      const tagged = allow({ Action: 'ecs:StopTask', Resource: '*', Condition: { StringLike: { 'aws:ResourceTag/sandbox-id': 'sb-*' } } });
-      expect(evaluate([tagged], { action: 'ecs:StopTask', resource: 't', context: { 'aws:ResourceTag/sandbox-id': 'sb-1' } }).allowed).toBe(true);
-      expect(evaluate([tagged], { action: 'ecs:StopTask', resource: 't', context: { 'aws:ResourceTag/sandbox-id': 'x-1' } }).allowed).toBe(false);
+      const tagged = allow({
+        Action: 'ecs:StopTask',
+        Resource: '*',
+        Condition: { StringLike: { 'aws:ResourceTag/sandbox-id': 'sb-*' } },
+      });
+      expect(
+        evaluate([tagged], { action: 'ecs:StopTask', resource: 't', context: { 'aws:ResourceTag/sandbox-id': 'sb-1' } })
+          .allowed,
+      ).toBe(true);
+      expect(
+        evaluate([tagged], { action: 'ecs:StopTask', resource: 't', context: { 'aws:ResourceTag/sandbox-id': 'x-1' } })
+          .allowed,
+      ).toBe(false);
 
       const ifExists = allow({ Action: 'a:b', Resource: '*', Condition: { StringEqualsIfExists: { 'k:x': 'v' } } });
       expect(evaluate([ifExists], { action: 'a:b', resource: 'r' }).allowed).toBe(true);
       expect(evaluate([ifExists], { action: 'a:b', resource: 'r', context: { 'k:x': 'w' } }).allowed).toBe(false);
 
       const mustHaveTags = allow({ Action: 'a:b', Resource: '*', Condition: { Null: { 'aws:TagKeys': 'false' } } });
-      expect(evaluate([mustHaveTags], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['x'] } }).allowed).toBe(true);
+      expect(
+        evaluate([mustHaveTags], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['x'] } }).allowed,
+      ).toBe(true);
       expect(evaluate([mustHaveTags], { action: 'a:b', resource: 'r' }).allowed).toBe(false);
 
       const tls = allow({ Action: 'a:b', Resource: '*', Condition: { Bool: { 'aws:SecureTransport': 'true' } } });
-      expect(evaluate([tls], { action: 'a:b', resource: 'r', context: { 'aws:SecureTransport': 'false' } }).allowed).toBe(false);
+      expect(
+        evaluate([tls], { action: 'a:b', resource: 'r', context: { 'aws:SecureTransport': 'false' } }).allowed,
+      ).toBe(false);
 
-      const onlyKeys = allow({ Action: 'a:b', Resource: '*', Condition: { 'ForAllValues:StringEquals': { 'aws:TagKeys': ['sandbox-id', 'user-id'] } } });
-      expect(evaluate([onlyKeys], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['sandbox-id'] } }).allowed).toBe(true);
-      expect(evaluate([onlyKeys], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['sandbox-id', 'owner'] } }).allowed).toBe(false);
+      const onlyKeys = allow({
+        Action: 'a:b',
+        Resource: '*',
+        Condition: { 'ForAllValues:StringEquals': { 'aws:TagKeys': ['sandbox-id', 'user-id'] } },
+      });
+      expect(
+        evaluate([onlyKeys], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['sandbox-id'] } }).allowed,
+      ).toBe(true);
+      expect(
+        evaluate([onlyKeys], { action: 'a:b', resource: 'r', context: { 'aws:TagKeys': ['sandbox-id', 'owner'] } })
+          .allowed,
+      ).toBe(false);
 
       const notOther = allow({ Action: 'a:b', Resource: '*', Condition: { StringNotEquals: { 'k:x': ['a', 'b'] } } });
       expect(evaluate([notOther], { action: 'a:b', resource: 'r', context: { 'k:x': 'c' } }).allowed).toBe(true);
@@ -87,32 +179,58 @@ describe('the tier IAM evaluator', () => {
 
     it('all keys of a block must hold; an unknown operator throws rather than guess', () => {
       const both = allow({ Action: 'a:b', Resource: '*', Condition: { StringEquals: { 'k:x': '1', 'k:y': '2' } } });
-      expect(evaluate([both], { action: 'a:b', resource: 'r', context: { 'k:x': '1', 'k:y': '2' } }).allowed).toBe(true);
+      expect(evaluate([both], { action: 'a:b', resource: 'r', context: { 'k:x': '1', 'k:y': '2' } }).allowed).toBe(
+        true,
+      );
       expect(evaluate([both], { action: 'a:b', resource: 'r', context: { 'k:x': '1' } }).allowed).toBe(false);
-      const odd = allow({ Action: 'a:b', Resource: '*', Condition: { DateGreaterThan: { 'aws:CurrentTime': '2020-01-01' } } });
-      expect(() => evaluate([odd], { action: 'a:b', resource: 'r', context: { 'aws:CurrentTime': 'x' } })).toThrow(/does not know/);
+      const odd = allow({
+        Action: 'a:b',
+        Resource: '*',
+        Condition: { DateGreaterThan: { 'aws:CurrentTime': '2020-01-01' } },
+      });
+      expect(() => evaluate([odd], { action: 'a:b', resource: 'r', context: { 'aws:CurrentTime': 'x' } })).toThrow(
+        /does not know/,
+      );
     });
   });
 
   it('DynamoDB operations authorize every table and index they touch', () => {
-    expect(dynamoAuthz('Query', { TableName: 'S-keys', IndexName: 'byUser' })).toEqual([{ action: 'dynamodb:Query', resource: `${TABLE}/index/byUser` }]);
-    expect(dynamoAuthz('BatchWriteItem', { RequestItems: { 'S-keys': [], 'S-events': [] } }).map((r) => r.resource)).toEqual([TABLE, TABLE.replace('S-keys', 'S-events')]);
-    expect(dynamoAuthz('TransactWriteItems', { TransactItems: [{ Put: { TableName: 'S-keys' } }, { ConditionCheck: { TableName: 'S-keys' } }] }).map((r) => r.action)).toEqual([
-      'dynamodb:PutItem',
-      'dynamodb:ConditionCheckItem',
+    expect(dynamoAuthz('Query', { TableName: 'S-keys', IndexName: 'byUser' })).toEqual([
+      { action: 'dynamodb:Query', resource: `${TABLE}/index/byUser` },
     ]);
+    expect(
+      dynamoAuthz('BatchWriteItem', { RequestItems: { 'S-keys': [], 'S-events': [] } }).map((r) => r.resource),
+    ).toEqual([TABLE, TABLE.replace('S-keys', 'S-events')]);
+    expect(
+      dynamoAuthz('TransactWriteItems', {
+        TransactItems: [{ Put: { TableName: 'S-keys' } }, { ConditionCheck: { TableName: 'S-keys' } }],
+      }).map((r) => r.action),
+    ).toEqual(['dynamodb:PutItem', 'dynamodb:ConditionCheckItem']);
   });
 });
 
 describe('EventBridge pattern matching', () => {
-  const pattern = { source: ['aws.ecs'], 'detail-type': ['ECS Task State Change'], detail: { clusterArn: [CLUSTER], lastStatus: ['STOPPED'] } };
-  const event = (detail: object) => ({ source: 'aws.ecs', 'detail-type': 'ECS Task State Change', detail: { clusterArn: CLUSTER, ...detail } });
+  const pattern = {
+    source: ['aws.ecs'],
+    'detail-type': ['ECS Task State Change'],
+    detail: { clusterArn: [CLUSTER], lastStatus: ['STOPPED'] },
+  };
+  const event = (detail: object) => ({
+    source: 'aws.ecs',
+    'detail-type': 'ECS Task State Change',
+    detail: { clusterArn: CLUSTER, ...detail },
+  });
   it('matches the rule only for stopped tasks of the cluster', () => {
     expect(matchesPattern(pattern, event({ lastStatus: 'STOPPED' }))).toBe(true);
     expect(matchesPattern(pattern, event({ lastStatus: 'RUNNING' }))).toBe(false);
     expect(matchesPattern(pattern, event({ lastStatus: 'STOPPED', clusterArn: `${CLUSTER}x` }))).toBe(false);
     expect(matchesPattern(pattern, { ...event({ lastStatus: 'STOPPED' }), source: 'custom' })).toBe(false);
-    expect(matchesPattern({ detail: { stopCode: [{ 'anything-but': 'UserInitiated' }] } }, event({ stopCode: 'SpotInterruption' }))).toBe(true);
+    expect(
+      matchesPattern(
+        { detail: { stopCode: [{ 'anything-but': 'UserInitiated' }] } },
+        event({ stopCode: 'SpotInterruption' }),
+      ),
+    ).toBe(true);
     expect(() => matchesPattern({ detail: { n: [{ numeric: ['>', 1] }] } }, event({ n: 2 }))).toThrow(/not emulated/);
   });
 });

@@ -42,7 +42,13 @@ const list = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.i
 
 /** IAM wildcard match: `*` any run of characters (including none), `?` exactly one. */
 export function wildcard(pattern: string, value: string, ignoreCase = false): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, ignoreCase ? 'is' : 's');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    ignoreCase ? 'is' : 's',
+  );
   return re.test(value);
 }
 
@@ -103,10 +109,15 @@ function conditionHolds(condition: Statement['Condition'], context: Record<strin
 }
 
 function matches(s: Statement, req: AuthzRequest): boolean {
-  const actionOk = s.Action !== undefined ? list(s.Action).some((a) => wildcard(a, req.action, true)) : !list(s.NotAction).some((a) => wildcard(a, req.action, true));
+  const actionOk =
+    s.Action !== undefined
+      ? list(s.Action).some((a) => wildcard(a, req.action, true))
+      : !list(s.NotAction).some((a) => wildcard(a, req.action, true));
   if (!actionOk) return false;
   const resourceOk =
-    s.Resource !== undefined ? list(s.Resource).some((r) => wildcard(r, req.resource)) : !list(s.NotResource).some((r) => wildcard(r, req.resource));
+    s.Resource !== undefined
+      ? list(s.Resource).some((r) => wildcard(r, req.resource))
+      : !list(s.NotResource).some((r) => wildcard(r, req.resource));
   if (!resourceOk) return false;
   return conditionHolds(s.Condition, req.context ?? {});
 }
@@ -124,15 +135,18 @@ export function evaluate(statements: readonly Statement[], req: AuthzRequest): D
 /** Every role's identity statements in a resolved template, by role ARN. */
 export function rolePolicies(resolved: Template): Map<string, Statement[]> {
   const byRoleName = new Map<string, Statement[]>();
-  const add = (role: string, statements: unknown) => byRoleName.set(role, [...(byRoleName.get(role) ?? []), ...(list(statements) as Statement[])]);
+  const add = (role: string, statements: unknown) =>
+    byRoleName.set(role, [...(byRoleName.get(role) ?? []), ...(list(statements) as Statement[])]);
   for (const [id, r] of ofType(resolved, 'AWS::IAM::Role')) {
     byRoleName.set(id, byRoleName.get(id) ?? []);
     for (const p of r.Properties?.Policies ?? []) add(id, p.PolicyDocument.Statement);
   }
-  for (const [, r] of ofType(resolved, 'AWS::IAM::Policy')) for (const role of r.Properties.Roles ?? []) add(role, r.Properties.PolicyDocument.Statement);
+  for (const [, r] of ofType(resolved, 'AWS::IAM::Policy'))
+    for (const role of r.Properties.Roles ?? []) add(role, r.Properties.PolicyDocument.Statement);
   const out = new Map<string, Statement[]>();
   // Role ARNs as template.ts names them.
-  for (const [id] of ofType(resolved, 'AWS::IAM::Role')) out.set(`arn:aws:iam::${ACCOUNT}:role/${id}`, byRoleName.get(id) ?? []);
+  for (const [id] of ofType(resolved, 'AWS::IAM::Role'))
+    out.set(`arn:aws:iam::${ACCOUNT}:role/${id}`, byRoleName.get(id) ?? []);
   return out;
 }
 

@@ -19,10 +19,19 @@ try {
   initError = err;
 }
 
-const asError = (err) => ({ errorType: err?.name ?? 'Error', errorMessage: err?.message ?? String(err), trace: String(err?.stack ?? '').split('\n') });
+const asError = (err) => ({
+  errorType: err?.name ?? 'Error',
+  errorMessage: err?.message ?? String(err),
+  trace: String(err?.stack ?? '').split('\n'),
+});
 
 process.on('message', async ({ id, event, context }) => {
-  if (initError) return process.send({ id, ok: false, error: { ...asError(initError), errorType: `Runtime.${initError.name ?? 'Init'}Error` } });
+  if (initError)
+    return process.send({
+      id,
+      ok: false,
+      error: { ...asError(initError), errorType: `Runtime.${initError.name ?? 'Init'}Error` },
+    });
   const deadline = Date.now() + context.timeoutMs;
   process.env._X_AMZN_TRACE_ID = context.traceId;
   const ctx = {

@@ -77,7 +77,13 @@ export class LambdaService {
   /** Invokes as a service would: denied (an error result) without a matching permission. */
   async invokeAs(principal: string, sourceArn: string, arn: string, event: unknown): Promise<InvokeResult> {
     if (!this.mayInvoke(arn, principal, sourceArn)) {
-      return { ok: false, error: { errorType: 'AccessDeniedException', errorMessage: `${principal} may not invoke ${arn} from ${sourceArn} (no AWS::Lambda::Permission)` } };
+      return {
+        ok: false,
+        error: {
+          errorType: 'AccessDeniedException',
+          errorMessage: `${principal} may not invoke ${arn} from ${sourceArn} (no AWS::Lambda::Permission)`,
+        },
+      };
     }
     return this.invoke(arn, event);
   }
@@ -85,8 +91,13 @@ export class LambdaService {
   /** Runs one invocation of the function. */
   async invoke(arn: string, event: unknown): Promise<InvokeResult> {
     const fn = this.byArn.get(arn);
-    if (!fn) return { ok: false, error: { errorType: 'ResourceNotFoundException', errorMessage: `Function not found: ${arn}` } };
-    if (this.closed) return { ok: false, error: { errorType: 'ServiceUnavailable', errorMessage: 'The tier is shutting down' } };
+    if (!fn)
+      return {
+        ok: false,
+        error: { errorType: 'ResourceNotFoundException', errorMessage: `Function not found: ${arn}` },
+      };
+    if (this.closed)
+      return { ok: false, error: { errorType: 'ServiceUnavailable', errorMessage: 'The tier is shutting down' } };
     const instance = this.idle(fn);
     instance.busy = true;
     try {
@@ -131,8 +142,14 @@ export class LambdaService {
       PATH: '/usr/local/bin:/usr/bin/:/bin',
       ...this.options.endpoints,
     };
-    const child = fork(RUNNER, [], { cwd: fn.bundleDir, env, execArgv: ['--no-warnings'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
-    const keep = (chunk: Buffer) => this.logs.set(fn.arn, (this.logsOf(fn.arn) + chunk.toString('utf8')).slice(-LOG_TAIL));
+    const child = fork(RUNNER, [], {
+      cwd: fn.bundleDir,
+      env,
+      execArgv: ['--no-warnings'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    const keep = (chunk: Buffer) =>
+      this.logs.set(fn.arn, (this.logsOf(fn.arn) + chunk.toString('utf8')).slice(-LOG_TAIL));
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     const ready = new Promise<void>((resolve, reject) => {
@@ -168,16 +185,35 @@ export class LambdaService {
         if (m.id === id) done({ ok: m.ok, result: m.result, error: m.error });
       };
       const onExit = (code: number | null, signal: string | null) =>
-        done({ ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${id} Error: Runtime exited with ${signal ?? `code ${code}`}` } });
+        done({
+          ok: false,
+          error: {
+            errorType: 'Runtime.ExitError',
+            errorMessage: `RequestId: ${id} Error: Runtime exited with ${signal ?? `code ${code}`}`,
+          },
+        });
       const timer = setTimeout(() => {
         child.kill('SIGKILL');
-        done({ ok: false, error: { errorType: 'Sandbox.Timedout', errorMessage: `Task timed out after ${fn.timeoutSeconds}.00 seconds` } });
+        done({
+          ok: false,
+          error: {
+            errorType: 'Sandbox.Timedout',
+            errorMessage: `Task timed out after ${fn.timeoutSeconds}.00 seconds`,
+          },
+        });
       }, context.timeoutMs);
       child.on('message', onMessage);
       child.once('exit', onExit);
       // The runtime may have exited since it was picked (a crash, a time-out's kill): that is this invocation's failure, not the tier's.
       child.send({ id, event, context }, (err) => {
-        if (err) done({ ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `RequestId: ${id} Error: Runtime exited (${err.message})` } });
+        if (err)
+          done({
+            ok: false,
+            error: {
+              errorType: 'Runtime.ExitError',
+              errorMessage: `RequestId: ${id} Error: Runtime exited (${err.message})`,
+            },
+          });
       });
     });
   }
@@ -198,4 +234,3 @@ export class LambdaService {
     this.pools.clear();
   }
 }
-

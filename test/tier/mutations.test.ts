@@ -11,7 +11,9 @@ import { ofType, withoutAction, type Template } from '#test/tier/template.ts';
  */
 
 const fn = (t: Template, name: string) => {
-  const found = ofType(t, 'AWS::Lambda::Function').find(([, r]) => r.Metadata?.['aws:cdk:path']?.includes(`/Fn-${name}/`));
+  const found = ofType(t, 'AWS::Lambda::Function').find(([, r]) =>
+    r.Metadata?.['aws:cdk:path']?.includes(`/Fn-${name}/`),
+  );
   if (!found) throw new Error(`No function ${name}`);
   return found[1];
 };
@@ -51,11 +53,9 @@ describe('mutation: the ecs:TagResource grants removed', () => {
   it('a sandbox start reports the failure: ECS denies tagging on create, the sandbox goes to ERROR', async () => {
     const key = await createKey(tier, 'mutant');
     await expect(startSandbox(tier, key)).rejects.toThrow(/sandbox \S+ start: .*"status":"ERROR".*ecs:TagResource/);
-    expect(tier.aws.denials.map((d) => [d.operation, d.request.action, d.request.context?.['ecs:CreateAction']])).toContainEqual([
-      'ecs:RunTask',
-      'ecs:TagResource',
-      'RunTask',
-    ]);
+    expect(
+      tier.aws.denials.map((d) => [d.operation, d.request.action, d.request.context?.['ecs:CreateAction']]),
+    ).toContainEqual(['ecs:RunTask', 'ecs:TagResource', 'RunTask']);
   }, 90_000);
 });
 
@@ -72,14 +72,21 @@ describe('mutation: s3:PutObject removed from the roles that sign snapshot uploa
     const task = [...tier.aws.tasks.values()].find((t) => t.startedBy === sb.id)!;
     writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'lost.txt'), 'not saved');
     expect((await tier.call('POST', `/api/v1/sandboxes/${sb.id}/pause`, { key })).status).toBe(200);
-    await until(tier, 'task stopped', async () => tier.aws.tasks.get(task.taskArn)!.lastStatus, (s) => s === 'STOPPED');
+    await until(
+      tier,
+      'task stopped',
+      async () => tier.aws.tasks.get(task.taskArn)!.lastStatus,
+      (s) => s === 'STOPPED',
+    );
     await tier.bus.settle();
     const upload = tier.lambda.byName('sandboxSnapshotUpload').roleArn;
     const denied = tier.aws.denials.filter((d) => d.request.action === 's3:PutObject');
     expect(denied.length).toBeGreaterThan(0);
     for (const d of denied) {
       expect(d.principal).toBe(upload);
-      expect(d.request.resource).toMatch(new RegExp(`^arn:aws:s3:::[a-z0-9-]+/sandboxes/${sb.id}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`));
+      expect(d.request.resource).toMatch(
+        new RegExp(`^arn:aws:s3:::[a-z0-9-]+/sandboxes/${sb.id}/\\d{13}-[0-9a-f]{16}\\.tar\\.gz$`),
+      );
     }
     expect(tier.aws.objectKeys(`sandboxes/${sb.id}/`)).toEqual([]);
   }, 90_000);
@@ -102,7 +109,8 @@ describe("API Gateway's own answers, from the template's settings", () => {
         authorizer.Properties.IdentitySource = ['$request.header.X-Session-API-Key'];
         authorizer.Properties.AuthorizerResultTtlInSeconds = 300;
         const scheduleRole = ofType(t, 'AWS::Scheduler::Schedule')[0]![1].Properties.Target.RoleArn['Fn::GetAtt'][0];
-        for (const [id, p] of ofType(t, 'AWS::IAM::Policy')) if (JSON.stringify(p.Properties.Roles).includes(scheduleRole)) delete t.Resources[id];
+        for (const [id, p] of ofType(t, 'AWS::IAM::Policy'))
+          if (JSON.stringify(p.Properties.Roles).includes(scheduleRole)) delete t.Resources[id];
       },
     });
     key = await createKey(tier, 'gateway');
@@ -127,7 +135,11 @@ describe("API Gateway's own answers, from the template's settings", () => {
   });
 
   it('an ECS event is not delivered without the function permission; the schedule fails without its role policy', async () => {
-    tier.bus.put('ECS Task State Change', 'aws.ecs', { clusterArn: tier.outputs.ClusterArn, lastStatus: 'STOPPED', taskArn: 'x' });
+    tier.bus.put('ECS Task State Change', 'aws.ecs', {
+      clusterArn: tier.outputs.ClusterArn,
+      lastStatus: 'STOPPED',
+      taskArn: 'x',
+    });
     await tier.bus.settle();
     expect(tier.bus.failures.at(-1)!.result.error!.errorMessage).toMatch(/no AWS::Lambda::Permission/);
     const run = await tier.bus.runSchedule();
@@ -137,7 +149,10 @@ describe("API Gateway's own answers, from the template's settings", () => {
 
   it('route precedence: a literal segment beats a parameter, and unmatched paths go to $default', () => {
     expect(tier.api.match('GET', '/api/v1/sandboxes/search')!.route.key).toBe('GET /api/v1/sandboxes/search');
-    expect(tier.api.match('POST', '/api/v1/sandboxes/abc/pause')).toMatchObject({ route: { key: 'POST /api/v1/sandboxes/{sandbox_id}/pause' }, params: { sandbox_id: 'abc' } });
+    expect(tier.api.match('POST', '/api/v1/sandboxes/abc/pause')).toMatchObject({
+      route: { key: 'POST /api/v1/sandboxes/{sandbox_id}/pause' },
+      params: { sandbox_id: 'abc' },
+    });
     expect(tier.api.match('PATCH', '/api/v1/sandboxes/abc/pause')!.route.key).toBe('$default');
     expect(tier.api.match('GET', '/api/v1/sandboxes/abc/pause/extra')!.route.key).toBe('$default');
   });

@@ -17,7 +17,17 @@ import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
 import { rolePolicies } from '#test/tier/iam.ts';
 import { LambdaService } from '#test/tier/lambda.ts';
-import { CDK_OUT, functionsOf, loadTemplate, names, ofType, REGION, resolveTemplate, STACK, type Template } from '#test/tier/template.ts';
+import {
+  CDK_OUT,
+  functionsOf,
+  loadTemplate,
+  names,
+  ofType,
+  REGION,
+  resolveTemplate,
+  STACK,
+  type Template,
+} from '#test/tier/template.ts';
 import { WebSocketApiEmulator } from '#test/tier/websocket-api.ts';
 
 /**
@@ -68,7 +78,11 @@ async function buildSandboxProgram(dir: string): Promise<string> {
 
 /** The template's tables, created in dynalite as CloudFormation would. */
 async function createTables(resolved: Template, endpoint: string): Promise<Record<string, string>> {
-  const client = new DynamoDBClient({ ...endpointConfig(endpoint), region: REGION, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'x' } });
+  const client = new DynamoDBClient({
+    ...endpointConfig(endpoint),
+    region: REGION,
+    credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'x' },
+  });
   const ttl: Record<string, string> = {};
   for (const type of ['AWS::DynamoDB::GlobalTable', 'AWS::DynamoDB::Table']) {
     for (const [id, r] of ofType(resolved, type)) {
@@ -82,7 +96,13 @@ async function createTables(resolved: Template, endpoint: string): Promise<Recor
           AttributeDefinitions: p.AttributeDefinitions,
           KeySchema: p.KeySchema,
           ...(p.GlobalSecondaryIndexes?.length
-            ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes.map((g: any) => ({ IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection })) }
+            ? {
+                GlobalSecondaryIndexes: p.GlobalSecondaryIndexes.map((g: any) => ({
+                  IndexName: g.IndexName,
+                  KeySchema: g.KeySchema,
+                  Projection: g.Projection,
+                })),
+              }
             : {}),
           ...(p.LocalSecondaryIndexes?.length ? { LocalSecondaryIndexes: p.LocalSecondaryIndexes } : {}),
         }),
@@ -96,15 +116,23 @@ async function createTables(resolved: Template, endpoint: string): Promise<Recor
 /** An ECS task's state change as EventBridge carries it ("ECS Task State Change"). */
 const taskStateEvent = (task: EcsTask) => {
   const { tierLogTail: _tail, ...detail } = task as EcsTask & { tierLogTail?: string };
-  return { ...detail, updatedAt: new Date().toISOString(), createdAt: new Date(task.createdAt * 1000).toISOString(), ...(task.stoppedAt ? { stoppedAt: new Date(task.stoppedAt * 1000).toISOString() } : {}) };
+  return {
+    ...detail,
+    updatedAt: new Date().toISOString(),
+    createdAt: new Date(task.createdAt * 1000).toISOString(),
+    ...(task.stoppedAt ? { stoppedAt: new Date(task.stoppedAt * 1000).toISOString() } : {}),
+  };
 };
 
 export async function startTier(options: { mutate?: (template: Template) => void } = {}): Promise<TierStack> {
-  if (!existsSync(join(CDK_OUT, 'manifest.json'))) throw new Error('cdk.out is missing: run `npm run synth` first (npm test does)');
+  if (!existsSync(join(CDK_OUT, 'manifest.json')))
+    throw new Error('cdk.out is missing: run `npm run synth` first (npm test does)');
   const template = loadTemplate();
   options.mutate?.(template);
   const resolved = resolveTemplate(template);
-  const outputs = Object.fromEntries(Object.entries(resolved.Outputs ?? {}).map(([k, v]: [string, any]) => [k, String(v.Value)]));
+  const outputs = Object.fromEntries(
+    Object.entries(resolved.Outputs ?? {}).map(([k, v]: [string, any]) => [k, String(v.Value)]),
+  );
   const workDir = mkdtempSync(join(tmpdir(), 'acs-tier-'));
   const policies = rolePolicies(resolved);
   let dynamo: EmbeddedDynamo | undefined;
@@ -122,7 +150,10 @@ export async function startTier(options: { mutate?: (template: Template) => void
       sandboxProgram: await buildSandboxProgram(workDir),
       onTaskChange: (task) => bus?.put('ECS Task State Change', 'aws.ecs', taskStateEvent(task), [task.taskArn]),
       // The sandbox reaches the service at its public (CloudFront) URL.
-      publicUrl: (url) => (front && url.startsWith(`https://${front.domainName}`) ? `${front.url}${url.slice(`https://${front.domainName}`.length)}` : undefined),
+      publicUrl: (url) =>
+        front && url.startsWith(`https://${front.domainName}`)
+          ? `${front.url}${url.slice(`https://${front.domainName}`.length)}`
+          : undefined,
       // ...and the bridge socket at its emulation (the WebSocket API has no TLS here either).
       bridgeSocketUrl: (url) => {
         const host = bridge && `wss://${bridge.apiId}.execute-api.${REGION}.amazonaws.com`;
@@ -130,15 +161,25 @@ export async function startTier(options: { mutate?: (template: Template) => void
       },
     });
     await aws.start();
-    const endpoints = Object.fromEntries(['', '_DYNAMODB', '_KMS', '_ECS', '_S3'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]));
+    const endpoints = Object.fromEntries(
+      ['', '_DYNAMODB', '_KMS', '_ECS', '_S3'].map((s) => [`AWS_ENDPOINT_URL${s}`, aws.url]),
+    );
     // A WebSocket API's @connections endpoint (a function's callback URL) is served by the fake AWS side.
-    const socketApis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET').map(([id, r]) => names(STACK, id, r).ref);
+    const socketApis = ofType(resolved, 'AWS::ApiGatewayV2::Api')
+      .filter(([, r]) => r.Properties.ProtocolType === 'WEBSOCKET')
+      .map(([id, r]) => names(STACK, id, r).ref);
     const callbackUrl = (value: string) => {
       const m = /^https:\/\/([a-z0-9]+)\.execute-api\.[^/]+(\/.*)?$/.exec(value);
       return m && socketApis.includes(m[1]!) ? `${aws.url}/execute-api/${m[1]}${m[2] ?? ''}` : value;
     };
-    const functions = functionsOf(template, resolved).map((f) => ({ ...f, environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, callbackUrl(String(v))])) }));
-    const lambda = new LambdaService(functions, resolved, { endpoints, accessKeyFor: (role) => aws.accessKeyFor(role) });
+    const functions = functionsOf(template, resolved).map((f) => ({
+      ...f,
+      environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, callbackUrl(String(v))])),
+    }));
+    const lambda = new LambdaService(functions, resolved, {
+      endpoints,
+      accessKeyFor: (role) => aws.accessKeyFor(role),
+    });
     aws.invoker = (arn, payload) => lambda.invoke(arn, payload);
     bus = new EventBus(resolved, lambda, policies);
     const api = new HttpApiEmulator(resolved, lambda);
@@ -161,7 +202,10 @@ export async function startTier(options: { mutate?: (template: Template) => void
       resolved,
       new Map([
         [`${api.apiId}.execute-api.${REGION}.amazonaws.com`, api.url],
-        ...webSockets.map((ws) => [`${ws.apiId}.execute-api.${REGION}.amazonaws.com`, ws.url.replace(/^ws:/, 'http:')] as [string, string]),
+        ...webSockets.map(
+          (ws) =>
+            [`${ws.apiId}.execute-api.${REGION}.amazonaws.com`, ws.url.replace(/^ws:/, 'http:')] as [string, string],
+        ),
       ]),
     );
     await front.start();
@@ -206,16 +250,32 @@ export async function startTier(options: { mutate?: (template: Template) => void
           child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
         }),
       sandboxKey: async (sandboxId) => {
-        const operator = { region: REGION, endpoint: aws.url, credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' } };
-        const item = await new DynamoDBClient(operator).send(new GetItemCommand({ TableName: outputs.SandboxesTableName!, Key: { id: { S: sandboxId } } }));
+        const operator = {
+          region: REGION,
+          endpoint: aws.url,
+          credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' },
+        };
+        const item = await new DynamoDBClient(operator).send(
+          new GetItemCommand({ TableName: outputs.SandboxesTableName!, Key: { id: { S: sandboxId } } }),
+        );
         const sealed = item.Item?.sessionKeySealed?.S;
-        return sealed ? new KmsSealer(outputs.SecretsKeyId!, new KMSClient(operator)).open(sealed, item.Item!.userId!.S!) : null;
+        return sealed
+          ? new KmsSealer(outputs.SecretsKeyId!, new KMSClient(operator)).open(sealed, item.Item!.userId!.S!)
+          : null;
       },
       explain: () => {
         const failed = api.records.filter((r) => r.status >= 500).slice(-5);
-        const denied = aws.denials.slice(-5).map((d) => `denied ${d.request.action} on ${d.request.resource} to ${d.principal}`);
-        const logs = [...new Set(failed.map((r) => r.functionArn).filter(Boolean))].map((arn) => `--- ${arn}\n${lambda.logsOf(arn!).slice(-3000)}`);
-        return [...failed.map((r) => `${r.method} ${r.path} -> ${r.status} (${r.routeKey}): ${r.error ?? ''}`), ...denied, ...logs].join('\n');
+        const denied = aws.denials
+          .slice(-5)
+          .map((d) => `denied ${d.request.action} on ${d.request.resource} to ${d.principal}`);
+        const logs = [...new Set(failed.map((r) => r.functionArn).filter(Boolean))].map(
+          (arn) => `--- ${arn}\n${lambda.logsOf(arn!).slice(-3000)}`,
+        );
+        return [
+          ...failed.map((r) => `${r.method} ${r.path} -> ${r.status} (${r.routeKey}): ${r.error ?? ''}`),
+          ...denied,
+          ...logs,
+        ].join('\n');
       },
       stop: async () => {
         await cdn.close();

@@ -31,7 +31,15 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         new Promise((ok, fail) => {
           const check = () => messages.length >= n && (ok(messages), true);
           if (check()) return;
-          const timer = setTimeout(() => fail(new Error(`Expected ${n} messages within ${timeoutMs} ms, got ${messages.length}: ${JSON.stringify(messages.map((m) => m?.seq ?? m)).slice(0, 500)}`)), timeoutMs);
+          const timer = setTimeout(
+            () =>
+              fail(
+                new Error(
+                  `Expected ${n} messages within ${timeoutMs} ms, got ${messages.length}: ${JSON.stringify(messages.map((m) => m?.seq ?? m)).slice(0, 500)}`,
+                ),
+              ),
+            timeoutMs,
+          );
           waiters.push(() => {
             if (check()) clearTimeout(timer);
           });

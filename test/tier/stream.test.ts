@@ -37,12 +37,21 @@ async function conversationOn(tier: TierStack, llm: ScriptedLlm, key: string): P
   const { conversationId, events } = await startConversationV1(tier, key, 'hello stream');
   const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
   const sandboxKey = await tier.sandboxKey(c.sandbox_id);
-  return { id: conversationId, sandboxId: c.sandbox_id, scoped: c.session_api_key, sandboxKey: sandboxKey!, stored: events.length };
+  return {
+    id: conversationId,
+    sandboxId: c.sandbox_id,
+    scoped: c.session_api_key,
+    sandboxKey: sandboxKey!,
+    stored: events.length,
+  };
 }
 
 /** Posts events numbered from `first` through the real webhook bundle, as the sandbox does. */
 async function ingest(tier: TierStack, c: Conversation, first: number, events: unknown[]) {
-  const res = await tier.call('POST', `/api/v1/webhooks/${c.sandboxId}/events/${c.id}?first_seq=${first}`, { key: c.sandboxKey, body: events });
+  const res = await tier.call('POST', `/api/v1/webhooks/${c.sandboxId}/events/${c.id}?first_seq=${first}`, {
+    key: c.sandboxKey,
+    body: events,
+  });
   expect(res.status, res.text).toBe(200);
 }
 
@@ -55,7 +64,8 @@ describe('the event stream on the synthesized stack', () => {
   let key: string;
   let conv: Conversation;
   /** The stream's URL on the one public host (CloudFront). */
-  const streamUrl = (id: string, query: string) => `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${id}?${query}`;
+  const streamUrl = (id: string, query: string) =>
+    `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${id}?${query}`;
 
   beforeAll(async () => {
     [tier, llm] = await Promise.all([startTier(), startScriptedLlm()]);
@@ -94,7 +104,14 @@ describe('the event stream on the synthesized stack', () => {
     const got = seqs(done);
     expect(got).toEqual(range(got[0], got[0] + got.length - 1));
     // The agent's run is over: what is stored now is where the tests below go on.
-    await until(tier, 'finished again', async () => (await tier.call('GET', `/api/v1/app-conversations?ids=${conv.id}`, { key })).body[0]?.execution_status, (st) => st === 'finished', 60_000);
+    await until(
+      tier,
+      'finished again',
+      async () =>
+        (await tier.call('GET', `/api/v1/app-conversations?ids=${conv.id}`, { key })).body[0]?.execution_status,
+      (st) => st === 'finished',
+      60_000,
+    );
     conv.stored = (await tier.call('GET', `/api/v1/events/count?conversation_id__eq=${conv.id}`, { key })).body;
     await client.close();
   }, 120_000);
@@ -106,8 +123,15 @@ describe('the event stream on the synthesized stack', () => {
     expect(seqs(client.messages)).toEqual(range(1, conv.stored));
     // Six batches posted at once, out of order: each ingest function pushes what is committed.
     const base = conv.stored;
-    const batches = [0, 1, 2, 3, 4, 5].map((b) => ({ first: base + 1 + b * 3, events: [event(b * 3 + 1), event(b * 3 + 2), event(b * 3 + 3)] }));
-    await Promise.all([batches[3]!, batches[0]!, batches[5]!, batches[1]!, batches[4]!, batches[2]!].map((b) => ingest(tier, conv, b.first, b.events)));
+    const batches = [0, 1, 2, 3, 4, 5].map((b) => ({
+      first: base + 1 + b * 3,
+      events: [event(b * 3 + 1), event(b * 3 + 2), event(b * 3 + 3)],
+    }));
+    await Promise.all(
+      [batches[3]!, batches[0]!, batches[5]!, batches[1]!, batches[4]!, batches[2]!].map((b) =>
+        ingest(tier, conv, b.first, b.events),
+      ),
+    );
     conv.stored += 18;
     await client.waitFor(conv.stored);
     await new Promise((r) => setTimeout(r, 300)); // nothing more may follow
@@ -153,15 +177,20 @@ describe('the event stream on the synthesized stack', () => {
     expect((await tier.sockets.manage('POST', connection!.id, Buffer.from('y'.repeat(100_000)))).status).toBe(200);
     expect(connection!.frameSizes.slice(before)).toEqual([32_768, 32_768, 32_768, 1_696]);
     expect((await client.waitFor(2))[1]).toBe('y'.repeat(100_000));
-    expect((await tier.sockets.manage('POST', connection!.id, Buffer.alloc(WEBSOCKET_LIMITS.messageBytes + 1))).status).toBe(413);
+    expect(
+      (await tier.sockets.manage('POST', connection!.id, Buffer.alloc(WEBSOCKET_LIMITS.messageBytes + 1))).status,
+    ).toBe(413);
     client.ws!.send('z'.repeat(WEBSOCKET_LIMITS.messageBytes + 1));
     expect((await client.closed).code).toBe(1009);
   }, 60_000);
 
-  it('a session cookie opens the stream from the service\'s own origin, never cross-site; a ticket opens it once', async () => {
+  it("a session cookie opens the stream from the service's own origin, never cross-site; a ticket opens it once", async () => {
     const signIn = await tier.call('POST', '/api/authenticate', { key });
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
-    const own = await openStream(streamUrl(conv.id, 'resend_all=true'), { cookie, origin: `https://${tier.front.domainName}` });
+    const own = await openStream(streamUrl(conv.id, 'resend_all=true'), {
+      cookie,
+      origin: `https://${tier.front.domainName}`,
+    });
     expect(own.refused).toBeUndefined();
     await own.waitFor(conv.stored);
     await own.close();
@@ -178,7 +207,7 @@ describe('the event stream on the synthesized stack', () => {
     expect((await openStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
   }, 60_000);
 
-  it('refuses a user key in the URL, another conversation\'s key, no credentials, and paths the API has not', async () => {
+  it("refuses a user key in the URL, another conversation's key, no credentials, and paths the API has not", async () => {
     expect((await openStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
     expect((await openStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);
     expect((await openStream(streamUrl(conv.id, 'resend_all=true'))).refused).toBe(401);
@@ -189,12 +218,22 @@ describe('the event stream on the synthesized stack', () => {
     // Another user's conversation with my own credentials: not found, as on HTTP.
     const signIn = await tier.call('POST', '/api/authenticate', { key: other });
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
-    expect((await openStream(streamUrl(conv.id, ''), { cookie, origin: `https://${tier.front.domainName}` })).refused).toBe(404);
+    expect(
+      (await openStream(streamUrl(conv.id, ''), { cookie, origin: `https://${tier.front.domainName}` })).refused,
+    ).toBe(404);
     // CloudFront's function answers paths that are no stream; the API itself refuses anything after its stage.
-    expect((await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}/more`)).refused).toBe(404);
+    expect((await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}/more`)).refused).toBe(
+      404,
+    );
     expect((await openStream(`${tier.sockets.url}/${tier.sockets.stage}/events/${conv.id}`)).refused).toBe(403);
     // Straight to the API, bypassing CloudFront, the same rule holds.
-    expect((await openStream(`${tier.sockets.url}/${tier.sockets.stage}?channel=events&id=${conv.id}&session_api_key=${key}`)).refused).toBe(403);
+    expect(
+      (
+        await openStream(
+          `${tier.sockets.url}/${tier.sockets.stage}?channel=events&id=${conv.id}&session_api_key=${key}`,
+        )
+      ).refused,
+    ).toBe(403);
     expect(tier.aws.denials).toEqual([]);
   }, 240_000);
 
@@ -206,7 +245,12 @@ describe('the event stream on the synthesized stack', () => {
     const before$ = disconnects();
     await tier.sockets.advance(WEBSOCKET_LIMITS.idleMs);
     expect((await idle.closed).code).toBe(1001);
-    await until(tier, '$disconnect ran', async () => disconnects(), (n) => n > before$);
+    await until(
+      tier,
+      '$disconnect ran',
+      async () => disconnects(),
+      (n) => n > before$,
+    );
     const before = posts();
     await ingest(tier, conv, conv.stored + 1, [event(300)]);
     conv.stored += 1;
@@ -218,7 +262,12 @@ describe('the event stream on the synthesized stack', () => {
     const pings = Math.ceil(WEBSOCKET_LIMITS.maxMs / (9 * 60_000)); // 14: the last advance crosses 2 hours
     for (let t = 1; t <= pings; t++) {
       pinged.ws!.send(JSON.stringify({ action: 'ping' })); // consumed by the mock ping route: no function runs
-      await until(tier, 'ping consumed', async () => tier.sockets.records.filter((r) => r.routeKey === 'ping').length, (n) => n >= t);
+      await until(
+        tier,
+        'ping consumed',
+        async () => tier.sockets.records.filter((r) => r.routeKey === 'ping').length,
+        (n) => n >= t,
+      );
       await tier.sockets.advance(9 * 60_000);
       if (t < pings) expect(pinged.ws!.readyState, `open after ${t * 9} minutes`).toBe(1);
     }
@@ -226,15 +275,16 @@ describe('the event stream on the synthesized stack', () => {
     expect(closed).toEqual({ code: 1001, reason: 'Going away' });
     expect(tier.sockets.records.filter((r) => r.routeKey === 'ping').every((r) => r.status === 200)).toBe(true);
   }, 90_000);
-
 });
-
 
 describe("mutation: the ingest function's execute-api:ManageConnections grant removed", () => {
   let tier: TierStack;
   let llm: ScriptedLlm;
   beforeAll(async () => {
-    [tier, llm] = await Promise.all([startTier({ mutate: (t) => expect(withoutAction(t, 'execute-api:ManageConnections', 'postEvents')).toBe(1) }), startScriptedLlm()]);
+    [tier, llm] = await Promise.all([
+      startTier({ mutate: (t) => expect(withoutAction(t, 'execute-api:ManageConnections', 'postEvents')).toBe(1) }),
+      startScriptedLlm(),
+    ]);
   }, 120_000);
   afterAll(async () => {
     await tier?.stop();
@@ -244,7 +294,9 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
   it('the resend still works, but live events never reach the client: PostToConnection is denied to the ingest role', async () => {
     const key = await createKey(tier, 'mutant');
     const conv = await conversationOn(tier, llm, key);
-    const client = await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`);
+    const client = await openStream(
+      `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`,
+    );
     expect(client.refused).toBeUndefined();
     await client.waitFor(conv.stored);
     await tier.aws.settle();
@@ -254,7 +306,11 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
     expect(seqs(client.messages)).toEqual(range(1, conv.stored));
     const denied = tier.aws.denials.filter((d) => d.request.action === 'execute-api:ManageConnections');
     expect(denied.length).toBeGreaterThan(0);
-    expect(denied.every((d) => d.principal.includes('FnpostEvents') && /\/sockets\/POST\/@connections\//.test(d.request.resource))).toBe(true);
+    expect(
+      denied.every(
+        (d) => d.principal.includes('FnpostEvents') && /\/sockets\/POST\/@connections\//.test(d.request.resource),
+      ),
+    ).toBe(true);
     expect(tier.lambda.logsOf(tier.lambda.byName('postEvents').arn)).toContain('stream.feed-failed');
     await client.close();
   }, 240_000);

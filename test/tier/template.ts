@@ -41,7 +41,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
     case 'AWS::DynamoDB::GlobalTable':
     case 'AWS::DynamoDB::Table': {
       const name = `${stack}-${id}`;
-      return { ref: name, atts: { Arn: arn('dynamodb', `table/${name}`), StreamArn: arn('dynamodb', `table/${name}/stream/1`) } };
+      return {
+        ref: name,
+        atts: { Arn: arn('dynamodb', `table/${name}`), StreamArn: arn('dynamodb', `table/${name}/stream/1`) },
+      };
     }
     case 'AWS::KMS::Key': {
       const keyId = uuid(id);
@@ -54,13 +57,23 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
     case 'AWS::ECS::TaskDefinition':
       return { ref: arn('ecs', `task-definition/${p.Family ?? id}:1`), atts: {} };
     case 'AWS::IAM::Role':
-      return { ref: id, atts: { Arn: `arn:aws:iam::${ACCOUNT}:role/${id}`, RoleId: `AROA${hex(id, 16).toUpperCase()}` } };
+      return {
+        ref: id,
+        atts: { Arn: `arn:aws:iam::${ACCOUNT}:role/${id}`, RoleId: `AROA${hex(id, 16).toUpperCase()}` },
+      };
     case 'AWS::Lambda::Function':
       return { ref: id, atts: { Arn: arn('lambda', `function:${id}`) } };
     case 'AWS::S3::Bucket': {
       // Bucket ARNs name neither region nor account.
       const name = `${stack}-${id}`.toLowerCase().slice(0, 63);
-      return { ref: name, atts: { Arn: `arn:aws:s3:::${name}`, DomainName: `${name}.s3.amazonaws.com`, RegionalDomainName: `${name}.s3.${REGION}.amazonaws.com` } };
+      return {
+        ref: name,
+        atts: {
+          Arn: `arn:aws:s3:::${name}`,
+          DomainName: `${name}.s3.amazonaws.com`,
+          RegionalDomainName: `${name}.s3.${REGION}.amazonaws.com`,
+        },
+      };
     }
     case 'AWS::EC2::Subnet':
       return { ref: `subnet-${hex(id, 17)}`, atts: {} };
@@ -69,7 +82,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
     case 'AWS::EC2::VPC':
       return { ref: `vpc-${hex(id, 17)}`, atts: {} };
     case 'AWS::SQS::Queue':
-      return { ref: `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${id}`, atts: { Arn: arn('sqs', id), QueueName: id } };
+      return {
+        ref: `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${id}`,
+        atts: { Arn: arn('sqs', id), QueueName: id },
+      };
     case 'AWS::SNS::Topic':
       return { ref: arn('sns', id), atts: { TopicArn: arn('sns', id) } };
     case 'AWS::Events::Rule':
@@ -77,11 +93,22 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
     case 'AWS::Logs::LogGroup':
       return { ref: id, atts: { Arn: arn('logs', `log-group:${id}:*`) } };
     case 'AWS::ApiGatewayV2::Api':
-      return { ref: hex(id, 10), atts: { ApiEndpoint: `${p.ProtocolType === 'WEBSOCKET' ? 'wss' : 'https'}://${hex(id, 10)}.execute-api.${REGION}.amazonaws.com` } };
+      return {
+        ref: hex(id, 10),
+        atts: {
+          ApiEndpoint: `${p.ProtocolType === 'WEBSOCKET' ? 'wss' : 'https'}://${hex(id, 10)}.execute-api.${REGION}.amazonaws.com`,
+        },
+      };
     case 'AWS::CloudFront::Distribution':
-      return { ref: `E${hex(id, 13).toUpperCase()}`, atts: { DomainName: `d${hex(id, 13)}.cloudfront.net`, Id: `E${hex(id, 13).toUpperCase()}` } };
+      return {
+        ref: `E${hex(id, 13).toUpperCase()}`,
+        atts: { DomainName: `d${hex(id, 13)}.cloudfront.net`, Id: `E${hex(id, 13).toUpperCase()}` },
+      };
     case 'AWS::CloudFront::Function':
-      return { ref: arn('cloudfront', `function/${id}`, ''), atts: { FunctionARN: `arn:aws:cloudfront::${ACCOUNT}:function/${id}`, Stage: 'LIVE' } };
+      return {
+        ref: arn('cloudfront', `function/${id}`, ''),
+        atts: { FunctionARN: `arn:aws:cloudfront::${ACCOUNT}:function/${id}`, Stage: 'LIVE' },
+      };
     default:
       return { ref: id, atts: { Arn: arn(r.Type.split('::')[1]!.toLowerCase(), id) } };
   }
@@ -108,7 +135,8 @@ export function resolveTemplate(template: Template, stack = STACK): Template {
   const getAtt = (id: string, att: string): string => {
     const found = table.get(id);
     const value = found?.atts[att];
-    if (value === undefined) throw new Error(`GetAtt ${id}.${att}: the tier does not name this attribute (add it in test/tier/template.ts)`);
+    if (value === undefined)
+      throw new Error(`GetAtt ${id}.${att}: the tier does not name this attribute (add it in test/tier/template.ts)`);
     return value;
   };
   const walk = (v: any): any => {
@@ -136,7 +164,11 @@ export function resolveTemplate(template: Template, stack = STACK): Template {
         case 'Fn::Sub': {
           const [text, vars] = Array.isArray(arg) ? [arg[0], walk(arg[1] ?? {})] : [arg, {}];
           return String(text).replace(/\$\{([^}]+)\}/g, (_, name: string) =>
-            name in vars ? vars[name] : name.includes('.') ? getAtt(...(name.split('.') as [string, string])) : ref(name),
+            name in vars
+              ? vars[name]
+              : name.includes('.')
+                ? getAtt(...(name.split('.') as [string, string]))
+                : ref(name),
           );
         }
         default:
@@ -147,7 +179,9 @@ export function resolveTemplate(template: Template, stack = STACK): Template {
   };
   return {
     ...template,
-    Resources: Object.fromEntries(Object.entries(template.Resources).map(([id, r]) => [id, { ...r, Properties: walk(r.Properties) }])),
+    Resources: Object.fromEntries(
+      Object.entries(template.Resources).map(([id, r]) => [id, { ...r, Properties: walk(r.Properties) }]),
+    ),
     Outputs: walk(template.Outputs ?? {}),
   };
 }

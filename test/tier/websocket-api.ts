@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { InvokeResult, LambdaService } from '#test/tier/lambda.ts';
 import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier/template.ts';
 
@@ -27,7 +27,12 @@ import { ACCOUNT, names, ofType, REGION, STACK, type Template } from '#test/tier
  * messages), throttling, authorizers on `$connect` (the stack has none), binary media types.
  */
 
-export const WEBSOCKET_LIMITS = { messageBytes: 128 * 1024, frameBytes: 32 * 1024, idleMs: 10 * 60_000, maxMs: 2 * 60 * 60_000 } as const;
+export const WEBSOCKET_LIMITS = {
+  messageBytes: 128 * 1024,
+  frameBytes: 32 * 1024,
+  idleMs: 10 * 60_000,
+  maxMs: 2 * 60 * 60_000,
+} as const;
 
 interface WsRoute {
   key: string;
@@ -56,7 +61,10 @@ export interface WsRecord {
   error?: string;
 }
 
-const answer = (status: number, body: unknown) => ({ status, body: body === undefined ? undefined : JSON.stringify(body) });
+const answer = (status: number, body: unknown) => ({
+  status,
+  body: body === undefined ? undefined : JSON.stringify(body),
+});
 
 export class WebSocketApiEmulator {
   readonly apiId: string;
@@ -78,8 +86,13 @@ export class WebSocketApiEmulator {
     private readonly lambda: LambdaService,
     options: { apiLogicalId?: string } = {},
   ) {
-    const apis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(([id, r]) => r.Properties.ProtocolType === 'WEBSOCKET' && (!options.apiLogicalId || id === options.apiLogicalId));
-    if (apis.length !== 1) throw new Error(`Expected one WebSocket API${options.apiLogicalId ? ` ${options.apiLogicalId}` : ''}; the template has ${apis.length}`);
+    const apis = ofType(resolved, 'AWS::ApiGatewayV2::Api').filter(
+      ([id, r]) => r.Properties.ProtocolType === 'WEBSOCKET' && (!options.apiLogicalId || id === options.apiLogicalId),
+    );
+    if (apis.length !== 1)
+      throw new Error(
+        `Expected one WebSocket API${options.apiLogicalId ? ` ${options.apiLogicalId}` : ''}; the template has ${apis.length}`,
+      );
     const [logicalId, api] = apis[0]!;
     this.apiId = names(STACK, logicalId, api).ref;
     this.selection = api.Properties.RouteSelectionExpression ?? '$request.body.action';
@@ -91,13 +104,24 @@ export class WebSocketApiEmulator {
     const responses = new Set(ofApi('AWS::ApiGatewayV2::RouteResponse').map(([, r]) => r.Properties.RouteId));
     for (const [id, r] of ofApi('AWS::ApiGatewayV2::Route')) {
       const p = r.Properties;
-      if (p.AuthorizationType && p.AuthorizationType !== 'NONE') throw new Error(`Route ${p.RouteKey}: authorization ${p.AuthorizationType} is not emulated`);
+      if (p.AuthorizationType && p.AuthorizationType !== 'NONE')
+        throw new Error(`Route ${p.RouteKey}: authorization ${p.AuthorizationType} is not emulated`);
       const integration = integrations.get(String(p.Target ?? '').replace(/^integrations\//, ''));
       if (!integration) throw new Error(`Route ${p.RouteKey}: no integration ${p.Target}`);
-      if (integration.IntegrationType !== 'AWS_PROXY' && integration.IntegrationType !== 'MOCK') throw new Error(`Route ${p.RouteKey}: ${integration.IntegrationType} integrations are not emulated`);
-      const functionArn = integration.IntegrationType === 'AWS_PROXY' ? /functions\/(.+)\/invocations$/.exec(integration.IntegrationUri)?.[1] : undefined;
-      if (integration.IntegrationType === 'AWS_PROXY' && !functionArn) throw new Error(`Route ${p.RouteKey}: cannot read the function from ${integration.IntegrationUri}`);
-      this.routes.set(p.RouteKey, { key: p.RouteKey, functionArn, mock: integration.IntegrationType === 'MOCK', respond: responses.has(id) || p.RouteResponseSelectionExpression !== undefined });
+      if (integration.IntegrationType !== 'AWS_PROXY' && integration.IntegrationType !== 'MOCK')
+        throw new Error(`Route ${p.RouteKey}: ${integration.IntegrationType} integrations are not emulated`);
+      const functionArn =
+        integration.IntegrationType === 'AWS_PROXY'
+          ? /functions\/(.+)\/invocations$/.exec(integration.IntegrationUri)?.[1]
+          : undefined;
+      if (integration.IntegrationType === 'AWS_PROXY' && !functionArn)
+        throw new Error(`Route ${p.RouteKey}: cannot read the function from ${integration.IntegrationUri}`);
+      this.routes.set(p.RouteKey, {
+        key: p.RouteKey,
+        functionArn,
+        mock: integration.IntegrationType === 'MOCK',
+        respond: responses.has(id) || p.RouteResponseSelectionExpression !== undefined,
+      });
     }
     this.wss.on('error', (err) => this.faults.push(err));
   }
@@ -118,8 +142,13 @@ export class WebSocketApiEmulator {
   }
 
   async start(): Promise<void> {
-    this.server = createServer((_req, res) => res.writeHead(426, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Upgrade Required' })));
-    this.server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket, head).catch((err: Error) => this.fault(err, socket)));
+    this.server = createServer((_req, res) =>
+      res.writeHead(426, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Upgrade Required' })),
+    );
+    this.server.on(
+      'upgrade',
+      (req, socket, head) => void this.upgrade(req, socket, head).catch((err: Error) => this.fault(err, socket)),
+    );
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     this.timer = setInterval(() => void this.sweep().catch((err: Error) => this.faults.push(err)), 1000);
@@ -136,7 +165,10 @@ export class WebSocketApiEmulator {
   /** Closes every connection past the idle or the duration limit, as API Gateway does. */
   async sweep(): Promise<void> {
     const now = this.now();
-    const due = [...this.connections.values()].filter((c) => c.open && (now - c.lastActiveAt >= WEBSOCKET_LIMITS.idleMs || now - c.connectedAt >= WEBSOCKET_LIMITS.maxMs));
+    const due = [...this.connections.values()].filter(
+      (c) =>
+        c.open && (now - c.lastActiveAt >= WEBSOCKET_LIMITS.idleMs || now - c.connectedAt >= WEBSOCKET_LIMITS.maxMs),
+    );
     await Promise.all(due.map((c) => this.drop(c, 1001, 'Going away')));
   }
 
@@ -166,14 +198,21 @@ export class WebSocketApiEmulator {
   private async invoke(route: WsRoute, event: unknown, connectionId: string): Promise<InvokeResult> {
     const sourceArn = `arn:aws:execute-api:${REGION}:${ACCOUNT}:${this.apiId}/${this.stage}/${route.key}`;
     const result = await this.lambda.invokeAs('apigateway.amazonaws.com', sourceArn, route.functionArn!, event);
-    this.records.push({ routeKey: route.key, connectionId, status: result.ok ? Number((result.result as { statusCode?: number } | null)?.statusCode ?? 200) : 500, ...(result.ok ? {} : { error: `${result.error?.errorType}: ${result.error?.errorMessage}` }) });
+    this.records.push({
+      routeKey: route.key,
+      connectionId,
+      status: result.ok ? Number((result.result as { statusCode?: number } | null)?.statusCode ?? 200) : 500,
+      ...(result.ok ? {} : { error: `${result.error?.errorType}: ${result.error?.errorMessage}` }),
+    });
     return result;
   }
 
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://x');
     const refuse = (status: number, body = '') => {
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     };
     // The stage is the whole path: anything after it is refused before any route runs.
     if (url.pathname !== `/${this.stage}`) return refuse(403, JSON.stringify({ message: 'Forbidden' }));
@@ -207,7 +246,9 @@ export class WebSocketApiEmulator {
       const event = {
         headers,
         multiValueHeaders,
-        ...(Object.keys(query).length ? { queryStringParameters: query, multiValueQueryStringParameters: multiQuery } : {}),
+        ...(Object.keys(query).length
+          ? { queryStringParameters: query, multiValueQueryStringParameters: multiQuery }
+          : {}),
         requestContext: this.base('$connect', 'CONNECT', c),
         isBase64Encoded: false,
       };
@@ -215,15 +256,23 @@ export class WebSocketApiEmulator {
       const status = result.ok ? Number((result.result as { statusCode?: number } | null)?.statusCode ?? 200) : 500;
       if (status < 200 || status > 299) {
         this.connections.delete(c.id);
-        const body = result.ok ? String((result.result as { body?: string } | null)?.body ?? '') : JSON.stringify({ message: 'Internal server error' });
+        const body = result.ok
+          ? String((result.result as { body?: string } | null)?.body ?? '')
+          : JSON.stringify({ message: 'Internal server error' });
         return refuse(status, body);
       }
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       c.socket = ws;
       c.open = true;
-      ws.on('message', (data, isBinary) => void this.message(c, data as Buffer, isBinary).catch((err: Error) => this.faults.push(err)));
-      ws.on('close', (code, reason) => void this.closed(c, code, reason.toString()).catch((err: Error) => this.faults.push(err)));
+      ws.on(
+        'message',
+        (data, isBinary) => void this.message(c, data as Buffer, isBinary).catch((err: Error) => this.faults.push(err)),
+      );
+      ws.on(
+        'close',
+        (code, reason) => void this.closed(c, code, reason.toString()).catch((err: Error) => this.faults.push(err)),
+      );
       ws.on('error', () => undefined);
     });
   }
@@ -235,7 +284,14 @@ export class WebSocketApiEmulator {
     let selected: string | undefined;
     try {
       const parsed: unknown = JSON.parse(text);
-      const value = field ? field.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), parsed) : undefined;
+      const value = field
+        ? field
+            .split('.')
+            .reduce<unknown>(
+              (o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined),
+              parsed,
+            )
+        : undefined;
       if (typeof value === 'string') selected = value;
     } catch {
       // not JSON: only $default can take it
@@ -249,11 +305,16 @@ export class WebSocketApiEmulator {
       this.records.push({ routeKey: route.key, connectionId: c.id, status: 200 });
       return;
     }
-    const event = { requestContext: this.base(route.key, 'MESSAGE', c), body: isBinary ? data.toString('base64') : text, isBase64Encoded: isBinary };
+    const event = {
+      requestContext: this.base(route.key, 'MESSAGE', c),
+      body: isBinary ? data.toString('base64') : text,
+      isBase64Encoded: isBinary,
+    };
     const result = await this.invoke(route, event, c.id);
     const body = (result.result as { body?: unknown } | null)?.body;
     if (result.ok && route.respond && typeof body === 'string') this.send(c, body);
-    if (!result.ok) this.send(c, JSON.stringify({ message: 'Internal server error', connectionId: c.id, requestId: randomUUID() }));
+    if (!result.ok)
+      this.send(c, JSON.stringify({ message: 'Internal server error', connectionId: c.id, requestId: randomUUID() }));
   }
 
   private async closed(c: WsConnection, code: number, reason: string): Promise<void> {
@@ -261,7 +322,18 @@ export class WebSocketApiEmulator {
     c.open = false;
     const route = this.routes.get('$disconnect');
     if (route?.functionArn) {
-      await this.invoke(route, { headers: {}, requestContext: this.base('$disconnect', 'DISCONNECT', c, { disconnectStatusCode: code, disconnectReason: reason }), isBase64Encoded: false }, c.id);
+      await this.invoke(
+        route,
+        {
+          headers: {},
+          requestContext: this.base('$disconnect', 'DISCONNECT', c, {
+            disconnectStatusCode: code,
+            disconnectReason: reason,
+          }),
+          isBase64Encoded: false,
+        },
+        c.id,
+      );
     }
   }
 
@@ -309,7 +381,11 @@ export class WebSocketApiEmulator {
       return answer(200, undefined);
     }
     if (method === 'GET') {
-      return answer(200, { connectedAt: new Date(c.connectedAt).toISOString(), lastActiveAt: new Date(c.lastActiveAt).toISOString(), identity: { sourceIp: c.sourceIp, userAgent: c.userAgent } });
+      return answer(200, {
+        connectedAt: new Date(c.connectedAt).toISOString(),
+        lastActiveAt: new Date(c.lastActiveAt).toISOString(),
+        identity: { sourceIp: c.sourceIp, userAgent: c.userAgent },
+      });
     }
     if (method === 'DELETE') {
       await this.drop(c, 1000, '');

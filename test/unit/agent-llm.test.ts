@@ -8,32 +8,60 @@ import { parseTrajectory, TrajectoryError } from '#sandbox/agent/replay.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 
 describe('resolveModel', () => {
-  const info = (m: ReturnType<typeof resolveModel>) => (typeof m === 'string' ? { provider: 'gateway', modelId: m } : { provider: m.provider, modelId: m.modelId });
+  const info = (m: ReturnType<typeof resolveModel>) =>
+    typeof m === 'string' ? { provider: 'gateway', modelId: m } : { provider: m.provider, modelId: m.modelId };
 
   it('uses an OpenAI-compatible endpoint when llm_base_url is set, without a LiteLLM prefix in the model id', () => {
-    expect(info(resolveModel({ model: 'openai/qwen2.5-coder', apiKey: null, baseUrl: 'http://127.0.0.1:8000/v1' }))).toEqual({ provider: 'openai-compatible.chat', modelId: 'qwen2.5-coder' });
-    expect(info(resolveModel({ model: 'litellm_proxy/claude', apiKey: 'k', baseUrl: 'http://127.0.0.1:4000' }))).toEqual({ provider: 'openai-compatible.chat', modelId: 'claude' });
-    expect(info(resolveModel({ model: 'meta-llama/Llama-3-70b', apiKey: 'k', baseUrl: 'http://127.0.0.1:4000' })).modelId).toBe('meta-llama/Llama-3-70b');
+    expect(
+      info(resolveModel({ model: 'openai/qwen2.5-coder', apiKey: null, baseUrl: 'http://127.0.0.1:8000/v1' })),
+    ).toEqual({ provider: 'openai-compatible.chat', modelId: 'qwen2.5-coder' });
+    expect(
+      info(resolveModel({ model: 'litellm_proxy/claude', apiKey: 'k', baseUrl: 'http://127.0.0.1:4000' })),
+    ).toEqual({ provider: 'openai-compatible.chat', modelId: 'claude' });
+    expect(
+      info(resolveModel({ model: 'meta-llama/Llama-3-70b', apiKey: 'k', baseUrl: 'http://127.0.0.1:4000' })).modelId,
+    ).toBe('meta-llama/Llama-3-70b');
   });
 
   it('picks OpenAI and Anthropic by prefix', () => {
-    expect(info(resolveModel({ model: 'openai/gpt-4o', apiKey: 'sk' }))).toEqual({ provider: 'openai.chat', modelId: 'gpt-4o' });
-    expect(info(resolveModel({ model: 'anthropic/claude-sonnet-4-5', apiKey: 'sk', baseUrl: '' }))).toEqual({ provider: 'anthropic.messages', modelId: 'claude-sonnet-4-5' });
+    expect(info(resolveModel({ model: 'openai/gpt-4o', apiKey: 'sk' }))).toEqual({
+      provider: 'openai.chat',
+      modelId: 'gpt-4o',
+    });
+    expect(info(resolveModel({ model: 'anthropic/claude-sonnet-4-5', apiKey: 'sk', baseUrl: '' }))).toEqual({
+      provider: 'anthropic.messages',
+      modelId: 'claude-sonnet-4-5',
+    });
   });
 
   it('explains what is missing', () => {
     expect(() => resolveModel({ model: 'gpt-4o', apiKey: 'sk' })).toThrow(LlmConfigError);
-    expect(() => resolveModel({ model: 'gpt-4o', apiKey: 'sk' })).toThrow(/"openai\/" or "anthropic\/" prefix, or set llm_base_url/);
-    expect(() => resolveModel({ model: 'anthropic/claude-sonnet-4-5', apiKey: null })).toThrow(/llm_api_key is not set/);
-    expect(() => resolveModel({ model: ' ', apiKey: 'k', baseUrl: 'http://127.0.0.1:1' })).toThrow(/llm_model is empty/);
+    expect(() => resolveModel({ model: 'gpt-4o', apiKey: 'sk' })).toThrow(
+      /"openai\/" or "anthropic\/" prefix, or set llm_base_url/,
+    );
+    expect(() => resolveModel({ model: 'anthropic/claude-sonnet-4-5', apiKey: null })).toThrow(
+      /llm_api_key is not set/,
+    );
+    expect(() => resolveModel({ model: ' ', apiKey: 'k', baseUrl: 'http://127.0.0.1:1' })).toThrow(
+      /llm_model is empty/,
+    );
   });
 });
 
 describe('prices and metrics', () => {
   it('finds a dated model by its family, prefers the longest match, and lets the config override', () => {
-    expect(priceFor({ model: 'anthropic/claude-sonnet-4-5-20250929', apiKey: null })).toEqual({ price: { input: 3, output: 15 }, source: 'table' });
-    expect(priceFor({ model: 'openai/gpt-4o-mini-2024-07-18', apiKey: null }).price).toEqual({ input: 0.15, output: 0.6 });
-    expect(priceFor({ model: 'openai/gpt-4o', apiKey: null, pricing: { input: 1, output: 2 } })).toEqual({ price: { input: 1, output: 2 }, source: 'config' });
+    expect(priceFor({ model: 'anthropic/claude-sonnet-4-5-20250929', apiKey: null })).toEqual({
+      price: { input: 3, output: 15 },
+      source: 'table',
+    });
+    expect(priceFor({ model: 'openai/gpt-4o-mini-2024-07-18', apiKey: null }).price).toEqual({
+      input: 0.15,
+      output: 0.6,
+    });
+    expect(priceFor({ model: 'openai/gpt-4o', apiKey: null, pricing: { input: 1, output: 2 } })).toEqual({
+      price: { input: 1, output: 2 },
+      source: 'config',
+    });
     expect(priceFor({ model: 'my-local-model', apiKey: null }).source).toBe('unknown');
   });
 
@@ -57,8 +85,18 @@ describe('prices and metrics', () => {
 describe('secretMasker', () => {
   it('masks every occurrence at any depth, longest secret first, but not ids or kinds', () => {
     const mask = secretMasker(['abcd1234', 'abcd1234-extended', 'ab', '']);
-    const event = { kind: 'X', id: 'abcd1234', out: ['x abcd1234-extended y', { deep: 'abcd1234abcd1234' }], ab: 'ab stays: too short to mask' };
-    expect(mask(event)).toEqual({ kind: 'X', id: 'abcd1234', out: [`x ${SECRET_MASK} y`, { deep: `${SECRET_MASK}${SECRET_MASK}` }], ab: 'ab stays: too short to mask' });
+    const event = {
+      kind: 'X',
+      id: 'abcd1234',
+      out: ['x abcd1234-extended y', { deep: 'abcd1234abcd1234' }],
+      ab: 'ab stays: too short to mask',
+    };
+    expect(mask(event)).toEqual({
+      kind: 'X',
+      id: 'abcd1234',
+      out: [`x ${SECRET_MASK} y`, { deep: `${SECRET_MASK}${SECRET_MASK}` }],
+      ab: 'ab stays: too short to mask',
+    });
   });
 });
 
@@ -73,8 +111,17 @@ describe('EventFactory', () => {
   });
 
   it('the schema rejects a malformed event', () => {
-    expect(agentEventSchema.safeParse({ kind: 'ActionEvent', id: 'x', timestamp: 'now', source: 'agent' }).success).toBe(false);
-    expect(agentEventSchema.safeParse({ kind: 'NoSuchEvent', id: 'a'.repeat(32), timestamp: new Date().toISOString(), source: 'agent' }).success).toBe(false);
+    expect(
+      agentEventSchema.safeParse({ kind: 'ActionEvent', id: 'x', timestamp: 'now', source: 'agent' }).success,
+    ).toBe(false);
+    expect(
+      agentEventSchema.safeParse({
+        kind: 'NoSuchEvent',
+        id: 'a'.repeat(32),
+        timestamp: new Date().toISOString(),
+        source: 'agent',
+      }).success,
+    ).toBe(false);
   });
 });
 
@@ -97,7 +144,11 @@ describe('parseTrajectory', () => {
       { type: 'message', role: 'user', text: 'hi', imageUrls: ['http://x/y.png'] },
       { type: 'action', toolName: 'execute_bash', args: { command: 'ls' } },
       { type: 'action', toolName: 'str_replace_editor', args: { command: 'view', path: 'a.txt' } },
-      { type: 'action', toolName: 'str_replace_editor', args: { command: 'insert', path: 'a.txt', insert_line: 1, new_str: 'x' } },
+      {
+        type: 'action',
+        toolName: 'str_replace_editor',
+        args: { command: 'insert', path: 'a.txt', insert_line: 1, new_str: 'x' },
+      },
       { type: 'action', toolName: 'reverse_text', args: { text: 'ab' } },
       { type: 'action', toolName: 'think', args: { thought: 'hmm' } },
     ]);
@@ -135,7 +186,11 @@ describe('the scripted LLM', () => {
   const tools = { get_weather: tool({ description: 'weather', inputSchema: z.object({ city: z.string() }) }) };
 
   it('answers tool calls with usage, without streaming', async () => {
-    llm.enqueue({ toolCalls: [{ name: 'get_weather', args: { city: 'Oslo' } }], text: 'checking', usage: { prompt_tokens: 7, completion_tokens: 3 } });
+    llm.enqueue({
+      toolCalls: [{ name: 'get_weather', args: { city: 'Oslo' } }],
+      text: 'checking',
+      usage: { prompt_tokens: 7, completion_tokens: 3 },
+    });
     const r = await generateText({ model: model(), prompt: 'weather?', tools, maxRetries: 0 });
     expect(r.text).toBe('checking');
     expect(r.toolCalls.map((c) => [c.toolName, c.input])).toEqual([['get_weather', { city: 'Oslo' }]]);
@@ -145,7 +200,11 @@ describe('the scripted LLM', () => {
   });
 
   it('streams text and tool calls in pieces, with usage', async () => {
-    llm.enqueue({ toolCalls: [{ name: 'get_weather', args: { city: 'Bergen' } }], text: 'streaming along', usage: { prompt_tokens: 11, completion_tokens: 5 } });
+    llm.enqueue({
+      toolCalls: [{ name: 'get_weather', args: { city: 'Bergen' } }],
+      text: 'streaming along',
+      usage: { prompt_tokens: 11, completion_tokens: 5 },
+    });
     const r = streamText({ model: model(), prompt: 'weather?', tools, maxRetries: 0 });
     expect(await r.text).toBe('streaming along');
     expect((await r.toolCalls).map((c) => c.input)).toEqual([{ city: 'Bergen' }]);

@@ -8,7 +8,14 @@ import { htmlToText } from '#sandbox/agent/tools/web.ts';
 
 const policy = { maxRetries: 4, baseDelayMs: 1000, maxDelayMs: 60_000 };
 const apiError = (statusCode: number | undefined, headers: Record<string, string> = {}, message = 'failed') =>
-  new APICallError({ message, url: 'http://llm.test/v1/chat/completions', requestBodyValues: {}, statusCode, responseHeaders: headers, responseBody: message });
+  new APICallError({
+    message,
+    url: 'http://llm.test/v1/chat/completions',
+    requestBodyValues: {},
+    statusCode,
+    responseHeaders: headers,
+    responseBody: message,
+  });
 
 describe('which LLM failures are retried, after how long', () => {
   it('backs off exponentially for 429, 5xx and time-outs, capped', () => {
@@ -34,7 +41,7 @@ describe('which LLM failures are retried, after how long', () => {
     expect(retryDelayMs(new Error('Invalid JSON response'), 0, policy, false)).toBeNull();
   });
 
-  it('recognises context-window errors in the providers\' wordings', () => {
+  it("recognises context-window errors in the providers' wordings", () => {
     expect(isContextWindowError(apiError(400, {}, "This model's maximum context length is 128000 tokens"))).toBe(true);
     expect(isContextWindowError(apiError(400, {}, 'prompt is too long: 210000 tokens > 200000 maximum'))).toBe(true);
     expect(isContextWindowError(apiError(400, {}, 'context_length_exceeded'))).toBe(true);
@@ -45,9 +52,21 @@ describe('which LLM failures are retried, after how long', () => {
 
 describe('what the condenser forgets', () => {
   const user = (t: string): HistoryEntry => ({ message: { role: 'user', content: t }, eventIds: [`u-${t}`] });
-  const call = (n: number): HistoryEntry => ({ message: { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${n}`, toolName: 'think', input: {} }] }, eventIds: [`a${n}`] });
-  const result = (n: number): HistoryEntry => ({ message: { role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${n}`, toolName: 'think', output: { type: 'text', value: 'ok' } }] }, eventIds: [`o${n}`] });
-  const history = (steps: number) => [user('task'), ...Array.from({ length: steps }, (_, i) => [call(i), result(i)]).flat()];
+  const call = (n: number): HistoryEntry => ({
+    message: { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${n}`, toolName: 'think', input: {} }] },
+    eventIds: [`a${n}`],
+  });
+  const result = (n: number): HistoryEntry => ({
+    message: {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: `c${n}`, toolName: 'think', output: { type: 'text', value: 'ok' } }],
+    },
+    eventIds: [`o${n}`],
+  });
+  const history = (steps: number) => [
+    user('task'),
+    ...Array.from({ length: steps }, (_, i) => [call(i), result(i)]).flat(),
+  ];
 
   it('nothing below the size; above it, down to about half, never splitting a call from its result', () => {
     expect(planCondensation(history(10), 40, false)).toBeNull();
@@ -61,8 +80,16 @@ describe('what the condenser forgets', () => {
     expect(condensed[plan.head]!.summary).toBe(true);
     expect(JSON.stringify(condensed[plan.head]!.message)).toContain('S');
     // Every result left has its call.
-    const calls = new Set(condensed.flatMap((e) => (Array.isArray(e.message.content) ? e.message.content : []).filter((p: any) => p.type === 'tool-call').map((p: any) => p.toolCallId)));
-    for (const e of condensed) if (e.message.role === 'tool') for (const p of e.message.content) expect(calls.has((p as { toolCallId: string }).toolCallId)).toBe(true);
+    const calls = new Set(
+      condensed.flatMap((e) =>
+        (Array.isArray(e.message.content) ? e.message.content : [])
+          .filter((p: any) => p.type === 'tool-call')
+          .map((p: any) => p.toolCallId),
+      ),
+    );
+    for (const e of condensed)
+      if (e.message.role === 'tool')
+        for (const p of e.message.content) expect(calls.has((p as { toolCallId: string }).toolCallId)).toBe(true);
   });
 
   it('forced (context overflow): halves any history that has a middle; too short is null', () => {
@@ -74,7 +101,10 @@ describe('what the condenser forgets', () => {
 describe('risk and confirmation', () => {
   it('reads the risk the model gave (UNKNOWN otherwise) and takes it out of the arguments', () => {
     expect(splitRisk({ command: 'ls', security_risk: 'low' })).toEqual({ risk: 'LOW', args: { command: 'ls' } });
-    expect(splitRisk({ command: 'ls', security_risk: 'catastrophic' })).toEqual({ risk: 'UNKNOWN', args: { command: 'ls' } });
+    expect(splitRisk({ command: 'ls', security_risk: 'catastrophic' })).toEqual({
+      risk: 'UNKNOWN',
+      args: { command: 'ls' },
+    });
     expect(splitRisk(null)).toEqual({ risk: 'UNKNOWN', args: {} });
   });
 
@@ -92,7 +122,8 @@ describe('risk and confirmation', () => {
 
 describe('htmlToText', () => {
   it('drops scripts, styles, comments and tags, decodes entities, keeps paragraphs and list items apart', () => {
-    const html = '<html><head><title>T</title><script>alert(1)</script><style>p{}</style></head><body><!-- hidden --><p>A &amp; B &#233;&#x20AC;</p><ul><li>x</li><li>y</li></ul><div>end</div></body></html>';
+    const html =
+      '<html><head><title>T</title><script>alert(1)</script><style>p{}</style></head><body><!-- hidden --><p>A &amp; B &#233;&#x20AC;</p><ul><li>x</li><li>y</li></ul><div>end</div></body></html>';
     expect(htmlToText(html)).toBe('T\nA & B é€\n\n- x\n- y\nend');
   });
 });

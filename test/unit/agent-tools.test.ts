@@ -39,9 +39,15 @@ describe('FileEditor', () => {
   it('str_replace refuses text that is missing or not unique, naming the lines', async () => {
     writeFileSync(file(), 'x = 1\ny = 2\nx = 1\n');
     const ed = new FileEditor(dir);
-    await expect(ed.run({ command: 'str_replace', path: file(), old_str: 'z = 3', new_str: '' })).rejects.toThrow(/did not appear verbatim/);
-    await expect(ed.run({ command: 'str_replace', path: file(), old_str: 'x = 1', new_str: 'x = 9' })).rejects.toThrow(/occurs 2 times, at lines 1, 3/);
-    await expect(ed.run({ command: 'str_replace', path: file(), old_str: '', new_str: 'a' })).rejects.toThrow(/non-empty old_str/);
+    await expect(ed.run({ command: 'str_replace', path: file(), old_str: 'z = 3', new_str: '' })).rejects.toThrow(
+      /did not appear verbatim/,
+    );
+    await expect(ed.run({ command: 'str_replace', path: file(), old_str: 'x = 1', new_str: 'x = 9' })).rejects.toThrow(
+      /occurs 2 times, at lines 1, 3/,
+    );
+    await expect(ed.run({ command: 'str_replace', path: file(), old_str: '', new_str: 'a' })).rejects.toThrow(
+      /non-empty old_str/,
+    );
     expect(readFileSync(file(), 'utf8')).toBe('x = 1\ny = 2\nx = 1\n');
   });
 
@@ -52,7 +58,9 @@ describe('FileEditor', () => {
     expect(readFileSync(file(), 'utf8')).toBe('a\nbetween\nb');
     await ed.run({ command: 'insert', path: 'a.txt', insert_line: 0, new_str: 'top' });
     expect(readFileSync(file(), 'utf8')).toBe('top\na\nbetween\nb');
-    await expect(ed.run({ command: 'insert', path: 'a.txt', insert_line: 9, new_str: 'x' })).rejects.toThrow(/between 0 and 4/);
+    await expect(ed.run({ command: 'insert', path: 'a.txt', insert_line: 9, new_str: 'x' })).rejects.toThrow(
+      /between 0 and 4/,
+    );
   });
 
   it('undo_edit restores each previous version in turn, and removes a file that create made', async () => {
@@ -117,7 +125,10 @@ describe('repository microagents', () => {
     const md = join(dir, '.openhands/microagents');
     mkdirSync(join(md, 'knowledge'), { recursive: true });
     writeFileSync(join(md, 'repo.md'), '---\nname: repo\n---\nRun tests with `make test`.\n');
-    writeFileSync(join(md, 'knowledge/docker.md'), '---\nname: docker\ntriggers: [docker, "container"]\n---\nUse podman here.');
+    writeFileSync(
+      join(md, 'knowledge/docker.md'),
+      '---\nname: docker\ntriggers: [docker, "container"]\n---\nUse podman here.',
+    );
     writeFileSync(join(md, 'knowledge/k8s.md'), '---\ntriggers:\n  - kubectl\n  - helm\n---\nCluster is minikube.');
     writeFileSync(join(md, 'README.md'), 'not a microagent');
     const agents = await loadMicroagents(dir);

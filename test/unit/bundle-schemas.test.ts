@@ -22,16 +22,23 @@ async function zodInputs(options: Parameters<typeof build>[0]): Promise<string[]
 const classic = (inputs: string[]) => inputs.filter((i) => i.includes('zod/v4/classic/'));
 
 describe('the schema library a Lambda bundle carries', () => {
-  it.each(['functions/settings/get.ts', 'functions/webhooks/events.ts'])('%s: zod/mini with the English locale only, no zod classic', async (entry) => {
-    const inputs = await zodInputs(esbuildOptions(entry));
-    expect(classic(inputs)).toEqual([]);
-    expect(inputs.some((i) => i.includes('zod/v4/mini/'))).toBe(true);
-    expect(inputs.filter((i) => i.includes('zod/v4/locales/'))).toEqual([expect.stringMatching(/zod\/v4\/locales\/en\.js$/)]);
-  });
+  it.each(['functions/settings/get.ts', 'functions/webhooks/events.ts'])(
+    '%s: zod/mini with the English locale only, no zod classic',
+    async (entry) => {
+      const inputs = await zodInputs(esbuildOptions(entry));
+      expect(classic(inputs)).toEqual([]);
+      expect(inputs.some((i) => i.includes('zod/v4/mini/'))).toBe(true);
+      expect(inputs.filter((i) => i.includes('zod/v4/locales/'))).toEqual([
+        expect.stringMatching(/zod\/v4\/locales\/en\.js$/),
+      ]);
+    },
+  );
 
   it('takes zod from shared/zod.ts everywhere in shared/ and functions/ (mini, with its English messages installed)', () => {
     const direct = ['shared', 'functions']
-      .flatMap((dir) => readdirSync(join(REPO_ROOT, dir), { recursive: true, encoding: 'utf8' }).map((f) => join(dir, f)))
+      .flatMap((dir) =>
+        readdirSync(join(REPO_ROOT, dir), { recursive: true, encoding: 'utf8' }).map((f) => join(dir, f)),
+      )
       .filter((f) => f.endsWith('.ts') && f !== join('shared', 'zod.ts'))
       .filter((f) => /from 'zod[/']/.test(readFileSync(join(REPO_ROOT, f), 'utf8')));
     expect(direct).toEqual([]);
@@ -39,7 +46,11 @@ describe('the schema library a Lambda bundle carries', () => {
 
   it('would catch a module that imports zod classic', async () => {
     const contents = "import * as z from 'zod'; export const s = z.object({ a: z.string() });";
-    const inputs = await zodInputs({ ...esbuildOptions('functions/health/get.ts'), entryPoints: undefined, stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } });
+    const inputs = await zodInputs({
+      ...esbuildOptions('functions/health/get.ts'),
+      entryPoints: undefined,
+      stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' },
+    });
     expect(classic(inputs).length).toBeGreaterThan(0);
   });
 
@@ -49,7 +60,12 @@ describe('the schema library a Lambda bundle carries', () => {
     try {
       writeFileSync(join(dir, 'main.mjs'), out.outputFiles[0]!.contents);
       // Without its environment the program stops at its first check, after every module loaded.
-      const run = spawnSync(process.execPath, [join(dir, 'main.mjs')], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH }, timeout: 20_000 });
+      const run = spawnSync(process.execPath, [join(dir, 'main.mjs')], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH },
+        timeout: 20_000,
+      });
       expect(`${run.stdout}${run.stderr}`).toContain('SANDBOX_ID is not set');
     } finally {
       rmSync(dir, { recursive: true, force: true });

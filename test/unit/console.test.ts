@@ -10,47 +10,112 @@ import { viewOf, type AnyEvent } from '../../console/src/events.ts';
 
 /** The console's pure parts (what it makes of events, diffs, errors), its build and its headers. The browser tests are test/e2e/. */
 let n = 0;
-const ev = (kind: string, fields: Record<string, unknown> = {}): AnyEvent => ({ kind, id: `e${++n}`, timestamp: '2026-01-01T00:00:00Z', source: 'agent', ...fields });
+const ev = (kind: string, fields: Record<string, unknown> = {}): AnyEvent => ({
+  kind,
+  id: `e${++n}`,
+  timestamp: '2026-01-01T00:00:00Z',
+  source: 'agent',
+  ...fields,
+});
 
 describe('the events view', () => {
   it('pairs each action with its observation: command output, file edits with both versions, MCP calls, rejections', () => {
-    const bash = ev('ActionEvent', { tool_name: 'execute_bash', thought: [{ type: 'text', text: 'list it' }], action: { kind: 'ExecuteBashAction', command: 'ls' }, security_risk: 'LOW' });
-    const edit = ev('ActionEvent', { tool_name: 'str_replace_editor', action: { kind: 'StrReplaceEditorAction', command: 'str_replace', path: 'a.py', old_str: 'x', new_str: 'y' } });
-    const mcp = ev('ActionEvent', { tool_name: 'fetch_page', action: { kind: 'MCPToolAction', data: { url: 'https://example.test' } } });
-    const rejected = ev('ActionEvent', { tool_name: 'execute_bash', action: { kind: 'ExecuteBashAction', command: 'rm -rf /' }, security_risk: 'HIGH' });
+    const bash = ev('ActionEvent', {
+      tool_name: 'execute_bash',
+      thought: [{ type: 'text', text: 'list it' }],
+      action: { kind: 'ExecuteBashAction', command: 'ls' },
+      security_risk: 'LOW',
+    });
+    const edit = ev('ActionEvent', {
+      tool_name: 'str_replace_editor',
+      action: { kind: 'StrReplaceEditorAction', command: 'str_replace', path: 'a.py', old_str: 'x', new_str: 'y' },
+    });
+    const mcp = ev('ActionEvent', {
+      tool_name: 'fetch_page',
+      action: { kind: 'MCPToolAction', data: { url: 'https://example.test' } },
+    });
+    const rejected = ev('ActionEvent', {
+      tool_name: 'execute_bash',
+      action: { kind: 'ExecuteBashAction', command: 'rm -rf /' },
+      security_risk: 'HIGH',
+    });
     const view = viewOf([
-      ev('MessageEvent', { source: 'user', llm_message: { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image', image_urls: ['https://img.test/a.png'] }] } }),
+      ev('MessageEvent', {
+        source: 'user',
+        llm_message: {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'hi' },
+            { type: 'image', image_urls: ['https://img.test/a.png'] },
+          ],
+        },
+      }),
       bash,
-      ev('ObservationEvent', { action_id: bash.id, observation: { kind: 'ExecuteBashObservation', output: 'a\nb', exit_code: 2, error: false } }),
+      ev('ObservationEvent', {
+        action_id: bash.id,
+        observation: { kind: 'ExecuteBashObservation', output: 'a\nb', exit_code: 2, error: false },
+      }),
       edit,
-      ev('ObservationEvent', { action_id: edit.id, observation: { kind: 'StrReplaceEditorObservation', old_content: 'x\n', new_content: 'y\n', error: null } }),
+      ev('ObservationEvent', {
+        action_id: edit.id,
+        observation: { kind: 'StrReplaceEditorObservation', old_content: 'x\n', new_content: 'y\n', error: null },
+      }),
       mcp,
-      ev('ObservationEvent', { action_id: mcp.id, observation: { kind: 'MCPToolObservation', content: [{ type: 'text', text: 'page text' }], is_error: true } }),
+      ev('ObservationEvent', {
+        action_id: mcp.id,
+        observation: { kind: 'MCPToolObservation', content: [{ type: 'text', text: 'page text' }], is_error: true },
+      }),
       rejected,
       ev('UserRejectObservation', { source: 'user', action_id: rejected.id, rejection_reason: 'no' }),
     ]);
     expect(view.items.map((i) => i.kind)).toEqual(['message', 'action', 'action', 'action', 'action']);
     expect(view.items[0]).toMatchObject({ role: 'user', text: 'hi', images: ['https://img.test/a.png'] });
-    expect(view.items[1]).toMatchObject({ thought: 'list it', risk: 'LOW', action: { type: 'command', command: 'ls' }, observation: { text: 'a\nb', exitCode: 2, isError: false } });
-    expect(view.items[2]).toMatchObject({ action: { type: 'edit', path: 'a.py', oldStr: 'x', newStr: 'y' }, observation: { oldContent: 'x\n', newContent: 'y\n' } });
-    expect(view.items[3]).toMatchObject({ action: { type: 'mcp', tool: 'fetch_page', args: expect.stringContaining('https://example.test') }, observation: { text: 'page text', isError: true } });
+    expect(view.items[1]).toMatchObject({
+      thought: 'list it',
+      risk: 'LOW',
+      action: { type: 'command', command: 'ls' },
+      observation: { text: 'a\nb', exitCode: 2, isError: false },
+    });
+    expect(view.items[2]).toMatchObject({
+      action: { type: 'edit', path: 'a.py', oldStr: 'x', newStr: 'y' },
+      observation: { oldContent: 'x\n', newContent: 'y\n' },
+    });
+    expect(view.items[3]).toMatchObject({
+      action: { type: 'mcp', tool: 'fetch_page', args: expect.stringContaining('https://example.test') },
+      observation: { text: 'page text', isError: true },
+    });
     expect(view.items[4]).toMatchObject({ risk: 'HIGH', observation: { rejected: 'no' } });
     expect(view.pending).toEqual([]);
   });
 
   it('tracks the execution status, tokens and cost, and the actions waiting for confirmation', () => {
-    const waiting = ev('ActionEvent', { tool_name: 'execute_bash', action: { kind: 'ExecuteBashAction', command: 'deploy' }, security_risk: 'HIGH' });
+    const waiting = ev('ActionEvent', {
+      tool_name: 'execute_bash',
+      action: { kind: 'ExecuteBashAction', command: 'deploy' },
+      security_risk: 'HIGH',
+    });
     const view = viewOf([
       ev('ConversationStateUpdateEvent', { source: 'environment', key: 'execution_status', value: 'running' }),
-      ev('ConversationStateUpdateEvent', { source: 'environment', key: 'metrics', value: { accumulated_cost: 0.25, prompt_tokens: 100, completion_tokens: 20, max_budget_per_task: 1 } }),
+      ev('ConversationStateUpdateEvent', {
+        source: 'environment',
+        key: 'metrics',
+        value: { accumulated_cost: 0.25, prompt_tokens: 100, completion_tokens: 20, max_budget_per_task: 1 },
+      }),
       waiting,
-      ev('ConversationStateUpdateEvent', { source: 'environment', key: 'execution_status', value: 'waiting_for_confirmation' }),
+      ev('ConversationStateUpdateEvent', {
+        source: 'environment',
+        key: 'execution_status',
+        value: 'waiting_for_confirmation',
+      }),
     ]);
     expect(view.executionStatus).toBe('waiting_for_confirmation');
     expect(view.metrics).toEqual({ cost: 0.25, promptTokens: 100, completionTokens: 20, budget: 1 });
     expect(view.pending.map((p) => p.id)).toEqual([waiting.id]);
     // Metrics update the header, not the timeline.
-    expect(view.items.filter((i) => i.kind === 'state').map((i) => (i as { text: string }).text)).toEqual(['Agent running', 'Agent waiting_for_confirmation']);
+    expect(view.items.filter((i) => i.kind === 'state').map((i) => (i as { text: string }).text)).toEqual([
+      'Agent running',
+      'Agent waiting_for_confirmation',
+    ]);
   });
 
   it('shows errors, and survives events of unknown kinds or with fields of the wrong type', () => {
@@ -106,7 +171,10 @@ describe('API errors in the console', () => {
         { loc: ['body', 'mcp_config', 'sse_servers', 0, 'url'], msg: 'must be an http(s) URL' },
       ],
     });
-    expect(failure.fields).toEqual({ max_iterations: 'max_iterations must be at least 1', 'mcp_config.sse_servers.0.url': 'must be an http(s) URL' });
+    expect(failure.fields).toEqual({
+      max_iterations: 'max_iterations must be at least 1',
+      'mcp_config.sse_servers.0.url': 'must be an http(s) URL',
+    });
     expect(failureOf(404, { detail: 'Not Found' }).message).toBe('Not Found');
     expect(failureOf(500, '<html>').message).toBe('Request failed (HTTP 500)');
   });
@@ -130,12 +198,15 @@ describe('the console build', () => {
     expect(page).toContain(`assets/app.js?v=${version}`);
     expect(page).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/i);
     expect(consoleAsset('app.js')?.contentType).toMatch(/^text\/javascript/);
-    for (const name of ['manifest.json', '../manifest.json', 'app.js/', '__proto__', 'constructor']) expect(consoleAsset(name), name).toBeUndefined();
+    for (const name of ['manifest.json', '../manifest.json', 'app.js/', '__proto__', 'constructor'])
+      expect(consoleAsset(name), name).toBeUndefined();
   });
 
   it('has a policy without inline script, eval or other origins; the stream on this host only', () => {
     const headers = consoleHeaders('https://acs.example.com');
-    const csp = Object.fromEntries(headers['content-security-policy']!.split('; ').map((d) => [d.split(' ')[0], d.split(' ').slice(1).join(' ')]));
+    const csp = Object.fromEntries(
+      headers['content-security-policy']!.split('; ').map((d) => [d.split(' ')[0], d.split(' ').slice(1).join(' ')]),
+    );
     expect(csp).toMatchObject({
       'default-src': "'none'",
       'script-src': "'self'",
@@ -146,15 +217,27 @@ describe('the console build', () => {
       'object-src': "'none'",
     });
     expect(headers['content-security-policy']).not.toMatch(/unsafe|\*|https?:/);
-    expect(headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
+    expect(headers).toMatchObject({
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+    });
   });
 
   it('takes nothing but a host name and port from the Host header into the policy', () => {
-    for (const base of ['http://evil.example; script-src-elem https://evil.example', 'http://a b', 'not a url', "http://x'y", 'http://evil.example,script-src']) {
+    for (const base of [
+      'http://evil.example; script-src-elem https://evil.example',
+      'http://a b',
+      'not a url',
+      "http://x'y",
+      'http://evil.example,script-src',
+    ]) {
       const csp = consoleHeaders(base)['content-security-policy']!;
       expect(csp, base).toContain("connect-src 'self';");
       expect(csp, base).not.toContain('evil');
     }
-    expect(consoleHeaders('http://[::1]:3000')['content-security-policy']).toContain("connect-src 'self' ws://[::1]:3000 wss://[::1]:3000;");
+    expect(consoleHeaders('http://[::1]:3000')['content-security-policy']).toContain(
+      "connect-src 'self' ws://[::1]:3000 wss://[::1]:3000;",
+    );
   });
 });

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BWRAP_PROGRAM_DIR, bwrapArgs, SEATBELT_PROFILE, seatbeltArgs, uncontainedWarning, type SandboxView } from '#shared/sandboxes/containment.ts';
+import {
+  BWRAP_PROGRAM_DIR,
+  bwrapArgs,
+  SEATBELT_PROFILE,
+  seatbeltArgs,
+  uncontainedWarning,
+  type SandboxView,
+} from '#shared/sandboxes/containment.ts';
 import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { SandboxStartError } from '#shared/sandboxes/sandbox-runtime.ts';
 
@@ -15,7 +22,8 @@ const view: SandboxView = {
 };
 
 /** The pairs `flag a b` of an argument list. */
-const binds = (args: string[], flag: string) => args.flatMap((a, i) => (a === flag ? [[args[i + 1], args[i + 2]]] : []));
+const binds = (args: string[], flag: string) =>
+  args.flatMap((a, i) => (a === flag ? [[args[i + 1], args[i + 2]]] : []));
 
 describe('bubblewrap arguments', () => {
   const args = bwrapArgs(view);
@@ -41,7 +49,17 @@ describe('bubblewrap arguments', () => {
 
   it('gives a private /tmp and /proc, its own pid, ipc and uts namespaces, a read-only root, and ends with the server', () => {
     const text = args.join(' ');
-    for (const part of ['--tmpfs /tmp', '--proc /proc', '--dev /dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--remount-ro /', '--die-with-parent', `--chdir ${view.workspace}`]) {
+    for (const part of [
+      '--tmpfs /tmp',
+      '--proc /proc',
+      '--dev /dev',
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--remount-ro /',
+      '--die-with-parent',
+      `--chdir ${view.workspace}`,
+    ]) {
       expect(text).toContain(part);
     }
     // Loopback is shared on purpose (the bridge); see docs/architecture.md.
@@ -63,7 +81,9 @@ describe('the Seatbelt profile (macOS; checked as text, it cannot run here)', ()
     expect(writable).toContain('(subpath (param "TMP"))');
     expect(writable).not.toMatch(/subpath "\//);
     // No whole-disk or user-directory read.
-    expect(SEATBELT_PROFILE).not.toMatch(/\(subpath "\/"\)|\/Users|\/private\/tmp|\/private\/var\/folders|\(allow file-read\*\)/);
+    expect(SEATBELT_PROFILE).not.toMatch(
+      /\(subpath "\/"\)|\/Users|\/private\/tmp|\/private\/var\/folders|\(allow file-read\*\)/,
+    );
     // Other processes (the server's environment, other sandboxes) only for this sandbox's own.
     expect(SEATBELT_PROFILE).toContain('(allow process-info* (target same-sandbox))');
     expect(SEATBELT_PROFILE).toContain('(allow signal (target same-sandbox))');
@@ -73,19 +93,48 @@ describe('the Seatbelt profile (macOS; checked as text, it cannot run here)', ()
   it('passes the paths as parameters, never the data dir or the checkout', () => {
     const args = seatbeltArgs(view);
     expect(args.slice(0, 2)).toEqual(['-p', SEATBELT_PROFILE]);
-    const params = Object.fromEntries(args.filter((_, i) => args[i - 1] === '-D').map((d) => d.split('=') as [string, string]));
-    expect(params).toMatchObject({ WORKSPACE: view.workspace, HOME: view.home, TMP: view.tmp, PROGRAM_DIR: view.programDir });
+    const params = Object.fromEntries(
+      args.filter((_, i) => args[i - 1] === '-D').map((d) => d.split('=') as [string, string]),
+    );
+    expect(params).toMatchObject({
+      WORKSPACE: view.workspace,
+      HOME: view.home,
+      TMP: view.tmp,
+      PROGRAM_DIR: view.programDir,
+    });
     expect(Object.values(params)).not.toContain('/data');
     expect(Object.values(params)).not.toContain('/repo');
   });
 });
 
 describe('without containment', () => {
-  it('starts only the local user\'s sandboxes, with a start error that says how to allow others', async () => {
+  it("starts only the local user's sandboxes, with a start error that says how to allow others", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'acs-uncontained-'));
-    const runtime = new ProcessSandboxRuntime({ dataDir, projectRoot: dataDir, containment: 'none', uncontainedUsers: ['dev'], onStopped: () => undefined, graceMs: 1000 });
-    const spec = { id: 'sleeper', command: ['node', '-e', 'setInterval(() => {}, 60000)'], created_at: '2025-11-01T00:00:00Z', initial_env: {}, working_dir: '/w', cpu: null, memory: null };
-    const request = (userId: string) => ({ sandboxId: `s${userId}`, userId, generation: 1, spec, enrollmentToken: 'enr_x', bridgeUrl: 'http://127.0.0.1:9' });
+    const runtime = new ProcessSandboxRuntime({
+      dataDir,
+      projectRoot: dataDir,
+      containment: 'none',
+      uncontainedUsers: ['dev'],
+      onStopped: () => undefined,
+      graceMs: 1000,
+    });
+    const spec = {
+      id: 'sleeper',
+      command: ['node', '-e', 'setInterval(() => {}, 60000)'],
+      created_at: '2025-11-01T00:00:00Z',
+      initial_env: {},
+      working_dir: '/w',
+      cpu: null,
+      memory: null,
+    };
+    const request = (userId: string) => ({
+      sandboxId: `s${userId}`,
+      userId,
+      generation: 1,
+      spec,
+      enrollmentToken: 'enr_x',
+      bridgeUrl: 'http://127.0.0.1:9',
+    });
     try {
       const err = await runtime.start(request('mallory')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SandboxStartError);

@@ -4,16 +4,25 @@ import { sessionCookie, sessionSeconds, sessionToken } from '#shared/auth/sessio
 
 describe('CORS_ORIGINS', () => {
   it('is a comma-separated list of origins; a bad entry fails with the key named', () => {
-    expect(allowedOrigins({ CORS_ORIGINS: ' https://a.example, http://localhost:3001/ ' })).toEqual(['https://a.example', 'http://localhost:3001']);
+    expect(allowedOrigins({ CORS_ORIGINS: ' https://a.example, http://localhost:3001/ ' })).toEqual([
+      'https://a.example',
+      'http://localhost:3001',
+    ]);
     expect(allowedOrigins({})).toEqual([]);
-    expect(() => allowedOrigins({ CORS_ORIGINS: 'https://a.example/path' })).toThrow(/CORS_ORIGINS: "https:\/\/a.example\/path"/);
+    expect(() => allowedOrigins({ CORS_ORIGINS: 'https://a.example/path' })).toThrow(
+      /CORS_ORIGINS: "https:\/\/a.example\/path"/,
+    );
     expect(() => allowedOrigins({ CORS_ORIGINS: 'ftp://a.example' })).toThrow(/CORS_ORIGINS/);
   });
 
   it('"*" lets any origin read, never with credentials', () => {
-    expect(corsHeaders('https://any.example', ['*'], false)).toMatchObject({ 'access-control-allow-origin': 'https://any.example' });
+    expect(corsHeaders('https://any.example', ['*'], false)).toMatchObject({
+      'access-control-allow-origin': 'https://any.example',
+    });
     expect(corsHeaders('https://any.example', ['*'], false)['access-control-allow-credentials']).toBeUndefined();
-    expect(corsHeaders('https://a.example', ['https://a.example'], false)['access-control-allow-credentials']).toBe('true');
+    expect(corsHeaders('https://a.example', ['https://a.example'], false)['access-control-allow-credentials']).toBe(
+      'true',
+    );
     expect(corsHeaders(undefined, ['*'], true)).toEqual({});
   });
 });
@@ -39,7 +48,9 @@ describe('the Origin check of cookie requests', () => {
 
 describe('the session cookie', () => {
   it('is Secure only over https, and removal sets Max-Age=0', () => {
-    expect(sessionCookie('t', 60, true)).toBe('__Host-acs_session=t; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure');
+    expect(sessionCookie('t', 60, true)).toBe(
+      '__Host-acs_session=t; Path=/; HttpOnly; SameSite=Strict; Max-Age=60; Secure',
+    );
     expect(sessionCookie(null, 60, false)).toBe('acs_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0');
   });
   it('over https is read only under its __Host- name, which a subdomain cannot set', () => {
@@ -47,7 +58,9 @@ describe('the session cookie', () => {
     expect(sessionToken({ cookie, 'x-forwarded-proto': 'https' }, {})).toBe('real');
     expect(sessionToken({ cookie: 'acs_session=tossed', 'x-forwarded-proto': 'https' }, {})).toBeUndefined();
     expect(sessionToken({ cookie, 'x-forwarded-proto': 'http' }, {})).toBe('tossed');
-    expect(sessionToken({ cookie, 'x-forwarded-proto': 'http' }, { PUBLIC_BASE_URL: 'https://api.example.com' })).toBe('real');
+    expect(sessionToken({ cookie, 'x-forwarded-proto': 'http' }, { PUBLIC_BASE_URL: 'https://api.example.com' })).toBe(
+      'real',
+    );
   });
   it('lives SESSION_HOURS, default 12, at most a week', () => {
     expect(sessionSeconds({})).toBe(43_200);

@@ -19,8 +19,18 @@ describe('CursorCodec', () => {
 
   it.each([
     ['another scope (user)', async (c: string) => stable.decode(c, 'bob:sandboxes')],
-    ['a tampered payload', async (c: string) => stable.decode(Buffer.from('{"userId":"bob"}').toString('base64url') + c.slice(c.indexOf('.')), 'alice:sandboxes')],
-    ['a tampered signature', async (c: string) => stable.decode(c.slice(0, -2) + (c.endsWith('AA') ? 'BB' : 'AA'), 'alice:sandboxes')],
+    [
+      'a tampered payload',
+      async (c: string) =>
+        stable.decode(
+          Buffer.from('{"userId":"bob"}').toString('base64url') + c.slice(c.indexOf('.')),
+          'alice:sandboxes',
+        ),
+    ],
+    [
+      'a tampered signature',
+      async (c: string) => stable.decode(c.slice(0, -2) + (c.endsWith('AA') ? 'BB' : 'AA'), 'alice:sandboxes'),
+    ],
     ['garbage', async () => stable.decode('not-a-cursor', 'alice:sandboxes')],
     ['another signing key', async (c: string) => codec.decode(c, 'alice:sandboxes')],
   ])('rejects %s with a 400', async (_name, attempt) => {

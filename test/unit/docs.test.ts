@@ -33,7 +33,9 @@ function namedPaths(file: string): string[] {
 describe('docs', () => {
   const files = markdownFiles(root);
   it('exist', () => {
-    expect(files.map((f) => relative(root, f))).toEqual(expect.arrayContaining(['README.md', 'docs/architecture.md', 'docs/data-model.md']));
+    expect(files.map((f) => relative(root, f))).toEqual(
+      expect.arrayContaining(['README.md', 'docs/architecture.md', 'docs/data-model.md']),
+    );
   });
   it.each(files.map((f) => [relative(root, f), f] as const))('%s names only paths that exist', (_name, file) => {
     const missing = namedPaths(file).filter((p) => !existsSync(join(root, p)));

@@ -9,7 +9,11 @@ const fixture = (name: string) =>
 /** The crash fixture with another reason and exit (what ECS reports for a user's image that cannot run). */
 const crashWith = (stopCode: string, stoppedReason: string, container: { exitCode?: number; reason?: string }) => {
   const event = fixture('stopped-crash.json');
-  Object.assign(event.detail!, { stopCode, stoppedReason, containers: [{ name: 'sandbox', lastStatus: 'STOPPED', ...container }] });
+  Object.assign(event.detail!, {
+    stopCode,
+    stoppedReason,
+    containers: [{ name: 'sandbox', lastStatus: 'STOPPED', ...container }],
+  });
   return parseTaskStateChange(event);
 };
 
@@ -20,7 +24,8 @@ describe('parseTaskStateChange (EventBridge "ECS Task State Change")', () => {
       generation: 2,
       requested: false,
       resumable: false,
-      detail: 'The sandbox program exited (exit code 137, OutOfMemoryError: Container killed due to memory usage): Essential container in task exited',
+      detail:
+        'The sandbox program exited (exit code 137, OutOfMemoryError: Container killed due to memory usage): Essential container in task exited',
     });
   });
 
@@ -40,7 +45,9 @@ describe('parseTaskStateChange (EventBridge "ECS Task State Change")', () => {
       generation: 2,
       requested: false,
       resumable: false,
-      detail: expect.stringMatching(/^The sandbox image could not be pulled: CannotPullContainerError: pull image manifest/),
+      detail: expect.stringMatching(
+        /^The sandbox image could not be pulled: CannotPullContainerError: pull image manifest/,
+      ),
     });
   });
 
@@ -54,22 +61,47 @@ describe('parseTaskStateChange (EventBridge "ECS Task State Change")', () => {
   });
 
   it("names what is wrong with a user's image: architecture, libc, bash, git", () => {
-    const arch = crashWith('TaskFailedToStart', 'CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform \'linux/arm64\'', {});
-    expect(arch?.detail).toMatch(/^The sandbox image is not built for linux\/arm64 \(sandbox tasks run on ARM64; many public images are amd64 only\)/);
-    const exec = crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 255, reason: 'exec /opt/acs/node: exec format error' });
+    const arch = crashWith(
+      'TaskFailedToStart',
+      "CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform 'linux/arm64'",
+      {},
+    );
+    expect(arch?.detail).toMatch(
+      /^The sandbox image is not built for linux\/arm64 \(sandbox tasks run on ARM64; many public images are amd64 only\)/,
+    );
+    const exec = crashWith('EssentialContainerExited', 'Essential container in task exited', {
+      exitCode: 255,
+      reason: 'exec /opt/acs/node: exec format error',
+    });
     expect(exec?.detail).toMatch(/^The sandbox image is not built for linux\/arm64/);
-    const musl = crashWith('TaskFailedToStart', 'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec: "/opt/acs/node": stat /opt/acs/node: no such file or directory', {});
+    const musl = crashWith(
+      'TaskFailedToStart',
+      'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec: "/opt/acs/node": stat /opt/acs/node: no such file or directory',
+      {},
+    );
     expect(musl?.detail).toMatch(/^The sandbox image has no glibc \(e\.g\. Alpine's musl\)/);
-    expect(crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 80 })?.detail).toMatch(/^The sandbox image has no bash/);
-    expect(crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 81 })?.detail).toMatch(/^The sandbox image has no git/);
-    const denied = crashWith('TaskFailedToStart', 'CannotPullContainerError: pull access denied for acme/private, repository does not exist or may require authorization', {});
-    expect(denied?.detail).toMatch(/^The sandbox image could not be pulled: CannotPullContainerError: pull access denied/);
+    expect(
+      crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 80 })?.detail,
+    ).toMatch(/^The sandbox image has no bash/);
+    expect(
+      crashWith('EssentialContainerExited', 'Essential container in task exited', { exitCode: 81 })?.detail,
+    ).toMatch(/^The sandbox image has no git/);
+    const denied = crashWith(
+      'TaskFailedToStart',
+      'CannotPullContainerError: pull access denied for acme/private, repository does not exist or may require authorization',
+      {},
+    );
+    expect(denied?.detail).toMatch(
+      /^The sandbox image could not be pulled: CannotPullContainerError: pull access denied/,
+    );
   });
 
   it('ignores other statuses, other tasks and other events', () => {
     expect(parseTaskStateChange(fixture('running.json'))).toBeUndefined();
     expect(parseTaskStateChange(fixture('stopped-foreign.json'))).toBeUndefined();
-    expect(parseTaskStateChange({ ...fixture('stopped-crash.json'), 'detail-type': 'ECS Container Instance State Change' })).toBeUndefined();
+    expect(
+      parseTaskStateChange({ ...fixture('stopped-crash.json'), 'detail-type': 'ECS Container Instance State Change' }),
+    ).toBeUndefined();
     const noGeneration = fixture('stopped-crash.json');
     noGeneration.detail!.overrides!.containerOverrides![0]!.environment = [{ name: 'SANDBOX_ID', value: SID }];
     expect(parseTaskStateChange(noGeneration)).toBeUndefined();

@@ -32,7 +32,10 @@ describe('the $default route (functions/fallback.ts)', () => {
       ] as const) {
         const local = await stack.call(method, path);
         const aws = await handler(event(method, path));
-        expect({ status: aws.statusCode, body: JSON.parse(aws.body!), allow: aws.headers!.allow ?? null }, `${method} ${path}`).toEqual({
+        expect(
+          { status: aws.statusCode, body: JSON.parse(aws.body!), allow: aws.headers!.allow ?? null },
+          `${method} ${path}`,
+        ).toEqual({
           status: local.status,
           body: local.body,
           allow: local.headers.get('allow'),
@@ -40,7 +43,10 @@ describe('the $default route (functions/fallback.ts)', () => {
       }
       // An OPTIONS no CORS rule answered: 204 without CORS headers on both.
       for (const path of ['/api/settings', '/nope']) {
-        const local = await fetch(`${stack.url}${path}`, { method: 'OPTIONS', headers: { origin: 'http://unlisted.example' } });
+        const local = await fetch(`${stack.url}${path}`, {
+          method: 'OPTIONS',
+          headers: { origin: 'http://unlisted.example' },
+        });
         const aws = await handler(event('OPTIONS', path));
         expect([aws.statusCode, aws.body], path).toEqual([local.status, await local.text()]);
         expect(Object.keys(aws.headers!).filter((h) => h.startsWith('access-control-'))).toEqual([]);

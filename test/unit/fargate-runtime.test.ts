@@ -1,4 +1,10 @@
-import { DescribeTaskDefinitionCommand, ListTasksCommand, RegisterTaskDefinitionCommand, RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
+import {
+  DescribeTaskDefinitionCommand,
+  ListTasksCommand,
+  RegisterTaskDefinitionCommand,
+  RunTaskCommand,
+  StopTaskCommand,
+} from '@aws-sdk/client-ecs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
 import { SandboxStartError, type StartRequest } from '#shared/sandboxes/sandbox-runtime.ts';
@@ -26,9 +32,21 @@ const request = (overrides: Partial<StartRequest> = {}): StartRequest => ({
 });
 
 const failWith = (name: string, message: string) => Object.assign(new Error(message), { name, $metadata: {} });
-const startError = (req: StartRequest) => runtime.start(req).then(() => undefined, (e: unknown) => e as SandboxStartError);
+const startError = (req: StartRequest) =>
+  runtime.start(req).then(
+    () => undefined,
+    (e: unknown) => e as SandboxStartError,
+  );
 const runInputs = () => aws.ecs.commandCalls(RunTaskCommand).map((c) => c.args[0].input);
-const noCapacity = { tasks: [], failures: [{ arn: 'arn:aws:ecs:eu-west-1:123456789012:container-instance/x', reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }] };
+const noCapacity = {
+  tasks: [],
+  failures: [
+    {
+      arn: 'arn:aws:ecs:eu-west-1:123456789012:container-instance/x',
+      reason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone',
+    },
+  ],
+};
 
 describe('FargateSandboxRuntime.start', () => {
   it("runs the spec's own task definition with exact inputs: no file system, no registration, the program restores from snapshots", async () => {
@@ -40,7 +58,11 @@ describe('FargateSandboxRuntime.start', () => {
         cluster: CLUSTER,
         capacityProviderStrategy: [{ capacityProvider: 'FARGATE', weight: 1 }],
         networkConfiguration: {
-          awsvpcConfiguration: { subnets: ['subnet-aaa', 'subnet-bbb'], securityGroups: ['sg-0noingress'], assignPublicIp: 'ENABLED' },
+          awsvpcConfiguration: {
+            subnets: ['subnet-aaa', 'subnet-bbb'],
+            securityGroups: ['sg-0noingress'],
+            assignPublicIp: 'ENABLED',
+          },
         },
         taskDefinition: BASE_TASK_DEF,
         count: 1,
@@ -73,14 +95,22 @@ describe('FargateSandboxRuntime.start', () => {
 
   it('resumes on the same task definition, with Fargate Spot and the spec command when the spec says so; state it does not own is kept', async () => {
     const spot = fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true }, command: ['node', 'main.js'] });
-    const out = await runtime.start(request({ generation: 2, spec: spot, enrollmentToken: 'enr_second', state: { snapshotKey: 'k', notice: 'old' } }));
+    const out = await runtime.start(
+      request({ generation: 2, spec: spot, enrollmentToken: 'enr_second', state: { snapshotKey: 'k', notice: 'old' } }),
+    );
     expect(out.state).toEqual({ snapshotKey: 'k' });
     const second = runInputs()[0]!;
     expect(second.capacityProviderStrategy).toEqual([{ capacityProvider: 'FARGATE_SPOT', weight: 1 }]);
     expect(second.taskDefinition).toBe(BASE_TASK_DEF);
     expect(second.overrides!.containerOverrides![0]!.command).toEqual(['node', 'main.js']);
-    expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'SANDBOX_GENERATION', value: '2' });
-    expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'ENROLLMENT_TOKEN', value: 'enr_second' });
+    expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({
+      name: 'SANDBOX_GENERATION',
+      value: '2',
+    });
+    expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({
+      name: 'ENROLLMENT_TOKEN',
+      value: 'enr_second',
+    });
   });
 
   it('multiplies CPU and memory by the resource factor through task-level overrides', async () => {
@@ -97,13 +127,15 @@ describe('FargateSandboxRuntime.start', () => {
     expect(err!.detail).toBe(
       'remote_runtime_resource_factor 8 asks for 32 vCPU and 245760 MiB (spec "default": 4 vCPU, 30720 MiB), which Fargate cannot run: Fargate cpu must be one of 256, 512, 1024, 2048, 4096, 8192, 16384. Choose a smaller factor',
     );
-    const mem = await startError(request({ spec: fargateSpec({ cpu: 1024, memory: 8192 }), options: { resourceFactor: 4 } }));
+    const mem = await startError(
+      request({ spec: fargateSpec({ cpu: 1024, memory: 8192 }), options: { resourceFactor: 4 } }),
+    );
     expect(mem!.detail).toContain('asks for 4 vCPU and 32768 MiB');
     expect(mem!.detail).toContain('with cpu 4096, Fargate memory must be 8192..30720 in steps of 1024');
     expect(runInputs()).toHaveLength(0);
   });
 
-  it('a runtime image: one task definition per image, the spec\'s copied with the image replaced, registered once and found again by family', async () => {
+  it("a runtime image: one task definition per image, the spec's copied with the image replaced, registered once and found again by family", async () => {
     const image = { kind: 'runtime' as const, uri: 'ghcr.io/acme/sandbox:1' };
     await runtime.start(request({ options: { image } }));
     await runtime.start(request({ sandboxId: 'ffffffffffffffffffffffffffffffff', options: { image } }));
@@ -120,14 +152,22 @@ describe('FargateSandboxRuntime.start', () => {
       runtimePlatform: { cpuArchitecture: 'ARM64', operatingSystemFamily: 'LINUX' },
       ephemeralStorage: undefined,
       containerDefinitions: [
-        { name: 'sandbox', image: 'ghcr.io/acme/sandbox:1', essential: true, logConfiguration: { logDriver: 'awslogs', options: { 'awslogs-group': 'sandboxes' } } },
+        {
+          name: 'sandbox',
+          image: 'ghcr.io/acme/sandbox:1',
+          essential: true,
+          logConfiguration: { logDriver: 'awslogs', options: { 'awslogs-group': 'sandboxes' } },
+        },
       ],
       volumes: [],
     });
     const [a, b] = runInputs();
     expect(a!.taskDefinition).toMatch(/task-definition\/acs-sandbox-default-runtime-[0-9a-f]{16}:11$/);
     expect(b!.taskDefinition).toBe(a!.taskDefinition);
-    expect(a!.overrides!.containerOverrides![0]!.environment).toContainEqual({ name: 'SANDBOX_IMAGE_CHECK', value: '1' });
+    expect(a!.overrides!.containerOverrides![0]!.environment).toContainEqual({
+      name: 'SANDBOX_IMAGE_CHECK',
+      value: '1',
+    });
 
     // Another container (a cold start) finds it by family rather than registering again.
     const fresh = new FargateSandboxRuntime(fargateConfig, aws.clients().ecs);
@@ -174,28 +214,46 @@ describe('FargateSandboxRuntime.start', () => {
   });
 
   it('concurrent registrations of one image family are retried like throttling', async () => {
-    aws.ecs.on(RegisterTaskDefinitionCommand).rejects(failWith('ClientException', 'Too many concurrent attempts to create a new revision of the specified family.'));
+    aws.ecs
+      .on(RegisterTaskDefinitionCommand)
+      .rejects(
+        failWith('ClientException', 'Too many concurrent attempts to create a new revision of the specified family.'),
+      );
     const err = await startError(request({ options: { image: { kind: 'runtime', uri: 'ghcr.io/acme/sandbox:1' } } }));
     expect(err!.retryable).toBe(true);
-    expect(err!.detail).toBe('AWS is throttling sandbox starts (ClientException: Too many concurrent attempts to create a new revision of the specified family.)');
+    expect(err!.detail).toBe(
+      'AWS is throttling sandbox starts (ClientException: Too many concurrent attempts to create a new revision of the specified family.)',
+    );
   });
 
   it('no capacity (RunTask failures) is retryable and names the capacity that was missing', async () => {
     aws.ecs.on(RunTaskCommand).resolves(noCapacity);
     const err = await startError(request());
     expect(err!.retryable).toBe(true);
-    expect(err!.detail).toBe('No Fargate capacity was available (Capacity is unavailable at this time. Please try again later or in a different availability zone)');
-    const spot = await startError(request({ spec: fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true } }) }));
+    expect(err!.detail).toBe(
+      'No Fargate capacity was available (Capacity is unavailable at this time. Please try again later or in a different availability zone)',
+    );
+    const spot = await startError(
+      request({ spec: fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true } }) }),
+    );
     expect(spot!.detail).toMatch(/^No Fargate Spot capacity was available/);
     // Without the spec's permission, Spot never falls back.
-    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual(['FARGATE', 'FARGATE_SPOT']);
+    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual([
+      'FARGATE',
+      'FARGATE_SPOT',
+    ]);
   });
 
   it('falls back from Spot to on-demand when the spec allows it, and says so in the notice', async () => {
-    aws.ecs.on(RunTaskCommand, { capacityProviderStrategy: [{ capacityProvider: 'FARGATE_SPOT', weight: 1 }] }).resolves(noCapacity);
+    aws.ecs
+      .on(RunTaskCommand, { capacityProviderStrategy: [{ capacityProvider: 'FARGATE_SPOT', weight: 1 }] })
+      .resolves(noCapacity);
     const spec = fargateSpec({ fargate: { ...fargateSpec().fargate!, spot: true, spotFallback: true } });
     const out = await runtime.start(request({ spec }));
-    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual(['FARGATE_SPOT', 'FARGATE']);
+    expect(runInputs().map((i) => i.capacityProviderStrategy![0]!.capacityProvider)).toEqual([
+      'FARGATE_SPOT',
+      'FARGATE',
+    ]);
     expect(out.state.notice).toBe(
       'Running on on-demand Fargate: Fargate Spot had no capacity (Capacity is unavailable at this time. Please try again later or in a different availability zone)',
     );
@@ -207,7 +265,13 @@ describe('FargateSandboxRuntime.start', () => {
   });
 
   it('a bad task definition is an error that is not retried', async () => {
-    const spec = fargateSpec({ fargate: { taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/deleted:1', family: 'deleted', spot: false } });
+    const spec = fargateSpec({
+      fargate: {
+        taskDefinitionArn: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/deleted:1',
+        family: 'deleted',
+        spot: false,
+      },
+    });
     const err = await startError(request({ spec }));
     expect(err!.detail).toBe("ECS rejected the sandbox's task definition: TaskDefinition not found.");
     expect(err!.retryable).toBe(false);
@@ -229,7 +293,11 @@ describe('FargateSandboxRuntime.stop and destroy', () => {
     expect(aws.ecs.commandCalls(StopTaskCommand).map((c) => c.args[0].input)).toEqual([
       { cluster: CLUSTER, task: started.ref, reason: 'Stopped by the control plane (pause or delete)' },
     ]);
-    await runtime.stop({ sandboxId: SANDBOX, generation: 1, ref: 'arn:aws:ecs:eu-west-1:123456789012:task/sandboxes/gone' });
+    await runtime.stop({
+      sandboxId: SANDBOX,
+      generation: 1,
+      ref: 'arn:aws:ecs:eu-west-1:123456789012:task/sandboxes/gone',
+    });
   });
 
   it('finds the task of a generation by startedBy when it has no ARN yet', async () => {
@@ -249,7 +317,10 @@ describe('FargateSandboxRuntime.stop and destroy', () => {
     expect(aws.ecs.commandCalls(StopTaskCommand)).toHaveLength(2);
     expect(aws.ecs.commandCalls(ListTasksCommand).map((c) => c.args[0].input.desiredStatus)).toContain('STOPPED');
     aws.finishStops();
-    expect(await runtime.destroy({ sandboxId: SANDBOX, generation: 2, ref: a.ref, state: first.state })).toEqual({ done: true, state: {} });
+    expect(await runtime.destroy({ sandboxId: SANDBOX, generation: 2, ref: a.ref, state: first.state })).toEqual({
+      done: true,
+      state: {},
+    });
     expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(2);
   });
 
@@ -257,6 +328,8 @@ describe('FargateSandboxRuntime.stop and destroy', () => {
     const a = await runtime.start(request());
     await runtime.destroy({ sandboxId: SANDBOX, generation: 1, ref: a.ref, state: a.state });
     const b = await runtime.start(request({ sandboxId: 'ffffffffffffffffffffffffffffffff' }));
-    expect(await runtime.list()).toEqual([{ sandboxId: 'ffffffffffffffffffffffffffffffff', generation: 1, ref: b.ref }]);
+    expect(await runtime.list()).toEqual([
+      { sandboxId: 'ffffffffffffffffffffffffffffffff', generation: 1, ref: b.ref },
+    ]);
   });
 });

@@ -14,7 +14,8 @@ describe('nestedDeeperThan', () => {
   });
 
   it('agrees with the depth of any JSON value', () => {
-    const depth = (v: unknown): number => (v !== null && typeof v === 'object' ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0);
+    const depth = (v: unknown): number =>
+      v !== null && typeof v === 'object' ? 1 + Math.max(0, ...Object.values(v).map(depth)) : 0;
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 8 }), fc.integer({ min: 0, max: 9 }), (v, max) => {
         expect(nestedDeeperThan(JSON.stringify(v), max)).toBe(depth(v) > max);
@@ -39,6 +40,9 @@ describe('scrub', () => {
 
   it('keeps ordinary text and masks secret-named members at any depth', () => {
     expect(scrubText('https://example.com/v1?model=gpt')).toBe('https://example.com/v1?model=gpt');
-    expect(scrub({ a: [{ api_key: 'plain' }], b: 'http://u:p@h' })).toEqual({ a: [{ api_key: MASK }], b: `http://${MASK}@h` });
+    expect(scrub({ a: [{ api_key: 'plain' }], b: 'http://u:p@h' })).toEqual({
+      a: [{ api_key: MASK }],
+      b: `http://${MASK}@h`,
+    });
   });
 });

@@ -26,7 +26,7 @@ function recorder() {
   return { sent, send, answerNext, most: () => most };
 }
 
-describe('ReportQueue (a sandbox conversation\'s status reports)', () => {
+describe("ReportQueue (a sandbox conversation's status reports)", () => {
   it('sends one at a time, in order, and folds the reports made meanwhile into the next request, later fields winning', async () => {
     const r = recorder();
     const q = new ReportQueue<Fields>(r.send);
@@ -37,7 +37,10 @@ describe('ReportQueue (a sandbox conversation\'s status reports)', () => {
     const last = q.push({ start_task_status: 'READY', execution_status: 'running' });
     await r.answerNext();
     await first;
-    expect(r.sent).toEqual([{ start_task_status: 'PREPARING_REPOSITORY' }, { start_task_status: 'READY', execution_status: 'running' }]);
+    expect(r.sent).toEqual([
+      { start_task_status: 'PREPARING_REPOSITORY' },
+      { start_task_status: 'READY', execution_status: 'running' },
+    ]);
     const after = q.push({ execution_status: 'finished' });
     await r.answerNext();
     await last;

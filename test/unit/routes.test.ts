@@ -15,14 +15,19 @@ describe('the route table', () => {
     expect(new Set(all.map((r) => `${r.method} ${r.path}`)).size).toBe(all.length);
   });
 
-  it.each(all.map((r) => [r.id, r] as const))('%s has a handler file exporting a handler wired to its operation', async (_id, route) => {
-    expect(existsSync(new URL(route.entry, root)), route.entry).toBe(true);
-    const mod = (await import(new URL(route.entry, root).href)) as { handler?: { wiring?: { operation?: { route: RouteDef } } } };
-    expect(typeof mod.handler).toBe('function');
-    expect(mod.handler?.wiring?.operation?.route).toBe(route);
-  });
+  it.each(all.map((r) => [r.id, r] as const))(
+    '%s has a handler file exporting a handler wired to its operation',
+    async (_id, route) => {
+      expect(existsSync(new URL(route.entry, root)), route.entry).toBe(true);
+      const mod = (await import(new URL(route.entry, root).href)) as {
+        handler?: { wiring?: { operation?: { route: RouteDef } } };
+      };
+      expect(typeof mod.handler).toBe('function');
+      expect(mod.handler?.wiring?.operation?.route).toBe(route);
+    },
+  );
 
-  it('has its schemas in its operation: every route but the OpenAPI document\'s own is in `operations` once, as the operation its entry runs', async () => {
+  it("has its schemas in its operation: every route but the OpenAPI document's own is in `operations` once, as the operation its entry runs", async () => {
     const ids = operations.map((op) => op.route.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const r of all) {
@@ -41,7 +46,9 @@ describe('the route table', () => {
     const doc = openApiDocument(operations);
     expect(doc.openapi).toBe('3.1.0');
     for (const r of all) {
-      const op = (doc.paths[r.path] as Record<string, { operationId: string; security: unknown[] }> | undefined)?.[r.method.toLowerCase()];
+      const op = (doc.paths[r.path] as Record<string, { operationId: string; security: unknown[] }> | undefined)?.[
+        r.method.toLowerCase()
+      ];
       expect(op, `${r.method} ${r.path}`).toBeDefined();
       expect(op!.operationId).toBe(r.id);
       expect(op!.security.length > 0).toBe(r.auth !== 'none');

@@ -10,12 +10,19 @@ describe('sandboxConfig', () => {
   });
 
   it('reads the environment over the defaults', () => {
-    const c = sandboxConfig({ SANDBOX_IDLE_MINUTES: '5', SANDBOX_START_TIMEOUT_SECONDS: '90', MAX_RUNNING_SANDBOXES: '2' }, local);
+    const c = sandboxConfig(
+      { SANDBOX_IDLE_MINUTES: '5', SANDBOX_START_TIMEOUT_SECONDS: '90', MAX_RUNNING_SANDBOXES: '2' },
+      local,
+    );
     expect(c).toMatchObject({ idleMinutes: 5, startTimeoutSeconds: 90, maxRunning: 2 });
   });
 
   it('fails naming the key on a bad value', () => {
-    expect(() => sandboxConfig({ MAX_RUNNING_SANDBOXES: 'many' }, local)).toThrow('Configuration error: MAX_RUNNING_SANDBOXES must be a whole number');
-    expect(() => sandboxConfig({ SANDBOX_IDLE_MINUTES: '0' }, local)).toThrow('SANDBOX_IDLE_MINUTES must be at least 1');
+    expect(() => sandboxConfig({ MAX_RUNNING_SANDBOXES: 'many' }, local)).toThrow(
+      'Configuration error: MAX_RUNNING_SANDBOXES must be a whole number',
+    );
+    expect(() => sandboxConfig({ SANDBOX_IDLE_MINUTES: '0' }, local)).toThrow(
+      'SANDBOX_IDLE_MINUTES must be at least 1',
+    );
   });
 });

@@ -25,7 +25,9 @@ describe('LocalSealer', () => {
     const parts = sealed.split('.');
     const ct = Buffer.from(parts[3]!, 'base64url');
     ct[0] = ct[0]! ^ 1;
-    await expect(sealer.open([parts[0], parts[1], parts[2], ct.toString('base64url')].join('.'), 'alice')).rejects.toThrow();
+    await expect(
+      sealer.open([parts[0], parts[1], parts[2], ct.toString('base64url')].join('.'), 'alice'),
+    ).rejects.toThrow();
     await expect(LocalSealer.withKey(randomBytes(32)).open(sealed, 'alice')).rejects.toThrow();
   });
 

@@ -4,7 +4,11 @@ import { SECRET_MASK, secretMasker } from '#sandbox/agent/mask.ts';
 import { secretForms, startConfigSecrets } from '#sandbox/secret-forms.ts';
 import type { StartConfig } from '#shared/protocol.ts';
 
-const secretArb = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~/+= '), minLength: 8, maxLength: 48 });
+const secretArb = fc.string({
+  unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~/+= '),
+  minLength: 8,
+  maxLength: 48,
+});
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 describe('secret masking in events catches encoded forms', () => {
@@ -18,7 +22,8 @@ describe('secret masking in events catches encoded forms', () => {
           const masked = mask(`blob ${text} end`);
           expect(masked).toContain(SECRET_MASK);
           // What is left decodes to nothing that still holds the secret.
-          for (const part of masked.split(SECRET_MASK)) expect(Buffer.from(part.replace(/^blob /, ''), 'base64').toString('latin1')).not.toContain(secret);
+          for (const part of masked.split(SECRET_MASK))
+            expect(Buffer.from(part.replace(/^blob /, ''), 'base64').toString('latin1')).not.toContain(secret);
         }
       }),
       { numRuns: 300 },
@@ -59,6 +64,8 @@ describe('secret masking in events catches encoded forms', () => {
         stdio_servers: [{ name: 's', command: 'c', args: [], env: { E: 'env-value-5' } }],
       },
     } as unknown as StartConfig;
-    expect(startConfigSecrets(config)).toEqual(expect.arrayContaining(['sk-llm-key-1', 'custom-secret-2', 'git-token-3', 'sse-key-4', 'env-value-5']));
+    expect(startConfigSecrets(config)).toEqual(
+      expect.arrayContaining(['sk-llm-key-1', 'custom-secret-2', 'git-token-3', 'sse-key-4', 'env-value-5']),
+    );
   });
 });

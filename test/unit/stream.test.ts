@@ -6,20 +6,47 @@ import { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { ConversationRef, EventPage, EventQuery, EventStore } from '#shared/events/event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
-import { authorizeStream, REFUSALS, StreamAccess, type StreamAccessDeps, type StreamGrant, type StreamRefusal } from '#shared/stream/access.ts';
+import {
+  authorizeStream,
+  REFUSALS,
+  StreamAccess,
+  type StreamAccessDeps,
+  type StreamGrant,
+  type StreamRefusal,
+} from '#shared/stream/access.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
-import { CLOSE, MAX_MESSAGE_BYTES, startAfter, streamMessage, streamQuerySchema, type EventReference } from '#shared/stream/messages.ts';
+import {
+  CLOSE,
+  MAX_MESSAGE_BYTES,
+  startAfter,
+  streamMessage,
+  streamQuerySchema,
+  type EventReference,
+} from '#shared/stream/messages.ts';
 import type { StreamTicketRecord, StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { StreamTickets, TICKET_SECONDS } from '#shared/stream/tickets.ts';
 
 const CID = 'a'.repeat(32);
 const OTHER = 'b'.repeat(32);
-const event = (n: number, extra: Record<string, unknown> = {}): AgentEventEnvelope => ({ kind: 'MessageEvent', id: `e${n}`, timestamp: '2026-01-01T00:00:00Z', source: 'agent', ...extra });
+const event = (n: number, extra: Record<string, unknown> = {}): AgentEventEnvelope => ({
+  kind: 'MessageEvent',
+  id: `e${n}`,
+  timestamp: '2026-01-01T00:00:00Z',
+  source: 'agent',
+  ...extra,
+});
 
 describe('stream messages', () => {
-  it('is the V1 event with the server\'s seq, replacing a seq the agent put in it', () => {
+  it("is the V1 event with the server's seq, replacing a seq the agent put in it", () => {
     const msg = JSON.parse(streamMessage(CID, 7, event(1, { seq: 999, text: 'hi' })));
-    expect(msg).toEqual({ kind: 'MessageEvent', id: 'e1', timestamp: '2026-01-01T00:00:00Z', source: 'agent', text: 'hi', seq: 7 });
+    expect(msg).toEqual({
+      kind: 'MessageEvent',
+      id: 'e1',
+      timestamp: '2026-01-01T00:00:00Z',
+      source: 'agent',
+      text: 'hi',
+      seq: 7,
+    });
   });
 
   it('sends an event over 32 KB as a reference to the events route that returns exactly it', () => {
@@ -27,7 +54,14 @@ describe('stream messages', () => {
     const text = streamMessage(CID, 12, big);
     expect(Buffer.byteLength(text)).toBeLessThan(1024);
     const ref = JSON.parse(text) as EventReference;
-    expect(ref).toMatchObject({ kind: 'EventReference', id: 'e2', source: 'agent', timestamp: big.timestamp, seq: 12, event_kind: 'MessageEvent' });
+    expect(ref).toMatchObject({
+      kind: 'EventReference',
+      id: 'e2',
+      source: 'agent',
+      timestamp: big.timestamp,
+      seq: 12,
+      event_kind: 'MessageEvent',
+    });
     expect(ref.bytes).toBeGreaterThan(MAX_MESSAGE_BYTES);
     expect(ref.href).toBe(`/api/v1/events/search?conversation_id__eq=${CID}&after_seq=11&limit=1`);
   });
@@ -45,7 +79,9 @@ describe('stream messages', () => {
     expect(Buffer.byteLength(streamMessage(CID, 1, fits))).toBe(MAX_MESSAGE_BYTES);
     expect(JSON.parse(streamMessage(CID, 1, fits)).kind).toBe('MessageEvent');
     // Two bytes per character: the same length in characters no longer fits.
-    expect(JSON.parse(streamMessage(CID, 1, event(1, { text: 'é'.repeat(MAX_MESSAGE_BYTES - base) }))).kind).toBe('EventReference');
+    expect(JSON.parse(streamMessage(CID, 1, event(1, { text: 'é'.repeat(MAX_MESSAGE_BYTES - base) }))).kind).toBe(
+      'EventReference',
+    );
   });
 
   it('starts after after_seq, else from the start with resend_all, else at the committed end', () => {
@@ -55,7 +91,8 @@ describe('stream messages', () => {
     expect(startAfter(q({ resend_all: 'false' }), 40)).toBe(40);
     expect(startAfter(q({ resend_all: 'true', after_seq: '17' }), 40)).toBe(17);
     expect(startAfter(q({ after_seq: '0' }), 40)).toBe(0);
-    for (const bad of ['-1', '1.5', 'x', '', '1e400', '99999999999999999', ' 1']) expect(streamQuerySchema.safeParse({ after_seq: bad }).success, bad).toBe(false);
+    for (const bad of ['-1', '1.5', 'x', '', '1e400', '99999999999999999', ' 1'])
+      expect(streamQuerySchema.safeParse({ after_seq: bad }).success, bad).toBe(false);
     expect(streamQuerySchema.safeParse({ resend_all: 'yes' }).success).toBe(false);
   });
 });
@@ -99,8 +136,20 @@ function world() {
   const ticketStore = new MemoryTickets();
   const deps: StreamAccessDeps = {
     apiKeys,
-    sessions: new Sessions({ create: async (r) => void sessions.set(r.sessionId, r), get: async (id) => sessions.get(id), delete: async (id) => void sessions.delete(id) }, apiKeys, () => 3600, now),
-    conversationKeys: new ConversationKeys(async () => Buffer.alloc(32, 7), async (u, id) => conversations.get(`${u}#${id}`)?.keyVersion),
+    sessions: new Sessions(
+      {
+        create: async (r) => void sessions.set(r.sessionId, r),
+        get: async (id) => sessions.get(id),
+        delete: async (id) => void sessions.delete(id),
+      },
+      apiKeys,
+      () => 3600,
+      now,
+    ),
+    conversationKeys: new ConversationKeys(
+      async () => Buffer.alloc(32, 7),
+      async (u, id) => conversations.get(`${u}#${id}`)?.keyVersion,
+    ),
     tickets: new StreamTickets(ticketStore, conversationStore, now),
     conversations: conversationStore,
     allowedOrigins: ['https://ui.example'],
@@ -109,19 +158,35 @@ function world() {
 }
 
 const open = (deps: StreamAccessDeps, query: Record<string, string>, headers: Record<string, string> = {}, id = CID) =>
-  authorizeStream({ conversationId: id, query, headers: { host: 'api.example', 'x-forwarded-proto': 'https', ...headers } }, deps);
-const refused = (r: StreamGrant | StreamRefusal) => (r.allowed ? { allowed: true } : { status: r.status, code: r.code, reason: r.reason });
+  authorizeStream(
+    { conversationId: id, query, headers: { host: 'api.example', 'x-forwarded-proto': 'https', ...headers } },
+    deps,
+  );
+const refused = (r: StreamGrant | StreamRefusal) =>
+  r.allowed ? { allowed: true } : { status: r.status, code: r.code, reason: r.reason };
 
 describe('authorizeStream', () => {
   it('opens with the conversation-scoped key in the query, for its own conversation only', async () => {
     const { deps } = world();
     const key = await deps.conversationKeys.mint('alice', CID, 1);
-    expect(await open(deps, { session_api_key: key, resend_all: 'true' })).toMatchObject({ allowed: true, userId: 'alice', conversationId: CID, via: 'conversation', query: { resend_all: true } });
+    expect(await open(deps, { session_api_key: key, resend_all: 'true' })).toMatchObject({
+      allowed: true,
+      userId: 'alice',
+      conversationId: CID,
+      via: 'conversation',
+      query: { resend_all: true },
+    });
     // The same key on the user's other conversation: refused, naming why.
-    expect(refused(await open(deps, { session_api_key: key }, {}, OTHER))).toEqual({ status: 403, code: CLOSE.forbidden, reason: REFUSALS.otherConversation });
+    expect(refused(await open(deps, { session_api_key: key }, {}, OTHER))).toEqual({
+      status: 403,
+      code: CLOSE.forbidden,
+      reason: REFUSALS.otherConversation,
+    });
     // Revoked (version bumped), forged or not a conversation key at all.
-    expect(refused(await open(deps, { session_api_key: await deps.conversationKeys.mint('alice', CID, 2) }))).toMatchObject({ status: 401, code: CLOSE.unauthorized });
-    expect(refused(await open(deps, { session_api_key: key.slice(0, -2) + 'AA' }))).toMatchObject({ status: 401 });
+    expect(
+      refused(await open(deps, { session_api_key: await deps.conversationKeys.mint('alice', CID, 2) })),
+    ).toMatchObject({ status: 401, code: CLOSE.unauthorized });
+    expect(refused(await open(deps, { session_api_key: `${key.slice(0, -2)}AA` }))).toMatchObject({ status: 401 });
     expect(refused(await open(deps, { session_api_key: 'garbage' }))).toMatchObject({ status: 401 });
   });
 
@@ -130,12 +195,25 @@ describe('authorizeStream', () => {
     const { key } = await deps.apiKeys.create('alice', 'k');
     const scoped = await deps.conversationKeys.mint('alice', CID, 1);
     // The last: a repeated parameter, joined by the gateway (as API Gateway does) with the scoped key first.
-    for (const query of [{ session_api_key: key }, { api_key: key }, { token: key, session_api_key: scoped }, { ticket: key }, { session_api_key: `${scoped},${key}` }] as Record<string, string>[]) {
+    for (const query of [
+      { session_api_key: key },
+      { api_key: key },
+      { token: key, session_api_key: scoped },
+      { ticket: key },
+      { session_api_key: `${scoped},${key}` },
+    ] as Record<string, string>[]) {
       const r = await open(deps, query);
-      expect(refused(r), JSON.stringify(Object.keys(query))).toEqual({ status: 403, code: CLOSE.forbidden, reason: REFUSALS.userKeyInUrl });
+      expect(refused(r), JSON.stringify(Object.keys(query))).toEqual({
+        status: 403,
+        code: CLOSE.forbidden,
+        reason: REFUSALS.userKeyInUrl,
+      });
     }
     // Before anything else is looked at.
-    expect(refused(await open(deps, { session_api_key: key }, {}, 'not-an-id'))).toMatchObject({ status: 403, reason: REFUSALS.userKeyInUrl });
+    expect(refused(await open(deps, { session_api_key: key }, {}, 'not-an-id'))).toMatchObject({
+      status: 403,
+      reason: REFUSALS.userKeyInUrl,
+    });
     // In a header (a CLI client), the same key works as on every route.
     expect(await open(deps, {}, { 'x-session-api-key': key })).toMatchObject({ allowed: true, via: 'key' });
     expect(await open(deps, {}, { authorization: `Bearer ${key}` })).toMatchObject({ allowed: true, via: 'key' });
@@ -146,24 +224,51 @@ describe('authorizeStream', () => {
     const { record } = await deps.apiKeys.create('alice', 'k');
     const { token } = await deps.sessions.create('alice', record.keyId);
     const cookie = `__Host-acs_session=${token}`;
-    expect(await open(deps, {}, { cookie, origin: 'https://ui.example' })).toMatchObject({ allowed: true, via: 'session' });
-    expect(await open(deps, {}, { cookie, origin: 'https://api.example' })).toMatchObject({ allowed: true, via: 'session' });
-    expect(refused(await open(deps, {}, { cookie, origin: 'https://evil.example' }))).toEqual({ status: 403, code: CLOSE.forbidden, reason: REFUSALS.crossSite });
+    expect(await open(deps, {}, { cookie, origin: 'https://ui.example' })).toMatchObject({
+      allowed: true,
+      via: 'session',
+    });
+    expect(await open(deps, {}, { cookie, origin: 'https://api.example' })).toMatchObject({
+      allowed: true,
+      via: 'session',
+    });
+    expect(refused(await open(deps, {}, { cookie, origin: 'https://evil.example' }))).toEqual({
+      status: 403,
+      code: CLOSE.forbidden,
+      reason: REFUSALS.crossSite,
+    });
     expect(refused(await open(deps, {}, { cookie, origin: 'null' }))).toMatchObject({ status: 403 });
     expect(refused(await open(deps, {}, { cookie }))).toMatchObject({ status: 403 });
-    expect(refused(await open(deps, {}, {}))).toEqual({ status: 401, code: CLOSE.unauthorized, reason: REFUSALS.unauthorized });
+    expect(refused(await open(deps, {}, {}))).toEqual({
+      status: 401,
+      code: CLOSE.unauthorized,
+      reason: REFUSALS.unauthorized,
+    });
   });
 
-  it('answers another user\'s conversation, and an unknown one, as not found', async () => {
+  it("answers another user's conversation, and an unknown one, as not found", async () => {
     const { deps } = world();
     const { key } = await deps.apiKeys.create('alice', 'k');
-    expect(refused(await open(deps, {}, { 'x-session-api-key': key }, 'c'.repeat(32)))).toEqual({ status: 404, code: CLOSE.notFound, reason: REFUSALS.notFound });
+    expect(refused(await open(deps, {}, { 'x-session-api-key': key }, 'c'.repeat(32)))).toEqual({
+      status: 404,
+      code: CLOSE.notFound,
+      reason: REFUSALS.notFound,
+    });
     expect(refused(await open(deps, {}, { 'x-session-api-key': key }, 'd'.repeat(32)))).toMatchObject({ status: 404 });
     // The id as the UI writes it (dashes) is the same conversation.
     const dashed = `${'a'.repeat(8)}-${'a'.repeat(4)}-${'a'.repeat(4)}-${'a'.repeat(4)}-${'a'.repeat(12)}`;
-    expect(await open(deps, {}, { 'x-session-api-key': key }, dashed.toUpperCase())).toMatchObject({ allowed: true, conversationId: CID });
-    expect(refused(await open(deps, {}, { 'x-session-api-key': key }, '../x'))).toMatchObject({ status: 400, code: CLOSE.badRequest });
-    expect(refused(await open(deps, { after_seq: '-3' }, { 'x-session-api-key': key }))).toMatchObject({ status: 400, reason: expect.stringContaining('after_seq') });
+    expect(await open(deps, {}, { 'x-session-api-key': key }, dashed.toUpperCase())).toMatchObject({
+      allowed: true,
+      conversationId: CID,
+    });
+    expect(refused(await open(deps, {}, { 'x-session-api-key': key }, '../x'))).toMatchObject({
+      status: 400,
+      code: CLOSE.badRequest,
+    });
+    expect(refused(await open(deps, { after_seq: '-3' }, { 'x-session-api-key': key }))).toMatchObject({
+      status: 400,
+      reason: expect.stringContaining('after_seq'),
+    });
   });
 
   it('takes a ticket once, for its own conversation, until it expires', async () => {
@@ -181,10 +286,16 @@ describe('authorizeStream', () => {
 
     const expiring = await deps.tickets.issue('alice', CID);
     tick(TICKET_SECONDS);
-    expect(refused(await open(deps, { ticket: expiring.ticket }))).toMatchObject({ status: 401, reason: REFUSALS.ticket });
+    expect(refused(await open(deps, { ticket: expiring.ticket }))).toMatchObject({
+      status: 401,
+      reason: REFUSALS.ticket,
+    });
 
     const elsewhere = await deps.tickets.issue('alice', OTHER);
-    expect(refused(await open(deps, { ticket: elsewhere.ticket }))).toMatchObject({ status: 403, reason: REFUSALS.otherConversation });
+    expect(refused(await open(deps, { ticket: elsewhere.ticket }))).toMatchObject({
+      status: 403,
+      reason: REFUSALS.otherConversation,
+    });
     // Used up by that refusal too: no second try on the right conversation.
     expect(refused(await open(deps, { ticket: elsewhere.ticket }, {}, OTHER))).toMatchObject({ status: 401 });
     // A wrong secret for a real ticket id consumes nothing.
@@ -201,7 +312,16 @@ describe('authorizeStream', () => {
     const access = new StreamAccess(rest);
     const { record } = await deps.apiKeys.create('alice', 'k');
     const { token } = await deps.sessions.create('alice', record.keyId);
-    const input = { conversationId: CID, query: {}, headers: { host: 'api.example', 'x-forwarded-proto': 'https', cookie: `__Host-acs_session=${token}`, origin: 'https://ui.example' } };
+    const input = {
+      conversationId: CID,
+      query: {},
+      headers: {
+        host: 'api.example',
+        'x-forwarded-proto': 'https',
+        cookie: `__Host-acs_session=${token}`,
+        origin: 'https://ui.example',
+      },
+    };
     const grant = await access.authorize(input, allowedOrigins);
     if (!grant.allowed) throw new Error(grant.reason);
     expect(await access.stillValid(grant, input, allowedOrigins)).toBe(true);
@@ -253,7 +373,11 @@ describe('LocalEventHub', () => {
     const hub = new LocalEventHub(() => store);
     const got: number[] = [];
     let failed: unknown;
-    const client = { send: async (m: string) => void (await new Promise((r) => setTimeout(r, Math.random() * 2)), got.push(JSON.parse(m).seq)), fail: (e: unknown) => (failed = e) };
+    const client = {
+      send: async (m: string) =>
+        void (await new Promise((r) => setTimeout(r, Math.random() * 2)), got.push(JSON.parse(m).seq)),
+      fail: (e: unknown) => (failed = e),
+    };
     await store.append(ref, 1, [event(1), event(2)]);
     const sub = await hub.subscribe(ref, () => 0, client);
     // 40 batches of 5, posted shuffled and concurrently; each post tells the hub the end it read.
@@ -262,7 +386,11 @@ describe('LocalEventHub', () => {
     await Promise.all(
       batches.map(async (first, i) => {
         await new Promise((r) => setTimeout(r, i % 7));
-        const { lastSeq: end } = await store.append(ref, first, [0, 1, 2, 3, 4].map((k) => event(first + k)));
+        const { lastSeq: end } = await store.append(
+          ref,
+          first,
+          [0, 1, 2, 3, 4].map((k) => event(first + k)),
+        );
         seen.push(end);
         await hub.committed(ref, end);
         // Never past what is committed at any moment.
@@ -284,7 +412,12 @@ describe('LocalEventHub', () => {
     await store.append(ref, 1, [event(1), event(2)]);
     let sent = 0;
     let failed = false;
-    await hub.subscribe(ref, () => 0, { send: async () => { if (++sent === 2) throw new Error('socket gone'); }, fail: () => (failed = true) });
+    await hub.subscribe(ref, () => 0, {
+      send: async () => {
+        if (++sent === 2) throw new Error('socket gone');
+      },
+      fail: () => (failed = true),
+    });
     await vi_waitFor(() => failed);
     await store.append(ref, 3, [event(3)]);
     await hub.committed(ref, 3);

@@ -46,7 +46,10 @@ function withEnv<T>(env: Record<string, string>, run: () => T): T {
   }
 }
 
-const allNeeds = (name: AdapterName): Needs[] => [adapterNeeds[name].build, ...Object.values(adapterNeeds[name].calls ?? {}) as Needs[]];
+const allNeeds = (name: AdapterName): Needs[] => [
+  adapterNeeds[name].build,
+  ...(Object.values(adapterNeeds[name].calls ?? {}) as Needs[]),
+];
 
 describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
   it('builds only adapters its declaration covers, with only the environment derived from it', async () => {
@@ -59,8 +62,12 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     }
     expect(wiring.id).toBe(id);
     expect(wiring.declaration).toBe(declaration);
-    for (const name of wiring.adapters) expect(uncovered(declaration, adapterNeeds[name].build), `${id} builds ${name}`).toEqual([]);
-    const env = { AWS_REGION: 'eu-west-1', ...Object.fromEntries(environmentNames(declaration).map((n) => [n, sampleValues[n] ?? `value-of-${n}`])) };
+    for (const name of wiring.adapters)
+      expect(uncovered(declaration, adapterNeeds[name].build), `${id} builds ${name}`).toEqual([]);
+    const env = {
+      AWS_REGION: 'eu-west-1',
+      ...Object.fromEntries(environmentNames(declaration).map((n) => [n, sampleValues[n] ?? `value-of-${n}`])),
+    };
     withEnv(env, () => {
       const adapters = wire(id, declaration, wiring.builders);
       for (const name of wiring.adapters) expect(() => adapters[name], `${id} builds ${name}`).not.toThrow();
@@ -73,7 +80,17 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     // The services a run reads (operations take them by destructuring, before any other work).
     const read = new Set<string>();
     const recorder = new Proxy({}, { get: (_, prop) => (typeof prop === 'string' && read.add(prop), undefined) });
-    const req = { body: {}, rawBody: {}, query: {}, params: {}, userId: 'u', auth: { userId: 'u' }, requestId: 'r', headers: {}, baseUrl: 'https://api.example' };
+    const req = {
+      body: {},
+      rawBody: {},
+      query: {},
+      params: {},
+      userId: 'u',
+      auth: { userId: 'u' },
+      requestId: 'r',
+      headers: {},
+      baseUrl: 'https://api.example',
+    };
     await Promise.resolve()
       .then(() => wiring.operation!.run(req as never, recorder as never))
       .catch(() => undefined);
@@ -85,7 +102,13 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
   it('declares nothing that none of its adapters can use (no grant without a use)', async () => {
     const wiring = await wiringOf(entry);
     const usable = (wiring?.adapters ?? []).flatMap(allNeeds);
-    const unused = uncovered({ tables: Object.assign({}, ...usable.map((n) => n.tables ?? {})), capabilities: usable.flatMap((n) => [...(n.capabilities ?? []), ...(n.anyOf ?? [])]) }, { tables: declaration.tables, capabilities: declaration.capabilities });
+    const unused = uncovered(
+      {
+        tables: Object.assign({}, ...usable.map((n) => n.tables ?? {})),
+        capabilities: usable.flatMap((n) => [...(n.capabilities ?? []), ...(n.anyOf ?? [])]),
+      },
+      { tables: declaration.tables, capabilities: declaration.capabilities },
+    );
     expect(unused, `${id} declares more than its adapters use`).toEqual([]);
   });
 });
@@ -101,19 +124,25 @@ describe('wire', () => {
 
   it('refuses to build an adapter the declaration does not cover, naming what is missing', () => {
     const adapters = wire('getSettings', { tables: {} }, { settingsStore });
-    expect(() => adapters.settingsStore).toThrow("getSettings: building settingsStore needs tables.settings: 'read', which its declaration does not name");
+    expect(() => adapters.settingsStore).toThrow(
+      "getSettings: building settingsStore needs tables.settings: 'read', which its declaration does not name",
+    );
   });
 
   it('refuses a call that needs more than the declaration gives (a write on a read declaration)', async () => {
     const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
     const adapters = wire('getSettings', declared, { settingsStore: () => fake });
     await expect(adapters.settingsStore.get('u')).resolves.toBeUndefined();
-    expect(() => adapters.settingsStore.put({} as never, 0)).toThrow("settingsStore.put() needs tables.settings: 'write'");
+    expect(() => adapters.settingsStore.put({} as never, 0)).toThrow(
+      "settingsStore.put() needs tables.settings: 'write'",
+    );
   });
 
   it('refuses a service the entry does not name, and builds one it names over the wired adapters', async () => {
     const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
-    const services = servicesOf('getSettings', wire('getSettings', declared, { settingsStore: () => fake }), { settings });
+    const services = servicesOf('getSettings', wire('getSettings', declared, { settingsStore: () => fake }), {
+      settings,
+    });
     expect(() => services.conversations).toThrow(WiringError);
     expect(() => services.sandboxes).toThrow('getSettings: its entry does not name the sandboxes service');
     expect(services.settings).toBe(services.settings);

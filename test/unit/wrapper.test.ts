@@ -7,17 +7,37 @@ import { lambdaHandler, type ApiEvent } from '#shared/http/wrapper.ts';
 import { logger } from '#shared/logging.ts';
 import type { Services } from '#shared/services.ts';
 
-const route = { id: 'test', method: 'POST', path: '/t', entry: 'x', auth: 'user', summary: '', tag: 't', tables: {} } as const;
+const route = {
+  id: 'test',
+  method: 'POST',
+  path: '/t',
+  entry: 'x',
+  auth: 'user',
+  summary: '',
+  tag: 't',
+  tables: {},
+} as const;
 const schemas = { body: z.object({ n: z.number() }) };
 const services = {} as Services;
 const event = (body: string | undefined, userId = 'alice'): ApiEvent =>
-  ({ headers: { 'content-type': 'application/json' }, body, rawQueryString: '', requestContext: { requestId: 'req-1', authorizer: { lambda: { userId } } } }) as unknown as ApiEvent;
+  ({
+    headers: { 'content-type': 'application/json' },
+    body,
+    rawQueryString: '',
+    requestContext: { requestId: 'req-1', authorizer: { lambda: { userId } } },
+  }) as unknown as ApiEvent;
 const ctx = {} as Context;
 
 describe('the handler wrapper', () => {
   it('turns an unexpected exception into a bare 500, logged with the request id', async () => {
     const spy = vi.spyOn(logger, 'error').mockImplementation(() => undefined);
-    const op: Operation = { route, schemas, run: async () => { throw new Error('database exploded at /secret/path'); } };
+    const op: Operation = {
+      route,
+      schemas,
+      run: async () => {
+        throw new Error('database exploded at /secret/path');
+      },
+    };
     const res = await lambdaHandler(op, () => services)(event('{"n":1}'), ctx);
     expect(res.statusCode).toBe(500);
     expect(JSON.parse(res.body!)).toEqual({ detail: 'Internal Server Error' });
@@ -29,7 +49,14 @@ describe('the handler wrapper', () => {
 
   it('maps domain errors and passes validated input', async () => {
     const seen: unknown[] = [];
-    const op: Operation = { route, schemas, run: async (req) => { seen.push(req.body, req.userId); throw conflict('busy'); } };
+    const op: Operation = {
+      route,
+      schemas,
+      run: async (req) => {
+        seen.push(req.body, req.userId);
+        throw conflict('busy');
+      },
+    };
     const res = await lambdaHandler(op, () => services)(event('{"n":3,"extra":true}'), ctx);
     expect(res.statusCode).toBe(409);
     expect(JSON.parse(res.body!)).toEqual({ detail: 'busy' });

@@ -50,14 +50,21 @@ function ActionBody(props: { action: ActionView; observation: ObservationView | 
         </>
       );
     case 'edit': {
-      const before = o?.oldContent ?? (a.command === 'str_replace' ? (a.oldStr ?? '') : a.command === 'create' ? '' : null);
-      const after = o?.newContent ?? (a.command === 'str_replace' ? (a.newStr ?? '') : a.command === 'create' ? (a.fileText ?? '') : null);
+      const before =
+        o?.oldContent ?? (a.command === 'str_replace' ? (a.oldStr ?? '') : a.command === 'create' ? '' : null);
+      const after =
+        o?.newContent ??
+        (a.command === 'str_replace' ? (a.newStr ?? '') : a.command === 'create' ? (a.fileText ?? '') : null);
       return (
         <>
           <p class="path">
             {a.command} <code>{a.path}</code>
           </p>
-          {before !== null && after !== null && a.command !== 'view' ? <Diff before={before} after={after} /> : o && <pre class="output">{o.text}</pre>}
+          {before !== null && after !== null && a.command !== 'view' ? (
+            <Diff before={before} after={after} />
+          ) : (
+            o && <pre class="output">{o.text}</pre>
+          )}
           {o?.isError && <pre class="output failed">{o.text}</pre>}
         </>
       );
@@ -83,7 +90,13 @@ function ActionBody(props: { action: ActionView; observation: ObservationView | 
   }
 }
 
-const TOOL_LABELS: Record<string, string> = { command: 'Command', edit: 'File edit', mcp: 'MCP call', think: 'Thought', finish: 'Finished' };
+const TOOL_LABELS: Record<string, string> = {
+  command: 'Command',
+  edit: 'File edit',
+  mcp: 'MCP call',
+  think: 'Thought',
+  finish: 'Finished',
+};
 
 function Item(props: { item: TimelineItem }) {
   const it = props.item;
@@ -109,7 +122,9 @@ function Item(props: { item: TimelineItem }) {
         <article class={`event action ${it.action.type}`} aria-label={TOOL_LABELS[it.action.type] ?? `Tool ${it.tool}`}>
           <header>
             {TOOL_LABELS[it.action.type] ?? 'Tool'} <code>{it.tool}</code>
-            {it.risk !== 'UNKNOWN' && <Badge tone={it.risk === 'HIGH' ? 'bad' : it.risk === 'MEDIUM' ? 'warn' : ''}>risk {it.risk}</Badge>}
+            {it.risk !== 'UNKNOWN' && (
+              <Badge tone={it.risk === 'HIGH' ? 'bad' : it.risk === 'MEDIUM' ? 'warn' : ''}>risk {it.risk}</Badge>
+            )}
             {it.observation?.rejected && <Badge tone="bad">rejected: {it.observation.rejected}</Badge>}
           </header>
           {it.reasoning && (
@@ -139,7 +154,10 @@ function Item(props: { item: TimelineItem }) {
 function Confirmation(props: { conversationId: string; pending: Extract<TimelineItem, { kind: 'action' }>[] }) {
   const [reason, setReason] = useState('');
   const respond = useAction(async (accept: boolean) => {
-    await api('POST', `/api/conversations/${props.conversationId}/events/respond_to_confirmation`, { accept, reason: accept ? null : reason || null });
+    await api('POST', `/api/conversations/${props.conversationId}/events/respond_to_confirmation`, {
+      accept,
+      reason: accept ? null : reason || null,
+    });
     setReason('');
   });
   return (
@@ -148,7 +166,8 @@ function Confirmation(props: { conversationId: string; pending: Extract<Timeline
       {props.pending.map((p) => (
         <div class="pending">
           <p>
-            {TOOL_LABELS[p.action.type] ?? 'Tool'} <code>{p.tool}</code> <Badge tone={p.risk === 'HIGH' ? 'bad' : p.risk === 'MEDIUM' ? 'warn' : ''}>risk {p.risk}</Badge>
+            {TOOL_LABELS[p.action.type] ?? 'Tool'} <code>{p.tool}</code>{' '}
+            <Badge tone={p.risk === 'HIGH' ? 'bad' : p.risk === 'MEDIUM' ? 'warn' : ''}>risk {p.risk}</Badge>
           </p>
           <ActionBody action={p.action} observation={null} />
         </div>
@@ -175,7 +194,11 @@ export function ConversationPage(props: { id: string; me: Me }) {
   const { id } = props;
   const [events, setEvents] = useState<AnyEvent[]>([]);
   const [mode, setMode] = useState<FeedMode>('connecting');
-  const conv = useLoad(() => api<(Conversation | null)[]>('GET', `/api/v1/app-conversations${query({ ids: [id] })}`).then(([c]) => c ?? null), [id]);
+  const conv = useLoad(
+    () =>
+      api<(Conversation | null)[]>('GET', `/api/v1/app-conversations${query({ ids: [id] })}`).then(([c]) => c ?? null),
+    [id],
+  );
   const view = useMemo(() => viewOf(events), [events]);
   useEffect(() => {
     setEvents([]);
@@ -193,7 +216,11 @@ export function ConversationPage(props: { id: string; me: Me }) {
     const before = lastStatus.current;
     lastStatus.current = view.executionStatus;
     if (!before || before === view.executionStatus) return;
-    if (props.me.settings?.enable_sound_notifications === true && ['finished', 'waiting_for_confirmation', 'error', 'stuck'].includes(view.executionStatus ?? '')) chime();
+    if (
+      props.me.settings?.enable_sound_notifications === true &&
+      ['finished', 'waiting_for_confirmation', 'error', 'stuck'].includes(view.executionStatus ?? '')
+    )
+      chime();
   }, [view.executionStatus]);
   // New events scroll into view when the reader is at the bottom already.
   const end = useRef<HTMLDivElement>(null);
@@ -205,7 +232,11 @@ export function ConversationPage(props: { id: string; me: Me }) {
   const [message, setMessage] = useState('');
   const send = useAction(async () => {
     const text = message;
-    await api('POST', `/api/conversations/${id}/events`, { role: 'user', content: [{ type: 'text', text }], run: true });
+    await api('POST', `/api/conversations/${id}/events`, {
+      role: 'user',
+      content: [{ type: 'text', text }],
+      run: true,
+    });
     setMessage('');
   });
   const control = useAction(async (what: 'pause' | 'run') => {
@@ -243,15 +274,26 @@ export function ConversationPage(props: { id: string; me: Me }) {
           <dd>
             <Badge tone={statusTone(c?.sandbox_status)}>{c?.sandbox_status ?? '-'}</Badge>{' '}
             {c?.sandbox_id && c.sandbox_status === 'RUNNING' && (
-              <button type="button" class="secondary small" disabled={sandbox.busy} onClick={() => void sandbox.call('pause')}>
+              <button
+                type="button"
+                class="secondary small"
+                disabled={sandbox.busy}
+                onClick={() => void sandbox.call('pause')}
+              >
                 Pause sandbox
               </button>
             )}
-            {c?.sandbox_id && (c.sandbox_status === 'PAUSED' || c.sandbox_status === 'MISSING' || c.sandbox_status === 'ERROR') && (
-              <button type="button" class="secondary small" disabled={sandbox.busy} onClick={() => void sandbox.call('resume')}>
-                Resume sandbox
-              </button>
-            )}
+            {c?.sandbox_id &&
+              (c.sandbox_status === 'PAUSED' || c.sandbox_status === 'MISSING' || c.sandbox_status === 'ERROR') && (
+                <button
+                  type="button"
+                  class="secondary small"
+                  disabled={sandbox.busy}
+                  onClick={() => void sandbox.call('resume')}
+                >
+                  Resume sandbox
+                </button>
+              )}
           </dd>
         </div>
         <div>

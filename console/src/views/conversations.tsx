@@ -1,6 +1,19 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
-import { Ago, Badge, described, ErrorBox, Field, fieldErrors, go, statusTone, submitting, Table, useAction, useLoad } from '../ui.tsx';
+import {
+  Ago,
+  Badge,
+  described,
+  ErrorBox,
+  Field,
+  fieldErrors,
+  go,
+  statusTone,
+  submitting,
+  Table,
+  useAction,
+  useLoad,
+} from '../ui.tsx';
 
 export interface Conversation {
   id: string;
@@ -80,37 +93,52 @@ export function ConversationsPage() {
         <button type="submit">Search</button>
       </form>
       <ErrorBox error={list.error} />
-      {list.data && list.data.items.length === 0 && <p class="empty">No conversations{filters.title || filters.from || filters.to ? ' match' : ' yet'}.</p>}
+      {list.data && list.data.items.length === 0 && (
+        <p class="empty">No conversations{filters.title || filters.from || filters.to ? ' match' : ' yet'}.</p>
+      )}
       {list.data && list.data.items.length > 0 && (
-        <Table caption="Conversations, newest first" columns={['Title', 'Repository', 'Agent', 'Sandbox', 'Created', 'Updated']}>
-            {list.data.items.map((c) => (
-              <tr>
-                <td>
-                  <a href={`#/conversations/${c.id}`}>{c.title || c.id}</a>
-                </td>
-                <td>{c.selected_repository ?? '-'}</td>
-                <td>
-                  <Badge tone={statusTone(c.execution_status)}>{c.execution_status ?? '-'}</Badge>
-                </td>
-                <td>
-                  <Badge tone={statusTone(c.sandbox_status)}>{c.sandbox_status ?? '-'}</Badge>
-                </td>
-                <td>
-                  <Ago at={c.created_at} />
-                </td>
-                <td>
-                  <Ago at={c.updated_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+        <Table
+          caption="Conversations, newest first"
+          columns={['Title', 'Repository', 'Agent', 'Sandbox', 'Created', 'Updated']}
+        >
+          {list.data.items.map((c) => (
+            <tr>
+              <td>
+                <a href={`#/conversations/${c.id}`}>{c.title || c.id}</a>
+              </td>
+              <td>{c.selected_repository ?? '-'}</td>
+              <td>
+                <Badge tone={statusTone(c.execution_status)}>{c.execution_status ?? '-'}</Badge>
+              </td>
+              <td>
+                <Badge tone={statusTone(c.sandbox_status)}>{c.sandbox_status ?? '-'}</Badge>
+              </td>
+              <td>
+                <Ago at={c.created_at} />
+              </td>
+              <td>
+                <Ago at={c.updated_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <nav class="pager" aria-label="Pages">
-        <button type="button" class="secondary" disabled={pages.length < 2} onClick={() => setPages(pages.slice(0, -1))}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={pages.length < 2}
+          onClick={() => setPages(pages.slice(0, -1))}
+        >
           Previous page
         </button>
         <span>Page {pages.length}</span>
-        <button type="button" class="secondary" disabled={!list.data?.next_page_id} onClick={() => setPages([...pages, list.data!.next_page_id])}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={!list.data?.next_page_id}
+          onClick={() => setPages([...pages, list.data!.next_page_id])}
+        >
           Next page
         </button>
       </nav>
@@ -119,7 +147,15 @@ export function ConversationsPage() {
 }
 
 /** The start task's steps, in order (OpenHands' AppConversationStartTaskStatus). */
-export const START_STEPS = ['WORKING', 'WAITING_FOR_SANDBOX', 'PREPARING_REPOSITORY', 'RUNNING_SETUP_SCRIPT', 'SETTING_UP_GIT_HOOKS', 'STARTING_CONVERSATION', 'READY'];
+export const START_STEPS = [
+  'WORKING',
+  'WAITING_FOR_SANDBOX',
+  'PREPARING_REPOSITORY',
+  'RUNNING_SETUP_SCRIPT',
+  'SETTING_UP_GIT_HOOKS',
+  'STARTING_CONVERSATION',
+  'READY',
+];
 const STEP_LABELS: Record<string, string> = {
   WORKING: 'Accepted',
   WAITING_FOR_SANDBOX: 'Waiting for a sandbox',
@@ -173,19 +209,26 @@ function StartProgress(props: { task: StartTask }) {
   );
 }
 
-const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter(Boolean);
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 export function NewConversationPage() {
   const [f, setF] = useState<Record<string, string>>({ agent_type: 'default', git_provider: '' });
   const [task, setTask] = useState<StartTask | null>(null);
-  const sandboxes = useLoad(() => api<{ items: { id: string; status: string }[] }>('GET', '/api/v1/sandboxes/search?limit=100'), []);
+  const sandboxes = useLoad(
+    () => api<{ items: { id: string; status: string }[] }>('GET', '/api/v1/sandboxes/search?limit=100'),
+    [],
+  );
   const set = (k: string) => (e: { currentTarget: { value: string } }) => setF({ ...f, [k]: e.currentTarget.value });
   const start = useAction(async () => {
     const content: unknown[] = [];
     if (f.message?.trim()) content.push({ type: 'text', text: f.message });
     const images = lines(f.image_urls ?? '');
     if (images.length) content.push({ type: 'image', image_urls: images });
-    let mcp: unknown = undefined;
+    let mcp: unknown;
     if (f.mcp_config?.trim()) {
       try {
         mcp = JSON.parse(f.mcp_config);
@@ -206,16 +249,27 @@ export function NewConversationPage() {
       sandbox_id: opt('sandbox_id'),
       replay_json: opt('replay_json'),
       suggested_task: opt('task_repo')
-        ? { repo: opt('task_repo'), issue_number: Number(f.task_issue), title: f.task_title ?? '', task_type: opt('task_type'), git_provider: opt('git_provider') }
+        ? {
+            repo: opt('task_repo'),
+            issue_number: Number(f.task_issue),
+            title: f.task_title ?? '',
+            task_type: opt('task_type'),
+            git_provider: opt('git_provider'),
+          }
         : undefined,
-      create_microagent: opt('microagent_repo') ? { repo: opt('microagent_repo'), title: opt('microagent_title'), git_provider: opt('git_provider') } : undefined,
+      create_microagent: opt('microagent_repo')
+        ? { repo: opt('microagent_repo'), title: opt('microagent_title'), git_provider: opt('git_provider') }
+        : undefined,
       mcp_config: mcp,
     };
     let current = await api<StartTask>('POST', '/api/v1/app-conversations', body);
     setTask(current);
     while (current.status !== 'READY' && current.status !== 'ERROR') {
       await new Promise((r) => setTimeout(r, 700));
-      const [next] = await api<(StartTask | null)[]>('GET', `/api/v1/app-conversations/start-tasks${query({ ids: [current.id] })}`);
+      const [next] = await api<(StartTask | null)[]>(
+        'GET',
+        `/api/v1/app-conversations/start-tasks${query({ ids: [current.id] })}`,
+      );
       if (!next) throw new Error('The start task is gone');
       current = next;
       setTask(current);
@@ -232,11 +286,7 @@ export function NewConversationPage() {
   return (
     <section>
       <h1>New conversation</h1>
-      <form
-        class="new-conversation"
-        noValidate
-        onSubmit={submitting(start.call)}
-      >
+      <form class="new-conversation" noValidate onSubmit={submitting(start.call)}>
         <Field id="new-message" label="First message" error={e('initial_message', 'initial_message.content.0.text')}>
           <textarea id="new-message" rows={5} value={f.message ?? ''} onInput={set('message')} />
         </Field>
@@ -269,7 +319,11 @@ export function NewConversationPage() {
             </select>
           </Field>
         </div>
-        <Field id="new-image_urls" label="Image URLs (one per line)" error={e('initial_message.content.1.image_urls', 'initial_message.content.0.image_urls')}>
+        <Field
+          id="new-image_urls"
+          label="Image URLs (one per line)"
+          error={e('initial_message.content.1.image_urls', 'initial_message.content.0.image_urls')}
+        >
           <textarea id="new-image_urls" rows={2} value={f.image_urls ?? ''} onInput={set('image_urls')} />
         </Field>
         <Field id="new-instructions" label="Instructions for the agent" error={e('conversation_instructions')}>
@@ -301,8 +355,18 @@ export function NewConversationPage() {
         <details>
           <summary>Advanced</summary>
           {text('llm_model', 'Model for this conversation', e('llm_model'), 'Empty: the model of your settings')}
-          <Field id="new-mcp_config" label="Extra MCP servers (JSON, as in settings)" error={Object.entries(errors).find(([k]) => k.startsWith('mcp_config'))?.[1]}>
-            <textarea id="new-mcp_config" rows={3} value={f.mcp_config ?? ''} onInput={set('mcp_config')} placeholder='{"shttp_servers": [{"url": "https://..."}]}' />
+          <Field
+            id="new-mcp_config"
+            label="Extra MCP servers (JSON, as in settings)"
+            error={Object.entries(errors).find(([k]) => k.startsWith('mcp_config'))?.[1]}
+          >
+            <textarea
+              id="new-mcp_config"
+              rows={3}
+              value={f.mcp_config ?? ''}
+              onInput={set('mcp_config')}
+              placeholder='{"shttp_servers": [{"url": "https://..."}]}'
+            />
           </Field>
           <Field id="new-replay_json" label="Replay a recorded trajectory (JSON)" error={e('replay_json')}>
             <textarea id="new-replay_json" rows={3} value={f.replay_json ?? ''} onInput={set('replay_json')} />

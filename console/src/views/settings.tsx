@@ -15,12 +15,27 @@ const GROUPS: { title: string; fields: FieldDef[] }[] = [
   {
     title: 'LLM',
     fields: [
-      { name: 'llm_model', label: 'Model', kind: 'model', hint: 'e.g. openai/gpt-4o, or the model name your base URL serves' },
+      {
+        name: 'llm_model',
+        label: 'Model',
+        kind: 'model',
+        hint: 'e.g. openai/gpt-4o, or the model name your base URL serves',
+      },
       { name: 'llm_api_key', label: 'API key', kind: 'secret' },
-      { name: 'llm_base_url', label: 'Base URL', kind: 'text', hint: 'Any OpenAI-compatible endpoint; empty for the provider of the model' },
+      {
+        name: 'llm_base_url',
+        label: 'Base URL',
+        kind: 'text',
+        hint: 'Any OpenAI-compatible endpoint; empty for the provider of the model',
+      },
       { name: 'max_budget_per_task', label: 'Budget per task (USD)', kind: 'number' },
       { name: 'enable_default_condenser', label: 'Summarize long conversations (condenser)', kind: 'bool' },
-      { name: 'condenser_max_size', label: 'Condenser size (messages)', kind: 'int', hint: '20 or more; empty for 120' },
+      {
+        name: 'condenser_max_size',
+        label: 'Condenser size (messages)',
+        kind: 'int',
+        hint: '20 or more; empty for 120',
+      },
     ],
   },
   {
@@ -30,7 +45,12 @@ const GROUPS: { title: string; fields: FieldDef[] }[] = [
       { name: 'max_iterations', label: 'Maximum iterations', kind: 'int' },
       { name: 'language', label: 'Language', kind: 'text', hint: 'e.g. en' },
       { name: 'confirmation_mode', label: 'Ask before running actions (confirmation mode)', kind: 'bool' },
-      { name: 'security_analyzer', label: 'Security analyzer', kind: 'analyzer', hint: 'With "llm", only risky actions wait for confirmation' },
+      {
+        name: 'security_analyzer',
+        label: 'Security analyzer',
+        kind: 'analyzer',
+        hint: 'With "llm", only risky actions wait for confirmation',
+      },
       { name: 'search_api_key', label: 'Search API key', kind: 'secret' },
       { name: 'enable_sound_notifications', label: 'Sound when the agent finishes or waits', kind: 'bool' },
       { name: 'enable_proactive_conversation_starters', label: 'Proactive conversation starters', kind: 'bool' },
@@ -105,9 +125,15 @@ function draftOf(s: Settings | null): Draft {
       else if (f.kind === 'bool') values[f.name] = s?.[f.name] === true;
       else values[f.name] = s?.[f.name] === null || s?.[f.name] === undefined ? '' : String(s[f.name]);
     }
-  if (!s) Object.assign(values, { enable_default_condenser: true, enable_proactive_conversation_starters: true, enable_solvability_analysis: true });
+  if (!s)
+    Object.assign(values, {
+      enable_default_condenser: true,
+      enable_proactive_conversation_starters: true,
+      enable_solvability_analysis: true,
+    });
   const mcp = s?.mcp_config ?? {};
-  const remote = (list: any[] | undefined): Remote[] => (list ?? []).map((r) => ({ url: String(r.url ?? ''), api_key: '' }));
+  const remote = (list: any[] | undefined): Remote[] =>
+    (list ?? []).map((r) => ({ url: String(r.url ?? ''), api_key: '' }));
   return {
     values,
     secrets,
@@ -119,8 +145,16 @@ function draftOf(s: Settings | null): Draft {
       args: (r.args ?? []).join('\n'),
       env: Object.keys(r.env ?? {}).map((key) => ({ key, value: '', stored: true })),
     })),
-    custom: Object.entries(s?.secrets_store?.custom_secrets ?? {}).map(([name, v]: [string, any]) => ({ name, value: '', description: v?.description ?? '', stored: true, remove: false })),
-    tokens: Object.fromEntries(PROVIDERS.map((p) => [p, { token: '', host: s?.provider_tokens_set?.[p] ?? '', remove: false }])),
+    custom: Object.entries(s?.secrets_store?.custom_secrets ?? {}).map(([name, v]: [string, any]) => ({
+      name,
+      value: '',
+      description: v?.description ?? '',
+      stored: true,
+      remove: false,
+    })),
+    tokens: Object.fromEntries(
+      PROVIDERS.map((p) => [p, { token: '', host: s?.provider_tokens_set?.[p] ?? '', remove: false }]),
+    ),
   };
 }
 
@@ -160,21 +194,37 @@ function bodyOf(d: Draft, s: Settings | null): Record<string, unknown> {
     const t = d.tokens[p]!;
     const stored = Object.hasOwn(s?.provider_tokens_set ?? {}, p);
     if (t.remove) tokens[p] = null;
-    else if (t.token || (stored && (t.host || null) !== (s?.provider_tokens_set?.[p] ?? null))) tokens[p] = { token: t.token || null, host: t.host || null };
+    else if (t.token || (stored && (t.host || null) !== (s?.provider_tokens_set?.[p] ?? null)))
+      tokens[p] = { token: t.token || null, host: t.host || null };
   }
   body.secrets_store = { custom_secrets: custom, provider_tokens: tokens };
   return body;
 }
 
-const SetBadge = (props: { set: boolean }) => (props.set ? <Badge tone="ok" label="A value is stored; it is never shown">set</Badge> : <Badge label="No value stored">not set</Badge>);
+const SetBadge = (props: { set: boolean }) =>
+  props.set ? (
+    <Badge tone="ok" label="A value is stored; it is never shown">
+      set
+    </Badge>
+  ) : (
+    <Badge label="No value stored">not set</Badge>
+  );
 
 export function SettingsPage(props: { onSaved: () => void }) {
   const settings = useLoad(
-    () => api<Settings>('GET', '/api/settings').catch((e) => (e instanceof ApiFailure && e.status === 404 ? null : Promise.reject(e))),
+    () =>
+      api<Settings>('GET', '/api/settings').catch((e) =>
+        e instanceof ApiFailure && e.status === 404 ? null : Promise.reject(e),
+      ),
     [],
   );
   const options = useLoad(
-    () => Promise.all([api<string[]>('GET', '/api/options/agents'), api<string[]>('GET', '/api/options/security-analyzers'), api<string[]>('GET', '/api/options/models')]),
+    () =>
+      Promise.all([
+        api<string[]>('GET', '/api/options/agents'),
+        api<string[]>('GET', '/api/options/security-analyzers'),
+        api<string[]>('GET', '/api/options/models'),
+      ]),
     [],
   );
   const [draft, setDraft] = useState<Draft | null>(null);
@@ -184,7 +234,11 @@ export function SettingsPage(props: { onSaved: () => void }) {
   }, [settings.data]);
   const save = useAction(async () => {
     setSaved(null);
-    const res = await api<{ message: string; ignored_fields: string[] }>('POST', '/api/settings', bodyOf(draft!, settings.data ?? null));
+    const res = await api<{ message: string; ignored_fields: string[] }>(
+      'POST',
+      '/api/settings',
+      bodyOf(draft!, settings.data ?? null),
+    );
     // What was stored, in the same render as "Saved": secrets typed are gone from the inputs, "set" badges show.
     const stored = await api<Settings>('GET', '/api/settings');
     settings.setData(stored);
@@ -215,7 +269,12 @@ export function SettingsPage(props: { onSaved: () => void }) {
     if (f.kind === 'bool')
       return (
         <div class={`field check${e ? ' invalid' : ''}`}>
-          <input type="checkbox" {...described(id, e)} checked={value === true} onChange={(ev) => update((d) => (d.values[f.name] = ev.currentTarget.checked))} />
+          <input
+            type="checkbox"
+            {...described(id, e)}
+            checked={value === true}
+            onChange={(ev) => update((d) => (d.values[f.name] = ev.currentTarget.checked))}
+          />
           <label for={id}>{f.label}</label>
           {e && (
             <p class="field-error" id={`${id}-error`} role="alert">
@@ -228,12 +287,30 @@ export function SettingsPage(props: { onSaved: () => void }) {
       const isSet = s?.[`${f.name}_set`] === true;
       const secret = draft.secrets[f.name]!;
       return (
-        <Field id={id} label={f.label} error={e} badge={<SetBadge set={isSet} />} hint={isSet ? 'Leave empty to keep the stored value' : undefined}>
+        <Field
+          id={id}
+          label={f.label}
+          error={e}
+          badge={<SetBadge set={isSet} />}
+          hint={isSet ? 'Leave empty to keep the stored value' : undefined}
+        >
           <div class="row">
-            <input type="password" autocomplete="new-password" {...described(id, e, isSet)} value={secret.value} disabled={secret.clear} onInput={(ev) => update((d) => (d.secrets[f.name]!.value = ev.currentTarget.value))} />
+            <input
+              type="password"
+              autocomplete="new-password"
+              {...described(id, e, isSet)}
+              value={secret.value}
+              disabled={secret.clear}
+              onInput={(ev) => update((d) => (d.secrets[f.name]!.value = ev.currentTarget.value))}
+            />
             {isSet && (
               <label class="inline">
-                <input type="checkbox" checked={secret.clear} onChange={(ev) => update((d) => (d.secrets[f.name]!.clear = ev.currentTarget.checked))} /> remove
+                <input
+                  type="checkbox"
+                  checked={secret.clear}
+                  onChange={(ev) => update((d) => (d.secrets[f.name]!.clear = ev.currentTarget.checked))}
+                />{' '}
+                remove
               </label>
             )}
           </div>
@@ -244,7 +321,11 @@ export function SettingsPage(props: { onSaved: () => void }) {
       const choices = f.kind === 'agent' ? agents : analyzers;
       return (
         <Field id={id} label={f.label} error={e} hint={f.hint}>
-          <select {...described(id, e, !!f.hint)} value={String(value)} onChange={(ev) => update((d) => (d.values[f.name] = ev.currentTarget.value))}>
+          <select
+            {...described(id, e, !!f.hint)}
+            value={String(value)}
+            onChange={(ev) => update((d) => (d.values[f.name] = ev.currentTarget.value))}
+          >
             <option value="">{f.kind === 'agent' ? '(default)' : 'none'}</option>
             {choices.map((c) => (
               <option value={c}>{c}</option>
@@ -276,12 +357,33 @@ export function SettingsPage(props: { onSaved: () => void }) {
         return (
           <div class="row item">
             <Field id={`${key}-${i}-url`} label="URL" error={err(`${base}.url`)}>
-              <input type="text" {...described(`${key}-${i}-url`, errors[`${base}.url`])} value={r.url} onInput={(ev) => update((d) => (d[key][i]!.url = ev.currentTarget.value))} />
+              <input
+                type="text"
+                {...described(`${key}-${i}-url`, errors[`${base}.url`])}
+                value={r.url}
+                onInput={(ev) => update((d) => (d[key][i]!.url = ev.currentTarget.value))}
+              />
             </Field>
-            <Field id={`${key}-${i}-key`} label="API key (write-only)" error={err(`${base}.api_key`)} hint="Empty keeps the stored key">
-              <input type="password" autocomplete="new-password" {...described(`${key}-${i}-key`, undefined, true)} value={r.api_key} onInput={(ev) => update((d) => (d[key][i]!.api_key = ev.currentTarget.value))} />
+            <Field
+              id={`${key}-${i}-key`}
+              label="API key (write-only)"
+              error={err(`${base}.api_key`)}
+              hint="Empty keeps the stored key"
+            >
+              <input
+                type="password"
+                autocomplete="new-password"
+                {...described(`${key}-${i}-key`, undefined, true)}
+                value={r.api_key}
+                onInput={(ev) => update((d) => (d[key][i]!.api_key = ev.currentTarget.value))}
+              />
             </Field>
-            <button type="button" class="secondary" aria-label={`Remove ${title} server ${i + 1}`} onClick={() => update((d) => d[key].splice(i, 1))}>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Remove ${title} server ${i + 1}`}
+              onClick={() => update((d) => d[key].splice(i, 1))}
+            >
               Remove
             </button>
           </div>
@@ -314,70 +416,161 @@ export function SettingsPage(props: { onSaved: () => void }) {
               <div class="item">
                 <div class="row">
                   <Field id={`stdio-${i}-name`} label="Name" error={err(`${base}.name`)}>
-                    <input type="text" {...described(`stdio-${i}-name`, errors[`${base}.name`])} value={r.name} onInput={(ev) => update((d) => (d.stdio[i]!.name = ev.currentTarget.value))} />
+                    <input
+                      type="text"
+                      {...described(`stdio-${i}-name`, errors[`${base}.name`])}
+                      value={r.name}
+                      onInput={(ev) => update((d) => (d.stdio[i]!.name = ev.currentTarget.value))}
+                    />
                   </Field>
                   <Field id={`stdio-${i}-command`} label="Command" error={err(`${base}.command`)}>
-                    <input type="text" {...described(`stdio-${i}-command`, errors[`${base}.command`])} value={r.command} onInput={(ev) => update((d) => (d.stdio[i]!.command = ev.currentTarget.value))} />
+                    <input
+                      type="text"
+                      {...described(`stdio-${i}-command`, errors[`${base}.command`])}
+                      value={r.command}
+                      onInput={(ev) => update((d) => (d.stdio[i]!.command = ev.currentTarget.value))}
+                    />
                   </Field>
                   <Field id={`stdio-${i}-args`} label="Arguments (one per line)" error={err(`${base}.args`)}>
-                    <textarea id={`stdio-${i}-args`} rows={2} value={r.args} onInput={(ev) => update((d) => (d.stdio[i]!.args = ev.currentTarget.value))} />
+                    <textarea
+                      id={`stdio-${i}-args`}
+                      rows={2}
+                      value={r.args}
+                      onInput={(ev) => update((d) => (d.stdio[i]!.args = ev.currentTarget.value))}
+                    />
                   </Field>
-                  <button type="button" class="secondary" aria-label={`Remove stdio server ${r.name || i + 1}`} onClick={() => update((d) => d.stdio.splice(i, 1))}>
+                  <button
+                    type="button"
+                    class="secondary"
+                    aria-label={`Remove stdio server ${r.name || i + 1}`}
+                    onClick={() => update((d) => d.stdio.splice(i, 1))}
+                  >
                     Remove
                   </button>
                 </div>
                 {r.env.map((v, j) => (
                   <div class="row env">
                     <Field id={`stdio-${i}-env-${j}-key`} label="Variable" error={err(`${base}.env.${v.key}`)}>
-                      <input type="text" id={`stdio-${i}-env-${j}-key`} value={v.key} disabled={v.stored} onInput={(ev) => update((d) => (d.stdio[i]!.env[j]!.key = ev.currentTarget.value))} />
+                      <input
+                        type="text"
+                        id={`stdio-${i}-env-${j}-key`}
+                        value={v.key}
+                        disabled={v.stored}
+                        onInput={(ev) => update((d) => (d.stdio[i]!.env[j]!.key = ev.currentTarget.value))}
+                      />
                     </Field>
-                    <Field id={`stdio-${i}-env-${j}-value`} label="Value (write-only)" badge={v.stored ? <SetBadge set /> : undefined}>
-                      <input type="password" autocomplete="new-password" id={`stdio-${i}-env-${j}-value`} value={v.value} onInput={(ev) => update((d) => (d.stdio[i]!.env[j]!.value = ev.currentTarget.value))} />
+                    <Field
+                      id={`stdio-${i}-env-${j}-value`}
+                      label="Value (write-only)"
+                      badge={v.stored ? <SetBadge set /> : undefined}
+                    >
+                      <input
+                        type="password"
+                        autocomplete="new-password"
+                        id={`stdio-${i}-env-${j}-value`}
+                        value={v.value}
+                        onInput={(ev) => update((d) => (d.stdio[i]!.env[j]!.value = ev.currentTarget.value))}
+                      />
                     </Field>
-                    <button type="button" class="secondary" aria-label={`Remove variable ${v.key}`} onClick={() => update((d) => d.stdio[i]!.env.splice(j, 1))}>
+                    <button
+                      type="button"
+                      class="secondary"
+                      aria-label={`Remove variable ${v.key}`}
+                      onClick={() => update((d) => d.stdio[i]!.env.splice(j, 1))}
+                    >
                       Remove
                     </button>
                   </div>
                 ))}
-                <button type="button" class="secondary" onClick={() => update((d) => d.stdio[i]!.env.push({ key: '', value: '', stored: false }))}>
+                <button
+                  type="button"
+                  class="secondary"
+                  onClick={() => update((d) => d.stdio[i]!.env.push({ key: '', value: '', stored: false }))}
+                >
                   Add variable
                 </button>
               </div>
             );
           })}
-          <button type="button" class="secondary" onClick={() => update((d) => d.stdio.push({ name: '', command: '', args: '', env: [] }))}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => update((d) => d.stdio.push({ name: '', command: '', args: '', env: [] }))}
+          >
             Add stdio server
           </button>
         </fieldset>
       </section>
       <section class="group" aria-labelledby="group-secrets">
         <h2 id="group-secrets">Secrets</h2>
-        <p class="hint">Write-only: a stored value is never shown. Custom secrets reach the agent's commands as environment variables, masked in every event.</p>
+        <p class="hint">
+          Write-only: a stored value is never shown. Custom secrets reach the agent's commands as environment variables,
+          masked in every event.
+        </p>
         <fieldset>
           <legend>Custom secrets</legend>
           {draft.custom.map((row, i) => (
             <div class="row item">
-              <Field id={`secret-${i}-name`} label="Name" error={err(`secrets_store.custom_secrets.${row.name}`)} badge={row.stored ? <SetBadge set /> : undefined}>
-                <input type="text" id={`secret-${i}-name`} value={row.name} disabled={row.stored} onInput={(ev) => update((d) => (d.custom[i]!.name = ev.currentTarget.value))} />
+              <Field
+                id={`secret-${i}-name`}
+                label="Name"
+                error={err(`secrets_store.custom_secrets.${row.name}`)}
+                badge={row.stored ? <SetBadge set /> : undefined}
+              >
+                <input
+                  type="text"
+                  id={`secret-${i}-name`}
+                  value={row.name}
+                  disabled={row.stored}
+                  onInput={(ev) => update((d) => (d.custom[i]!.name = ev.currentTarget.value))}
+                />
               </Field>
               <Field id={`secret-${i}-value`} label={row.stored ? 'New value' : 'Value'}>
-                <input type="password" autocomplete="new-password" id={`secret-${i}-value`} value={row.value} disabled={row.remove} onInput={(ev) => update((d) => (d.custom[i]!.value = ev.currentTarget.value))} />
+                <input
+                  type="password"
+                  autocomplete="new-password"
+                  id={`secret-${i}-value`}
+                  value={row.value}
+                  disabled={row.remove}
+                  onInput={(ev) => update((d) => (d.custom[i]!.value = ev.currentTarget.value))}
+                />
               </Field>
               <Field id={`secret-${i}-description`} label="Description">
-                <input type="text" id={`secret-${i}-description`} value={row.description} onInput={(ev) => update((d) => (d.custom[i]!.description = ev.currentTarget.value))} />
+                <input
+                  type="text"
+                  id={`secret-${i}-description`}
+                  value={row.description}
+                  onInput={(ev) => update((d) => (d.custom[i]!.description = ev.currentTarget.value))}
+                />
               </Field>
               {row.stored ? (
                 <label class="inline">
-                  <input type="checkbox" checked={row.remove} onChange={(ev) => update((d) => (d.custom[i]!.remove = ev.currentTarget.checked))} /> remove
+                  <input
+                    type="checkbox"
+                    checked={row.remove}
+                    onChange={(ev) => update((d) => (d.custom[i]!.remove = ev.currentTarget.checked))}
+                  />{' '}
+                  remove
                 </label>
               ) : (
-                <button type="button" class="secondary" aria-label={`Remove secret ${i + 1}`} onClick={() => update((d) => d.custom.splice(i, 1))}>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Remove secret ${i + 1}`}
+                  onClick={() => update((d) => d.custom.splice(i, 1))}
+                >
                   Remove
                 </button>
               )}
             </div>
           ))}
-          <button type="button" class="secondary" onClick={() => update((d) => d.custom.push({ name: '', value: '', description: '', stored: false, remove: false }))}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() =>
+              update((d) => d.custom.push({ name: '', value: '', description: '', stored: false, remove: false }))
+            }
+          >
             Add secret
           </button>
         </fieldset>
@@ -388,15 +581,41 @@ export function SettingsPage(props: { onSaved: () => void }) {
             const t = draft.tokens[p]!;
             return (
               <div class="row item">
-                <Field id={`token-${p}`} label={`${p} token`} badge={<SetBadge set={stored} />} error={err(`secrets_store.provider_tokens.${p}.token`)}>
-                  <input type="password" autocomplete="new-password" id={`token-${p}`} value={t.token} disabled={t.remove} onInput={(ev) => update((d) => (d.tokens[p]!.token = ev.currentTarget.value))} />
+                <Field
+                  id={`token-${p}`}
+                  label={`${p} token`}
+                  badge={<SetBadge set={stored} />}
+                  error={err(`secrets_store.provider_tokens.${p}.token`)}
+                >
+                  <input
+                    type="password"
+                    autocomplete="new-password"
+                    id={`token-${p}`}
+                    value={t.token}
+                    disabled={t.remove}
+                    onInput={(ev) => update((d) => (d.tokens[p]!.token = ev.currentTarget.value))}
+                  />
                 </Field>
-                <Field id={`token-${p}-host`} label="Host (self-hosted)" error={err(`secrets_store.provider_tokens.${p}.host`)}>
-                  <input type="text" id={`token-${p}-host`} value={t.host} onInput={(ev) => update((d) => (d.tokens[p]!.host = ev.currentTarget.value))} />
+                <Field
+                  id={`token-${p}-host`}
+                  label="Host (self-hosted)"
+                  error={err(`secrets_store.provider_tokens.${p}.host`)}
+                >
+                  <input
+                    type="text"
+                    id={`token-${p}-host`}
+                    value={t.host}
+                    onInput={(ev) => update((d) => (d.tokens[p]!.host = ev.currentTarget.value))}
+                  />
                 </Field>
                 {stored && (
                   <label class="inline">
-                    <input type="checkbox" checked={t.remove} onChange={(ev) => update((d) => (d.tokens[p]!.remove = ev.currentTarget.checked))} /> remove
+                    <input
+                      type="checkbox"
+                      checked={t.remove}
+                      onChange={(ev) => update((d) => (d.tokens[p]!.remove = ev.currentTarget.checked))}
+                    />{' '}
+                    remove
                   </label>
                 )}
               </div>
@@ -408,11 +627,7 @@ export function SettingsPage(props: { onSaved: () => void }) {
   );
   const general = Object.entries(errors).filter(([k]) => !known.has(k));
   return (
-    <form
-      class="settings"
-      noValidate
-      onSubmit={submitting(save.call)}
-    >
+    <form class="settings" noValidate onSubmit={submitting(save.call)}>
       <h1>Settings</h1>
       <datalist id="model-choices">
         {models.map((m) => (
@@ -427,8 +642,14 @@ export function SettingsPage(props: { onSaved: () => void }) {
           ))}
         </div>
       )}
-      {save.error && !(save.error instanceof ApiFailure && save.error.status === 422) && <ErrorBox error={save.error} />}
-      {save.error instanceof ApiFailure && save.error.status === 422 && <p class="error-box" role="alert">Not saved: see the fields marked below their inputs.</p>}
+      {save.error && !(save.error instanceof ApiFailure && save.error.status === 422) && (
+        <ErrorBox error={save.error} />
+      )}
+      {save.error instanceof ApiFailure && save.error.status === 422 && (
+        <p class="error-box" role="alert">
+          Not saved: see the fields marked below their inputs.
+        </p>
+      )}
       <div class="actions sticky">
         <button type="submit" disabled={save.busy}>
           Save settings

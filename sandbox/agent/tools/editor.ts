@@ -58,7 +58,14 @@ export class FileEditor {
 
   async run(args: EditorArgs): Promise<EditResult> {
     const path = this.#resolve(args.path);
-    if (args.command === 'view') return { path, output: await this.#view(path, args.view_range), prevExist: true, oldContent: null, newContent: null };
+    if (args.command === 'view')
+      return {
+        path,
+        output: await this.#view(path, args.view_range),
+        prevExist: true,
+        oldContent: null,
+        newContent: null,
+      };
     const before = existsSync(path) ? await readFile(path, 'utf8').catch(() => null) : null;
     const prevExist = existsSync(path);
     let output: string;
@@ -99,7 +106,8 @@ export class FileEditor {
     if (!info) throw new EditorError(`The path ${path} does not exist.`);
     if (info.isDirectory()) throw new EditorError(`The path ${path} is a directory; this command needs a file.`);
     const buf = await readFile(path);
-    if (buf.subarray(0, 8192).includes(0)) throw new EditorError(`The file ${path} is binary; it cannot be shown or edited as text.`);
+    if (buf.subarray(0, 8192).includes(0))
+      throw new EditorError(`The file ${path} is binary; it cannot be shown or edited as text.`);
     return buf.toString('utf8');
   }
 
@@ -116,8 +124,10 @@ export class FileEditor {
     let last = lines.length;
     if (range) {
       const [a, b] = range as [number, number];
-      if (a < 1 || a > lines.length) throw new EditorError(`view_range: first line ${a} must be between 1 and ${lines.length}.`);
-      if (b !== -1 && (b < a || b > lines.length)) throw new EditorError(`view_range: last line ${b} must be -1 or between ${a} and ${lines.length}.`);
+      if (a < 1 || a > lines.length)
+        throw new EditorError(`view_range: first line ${a} must be between 1 and ${lines.length}.`);
+      if (b !== -1 && (b < a || b > lines.length))
+        throw new EditorError(`view_range: last line ${b} must be -1 or between ${a} and ${lines.length}.`);
       first = a;
       last = b === -1 ? lines.length : b;
     }
@@ -142,7 +152,8 @@ export class FileEditor {
 
   async #create(path: string, text: string | undefined): Promise<string> {
     if (text === undefined) throw new EditorError('create needs file_text.');
-    if (existsSync(path)) throw new EditorError(`The file ${path} already exists; create cannot overwrite it. Use str_replace to edit it.`);
+    if (existsSync(path))
+      throw new EditorError(`The file ${path} already exists; create cannot overwrite it. Use str_replace to edit it.`);
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, text);
     this.#remember(path, null);
@@ -154,10 +165,13 @@ export class FileEditor {
     const text = await this.#readText(path);
     const at: number[] = [];
     for (let i = text.indexOf(oldStr); i !== -1; i = text.indexOf(oldStr, i + 1)) at.push(i);
-    if (at.length === 0) throw new EditorError(`No replacement was performed: old_str did not appear verbatim in ${path}.`);
+    if (at.length === 0)
+      throw new EditorError(`No replacement was performed: old_str did not appear verbatim in ${path}.`);
     if (at.length > 1) {
       const lines = at.map((i) => text.slice(0, i).split('\n').length);
-      throw new EditorError(`No replacement was performed: old_str occurs ${at.length} times, at lines ${lines.join(', ')}. Include more context so it is unique.`);
+      throw new EditorError(
+        `No replacement was performed: old_str occurs ${at.length} times, at lines ${lines.join(', ')}. Include more context so it is unique.`,
+      );
     }
     const start = at[0]!;
     const updated = text.slice(0, start) + newStr + text.slice(start + oldStr.length);

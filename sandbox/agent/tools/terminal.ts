@@ -61,7 +61,9 @@ const POLL_MAX_MS = 250;
 
 const run = (file: string, args: string[], env: Record<string, string>): Promise<string> =>
   new Promise((resolve, reject) => {
-    execFile(file, args, { env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => (err ? reject(new Error(`${stderr || err.message}`.trim())) : resolve(stdout)));
+    execFile(file, args, { env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${stderr || err.message}`.trim())) : resolve(stdout),
+    );
   });
 
 /**
@@ -106,7 +108,10 @@ export class Terminal {
     const special = SPECIAL_KEYS.test(command.trim());
     if (this.#running) {
       if (command.trim() && !req.isInput && !special) {
-        return this.#result('', -1, { refused: true, suffix: `[Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. Send an empty command '' to wait for it, send input to it with is_input: true, or interrupt it with "C-c" (is_input: true) before running a new command.]` });
+        return this.#result('', -1, {
+          refused: true,
+          suffix: `[Your command "${command.slice(0, 200)}" was NOT executed: the previous command is still running. Send an empty command '' to wait for it, send input to it with is_input: true, or interrupt it with "C-c" (is_input: true) before running a new command.]`,
+        });
       }
       try {
         if (special) await this.#tmux('send-keys', '-t', 'agent', command.trim());
@@ -119,7 +124,12 @@ export class Terminal {
       return this.#wait(req);
     }
     if (req.isInput || !command.trim()) {
-      return this.#result('', -1, { refused: true, suffix: req.isInput ? '[No command is running, so there is nothing to send input to. Send the command without is_input.]' : '[No command is running: give a command to run.]' });
+      return this.#result('', -1, {
+        refused: true,
+        suffix: req.isInput
+          ? '[No command is running, so there is nothing to send input to. Send the command without is_input.]'
+          : '[No command is running: give a command to run.]',
+      });
     }
     let typed = command.replace(/\n+$/, '');
     // Several lines go as one compound command, so the shell runs them all before its next prompt.
@@ -165,7 +175,8 @@ export class Terminal {
     if (this.#dir && this.#alive) return;
     if (this.#everStarted && this.#dir) {
       this.#kill();
-      this.#pendingNote = '[The previous shell session ended (e.g. `exit`), so this is a new one: the working directory, variables and background jobs of the old one are gone.]';
+      this.#pendingNote =
+        '[The previous shell session ended (e.g. `exit`), so this is a new one: the working directory, variables and background jobs of the old one are gone.]';
     }
     this.#starting = this.#start();
     await this.#starting;
@@ -173,7 +184,9 @@ export class Terminal {
 
   async #start(): Promise<void> {
     this.#running = null;
-    const dir = this.#o.runtimeDir ? mkdtempSync(join(this.#o.runtimeDir, 'sh-')) : mkdtempSync(join(tmpdir(), 'agent-sh-'));
+    const dir = this.#o.runtimeDir
+      ? mkdtempSync(join(this.#o.runtimeDir, 'sh-'))
+      : mkdtempSync(join(tmpdir(), 'agent-sh-'));
     this.#dir = dir;
     this.#socket = join(dir, 'tmux.sock');
     const t = this.#token;
@@ -196,12 +209,43 @@ export class Terminal {
         '',
       ].join('\n'),
     );
-    writeFileSync(join(dir, 'tmux.conf'), 'set -g history-limit 100000\nset -g status off\nset -g remain-on-exit off\n');
+    writeFileSync(
+      join(dir, 'tmux.conf'),
+      'set -g history-limit 100000\nset -g status off\nset -g remain-on-exit off\n',
+    );
     const env = this.#o.env();
-    await run('tmux', ['-S', this.#socket, '-f', join(dir, 'tmux.conf'), 'new-session', '-d', '-s', 'agent', '-x', '1000', '-y', '100', '-c', this.#o.cwd, 'bash', '--noprofile', '--rcfile', join(dir, 'bashrc'), '-i'], env).catch((err: Error) => {
+    await run(
+      'tmux',
+      [
+        '-S',
+        this.#socket,
+        '-f',
+        join(dir, 'tmux.conf'),
+        'new-session',
+        '-d',
+        '-s',
+        'agent',
+        '-x',
+        '1000',
+        '-y',
+        '100',
+        '-c',
+        this.#o.cwd,
+        'bash',
+        '--noprofile',
+        '--rcfile',
+        join(dir, 'bashrc'),
+        '-i',
+      ],
+      env,
+    ).catch((err: Error) => {
       rmSync(dir, { recursive: true, force: true });
       this.#dir = null;
-      throw new Error(/ENOENT/.test(err.message) ? 'tmux is not installed here, and the shell needs it' : `the shell could not start: ${err.message}`);
+      throw new Error(
+        /ENOENT/.test(err.message)
+          ? 'tmux is not installed here, and the shell needs it'
+          : `the shell could not start: ${err.message}`,
+      );
     });
     this.#shellPid = Number((await this.#tmux('display-message', '-p', '-t', 'agent', '#{pane_pid}')).trim());
     const end = Date.now() + 10_000;
@@ -238,7 +282,8 @@ export class Terminal {
   /** Polls the pane until the end marker shows, the output stops changing for too long, or the time runs out. */
   async #wait(req: TerminalRequest): Promise<TerminalResult> {
     const running = this.#running!;
-    const explicit = req.timeoutSeconds !== undefined ? Math.min(req.timeoutSeconds * 1000, this.#o.maxTimeoutMs) : null;
+    const explicit =
+      req.timeoutSeconds !== undefined ? Math.min(req.timeoutSeconds * 1000, this.#o.maxTimeoutMs) : null;
     const hardMs = explicit ?? this.#o.hardTimeoutMs;
     const started = Date.now();
     let lastChange = started;
@@ -253,7 +298,11 @@ export class Terminal {
         return this.#result('', -1, { suffix: '[The shell session ended while the command ran.]' });
       }
       const marker = new RegExp(`###ACS${this.#token}(\\{.*?\\})ACS${this.#token}###`, 's').exec(content);
-      const body = content.slice(0, marker ? marker.index : undefined).split('\n').slice(running.echoLines).join('\n');
+      const body = content
+        .slice(0, marker ? marker.index : undefined)
+        .split('\n')
+        .slice(running.echoLines)
+        .join('\n');
       const rest = body.slice(running.shown).replace(/\n+$/, '');
       const fresh = rest.replace(/^\n+/, '');
       if (marker) {
@@ -286,16 +335,38 @@ export class Terminal {
     }
   }
 
-  #result(raw: string, exitCode: number, o: { refused?: boolean; timedOut?: boolean; suffix?: string; meta?: Partial<CommandMetadata> }): TerminalResult {
+  #result(
+    raw: string,
+    exitCode: number,
+    o: { refused?: boolean; timedOut?: boolean; suffix?: string; meta?: Partial<CommandMetadata> },
+  ): TerminalResult {
     const out = new BoundedText(this.#o.maxOutputChars);
     out.push(raw.trim() ? raw : '');
     const output = out.toString();
     const prefix = this.#pendingNote ?? '';
     this.#pendingNote = null;
     const suffix = o.suffix ?? `[The command completed with exit code ${exitCode}.]`;
-    const metadata: CommandMetadata = { exit_code: exitCode, pid: -1, username: null, hostname: null, working_dir: null, py_interpreter_path: null, ...o.meta, prefix, suffix };
+    const metadata: CommandMetadata = {
+      exit_code: exitCode,
+      pid: -1,
+      username: null,
+      hostname: null,
+      working_dir: null,
+      py_interpreter_path: null,
+      ...o.meta,
+      prefix,
+      suffix,
+    };
     const text = [prefix, output, suffix].filter(Boolean).join('\n');
-    return { output, exitCode, timedOut: Boolean(o.timedOut), refused: Boolean(o.refused), truncated: out.truncated, metadata, text };
+    return {
+      output,
+      exitCode,
+      timedOut: Boolean(o.timedOut),
+      refused: Boolean(o.refused),
+      truncated: out.truncated,
+      metadata,
+      text,
+    };
   }
 
   #kill(): void {

@@ -43,10 +43,24 @@ const text = (t: string): TextContent[] => [{ type: 'text', text: t }];
 const bashArgs = z.object({
   command: z
     .string()
-    .describe('The command to run. Empty with a command still running: wait for more of its output. "C-c", "C-d" or "C-z": send that key.'),
-  is_input: z.boolean().optional().describe('true: type `command` into the running process (e.g. an answer to a prompt) instead of starting a command'),
-  timeout: z.number().positive().optional().describe('Seconds to wait before returning; the command keeps running (optional)'),
-  reset: z.boolean().optional().describe('true: kill the shell and start a new one (working directory and variables are lost)'),
+    .describe(
+      'The command to run. Empty with a command still running: wait for more of its output. "C-c", "C-d" or "C-z": send that key.',
+    ),
+  is_input: z
+    .boolean()
+    .optional()
+    .describe(
+      'true: type `command` into the running process (e.g. an answer to a prompt) instead of starting a command',
+    ),
+  timeout: z
+    .number()
+    .positive()
+    .optional()
+    .describe('Seconds to wait before returning; the command keeps running (optional)'),
+  reset: z
+    .boolean()
+    .optional()
+    .describe('true: kill the shell and start a new one (working directory and variables are lost)'),
 });
 const thinkArgs = z.object({ thought: z.string().describe('Your reasoning') });
 const finishArgs = z.object({ message: z.string().describe('A short summary of what was done, for the user') });
@@ -64,7 +78,14 @@ function terminalTool(o: BuiltinToolOptions, terminal: Terminal): AgentTool {
       `(seconds, at most ${o.maxCommandTimeoutMs / 1000}) for commands that work silently for long. Run servers in the ` +
       'background with their output redirected to a file. Output is cut in the middle when long.',
     input: bashArgs,
-    action: (args) => ({ kind: 'ExecuteBashAction', command: '', is_input: false, timeout: null, reset: false, ...args }),
+    action: (args) => ({
+      kind: 'ExecuteBashAction',
+      command: '',
+      is_input: false,
+      timeout: null,
+      reset: false,
+      ...args,
+    }),
     run: async (raw) => {
       const args = bashArgs.parse(raw);
       if (args.reset) await terminal.reset();
@@ -99,7 +120,18 @@ function editorTool(o: BuiltinToolOptions): AgentTool {
       'must occur exactly once, with new_str; `insert` adds new_str after line insert_line; `undo_edit` reverts ' +
       'the last edit of the file. Paths must be inside the workspace.';
   const failed = (args: EditorArgs, message: string): ToolOutcome => ({
-    observation: { kind: 'StrReplaceEditorObservation', command: args.command, path: args.path, output: message, error: message, prev_exist: null, old_content: null, new_content: null, content: text(message), is_error: true },
+    observation: {
+      kind: 'StrReplaceEditorObservation',
+      command: args.command,
+      path: args.path,
+      output: message,
+      error: message,
+      prev_exist: null,
+      old_content: null,
+      new_content: null,
+      content: text(message),
+      is_error: true,
+    },
     text: `ERROR: ${message}`,
     isError: true,
   });
@@ -107,12 +139,24 @@ function editorTool(o: BuiltinToolOptions): AgentTool {
     name: 'str_replace_editor',
     description,
     input: editorArgsSchema,
-    action: (args) => ({ kind: 'StrReplaceEditorAction', path: '', file_text: null, old_str: null, new_str: null, insert_line: null, view_range: null, ...args }),
+    action: (args) => ({
+      kind: 'StrReplaceEditorAction',
+      path: '',
+      file_text: null,
+      old_str: null,
+      new_str: null,
+      insert_line: null,
+      view_range: null,
+      ...args,
+    }),
     run: async (raw) => {
       const args = editorArgsSchema.parse(raw);
       try {
         if (only && args.command !== 'view' && o.editor.resolve(args.path) !== o.editor.resolve(only)) {
-          return failed(args, `Only ${only} can be changed here (you are planning, not implementing): ${args.path} was left as it is.`);
+          return failed(
+            args,
+            `Only ${only} can be changed here (you are planning, not implementing): ${args.path} was left as it is.`,
+          );
         }
         const r = await o.editor.run(args);
         return {
@@ -147,7 +191,11 @@ const thinkTool: AgentTool = {
   run: async (raw) => {
     thinkArgs.parse(raw);
     const t = 'Your thought has been logged.';
-    return { observation: { kind: 'ThinkObservation', content: text(t), output: t, is_error: false }, text: t, isError: false };
+    return {
+      observation: { kind: 'ThinkObservation', content: text(t), output: t, is_error: false },
+      text: t,
+      isError: false,
+    };
   },
 };
 
@@ -158,7 +206,18 @@ const finishTool: AgentTool = {
   action: (args) => ({ kind: 'FinishAction', ...args }),
   run: async (raw) => {
     const args = finishArgs.parse(raw);
-    return { observation: { kind: 'FinishObservation', message: args.message, output: args.message, content: text(args.message), is_error: false }, text: args.message, isError: false, finish: true };
+    return {
+      observation: {
+        kind: 'FinishObservation',
+        message: args.message,
+        output: args.message,
+        content: text(args.message),
+        is_error: false,
+      },
+      text: args.message,
+      isError: false,
+      finish: true,
+    };
   },
 };
 
@@ -176,10 +235,30 @@ export function mcpAgentTool(t: McpTool, callTimeoutMs: number): AgentTool {
     run: async (args) => {
       try {
         const r = await t.call(args, callTimeoutMs);
-        return { observation: { kind: 'MCPToolObservation', tool_name: t.remoteName, content: text(r.text), output: r.text, is_error: r.isError }, text: r.text, isError: r.isError };
+        return {
+          observation: {
+            kind: 'MCPToolObservation',
+            tool_name: t.remoteName,
+            content: text(r.text),
+            output: r.text,
+            is_error: r.isError,
+          },
+          text: r.text,
+          isError: r.isError,
+        };
       } catch (err) {
         const msg = `MCP tool ${t.remoteName} (server ${t.server}) failed: ${(err as Error).message}`;
-        return { observation: { kind: 'MCPToolObservation', tool_name: t.remoteName, content: text(msg), output: msg, is_error: true }, text: `ERROR: ${msg}`, isError: true };
+        return {
+          observation: {
+            kind: 'MCPToolObservation',
+            tool_name: t.remoteName,
+            content: text(msg),
+            output: msg,
+            is_error: true,
+          },
+          text: `ERROR: ${msg}`,
+          isError: true,
+        };
       }
     },
   };

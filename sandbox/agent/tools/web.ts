@@ -20,12 +20,30 @@ const searchArgs = z.object({
 });
 const fetchArgs = z.object({
   url: z.string().url().describe('The http(s) URL of the page'),
-  max_length: z.number().int().min(100).max(100_000).optional().describe('Characters to return at most (default 20,000)'),
-  start_index: z.number().int().min(0).optional().describe('Start at this character, to read on where a previous call was cut (default 0)'),
+  max_length: z
+    .number()
+    .int()
+    .min(100)
+    .max(100_000)
+    .optional()
+    .describe('Characters to return at most (default 20,000)'),
+  start_index: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Start at this character, to read on where a previous call was cut (default 0)'),
 });
 
 const outcome = (kind: string, text: string, isError: boolean, extra: Record<string, unknown> = {}): ToolOutcome => ({
-  observation: { kind, output: text, content: [{ type: 'text', text }], is_error: isError, error: isError ? text : null, ...extra },
+  observation: {
+    kind,
+    output: text,
+    content: [{ type: 'text', text }],
+    is_error: isError,
+    error: isError ? text : null,
+    ...extra,
+  },
   text: isError ? `ERROR: ${text}` : text,
   isError,
 });
@@ -37,7 +55,8 @@ export function webTools(o: WebToolOptions): AgentTool[] {
   return [
     {
       name: 'web_search',
-      description: 'Search the web (Tavily). Returns titles, URLs and extracts of the best results; read a result in full with `fetch`.',
+      description:
+        'Search the web (Tavily). Returns titles, URLs and extracts of the best results; read a result in full with `fetch`.',
       input: searchArgs,
       action: (args) => ({ kind: 'WebSearchAction', ...args }),
       run: async (raw) => {
@@ -46,45 +65,83 @@ export function webTools(o: WebToolOptions): AgentTool[] {
           const res = await fetch(`${base}/search`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', authorization: `Bearer ${o.apiKey}` },
-            body: JSON.stringify({ query: args.query, max_results: args.max_results ?? 5, search_depth: 'basic', include_answer: true }),
+            body: JSON.stringify({
+              query: args.query,
+              max_results: args.max_results ?? 5,
+              search_depth: 'basic',
+              include_answer: true,
+            }),
             signal: AbortSignal.timeout(timeoutMs),
           });
           const body = await res.text();
-          if (!res.ok) return outcome('WebSearchObservation', `The search failed: HTTP ${res.status} ${body.slice(0, 300)}${res.status === 401 ? ' (check search_api_key)' : ''}`, true, { query: args.query });
-          const data = JSON.parse(body) as { answer?: string | null; results?: { title?: string; url?: string; content?: string }[] };
+          if (!res.ok)
+            return outcome(
+              'WebSearchObservation',
+              `The search failed: HTTP ${res.status} ${body.slice(0, 300)}${res.status === 401 ? ' (check search_api_key)' : ''}`,
+              true,
+              { query: args.query },
+            );
+          const data = JSON.parse(body) as {
+            answer?: string | null;
+            results?: { title?: string; url?: string; content?: string }[];
+          };
           const results = data.results ?? [];
           const text = [
             data.answer ? `Answer: ${data.answer}\n` : '',
-            results.length ? results.map((r, i) => `${i + 1}. ${r.title ?? '(no title)'}\n   ${r.url ?? ''}\n   ${(r.content ?? '').replace(/\s+/g, ' ').slice(0, 1000)}`).join('\n') : 'No results.',
+            results.length
+              ? results
+                  .map(
+                    (r, i) =>
+                      `${i + 1}. ${r.title ?? '(no title)'}\n   ${r.url ?? ''}\n   ${(r.content ?? '').replace(/\s+/g, ' ').slice(0, 1000)}`,
+                  )
+                  .join('\n')
+              : 'No results.',
           ].join('');
           return outcome('WebSearchObservation', text, false, { query: args.query, results });
         } catch (err) {
-          return outcome('WebSearchObservation', `The search failed: ${(err as Error).message}`, true, { query: args.query });
+          return outcome('WebSearchObservation', `The search failed: ${(err as Error).message}`, true, {
+            query: args.query,
+          });
         }
       },
     },
     {
       name: 'fetch',
-      description: 'Fetch a web page (http or https) and return it as plain text (HTML tags removed), cut at max_length; use start_index to read on.',
+      description:
+        'Fetch a web page (http or https) and return it as plain text (HTML tags removed), cut at max_length; use start_index to read on.',
       input: fetchArgs,
       action: (args) => ({ kind: 'FetchAction', ...args }),
       run: async (raw) => {
         const args = fetchArgs.parse(raw);
-        if (!/^https?:\/\//i.test(args.url)) return outcome('FetchObservation', `Only http and https URLs can be fetched, not ${args.url}.`, true, { url: args.url });
+        if (!/^https?:\/\//i.test(args.url))
+          return outcome('FetchObservation', `Only http and https URLs can be fetched, not ${args.url}.`, true, {
+            url: args.url,
+          });
         try {
-          const res = await fetch(args.url, { redirect: 'follow', headers: { accept: 'text/html,text/plain,application/json;q=0.9,*/*;q=0.5' }, signal: AbortSignal.timeout(timeoutMs) });
+          const res = await fetch(args.url, {
+            redirect: 'follow',
+            headers: { accept: 'text/html,text/plain,application/json;q=0.9,*/*;q=0.5' },
+            signal: AbortSignal.timeout(timeoutMs),
+          });
           const type = res.headers.get('content-type') ?? '';
           const body = await readCapped(res);
-          if (!res.ok) return outcome('FetchObservation', `${args.url} answered HTTP ${res.status}: ${body.slice(0, 300)}`, true, { url: args.url });
-          if (type && !/text\/|json|xml|javascript/i.test(type)) return outcome('FetchObservation', `${args.url} is ${type}, not text.`, true, { url: args.url });
+          if (!res.ok)
+            return outcome('FetchObservation', `${args.url} answered HTTP ${res.status}: ${body.slice(0, 300)}`, true, {
+              url: args.url,
+            });
+          if (type && !/text\/|json|xml|javascript/i.test(type))
+            return outcome('FetchObservation', `${args.url} is ${type}, not text.`, true, { url: args.url });
           const whole = /html/i.test(type) || /^\s*<(!doctype|html)/i.test(body) ? htmlToText(body) : body;
           const start = args.start_index ?? 0;
           const max = args.max_length ?? 20_000;
           let text = whole.slice(start, start + max);
-          if (start + max < whole.length) text += `\n[... cut at ${max} characters of ${whole.length}: call fetch again with start_index ${start + max} to read on ...]`;
+          if (start + max < whole.length)
+            text += `\n[... cut at ${max} characters of ${whole.length}: call fetch again with start_index ${start + max} to read on ...]`;
           return outcome('FetchObservation', `Contents of ${args.url}:\n${text}`, false, { url: args.url });
         } catch (err) {
-          return outcome('FetchObservation', `Could not fetch ${args.url}: ${(err as Error).message}`, true, { url: args.url });
+          return outcome('FetchObservation', `Could not fetch ${args.url}: ${(err as Error).message}`, true, {
+            url: args.url,
+          });
         }
       },
     },
@@ -111,7 +168,10 @@ export function htmlToText(html: string): string {
   return html
     .replace(/<(script|style|noscript|template|svg)\b[\s\S]*?<\/\1\s*>/gi, '')
     .replace(/<!--[\s\S]*?-->/g, '')
-    .replace(/<(br|\/p|\/div|\/h[1-6]|\/ul|\/ol|\/title|\/tr|\/pre|\/blockquote|\/section|\/article|\/header|\/footer)\b[^>]*>/gi, '\n')
+    .replace(
+      /<(br|\/p|\/div|\/h[1-6]|\/ul|\/ol|\/title|\/tr|\/pre|\/blockquote|\/section|\/article|\/header|\/footer)\b[^>]*>/gi,
+      '\n',
+    )
     .replace(/<li\b[^>]*>/gi, '\n- ')
     .replace(/<[^>]+>/g, '')
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {

@@ -1,11 +1,20 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { defaultSnapshotLimits, WorkspaceSnapshots, type SnapshotSigning } from '#shared/sandboxes/workspace-snapshots.ts';
+import {
+  defaultSnapshotLimits,
+  WorkspaceSnapshots,
+  type SnapshotSigning,
+} from '#shared/sandboxes/workspace-snapshots.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
 
 /** The workspace bucket's snapshots, signing with `signing` when given. */
 export const bucketSnapshots = (signing?: SnapshotSigning) =>
-  new WorkspaceSnapshots(new S3Client({}), requireEnv('WORKSPACE_BUCKET', 'the S3 bucket of workspace snapshots'), defaultSnapshotLimits, signing);
+  new WorkspaceSnapshots(
+    new S3Client({}),
+    requireEnv('WORKSPACE_BUCKET', 'the S3 bucket of workspace snapshots'),
+    defaultSnapshotLimits,
+    signing,
+  );
 
 /**
  * The S3 client without the presigners: what checks, lists and deletes a sandbox's snapshot objects

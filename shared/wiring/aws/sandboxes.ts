@@ -15,6 +15,9 @@ export const bridgeUrl: Builder<'bridgeUrl'> = () => publicBaseUrl;
 export function publicBaseUrl(host: string | undefined): string {
   const configured = process.env.PUBLIC_BASE_URL;
   if (configured) return configured.replace(/\/+$/, '');
-  if (!host) throw new Error('Cannot tell a sandbox where the API is: the request has no Host header and PUBLIC_BASE_URL is not set');
+  if (!host)
+    throw new Error(
+      'Cannot tell a sandbox where the API is: the request has no Host header and PUBLIC_BASE_URL is not set',
+    );
   return `https://${host}`;
 }

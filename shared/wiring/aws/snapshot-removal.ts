@@ -5,6 +5,9 @@ import { requireEnv } from '#shared/wiring/lazy.ts';
 
 /** An asynchronous invoke of the snapshot-removal function: the Lambda client, not S3's, in the bundles that finish a sandbox's deletion. */
 export const snapshotRemoval: Builder<'snapshotRemoval'> = () => {
-  const send = lambdaEvent<SnapshotRemovalRequest>(requireEnv('SNAPSHOTS_DELETE_FUNCTION', 'the function that removes snapshots'), 'the snapshot-removal function');
+  const send = lambdaEvent<SnapshotRemovalRequest>(
+    requireEnv('SNAPSHOTS_DELETE_FUNCTION', 'the function that removes snapshots'),
+    'the snapshot-removal function',
+  );
   return { remove: (sandboxId) => send({ sandboxId }) };
 };

@@ -3,4 +3,5 @@ import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
 
 /** The asynchronous invoke of the resend function: the Lambda client, only in `$connect`'s bundle. */
-export const streamResendTrigger: Builder<'streamResendTrigger'> = () => new LambdaResendTrigger(requireEnv('STREAM_RESEND_FUNCTION', 'the stream resend function'));
+export const streamResendTrigger: Builder<'streamResendTrigger'> = () =>
+  new LambdaResendTrigger(requireEnv('STREAM_RESEND_FUNCTION', 'the stream resend function'));

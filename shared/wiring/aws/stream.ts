@@ -10,6 +10,8 @@ export const streamTicketStore: Builder<'streamTicketStore'> = () => new DynamoS
 /** The WebSocket API's connections (the streamConnections table). */
 export const streamConnectionStore: Builder<'streamConnectionStore'> = () => new DynamoConnectionStore();
 /** PostToConnection on the stream API's stage. */
-export const streamPush: Builder<'streamPush'> = () => new ApiGatewayConnectionPush(requireEnv('STREAM_CALLBACK_URL', "the stream API stage's @connections endpoint"));
+export const streamPush: Builder<'streamPush'> = () =>
+  new ApiGatewayConnectionPush(requireEnv('STREAM_CALLBACK_URL', "the stream API stage's @connections endpoint"));
 /** The feed the ingest function tells: PostToConnection to the conversation's open connections. */
-export const eventFeed: Builder<'eventFeed'> = (get) => new PushDelivery(get('streamConnectionStore'), get('eventStore'), get('streamPush'));
+export const eventFeed: Builder<'eventFeed'> = (get) =>
+  new PushDelivery(get('streamConnectionStore'), get('eventStore'), get('streamPush'));
