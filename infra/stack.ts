@@ -34,13 +34,21 @@ import {
 } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
 import { environmentNames } from '#shared/wiring/needs.ts';
 
-/** An HTTP function may run up to API Gateway's 30 s integration limit, minus a margin. */
-const API_TIMEOUT = Duration.seconds(29);
+/** A route function's time-out: its entry's, or the default; never past API Gateway's 30 s integration limit. */
+export function routeTimeout(route: RouteDef): Duration {
+  const seconds = route.timeoutSeconds ?? ROUTE_TIMEOUT_SECONDS;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > MAX_ROUTE_TIMEOUT_SECONDS) {
+    throw new Error(
+      `Route ${route.id}: timeoutSeconds ${seconds} is not 1..${MAX_ROUTE_TIMEOUT_SECONDS} (API Gateway answers 503 after 30 s)`,
+    );
+  }
+  return Duration.seconds(seconds);
+}
 
 export interface ServiceStackProps extends StackProps {
   config: Config;
@@ -165,7 +173,7 @@ export class ConversationServiceStack extends Stack {
       values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
     }
     for (const route of routes as readonly RouteDef[]) {
-      addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
+      addFunction(route.id, route.entry, route, { async: false, timeout: routeTimeout(route) });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), {

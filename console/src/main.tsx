@@ -89,7 +89,10 @@ function App() {
       setMe(null);
       setNotice('Your session ended. Sign in again.');
     });
-    void loadMe();
+    // The page says whether the request carried a session cookie: without one, nobody signed in, and asking
+    // the API would only fail (a 401 in the browser's console, "session ended" to a first-time visitor).
+    if (document.documentElement.hasAttribute('data-session')) void loadMe();
+    else setMe(null);
   }, []);
   const signOut = async () => {
     await api('POST', '/api/logout').catch(() => undefined);

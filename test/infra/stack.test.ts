@@ -9,8 +9,8 @@ import { expectedActions } from '#infra/iam.ts';
 import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
 import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
-import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import { buildApp, type ConversationServiceStack, routeTimeout } from '#infra/stack.ts';
+import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableKeys, tables } from '#shared/store/tables.ts';
 import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
@@ -420,6 +420,24 @@ describe('functions', () => {
         LogGroup: { Ref: logicalId(stack.functionLogs.node.defaultChild) },
       });
     }
+  });
+
+  it("gives each route function its entry's time-out (default 10 s), within API Gateway's 30 s integration limit", () => {
+    const declared = routeDefs.filter((r) => r.timeoutSeconds !== undefined);
+    expect(declared.length).toBeGreaterThan(0);
+    for (const route of routeDefs) {
+      const { fn } = stack.functions.get(route.id)!;
+      const timeout = resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Timeout;
+      expect(timeout, route.id).toBe(route.timeoutSeconds ?? ROUTE_TIMEOUT_SECONDS);
+      expect(timeout, route.id).toBeLessThanOrEqual(MAX_ROUTE_TIMEOUT_SECONDS);
+    }
+    // An integration's own limit, where one is set, leaves the function time to answer.
+    for (const [id, integration] of ofType('AWS::ApiGatewayV2::Integration')) {
+      const limit = integration.Properties.TimeoutInMillis;
+      if (limit !== undefined) expect(limit, id).toBeGreaterThan(MAX_ROUTE_TIMEOUT_SECONDS * 1000);
+    }
+    expect(() => routeTimeout({ ...routeDefs[0]!, timeoutSeconds: 30 })).toThrow(/30 s/);
+    expect(() => routeTimeout({ ...routeDefs[0]!, timeoutSeconds: 0 })).toThrow(/timeoutSeconds 0/);
   });
 
   it('gives each function only the environment its declaration needs', () => {
