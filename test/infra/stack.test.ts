@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, type CfnElement } from 'aws-cdk-lib';
+import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from 
 import { routes } from '#shared/routes.ts';
 import { tableKeys, tables } from '#shared/store/tables.ts';
 import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
+import { flattenNested, type Template as TierTemplate } from '#test/tier/template.ts';
 import { hourlyBilled } from './zero-cost.ts';
 
 const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<
@@ -32,7 +33,8 @@ let template: Template;
 let resources: Record<string, Json>;
 let synthError: unknown;
 
-const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
+/** The element's logical id in its own stack (the flattened template keeps nested stacks' ids). */
+const logicalId = (element: unknown) => Stack.of(element as CfnElement).getLogicalId(element as CfnElement);
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 /** Resources of one API Gateway API (the HTTP API, the bridge socket). */
 const ofApi = (type: string, api: unknown) =>
@@ -40,11 +42,15 @@ const ofApi = (type: string, api: unknown) =>
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
-  const app = new App({ context: cdkContext, outdir });
+  const app = new App({ context: { ...cdkContext, 'aws:cdk:enable-asset-metadata': true }, outdir });
   stack = buildApp(app);
   try {
     const assembly = app.synth();
-    template = Template.fromJSON(assembly.getStackByName(stack.stackName).template as Json);
+    // The nested stacks' resources in one template, as the tier reads the deployment.
+    const read = (file: string) => JSON.parse(readFileSync(join(outdir, file), 'utf8'));
+    template = Template.fromJSON(
+      flattenNested(assembly.getStackByName(stack.stackName).template as TierTemplate, read) as Json,
+    );
   } catch (err) {
     synthError = err;
     throw err;
