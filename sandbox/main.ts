@@ -120,7 +120,7 @@ export async function runSandbox(): Promise<number> {
   }
 
   const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
-  let checkIn;
+  let checkIn: Awaited<ReturnType<BridgeClient['checkIn']>>;
   for (let attempt = 0; ; attempt++) {
     try {
       checkIn = await bridge.checkIn(enrollmentToken, {

@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, whenSignedOut } from './api.ts';
 import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
@@ -112,7 +112,7 @@ function App() {
       />
     );
   const [section = 'conversations', id] = route;
-  let page;
+  let page: VNode;
   if (section === 'conversations' && id === 'new') page = <NewConversationPage />;
   else if (section === 'conversations' && id) page = <ConversationPage id={id} me={me} />;
   else if (section === 'sandboxes') page = <SandboxesPage />;

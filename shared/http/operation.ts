@@ -64,7 +64,8 @@ export function defineOperation<I extends RouteId, S extends RouteSchemas>(
   return {
     route,
     get schemas() {
-      return (schemas ??= build());
+      schemas ??= build();
+      return schemas;
     },
     run: run as Operation['run'],
   };

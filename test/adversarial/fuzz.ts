@@ -230,7 +230,7 @@ function requestArb(target: FuzzTarget, route: FuzzRoute): fc.Arbitrary<FuzzRequ
     })
     .map((r) => {
       let path = route.path;
-      names.forEach((n, i) => (path = path.replace(`{${n}}`, r.segments[i]!)));
+      for (const [i, n] of names.entries()) path = path.replace(`{${n}}`, r.segments[i]!);
       // A valid wait on the long-poll is a legitimate wait of up to 20 s: fuzz it with 0 only.
       let query = r.query ?? '';
       if (route.id === 'sandboxCommands')

@@ -339,7 +339,7 @@ describe('the program itself', () => {
     const id: string = res.body.id;
     await waitForStatus(stack, id, 'RUNNING', undefined, 60_000);
     const connection = await waitFor('its connection', () => socketOf(id), 30_000);
-    const seq = await enqueue(id, 'no_such_command');
+    await enqueue(id, 'no_such_command');
     // Unknown commands are acknowledged and ignored: the queue empties, through the push.
     await waitFor(
       'the acknowledgement',
