@@ -139,7 +139,8 @@ export async function benchLists(): Promise<string> {
           const c0 = process.cpuUsage();
           await fn();
           const c = process.cpuUsage(c0);
-          (cpu[k] ??= []).push((c.user + c.system) / 1000);
+          cpu[k] ??= [];
+          cpu[k].push((c.user + c.system) / 1000);
         },
       ]),
     );

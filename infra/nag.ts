@@ -1,4 +1,4 @@
-import { Stack, Validations } from 'aws-cdk-lib';
+import { CfnElement, Names, NestedStack, Stack, Validations } from 'aws-cdk-lib';
 import type { CfnRoute } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { CfnPolicy } from 'aws-cdk-lib/aws-iam';
 // The function cdk-nag itself uses to name a wildcard finding, so the ids below match its own.
@@ -6,8 +6,6 @@ import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js'
 import type { IConstruct } from 'constructs';
 import { wildcardReason } from '#infra/iam.ts';
 import type { ConversationServiceStack } from '#infra/stack.ts';
-import type { RouteDef } from '#shared/http/route.ts';
-import { routes } from '#shared/routes.ts';
 
 /** Wildcards that AWS services impose outside our capability map. */
 const serviceWildcards: Record<string, string> = {
@@ -33,7 +31,7 @@ interface Statement {
  */
 function acknowledgeWildcards(policy: CfnPolicy): void {
   const stack = Stack.of(policy);
-  const doc = stack.resolve(policy.policyDocument) as { Statement: Statement[] };
+  const doc = asInTemplate(stack, stack.resolve(policy.policyDocument)) as { Statement: Statement[] };
   for (const statement of doc.Statement) {
     if (statement.Effect !== 'Allow') continue;
     const actions = [statement.Action].flat();
@@ -44,6 +42,38 @@ function acknowledgeWildcards(policy: CfnPolicy): void {
       if (flat.includes('*')) ack(policy, `AwsSolutions-IAM5[Resource::${flat}]`, reason);
     }
   }
+}
+
+const parentElements = new WeakMap<Stack, Map<string, CfnElement>>();
+
+/**
+ * A resolved value as the template of `stack` will hold it. In a nested stack, a reference to its parent's
+ * resource becomes a parameter, named as CDK names it (`reference-to-<unique id><Ref|attribute>`, which
+ * CDK's logical id keeps without the dashes): cdk-nag names a finding by that parameter.
+ */
+function asInTemplate(stack: Stack, value: unknown): unknown {
+  if (!NestedStack.isNestedStack(stack)) return value;
+  const parent = stack.nestedStackParent!;
+  let elements = parentElements.get(parent);
+  if (!elements) {
+    elements = new Map();
+    for (const c of parent.node.findAll())
+      if (CfnElement.isCfnElement(c) && Stack.of(c) === parent) elements.set(parent.getLogicalId(c), c);
+    parentElements.set(parent, elements);
+  }
+  const param = (id: string, name: string) => {
+    const element = elements!.get(id);
+    return element ? { Ref: `referenceto${Names.nodeUniqueId(element.node)}${name}` } : undefined;
+  };
+  const walk = (v: any): any => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (!v || typeof v !== 'object') return v;
+    if (typeof v.Ref === 'string' && Object.keys(v).length === 1) return param(v.Ref, 'Ref') ?? v;
+    if (Array.isArray(v['Fn::GetAtt']) && Object.keys(v).length === 1)
+      return param(v['Fn::GetAtt'][0], v['Fn::GetAtt'][1]) ?? v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+  };
+  return walk(value);
 }
 
 /** The stack's cdk-nag acknowledgements: each on the one construct it concerns, each with its reason. */
@@ -65,7 +95,7 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
       acknowledgeWildcards(child.node.findChild('DefaultPolicy').node.defaultChild as CfnPolicy);
   }
 
-  for (const route of routes as readonly RouteDef[]) {
+  for (const route of stack.routeTable) {
     if (route.auth === 'user') continue;
     ack(
       stack.api.routes.get(route.id)!.node.defaultChild as CfnRoute,

@@ -1,4 +1,13 @@
-import { type App, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import {
+  type App,
+  CfnOutput,
+  Duration,
+  NestedStack,
+  RemovalPolicy,
+  Stack,
+  Validations,
+  type StackProps,
+} from 'aws-cdk-lib';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Key } from 'aws-cdk-lib/aws-kms';
@@ -34,19 +43,55 @@ import {
 } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
 import { environmentNames } from '#shared/wiring/needs.ts';
 
-/** An HTTP function may run up to API Gateway's 30 s integration limit, minus a margin. */
-const API_TIMEOUT = Duration.seconds(29);
+/** A route function's time-out: its entry's, or the default; never past API Gateway's 30 s integration limit. */
+export function routeTimeout(route: RouteDef): Duration {
+  const seconds = route.timeoutSeconds ?? ROUTE_TIMEOUT_SECONDS;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > MAX_ROUTE_TIMEOUT_SECONDS) {
+    throw new Error(
+      `Route ${route.id}: timeoutSeconds ${seconds} is not 1..${MAX_ROUTE_TIMEOUT_SECONDS} (API Gateway answers 503 after 30 s)`,
+    );
+  }
+  return Duration.seconds(seconds);
+}
 
 export interface ServiceStackProps extends StackProps {
   config: Config;
+  /** The route table (default `shared/routes.ts`; the quota test adds generated routes). */
+  routes?: readonly RouteDef[];
 }
 
-/** The whole deployment: API, functions, tables, secrets key, sandbox infrastructure, observability. */
+/** Route functions per nested stack at most: with the heaviest route's resources, well under CloudFormation's quotas. */
+export const ROUTES_PER_STACK = 20;
+
+/**
+ * The nested stack each route's function goes in: one per route-table tag, a tag's routes in chunks of
+ * ROUTES_PER_STACK in table order (`Routes-sandboxes`, `Routes-conversations-2`). A route added at the end
+ * of its tag moves no other route, so no deployed function is replaced.
+ */
+export function routeStackNames(table: readonly RouteDef[]): Map<string, string> {
+  const byTag = new Map<string, RouteDef[]>();
+  for (const route of table) byTag.set(route.tag, [...(byTag.get(route.tag) ?? []), route]);
+  const out = new Map<string, string>();
+  for (const [tag, list] of byTag)
+    list.forEach((route, i) => {
+      const chunk = Math.floor(i / ROUTES_PER_STACK);
+      out.set(route.id, `Routes-${tag}${chunk ? `-${chunk + 1}` : ''}`);
+    });
+  return out;
+}
+
+/**
+ * The whole deployment: API, functions, tables, secrets key, sandbox infrastructure, observability.
+ * Resources of the deployment (a construct of `infra/constructs/`) are made here, in this stack; each route's
+ * function, role, API route and integration in the nested stack `routeStackNames` gives it, which keeps every
+ * template within CloudFormation's quotas (`test/infra/quotas.test.ts`). Cross-stack references cost
+ * parameters and outputs: route stacks read from this stack, never the reverse.
+ */
 export class ConversationServiceStack extends Stack {
   readonly data: DataTables;
   readonly sandboxes: SandboxInfra;
@@ -60,10 +105,16 @@ export class ConversationServiceStack extends Stack {
   readonly observability: Observability;
   /** Every Lambda of the deployment by id: route ids, then `authorizer`, `fallback`, `ecsEvents`, `sweeper`. */
   readonly functions = new Map<string, { fn: ServiceFunction; access: FunctionAccess; async: boolean }>();
+  /** The route table this stack was built from. */
+  readonly routeTable: readonly RouteDef[];
+  /** The nested stacks of the route functions, by name. */
+  readonly routeStacks = new Map<string, NestedStack>();
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
     super(scope, id, props);
     const { config } = props;
+    const table = props.routes ?? (routes as readonly RouteDef[]);
+    this.routeTable = table;
     const retention = config.logRetentionDays as RetentionDays;
 
     this.data = new DataTables(this, 'Tables');
@@ -129,12 +180,13 @@ export class ConversationServiceStack extends Stack {
       return env;
     };
     const addFunction = (
+      scope: Construct,
       id: string,
       entry: string,
       access: FunctionAccess,
       options: { async: boolean; timeout: Duration; env?: Record<string, string> },
     ) => {
-      const fn = new ServiceFunction(this, `Fn-${id}`, {
+      const fn = new ServiceFunction(scope, `Fn-${id}`, {
         entry,
         access,
         environment: { ...environment(access), ...options.env },
@@ -157,15 +209,25 @@ export class ConversationServiceStack extends Stack {
     };
 
     const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) =>
-      addFunction(f.id, f.entry, f, { async: f.async, timeout, env });
+      addFunction(this, f.id, f.entry, f, { async: f.async, timeout, env });
     {
       // Before the routes: the sandbox delete's grant and environment name it (as ECS events' and the sweeper's do).
       const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
       targets.sandbox.snapshotsDeleteFunction = snapshotsDelete.fn;
       values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
     }
-    for (const route of routes as readonly RouteDef[]) {
-      addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
+    const stackNames = routeStackNames(table);
+    const routeStack = (name: string) => {
+      let nested = this.routeStacks.get(name);
+      if (!nested) {
+        nested = new NestedStack(this, name, { description: `Agent Conversation Service: route functions (${name})` });
+        this.routeStacks.set(name, nested);
+      }
+      return nested;
+    };
+    for (const route of table) {
+      const scope = routeStack(stackNames.get(route.id)!);
+      addFunction(scope, route.id, route.entry, route, { async: false, timeout: routeTimeout(route) });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), {
@@ -189,12 +251,14 @@ export class ConversationServiceStack extends Stack {
 
     this.api = new Api(this, 'Api', {
       config,
-      routes: routes as readonly RouteDef[],
-      handlers: new Map((routes as readonly RouteDef[]).map((r) => [r.id, this.functions.get(r.id)!.fn.fn])),
       authorizer: authorizer.fn,
       fallback: fallback.fn,
       accessLogs: new LogGroup(this, 'ApiAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY }),
     });
+    for (const route of table) {
+      const { fn } = this.functions.get(route.id)!;
+      this.api.addRoute(Stack.of(fn), route, fn.fn);
+    }
 
     {
       const ecsEvents = extra(ecsEventsFunction, Duration.seconds(60));
@@ -288,11 +352,12 @@ export class ConversationServiceStack extends Stack {
 }
 
 /** Builds the deployment into `app` from its context, with the cdk-nag packs as synth-time validations. */
-export function buildApp(app: App): ConversationServiceStack {
+export function buildApp(app: App, extraRoutes: readonly RouteDef[] = []): ConversationServiceStack {
   const config = loadConfig((key) => app.node.tryGetContext(key));
   const env = config.account || config.region ? { account: config.account, region: config.region } : undefined;
   const stack = new ConversationServiceStack(app, config.stackName, {
     config,
+    ...(extraRoutes.length ? { routes: [...(routes as readonly RouteDef[]), ...extraRoutes] } : {}),
     ...(env ? { env } : {}),
     description: 'Agent Conversation Service: serverless control plane with Fargate sandboxes',
   });

@@ -172,7 +172,10 @@ export class ConversationRunner {
   /** Queues a status report (see ReportQueue): the start flow and the agent go on while it travels. */
   private reportInOrder(cid: string, fields: ReportFields): Promise<void> {
     let queue = this.reports.get(cid);
-    if (!queue) this.reports.set(cid, (queue = new ReportQueue((f) => this.report(cid, f))));
+    if (!queue) {
+      queue = new ReportQueue((f) => this.report(cid, f));
+      this.reports.set(cid, queue);
+    }
     return queue.push(fields);
   }
 

@@ -41,9 +41,9 @@ export interface SandboxContext {
 export type CommandHandler = (command: BridgeCommand, ctx: SandboxContext) => Promise<void>;
 
 /**
- * The commands this program obeys. The conversations work registers its commands here
- * (`start_conversation`, `send_message`, `pause`, `run`, `respond_to_confirmation`, ...), each
- * driving an agent session from `sandbox/agent/`. Anything not listed is acknowledged and logged.
+ * The program's own commands. The conversation commands (`start_conversation`, `send_message`, `pause`,
+ * `run`, `respond_to_confirmation`, ...) come from `ConversationRunner.handlers()` (`conversations.ts`)
+ * and join these in `runSandbox`. Anything in neither is acknowledged and logged.
  */
 export const commandHandlers: Record<string, CommandHandler> = {
   stop: async (command, ctx) => {
@@ -120,7 +120,7 @@ export async function runSandbox(): Promise<number> {
   }
 
   const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
-  let checkIn;
+  let checkIn: Awaited<ReturnType<BridgeClient['checkIn']>>;
   for (let attempt = 0; ; attempt++) {
     try {
       checkIn = await bridge.checkIn(enrollmentToken, {

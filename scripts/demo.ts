@@ -91,7 +91,10 @@ try {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     const [t] = await call('GET', `/api/v1/app-conversations/start-tasks?ids=${task.id}`);
-    if (t.status !== status) print(`Start task: ${(status = t.status)}${t.detail ? ` (${t.detail})` : ''}`);
+    if (t.status !== status) {
+      status = t.status;
+      print(`Start task: ${status}${t.detail ? ` (${t.detail})` : ''}`);
+    }
     sandboxId = t.sandbox_id;
     if (t.status === 'ERROR') break;
     if (conversationId) {

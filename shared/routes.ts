@@ -136,7 +136,7 @@ export const routes = [
     // The user's sandbox images and resource factor.
     tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'pauseSandbox',
@@ -163,7 +163,7 @@ export const routes = [
     // The user's sandbox images and resource factor.
     tables: { sandboxes: 'write', settings: 'read' },
     capabilities: sandboxLaunch,
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'deleteSandbox',
@@ -176,7 +176,7 @@ export const routes = [
     tables: { sandboxes: 'write', commands: 'write' },
     // Its snapshots go with it, removed by the function that holds S3 (shared/functions.ts) once its tasks stopped.
     capabilities: [...sandboxLaunch, 'snapshots:delete'],
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'searchSandboxSpecs',
@@ -259,7 +259,7 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -376,7 +376,7 @@ export const routes = [
     tag: 'legacy',
     tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
   },
   // --- events ------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ export function query(params: Record<string, string | number | undefined | null 
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined || v === null || v === '') continue;
-    if (Array.isArray(v)) v.forEach((x) => q.append(k, x));
+    if (Array.isArray(v)) for (const x of v) q.append(k, x);
     else q.set(k, String(v));
   }
   const s = q.toString();

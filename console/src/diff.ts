@@ -27,8 +27,8 @@ export function lineDiff(before: string, after: string, context = 3): (DiffLine 
   const midB = b.slice(start, endB);
   const middle: DiffLine[] = [];
   if (midA.length * midB.length > MAX_CELLS) {
-    midA.forEach((text) => middle.push({ op: '-', text }));
-    midB.forEach((text) => middle.push({ op: '+', text }));
+    for (const text of midA) middle.push({ op: '-', text });
+    for (const text of midB) middle.push({ op: '+', text });
   } else {
     // LCS table from the end, so the walk forward emits lines in order.
     const rows = midA.length + 1;

@@ -34,7 +34,7 @@ export function pollEvents(
       );
       if (stopped) return;
       const fresh = page.items.filter((e) => !seen.has(e.id));
-      fresh.forEach((e) => seen.add(e.id));
+      for (const e of fresh) seen.add(e.id);
       if (fresh.length) onEvents(fresh);
       cursor = page.next_page_id ?? page.follow_page_id ?? cursor;
       if (page.next_page_id) again = 0;
@@ -78,7 +78,7 @@ export function followEvents(
   const seen = new Set<string>();
   const deliver = (events: AnyEvent[]) => {
     const fresh = events.filter((e) => !seen.has(e.id));
-    fresh.forEach((e) => seen.add(e.id));
+    for (const e of fresh) seen.add(e.id);
     if (fresh.length && !stopped) onEvents(fresh);
   };
   const poll = () => {

@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, whenSignedOut } from './api.ts';
 import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
@@ -89,7 +89,10 @@ function App() {
       setMe(null);
       setNotice('Your session ended. Sign in again.');
     });
-    void loadMe();
+    // The page says whether the request carried a session cookie: without one, nobody signed in, and asking
+    // the API would only fail (a 401 in the browser's console, "session ended" to a first-time visitor).
+    if (document.documentElement.hasAttribute('data-session')) void loadMe();
+    else setMe(null);
   }, []);
   const signOut = async () => {
     await api('POST', '/api/logout').catch(() => undefined);
@@ -109,7 +112,7 @@ function App() {
       />
     );
   const [section = 'conversations', id] = route;
-  let page;
+  let page: VNode;
   if (section === 'conversations' && id === 'new') page = <NewConversationPage />;
   else if (section === 'conversations' && id) page = <ConversationPage id={id} me={me} />;
   else if (section === 'sandboxes') page = <SandboxesPage />;

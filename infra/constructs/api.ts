@@ -4,9 +4,11 @@ import {
   CorsHttpMethod,
   HttpApi,
   HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
   HttpStage,
+  type IHttpRoute,
   LogGroupLogDestination,
-  type HttpRoute,
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -24,17 +26,15 @@ import type { RouteDef } from '#shared/http/route.ts';
 
 export interface ApiProps {
   config: Config;
-  routes: readonly RouteDef[];
-  /** The function of each route, by route id. */
-  handlers: ReadonlyMap<string, IFunction>;
   authorizer: IFunction;
   fallback: IFunction;
   accessLogs: ILogGroup;
 }
 
 /**
- * The HTTP API: one route per route-table entry, `user` routes behind the Lambda REQUEST
- * authorizer, and `$default` for everything else. The authorizer has no identity source and no
+ * The HTTP API: one route per route-table entry (`addRoute`, each made beside its function, in that
+ * function's nested stack), `user` routes behind the Lambda REQUEST authorizer, and `$default` for
+ * everything else. The authorizer has no identity source and no
  * cache (see docs/architecture.md, "Authorizer"): a key may come in either of two headers or not at
  * all (a browser's session cookie), and an identity source would reject a request lacking the one
  * it names before our authorizer ran.
@@ -44,6 +44,7 @@ export class Api extends Construct {
   readonly stage: HttpStage;
   /** API Gateway routes by route id. */
   readonly routes = new Map<string, HttpRoute>();
+  private readonly authorizer: HttpLambdaAuthorizer;
 
   constructor(scope: Construct, id: string, props: ApiProps) {
     super(scope, id);
@@ -91,29 +92,36 @@ export class Api extends Construct {
       },
     });
 
-    const authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', props.authorizer, {
+    this.authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', props.authorizer, {
       authorizerName: 'api-key',
       responseTypes: [HttpLambdaResponseType.SIMPLE],
       identitySource: [],
       resultsCacheTtl: Duration.seconds(0),
     });
-    for (const route of props.routes) {
-      const handler = props.handlers.get(route.id);
-      if (!handler) throw new Error(`No function for route ${route.id}`);
-      const [added] = this.httpApi.addRoutes({
-        path: route.path,
-        methods: [HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${route.id}Integration`, handler),
-        // `none` routes are public; `sandbox` routes check the sandbox's own key in the handler.
-        ...(route.auth === 'user' ? { authorizer } : {}),
-      });
-      this.routes.set(route.id, added!);
-    }
+    // Bound here, so the authorizer (and its invoke permission) is made once in this stack, whichever route comes first.
+    // (`bind` reads the route's API and stack only: the $default route's does; the authorizer is not attached to it.)
+    this.authorizer.bind({ route: this.httpApi.node.findChild('DefaultRoute') as IHttpRoute, scope: this.httpApi });
     // CDK writes `IdentitySource: []`; the API documents it as optional for REQUEST authorizers,
     // so leave it out rather than rely on how an empty list is read.
     (
       this.httpApi.node.tryFindChild('ApiKeyAuthorizer')?.node.defaultChild as CfnResource | undefined
     )?.addPropertyDeletionOverride('IdentitySource');
+  }
+
+  /**
+   * The route of one route-table entry, made in `scope` (its function's nested stack): the route, its
+   * integration and the permission to invoke the function all live beside the function.
+   */
+  addRoute(scope: Construct, route: RouteDef, handler: IFunction): HttpRoute {
+    const added = new HttpRoute(scope, `Route-${route.id}`, {
+      httpApi: this.httpApi,
+      routeKey: HttpRouteKey.with(route.path, HttpMethod[route.method]),
+      integration: new HttpLambdaIntegration(`${route.id}Integration`, handler),
+      // `none` routes are public; `sandbox` routes check the sandbox's own key in the handler.
+      ...(route.auth === 'user' ? { authorizer: this.authorizer } : {}),
+    });
+    this.routes.set(route.id, added);
+    return added;
   }
 
   get url(): string {

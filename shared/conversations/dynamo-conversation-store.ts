@@ -343,7 +343,7 @@ export class DynamoStartTaskStore implements StartTaskStore {
   ): Promise<boolean> {
     const done = status === 'READY' || status === 'ERROR';
     const values: Record<string, unknown> = { ':s': status, ':now': new Date().toISOString() };
-    from.forEach((f, i) => (values[`:f${i}`] = f));
+    for (const [i, f] of from.entries()) values[`:f${i}`] = f;
     const sets = ['#s = :s', 'updatedAt = :now'];
     if (changes.detail !== undefined) {
       sets.push('detail = :d');

@@ -33,8 +33,8 @@ export class ServiceSandboxControl implements SandboxControl {
   async send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void> {
     const { type, ...payload } = command;
     // Conversation commands carry ids and user messages, never secrets (the sandbox fetches those
-    // from the start-config webhook): stored unsealed, so no KMS size limit applies.
-    await this.sandboxes().enqueueCommand(userId, sandboxId, { type, payload }, { seal: false });
+    // from the start-config webhook): stored as they are, so no KMS size limit applies.
+    await this.sandboxes().enqueueCommand(userId, sandboxId, { type, payload });
   }
 
   async touch(sandboxId: string): Promise<void> {

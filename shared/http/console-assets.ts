@@ -102,13 +102,17 @@ function connectSources(baseUrl: string): string {
     : "connect-src 'self'";
 }
 
-/** `/`: the console's page; every path is relative, so it works under any base URL. */
-export function consolePage(): string | undefined {
+/**
+ * `/`: the console's page; every path is relative, so it works under any base URL. `session`: the request
+ * carried a session cookie, which the page (that cannot read an HttpOnly cookie) learns from `data-session`:
+ * without one it shows the sign-in form at once, with no request that a first visit would see fail.
+ */
+export function consolePage(session = false): string | undefined {
   const manifest = consoleManifest();
   if (!manifest) return undefined;
   const v = encodeURIComponent(manifest.version);
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"${session ? ' data-session' : ''}><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Agent Conversation Service</title><link rel="icon" href="data:,">
 <link rel="stylesheet" href="assets/${CONSOLE_FILES.style}?v=${v}">
 <script type="module" src="assets/${CONSOLE_FILES.script}?v=${v}"></script></head>

@@ -32,14 +32,14 @@ export function docsAsset(name: string): { body: string; contentType: string } |
   return { body, contentType: DOCS_ASSETS[asset] };
 }
 
-const escape = (s: string) =>
+const escapeHtml = (s: string) =>
   s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 
 /** `/docs`: Swagger UI over `/openapi.json`; every path is relative, so it works under any base URL. */
 export function docsPage(title: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)}</title><link rel="stylesheet" href="docs/assets/swagger-ui.css"></head>
+<title>${escapeHtml(title)}</title><link rel="stylesheet" href="docs/assets/swagger-ui.css"></head>
 <body><div id="swagger-ui"></div>
 <script src="docs/assets/swagger-ui-bundle.js"></script>
 <script>window.ui = SwaggerUIBundle({ url: 'openapi.json', dom_id: '#swagger-ui', deepLinking: true, tryItOutEnabled: false });</script>

@@ -85,7 +85,8 @@ export function openApiDocument(operations: readonly Operation[], serverUrl?: st
         content: { 'application/json': { schema: validationErrorSchema } },
       };
     }
-    (paths[route.path] ??= {})[route.method.toLowerCase()] = {
+    paths[route.path] ??= {};
+    paths[route.path]![route.method.toLowerCase()] = {
       operationId: route.id,
       summary: route.summary,
       ...(route.conversationKey

@@ -7,7 +7,6 @@ import type { Services } from '#shared/services.ts';
 
 type AnyRoute = (typeof routes)[number];
 export type RouteId = AnyRoute['id'];
-type RouteOf<I extends RouteId> = Extract<AnyRoute, { id: I }>;
 type Parsed<R, K extends string> = R extends { [P in K]: infer S extends z.core.$ZodType } ? z.output<S> : undefined;
 
 /** What a handler gets: validated input and who is calling. */
@@ -52,34 +51,22 @@ export interface Operation {
 /**
  * Binds a handler to its route-table entry and to its route's schemas, so its input types come
  * from those schemas. The schemas are given as a function and built on first use: a Lambda builds
- * only its own route's, when its first request arrives, not every schema its modules import. (The
- * two-argument form takes the schemas from the table entry, for an entry that declares them inline.)
+ * only its own route's, when its first request arrives, not every schema its modules import.
  */
 export function defineOperation<I extends RouteId, S extends RouteSchemas>(
   id: I,
-  schemas: () => S,
+  build: () => S,
   run: (req: Request<S>, services: Services) => Promise<unknown>,
-): Operation;
-export function defineOperation<I extends RouteId>(
-  id: I,
-  run: (req: Request<RouteOf<I>>, services: Services) => Promise<unknown>,
-): Operation;
-export function defineOperation(
-  id: RouteId,
-  ...rest: [() => RouteSchemas, Operation['run']] | [Operation['run']]
 ): Operation {
   const route: RouteDef | undefined = routes.find((r) => r.id === id);
   if (!route) throw new Error(`No route ${id}`);
-  const [build, run] =
-    rest.length === 2
-      ? rest
-      : [() => ({ body: route.body, query: route.query, params: route.params, response: route.response }), rest[0]];
   let schemas: RouteSchemas | undefined;
   return {
     route,
     get schemas() {
-      return (schemas ??= build());
+      schemas ??= build();
+      return schemas;
     },
-    run,
+    run: run as Operation['run'],
   };
 }

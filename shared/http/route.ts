@@ -20,12 +20,17 @@ export type Capability =
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
-  | 'ecs:task-definitions' // ecs:Register/Deregister/DescribeTaskDefinition (a revision per sandbox), ecs:TagResource on the new revision (tag-on-create), iam:PassRole to the sandbox roles
+  | 'ecs:task-definitions' // ecs:RegisterTaskDefinition, ecs:DescribeTaskDefinition (a revision per user image, registered once; IAM takes no resource ARN for either), iam:PassRole to the sandbox roles
   | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
+
+/** A route function's time-out when its entry names none: enough for its DynamoDB and KMS calls. */
+export const ROUTE_TIMEOUT_SECONDS = 10;
+/** API Gateway's 30 s integration limit (HTTP APIs), minus a margin for the function to answer first. */
+export const MAX_ROUTE_TIMEOUT_SECONDS = 29;
 
 export interface RouteDef {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
@@ -41,18 +46,17 @@ export interface RouteDef {
   /** Tables the function touches: `read` or `write` (write includes read). */
   tables: Partial<Record<TableKey, 'read' | 'write'>>;
   capabilities?: readonly Capability[];
-  /** Schemas belong with the route's operation (RouteSchemas); an entry may still declare them inline. */
-  body?: z.core.$ZodType;
-  query?: z.core.$ZodType;
-  params?: z.core.$ZodType;
-  response?: z.core.$ZodType;
   /** Success status when it is not 200. */
   status?: number;
   /** Largest accepted request body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
   /** Sandbox routes: which of the sandbox's credentials the call carries (default its session key). */
   sandboxKey?: 'session' | 'enrollment';
-  /** The function's time-out when the default is too short (calls to ECS, the bridge long-poll). */
+  /**
+   * The function's time-out in seconds when the default (ROUTE_TIMEOUT_SECONDS) is too short: calls to ECS,
+   * the bridge long-poll. At most MAX_ROUTE_TIMEOUT_SECONDS: API Gateway gives up on an HTTP API integration
+   * after 30 s, so a function that ran longer would answer nobody (the stack refuses a larger value).
+   */
   timeoutSeconds?: number;
   /**
    * The route also accepts a conversation-scoped key, for the conversation named by this validated

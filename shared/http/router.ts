@@ -35,7 +35,7 @@ export function matchRoute(method: string, path: string): Match {
     }
     const params: Record<string, string> = {};
     try {
-      names.forEach((n, i) => (params[n] = decodeURIComponent(m[i + 1]!)));
+      for (const [i, n] of names.entries()) params[n] = decodeURIComponent(m[i + 1]!);
     } catch {
       return { kind: 'not-found' };
     }

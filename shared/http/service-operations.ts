@@ -8,6 +8,7 @@ import {
 } from '#shared/http/console-assets.ts';
 import { ApiError, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
+import { sessionToken } from '#shared/auth/sessions.ts';
 
 /** The service's own routes: liveness, the API documentation and the web console (the OpenAPI document's is in openapi-operation.ts). */
 export const health = defineOperation(
@@ -37,8 +38,8 @@ export const docsAsset = defineOperation(
 export const consolePage = defineOperation(
   'console',
   () => ({}),
-  async ({ baseUrl }) => {
-    const page = findConsolePage();
+  async ({ baseUrl, headers }) => {
+    const page = findConsolePage(sessionToken(headers) !== undefined);
     if (!page)
       throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
     return new Reply(200, page, {

@@ -49,7 +49,7 @@ function nodePrefix(execPath = process.execPath): string {
 export function bwrapArgs(view: SandboxView): string[] {
   const args: string[] = [];
   for (const dir of SYSTEM_DIRS) {
-    let stat;
+    let stat: ReturnType<typeof lstatSync>;
     try {
       stat = lstatSync(dir);
     } catch {

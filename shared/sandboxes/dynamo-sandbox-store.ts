@@ -23,7 +23,8 @@ export class DynamoSandboxStore implements SandboxStore {
 
   /** Only the bridge and delete paths touch the command queue, so only their functions need TABLE_COMMANDS. */
   private get commands(): string {
-    return (this.commandsTable ??= tableName('commands'));
+    this.commandsTable ??= tableName('commands');
+    return this.commandsTable;
   }
 
   async create(record: SandboxRecord): Promise<void> {

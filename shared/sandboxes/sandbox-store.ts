@@ -51,9 +51,9 @@ export interface StoredCommand {
   sandboxId: string;
   seq: number;
   type: string;
-  /** The payload, sealed for the sandbox's owner (it may carry secrets the agent needs). */
+  /** Only in a command queued by a deployment from before payloads stopped carrying secrets: still opened when read. */
   sealedPayload?: string;
-  /** A payload that carries no secret (e.g. a user message, stored as an event anyway), as JSON. */
+  /** The payload as JSON (no command carries a secret). */
   payload?: string;
   createdAt: string;
 }

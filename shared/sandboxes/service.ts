@@ -128,27 +128,18 @@ export class SandboxService extends SandboxRecords {
   /**
    * Queues a command for the user's sandbox (e.g. `start_conversation`, `send_message`), then pushes it
    * to the program's command socket if it has one (AWS); otherwise the program receives it through the
-   * long-poll. The payload is sealed at rest (it may carry
-   * secrets) unless `options.seal` is false: for payloads that hold no secret and may be larger than
-   * KMS's 4 KB (a user message, which is stored as an event in the clear anyway). 404 for an unknown
-   * or foreign sandbox. Returns the command's seq.
+   * long-poll. The payload is stored as it is: no command carries a secret (the program fetches a
+   * conversation's secrets with its start configuration), and a user message is stored as an event in
+   * the clear anyway. 404 for an unknown or foreign sandbox. Returns the command's seq.
    */
-  async enqueueCommand(
-    userId: string,
-    sandboxId: string,
-    command: CommandInput,
-    options: { seal?: boolean } = {},
-  ): Promise<number> {
+  async enqueueCommand(userId: string, sandboxId: string, command: CommandInput): Promise<number> {
     const rec = await this.deps.store.get(sandboxId);
     if (!rec || rec.userId !== userId || rec.deletedAt) throw notFound('Sandbox not found');
-    const json = command.payload === undefined ? undefined : JSON.stringify(command.payload);
-    const sealedPayload =
-      json !== undefined && options.seal !== false ? await this.deps.sealer.seal(json, userId) : undefined;
-    const payload = json !== undefined && options.seal === false ? json : undefined;
+    const payload = command.payload === undefined ? undefined : JSON.stringify(command.payload);
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
     const createdAt = this.iso();
-    await this.deps.store.putCommand({ sandboxId, seq, type: command.type, sealedPayload, payload, createdAt });
+    await this.deps.store.putCommand({ sandboxId, seq, type: command.type, payload, createdAt });
     await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
     commandQueued(sandboxId);
     return seq;

@@ -57,7 +57,11 @@ export function planSave(input: SettingsInput, known?: SettingsRecord): Settings
   const set = (path: SettingsPath, value: unknown, ifAbsent = false) =>
     byPath.set(path.join('\0'), { path, value, ifAbsent });
   const remove = (path: SettingsPath) => patch.remove.push(path);
-  const has = (path: SettingsPath) => (known ? hasPath(known, path) : (patch.assume.push({ exists: path }), true));
+  const has = (path: SettingsPath) => {
+    if (known) return hasPath(known, path);
+    patch.assume.push({ exists: path });
+    return true;
+  };
 
   for (const field of settingsFieldNames()) {
     if (field === 'secrets_store' || field === 'mcp_config' || (secretFields as readonly string[]).includes(field))

@@ -236,5 +236,5 @@ function rejectCredentialsInUrls(input: SettingsInput): void {
   };
   check(['llm_base_url'], input.llm_base_url);
   for (const kind of ['sse_servers', 'shttp_servers'] as const)
-    input.mcp_config?.[kind].forEach((s, i) => check(['mcp_config', kind, i, 'url'], s.url));
+    for (const [i, s] of (input.mcp_config?.[kind] ?? []).entries()) check(['mcp_config', kind, i, 'url'], s.url);
 }

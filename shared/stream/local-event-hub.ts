@@ -117,7 +117,10 @@ export class LocalEventHub implements EventFeed {
       if (set?.size === 0) this.subscriptions.delete(key);
     });
     let set = this.subscriptions.get(key);
-    if (!set) this.subscriptions.set(key, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.subscriptions.set(key, set);
+    }
     set.add(subscription);
     try {
       const end = await this.events().lastSeq(conversation);

@@ -37,7 +37,8 @@ function awsWiring(
   return () => {
     if (built) return built;
     const adapters = wire(id, declaration, builders);
-    return (built = { adapters, services: servicesOf(id, adapters, services) });
+    built = { adapters, services: servicesOf(id, adapters, services) };
+    return built;
   };
 }
 

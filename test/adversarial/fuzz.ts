@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import * as z from '#shared/zod.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import { operations } from '#shared/operations.ts';
 import { routes } from '#shared/routes.ts';
 
@@ -104,8 +104,10 @@ function memberNames(schema: z.core.$ZodType | undefined): string[] {
   const inner = schema instanceof z.core.$ZodLazy ? (schema._zod.innerType as z.core.$ZodType) : schema;
   return inner instanceof z.core.$ZodObject ? Object.keys(inner._zod.def.shape) : [];
 }
-const queryNames = (route: RouteDef): string[] => memberNames(route.query);
-const bodyNames = (route: RouteDef): string[] => memberNames(route.body);
+/** A route-table entry with its operation's schemas. */
+type FuzzRoute = RouteDef & RouteSchemas;
+const queryNames = (route: FuzzRoute): string[] => memberNames(route.query);
+const bodyNames = (route: FuzzRoute): string[] => memberNames(route.body);
 
 const jsonish = fc.jsonValue({ maxDepth: 4 });
 const wrongValue = fc.oneof(
@@ -116,7 +118,7 @@ const wrongValue = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 3 }),
 );
 
-function bodyArb(route: RouteDef) {
+function bodyArb(route: FuzzRoute) {
   const names = bodyNames(route);
   const fields = names.length
     ? fc
@@ -180,7 +182,7 @@ const contentTypeArb = fc.oneof(
   },
 );
 
-function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzRequest> {
+function requestArb(target: FuzzTarget, route: FuzzRoute): fc.Arbitrary<FuzzRequest> {
   const known = [...(target.knownIds ?? []), ...(target.sandbox ? [target.sandbox.id] : [])];
   const names = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
   const keys = [target.userKey, target.sandbox?.key ?? target.userKey, null, 'garbage-key', 'x'.repeat(3000)];
@@ -228,7 +230,7 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
     })
     .map((r) => {
       let path = route.path;
-      names.forEach((n, i) => (path = path.replace(`{${n}}`, r.segments[i]!)));
+      for (const [i, n] of names.entries()) path = path.replace(`{${n}}`, r.segments[i]!);
       // A valid wait on the long-poll is a legitimate wait of up to 20 s: fuzz it with 0 only.
       let query = r.query ?? '';
       if (route.id === 'sandboxCommands')
@@ -255,7 +257,7 @@ function requestArb(target: FuzzTarget, route: RouteDef): fc.Arbitrary<FuzzReque
 export function fuzzRequests(target: FuzzTarget, count: number, seed: number): FuzzRequest[] {
   // Each entry with its operation's schemas, which say what the query and body hold.
   const schemasOf = new Map(operations.map((op) => [op.route.id, op.schemas]));
-  const table = (routes as readonly RouteDef[]).map((route) => ({ ...route, ...schemasOf.get(route.id) }));
+  const table: FuzzRoute[] = (routes as readonly RouteDef[]).map((route) => ({ ...route, ...schemasOf.get(route.id) }));
   const perRoute = new Map(table.map((route) => [route.id, requestArb(target, route)]));
   const arb = fc.constantFrom(...table).chain((route) => perRoute.get(route.id)!);
   return fc.sample(arb, { numRuns: count, seed });

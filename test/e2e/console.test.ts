@@ -115,8 +115,21 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
   });
 
   it('signs in with a pasted API key, which the page does not keep', async () => {
+    // A first visit (no session cookie): the sign-in form at once, no request that fails, nothing logged.
+    const apiCalls: string[] = [];
+    const logged: string[] = [];
+    const onRequest = (r: { url(): string }) => void (r.url().includes('/api/') && apiCalls.push(r.url()));
+    const onConsole = (m: { type(): string; text(): string }) => void (m.type() === 'error' && logged.push(m.text()));
+    page.on('request', onRequest);
+    page.on('console', onConsole);
     const response = await page.goto(server.url);
     expect(response!.headers()['content-security-policy']).toContain("script-src 'self'");
+    await page.getByLabel('API key').waitFor();
+    page.off('request', onRequest);
+    page.off('console', onConsole);
+    expect(apiCalls).toEqual([]);
+    expect(logged).toEqual([]);
+    expect(await page.content()).not.toContain('session ended');
     await page.getByLabel('API key').fill(server.key);
     await browser.shot('01-sign-in');
     await page.getByRole('button', { name: 'Sign in' }).click();

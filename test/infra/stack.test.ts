@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, type CfnElement } from 'aws-cdk-lib';
+import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Queue } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,11 +9,12 @@ import { expectedActions } from '#infra/iam.ts';
 import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
 import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
-import { buildApp, type ConversationServiceStack } from '#infra/stack.ts';
-import type { RouteDef } from '#shared/http/route.ts';
+import { buildApp, type ConversationServiceStack, routeTimeout } from '#infra/stack.ts';
+import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { tableKeys, tables } from '#shared/store/tables.ts';
 import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
+import { flattenNested, type Template as TierTemplate } from '#test/tier/template.ts';
 import { hourlyBilled } from './zero-cost.ts';
 
 const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<
@@ -32,7 +33,8 @@ let template: Template;
 let resources: Record<string, Json>;
 let synthError: unknown;
 
-const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
+/** The element's logical id in its own stack (the flattened template keeps nested stacks' ids). */
+const logicalId = (element: unknown) => Stack.of(element as CfnElement).getLogicalId(element as CfnElement);
 const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 /** Resources of one API Gateway API (the HTTP API, the bridge socket). */
 const ofApi = (type: string, api: unknown) =>
@@ -40,11 +42,15 @@ const ofApi = (type: string, api: unknown) =>
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
-  const app = new App({ context: cdkContext, outdir });
+  const app = new App({ context: { ...cdkContext, 'aws:cdk:enable-asset-metadata': true }, outdir });
   stack = buildApp(app);
   try {
     const assembly = app.synth();
-    template = Template.fromJSON(assembly.getStackByName(stack.stackName).template as Json);
+    // The nested stacks' resources in one template, as the tier reads the deployment.
+    const read = (file: string) => JSON.parse(readFileSync(join(outdir, file), 'utf8'));
+    template = Template.fromJSON(
+      flattenNested(assembly.getStackByName(stack.stackName).template as TierTemplate, read) as Json,
+    );
   } catch (err) {
     synthError = err;
     throw err;
@@ -420,6 +426,24 @@ describe('functions', () => {
         LogGroup: { Ref: logicalId(stack.functionLogs.node.defaultChild) },
       });
     }
+  });
+
+  it("gives each route function its entry's time-out (default 10 s), within API Gateway's 30 s integration limit", () => {
+    const declared = routeDefs.filter((r) => r.timeoutSeconds !== undefined);
+    expect(declared.length).toBeGreaterThan(0);
+    for (const route of routeDefs) {
+      const { fn } = stack.functions.get(route.id)!;
+      const timeout = resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Timeout;
+      expect(timeout, route.id).toBe(route.timeoutSeconds ?? ROUTE_TIMEOUT_SECONDS);
+      expect(timeout, route.id).toBeLessThanOrEqual(MAX_ROUTE_TIMEOUT_SECONDS);
+    }
+    // An integration's own limit, where one is set, leaves the function time to answer.
+    for (const [id, integration] of ofType('AWS::ApiGatewayV2::Integration')) {
+      const limit = integration.Properties.TimeoutInMillis;
+      if (limit !== undefined) expect(limit, id).toBeGreaterThan(MAX_ROUTE_TIMEOUT_SECONDS * 1000);
+    }
+    expect(() => routeTimeout({ ...routeDefs[0]!, timeoutSeconds: 30 })).toThrow(/30 s/);
+    expect(() => routeTimeout({ ...routeDefs[0]!, timeoutSeconds: 0 })).toThrow(/timeoutSeconds 0/);
   });
 
   it('gives each function only the environment its declaration needs', () => {

@@ -46,7 +46,7 @@ async function receiver(statuses: number[] = []) {
     /** In number order; throws on a gap (a reader would stop there for good). */
     stored: () => {
       const seqs = [...stored.keys()].sort((a, b) => a - b);
-      seqs.forEach((seq, i) => expect(seq, 'numbers without a gap').toBe(seqs[0]! + i));
+      for (const [i, seq] of seqs.entries()) expect(seq, 'numbers without a gap').toBe(seqs[0]! + i);
       return seqs.map((seq) => stored.get(seq)!);
     },
     close: () => new Promise<void>((r) => server.close(() => r())),

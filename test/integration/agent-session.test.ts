@@ -129,6 +129,7 @@ describe('AgentSession against a scripted LLM', () => {
     cleanups.push(() => {
       delete process.env.ACS_TEST_PROGRAM_KEY;
     });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash parameter expansion, run by the agent's shell
     const h = await harness([reply.bash('echo "key=[$ACS_TEST_PROGRAM_KEY] path=[${PATH:+set}]"'), reply.finish('ok')]);
     await h.session.sendMessage(say('env'));
     expect(observationText(h.of('ObservationEvent')[0]!)).toContain('key=[] path=[set]');

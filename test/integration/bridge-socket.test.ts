@@ -288,12 +288,7 @@ describe('the program on the bridge socket', () => {
       await waitFor('a connection', () => socketOf(id));
       await waitFor('the connect fetch', () => (run.fetches.length ? true : undefined));
       const big = 'x'.repeat(40 * 1024);
-      const seq = await stack.services.sandboxes.enqueueCommand(
-        'dev',
-        id,
-        { type: 'big', payload: { big } },
-        { seal: false },
-      );
+      const seq = await stack.services.sandboxes.enqueueCommand('dev', id, { type: 'big', payload: { big } });
       await arrived(run, seq);
       expect(socket.posts.find((p) => p.text === '{"commands":[],"fetch":true}')).toBeDefined();
       expect((run.handled.find((c) => c.seq === seq)!.payload as { big: string }).big).toBe(big);
@@ -344,7 +339,7 @@ describe('the program itself', () => {
     const id: string = res.body.id;
     await waitForStatus(stack, id, 'RUNNING', undefined, 60_000);
     const connection = await waitFor('its connection', () => socketOf(id), 30_000);
-    const seq = await enqueue(id, 'no_such_command');
+    await enqueue(id, 'no_such_command');
     // Unknown commands are acknowledged and ignored: the queue empties, through the push.
     await waitFor(
       'the acknowledgement',

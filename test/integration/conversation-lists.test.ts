@@ -84,7 +84,9 @@ interface Sent {
 }
 const cleanups: (() => void)[] = [];
 const bodyText = (body: unknown) => (typeof body === 'string' ? body : new TextDecoder().decode(body as Uint8Array));
-afterEach(() => cleanups.splice(0).forEach((c) => c()));
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
 
 describe('the per-user conversation count', () => {
   it('equals the list after parallel creates and deletes, and stays O(1) (one item)', async () => {

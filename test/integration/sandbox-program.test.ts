@@ -5,7 +5,11 @@ import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { waitFor } from '#test/helpers/sandboxes.ts';
+import { nodeBinary } from '#test/helpers/node-runtimes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+/** The sandbox image's Node (node:22-bookworm-slim): the program is tested on the version it ships on. */
+const NODE_22 = nodeBinary(22);
 
 let stack: TestStack;
 const dirs: string[] = [];
@@ -34,7 +38,7 @@ const which = (tool: string) => {
 
 /** Runs sandbox/main.ts as the runtimes do, with only the given environment (async: the stack serves this process). */
 function runProgram(env: Record<string, string>): Promise<{ status: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sandbox/main.ts'], {
+  const child = spawn(NODE_22, ['--import', 'tsx', 'sandbox/main.ts'], {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -50,7 +54,7 @@ describe('the sandbox program', () => {
     const workspace = tempDir('acs-image-');
     const bin = tempDir('acs-bin-');
     // A PATH with node only: no bash, no git.
-    symlinkSync(process.execPath, join(bin, 'node'));
+    symlinkSync(NODE_22, join(bin, 'node'));
     const bare = await runProgram({
       SANDBOX_ID: 'image-test',
       WORKSPACE_DIR: workspace,
@@ -92,7 +96,7 @@ describe('the sandbox program', () => {
       'process.stdout.write(String(child.pid));',
       'setTimeout(() => process.exit(0), 300);',
     ].join('\n');
-    const parent = spawn(process.execPath, ['-e', launcher], {
+    const parent = spawn(NODE_22, ['-e', launcher], {
       cwd: PROJECT_ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -32,21 +32,33 @@ function counted(options: { readFirst?: boolean; noCleanup?: boolean } = {}) {
   const calls: string[] = [];
   const store = new DynamoSettingsStore();
   const countingStore: SettingsStore = {
-    get: (u) => (calls.push('get'), store.get(u)),
-    put: (r, v) => (calls.push('put'), store.put(r, v)),
+    get: (u) => {
+      calls.push('get');
+      return store.get(u);
+    },
+    put: (r, v) => {
+      calls.push('put');
+      return store.put(r, v);
+    },
     // readFirst: every save takes the read-merge-write path, the reference the direct write must match.
     // noCleanup: the removal of values a replaced config left (a patch that sets nothing) never lands.
-    update: (u, p, t) => (
-      calls.push('update'),
-      options.readFirst || (options.noCleanup && p.set.length === 0)
+    update: (u, p, t) => {
+      calls.push('update');
+      return options.readFirst || (options.noCleanup && p.set.length === 0)
         ? Promise.resolve(undefined)
-        : store.update(u, p, t)
-    ),
+        : store.update(u, p, t);
+    },
   };
   const real = LocalSealer.withKey(sealKey);
   const sealer: Sealer = {
-    seal: (text, owner) => (calls.push('seal'), real.seal(text, owner)),
-    open: (text, owner) => (calls.push('open'), real.open(text, owner)),
+    seal: (text, owner) => {
+      calls.push('seal');
+      return real.seal(text, owner);
+    },
+    open: (text, owner) => {
+      calls.push('open');
+      return real.open(text, owner);
+    },
   };
   return { calls, service: new SettingsService(countingStore, sealer), sealer: real };
 }

@@ -393,8 +393,14 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   new Promise((resolve, reject) => {
     const t = setTimeout(() => resolve(undefined), ms);
     p.then(
-      (v) => (clearTimeout(t), resolve(v)),
-      (e) => (clearTimeout(t), reject(e)),
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
     );
   });
 

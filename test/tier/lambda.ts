@@ -2,7 +2,11 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { wildcard } from '#test/tier/iam.ts';
+import { nodeBinary } from '#test/helpers/node-runtimes.ts';
 import { ofType, REGION, type FunctionDef, type Template } from '#test/tier/template.ts';
+
+/** Lambda's Node: `nodejs24.x` runs the bundles. */
+const NODE_24 = nodeBinary(24);
 
 /**
  * The Lambda service, locally: each function of the template runs in Node processes of its own
@@ -145,6 +149,8 @@ export class LambdaService {
     const child = fork(RUNNER, [], {
       cwd: fn.bundleDir,
       env,
+      // Lambda's Node (the template's runtime is checked against it in test/infra/node-runtimes.test.ts).
+      execPath: NODE_24,
       execArgv: ['--no-warnings'],
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

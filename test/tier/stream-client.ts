@@ -29,7 +29,11 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
       closed,
       waitFor: (n, timeoutMs = 30_000) =>
         new Promise((ok, fail) => {
-          const check = () => messages.length >= n && (ok(messages), true);
+          const check = () => {
+            if (messages.length < n) return false;
+            ok(messages);
+            return true;
+          };
           if (check()) return;
           const timer = setTimeout(
             () =>

@@ -22,9 +22,13 @@ export interface Resource {
 }
 export type Template = { Resources: Record<string, Resource>; [k: string]: any };
 
-/** The template `npm run synth` wrote (a deep copy, so a test may mutate it). */
+/**
+ * The template `npm run synth` wrote, its nested stacks' resources merged in (`flattenNested`), as a
+ * deep copy, so a test may mutate it.
+ */
 export function loadTemplate(stackName = STACK): Template {
-  return JSON.parse(readFileSync(join(CDK_OUT, `${stackName}.template.json`), 'utf8'));
+  const read = (file: string): Template => JSON.parse(readFileSync(join(CDK_OUT, file), 'utf8'));
+  return flattenNested(read(`${stackName}.template.json`), read);
 }
 
 const hex = (s: string, n: number) => createHash('sha256').update(s).digest('hex').slice(0, n);
@@ -243,4 +247,73 @@ export function withoutAction(t: Template, action: string, fn?: string): number 
     });
   }
   return removed;
+}
+
+/**
+ * One template with every nested stack's resources in it, as if the deployment were one stack: a nested
+ * template's parameters become the expressions its parent passes, a parent's `GetAtt <nested>.Outputs.X`
+ * becomes the nested output's value, and the `AWS::CloudFormation::Stack` resources go. Logical ids are
+ * kept (a collision throws; each template's `AWS::CDK::Metadata` but the parent's is left out). `read` gives a nested template by its file name in the cloud assembly.
+ */
+export function flattenNested(parent: Template, read: (file: string) => Template): Template {
+  const out: Template = { ...parent, Resources: { ...parent.Resources } };
+  const outputsOf = new Map<string, Record<string, any>>();
+  for (const [id, r] of Object.entries(parent.Resources)) {
+    if (r.Type !== 'AWS::CloudFormation::Stack') continue;
+    const file = r.Metadata?.['aws:asset:path'];
+    if (!file) throw new Error(`Nested stack ${id} names no template file`);
+    const nested = flattenNested(read(file), read);
+    const params: Record<string, unknown> = r.Properties?.Parameters ?? {};
+    const bind = (v: any): any => {
+      if (Array.isArray(v)) return v.map(bind);
+      if (!v || typeof v !== 'object') return v;
+      const keys = Object.keys(v);
+      if (keys.length === 1 && keys[0] === 'Ref' && typeof v.Ref === 'string' && v.Ref in params) return params[v.Ref];
+      if (keys.length === 1 && keys[0] === 'Fn::Sub') {
+        const text = Array.isArray(v['Fn::Sub']) ? v['Fn::Sub'][0] : v['Fn::Sub'];
+        for (const name of Object.keys(params))
+          if (String(text).includes(`\${${name}}`))
+            throw new Error(`Fn::Sub on nested parameter ${name}: not flattened`);
+      }
+      return Object.fromEntries(keys.map((k) => [k, bind(v[k])]));
+    };
+    delete out.Resources[id];
+    for (const [nid, nr] of Object.entries(nested.Resources)) {
+      if (nr.Type === 'AWS::CDK::Metadata') continue; // CDK's version report, one per template
+      if (nid in out.Resources || nid in parent.Resources) throw new Error(`Logical id ${nid} is in two stacks`);
+      out.Resources[nid] = bind(nr);
+    }
+    outputsOf.set(
+      id,
+      Object.fromEntries(Object.entries(nested.Outputs ?? {}).map(([k, o]: [string, any]) => [k, bind(o.Value)])),
+    );
+  }
+  const link = (v: any): any => {
+    if (Array.isArray(v)) return v.map(link);
+    if (!v || typeof v !== 'object') return v;
+    const keys = Object.keys(v);
+    if (keys.length === 1 && keys[0] === 'Fn::GetAtt') {
+      const [id, att] = Array.isArray(v['Fn::GetAtt']) ? v['Fn::GetAtt'] : String(v['Fn::GetAtt']).split(/\.(.*)/);
+      if (outputsOf.has(id) && String(att).startsWith('Outputs.')) {
+        const value = outputsOf.get(id)![String(att).slice('Outputs.'.length)];
+        if (value === undefined) throw new Error(`No output ${att} in nested stack ${id}`);
+        return link(value);
+      }
+    }
+    if (keys.length === 1 && keys[0] === 'DependsOn') return v;
+    return Object.fromEntries(keys.map((k) => [k, link(v[k])]));
+  };
+  out.Resources = Object.fromEntries(
+    Object.entries(out.Resources).map(([id, r]) => {
+      const linked = link(r);
+      if (linked.DependsOn) {
+        const deps = [linked.DependsOn].flat().filter((d: string) => d in out.Resources);
+        if (deps.length) linked.DependsOn = deps;
+        else delete linked.DependsOn;
+      }
+      return [id, linked];
+    }),
+  );
+  if (out.Outputs) out.Outputs = link(out.Outputs);
+  return out;
 }

@@ -239,7 +239,8 @@ export class WebSocketApiEmulator {
     const multiQuery: Record<string, string[]> = {};
     for (const [k, v] of url.searchParams) {
       query[k] = v;
-      (multiQuery[k] ??= []).push(v);
+      multiQuery[k] ??= [];
+      multiQuery[k].push(v);
     }
     const route = this.routes.get('$connect');
     if (route?.functionArn) {

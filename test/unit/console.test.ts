@@ -197,6 +197,9 @@ describe('the console build', () => {
     const page = consolePage()!;
     expect(page).toContain(`assets/app.js?v=${version}`);
     expect(page).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/i);
+    // Whether the request carried a session cookie: the page asks for the session only then.
+    expect(page).toContain('<html lang="en">');
+    expect(consolePage(true)).toContain('<html lang="en" data-session>');
     expect(consoleAsset('app.js')?.contentType).toMatch(/^text\/javascript/);
     for (const name of ['manifest.json', '../manifest.json', 'app.js/', '__proto__', 'constructor'])
       expect(consoleAsset(name), name).toBeUndefined();

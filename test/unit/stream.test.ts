@@ -345,7 +345,7 @@ class MemoryEvents implements EventStore {
   last = 0;
   reads = 0;
   async append(_c: ConversationRef, firstSeq: number, events: AgentEventEnvelope[]) {
-    events.forEach((e, i) => this.stored.has(firstSeq + i) || this.stored.set(firstSeq + i, e));
+    for (const [i, e] of events.entries()) if (!this.stored.has(firstSeq + i)) this.stored.set(firstSeq + i, e);
     while (this.stored.has(this.last + 1)) this.last++;
     return { added: events.length, lastSeq: this.last };
   }
@@ -374,8 +374,10 @@ describe('LocalEventHub', () => {
     const got: number[] = [];
     let failed: unknown;
     const client = {
-      send: async (m: string) =>
-        void (await new Promise((r) => setTimeout(r, Math.random() * 2)), got.push(JSON.parse(m).seq)),
+      send: async (m: string) => {
+        await new Promise((r) => setTimeout(r, Math.random() * 2));
+        got.push(JSON.parse(m).seq);
+      },
       fail: (e: unknown) => (failed = e),
     };
     await store.append(ref, 1, [event(1), event(2)]);

@@ -79,7 +79,15 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     if (!wiring?.operation) return;
     // The services a run reads (operations take them by destructuring, before any other work).
     const read = new Set<string>();
-    const recorder = new Proxy({}, { get: (_, prop) => (typeof prop === 'string' && read.add(prop), undefined) });
+    const recorder = new Proxy(
+      {},
+      {
+        get: (_, prop) => {
+          if (typeof prop === 'string') read.add(prop);
+          return undefined;
+        },
+      },
+    );
     const req = {
       body: {},
       rawBody: {},

@@ -17,17 +17,19 @@ function Markdown(props: { source: string }) {
 function Diff(props: { before: string; after: string }) {
   const rows = useMemo(() => lineDiff(props.before, props.after), [props.before, props.after]);
   return (
-    <pre class="diff" aria-label="Changes">
-      {rows.map((r) =>
-        r.op === '…' ? (
-          <div class="fold">⋯ {r.skipped} unchanged lines</div>
-        ) : (
-          <div class={r.op === '+' ? 'add' : r.op === '-' ? 'del' : 'ctx'}>
-            {r.op} {r.text}
-          </div>
-        ),
-      )}
-    </pre>
+    <figure class="diff-figure" aria-label="Changes">
+      <pre class="diff">
+        {rows.map((r) =>
+          r.op === '…' ? (
+            <div class="fold">⋯ {r.skipped} unchanged lines</div>
+          ) : (
+            <div class={r.op === '+' ? 'add' : r.op === '-' ? 'del' : 'ctx'}>
+              {r.op} {r.text}
+            </div>
+          ),
+        )}
+      </pre>
+    </figure>
   );
 }
 
@@ -326,7 +328,7 @@ export function ConversationPage(props: { id: string; me: Me }) {
         )}
       </dl>
       <ErrorBox error={sandbox.error} />
-      <div class="timeline" aria-live="polite" aria-label="Events">
+      <div class="timeline" role="log" aria-live="polite" aria-label="Events">
         {events.length === 0 && <p class="empty">No events yet.</p>}
         {view.items.map((item) => (
           <Item key={item.id} item={item} />

@@ -72,26 +72,27 @@ export function ConversationsPage() {
           New conversation
         </a>
       </div>
-      <form
-        class="filters row"
-        role="search"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setPages([null]);
-          setFilters({ title, from, to });
-        }}
-      >
-        <Field id="search-title" label="Title contains">
-          <input id="search-title" type="search" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
-        </Field>
-        <Field id="search-from" label="Created from">
-          <input id="search-from" type="date" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-        </Field>
-        <Field id="search-to" label="Created until">
-          <input id="search-to" type="date" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-        </Field>
-        <button type="submit">Search</button>
-      </form>
+      <search>
+        <form
+          class="filters row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setPages([null]);
+            setFilters({ title, from, to });
+          }}
+        >
+          <Field id="search-title" label="Title contains">
+            <input id="search-title" type="search" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
+          </Field>
+          <Field id="search-from" label="Created from">
+            <input id="search-from" type="date" value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
+          </Field>
+          <Field id="search-to" label="Created until">
+            <input id="search-to" type="date" value={to} onInput={(e) => setTo(e.currentTarget.value)} />
+          </Field>
+          <button type="submit">Search</button>
+        </form>
+      </search>
       <ErrorBox error={list.error} />
       {list.data && list.data.items.length === 0 && (
         <p class="empty">No conversations{filters.title || filters.from || filters.to ? ' match' : ' yet'}.</p>

@@ -63,7 +63,7 @@ const GROUPS: { title: string; fields: FieldDef[] }[] = [
     fields: [
       { name: 'sandbox_base_container_image', label: 'Base container image', kind: 'text' },
       { name: 'sandbox_runtime_container_image', label: 'Runtime container image', kind: 'text' },
-      { name: 'remote_runtime_resource_factor', label: 'Resource factor', kind: 'int', hint: '1 to 8' },
+      { name: 'remote_runtime_resource_factor', label: 'Resource factor', kind: 'int', hint: '1, 2, 4 or 8' },
       { name: 'sandbox_api_key', label: 'Sandbox API key', kind: 'secret' },
     ],
   },
