@@ -8,14 +8,14 @@ if (!existsSync(new URL('../node_modules/.package-lock.json', import.meta.url)))
   execSync('npm ci --no-audit --no-fund', { stdio: 'inherit', cwd: new URL('..', import.meta.url) });
 }
 
-// The tests run the Lambda bundles on Node 24 and the sandbox program on Node 22 (tools/node-runtimes,
+// The tests run the Lambda bundles on Node 24 and the sandbox program on Node 22 (scripts/node-runtimes,
 // installed by the root postinstall): a checkout installed before that folder existed gets it here.
 if (
   process.argv.includes('--runtimes') &&
-  !existsSync(new URL('../tools/node-runtimes/node_modules/.package-lock.json', import.meta.url))
+  !existsSync(new URL('../scripts/node-runtimes/node_modules/.package-lock.json', import.meta.url))
 ) {
-  process.stderr.write('Installing the Node versions the tests run (tools/node-runtimes)...\n');
-  execSync('npm ci --prefix tools/node-runtimes --ignore-scripts --no-audit --no-fund', {
+  process.stderr.write('Installing the Node versions the tests run (scripts/node-runtimes)...\n');
+  execSync('npm ci --prefix scripts/node-runtimes --ignore-scripts --no-audit --no-fund', {
     stdio: 'inherit',
     cwd: new URL('..', import.meta.url),
   });
