@@ -116,6 +116,7 @@ export class ConversationServiceStack extends Stack {
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
       BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
       STREAM_CALLBACK_URL: this.stream.callbackUrl,
+      CORS_ORIGINS: config.corsAllowedOrigins.join(','),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */

@@ -459,9 +459,11 @@ export const routes = [
     path: '/api/logout',
     entry: 'functions/auth/logout.ts',
     auth: 'none',
-    summary: 'Sign-out: ends the session of the cookie server-side and removes the cookie',
+    summary:
+      'Sign-out: ends the session of the cookie server-side and removes the cookie; with a cookie, only from an allowed Origin',
     tag: 'auth',
     tables: { keys: 'write' },
+    capabilities: ['origins'],
   },
   {
     id: 'getOptionsConfig',

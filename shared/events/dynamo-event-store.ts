@@ -61,12 +61,15 @@ export class DynamoEventStore implements EventStore {
     );
     const from = fresh[0]!.seq;
     const to = fresh.at(-1)!.seq;
-    const added = fresh.length;
+    /** Of this batch, how many a counter move from `moved` to `end` by this call committed. */
+    const ours = (moved: { from: number; end: number } | undefined) =>
+      moved ? Math.max(0, Math.min(to, moved.end) - Math.max(from - 1, moved.from)) : 0;
     if (from !== last + 1) {
       // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
       // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
       // the counter reached it, or the number after the counter is stored (a filler at work, or one
-      // that died before its catch-up).
+      // that died before its catch-up). Stored, not committed: it counts as added only if this call's
+      // catch-up moved the counter over it.
       const out = await this.db.send(
         new UpdateCommand({
           TableName: this.table,
@@ -78,9 +81,13 @@ export class DynamoEventStore implements EventStore {
       );
       const now = (out.Attributes?.lastSeq as number | undefined) ?? 0;
       const open = now + 1 < from && !(await this.stored(conversationKey, now + 1));
-      return { added, lastSeq: open ? now : await this.catchUp(conversationKey, now) };
+      if (open) return { added: 0, lastSeq: now };
+      const moved = await this.catchUp(conversationKey, now);
+      return { added: ours(moved.moved), lastSeq: moved.end };
     }
-    // Contiguous with the committed end: move the counter over this batch, forward only.
+    // Contiguous with the committed end: move the counter over this batch, forward only. What it
+    // moved over (from the end it held) is what this call committed: a racing post of the same
+    // batch that moved it first leaves this one nothing.
     try {
       const out = await this.db.send(
         new UpdateCommand({
@@ -89,14 +96,15 @@ export class DynamoEventStore implements EventStore {
           UpdateExpression: 'SET lastSeq = :to',
           ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
           ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
-          ReturnValues: 'ALL_NEW',
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      return { added, lastSeq: out.Attributes?.ahead ? await this.catchUp(conversationKey, to) : to };
+      const added = to - ((out.Attributes?.lastSeq as number | undefined) ?? 0);
+      return { added, lastSeq: out.Attributes?.ahead ? (await this.catchUp(conversationKey, to)).end : to };
     } catch (err) {
       // Another post of this batch (or a later one) moved it already: to `to` at least.
       if (!isConditionFailure(err)) throw err;
-      return { added, lastSeq: to };
+      return { added: 0, lastSeq: to };
     }
   }
 
@@ -108,7 +116,10 @@ export class DynamoEventStore implements EventStore {
    * the counter without clearing needs no such check: a batch that flagged meanwhile saw the number
    * after the old end stored, and catches up itself; see `append`.)
    */
-  private async catchUp(conversationKey: string, known: number): Promise<number> {
+  private async catchUp(
+    conversationKey: string,
+    known: number,
+  ): Promise<{ end: number; moved?: { from: number; end: number } }> {
     for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
       const { lastSeq: last, ahead } = await this.counter(conversationKey);
       known = Math.max(known, last);
@@ -126,7 +137,7 @@ export class DynamoEventStore implements EventStore {
       let end = last;
       for (const seq of stored) if (seq === end + 1) end++;
       const waiting = stored.some((seq) => seq > end + 1);
-      if (end === last && waiting) return last; // still a gap: the flag stays for whoever fills it
+      if (end === last && waiting) return { end: last }; // still a gap: the flag stays for whoever fills it
       try {
         await this.db.send(
           new UpdateCommand({
@@ -149,14 +160,14 @@ export class DynamoEventStore implements EventStore {
                 }),
           }),
         );
-        return end;
+        return { end, moved: { from: last, end } };
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
       }
     }
     // Other writers kept winning: the flag stays, and the next batch's catch-up carries the counter on.
     logger.warn('events.catch-up-deferred', { conversationKey, lastSeq: known });
-    return known;
+    return { end: known };
   }
 
   /** Whether number `seq` is stored (a consistent read of its key only). */

@@ -27,7 +27,11 @@ export interface ConversationRef {
   conversationId: string;
 }
 
-/** What an append did: `added` events written; events 1..`lastSeq` are committed. */
+/**
+ * What an append did: `added` events of the batch this call committed (moved the committed end over:
+ * a racing post of the same batch counts them once, and a batch stored beyond a gap counts 0 until
+ * a call carries the end over it); events 1..`lastSeq` are committed.
+ */
 export interface Appended {
   added: number;
   lastSeq: number;
@@ -48,8 +52,8 @@ export interface EventStore {
   /**
    * Stores `events` as numbers `firstSeq`, `firstSeq + 1`, ... Numbers at or below the committed end
    * (`lastSeq`) are left as they are: a retried batch changes nothing, and an event once committed
-   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were
-   * written and the committed end as this call left it (at least that: a concurrent append may have
+   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many of the
+   * batch this call committed and the committed end as this call left it (at least that: a concurrent append may have
    * moved it further), so the caller need not read it again. `committed`, when given, is `lastSeq`
    * as the caller read it just before (e.g. beside another read), and saves this call that read.
    */

@@ -31,6 +31,8 @@ export interface Adapters {
   /** The key that signs conversation-scoped keys: made on first use, kept sealed in the keys table. */
   conversationKeySecret: () => Promise<Buffer>;
   specs: SpecRegistry;
+  /** The explicitly allowed browser origins (`CORS_ORIGINS`), for an operation that checks a cookie write itself. */
+  origins: readonly string[];
   sandboxStore: SandboxStore;
   sandboxRuntime: SandboxRuntime;
   sandboxConfig: SandboxConfig;
@@ -92,6 +94,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   specs: { build: { capabilities: ['specs'] } },
+  origins: { build: { capabilities: ['origins'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
     calls: {

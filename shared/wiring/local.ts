@@ -7,6 +7,7 @@ import { systemKey } from '#shared/auth/system-keys.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { logger } from '#shared/logging.ts';
+import { allowedOrigins } from '#shared/http/cors.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -89,6 +90,7 @@ export function localServices(options: LocalOptions): LocalServices {
     conversationKeySecret: (): Adapters['conversationKeySecret'] => systemKey('conversation-keys', adapters.sealer),
     sessionStore: () => new DynamoSessionStore(),
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
+    origins: () => allowedOrigins(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     sandboxConfig: () => ({
