@@ -117,6 +117,8 @@ export class ConversationServiceStack extends Stack {
       BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
       STREAM_CALLBACK_URL: this.stream.callbackUrl,
       CORS_ORIGINS: config.corsAllowedOrigins.join(','),
+      // Empty: the built-in plans (shared/plans/model.ts).
+      PLANS: config.plans === undefined ? '' : JSON.stringify(config.plans),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
@@ -133,7 +135,7 @@ export class ConversationServiceStack extends Stack {
       id: string,
       entry: string,
       access: FunctionAccess,
-      options: { async: boolean; timeout: Duration; env?: Record<string, string> },
+      options: { async: boolean; timeout: Duration; env?: Record<string, string>; reservedConcurrency?: number },
     ) => {
       const fn = new ServiceFunction(this, `Fn-${id}`, {
         entry,
@@ -143,6 +145,7 @@ export class ConversationServiceStack extends Stack {
         tables: this.data.tables,
         targets,
         timeout: options.timeout,
+        reservedConcurrency: options.reservedConcurrency,
         // A sweep is redone every minute, so a failed or late one is dropped, not retried.
         ...(options.async
           ? {
@@ -166,7 +169,12 @@ export class ConversationServiceStack extends Stack {
       values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
     }
     for (const route of routes as readonly RouteDef[]) {
-      addFunction(route.id, route.entry, route, { async: false, timeout: API_TIMEOUT });
+      addFunction(route.id, route.entry, route, {
+        async: false,
+        timeout: API_TIMEOUT,
+        // A sandbox flood throttles ingest alone, when the operator reserves it (docs/deploy.md).
+        reservedConcurrency: route.id === 'postEvents' ? config.ingestReservedConcurrency : undefined,
+      });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), {

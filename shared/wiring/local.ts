@@ -8,6 +8,7 @@ import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversat
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { logger } from '#shared/logging.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
+import { filePlans } from '#shared/plans/load.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -40,6 +41,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** The plans file (default `config/plans.json`; `PLANS_FILE` for `npm start`). */
+  plansFile?: string;
   /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
   commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
@@ -81,6 +84,8 @@ export function localServices(options: LocalOptions): LocalServices {
         .handleInstanceStopped(event)
         .catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
+  // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
+  const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
   const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
@@ -91,6 +96,7 @@ export function localServices(options: LocalOptions): LocalServices {
     sessionStore: () => new DynamoSessionStore(),
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
     origins: () => allowedOrigins(),
+    plans: () => plans,
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     sandboxConfig: () => ({
