@@ -9,6 +9,7 @@ import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { logger } from '#shared/logging.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { filePlans } from '#shared/plans/load.ts';
+import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -54,6 +55,8 @@ export interface LocalServices extends Services {
   sandboxRuntime: ProcessSandboxRuntime;
   /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
   eventHub: LocalEventHub;
+  /** The plans (`config/plans.json` or PLANS_FILE), read by the local stream's socket caps. */
+  plans: Plans;
   /**
    * The same services for one function, held to its declaration and to the adapters and services
    * its entry names, as on AWS: the local gateway runs each route through these, so every test that
@@ -126,6 +129,7 @@ export function localServices(options: LocalOptions): LocalServices {
   return Object.assign(all, {
     sandboxRuntime,
     eventHub,
+    plans,
     forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[], services: ServiceFactories) =>
       servicesOf(id, wire(id, declaration, builders(names)), services),
   });
