@@ -120,7 +120,9 @@ export class DynamoEventStore implements EventStore {
             }),
           );
         } catch (err) {
-          if (!isConditionFailure(err) || attempt >= CATCH_UP_ATTEMPTS) throw err;
+          if (!isConditionFailure(err)) throw err;
+          // Other batches keep moving the bucket: as busy as a rate refusal; the sandbox retries.
+          if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
           // Another batch moved the bucket since it was read: charge again from what it left.
           head = await this.counter(conversationKey);
           tat = bucket(head);
@@ -157,7 +159,7 @@ export class DynamoEventStore implements EventStore {
         if (tat === undefined) return { added: 0, lastSeq: to, ...overCap };
         head = await this.counter(conversationKey);
         if (head.lastSeq >= to) return { added: 0, lastSeq: head.lastSeq, ...overCap };
-        if (attempt >= CATCH_UP_ATTEMPTS) throw err;
+        if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
         tat = bucket(head);
       }
     }
