@@ -1,3 +1,4 @@
+import { parsePlans } from '#shared/plans/model.ts';
 import * as z from 'zod';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 
@@ -99,6 +100,18 @@ export const configSchema = z.object({
       ),
     )
     .default([]),
+  /**
+   * The plans (shared/plans/model.ts, the contracts page's schema), as JSON; unset: the built-in
+   * defaults (the `free` plan of config/plans.json). Checked here with the key named, and given to
+   * the functions that declare the `plans` capability as PLANS.
+   */
+  plans: z.preprocess(fromJson, z.unknown()).optional(),
+  /**
+   * Reserved concurrency for the event-ingest function only (a sandbox flood then throttles itself,
+   * not every other function of the account). Unset by default: Lambda refuses a reservation that
+   * leaves less than 100 unreserved, and new accounts often have a quota of 10 (docs/deploy.md).
+   */
+  ingestReservedConcurrency: int(1, 100_000).optional(),
   /** Optional address subscribed to the alarm topic. */
   alarmEmail: z.email().optional(),
 });
@@ -120,6 +133,13 @@ export function loadConfig(get: (key: string) => unknown): Config {
       return `context key "${key}"${rest.length ? ` (at ${rest.join('.')})` : ''}: ${issue.message}`;
     });
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  if (parsed.data.plans !== undefined) {
+    try {
+      parsePlans(parsed.data.plans, 'context key "plans"');
+    } catch (err) {
+      throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
+    }
   }
   return parsed.data;
 }

@@ -92,6 +92,9 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   // The specs come in the environment (SANDBOX_SPECS): nothing to call.
   specs: [],
+  // CORS_ORIGINS and PLANS come in the environment too.
+  origins: [],
+  plans: [],
   'ecs:run': [
     {
       actions: ['ecs:RunTask'],

@@ -167,6 +167,9 @@ export class ConversationServiceStack extends Stack {
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
       BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
       STREAM_CALLBACK_URL: this.stream.callbackUrl,
+      CORS_ORIGINS: config.corsAllowedOrigins.join(','),
+      // Empty: the built-in plans (shared/plans/model.ts).
+      PLANS: config.plans === undefined ? '' : JSON.stringify(config.plans),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
@@ -184,7 +187,7 @@ export class ConversationServiceStack extends Stack {
       id: string,
       entry: string,
       access: FunctionAccess,
-      options: { async: boolean; timeout: Duration; env?: Record<string, string> },
+      options: { async: boolean; timeout: Duration; env?: Record<string, string>; reservedConcurrency?: number },
     ) => {
       const fn = new ServiceFunction(scope, `Fn-${id}`, {
         entry,
@@ -194,6 +197,7 @@ export class ConversationServiceStack extends Stack {
         tables: this.data.tables,
         targets,
         timeout: options.timeout,
+        reservedConcurrency: options.reservedConcurrency,
         // A sweep is redone every minute, so a failed or late one is dropped, not retried.
         ...(options.async
           ? {
@@ -227,7 +231,12 @@ export class ConversationServiceStack extends Stack {
     };
     for (const route of table) {
       const scope = routeStack(stackNames.get(route.id)!);
-      addFunction(scope, route.id, route.entry, route, { async: false, timeout: routeTimeout(route) });
+      addFunction(scope, route.id, route.entry, route, {
+        async: false,
+        timeout: routeTimeout(route),
+        // A sandbox flood throttles ingest alone, when the operator reserves it (docs/deploy.md).
+        reservedConcurrency: route.id === 'postEvents' ? config.ingestReservedConcurrency : undefined,
+      });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), {

@@ -82,7 +82,7 @@ export const streamConnectFunction = {
   entry: 'functions/stream/connect.ts',
   async: false,
   tables: { keys: 'write', conversations: 'read', events: 'read', streamConnections: 'write' },
-  capabilities: ['seal', 'unseal', 'stream:resend'],
+  capabilities: ['seal', 'unseal', 'stream:resend', 'plans'],
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
 export const streamDisconnectFunction = {

@@ -413,8 +413,15 @@ export const routes = [
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
     // On AWS it also pushes what it committed to the stream's open connections (PostToConnection).
-    tables: { events: 'write', conversations: 'read', sandboxes: 'write', streamConnections: 'write' },
-    capabilities: ['stream:push'],
+    // At the plan's event cap it stops the conversation: its record, and a pause command to the sandbox.
+    tables: {
+      events: 'write',
+      conversations: 'write',
+      sandboxes: 'write',
+      commands: 'write',
+      streamConnections: 'write',
+    },
+    capabilities: ['stream:push', 'plans', 'commands:push'],
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -459,9 +466,11 @@ export const routes = [
     path: '/api/logout',
     entry: 'functions/auth/logout.ts',
     auth: 'none',
-    summary: 'Sign-out: ends the session of the cookie server-side and removes the cookie',
+    summary:
+      'Sign-out: ends the session of the cookie server-side and removes the cookie; with a cookie, only from an allowed Origin',
     tag: 'auth',
     tables: { keys: 'write' },
+    capabilities: ['origins'],
   },
   {
     id: 'getOptionsConfig',

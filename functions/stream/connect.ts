@@ -6,6 +6,7 @@ import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
 import { streamConnectionStore, streamTicketStore } from '#shared/wiring/aws/stream.ts';
 import { streamResendTrigger } from '#shared/wiring/aws/stream-resend.ts';
 
@@ -22,6 +23,7 @@ export const handler = awsFunction(
     streamTicketStore,
     streamConnectionStore,
     streamResendTrigger,
+    plans,
   },
   { streamAccess },
   (event: WebSocketConnectEvent, services, adapters) =>

@@ -9,6 +9,9 @@ import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } fr
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
+import type { Plan } from '#shared/plans/model.ts';
+import { planOf } from '#shared/plans/plan-of.ts';
+import { isRefusal, SocketCaps } from '#shared/stream/socket-caps.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
 /**
@@ -23,6 +26,8 @@ export interface EventStreamOptions {
   services: LocalServices;
   allowedOrigins: readonly string[];
   pingMs?: number;
+  /** The socket counts held to the plans' caps (one per server; tests may pass their own). */
+  caps?: SocketCaps;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -44,6 +49,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
+  const caps = options.caps ?? new SocketCaps();
   // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
   const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
   const relayServices = services.forFunction(
@@ -67,10 +73,12 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       let verdict: StreamGrant | StreamRefusal | 'error';
       let request: StreamRequest | undefined;
+      let plan: Plan | undefined;
       try {
         // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
         request = { conversationId: match[1]!, query, headers };
         verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
+        if (verdict.allowed) plan = await planOf(services.plans, verdict.userId);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';
@@ -81,6 +89,13 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
           logger.info('stream.refused', { status: verdict.status, reason: verdict.reason });
           return ws.close(verdict.code, verdict.reason);
         }
+        // Over a cap of the user's plan: refused like any other refusal, before anything is read or sent.
+        const slot = caps.admit(verdict.userId, verdict.conversationId, plan!);
+        if (isRefusal(slot)) {
+          logger.info('stream.refused', { status: 429, reason: slot.reason });
+          return ws.close(slot.code, slot.reason);
+        }
+        ws.once('close', slot);
         serve(ws, verdict, request!);
       });
     })().catch((err: unknown) => {

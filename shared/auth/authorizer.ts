@@ -1,7 +1,7 @@
 import { keyFromHeaders, type ApiKeys } from '#shared/auth/api-keys.ts';
 import { isConversationKey, type ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Principal } from '#shared/auth/model.ts';
-import { sessionToken, type Sessions } from '#shared/auth/sessions.ts';
+import { sessionCookieValues, type Sessions } from '#shared/auth/sessions.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
 
 export interface AuthDeps {
@@ -32,6 +32,14 @@ export const CROSS_SITE_REFUSAL =
   'Cross-site request refused: a request signed in with the session cookie must come from an allowed origin';
 
 /**
+ * A request with two session cookies: one was planted (a page on another port of a local host can
+ * write cookies for it; browsers send every match). Never pick one: the wrong one would run the
+ * user's console, and what they type into it, in someone else's account.
+ */
+export const SEVERAL_SESSIONS_REFUSAL =
+  "More than one session cookie: sign out (which clears this site's cookies) and sign in again";
+
+/**
  * The authorizer's decision for a request: an API key (`X-Session-API-Key` or `Authorization:
  * Bearer`), a conversation-scoped key in the same headers, or else the session cookie, which counts
  * only on requests from an allowed page (see `originVerdict`). The Lambda authorizer and the local
@@ -53,7 +61,9 @@ export async function authorizeRequest(
     const principal = await deps.apiKeys.authenticate(key);
     return principal?.via === 'key' ? { userId: principal.userId, via: 'key', keyId: principal.keyId } : { userId: '' };
   }
-  const token = sessionToken(headers);
+  const tokens = sessionCookieValues(headers);
+  if (tokens.length > 1) return { userId: '', refusal: SEVERAL_SESSIONS_REFUSAL };
+  const token = tokens[0];
   if (!token) return { userId: '' };
   const principal = await deps.sessions.authenticate(token);
   if (principal?.via !== 'session') return { userId: '' };

@@ -1,6 +1,7 @@
 import * as z from '#shared/zod.ts';
 import { apiKeyView } from '#shared/auth/model.ts';
-import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { portOf, sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { CROSS_SITE_REFUSAL } from '#shared/auth/authorizer.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { forbidden, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
@@ -18,23 +19,40 @@ export const authenticate = defineOperation(
       200,
       { success: true, user_id: userId, expires_at: session.expiresAt },
       {
-        'set-cookie': sessionCookie(session.token, session.maxAgeSeconds, baseUrl.startsWith('https:')),
+        'set-cookie': sessionCookie(
+          session.token,
+          session.maxAgeSeconds,
+          baseUrl.startsWith('https:'),
+          portOf(baseUrl),
+        ),
         'cache-control': 'no-store',
       },
     );
   },
 );
 
-/** Ends the session server-side and removes the cookie; answers the same whether one existed or not. */
+/**
+ * Ends the session server-side and removes the cookie; answers the same whether one existed or not.
+ * A cookie write like any other: with a session cookie, only from an allowed Origin (a page on
+ * another site, or on another port of a local host, cannot sign the user out). Over plain http it
+ * also asks the browser to clear this host's cookies (`Clear-Site-Data`), which removes a session
+ * cookie another port planted under some other path, which no Set-Cookie of ours could name.
+ */
 export const logout = defineOperation(
   'logout',
   () => ({ response: z.object({ success: z.literal(true) }) }),
   async ({ headers, baseUrl }, { sessions }) => {
+    const secure = baseUrl.startsWith('https:');
+    if (!sessions.mayWriteCookie(headers)) throw forbidden(CROSS_SITE_REFUSAL);
     await sessions.end(sessionToken(headers));
     return new Reply(
       200,
       { success: true },
-      { 'set-cookie': sessionCookie(null, 0, baseUrl.startsWith('https:')), 'cache-control': 'no-store' },
+      {
+        'set-cookie': sessionCookie(null, 0, secure, portOf(baseUrl)),
+        'cache-control': 'no-store',
+        ...(secure ? {} : { 'clear-site-data': '"cookies"' }),
+      },
     );
   },
 );

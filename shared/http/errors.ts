@@ -38,6 +38,17 @@ export const payloadTooLarge = (limit: number) =>
 export const unsupportedMediaType = (message: string) => detail(415, message);
 export const tooManyRequests = (message: string) => detail(429, message);
 
+/**
+ * A plan's quota is used up (402, the contracts page's refusal): `code` is the plan member that
+ * refused (`max_conversations`, `max_paused_sandboxes`, `max_events_per_conversation`,
+ * `max_event_bytes_per_org`: shared/plans/README.md), with its `limit` and what is `used`.
+ */
+export const planLimit = (code: string, limit: number, used: number, message: string) =>
+  new ApiError(402, { detail: message, code, limit, used });
+/** A rate limit: 429 with `Retry-After` in whole seconds (at least 1). */
+export const rateLimited = (message: string, retryAfterSeconds: number) =>
+  detail(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+
 /** 422 in the FastAPI shape OpenHands clients already parse: one entry per bad field. */
 export const invalid = (issues: ValidationIssue[]) => new ApiError(422, { detail: issues });
 

@@ -125,8 +125,8 @@ export function openApiDocument(operations: readonly Operation[], serverUrl?: st
       securitySchemes: {
         sessionApiKey: { type: 'apiKey', in: 'header', name: 'X-Session-API-Key' },
         bearer: { type: 'http', scheme: 'bearer' },
-        // `__Host-acs_session` when served over https (see shared/auth/sessions.ts).
-        sessionCookie: { type: 'apiKey', in: 'cookie', name: 'acs_session' },
+        // `__Host-acs_session` when served over https, `acs_session_<port>` over http (see shared/auth/sessions.ts).
+        sessionCookie: { type: 'apiKey', in: 'cookie', name: '__Host-acs_session' },
       },
     },
     paths,

@@ -18,7 +18,7 @@ import {
 } from '#shared/http/errors.ts';
 import { callerScheme } from '#shared/http/cors.ts';
 import { Reply, type Operation } from '#shared/http/operation.ts';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
+import { DEFAULT_MAX_BODY_BYTES, MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
 import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
@@ -32,7 +32,7 @@ export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerCont
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
 
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export { DEFAULT_MAX_BODY_BYTES };
 const INTERNAL_ERROR = { detail: 'Internal Server Error' };
 
 function json(status: number, body: unknown, requestId: string, headers: Record<string, string> = {}): ApiResult {

@@ -75,12 +75,13 @@ export const tables = {
    * Open WebSocket connections of the event stream on AWS, by conversation (`conversationKey` as in
    * `events`), one item per connection: `sentSeq` (the last event it was sent), a delivery lease,
    * `expiresAtEpoch` at API Gateway's 2-hour connection limit. `byConnection` finds a connection's
-   * item from its id alone ($disconnect, $default).
+   * item from its id alone ($disconnect, $default); `byUser` counts a user's open connections (the
+   * plan's socket cap at `$connect`; suspension closes a user's streams).
    */
   streamConnections: {
     pk: 'conversationKey',
     sk: 'connectionId',
-    indexes: { byConnection: { pk: 'connectionId' } },
+    indexes: { byConnection: { pk: 'connectionId' }, byUser: { pk: 'userId', sk: 'connectionId' } },
     ttl: 'expiresAtEpoch',
   },
 } as const satisfies Record<string, TableDef>;

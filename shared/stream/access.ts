@@ -1,4 +1,4 @@
-import { authorizeRequest, type AuthDeps } from '#shared/auth/authorizer.ts';
+import { authorizeRequest, CROSS_SITE_REFUSAL, type AuthDeps } from '#shared/auth/authorizer.ts';
 import { isConversationKey } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
@@ -101,7 +101,7 @@ export async function authorizeStream(
     via = 'conversation';
   } else {
     const auth = await authorizeRequest('GET', input.headers, deps);
-    if (auth.refusal) return refuse(403, REFUSALS.crossSite);
+    if (auth.refusal) return refuse(403, auth.refusal === CROSS_SITE_REFUSAL ? REFUSALS.crossSite : auth.refusal);
     if (!auth.userId || !auth.via) return refuse(401, REFUSALS.unauthorized);
     if (auth.via === 'conversation' && auth.conversationId !== conversationId)
       return refuse(403, REFUSALS.otherConversation);

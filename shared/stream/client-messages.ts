@@ -3,6 +3,7 @@ import { sendMessage } from '#shared/conversations/operations.ts';
 import { ApiError } from '#shared/http/errors.ts';
 import type { Request } from '#shared/http/operation.ts';
 import type { Services } from '#shared/services.ts';
+import { frameRefusal } from '#shared/stream/frame-limits.ts';
 import { CLOSE } from '#shared/stream/messages.ts';
 import { PING_ACTION } from '#shared/stream/socket-stream.ts';
 
@@ -21,6 +22,8 @@ export async function relayClientMessage(
   grant: { userId: string; conversationId: string },
   services: Services,
 ): Promise<RelayOutcome> {
+  const refused = frameRefusal(text);
+  if (refused) return refused;
   let raw: unknown;
   try {
     raw = JSON.parse(text);

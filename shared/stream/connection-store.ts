@@ -32,6 +32,8 @@ export interface ConnectionStore {
   /** The connection's conversation, from its id alone ($disconnect knows nothing else). */
   find(connectionId: string): Promise<ConversationRef | undefined>;
   list(conversation: ConversationRef): Promise<StreamConnection[]>;
+  /** Open connections of a conversation (a consistent count) and of a user (the `byUser` index: eventually consistent), each counted up to `upTo`. */
+  count(conversation: ConversationRef, upTo: number): Promise<{ conversation: number; user: number }>;
   remove(conversation: ConversationRef, connectionId: string): Promise<void>;
   /** Raises `wantSeq` to `seq` (never lowers it); nothing when the connection is gone. */
   want(conversation: ConversationRef, connectionId: string, seq: number): Promise<void>;

@@ -72,6 +72,39 @@ export class DynamoConnectionStore implements ConnectionStore {
     return item ? fromItem(item).conversation : undefined;
   }
 
+  async count(conversation: ConversationRef, upTo: number): Promise<{ conversation: number; user: number }> {
+    const counted = async (input: Record<string, unknown>) => {
+      let n = 0;
+      let start: Record<string, unknown> | undefined;
+      do {
+        const out = await this.db.send(
+          new QueryCommand({
+            TableName: this.table,
+            Select: 'COUNT',
+            ...input,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          } as never),
+        );
+        n += out.Count ?? 0;
+        start = out.LastEvaluatedKey;
+      } while (start && n < upTo);
+      return n;
+    };
+    const [inConversation, ofUser] = await Promise.all([
+      counted({
+        KeyConditionExpression: 'conversationKey = :c',
+        ExpressionAttributeValues: { ':c': partitionOf(conversation) },
+        ConsistentRead: true,
+      }),
+      counted({
+        IndexName: 'byUser',
+        KeyConditionExpression: 'userId = :u',
+        ExpressionAttributeValues: { ':u': conversation.userId },
+      }),
+    ]);
+    return { conversation: inConversation, user: ofUser };
+  }
+
   async list(conversation: ConversationRef): Promise<StreamConnection[]> {
     const items: StreamConnection[] = [];
     let start: Record<string, unknown> | undefined;

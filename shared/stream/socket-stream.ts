@@ -1,3 +1,5 @@
+import type { Plan } from '#shared/plans/model.ts';
+import { planOf } from '#shared/plans/plan-of.ts';
 import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
@@ -56,6 +58,8 @@ export class SocketStream {
       readonly resendTrigger: ResendTrigger;
       readonly delivery: PushDelivery;
       readonly allowedOrigins: readonly string[];
+      /** The plan of a user (its socket caps). */
+      readonly planFor: (userId: string) => Promise<Plan>;
     },
     private readonly now: () => Date = () => new Date(),
   ) {}
@@ -72,6 +76,11 @@ export class SocketStream {
       return { statusCode: decision.status, body: decision.reason };
     }
     const conversation = { userId: decision.userId, conversationId: decision.conversationId };
+    const capped = await this.overCap(conversation);
+    if (capped) {
+      logger.info('stream.refused', { status: 429, reason: capped });
+      return { statusCode: 429, body: capped };
+    }
     const now = this.now();
     await this.deps.connections.add({
       conversation,
@@ -83,6 +92,23 @@ export class SocketStream {
     await this.deps.resendTrigger.request({ conversation, connectionId: r.connectionId });
     logger.info('stream.connected', { conversationId: conversation.conversationId, via: decision.via });
     return { statusCode: 200 };
+  }
+
+  /**
+   * The plan's socket caps, counted in the table before the connection is recorded (the connection
+   * being opened is not in it yet): per conversation exactly, per user through the `byUser` index,
+   * which is eventually consistent, so racing `$connect`s of one user may pass the user cap by
+   * about their number (docs/architecture.md). The reason, or undefined when within both.
+   */
+  private async overCap(conversation: ConversationRef): Promise<string | undefined> {
+    const plan = await this.deps.planFor(conversation.userId);
+    const upTo = Math.max(plan.max_stream_sockets_per_user, plan.max_stream_sockets_per_conversation);
+    const open = await this.deps.connections.count(conversation, upTo);
+    if (open.user >= plan.max_stream_sockets_per_user)
+      return `Too many open streams: at most ${plan.max_stream_sockets_per_user} per user`;
+    if (open.conversation >= plan.max_stream_sockets_per_conversation)
+      return `Too many open streams: at most ${plan.max_stream_sockets_per_conversation} per conversation`;
+    return undefined;
   }
 
   async disconnect(connectionId: string): Promise<void> {
@@ -114,6 +140,7 @@ export function socketStreamOf(services: Services, adapters: Adapters): SocketSt
       resendTrigger: () => adapters.streamResendTrigger,
       delivery: () => new PushDelivery(adapters.streamConnectionStore, adapters.eventStore, adapters.streamPush),
       allowedOrigins: () => allowedOrigins(),
+      planFor: () => (userId: string) => planOf(adapters.plans, userId),
     }),
   );
 }

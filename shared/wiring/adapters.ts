@@ -2,6 +2,7 @@ import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
+import type { Plans } from '#shared/plans/model.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -31,6 +32,10 @@ export interface Adapters {
   /** The key that signs conversation-scoped keys: made on first use, kept sealed in the keys table. */
   conversationKeySecret: () => Promise<Buffer>;
   specs: SpecRegistry;
+  /** The explicitly allowed browser origins (`CORS_ORIGINS`), for an operation that checks a cookie write itself. */
+  origins: readonly string[];
+  /** The plans (caps and limits per tenant): `config/plans.json` / `PLANS_FILE` locally, the CDK context `plans` on AWS. */
+  plans: Plans;
   sandboxStore: SandboxStore;
   sandboxRuntime: SandboxRuntime;
   sandboxConfig: SandboxConfig;
@@ -92,6 +97,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   specs: { build: { capabilities: ['specs'] } },
+  origins: { build: { capabilities: ['origins'] } },
+  plans: { build: { capabilities: ['plans'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
     calls: {

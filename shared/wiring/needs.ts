@@ -49,6 +49,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   seal: ['SECRETS_KEY_ID'],
   unseal: ['SECRETS_KEY_ID'],
   specs: ['SANDBOX_SPECS'],
+  origins: ['CORS_ORIGINS'],
+  plans: ['PLANS'],
   'ecs:run': sandboxRuntimeEnv,
   'ecs:stop': sandboxRuntimeEnv,
   'ecs:describe': sandboxRuntimeEnv,

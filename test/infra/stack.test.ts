@@ -885,3 +885,32 @@ describe('the OpenHands UI gates', () => {
     });
   });
 });
+
+describe('ingestReservedConcurrency (shared account concurrency)', () => {
+  const reserved = (t: Json) =>
+    Object.entries(t.Resources as Record<string, Json>)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.ReservedConcurrentExecutions !== undefined)
+      .map(([id, r]) => [id, r.Properties.ReservedConcurrentExecutions]);
+
+  it('unset by default: no function reserves any (a default reservation can fail cdk deploy on a new account)', () => {
+    expect(cdkContext.ingestReservedConcurrency).toBeUndefined();
+    expect(reserved(template.toJSON())).toEqual([]);
+  });
+
+  it('set: reserves exactly that on the event-ingest function and on no other', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'acs-cdk-reserved-'));
+    try {
+      // No bundling: only the template is asserted here (the full synthesis above bundles).
+      const app = new App({
+        context: { ...cdkContext, ingestReservedConcurrency: 40, 'aws:cdk:bundling-stacks': [] },
+        outdir: dir,
+      });
+      const other = buildApp(app);
+      const json = Template.fromStack(other).toJSON();
+      const ingest = other.getLogicalId(other.functions.get('postEvents')!.fn.fn.node.defaultChild as CfnElement);
+      expect(reserved(json)).toEqual([[ingest, 40]]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+});

@@ -207,6 +207,30 @@ describe('the event stream on the synthesized stack', () => {
     expect((await openStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
   }, 60_000);
 
+  it("$connect answers 429 past the plan's sockets per conversation (counted in the table), and a closed one frees its slot", async () => {
+    // The built-in plan: 5 per conversation. Opened one after the other, so each is recorded before the next counts.
+    const open = [];
+    for (let i = 0; i < 5; i++) {
+      const c = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+      expect(c.refused, `socket ${i + 1}`).toBeUndefined();
+      open.push(c);
+    }
+    expect((await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`))).refused).toBe(429);
+    await open.pop()!.close();
+    await until(
+      tier,
+      'a freed slot',
+      async () => {
+        const again = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+        if (again.refused === undefined) open.push(again);
+        return again.refused === undefined;
+      },
+      (ok) => ok,
+      20_000,
+    );
+    for (const c of open) await c.close();
+  }, 60_000);
+
   it("refuses a user key in the URL, another conversation's key, no credentials, and paths the API has not", async () => {
     expect((await openStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
     expect((await openStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);

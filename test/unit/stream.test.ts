@@ -352,6 +352,9 @@ class MemoryEvents implements EventStore {
   async lastSeq() {
     return this.last;
   }
+  async head() {
+    return { lastSeq: this.last };
+  }
   async query(_c: ConversationRef, q: EventQuery): Promise<EventPage> {
     this.reads++;
     await new Promise((r) => setTimeout(r, Math.random() * 3));

@@ -28,6 +28,8 @@ const sampleValues: Record<string, string> = {
   SANDBOX_IDLE_MINUTES: '30',
   MAX_RUNNING_SANDBOXES: '5',
   SANDBOX_SUBNET_IDS: 'subnet-1,subnet-2',
+  CORS_ORIGINS: 'https://ui.example.com',
+  PLANS: '',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {
