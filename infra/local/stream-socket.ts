@@ -8,6 +8,9 @@ import { relayClientMessage } from '#shared/stream/client-messages.ts';
 import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
+import { carriesCredentials } from '#shared/stream/first-message-auth.ts';
+import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-auth.ts';
+import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
@@ -23,6 +26,8 @@ export interface EventStreamOptions {
   services: LocalServices;
   allowedOrigins: readonly string[];
   pingMs?: number;
+  /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
+  authWaitMs?: number;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -40,7 +45,10 @@ function answer(socket: Duplex, status: string, body: unknown): void {
  * `LocalEventHub`, which sends each committed event once, in order. Nothing of the URL is logged
  * (it may hold a conversation key or a ticket).
  */
-export function attachEventStream(server: Server, options: EventStreamOptions): { close(): Promise<void> } {
+export function attachEventStream(
+  server: Server,
+  options: EventStreamOptions,
+): { close(): Promise<void>; pending: PendingSockets } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
@@ -53,6 +61,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     sendMessageHandler.wiring.services,
   );
 
+  const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://local');
@@ -67,6 +76,22 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       let verdict: StreamGrant | StreamRefusal | 'error';
       let request: StreamRequest | undefined;
+      if (!carriesCredentials({ query, headers })) {
+        // No credential in the URL or the headers: open, then wait for the auth frame (stream-auth.ts).
+        const pendingRequest = { conversationId: match[1]!, query, headers };
+        return wss.handleUpgrade(req, socket, head, (ws) =>
+          awaitFirstMessageAuth(ws, pendingRequest, {
+            services,
+            allowedOrigins: options.allowedOrigins,
+            pending,
+            waitMs: options.authWaitMs,
+          }).then((outcome) => {
+            if (!outcome) return;
+            serve(ws, outcome.grant, outcome.request);
+            for (const frame of outcome.later) ws.emit('message', frame.data, frame.isBinary);
+          }),
+        );
+      }
       try {
         // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
         request = { conversationId: match[1]!, query, headers };
@@ -142,8 +167,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
         ws.close(CLOSE.internalError, 'Delivery failed');
       },
     };
-    services.eventHub
-      .subscribe(conversation, (end) => startAfter(grant.query, end), client)
+    resolveResendMode(grant.query, services.eventHub.events(), conversation)
+      .then((query) => services.eventHub.subscribe(conversation, (end) => startAfter(query, end), client))
       .then((s) => {
         subscription = s;
         if (closed) s.close();
@@ -153,6 +178,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
 
   server.on('upgrade', onUpgrade);
   return {
+    pending,
     close: async () => {
       server.off('upgrade', onUpgrade);
       const open = [...wss.clients];
