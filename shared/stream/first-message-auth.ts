@@ -1,4 +1,4 @@
-import type { StreamRequest } from '#shared/stream/access.ts';
+import { type StreamRequest, USER_KEY } from '#shared/stream/access.ts';
 
 /*
  * First-message authentication, as the OpenHands agent server does it and Agent Canvas uses it: a
@@ -25,6 +25,8 @@ const CREDENTIAL_HEADERS = ['x-session-api-key', 'authorization', 'cookie'] as c
  */
 export function carriesCredentials(request: Pick<StreamRequest, 'query' | 'headers'>): boolean {
   if (request.query.ticket !== undefined || request.query.session_api_key !== undefined) return true;
+  // A user key anywhere in the URL is judged (and refused) at once, never left waiting.
+  if (Object.values(request.query).some((v) => v !== undefined && USER_KEY.test(v))) return true;
   const lower = new Set(Object.keys(request.headers).map((k) => k.toLowerCase()));
   return CREDENTIAL_HEADERS.some((h) => lower.has(h) && request.headers[h]?.trim());
 }
