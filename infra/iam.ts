@@ -66,9 +66,9 @@ const passSandboxRoles: Grant = {
   conditions: () => ({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }),
 };
 
-/** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state. */
+/** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state, DELETE drops a connection whose first-message auth failed. */
 const streamConnections = (t: GrantTargets, stack: Stack) =>
-  ['POST', 'GET'].map((verb) =>
+  ['POST', 'GET', 'DELETE'].map((verb) =>
     stack.formatArn({
       service: 'execute-api',
       resource: t.stream.apiId,
@@ -173,7 +173,7 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['execute-api:ManageConnections'],
       resources: streamConnections,
       wildcard:
-        "Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection) and GET (GetConnection) on the @connections of the stream API's stage.",
+        "Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection), GET (GetConnection) and DELETE (DeleteConnection) on the @connections of the stream API's stage.",
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],

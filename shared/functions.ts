@@ -54,8 +54,9 @@ export const sweeperFunction = {
   id: 'sweeper',
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
-  tables: { sandboxes: 'write', startTasks: 'write' },
-  capabilities: sandboxHousekeeping,
+  // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
+  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write' },
+  capabilities: [...sandboxHousekeeping, 'stream:push'],
 } as const satisfies EventFunctionDef;
 
 /**
@@ -100,9 +101,18 @@ export const streamMessageFunction = {
   id: 'streamMessage',
   entry: 'functions/stream/message.ts',
   async: false,
-  tables: { conversations: 'read', sandboxes: 'write', commands: 'write', streamConnections: 'read' },
+  // A pending connection's first message is its auth frame: judged as `$connect` judges keys (keys, seal), then
+  // recorded and resent like a credentialed one (events, stream:resend), or dropped (stream:push: DeleteConnection).
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    events: 'read',
+    sandboxes: 'write',
+    commands: 'write',
+    streamConnections: 'write',
+  },
   // The relayed message is a command for the sandbox, pushed over the bridge socket like sendMessage's.
-  capabilities: ['commands:push'],
+  capabilities: ['commands:push', 'seal', 'unseal', 'stream:resend', 'stream:push'],
 } as const satisfies EventFunctionDef;
 /** Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked for (resend_all, after_seq). */
 export const streamResendFunction = {

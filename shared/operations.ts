@@ -1,6 +1,8 @@
 import * as auth from '#shared/auth/operations.ts';
+import * as agentServer from '#shared/conversations/agent-server-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
 import * as webhooks from '#shared/conversations/webhook-operations.ts';
+import * as agentServerEvents from '#shared/events/agent-server-operations.ts';
 import * as events from '#shared/events/operations.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import * as service from '#shared/http/service-operations.ts';
@@ -18,6 +20,8 @@ import * as stream from '#shared/stream/operations.ts';
  */
 export const operations: readonly Operation[] = [
   auth,
+  agentServer,
+  agentServerEvents,
   conversations,
   webhooks,
   events,

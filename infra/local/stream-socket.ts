@@ -8,6 +8,9 @@ import { relayClientMessage } from '#shared/stream/client-messages.ts';
 import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
+import { carriesCredentials } from '#shared/stream/first-message-auth.ts';
+import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-auth.ts';
+import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import type { Plan } from '#shared/plans/model.ts';
 import { planOf } from '#shared/plans/plan-of.ts';
@@ -28,6 +31,8 @@ export interface EventStreamOptions {
   pingMs?: number;
   /** The socket counts held to the plans' caps (one per server; tests may pass their own). */
   caps?: SocketCaps;
+  /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
+  authWaitMs?: number;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -45,7 +50,10 @@ function answer(socket: Duplex, status: string, body: unknown): void {
  * `LocalEventHub`, which sends each committed event once, in order. Nothing of the URL is logged
  * (it may hold a conversation key or a ticket).
  */
-export function attachEventStream(server: Server, options: EventStreamOptions): { close(): Promise<void> } {
+export function attachEventStream(
+  server: Server,
+  options: EventStreamOptions,
+): { close(): Promise<void>; pending: PendingSockets } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
@@ -59,6 +67,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     sendMessageHandler.wiring.services,
   );
 
+  const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://local');
@@ -74,6 +83,40 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       let verdict: StreamGrant | StreamRefusal | 'error';
       let request: StreamRequest | undefined;
       let plan: Plan | undefined;
+      if (!carriesCredentials({ query, headers })) {
+        // No credential in the URL or the headers: open, then wait for the auth frame (stream-auth.ts).
+        const pendingRequest = { conversationId: match[1]!, query, headers };
+        // Sockets still waiting for their auth frame are held to a cap per address (no user is known yet).
+        const waiting = caps.admitPending(req.socket.remoteAddress ?? 'unknown');
+        return wss.handleUpgrade(req, socket, head, (ws) => {
+          if (isRefusal(waiting)) return ws.close(waiting.code, waiting.reason);
+          awaitFirstMessageAuth(ws, pendingRequest, {
+            services,
+            allowedOrigins: options.allowedOrigins,
+            pending,
+            waitMs: options.authWaitMs,
+          })
+            .then(async (outcome) => {
+              waiting();
+              if (!outcome) return;
+              // Authenticated: now held to the plan's caps like a socket that came with its credential.
+              const slot = caps.admit(
+                outcome.grant.userId,
+                outcome.grant.conversationId,
+                await planOf(services.plans, outcome.grant.userId),
+              );
+              if (isRefusal(slot)) return ws.close(slot.code, slot.reason);
+              ws.once('close', slot);
+              serve(ws, outcome.grant, outcome.request);
+              for (const frame of outcome.later) ws.emit('message', frame.data, frame.isBinary);
+            })
+            .catch((err: unknown) => {
+              waiting();
+              logger.error('stream.first-auth-failed', { error: err as Error });
+              ws.close(CLOSE.internalError, 'Internal error');
+            });
+        });
+      }
       try {
         // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
         request = { conversationId: match[1]!, query, headers };
@@ -157,8 +200,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
         ws.close(CLOSE.internalError, 'Delivery failed');
       },
     };
-    services.eventHub
-      .subscribe(conversation, (end) => startAfter(grant.query, end), client)
+    resolveResendMode(grant.query, services.eventHub.events(), conversation)
+      .then((query) => services.eventHub.subscribe(conversation, (end) => startAfter(query, end), client))
       .then((s) => {
         subscription = s;
         if (closed) s.close();
@@ -168,6 +211,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
 
   server.on('upgrade', onUpgrade);
   return {
+    pending,
     close: async () => {
       server.off('upgrade', onUpgrade);
       const open = [...wss.clients];

@@ -94,3 +94,49 @@ export const deleteKey = defineOperation(
     };
   },
 );
+
+/**
+ * `GET /api/keys/current` (Agent Canvas's health check in cloud mode): the key the request came with.
+ * With the session cookie there is no key: `{"id": null, "name": "session", "auth_type": "session"}`.
+ * `org_id` is the caller's single-user organization (`GET /api/organizations`).
+ */
+export const currentKey = defineOperation(
+  'currentKey',
+  () => ({
+    response: z.object({
+      id: z.nullable(z.string()),
+      name: z.string(),
+      org_id: z.string(),
+      user_id: z.string(),
+      auth_type: z.enum(['api_key', 'session']),
+    }),
+  }),
+  async ({ userId, auth }, { apiKeys }) => {
+    if (auth?.via !== 'key')
+      return { id: null, name: 'session', org_id: userId, user_id: userId, auth_type: 'session' as const };
+    const key = (await apiKeys.listActive(userId)).find((k) => k.id === auth.keyId);
+    return {
+      id: auth.keyId ?? null,
+      name: key?.name ?? '',
+      org_id: userId,
+      user_id: userId,
+      auth_type: 'api_key' as const,
+    };
+  },
+);
+
+/**
+ * `GET /api/organizations` in the single-user shape Agent Canvas reads (`{items, current_org_id}`):
+ * each user is their own personal organization until organizations exist (issue "People sign
+ * themselves in" replaces this route, same id and entry).
+ */
+export const organizationsList = defineOperation(
+  'organizationsList',
+  () => ({
+    response: z.object({
+      items: z.array(z.object({ id: z.string(), name: z.string(), is_personal: z.boolean() })),
+      current_org_id: z.string(),
+    }),
+  }),
+  async ({ userId }) => ({ items: [{ id: userId, name: 'Personal', is_personal: true }], current_org_id: userId }),
+);

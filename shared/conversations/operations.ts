@@ -16,6 +16,7 @@ import {
   startTaskSchema,
   startTaskSearchQuery,
 } from '#shared/conversations/model.ts';
+import { conversationInfoSchema, wantsAgentServerShape } from '#shared/conversations/agent-server.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
@@ -127,8 +128,12 @@ export const legacyListConversations = defineOperation(
 
 export const legacyGetConversation = defineOperation(
   'legacyGetConversation',
-  () => ({ params: conversationParams, response: legacyConversationSchema }),
-  ({ userId, params, baseUrl }, { conversations }) => conversations.legacyGet(userId, params.conversation_id, baseUrl),
+  // One path, two shapes: a conversation key or a client naming itself (X-OpenHands-Client) gets the agent server's ConversationInfo.
+  () => ({ params: conversationParams, response: z.union([legacyConversationSchema, conversationInfoSchema]) }),
+  ({ userId, params, baseUrl, auth, headers }, { conversations }) =>
+    wantsAgentServerShape(auth?.via, headers)
+      ? conversations.agentServerGet(userId, params.conversation_id)
+      : conversations.legacyGet(userId, params.conversation_id, baseUrl),
 );
 
 export const legacyUpdateConversation = defineOperation(

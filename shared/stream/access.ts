@@ -42,7 +42,7 @@ const refuse = (status: StreamRefusal['status'], reason: string): StreamRefusal 
 });
 
 /** What an API key of a user looks like (`acs_<16 hex>_...`), also as one of repeated values joined by commas: never accepted from a URL. */
-const USER_KEY = /(?:^|,)\s*acs_[0-9a-f]{16}_/;
+export const USER_KEY = /(?:^|,)\s*acs_[0-9a-f]{16}_/;
 
 export const REFUSALS = {
   userKeyInUrl: 'A user API key is refused in a URL (logs keep URLs): use the cookie, the session_api_key or a ticket',

@@ -293,6 +293,20 @@ const foreign: Record<
     expect: 404,
   }),
   legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
+  currentKey: () => ({ path: '/api/keys/current', expect: 'own-only' }),
+  organizationsList: () => ({ path: '/api/organizations', expect: 'own-only' }),
+  agentServerSearchEvents: (v) => ({ path: `/api/conversations/${v.conversationId}/events/search`, expect: 404 }),
+  agentServerCountEvents: (v) => ({ path: `/api/conversations/${v.conversationId}/events/count`, expect: 404 }),
+  agentServerGetEvent: (v) => ({ path: `/api/conversations/${v.conversationId}/events/some-event`, expect: 404 }),
+  agentServerFinalResponse: (v) => ({
+    path: `/api/conversations/${v.conversationId}/agent_final_response`,
+    expect: 404,
+  }),
+  agentServerInterrupt: (v) => ({
+    path: `/api/conversations/${v.conversationId}/interrupt`,
+    method: 'POST',
+    expect: 404,
+  }),
   revokeConversationKey: (v) => ({
     path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`,
     method: 'POST',
@@ -560,6 +574,12 @@ describe('conversation-scoped key misuse', () => {
       await refused(who, 'GET', count(id), [403, 404]);
       await refused(who, 'GET', `/api/v1/events/search?conversation_id__eq=${id}`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/pause`, [403, 404]);
+      // The agent server's surface and the conversation itself, which a conversation key may read and rename: its own only.
+      await refused(who, 'GET', `/api/conversations/${id}`, [403, 404]);
+      await refused(who, 'PATCH', `/api/conversations/${id}`, [403, 404], { title: 'hijacked' });
+      for (const tail of ['events/search', 'events/count', 'events/x', 'agent_final_response'])
+        await refused(who, 'GET', `/api/conversations/${id}/${tail}`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/interrupt`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], {
         content: [{ type: 'text', text: 'hi' }],
       });

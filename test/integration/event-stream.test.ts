@@ -292,7 +292,11 @@ describe('who may open a stream', () => {
       REFUSALS.crossSite,
     );
     await refusedWith(stream({ resend_all: 'true' }, { cookie }), CLOSE.forbidden, REFUSALS.crossSite);
-    await refusedWith(stream({ resend_all: 'true' }, { origin: stack.url }), CLOSE.unauthorized, REFUSALS.unauthorized);
+    // No credential at all: the socket waits for an auth frame (first-message auth); anything else ends it with 4001.
+    const bare = stream({ resend_all: 'true' }, { origin: stack.url });
+    await bare.opened;
+    bare.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'no auth first' }] }));
+    await refusedWith(bare, CLOSE.authFailed, 'Authentication failed');
     // A second session cookie beside it (planted by a page on another port): refused, never picked.
     const other = (await stack.call('POST', '/api/authenticate', { key: await stack.newUser('stream-planter') }))
       .headers;

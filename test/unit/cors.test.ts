@@ -25,6 +25,25 @@ describe('CORS_ORIGINS', () => {
     );
     expect(corsHeaders(undefined, ['*'], true)).toEqual({});
   });
+
+  it("allows the headers OpenHands' own clients send (Agent Canvas, the TypeScript client), read from their packages", async () => {
+    const { readFileSync, readdirSync } = await import('node:fs');
+    const dir = 'node_modules/@openhands/agent-canvas/build/assets';
+    const bundle = readdirSync(dir)
+      .filter((f) => f.endsWith('.js'))
+      .map((f) => readFileSync(`${dir}/${f}`, 'utf8'))
+      .join('\n');
+    const sent = new Set(
+      [...bundle.matchAll(/X-OpenHands-[A-Za-z-]+|X-Org-Id|X-Expose-Secrets|X-Session-API-Key/g)].map((m) =>
+        m[0].toLowerCase(),
+      ),
+    );
+    expect(sent.size).toBeGreaterThanOrEqual(5);
+    const allowed = corsHeaders('https://canvas.example', ['https://canvas.example'], true)[
+      'access-control-allow-headers'
+    ]!.split(', ');
+    for (const h of sent) expect(allowed, h).toContain(h);
+  });
 });
 
 describe('the Origin check of cookie requests', () => {
