@@ -2094,10 +2094,10 @@ export interface operations {
                             pr_number: number[];
                             llm_model: string | null;
                             metrics: {
-                                accumulated_cost: unknown;
+                                accumulated_cost: number;
                                 prompt_tokens: number;
                                 completion_tokens: number;
-                                max_budget_per_task: unknown;
+                                max_budget_per_task: number | null;
                             } | null;
                             parent_conversation_id: string | null;
                             created_at: string;
