@@ -841,9 +841,9 @@ describe('the OpenHands UI gates', () => {
       CorsConfiguration: {
         AllowOrigins: ['https://app.example.com', 'http://localhost:3001'],
         AllowCredentials: true,
-        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization'],
+        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization', 'idempotency-key'],
         AllowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids'],
+        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids', 'idempotent-replayed', 'retry-after'],
         MaxAge: 3600,
       },
     });
