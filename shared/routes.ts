@@ -586,6 +586,8 @@ export const routes = [
     summary: 'Issue an API key for the caller; the key is in this response only (its hash is stored)',
     tag: 'keys',
     tables: { keys: 'write', idempotency: 'write' },
+    // Its answer (the new key) is kept for repeats sealed, as secrets are: the key is otherwise stored only as a hash.
+    capabilities: ['seal', 'unseal'],
     idempotent: true,
   },
   {

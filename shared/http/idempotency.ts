@@ -7,6 +7,7 @@ import {
 } from '@aws-lambda-powertools/idempotency';
 import type { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { ApiError, invalid } from '#shared/http/errors.ts';
+import type { Sealer } from '#shared/secrets/sealer.ts';
 import {
   IDEMPOTENCY_HEADER,
   KEEP_SECONDS,
@@ -32,7 +33,14 @@ export class Idempotency {
     throwOnNoIdempotencyKey: true,
   });
 
-  constructor(private readonly store: IdempotencyStore) {
+  /**
+   * `sealer`: for routes whose answer holds a credential (`managesCredentials`: a new API key, which
+   * is otherwise stored only as a hash), the stored answer is sealed for its user, as secrets are.
+   */
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly sealer: () => Sealer,
+  ) {
     // Every request's INPROGRESS record expires IN_PROGRESS_SECONDS after it starts.
     this.config.registerLambdaContext({ getRemainingTimeInMillis: () => IN_PROGRESS_SECONDS * 1000 } as never);
   }
@@ -42,24 +50,28 @@ export class Idempotency {
    * `Idempotent-Replayed: true`. Throws 409 (in progress, with Retry-After) or 422 (another body).
    */
   async run(
-    scope: { route: string; userId: string; key: string },
+    scope: { route: string; userId: string; key: string; sealed?: boolean },
     body: unknown,
     execute: () => Promise<StoredAnswer>,
   ): Promise<StoredAnswer> {
-    let ran = false;
+    let first: StoredAnswer | undefined;
+    const context = `idempotency#${scope.userId}`;
     const once = makeIdempotent(
-      async (_payload: unknown) => {
-        ran = true;
-        return execute();
+      async (_payload: unknown): Promise<StoredAnswer | { sealed: string }> => {
+        first = await execute();
+        return scope.sealed ? { sealed: await this.sealer().seal(JSON.stringify(first), context) } : first;
       },
       { persistenceStore: this.store, config: this.config },
     );
     try {
-      const answer = (await once({
+      const stored = (await once({
         scope: [scope.route, scope.userId, scope.key],
         body: body ?? null,
-      })) as StoredAnswer;
-      return ran ? answer : { ...answer, headers: { ...answer.headers, [REPLAYED_HEADER]: 'true' } };
+      })) as StoredAnswer | { sealed: string };
+      if (first) return first;
+      const answer: StoredAnswer =
+        'sealed' in stored ? JSON.parse(await this.sealer().open(stored.sealed, context)) : stored;
+      return { ...answer, headers: { ...answer.headers, [REPLAYED_HEADER]: 'true' } };
     } catch (err) {
       if (err instanceof IdempotencyValidationError)
         throw invalid([

@@ -180,7 +180,7 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     result = idempotencyKey
       ? withRequestId(
           await services.idempotency.run(
-            { route: route.id, userId, key: idempotencyKey },
+            { route: route.id, userId, key: idempotencyKey, sealed: route.managesCredentials },
             { query, body: rawBody },
             async () => stored(await execute()),
           ),
