@@ -134,9 +134,10 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read' },
+    tables: { sandboxes: 'write', settings: 'read', idempotency: 'write' },
     capabilities: sandboxLaunch,
     timeoutSeconds: 29,
+    idempotent: true,
   },
   {
     id: 'pauseSandbox',
@@ -257,10 +258,18 @@ export const routes = [
     auth: 'user',
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
-    tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
+    tables: {
+      conversations: 'write',
+      startTasks: 'write',
+      settings: 'read',
+      sandboxes: 'write',
+      commands: 'write',
+      idempotency: 'write',
+    },
     capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
+    idempotent: true,
   },
   {
     id: 'listConversations',
@@ -374,10 +383,18 @@ export const routes = [
     auth: 'user',
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
-    tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
+    tables: {
+      conversations: 'write',
+      startTasks: 'write',
+      settings: 'read',
+      sandboxes: 'write',
+      commands: 'write',
+      idempotency: 'write',
+    },
     capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
+    idempotent: true,
   },
   // --- events ------------------------------------------------------------------------------------
   {
@@ -693,7 +710,10 @@ export const routes = [
     managesCredentials: true,
     summary: 'Issue an API key for the caller; the key is in this response only (its hash is stored)',
     tag: 'keys',
-    tables: { keys: 'write' },
+    tables: { keys: 'write', idempotency: 'write' },
+    // Its answer (the new key) is kept for repeats sealed, as secrets are: the key is otherwise stored only as a hash.
+    capabilities: ['seal', 'unseal'],
+    idempotent: true,
   },
   {
     id: 'deleteKey',

@@ -5,6 +5,7 @@ import type { ConversationBridge } from '#shared/conversations/bridge.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
 import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import type { EventService } from '#shared/events/service.ts';
+import type { Idempotency } from '#shared/http/idempotency.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
@@ -35,6 +36,8 @@ export interface Services {
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
   streamAccess: StreamAccess;
+  /** Answers repeats of an idempotent create (the wrapper calls it on routes declared `idempotent: true`). */
+  idempotency: Idempotency;
 }
 export type ServiceName = keyof Services;
 
@@ -90,6 +93,7 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxSpecs: true,
   streamTickets: true,
   streamAccess: true,
+  idempotency: true,
 };
 
 /**

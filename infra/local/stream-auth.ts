@@ -43,7 +43,10 @@ export function awaitFirstMessageAuth(
 ): Promise<{ grant: StreamGrant; request: StreamRequest; later: { data: unknown; isBinary: boolean }[] } | null> {
   const { pending } = options;
   let set = pending.get(request.conversationId);
-  if (!set) pending.set(request.conversationId, (set = new Set()));
+  if (!set) {
+    set = new Set();
+    pending.set(request.conversationId, set);
+  }
   set.add(ws);
   const done = () => {
     set.delete(ws);

@@ -71,6 +71,8 @@ export const createKey = defineOperation(
       name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)),
     }),
     response: z.extend(z.unlazy(apiKeyView), { key: z.string() }),
+    errors: [409],
+    example: { name: 'ci' },
   }),
   ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name),
 );

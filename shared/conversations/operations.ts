@@ -24,7 +24,17 @@ import { conversationIdSchema } from '#shared/protocol.ts';
 /** The user's conversation routes, V1 and legacy (the sandbox's own are in webhook-operations.ts). */
 export const startConversation = defineOperation(
   'startConversation',
-  () => ({ body: startRequestSchema, response: startTaskSchema }),
+  () => ({
+    body: startRequestSchema,
+    response: startTaskSchema,
+    errors: [402, 404, 409],
+    example: {
+      initial_message: { content: [{ type: 'text', text: 'Write a README for this project' }] },
+      selected_repository: 'octo-org/hello-world',
+      git_provider: 'github',
+      selected_branch: 'main',
+    },
+  }),
   ({ userId, body, baseUrl }, { conversations }) => conversations.start(userId, body, baseUrl),
 );
 
@@ -72,6 +82,8 @@ export const sendMessage = defineOperation(
     params: z.object({ conversation_id: conversationIdSchema }),
     body: initialMessageSchema,
     response: z.object({ success: z.boolean() }),
+    errors: [409],
+    example: { role: 'user', content: [{ type: 'text', text: 'Now add a test for it' }], run: true },
   }),
   ({ userId, params, body }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
@@ -83,7 +95,11 @@ export const sendMessage = defineOperation(
 
 export const pauseConversation = defineOperation(
   'pauseConversation',
-  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    response: z.object({ success: z.boolean() }),
+    errors: [409],
+  }),
   ({ userId, params }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
       type: 'pause_conversation',
@@ -93,7 +109,11 @@ export const pauseConversation = defineOperation(
 
 export const runConversation = defineOperation(
   'runConversation',
-  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    response: z.object({ success: z.boolean() }),
+    errors: [409],
+  }),
   ({ userId, params }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
 );
@@ -104,6 +124,7 @@ export const respondToConfirmation = defineOperation(
     params: z.object({ conversation_id: conversationIdSchema }),
     body: z.object({ accept: z.boolean(), reason: z.optional(z.nullable(z.string().check(z.maxLength(4096)))) }),
     response: z.object({ success: z.boolean() }),
+    errors: [409],
   }),
   ({ userId, params, body }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
@@ -116,7 +137,12 @@ export const respondToConfirmation = defineOperation(
 
 export const legacyCreateConversation = defineOperation(
   'legacyCreateConversation',
-  () => ({ body: legacyCreateSchema, response: legacyCreateResponseSchema }),
+  () => ({
+    body: legacyCreateSchema,
+    response: legacyCreateResponseSchema,
+    errors: [402, 404, 409],
+    example: { initial_user_msg: 'Fix the failing test in test/app.test.ts', repository: 'octo-org/hello-world' },
+  }),
   ({ userId, body, baseUrl }, { conversations }) => conversations.legacyCreate(userId, body, baseUrl),
 );
 

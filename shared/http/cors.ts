@@ -15,9 +15,11 @@ export const CORS_ALLOW_HEADERS = [
   'x-openhands-telemetry-distinct-id',
   'x-org-id',
   'x-expose-secrets',
+  'idempotency-key',
 ];
 export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
-export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids'];
+/** Readable by a browser client: idempotent creates' replay mark, and when to retry a 429 or an in-progress 409. */
+export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids', 'idempotent-replayed', 'retry-after'];
 export const CORS_MAX_AGE_SECONDS = 3600;
 
 const origin = z.union([

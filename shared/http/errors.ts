@@ -36,7 +36,9 @@ export const conflict = (message: string) => detail(409, message);
 export const payloadTooLarge = (limit: number) =>
   detail(413, `Request body is larger than the limit of ${limit} bytes`);
 export const unsupportedMediaType = (message: string) => detail(415, message);
-export const tooManyRequests = (message: string) => detail(429, message);
+/** 429 always says when to try again (`Retry-After`, seconds): clients and the typed client honour it. */
+export const tooManyRequests = (message: string, retryAfterSeconds = 1) =>
+  detail(429, message, { 'retry-after': String(Math.max(0, Math.ceil(retryAfterSeconds))) });
 
 /**
  * A plan's quota is used up (402, the contracts page's refusal): `code` is the plan member that

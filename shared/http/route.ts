@@ -34,7 +34,10 @@ export const ROUTE_TIMEOUT_SECONDS = 10;
 /** API Gateway's 30 s integration limit (HTTP APIs), minus a margin for the function to answer first. */
 export const MAX_ROUTE_TIMEOUT_SECONDS = 29;
 
-export interface RouteDef {
+/** The error statuses an operation may answer beyond those the wrapper derives (see shared/http/openapi.ts). */
+export type ErrorStatus = 400 | 402 | 404 | 409 | 429;
+
+interface RouteFields {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
   id: string;
   method: Method;
@@ -69,10 +72,26 @@ export interface RouteDef {
   managesCredentials?: boolean;
 }
 
+/**
+ * `idempotent: true`: a create that honours an `Idempotency-Key` header (the wrapper answers a repeat
+ * with the first answer: shared/http/idempotency.ts). Its function needs the idempotency table, so
+ * such an entry must declare `tables: { idempotency: 'write', ... }` (the compiler says so), from
+ * which its IAM and environment derive as for any table.
+ */
+export type RouteDef = RouteFields &
+  (
+    | { idempotent?: false }
+    | { idempotent: true; tables: { idempotency: 'write' } & Partial<Record<TableKey, 'read' | 'write'>> }
+  );
+
 /** A route's schemas: what its request is validated with, and its success response (for the OpenAPI document). */
 export interface RouteSchemas {
   body?: z.core.$ZodType;
   query?: z.core.$ZodType;
   params?: z.core.$ZodType;
   response?: z.core.$ZodType;
+  /** Error statuses the operation answers itself, beyond those the wrapper derives (404 of a path id, 400 of a body...). */
+  errors?: readonly ErrorStatus[];
+  /** A typical request body, shown in the OpenAPI document (a unit test parses it with `body`). */
+  example?: unknown;
 }

@@ -17,6 +17,7 @@ import {
   type ValidationIssue,
 } from '#shared/http/errors.ts';
 import { callerScheme } from '#shared/http/cors.ts';
+import { idempotencyKeyOf, type StoredAnswer } from '#shared/http/idempotency-key.ts';
 import { Reply, type Operation } from '#shared/http/operation.ts';
 import { DEFAULT_MAX_BODY_BYTES, MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
@@ -54,6 +55,17 @@ function toResult(value: unknown, requestId: string, defaultStatus: number): Api
   }
   return json(value.status, value.body ?? null, requestId, value.headers);
 }
+
+/** An answer as the idempotency table keeps it: status, headers but the request id, body. */
+function stored(result: ApiResult): StoredAnswer {
+  const { 'x-request-id': _drop, ...headers } = (result.headers ?? {}) as Record<string, string>;
+  return { statusCode: result.statusCode ?? 200, headers, body: result.body ?? '' };
+}
+
+const withRequestId = (answer: StoredAnswer, requestId: string): ApiResult => ({
+  ...answer,
+  headers: { ...answer.headers, 'x-request-id': requestId },
+});
 
 /** Zod issues in the FastAPI shape, with any secret-named value masked, credentials scrubbed and long inputs cut. */
 function toIssues(where: 'body' | 'query' | 'path', error: z.core.$ZodError): ValidationIssue[] {
@@ -145,22 +157,36 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     checkPrincipal(route, auth, params, query);
     const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', schemas.body, rawBody);
-    const value = await op.run(
-      {
-        body,
-        rawBody,
-        query,
-        params,
-        userId,
-        auth: auth ?? { userId: '' },
-        requestId,
-        headers,
-        baseUrl: baseUrlOf(event, headers),
-        sandbox,
-      } as never,
-      services,
-    );
-    result = toResult(value, requestId, route.status ?? 200);
+    const idempotencyKey = route.idempotent ? idempotencyKeyOf(headers) : undefined;
+    const execute = async () => {
+      const value = await op.run(
+        {
+          body,
+          rawBody,
+          query,
+          params,
+          userId,
+          auth: auth ?? { userId: '' },
+          requestId,
+          headers,
+          baseUrl: baseUrlOf(event, headers),
+          sandbox,
+        } as never,
+        services,
+      );
+      return toResult(value, requestId, route.status ?? 200);
+    };
+    // An idempotent create with a key: the first answer, stored (without its request id), or a replay of it.
+    result = idempotencyKey
+      ? withRequestId(
+          await services.idempotency.run(
+            { route: route.id, userId, key: idempotencyKey, sealed: route.managesCredentials },
+            { query, body: rawBody },
+            async () => stored(await execute()),
+          ),
+          requestId,
+        )
+      : await execute();
   } catch (err) {
     if (err instanceof ApiError) {
       result = json(err.status, err.body, requestId, err.headers);

@@ -6,6 +6,7 @@ import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { events } from '#shared/services/events.ts';
+import { idempotency } from '#shared/services/idempotency.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { sandboxSpecs } from '#shared/services/sandbox-specs.ts';
@@ -32,4 +33,5 @@ export const allServices: Required<ServiceFactories> = {
   events,
   streamTickets,
   streamAccess,
+  idempotency,
 };

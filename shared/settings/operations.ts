@@ -12,13 +12,18 @@ import {
 /** The settings routes: each maps a validated request onto the settings service. */
 export const getSettings = defineOperation(
   'getSettings',
-  () => ({ response: maskedSettingsSchema }),
+  () => ({ response: maskedSettingsSchema, errors: [404] }),
   ({ userId }, { settings }) => settings.get(userId),
 );
 
 export const saveSettings = defineOperation(
   'saveSettings',
-  () => ({ body: settingsInputSchema, response: saveSettingsResponseSchema }),
+  () => ({
+    body: settingsInputSchema,
+    response: saveSettingsResponseSchema,
+    errors: [409],
+    example: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-...', max_iterations: 100, confirmation_mode: false },
+  }),
   async ({ userId, body, rawBody }, { settings }) => {
     await settings.save(userId, body);
     return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };

@@ -84,6 +84,13 @@ export const tables = {
     indexes: { byConnection: { pk: 'connectionId' }, byUser: { pk: 'userId', sk: 'connectionId' } },
     ttl: 'expiresAtEpoch',
   },
+  /**
+   * The first answers of idempotent creates (`Idempotency-Key`), written and read by Powertools'
+   * idempotency utility (its DynamoDB persistence: `id` = route and a hash of user and key, `status`,
+   * `data` the answer, `validation` a hash of the body). DynamoDB removes a record 24 hours after its
+   * first answer (`expiration`); Powertools also treats an expired record as absent (dynalite has no TTL).
+   */
+  idempotency: { pk: 'id', indexes: {}, ttl: 'expiration' },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

@@ -3,6 +3,7 @@ import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
+import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -60,6 +61,8 @@ export interface Adapters {
   streamPush: ConnectionPush;
   /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
   streamResendTrigger: ResendTrigger;
+  /** Powertools' DynamoDB persistence on the idempotency table (routes declared `idempotent: true`). */
+  idempotencyStore: IdempotencyStore;
 }
 export type AdapterName = keyof Adapters;
 
@@ -160,6 +163,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
   streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
+  idempotencyStore: { build: { tables: { idempotency: 'write' } } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

@@ -6,6 +6,7 @@ import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { dynamoIdempotencyStore } from '#shared/store/dynamo-idempotency-store.ts';
 import { logger } from '#shared/logging.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { filePlans } from '#shared/plans/load.ts';
@@ -121,6 +122,7 @@ export function localServices(options: LocalOptions): LocalServices {
     streamConnectionStore: awsOnly('streamConnectionStore'),
     streamPush: awsOnly('streamPush'),
     streamResendTrigger: awsOnly('streamResendTrigger'),
+    idempotencyStore: () => dynamoIdempotencyStore(),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

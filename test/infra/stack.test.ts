@@ -804,13 +804,16 @@ describe('the OpenHands UI gates', () => {
     ).toEqual([]);
   });
 
-  it('key routes touch only the keys table; the options and docs-asset routes touch nothing', () => {
+  it('key routes touch only the keys table (and createKey the idempotency table); the options and docs-asset routes touch nothing', () => {
     for (const id of ['listKeys', 'createKey', 'deleteKey', 'authenticate', 'logout']) {
       const tablesTouched = statementsOfFn(id).filter((s) =>
         [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')),
       );
       expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), id).toContain(tableRef('keys'));
-      for (const other of tableKeys.filter((k) => k !== 'keys'))
+      const own = id === 'createKey' ? ['keys', 'idempotency'] : ['keys'];
+      if (id === 'createKey')
+        expect(JSON.stringify(tablesTouched.map((s) => s.Resource))).toContain(tableRef('idempotency'));
+      for (const other of tableKeys.filter((k) => !own.includes(k)))
         expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), `${id} ${other}`).not.toContain(tableRef(other));
     }
     expect(
@@ -865,9 +868,9 @@ describe('the OpenHands UI gates', () => {
       CorsConfiguration: {
         AllowOrigins: ['https://app.example.com', 'http://localhost:3001'],
         AllowCredentials: true,
-        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization'],
+        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization', 'idempotency-key'],
         AllowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids'],
+        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids', 'idempotent-replayed', 'retry-after'],
         MaxAge: 3600,
       },
     });

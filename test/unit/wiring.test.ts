@@ -106,6 +106,8 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
       .catch(() => undefined);
     // The wrapper admits a sandbox route's caller through the bridge service before the run.
     if (wiring.operation.route.auth === 'sandbox') read.add('sandboxBridge');
+    // ...and answers repeats of an idempotent create through the idempotency service.
+    if (wiring.operation.route.idempotent) read.add('idempotency');
     expect(Object.keys(wiring.services).sort(), `${id}: the services its entry names`).toEqual([...read].sort());
   });
 
