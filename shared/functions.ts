@@ -30,7 +30,16 @@ const sandboxHousekeeping = [
 export const authorizerFunction = {
   id: 'authorizer',
   entry: 'functions/auth/authorizer.ts',
-  tables: { keys: 'write', conversations: 'read' },
+  // users, orgs, invitations: a caller's account, made on first use (a personal organization, or an
+  // invite-only sign-up joining the inviting one); auditLog: sign-ups.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
   capabilities: ['seal', 'unseal'],
   async: false,
 } as const satisfies EventFunctionDef;

@@ -1,3 +1,6 @@
+import type { Accounts } from '#shared/accounts/accounts.ts';
+import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
+import type { Organizations } from '#shared/accounts/organizations.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
@@ -35,6 +38,13 @@ export interface Services {
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
   streamAccess: StreamAccess;
+  /** People and their organizations (the authorizer's view of a caller). */
+  accounts: Accounts;
+  /** The audit log's writer. */
+  audit: Audit;
+  auditLog: AuditLog;
+  /** Organizations, members, invitations, operator actions. */
+  organizations: Organizations;
 }
 export type ServiceName = keyof Services;
 
@@ -90,6 +100,10 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxSpecs: true,
   streamTickets: true,
   streamAccess: true,
+  accounts: true,
+  audit: true,
+  auditLog: true,
+  organizations: true,
 };
 
 /**

@@ -1,6 +1,8 @@
 import type * as z from '#shared/zod.ts';
 import type { TableKey } from '#shared/store/tables.ts';
 
+export type TableAccess = 'read' | 'write' | 'append';
+
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
@@ -24,6 +26,7 @@ export type Capability =
   | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
+  | 'stream:close' // execute-api:ManageConnections DELETE (DeleteConnection) on the event stream's stage @connections, and the streamConnections byUser index: closes a suspended or removed person's streams
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
@@ -38,8 +41,11 @@ export interface RouteDef {
   auth: AuthMode;
   summary: string;
   tag: string;
-  /** Tables the function touches: `read` or `write` (write includes read). */
-  tables: Partial<Record<TableKey, 'read' | 'write'>>;
+  /**
+   * Tables the function touches: `read` or `write` (write includes read), or `append`: only new
+   * items (PutItem with `attribute_not_exists`; no read, update or delete), for the audit log.
+   */
+  tables: Partial<Record<TableKey, TableAccess>>;
   capabilities?: readonly Capability[];
   /** Schemas belong with the route's operation (RouteSchemas); an entry may still declare them inline. */
   body?: z.core.$ZodType;

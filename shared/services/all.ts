@@ -1,5 +1,9 @@
 import type { ServiceFactories } from '#shared/services.ts';
+import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
+import { audit } from '#shared/services/audit.ts';
+import { auditLog } from '#shared/services/audit-log.ts';
+import { organizations } from '#shared/services/organizations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
@@ -32,4 +36,8 @@ export const allServices: Required<ServiceFactories> = {
   events,
   streamTickets,
   streamAccess,
+  accounts,
+  audit,
+  auditLog,
+  organizations,
 };

@@ -1,4 +1,6 @@
+import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
@@ -15,6 +17,7 @@ import type { ConnectionPush } from '#shared/stream/connection-push.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
+import type { StreamEviction } from '#shared/stream/eviction.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
@@ -55,6 +58,16 @@ export interface Adapters {
   streamPush: ConnectionPush;
   /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
   streamResendTrigger: ResendTrigger;
+  /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
+  accountStore: AccountStore;
+  /** The audit log's writer: new entries only (table access `append`). */
+  auditStore: AuditStore;
+  /** The audit log's reader. */
+  auditReader: AuditReader;
+  /** The configured OpenID issuer's token verifier (one per process: its key cache); null without an issuer. */
+  oidc: OidcVerifier | null;
+  /** Closes a person's open event streams (suspension, removal): locally the gateway's sockets, on AWS DeleteConnection. */
+  streamEviction: StreamEviction;
 }
 export type AdapterName = keyof Adapters;
 
@@ -152,6 +165,29 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     ) as Partial<Record<keyof ConnectionStore, Needs>>,
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
+  accountStore: {
+    build: { tables: { users: 'read' } },
+    calls: {
+      getOrg: { tables: { orgs: 'read' } },
+      createUser: { tables: { users: 'write' } },
+      replaceUser: { tables: { users: 'write' } },
+      createOrg: { tables: { orgs: 'write' } },
+      replaceOrg: { tables: { orgs: 'write' } },
+      adjustOwners: { tables: { orgs: 'write' } },
+      getInvitation: { tables: { invitations: 'read' } },
+      listInvitations: { tables: { invitations: 'read' } },
+      listInvitationsByEmail: { tables: { invitations: 'read' } },
+      createInvitation: { tables: { invitations: 'write' } },
+      acceptInvitation: { tables: { invitations: 'write' } },
+    },
+  },
+  auditStore: { build: { tables: { auditLog: 'append' } } },
+  auditReader: { build: { tables: { auditLog: 'read' } } },
+  oidc: { build: {} },
+  streamEviction: {
+    build: {},
+    calls: { evict: { tables: { streamConnections: 'read' }, capabilities: ['stream:close'] } },
+  },
   streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
 };
 
