@@ -1,4 +1,6 @@
+import * as accounts from '#shared/accounts/operations.ts';
 import * as auth from '#shared/auth/operations.ts';
+import * as oidc from '#shared/auth/oidc-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
 import * as webhooks from '#shared/conversations/webhook-operations.ts';
 import * as events from '#shared/events/operations.ts';
@@ -17,7 +19,9 @@ import * as stream from '#shared/stream/operations.ts';
  * find each route's schemas. A Lambda entry imports its one operation, never this list.
  */
 export const operations: readonly Operation[] = [
+  accounts,
   auth,
+  oidc,
   conversations,
   webhooks,
   events,

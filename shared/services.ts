@@ -2,6 +2,8 @@ import type { Accounts } from '#shared/accounts/accounts.ts';
 import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
 import type { Organizations } from '#shared/accounts/organizations.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
@@ -45,6 +47,8 @@ export interface Services {
   auditLog: AuditLog;
   /** Organizations, members, invitations, operator actions. */
   organizations: Organizations;
+  /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
+  oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
 export type ServiceName = keyof Services;
 
@@ -104,6 +108,7 @@ const serviceNames: Record<ServiceName, true> = {
   audit: true,
   auditLog: true,
   organizations: true,
+  oidcSignIn: true,
 };
 
 /**

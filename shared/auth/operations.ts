@@ -2,7 +2,7 @@ import * as z from '#shared/zod.ts';
 import { apiKeyView } from '#shared/auth/model.ts';
 import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
-import { forbidden, notFound } from '#shared/http/errors.ts';
+import { forbidden, invalidField, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { successSchema } from '#shared/sandboxes/model.ts';
 
@@ -51,10 +51,40 @@ export const createKey = defineOperation(
   () => ({
     body: z.strictObject({
       name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)),
+      // An ISO 8601 time with its zone, in the future, at most a year ahead.
+      expires_at: z.optional(
+        z
+          .string()
+          .check(
+            z.regex(
+              /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/,
+              'expires_at must be an ISO 8601 time with a zone',
+            ),
+          ),
+      ),
     }),
     response: z.extend(z.unlazy(apiKeyView), { key: z.string() }),
   }),
-  ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name),
+  async ({ userId, auth, body }, { apiKeys, audit }) => {
+    let expiresAt: string | undefined;
+    if (body.expires_at !== undefined) {
+      const at = Date.parse(body.expires_at);
+      if (!Number.isFinite(at) || at <= Date.now() || at > Date.now() + 366 * 86_400_000)
+        throw invalidField(
+          ['body', 'expires_at'],
+          'expires_at must be in the future and at most a year ahead',
+          body.expires_at,
+        );
+      expiresAt = new Date(at).toISOString();
+    }
+    const created = await apiKeys.createOwn(userId, body.name, expiresAt);
+    if (auth.orgId)
+      await audit.record(auth.orgId, userId, 'key_created', {
+        target: created.id,
+        detail: expiresAt ? `expires ${expiresAt}` : undefined,
+      });
+    return created;
+  },
 );
 
 export const deleteKey = defineOperation(
@@ -66,8 +96,9 @@ export const deleteKey = defineOperation(
       detail: z.string(),
     }),
   }),
-  async ({ userId, params }, { apiKeys }) => {
+  async ({ userId, auth, params }, { apiKeys, audit }) => {
     if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
+    if (auth.orgId) await audit.record(auth.orgId, userId, 'key_revoked', { target: params.key_id });
     // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
     return {
       success: true,

@@ -36,7 +36,8 @@ export const conflict = (message: string) => detail(409, message);
 export const payloadTooLarge = (limit: number) =>
   detail(413, `Request body is larger than the limit of ${limit} bytes`);
 export const unsupportedMediaType = (message: string) => detail(415, message);
-export const tooManyRequests = (message: string) => detail(429, message);
+export const tooManyRequests = (message: string, retryAfterSeconds?: number) =>
+  detail(429, message, retryAfterSeconds ? { 'retry-after': String(retryAfterSeconds) } : undefined);
 
 /** 422 in the FastAPI shape OpenHands clients already parse: one entry per bad field. */
 export const invalid = (issues: ValidationIssue[]) => new ApiError(422, { detail: issues });

@@ -3,6 +3,7 @@ import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { audit } from '#shared/services/audit.ts';
 import { auditLog } from '#shared/services/audit-log.ts';
+import { oidcSignIn } from '#shared/services/oidc-sign-in.ts';
 import { organizations } from '#shared/services/organizations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
@@ -40,4 +41,5 @@ export const allServices: Required<ServiceFactories> = {
   audit,
   auditLog,
   organizations,
+  oidcSignIn,
 };

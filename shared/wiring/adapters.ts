@@ -1,6 +1,7 @@
 import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
@@ -68,6 +69,8 @@ export interface Adapters {
   oidc: OidcVerifier | null;
   /** Closes a person's open event streams (suspension, removal): locally the gateway's sockets, on AWS DeleteConnection. */
   streamEviction: StreamEviction;
+  /** Sign-in attempt counters (per IP, per account), in the keys table. */
+  signInLimiter: RateLimiter;
 }
 export type AdapterName = keyof Adapters;
 
@@ -184,6 +187,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   auditStore: { build: { tables: { auditLog: 'append' } } },
   auditReader: { build: { tables: { auditLog: 'read' } } },
   oidc: { build: {} },
+  signInLimiter: { build: { tables: { keys: 'write' } } },
   streamEviction: {
     build: {},
     calls: { evict: { tables: { streamConnections: 'read' }, capabilities: ['stream:close'] } },

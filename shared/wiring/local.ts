@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { DynamoAccountStore, DynamoAuditReader, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { oidcVerifier } from '#shared/auth/oidc.ts';
+import { DynamoRateLimiter } from '#shared/auth/rate-limit.ts';
 import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
 import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
@@ -119,6 +120,7 @@ export function localServices(options: LocalOptions): LocalServices {
     oidc: () => oidcVerifier(),
     // The gateway's own sockets, closed in this process.
     streamEviction: () => localStreamEviction,
+    signInLimiter: () => new DynamoRateLimiter(),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
