@@ -97,6 +97,7 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   // The specs come in the environment (SANDBOX_SPECS): nothing to call.
   specs: [],
+  signin: [],
   'ecs:run': [
     {
       actions: ['ecs:RunTask'],

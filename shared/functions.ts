@@ -40,7 +40,7 @@ export const authorizerFunction = {
     invitations: 'write',
     auditLog: 'append',
   },
-  capabilities: ['seal', 'unseal'],
+  capabilities: ['seal', 'unseal', 'signin'],
   async: false,
 } as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */
@@ -90,8 +90,18 @@ export const streamConnectFunction = {
   id: 'streamConnect',
   entry: 'functions/stream/connect.ts',
   async: false,
-  tables: { keys: 'write', conversations: 'read', events: 'read', streamConnections: 'write' },
-  capabilities: ['seal', 'unseal', 'stream:resend'],
+  // users, orgs, invitations, auditLog: the caller's account, as the authorizer reads (and first makes) it.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    events: 'read',
+    streamConnections: 'write',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
+  capabilities: ['seal', 'unseal', 'stream:resend', 'signin'],
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
 export const streamDisconnectFunction = {

@@ -10,7 +10,7 @@ const legacyConversationReads = {
   capabilities: ['seal', 'unseal'],
 } as const;
 /** What an operator's suspension (or a removal) does to live work: pauses sandboxes, closes streams. */
-const operatorPause = ['ecs:stop', 'ecs:describe', 'stream:close'] as const;
+const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close'] as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
 
@@ -72,7 +72,7 @@ export const routes = [
     tag: 'settings',
     // auditLog: the names of the fields saved and secrets set or cleared (never values).
     tables: { settings: 'write', auditLog: 'append' },
-    capabilities: ['seal', 'unseal'],
+    capabilities: ['signin', 'seal', 'unseal'],
   },
   {
     id: 'listAgents',
@@ -468,6 +468,7 @@ export const routes = [
       '(an HttpOnly cookie); 404 when no issuer is configured',
     tag: 'auth',
     tables: {},
+    capabilities: ['signin'],
   },
   {
     id: 'oidcSession',
@@ -480,6 +481,7 @@ export const routes = [
       'for the session cookie; signs the person up per SIGNUP_MODE. Rate-limited per IP and per account (429).',
     tag: 'auth',
     tables: { keys: 'write', users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'logout',
@@ -598,6 +600,7 @@ export const routes = [
       'Issue an API key for the caller, optionally expiring at `expires_at`; the key is in this response only (its hash is stored)',
     tag: 'keys',
     tables: { keys: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'deleteKey',
@@ -610,6 +613,7 @@ export const routes = [
       "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
     tag: 'keys',
     tables: { keys: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   // --- organizations, invitations, operators, the audit log (docs/sign-in.md) ---------------------
   {
@@ -622,6 +626,7 @@ export const routes = [
       "The caller's organization, in the shape Agent Canvas reads: `{items: [{id, name, is_personal}], current_org_id}`",
     tag: 'organizations',
     tables: { users: 'read', orgs: 'read' },
+    capabilities: ['signin'],
   },
   {
     id: 'getOrg',
@@ -632,6 +637,7 @@ export const routes = [
     summary: "An organization with its members and the caller's role (its members, or an operator; 404 otherwise)",
     tag: 'organizations',
     tables: { users: 'read', orgs: 'read' },
+    capabilities: ['signin'],
   },
   {
     id: 'updateOrg',
@@ -643,6 +649,7 @@ export const routes = [
     summary: 'Rename the organization (owners, admins); change its plan (operators only)',
     tag: 'organizations',
     tables: { users: 'read', orgs: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'listInvitations',
@@ -653,6 +660,7 @@ export const routes = [
     summary: "The organization's invitations, newest first (owners, admins): never their tokens",
     tag: 'organizations',
     tables: { users: 'read', orgs: 'read', invitations: 'read' },
+    capabilities: ['signin'],
   },
   {
     id: 'createInvitation',
@@ -666,6 +674,7 @@ export const routes = [
       'in this response only (its hash is stored), with its link; accepted only by a person whose verified email matches',
     tag: 'organizations',
     tables: { users: 'read', orgs: 'read', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'updateMember',
@@ -677,6 +686,7 @@ export const routes = [
     summary: "Change a member's role (owners, admins; only an owner makes or unmakes an owner; the last owner stays)",
     tag: 'organizations',
     tables: { users: 'write', orgs: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'removeMember',
@@ -712,6 +722,7 @@ export const routes = [
       'their personal organization closes if left empty',
     tag: 'organizations',
     tables: { users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
   },
   {
     id: 'suspendUser',

@@ -114,6 +114,21 @@ export class Accounts {
     return account;
   }
 
+  /**
+   * Places a new user in an existing organization (the keys CLI's `--org`: an operator's tool, run
+   * with the deployment's credentials). A user who exists already is refused: people move by invitation.
+   */
+  async join(userId: string, orgId: string, role: Role, actor: string): Promise<Account> {
+    const org = await this.store.getOrg(orgId);
+    if (!org || org.status !== 'active') throw new Error(`No active organization ${orgId}`);
+    const user = this.newUser(userId, orgId, role);
+    if (!(await this.store.createUser(user)))
+      throw new Error(`User ${userId} exists already: people change organization by invitation`);
+    if (role === 'owner') await this.store.adjustOwners(orgId, 1, 1);
+    await this.audit.record(orgId, actor, 'sign_up', { target: userId, detail: `added as ${role}` });
+    return { user, org };
+  }
+
   /** Whether the person is an operator: OPERATORS names their verified email or `<issuer>|<sub>`, or their Cognito group. */
   isOperator(user: UserRecord, groups: readonly string[] = []): boolean {
     if (!user.issuer || !user.sub) return false;

@@ -18,6 +18,7 @@ export type AuthMode = 'none' | 'user' | 'sandbox';
 export type Capability =
   | 'seal' // kms:Encrypt with the secrets key
   | 'unseal' // kms:Decrypt with the secrets key
+  | 'signin' // reads the sign-in configuration (OIDC_ISSUER, OIDC_AUDIENCE, OIDC_CLIENT_ID, SIGNUP_MODE, OPERATORS, AUDIT_RETENTION_DAYS); no IAM
   | 'specs' // reads the deployment's sandbox specs (SANDBOX_SPECS); no IAM
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster

@@ -169,7 +169,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
   accountStore: {
-    build: { tables: { users: 'read' } },
+    build: { tables: { users: 'read' }, capabilities: ['signin'] },
     calls: {
       getOrg: { tables: { orgs: 'read' } },
       createUser: { tables: { users: 'write' } },
@@ -184,9 +184,9 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       acceptInvitation: { tables: { invitations: 'write' } },
     },
   },
-  auditStore: { build: { tables: { auditLog: 'append' } } },
+  auditStore: { build: { tables: { auditLog: 'append' }, capabilities: ['signin'] } },
   auditReader: { build: { tables: { auditLog: 'read' } } },
-  oidc: { build: {} },
+  oidc: { build: { capabilities: ['signin'] } },
   signInLimiter: { build: { tables: { keys: 'write' } } },
   streamEviction: {
     build: {},

@@ -51,6 +51,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   seal: ['SECRETS_KEY_ID'],
   unseal: ['SECRETS_KEY_ID'],
   specs: ['SANDBOX_SPECS'],
+  signin: ['OIDC_ISSUER', 'OIDC_AUDIENCE', 'OIDC_CLIENT_ID', 'SIGNUP_MODE', 'OPERATORS', 'AUDIT_RETENTION_DAYS'],
   'ecs:run': sandboxRuntimeEnv,
   'ecs:stop': sandboxRuntimeEnv,
   'ecs:describe': sandboxRuntimeEnv,
