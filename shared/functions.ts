@@ -30,8 +30,17 @@ const sandboxHousekeeping = [
 export const authorizerFunction = {
   id: 'authorizer',
   entry: 'functions/auth/authorizer.ts',
-  tables: { keys: 'write', conversations: 'read' },
-  capabilities: ['seal', 'unseal'],
+  // users, orgs, invitations: a caller's account, made on first use (a personal organization, or an
+  // invite-only sign-up joining the inviting one); auditLog: sign-ups.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
+  capabilities: ['seal', 'unseal', 'signin'],
   async: false,
 } as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */
@@ -82,8 +91,18 @@ export const streamConnectFunction = {
   id: 'streamConnect',
   entry: 'functions/stream/connect.ts',
   async: false,
-  tables: { keys: 'write', conversations: 'read', events: 'read', streamConnections: 'write' },
-  capabilities: ['seal', 'unseal', 'stream:resend', 'plans'],
+  // users, orgs, invitations, auditLog: the caller's account, as the authorizer reads (and first makes) it.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    events: 'read',
+    streamConnections: 'write',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
+  capabilities: ['seal', 'unseal', 'stream:resend', 'signin', 'plans'],
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
 export const streamDisconnectFunction = {

@@ -9,6 +9,8 @@ const legacyConversationReads = {
   tables: { conversations: 'read', startTasks: 'read', sandboxes: 'read', keys: 'write' },
   capabilities: ['seal', 'unseal'],
 } as const;
+/** What an operator's suspension (or a removal) does to live work: pauses sandboxes, closes streams. */
+const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close'] as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
 
@@ -68,8 +70,9 @@ export const routes = [
     auth: 'user',
     summary: "Store (merge) the caller's settings",
     tag: 'settings',
-    tables: { settings: 'write' },
-    capabilities: ['seal', 'unseal'],
+    // auditLog: the names of the fields saved and secrets set or cleared (never values).
+    tables: { settings: 'write', auditLog: 'append' },
+    capabilities: ['signin', 'seal', 'unseal'],
   },
   {
     id: 'listAgents',
@@ -97,7 +100,8 @@ export const routes = [
     path: '/api/v1/users/me',
     entry: 'functions/users/me.ts',
     auth: 'user',
-    summary: 'The calling user and their masked settings',
+    summary:
+      'The calling user: their verified email, organization and role (as the authorizer read them) and masked settings',
     tag: 'users',
     tables: { settings: 'read' },
   },
@@ -478,6 +482,32 @@ export const routes = [
     tables: { keys: 'write' },
   },
   {
+    id: 'oidcStart',
+    method: 'POST',
+    path: '/api/auth/oidc/start',
+    entry: 'functions/auth/oidc-start.ts',
+    auth: 'none',
+    summary:
+      "The console's OpenID sign-in, step 1: the issuer's endpoints, the client id and a nonce bound to this browser " +
+      '(an HttpOnly cookie); 404 when no issuer is configured',
+    tag: 'auth',
+    tables: {},
+    capabilities: ['signin'],
+  },
+  {
+    id: 'oidcSession',
+    method: 'POST',
+    path: '/api/auth/oidc/session',
+    entry: 'functions/auth/oidc-session.ts',
+    auth: 'none',
+    summary:
+      "The console's OpenID sign-in, last step: exchanges the issuer's ID token (nonce from step 1, an allowed Origin) " +
+      'for the session cookie; signs the person up per SIGNUP_MODE. Rate-limited per IP and per account (429).',
+    tag: 'auth',
+    tables: { keys: 'write', users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
     id: 'logout',
     method: 'POST',
     path: '/api/logout',
@@ -681,16 +711,6 @@ export const routes = [
     tables: { keys: 'read' },
   },
   {
-    id: 'organizationsList',
-    method: 'GET',
-    path: '/api/organizations',
-    entry: 'functions/orgs/list.ts',
-    auth: 'user',
-    summary: "The caller's organizations ({items, current_org_id}); the single-user shape: one personal organization",
-    tag: 'users',
-    tables: {},
-  },
-  {
     id: 'listKeys',
     method: 'GET',
     path: '/api/keys',
@@ -708,11 +728,12 @@ export const routes = [
     entry: 'functions/keys/create.ts',
     auth: 'user',
     managesCredentials: true,
-    summary: 'Issue an API key for the caller; the key is in this response only (its hash is stored)',
+    summary:
+      'Issue an API key for the caller, optionally expiring at `expires_at`; the key is in this response only (its hash is stored)',
     tag: 'keys',
-    tables: { keys: 'write', idempotency: 'write' },
+    tables: { keys: 'write', idempotency: 'write', auditLog: 'append' },
     // Its answer (the new key) is kept for repeats sealed, as secrets are: the key is otherwise stored only as a hash.
-    capabilities: ['seal', 'unseal'],
+    capabilities: ['seal', 'unseal', 'signin'],
     idempotent: true,
   },
   {
@@ -725,7 +746,187 @@ export const routes = [
     summary:
       "Revoke one of the caller's API keys (and the sessions made from it): refused everywhere within effective_within_seconds (30)",
     tag: 'keys',
-    tables: { keys: 'write' },
+    tables: { keys: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  // --- organizations, invitations, operators, the audit log (docs/sign-in.md) ---------------------
+  {
+    id: 'organizationsList',
+    method: 'GET',
+    path: '/api/organizations',
+    entry: 'functions/orgs/list.ts',
+    auth: 'user',
+    summary:
+      "The caller's organization, in the shape Agent Canvas reads: `{items: [{id, name, is_personal}], current_org_id}`",
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'read' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'getOrg',
+    method: 'GET',
+    path: '/api/v1/orgs/{org_id}',
+    entry: 'functions/orgs/get.ts',
+    auth: 'user',
+    summary: "An organization with its members and the caller's role (its members, or an operator; 404 otherwise)",
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'read' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'updateOrg',
+    method: 'PATCH',
+    path: '/api/v1/orgs/{org_id}',
+    entry: 'functions/orgs/update.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary: 'Rename the organization (owners, admins); change its plan (operators only)',
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'listInvitations',
+    method: 'GET',
+    path: '/api/v1/orgs/{org_id}/invitations',
+    entry: 'functions/orgs/list-invitations.ts',
+    auth: 'user',
+    summary: "The organization's invitations, newest first (owners, admins): never their tokens",
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'read', invitations: 'read' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'createInvitation',
+    method: 'POST',
+    path: '/api/v1/orgs/{org_id}/invitations',
+    entry: 'functions/orgs/invite.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Invite an email address (owners, admins; only an owner invites an owner): a single-use token valid 7 days, ' +
+      'in this response only (its hash is stored), with its link; accepted only by a person whose verified email matches',
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'read', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'updateMember',
+    method: 'PATCH',
+    path: '/api/v1/orgs/{org_id}/members/{user_id}',
+    entry: 'functions/orgs/update-member.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary: "Change a member's role (owners, admins; only an owner makes or unmakes an owner; the last owner stays)",
+    tag: 'organizations',
+    tables: { users: 'write', orgs: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'removeMember',
+    method: 'DELETE',
+    path: '/api/v1/orgs/{org_id}/members/{user_id}',
+    entry: 'functions/orgs/remove-member.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Remove a member (owners, admins), or leave (your own id; not the last owner): they get a new personal ' +
+      'organization on the default plan, their keys and sessions end, their sandboxes pause; their conversations stay theirs',
+    tag: 'organizations',
+    tables: {
+      users: 'write',
+      orgs: 'write',
+      auditLog: 'append',
+      keys: 'write',
+      sandboxes: 'write',
+      streamConnections: 'read',
+    },
+    capabilities: operatorPause,
+    timeoutSeconds: 30,
+  },
+  {
+    id: 'acceptInvitation',
+    method: 'POST',
+    path: '/api/v1/invitations/{token}/accept',
+    entry: 'functions/orgs/accept-invitation.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      "Accept an invitation (the caller's verified email must match it): moves the caller into its organization; " +
+      'their personal organization closes if left empty',
+    tag: 'organizations',
+    tables: { users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'suspendUser',
+    method: 'POST',
+    path: '/api/v1/admin/users/{user_id}/suspend',
+    entry: 'functions/admin/suspend-user.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Operators: suspend a user: their keys, cookies, tokens and conversation keys are refused within 30 s, ' +
+      'their open streams close, their sandboxes pause (workspaces kept)',
+    tag: 'admin',
+    tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    capabilities: operatorPause,
+    timeoutSeconds: 30,
+  },
+  {
+    id: 'reactivateUser',
+    method: 'POST',
+    path: '/api/v1/admin/users/{user_id}/reactivate',
+    entry: 'functions/admin/reactivate-user.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary: 'Operators: reactivate a suspended user (their sandboxes stay paused until resumed)',
+    tag: 'admin',
+    tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    capabilities: operatorPause,
+    timeoutSeconds: 30,
+  },
+  {
+    id: 'suspendOrg',
+    method: 'POST',
+    path: '/api/v1/admin/orgs/{org_id}/suspend',
+    entry: 'functions/admin/suspend-org.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Operators: suspend an organization: every member is refused within 30 s, their open streams close, ' +
+      'their sandboxes pause',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    capabilities: operatorPause,
+    timeoutSeconds: 60,
+  },
+  {
+    id: 'reactivateOrg',
+    method: 'POST',
+    path: '/api/v1/admin/orgs/{org_id}/reactivate',
+    entry: 'functions/admin/reactivate-org.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary: 'Operators: reactivate a suspended organization',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    capabilities: operatorPause,
+    timeoutSeconds: 60,
+  },
+  {
+    id: 'listAuditLog',
+    method: 'GET',
+    path: '/api/v1/audit-log',
+    entry: 'functions/audit/list.ts',
+    auth: 'user',
+    summary:
+      "The organization's audit log, newest first, paged (owners, admins; operators for any org_id): who did what, " +
+      'field names but never values',
+    tag: 'organizations',
+    // keys: the page cursor's signing key is created on first use.
+    tables: { auditLog: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
   },
   {
     id: 'docsAsset',

@@ -1,4 +1,9 @@
+import type { Accounts } from '#shared/accounts/accounts.ts';
+import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
+import type { Organizations } from '#shared/accounts/organizations.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
@@ -38,6 +43,15 @@ export interface Services {
   streamAccess: StreamAccess;
   /** Answers repeats of an idempotent create (the wrapper calls it on routes declared `idempotent: true`). */
   idempotency: Idempotency;
+  /** People and their organizations (the authorizer's view of a caller). */
+  accounts: Accounts;
+  /** The audit log's writer. */
+  audit: Audit;
+  auditLog: AuditLog;
+  /** Organizations, members, invitations, operator actions. */
+  organizations: Organizations;
+  /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
+  oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
 export type ServiceName = keyof Services;
 
@@ -94,6 +108,11 @@ const serviceNames: Record<ServiceName, true> = {
   streamTickets: true,
   streamAccess: true,
   idempotency: true,
+  accounts: true,
+  audit: true,
+  auditLog: true,
+  organizations: true,
+  oidcSignIn: true,
 };
 
 /**

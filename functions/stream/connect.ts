@@ -2,6 +2,7 @@ import { streamConnectFunction } from '#shared/functions.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { connectRequestOf, socketStreamOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { accountStore, auditStore, oidc } from '#shared/wiring/aws/accounts.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
@@ -24,6 +25,9 @@ export const handler = awsFunction(
     streamConnectionStore,
     streamResendTrigger,
     plans,
+    accountStore,
+    auditStore,
+    oidc,
   },
   { streamAccess },
   (event: WebSocketConnectEvent, services, adapters) =>

@@ -7,6 +7,7 @@ import { routes } from '#shared/routes.ts';
 import { relayClientMessage } from '#shared/stream/client-messages.ts';
 import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
+import { registerLocalStream } from '#shared/stream/eviction.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import { carriesCredentials } from '#shared/stream/first-message-auth.ts';
 import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-auth.ts';
@@ -149,6 +150,9 @@ export function attachEventStream(
 
   const serve = (ws: WebSocket, grant: StreamGrant, request: StreamRequest) => {
     const conversation = { userId: grant.userId, conversationId: grant.conversationId };
+    // A suspension or removal closes it at once (StreamEviction).
+    const unregister = registerLocalStream(grant.userId, () => ws.close(CLOSE.unauthorized, REFUSALS.revoked));
+    ws.once('close', unregister);
     let answered = true;
     let checking = false;
     const pinger = setInterval(() => {

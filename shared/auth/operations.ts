@@ -3,7 +3,7 @@ import { apiKeyView } from '#shared/auth/model.ts';
 import { portOf, sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
 import { CROSS_SITE_REFUSAL } from '#shared/auth/authorizer.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
-import { forbidden, notFound } from '#shared/http/errors.ts';
+import { forbidden, invalidField, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { successSchema } from '#shared/sandboxes/model.ts';
 
@@ -69,12 +69,42 @@ export const createKey = defineOperation(
   () => ({
     body: z.strictObject({
       name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)),
+      // An ISO 8601 time with its zone, in the future, at most a year ahead.
+      expires_at: z.optional(
+        z
+          .string()
+          .check(
+            z.regex(
+              /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/,
+              'expires_at must be an ISO 8601 time with a zone',
+            ),
+          ),
+      ),
     }),
     response: z.extend(z.unlazy(apiKeyView), { key: z.string() }),
     errors: [409],
     example: { name: 'ci' },
   }),
-  ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name),
+  async ({ userId, auth, body }, { apiKeys, audit }) => {
+    let expiresAt: string | undefined;
+    if (body.expires_at !== undefined) {
+      const at = Date.parse(body.expires_at);
+      if (!Number.isFinite(at) || at <= Date.now() || at > Date.now() + 366 * 86_400_000)
+        throw invalidField(
+          ['body', 'expires_at'],
+          'expires_at must be in the future and at most a year ahead',
+          body.expires_at,
+        );
+      expiresAt = new Date(at).toISOString();
+    }
+    const created = await apiKeys.createOwn(userId, body.name, expiresAt);
+    if (auth.orgId)
+      await audit.record(auth.orgId, userId, 'key_created', {
+        target: created.id,
+        detail: expiresAt ? `expires ${expiresAt}` : undefined,
+      });
+    return created;
+  },
 );
 
 export const deleteKey = defineOperation(
@@ -86,8 +116,9 @@ export const deleteKey = defineOperation(
       detail: z.string(),
     }),
   }),
-  async ({ userId, params }, { apiKeys }) => {
+  async ({ userId, auth, params }, { apiKeys, audit }) => {
     if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
+    if (auth.orgId) await audit.record(auth.orgId, userId, 'key_revoked', { target: params.key_id });
     // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
     return {
       success: true,
@@ -120,25 +151,9 @@ export const currentKey = defineOperation(
     return {
       id: auth.keyId ?? null,
       name: key?.name ?? '',
-      org_id: userId,
+      org_id: auth.orgId ?? userId,
       user_id: userId,
       auth_type: 'api_key' as const,
     };
   },
-);
-
-/**
- * `GET /api/organizations` in the single-user shape Agent Canvas reads (`{items, current_org_id}`):
- * each user is their own personal organization until organizations exist (issue "People sign
- * themselves in" replaces this route, same id and entry).
- */
-export const organizationsList = defineOperation(
-  'organizationsList',
-  () => ({
-    response: z.object({
-      items: z.array(z.object({ id: z.string(), name: z.string(), is_personal: z.boolean() })),
-      current_org_id: z.string(),
-    }),
-  }),
-  async ({ userId }) => ({ items: [{ id: userId, name: 'Personal', is_personal: true }], current_org_id: userId }),
 );

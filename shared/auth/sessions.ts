@@ -94,7 +94,7 @@ export class Sessions {
   }
 
   /** A new session for the holder of an API key; the token is returned once. */
-  async create(userId: string, keyId: string): Promise<{ token: string; expiresAt: string; maxAgeSeconds: number }> {
+  async create(userId: string, keyId?: string): Promise<{ token: string; expiresAt: string; maxAgeSeconds: number }> {
     const sessionId = randomBytes(16).toString('hex');
     const token = `acss_${sessionId}_${randomBytes(32).toString('base64url')}`;
     const maxAgeSeconds = this.lifetimeSeconds();
@@ -114,8 +114,15 @@ export class Sessions {
   /** The session's user, or null for a malformed, unknown, expired or ended session. */
   async authenticate(token: string | undefined): Promise<Principal | null> {
     const found = await this.find(token);
-    if (!found || !(await this.apiKeys.isActive(found.keyId))) return null;
-    return { via: 'session', userId: found.userId, keyId: found.keyId, sessionId: found.sessionId };
+    // A session made from a key lives as long as the key; one from an OpenID sign-in until it expires.
+    if (!found || (found.keyId && !(await this.apiKeys.isActive(found.keyId)))) return null;
+    return {
+      via: 'session',
+      userId: found.userId,
+      ...(found.keyId ? { keyId: found.keyId } : {}),
+      sessionId: found.sessionId,
+      issuedAt: found.createdAt,
+    };
   }
 
   /** Ends the session the token belongs to (sign-out); false when there was none. */

@@ -28,7 +28,7 @@ const detail = (status: number, message: string, headers?: Record<string, string
   new ApiError(status, { detail: message }, headers);
 
 export const badRequest = (message: string) => detail(400, message);
-export const unauthorized = () => detail(401, 'Unauthorized');
+export const unauthorized = (message = 'Unauthorized') => detail(401, message);
 export const forbidden = (message = 'Forbidden') => detail(403, message);
 export const notFound = (message = 'Not Found') => detail(404, message);
 export const methodNotAllowed = (allowed: string[]) => detail(405, 'Method Not Allowed', { allow: allowed.join(', ') });

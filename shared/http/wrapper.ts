@@ -137,7 +137,12 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
   const userId = auth?.userId ?? '';
   let result: ApiResult;
   try {
-    if (route.auth === 'user' && !userId) throw auth?.refusal ? forbidden(auth.refusal) : unauthorized();
+    if (route.auth === 'user' && !userId)
+      throw auth?.refusal
+        ? auth.refusalStatus === 401
+          ? unauthorized(auth.refusal)
+          : forbidden(auth.refusal)
+        : unauthorized();
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
     // Payload 2.0 moves cookies out of the headers.

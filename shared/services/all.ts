@@ -1,5 +1,10 @@
 import type { ServiceFactories } from '#shared/services.ts';
+import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
+import { audit } from '#shared/services/audit.ts';
+import { auditLog } from '#shared/services/audit-log.ts';
+import { oidcSignIn } from '#shared/services/oidc-sign-in.ts';
+import { organizations } from '#shared/services/organizations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
@@ -34,4 +39,9 @@ export const allServices: Required<ServiceFactories> = {
   streamTickets,
   streamAccess,
   idempotency,
+  accounts,
+  audit,
+  auditLog,
+  organizations,
+  oidcSignIn,
 };

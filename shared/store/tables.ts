@@ -81,6 +81,7 @@ export const tables = {
   streamConnections: {
     pk: 'conversationKey',
     sk: 'connectionId',
+    // byUser: a user's open connections (suspension closes them; per-user socket caps count them).
     indexes: { byConnection: { pk: 'connectionId' }, byUser: { pk: 'userId', sk: 'connectionId' } },
     ttl: 'expiresAtEpoch',
   },
@@ -91,6 +92,28 @@ export const tables = {
    * first answer (`expiration`); Powertools also treats an expired record as absent (dynalite has no TTL).
    */
   idempotency: { pk: 'id', indexes: {}, ttl: 'expiration' },
+  /**
+   * People, by user id: an OpenID person's id is `oidc_<hash of issuer and sub>`, a keys-CLI user's
+   * the id the CLI named. Each holds `orgId`, `role` (owner/admin/member) and `status`
+   * (active/suspended); an organization's members through `byOrg`.
+   */
+  users: { pk: 'userId', indexes: { byOrg: { pk: 'orgId', sk: 'userId' } } },
+  /** Organizations by id: `plan` (a plan's name), `status`, `owners` (the count the last-owner rule reads). */
+  orgs: { pk: 'orgId', indexes: {} },
+  /**
+   * Invitations by the SHA-256 of their token (the token itself is never stored); an organization's
+   * through `byOrg`, an email's through `byEmail` (invite-only sign-up). Removed by TTL after expiry.
+   */
+  invitations: {
+    pk: 'tokenHash',
+    indexes: { byOrg: { pk: 'orgId', sk: 'createdAt' }, byEmail: { pk: 'email', sk: 'createdAt' } },
+    ttl: 'expiresAtEpoch',
+  },
+  /**
+   * The audit log, append-only: per organization, `entryId` = `<ISO time>#<random>` so a Query reads
+   * it newest first; removed by TTL after AUDIT_RETENTION_DAYS.
+   */
+  auditLog: { pk: 'orgId', sk: 'entryId', indexes: {}, ttl: 'expiresAtEpoch' },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

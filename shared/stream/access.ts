@@ -21,7 +21,7 @@ export interface StreamGrant {
   allowed: true;
   userId: string;
   conversationId: string;
-  via: 'ticket' | 'conversation' | 'key' | 'session';
+  via: 'ticket' | 'conversation' | 'key' | 'session' | 'token';
   query: StreamQuery;
 }
 
@@ -52,6 +52,7 @@ export const REFUSALS = {
   unauthorized: 'Unauthorized',
   notFound: 'Conversation not found',
   revoked: 'The credentials or the conversation are no longer valid',
+  suspended: 'The account or its organization is suspended',
 } as const;
 
 /**
@@ -101,12 +102,19 @@ export async function authorizeStream(
     via = 'conversation';
   } else {
     const auth = await authorizeRequest('GET', input.headers, deps);
+    // A refused token or a suspended account (401, its reason); a cross-site cookie or two session cookies (403).
+    if (auth.refusal && auth.refusalStatus === 401) return refuse(401, auth.refusal.slice(0, 120));
     if (auth.refusal) return refuse(403, auth.refusal === CROSS_SITE_REFUSAL ? REFUSALS.crossSite : auth.refusal);
     if (!auth.userId || !auth.via) return refuse(401, REFUSALS.unauthorized);
     if (auth.via === 'conversation' && auth.conversationId !== conversationId)
       return refuse(403, REFUSALS.otherConversation);
     userId = auth.userId;
     via = auth.via;
+  }
+  // A suspended person's (or organization's) streams do not open, whatever the credential.
+  if (via === 'ticket' || via === 'conversation') {
+    const { user, org } = await deps.accounts.forUser(userId);
+    if (user.status !== 'active' || org.status !== 'active') return refuse(401, REFUSALS.suspended);
   }
   // The owner's, still there: a ticket or key may outlive its conversation by a moment.
   const conversation = await deps.conversations.get(userId, conversationId);

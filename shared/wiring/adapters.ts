@@ -1,4 +1,7 @@
+import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
@@ -17,6 +20,7 @@ import type { ConnectionPush } from '#shared/stream/connection-push.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
+import type { StreamEviction } from '#shared/stream/eviction.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
@@ -63,6 +67,18 @@ export interface Adapters {
   streamResendTrigger: ResendTrigger;
   /** Powertools' DynamoDB persistence on the idempotency table (routes declared `idempotent: true`). */
   idempotencyStore: IdempotencyStore;
+  /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
+  accountStore: AccountStore;
+  /** The audit log's writer: new entries only (table access `append`). */
+  auditStore: AuditStore;
+  /** The audit log's reader. */
+  auditReader: AuditReader;
+  /** The configured OpenID issuer's token verifier (one per process: its key cache); null without an issuer. */
+  oidc: OidcVerifier | null;
+  /** Closes a person's open event streams (suspension, removal): locally the gateway's sockets, on AWS DeleteConnection. */
+  streamEviction: StreamEviction;
+  /** Sign-in attempt counters (per IP, per account), in the keys table. */
+  signInLimiter: RateLimiter;
 }
 export type AdapterName = keyof Adapters;
 
@@ -162,6 +178,30 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     ) as Partial<Record<keyof ConnectionStore, Needs>>,
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
+  accountStore: {
+    build: { tables: { users: 'read' }, capabilities: ['signin'] },
+    calls: {
+      getOrg: { tables: { orgs: 'read' } },
+      createUser: { tables: { users: 'write' } },
+      replaceUser: { tables: { users: 'write' } },
+      createOrg: { tables: { orgs: 'write' } },
+      replaceOrg: { tables: { orgs: 'write' } },
+      adjustOwners: { tables: { orgs: 'write' } },
+      getInvitation: { tables: { invitations: 'read' } },
+      listInvitations: { tables: { invitations: 'read' } },
+      listInvitationsByEmail: { tables: { invitations: 'read' } },
+      createInvitation: { tables: { invitations: 'write' } },
+      acceptInvitation: { tables: { invitations: 'write' } },
+    },
+  },
+  auditStore: { build: { tables: { auditLog: 'append' }, capabilities: ['signin'] } },
+  auditReader: { build: { tables: { auditLog: 'read' } } },
+  oidc: { build: { capabilities: ['signin'] } },
+  signInLimiter: { build: { tables: { keys: 'write' } } },
+  streamEviction: {
+    build: {},
+    calls: { evict: { tables: { streamConnections: 'read' }, capabilities: ['stream:close'] } },
+  },
   streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
   idempotencyStore: { build: { tables: { idempotency: 'write' } } },
 };

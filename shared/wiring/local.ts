@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DynamoAccountStore, DynamoAuditReader, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { oidcVerifier } from '#shared/auth/oidc.ts';
+import { DynamoRateLimiter } from '#shared/auth/rate-limit.ts';
 import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
 import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
@@ -21,6 +24,7 @@ import { servicesOf, type ServiceFactories, type Services } from '#shared/servic
 import { allServices } from '#shared/services/all.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
+import { localStreamEviction } from '#shared/stream/eviction.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
@@ -123,6 +127,13 @@ export function localServices(options: LocalOptions): LocalServices {
     streamPush: awsOnly('streamPush'),
     streamResendTrigger: awsOnly('streamResendTrigger'),
     idempotencyStore: () => dynamoIdempotencyStore(),
+    accountStore: () => new DynamoAccountStore(),
+    auditStore: () => new DynamoAuditStore(),
+    auditReader: () => new DynamoAuditReader(),
+    oidc: () => oidcVerifier(),
+    // The gateway's own sockets, closed in this process.
+    streamEviction: () => localStreamEviction,
+    signInLimiter: () => new DynamoRateLimiter(),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>

@@ -164,7 +164,16 @@ function wrapperCases(op: Operation, base: Input): Input[] {
 /** Members the schema accepts (each tried from a few id and number shapes), so the wrapper gets past them. */
 function accepted(schema: z.core.$ZodType | undefined, names: string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  const candidates = ['abc123', '0123456789abcdef', '0123456789abcdef0123456789abcdef', randomUUID(), '1', '0', 'a'];
+  const candidates = [
+    'abc123',
+    '0123456789abcdef',
+    '0123456789abcdef0123456789abcdef',
+    randomUUID(),
+    'org_0123456789abcdef01234567',
+    '1',
+    '0',
+    'a',
+  ];
   for (const name of names) {
     const fits = (v: string) => {
       const parsed = schema && z.safeParse(schema, { ...out, [name]: v });

@@ -1,0 +1,12 @@
+import { suspendUser } from '#shared/accounts/operations.ts';
+import { organizations } from '#shared/services/organizations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { accountStore, auditStore, streamEviction } from '#shared/wiring/aws/accounts.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+
+export const handler = awsRoute(
+  suspendUser,
+  { accountStore, auditStore, streamEviction, sandboxStore, sandboxRuntime, sandboxConfig },
+  { organizations },
+);
