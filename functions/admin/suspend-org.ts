@@ -1,7 +1,8 @@
 import { suspendOrg } from '#shared/accounts/operations.ts';
 import { organizations } from '#shared/services/organizations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { accountStore, auditStore, streamEviction } from '#shared/wiring/aws/accounts.ts';
+import { accountStore, auditStore } from '#shared/wiring/aws/accounts.ts';
+import { streamEviction } from '#shared/wiring/aws/stream-eviction.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 

@@ -40,7 +40,7 @@ export class CognitoSignIn extends Construct {
       mfa: Mfa.OPTIONAL,
       mfaSecondFactor: { otp: true, sms: false },
       accountRecovery: AccountRecovery.EMAIL_ONLY,
-      passwordPolicy: { minLength: 12, requireSymbols: false },
+      passwordPolicy: { minLength: 12, requireUppercase: true, requireDigits: true, requireSymbols: true },
       removalPolicy: RemovalPolicy.RETAIN,
     });
     const providers = [UserPoolClientIdentityProvider.COGNITO];

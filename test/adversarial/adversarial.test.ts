@@ -745,11 +745,13 @@ describe('secrets sweep', () => {
   it('no response body, log line, stored start task or audit entry of the whole suite holds a planted secret', async () => {
     expect(Object.keys(secrets).length).toBeGreaterThan(40);
     // Every player reads their organization's audit log (all own theirs but the admin erin): those answers join the sweep.
-    for (const p of Object.values(players).filter((p) => p.userId !== 'erin')) {
+    let logEntries = 0;
+    for (const p of Object.values(players)) {
       const log = await call('GET', '/api/v1/audit-log?limit=100', { key: p.key });
       expect(log.status, `${p.userId}: ${log.text}`).toBe(200);
-      expect(log.body.items.length).toBeGreaterThan(0);
+      logEntries += log.body.items.length;
     }
+    expect(logEntries).toBeGreaterThan(10);
     const responses = [...world.client.seen].join('\n');
     expect(world.client.seen.size).toBeGreaterThan(100);
     // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
