@@ -842,7 +842,7 @@ export const routes = [
       streamConnections: 'read',
     },
     capabilities: operatorPause,
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'acceptInvitation',
@@ -871,7 +871,7 @@ export const routes = [
     tag: 'admin',
     tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
     capabilities: operatorPause,
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'reactivateUser',
@@ -884,7 +884,7 @@ export const routes = [
     tag: 'admin',
     tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
     capabilities: operatorPause,
-    timeoutSeconds: 30,
+    timeoutSeconds: 29,
   },
   {
     id: 'suspendOrg',
