@@ -899,7 +899,7 @@ export const routes = [
     tag: 'admin',
     tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
     capabilities: operatorPause,
-    timeoutSeconds: 60,
+    timeoutSeconds: 29,
   },
   {
     id: 'reactivateOrg',
@@ -912,7 +912,7 @@ export const routes = [
     tag: 'admin',
     tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
     capabilities: operatorPause,
-    timeoutSeconds: 60,
+    timeoutSeconds: 29,
   },
   {
     id: 'listAuditLog',
