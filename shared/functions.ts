@@ -54,8 +54,8 @@ export const sweeperFunction = {
   id: 'sweeper',
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
-  tables: { sandboxes: 'write', startTasks: 'write' },
-  capabilities: sandboxHousekeeping,
+  tables: { sandboxes: 'write', startTasks: 'write', pool: 'write' },
+  capabilities: [...sandboxHousekeeping, 'pool:refill'],
 } as const satisfies EventFunctionDef;
 
 /**

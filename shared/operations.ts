@@ -9,6 +9,7 @@ import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
 import * as bridge from '#shared/sandboxes/bridge-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
+import * as pool from '#shared/sandboxes/pool-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
 import * as stream from '#shared/stream/operations.ts';
 
@@ -27,6 +28,7 @@ export const operations: readonly Operation[] = [
   bridge,
   sandboxes,
   snapshots,
+  pool,
   settings,
   stream,
 ].flatMap((module) => Object.values(module) as Operation[]);

@@ -11,6 +11,8 @@ const legacyConversationReads = {
 } as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
+/** What a start adds for the warm pool: claiming a standby (table `pool`) and asking for the refill after it. */
+const poolClaim = ['pool:refill'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
@@ -134,8 +136,8 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read' },
-    capabilities: sandboxLaunch,
+    tables: { sandboxes: 'write', settings: 'read', pool: 'write' },
+    capabilities: [...sandboxLaunch, ...poolClaim],
     timeoutSeconds: 30,
   },
   {
@@ -161,8 +163,8 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read' },
-    capabilities: sandboxLaunch,
+    tables: { sandboxes: 'write', settings: 'read', pool: 'write' },
+    capabilities: [...sandboxLaunch, ...poolClaim],
     timeoutSeconds: 30,
   },
   {
@@ -257,8 +259,15 @@ export const routes = [
     auth: 'user',
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
-    tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
+    tables: {
+      conversations: 'write',
+      startTasks: 'write',
+      settings: 'read',
+      sandboxes: 'write',
+      commands: 'write',
+      pool: 'write',
+    },
+    capabilities: ['seal', 'unseal', ...sandboxLaunch, ...poolClaim, 'commands:push'],
     timeoutSeconds: 30,
     maxBodyBytes: 6 * 1024 * 1024,
   },
@@ -374,8 +383,15 @@ export const routes = [
     auth: 'user',
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
-    tables: { conversations: 'write', startTasks: 'write', settings: 'read', sandboxes: 'write', commands: 'write' },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
+    tables: {
+      conversations: 'write',
+      startTasks: 'write',
+      settings: 'read',
+      sandboxes: 'write',
+      commands: 'write',
+      pool: 'write',
+    },
+    capabilities: ['seal', 'unseal', ...sandboxLaunch, ...poolClaim, 'commands:push'],
     timeoutSeconds: 30,
     maxBodyBytes: 6 * 1024 * 1024,
   },
@@ -650,5 +666,31 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
+  },
+  // --- the warm pool: a standby's own routes (its pool credential reaches nothing else) -----------
+  {
+    id: 'poolCheckIn',
+    method: 'POST',
+    path: protocolPaths.poolCheckIn,
+    entry: 'functions/pool/check-in.ts',
+    auth: 'standby',
+    summary:
+      'Pool: a standby (the sandbox program started with no user) checks in with its pool credential and its public ' +
+      'key; it is claimable from then on while it keeps waiting',
+    tag: 'pool',
+    tables: { pool: 'write' },
+  },
+  {
+    id: 'poolWait',
+    method: 'GET',
+    path: protocolPaths.poolWait,
+    entry: 'functions/pool/wait.ts',
+    auth: 'standby',
+    summary:
+      "Pool: long-poll (each call is the standby's heartbeat) for the binding a claim wrote: the sandbox id, the " +
+      "generation and an enrollment token sealed to the standby's key, delivered once; `stop` when drained",
+    tag: 'pool',
+    tables: { pool: 'write' },
+    timeoutSeconds: 20,
   },
 ] as const satisfies readonly RouteDef[];

@@ -5,6 +5,7 @@ import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { poolRefill, poolStore } from '#shared/wiring/aws/pool.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -22,6 +23,8 @@ export const handler = awsRoute(
     specs,
     sandboxConfig,
     bridgeUrl,
+    poolStore,
+    poolRefill,
   },
   { conversations },
 );

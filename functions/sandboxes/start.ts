@@ -2,12 +2,13 @@ import { startSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolRefill, poolStore } from '#shared/wiring/aws/pool.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsRoute(
   startSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore },
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore, poolStore, poolRefill },
   { sandboxes },
 );

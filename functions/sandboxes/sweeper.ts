@@ -2,16 +2,18 @@ import { sweeperFunction } from '#shared/functions.ts';
 import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolRefill, poolStore } from '#shared/wiring/aws/pool.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsFunction(
   sweeperFunction,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore },
-  { sandboxHousekeeping, conversationHousekeeping },
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore, poolStore, poolRefill },
+  { sandboxHousekeeping, conversationHousekeeping, warmPool },
   sweep,
 );

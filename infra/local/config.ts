@@ -10,6 +10,7 @@ export const localConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('.data'),
   SANDBOX_SPECS_FILE: z.string().min(1).optional(),
+  WARM_POOL_SIZE: z.coerce.number({ error: 'WARM_POOL_SIZE must be a whole number' }).int().min(0).max(50).optional(),
 });
 
 export type LocalConfig = {
@@ -25,6 +26,8 @@ export type LocalConfig = {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (env SANDBOX_SPECS_FILE; default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** Replaces every spec's warm-pool size (env WARM_POOL_SIZE; 0 turns the pool off); the specs file's when unset. */
+  warmPoolSize?: number;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -49,6 +52,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     dataDir: resolve(parsed.data.DATA_DIR),
     memory: argv.includes('--memory'),
     ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
+    ...(parsed.data.WARM_POOL_SIZE !== undefined ? { warmPoolSize: parsed.data.WARM_POOL_SIZE } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

@@ -76,6 +76,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     },
     sandboxes: config.sandboxes,
     specsFile: config.specsFile,
+    warmPoolSize: config.warmPoolSize,
     commandPush: config.commandPush,
     containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });
@@ -91,6 +92,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     streamPingMs: config.streamPingMs,
   });
   gatewayUrl = gateway.url;
+  // Every spec with a warm pool gets its standbys now, so the first start is warm too.
+  await services.warmPool
+    .open(gateway.url)
+    .catch((err: unknown) => logger.error('Starting the warm pool failed', { error: err as Error }));
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.
   const sweeperServices = services.forFunction(
@@ -123,6 +128,9 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       await services.sandboxHousekeeping
         .suspendAll('Paused because the local server stopped')
         .catch((err: unknown) => logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }));
+      await services.warmPool
+        .drainAll()
+        .catch((err: unknown) => logger.error('Draining the warm pool failed', { error: err as Error }));
       await services.sandboxRuntime.stopAll();
       await gateway.close();
       await dynamo.close();

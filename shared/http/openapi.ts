@@ -65,7 +65,7 @@ export function openApiDocument(operations: readonly Operation[], serverUrl?: st
         content: { 'application/json': { schema: route.response ? schemaOf(route.response, 'output') : {} } },
       },
     };
-    if (route.auth === 'user' || route.auth === 'sandbox') {
+    if (route.auth === 'user' || route.auth === 'sandbox' || route.auth === 'standby') {
       responses['401'] = {
         description: 'Missing, unknown or revoked key',
         content: { 'application/json': { schema: errorSchema } },

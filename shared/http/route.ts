@@ -5,9 +5,10 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * Who may call a route: `none` (health, docs), `user` (an API key, checked by the authorizer
- * before the handler runs) or `sandbox` (a sandbox's own key, checked by the handler itself).
+ * before the handler runs), `sandbox` (a sandbox's own key, checked by the handler itself) or
+ * `standby` (a warm-pool standby's pool credential, checked by the handler: the pool routes only).
  */
-export type AuthMode = 'none' | 'user' | 'sandbox';
+export type AuthMode = 'none' | 'user' | 'sandbox' | 'standby';
 
 /**
  * What a route's function may do beyond its tables; the CDK app turns each into IAM statements
@@ -25,6 +26,7 @@ export type Capability =
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
+  | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim)
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
 export interface RouteDef {

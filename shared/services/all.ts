@@ -14,6 +14,7 @@ import { sessions } from '#shared/services/sessions.ts';
 import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -26,6 +27,7 @@ export const allServices: Required<ServiceFactories> = {
   sandboxes,
   sandboxBridge,
   sandboxHousekeeping,
+  warmPool,
   conversations,
   conversationBridge,
   conversationHousekeeping,

@@ -1,6 +1,7 @@
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
@@ -24,5 +25,6 @@ export const sandboxDeps = (
     snapshotRemoval: () => c.adapters.snapshotRemoval,
     launchOptions: () => launchOptions,
     commandPush: () => c.adapters.commandPush,
+    pool: () => c.use(warmPool),
     now: () => () => new Date(),
   });

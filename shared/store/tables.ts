@@ -77,6 +77,12 @@ export const tables = {
    * `expiresAtEpoch` at API Gateway's 2-hour connection limit. `byConnection` finds a connection's
    * item from its id alone ($disconnect, $default).
    */
+  /**
+   * The warm pool (shared/sandboxes/pool.ts): one pool record per spec (`pool:<spec id>`, the last
+   * start it could have served) and one item per standby (`sb_<hex>`). `bySpec` (sparse: `poolSpec` is
+   * set on standby items only) lists a spec's standbys for the claim, the refill and the sweep.
+   */
+  pool: { pk: 'id', indexes: { bySpec: { pk: 'poolSpec', sk: 'createdAt' } } },
   streamConnections: {
     pk: 'conversationKey',
     sk: 'connectionId',

@@ -57,7 +57,14 @@ export interface TestStack extends LocalStack {
 export async function startTestStack(
   options: Pick<
     LocalConfig,
-    'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs' | 'commandPush'
+    | 'sandboxes'
+    | 'sweepIntervalMs'
+    | 'specsFile'
+    | 'containment'
+    | 'allowUncontained'
+    | 'streamPingMs'
+    | 'commandPush'
+    | 'warmPoolSize'
   > & { memory?: boolean } = {},
 ): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
@@ -67,6 +74,8 @@ export async function startTestStack(
     dataDir,
     memory: true,
     allowUncontained: true,
+    // No standbys unless a test asks (pool tests give a specs file with `warmPool` and a size).
+    warmPoolSize: 0,
     ...options,
   });
   const call = apiCaller(stack.url, stack.devKey);
