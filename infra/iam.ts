@@ -182,7 +182,16 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
-  'pool:refill': [{ actions: ['lambda:InvokeFunction'], resources: poolRefillFunction }],
+  'pool:refill': [
+    { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },
+    {
+      // A claimed standby's task is tagged with its sandbox (what list() and operators read); it is already running.
+      actions: ['ecs:TagResource'],
+      resources: clusterTasks,
+      conditions: inCluster,
+      wildcard: 'Standby task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
+    },
+  ],
 };
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */

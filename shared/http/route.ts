@@ -26,7 +26,7 @@ export type Capability =
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
-  | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim)
+  | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim), ecs:TagResource on the sandbox cluster's tasks (a claimed standby is tagged with its sandbox)
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
 export interface RouteDef {
