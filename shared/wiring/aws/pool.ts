@@ -1,15 +1,4 @@
-import { lambdaEvent } from '#shared/lambda-event.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
 
 export const poolStore: Builder<'poolStore'> = () => new DynamoPoolStore();
-
-/** The refill after a claim: an asynchronous invoke of the pool's refill function (the claim does not wait for it). */
-export const poolRefill: Builder<'poolRefill'> = () => {
-  const send = lambdaEvent<{ specId: string }>(
-    requireEnv('POOL_REFILL_FUNCTION', 'the warm pool refill function'),
-    'the pool refill function',
-  );
-  return { refill: (specId) => send({ specId }) };
-};
