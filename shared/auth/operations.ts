@@ -131,7 +131,7 @@ export const deleteKey = defineOperation(
 /**
  * `GET /api/keys/current` (Agent Canvas's health check in cloud mode): the key the request came with.
  * With the session cookie there is no key: `{"id": null, "name": "session", "auth_type": "session"}`.
- * `org_id` is the caller's single-user organization (`GET /api/organizations`).
+ * `org_id` is the caller's organization (`GET /api/organizations`).
  */
 export const currentKey = defineOperation(
   'currentKey',
@@ -146,7 +146,13 @@ export const currentKey = defineOperation(
   }),
   async ({ userId, auth }, { apiKeys }) => {
     if (auth?.via !== 'key')
-      return { id: null, name: 'session', org_id: userId, user_id: userId, auth_type: 'session' as const };
+      return {
+        id: null,
+        name: 'session',
+        org_id: auth.orgId ?? userId,
+        user_id: userId,
+        auth_type: 'session' as const,
+      };
     const key = (await apiKeys.listActive(userId)).find((k) => k.id === auth.keyId);
     return {
       id: auth.keyId ?? null,

@@ -498,8 +498,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       ['GET', `/api/v1/sandboxes?id=${sandboxId}`],
       ['POST', `/api/v1/sandboxes/${sandboxId}/pause`],
       ['GET', '/api/conversations'],
-      ['GET', `/api/conversations/${id}`],
-      ['PATCH', `/api/conversations/${id}`, { title: 'x' }],
+      // A conversation key may read and rename its own conversation (as the agent server's clients do), never delete it.
       ['DELETE', `/api/conversations/${id}`],
       ['GET', `/api/v1/app-conversations?ids=${id}`],
       ['GET', '/api/v1/app-conversations/search'],
@@ -600,6 +599,7 @@ describe('API keys over the API', () => {
       prefix: `acs_${created.body.id}`,
       created_at: expect.any(String),
       last_used_at: null,
+      expires_at: null,
       key: expect.stringMatching(/^acs_/),
     });
     expect(created.body.key.startsWith(`${created.body.prefix}_`)).toBe(true);
@@ -610,7 +610,7 @@ describe('API keys over the API', () => {
     expect(listed.text).not.toContain(created.body.key);
     expect(listed.text).not.toMatch(/hash/);
     for (const k of listed.body)
-      expect(Object.keys(k).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'prefix']);
+      expect(Object.keys(k).sort()).toEqual(['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix']);
     expect((await stack.call('GET', '/api/keys', { key: bob })).body.map((k: any) => k.name)).toEqual(['test']);
 
     expect((await stack.call('DELETE', `/api/keys/${created.body.id}`, { key: bob })).status).toBe(404);
@@ -710,7 +710,9 @@ describe('docs', () => {
     ]);
     expect(doc.body.paths['/api/conversations/{conversation_id}/pause'].post.description).toMatch(/session_api_key/);
     expect(doc.body.paths['/api/settings'].get.description).toBeUndefined();
-    expect(doc.body.paths['/api/settings'].get.responses['403'].description).toMatch(/conversation key/);
+    // Error answers are shared components ($ref), described once.
+    const forbidden = doc.body.paths['/api/settings'].get.responses['403'].$ref.split('/').pop();
+    expect(doc.body.components.responses[forbidden].description).toMatch(/conversation key/);
   });
 
   it('serves only the listed files', async () => {

@@ -163,10 +163,12 @@ describe('@openhands/typescript-client on conversation_url with the conversation
 });
 
 describe("Agent Canvas cloud mode's load-time calls", () => {
-  it('GET /api/keys/current names the key (never the key itself), or the session; /api/organizations is the single-user shape', async () => {
+  it("GET /api/keys/current names the key (never the key itself), or the session; /api/organizations is the caller's", async () => {
+    const orgId = (await stack.call('GET', '/api/v1/users/me')).body.org_id as string;
+    expect(orgId).toMatch(/^org_/);
     const mine = await stack.call('GET', '/api/keys/current');
     expect(mine.status).toBe(200);
-    expect(mine.body).toMatchObject({ name: expect.any(String), auth_type: 'api_key', user_id: 'dev', org_id: 'dev' });
+    expect(mine.body).toMatchObject({ name: expect.any(String), auth_type: 'api_key', user_id: 'dev', org_id: orgId });
     expect(mine.body.id).toMatch(/^[0-9a-f]{16}$/);
     expect(mine.text).not.toContain(stack.devKey);
     const signIn = await stack.call('POST', '/api/authenticate');
@@ -175,14 +177,16 @@ describe("Agent Canvas cloud mode's load-time calls", () => {
       key: null,
       headers: { cookie, origin: stack.url },
     });
-    expect(bySession.body).toEqual({ id: null, name: 'session', org_id: 'dev', user_id: 'dev', auth_type: 'session' });
+    expect(bySession.body).toEqual({ id: null, name: 'session', org_id: orgId, user_id: 'dev', auth_type: 'session' });
     const orgs = await stack.call('GET', '/api/organizations');
-    expect(orgs.body).toEqual({ items: [{ id: 'dev', name: 'Personal', is_personal: true }], current_org_id: 'dev' });
+    expect(orgs.body).toMatchObject({ items: [{ id: orgId }], current_org_id: orgId });
     // Without credentials, or with a conversation key: refused.
     expect((await stack.call('GET', '/api/keys/current', { key: null })).status).toBe(401);
     expect((await stack.call('GET', '/api/keys/current', { key: scoped })).status).toBe(403);
     expect((await stack.call('GET', '/api/organizations', { key: scoped })).status).toBe(403);
     const bob = await stack.newUser('bob-canvas');
-    expect((await stack.call('GET', '/api/organizations', { key: bob })).body.current_org_id).toBe('bob-canvas');
+    const bobs = (await stack.call('GET', '/api/organizations', { key: bob })).body.current_org_id;
+    expect(bobs).toMatch(/^org_/);
+    expect(bobs).not.toBe(orgId);
   });
 });
