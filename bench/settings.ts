@@ -95,6 +95,8 @@ export async function benchSettings(): Promise<string> {
       apiKeys: services.apiKeys,
       sessions: services.sessions,
       conversationKeys: services.conversationKeys,
+      accounts: services.accounts,
+      oidc: null,
       allowedOrigins: [],
     };
     const authorize = () => authorizeRequest('GET', headers, authDeps);

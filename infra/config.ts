@@ -1,3 +1,4 @@
+import { parsePlans } from '#shared/plans/model.ts';
 import * as z from 'zod';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 
@@ -99,6 +100,53 @@ export const configSchema = z.object({
       ),
     )
     .default([]),
+  /**
+   * The plans (shared/plans/model.ts, the contracts page's schema), as JSON; unset: the built-in
+   * defaults (the `free` plan of config/plans.json). Checked here with the key named, and given to
+   * the functions that declare the `plans` capability as PLANS.
+   */
+  plans: z.preprocess(fromJson, z.unknown()).optional(),
+  /**
+   * Reserved concurrency for the event-ingest function only (a sandbox flood then throttles itself,
+   * not every other function of the account). Unset by default: Lambda refuses a reservation that
+   * leaves less than 100 unreserved, and new accounts often have a quota of 10 (docs/deploy.md).
+   */
+  ingestReservedConcurrency: int(1, 100_000).optional(),
+  /**
+   * Sign-in (docs/sign-in.md). An external OpenID issuer (`oidcIssuer` + `oidcAudience`, and
+   * `oidcClientId` when the console's client differs from the audience); without one, a Cognito user
+   * pool of the stack's own (`cognito`, default true; false: keys only).
+   */
+  oidcIssuer: z.url({ protocol: /^https$/ }).optional(),
+  oidcAudience: z.string().min(1).max(256).optional(),
+  oidcClientId: z.string().min(1).max(256).optional(),
+  cognito: bool.default(true),
+  /** The Cognito hosted domain's prefix (unique per region across accounts); default: stack name and a hash of the account. */
+  cognitoDomainPrefix: z
+    .string()
+    .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes, at most 63')
+    .refine((p) => !/aws|amazon|cognito/.test(p), 'must not contain aws, amazon or cognito')
+    .optional(),
+  /** Federation through the Cognito pool: Google and any OpenID Connect issuer (SAML: docs/sign-in.md). */
+  cognitoIdentityProviders: z
+    .preprocess(
+      fromJson,
+      z.array(
+        z.strictObject({
+          type: z.enum(['google', 'oidc']),
+          name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/),
+          clientId: z.string().min(1),
+          /** A CloudFormation dynamic reference (`{{resolve:secretsmanager:...}}`) or the secret itself. */
+          clientSecret: z.string().min(1),
+          issuerUrl: z.url({ protocol: /^https$/ }).optional(),
+        }),
+      ),
+    )
+    .default([]),
+  signupMode: z.enum(['open', 'invite', 'closed']).default('invite'),
+  /** Operators: verified emails of the issuer, or `<issuer>|<sub>` (and the Cognito group `operators`). */
+  operators: z.preprocess(fromJson, z.array(z.string().min(3).max(320))).default([]),
+  auditRetentionDays: int(1, 3650).default(365),
   /** Optional address subscribed to the alarm topic. */
   alarmEmail: z.email().optional(),
 });
@@ -121,5 +169,14 @@ export function loadConfig(get: (key: string) => unknown): Config {
     });
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
+  if (parsed.data.plans !== undefined) {
+    try {
+      parsePlans(parsed.data.plans, 'context key "plans"');
+    } catch (err) {
+      throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
+    }
+  }
+  if (parsed.data.oidcIssuer && !parsed.data.oidcAudience)
+    throw new Error('Invalid configuration: context key "oidcAudience": required with oidcIssuer');
   return parsed.data;
 }

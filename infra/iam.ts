@@ -5,7 +5,7 @@ import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
-import type { Capability, RouteDef } from '#shared/http/route.ts';
+import type { Capability, RouteDef, TableAccess } from '#shared/http/route.ts';
 import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
 
 /**
@@ -19,11 +19,16 @@ export type FunctionAccess = Pick<RouteDef, 'tables' | 'capabilities'>;
 
 const READ = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'] as const;
 
-/** Table access to DynamoDB actions, on the table and its indexes. No Scan, no transactions. */
+/**
+ * Table access to DynamoDB actions, on the table and its indexes. No Scan, no transactions. `append`
+ * is PutItem alone (the audit log: its adapter conditions every put on `attribute_not_exists`, so
+ * an entry is never overwritten; IAM cannot see a condition expression, test/infra checks both).
+ */
 export const tableActions = {
   read: READ,
   write: [...READ, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'],
-} as const satisfies Record<'read' | 'write', readonly string[]>;
+  append: ['dynamodb:PutItem'],
+} as const satisfies Record<TableAccess, readonly string[]>;
 
 /** The resources the capabilities are granted on; the sandbox ones exist once the stack has built them. */
 export interface GrantTargets {
@@ -66,9 +71,9 @@ const passSandboxRoles: Grant = {
   conditions: () => ({ StringEquals: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } }),
 };
 
-/** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state. */
-const streamConnections = (t: GrantTargets, stack: Stack) =>
-  ['POST', 'GET'].map((verb) =>
+/** The @connections of the stream's stage, as execute-api names them: `<api>/<stage>/<verb>/@connections/<id>`; POST sends, GET reads a connection's state, DELETE drops a connection (a failed first-message auth, a suspension). */
+const streamConnections = (t: GrantTargets, stack: Stack, verbs = ['POST', 'GET', 'DELETE']) =>
+  verbs.map((verb) =>
     stack.formatArn({
       service: 'execute-api',
       resource: t.stream.apiId,
@@ -92,6 +97,10 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   unseal: [{ actions: ['kms:Decrypt'], resources: (t) => [t.secretsKey.keyArn] }],
   // The specs come in the environment (SANDBOX_SPECS): nothing to call.
   specs: [],
+  // CORS_ORIGINS and PLANS come in the environment too.
+  origins: [],
+  plans: [],
+  signin: [],
   'ecs:run': [
     {
       actions: ['ecs:RunTask'],
@@ -170,7 +179,15 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       actions: ['execute-api:ManageConnections'],
       resources: streamConnections,
       wildcard:
-        "Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection) and GET (GetConnection) on the @connections of the stream API's stage.",
+        "Connection ids are made by API Gateway at run time; the ARNs are limited to POST (PostToConnection), GET (GetConnection) and DELETE (DeleteConnection) on the @connections of the stream API's stage.",
+    },
+  ],
+  'stream:close': [
+    {
+      actions: ['execute-api:ManageConnections'],
+      resources: (t, stack) => streamConnections(t, stack, ['DELETE']),
+      wildcard:
+        "Connection ids are made by API Gateway at run time; the ARN is limited to DELETE (DeleteConnection) on the @connections of the stream API's stage.",
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
@@ -217,12 +234,16 @@ export function accessStatements(
   targets: GrantTargets,
 ): PolicyStatement[] {
   const statements: PolicyStatement[] = [];
-  for (const [key, level] of Object.entries(access.tables) as [TableKey, 'read' | 'write'][]) {
+  for (const [key, level] of Object.entries(access.tables) as [TableKey, TableAccess][]) {
     const table = tables[key];
     // The declared indexes by name, so a policy never names an index the design does not have.
     const indexes = Object.keys(tableDefs[key].indexes).map((name) => `${table.tableArn}/index/${name}`);
     statements.push(
-      new PolicyStatement({ actions: [...tableActions[level]], resources: [table.tableArn, ...indexes] }),
+      new PolicyStatement({
+        actions: [...tableActions[level]],
+        // An append reads nothing, so it needs no index.
+        resources: level === 'append' ? [table.tableArn] : [table.tableArn, ...indexes],
+      }),
     );
   }
   for (const cap of access.capabilities ?? []) {

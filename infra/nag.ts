@@ -111,6 +111,20 @@ export function acknowledgeFindings(stack: ConversationServiceStack): void {
     'The $default route only answers 404/405 for paths and methods no route matches; it touches no data.',
   );
 
+  if (stack.signIn) {
+    const pool = stack.signIn.pool.node.defaultChild as IConstruct;
+    ack(
+      pool,
+      'AwsSolutions-COG2',
+      'MFA is optional (TOTP), each person turns it on: requiring it would refuse every federated person whose own issuer already enforces it.',
+    );
+    ack(
+      pool,
+      'AwsSolutions-COG8',
+      "The Essentials tier: the Plus tier's threat protection is billed per monthly active user at several times the price (docs/cost.md); an operator may switch it on.",
+    );
+  }
+
   const socket = stack.bridgeSocket;
   ack(
     socket.api.node.findChild('$connect-Route').node.defaultChild as CfnRoute,

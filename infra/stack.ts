@@ -22,6 +22,7 @@ import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
 import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
 import { PublicFront } from '#infra/constructs/front.ts';
+import { CognitoSignIn } from '#infra/constructs/sign-in.ts';
 import { STREAM_STAGE, StreamSockets } from '#infra/constructs/stream.ts';
 import { Observability } from '#infra/constructs/observability.ts';
 import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
@@ -102,6 +103,8 @@ export class ConversationServiceStack extends Stack {
   readonly bridgeSocket: BridgeSocket;
   readonly stream: StreamSockets;
   readonly front: PublicFront;
+  /** The stack's own Cognito issuer, unless an external one (or keys only) is configured. */
+  signIn?: CognitoSignIn;
   readonly observability: Observability;
   /** Every Lambda of the deployment by id: route ids, then `authorizer`, `fallback`, `ecsEvents`, `sweeper`. */
   readonly functions = new Map<string, { fn: ServiceFunction; access: FunctionAccess; async: boolean }>();
@@ -167,6 +170,16 @@ export class ConversationServiceStack extends Stack {
       MAX_RUNNING_SANDBOXES: String(config.maxRunningSandboxes),
       BRIDGE_SOCKET_ENDPOINT: this.bridgeSocket.managementEndpoint,
       STREAM_CALLBACK_URL: this.stream.callbackUrl,
+      CORS_ORIGINS: config.corsAllowedOrigins.join(','),
+      // Empty: the built-in plans (shared/plans/model.ts).
+      PLANS: config.plans === undefined ? '' : JSON.stringify(config.plans),
+      // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
+      OIDC_ISSUER: config.oidcIssuer ?? '',
+      OIDC_AUDIENCE: config.oidcAudience ?? '',
+      OIDC_CLIENT_ID: config.oidcClientId ?? config.oidcAudience ?? '',
+      SIGNUP_MODE: config.signupMode,
+      OPERATORS: config.operators.join(','),
+      AUDIT_RETENTION_DAYS: String(config.auditRetentionDays),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
@@ -184,7 +197,7 @@ export class ConversationServiceStack extends Stack {
       id: string,
       entry: string,
       access: FunctionAccess,
-      options: { async: boolean; timeout: Duration; env?: Record<string, string> },
+      options: { async: boolean; timeout: Duration; env?: Record<string, string>; reservedConcurrency?: number },
     ) => {
       const fn = new ServiceFunction(scope, `Fn-${id}`, {
         entry,
@@ -194,6 +207,7 @@ export class ConversationServiceStack extends Stack {
         tables: this.data.tables,
         targets,
         timeout: options.timeout,
+        reservedConcurrency: options.reservedConcurrency,
         // A sweep is redone every minute, so a failed or late one is dropped, not retried.
         ...(options.async
           ? {
@@ -227,7 +241,12 @@ export class ConversationServiceStack extends Stack {
     };
     for (const route of table) {
       const scope = routeStack(stackNames.get(route.id)!);
-      addFunction(scope, route.id, route.entry, route, { async: false, timeout: routeTimeout(route) });
+      addFunction(scope, route.id, route.entry, route, {
+        async: false,
+        timeout: routeTimeout(route),
+        // A sandbox flood throttles ingest alone, when the operator reserves it (docs/deploy.md).
+        reservedConcurrency: route.id === 'postEvents' ? config.ingestReservedConcurrency : undefined,
+      });
     }
     // The authorizer accepts a session cookie only on requests from these origins (or the API's own).
     const authorizer = extra(authorizerFunction, Duration.seconds(10), {
@@ -295,6 +314,16 @@ export class ConversationServiceStack extends Stack {
     this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.
     for (const { fn } of this.functions.values()) fn.fn.addEnvironment('PUBLIC_BASE_URL', this.front.url);
+    if (!config.oidcIssuer && config.cognito) {
+      // The stack's own issuer (its callback is the public host): every function that reads sign-in settings verifies against it.
+      this.signIn = new CognitoSignIn(this, 'SignIn', { config, publicUrl: this.front.url });
+      for (const { fn, access } of this.functions.values())
+        if (access.capabilities?.includes('signin')) {
+          fn.fn.addEnvironment('OIDC_ISSUER', this.signIn.issuer);
+          fn.fn.addEnvironment('OIDC_AUDIENCE', this.signIn.client.userPoolClientId);
+          fn.fn.addEnvironment('OIDC_CLIENT_ID', this.signIn.client.userPoolClientId);
+        }
+    }
 
     const alarmTopic = new Topic(this, 'Alarms', {
       displayName: 'Agent Conversation Service alarms',

@@ -26,6 +26,8 @@ export class BridgeError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** From a 429's `Retry-After` (seconds), when it had one. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'BridgeError';
@@ -150,7 +152,14 @@ export class BridgeClient implements SnapshotBridge {
       },
     );
     const text = await res.text();
-    if (!res.ok) throw new BridgeError(res.status, `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+    if (!res.ok) {
+      const retryAfter = Number(res.headers.get('retry-after'));
+      throw new BridgeError(
+        res.status,
+        `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`,
+        Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) * 1000 : undefined,
+      );
+    }
     return JSON.parse(text) as T;
   }
 }

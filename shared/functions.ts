@@ -30,8 +30,17 @@ const sandboxHousekeeping = [
 export const authorizerFunction = {
   id: 'authorizer',
   entry: 'functions/auth/authorizer.ts',
-  tables: { keys: 'write', conversations: 'read' },
-  capabilities: ['seal', 'unseal'],
+  // users, orgs, invitations: a caller's account, made on first use (a personal organization, or an
+  // invite-only sign-up joining the inviting one); auditLog: sign-ups.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
+  capabilities: ['seal', 'unseal', 'signin'],
   async: false,
 } as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */
@@ -54,8 +63,9 @@ export const sweeperFunction = {
   id: 'sweeper',
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
-  tables: { sandboxes: 'write', startTasks: 'write' },
-  capabilities: sandboxHousekeeping,
+  // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
+  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write' },
+  capabilities: [...sandboxHousekeeping, 'stream:push'],
 } as const satisfies EventFunctionDef;
 
 /**
@@ -81,8 +91,18 @@ export const streamConnectFunction = {
   id: 'streamConnect',
   entry: 'functions/stream/connect.ts',
   async: false,
-  tables: { keys: 'write', conversations: 'read', events: 'read', streamConnections: 'write' },
-  capabilities: ['seal', 'unseal', 'stream:resend'],
+  // users, orgs, invitations, auditLog: the caller's account, as the authorizer reads (and first makes) it.
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    events: 'read',
+    streamConnections: 'write',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
+  capabilities: ['seal', 'unseal', 'stream:resend', 'signin', 'plans'],
 } as const satisfies EventFunctionDef;
 /** `$disconnect`: forgets the connection. */
 export const streamDisconnectFunction = {
@@ -100,9 +120,23 @@ export const streamMessageFunction = {
   id: 'streamMessage',
   entry: 'functions/stream/message.ts',
   async: false,
-  tables: { conversations: 'read', sandboxes: 'write', commands: 'write', streamConnections: 'read' },
+  // A pending connection's first message is its auth frame: judged as `$connect` judges credentials (keys, seal;
+  // a sign-in token: signin, users, orgs, invitations, auditLog; the plan's socket caps: plans), then recorded and
+  // resent like a credentialed one (events, stream:resend), or dropped (stream:push: DeleteConnection).
+  tables: {
+    keys: 'write',
+    conversations: 'read',
+    events: 'read',
+    sandboxes: 'write',
+    commands: 'write',
+    streamConnections: 'write',
+    users: 'write',
+    orgs: 'write',
+    invitations: 'write',
+    auditLog: 'append',
+  },
   // The relayed message is a command for the sandbox, pushed over the bridge socket like sendMessage's.
-  capabilities: ['commands:push'],
+  capabilities: ['commands:push', 'seal', 'unseal', 'stream:resend', 'stream:push', 'signin', 'plans'],
 } as const satisfies EventFunctionDef;
 /** Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked for (resend_all, after_seq). */
 export const streamResendFunction = {

@@ -1,6 +1,10 @@
+import * as accounts from '#shared/accounts/operations.ts';
 import * as auth from '#shared/auth/operations.ts';
+import * as agentServer from '#shared/conversations/agent-server-operations.ts';
+import * as oidc from '#shared/auth/oidc-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
 import * as webhooks from '#shared/conversations/webhook-operations.ts';
+import * as agentServerEvents from '#shared/events/agent-server-operations.ts';
 import * as events from '#shared/events/operations.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import * as service from '#shared/http/service-operations.ts';
@@ -17,7 +21,11 @@ import * as stream from '#shared/stream/operations.ts';
  * find each route's schemas. A Lambda entry imports its one operation, never this list.
  */
 export const operations: readonly Operation[] = [
+  accounts,
   auth,
+  agentServer,
+  agentServerEvents,
+  oidc,
   conversations,
   webhooks,
   events,

@@ -89,11 +89,13 @@ export type StartTaskStatus = z.output<typeof startTaskStatusSchema>;
 
 // --- metrics -------------------------------------------------------------------------------------
 
-// Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130.
+// Bounded and rounded: DynamoDB stores no number beyond ~1e126 or closer to 0 than 1e-130. Rounded by an
+// overwrite check (not a transform), so its output is still a number in the OpenAPI document and the client's types.
 const dollars = z.lazy(() =>
-  z.pipe(
-    z.number().check(z.gte(0), z.lte(1_000_000_000)),
-    z.transform((v: number) => Math.round(v * 1e9) / 1e9),
+  z.number().check(
+    z.gte(0),
+    z.lte(1_000_000_000),
+    z.overwrite((v: number) => Math.round(v * 1e9) / 1e9),
   ),
 );
 const tokens = z.lazy(() => z.number().check(z.int(), z.gte(0), z.lte(1e15)));

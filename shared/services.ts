@@ -1,10 +1,16 @@
+import type { Accounts } from '#shared/accounts/accounts.ts';
+import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
+import type { Organizations } from '#shared/accounts/organizations.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
 import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import type { EventService } from '#shared/events/service.ts';
+import type { Idempotency } from '#shared/http/idempotency.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
@@ -35,6 +41,17 @@ export interface Services {
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
   streamAccess: StreamAccess;
+  /** Answers repeats of an idempotent create (the wrapper calls it on routes declared `idempotent: true`). */
+  idempotency: Idempotency;
+  /** People and their organizations (the authorizer's view of a caller). */
+  accounts: Accounts;
+  /** The audit log's writer. */
+  audit: Audit;
+  auditLog: AuditLog;
+  /** Organizations, members, invitations, operator actions. */
+  organizations: Organizations;
+  /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
+  oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
 export type ServiceName = keyof Services;
 
@@ -90,6 +107,12 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxSpecs: true,
   streamTickets: true,
   streamAccess: true,
+  idempotency: true,
+  accounts: true,
+  audit: true,
+  auditLog: true,
+  organizations: true,
+  oidcSignIn: true,
 };
 
 /**

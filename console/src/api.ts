@@ -1,3 +1,5 @@
+import type { Schema } from '../../shared/client/index.ts';
+
 /**
  * The console's only way to the API: same origin, the session cookie (HttpOnly, so this page never
  * sees it), JSON in and out. Errors become an `ApiFailure` with the server's message and, for a 422,
@@ -15,10 +17,8 @@ export class ApiFailure extends Error {
   }
 }
 
-interface Issue {
-  loc?: (string | number)[];
-  msg?: string;
-}
+/** One entry of a 422 (the document's ValidationError). */
+type Issue = Partial<Schema<'ValidationError'>['detail'][number]>;
 
 /** Called when a request comes back 401: the session ended (expired, revoked, signed out elsewhere). */
 let onSignedOut: () => void = () => {};

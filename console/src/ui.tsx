@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from './api.ts';
+import type { Answer } from '../../shared/client/index.ts';
 
 /** Form fields: a label tied to its input, a hint, and the server's message for this field (422). */
 export function Field(props: {
@@ -128,10 +129,8 @@ export const statusTone = (status: string | null | undefined): string => {
   }
 };
 
-export interface Me {
-  id: string;
-  settings: Record<string, unknown> | null;
-}
+/** The signed-in user (GET /api/v1/users/me), typed by the client generated from the OpenAPI document. */
+export type Me = Answer<'/api/v1/users/me', 'get'>;
 
 /** Navigates inside the console (the part of the URL after `#`). */
 export const go = (path: string) => (location.hash = `#/${path}`);

@@ -3,10 +3,12 @@ import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorize
 import { authorizerFunction } from '#shared/functions.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { logger } from '#shared/logging.ts';
+import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { sessions } from '#shared/services/sessions.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { accountStore, auditStore, oidc } from '#shared/wiring/aws/accounts.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
@@ -22,11 +24,12 @@ const origins = allowedOrigins();
  */
 export const handler = awsFunction(
   authorizerFunction,
-  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore },
-  { apiKeys, sessions, conversationKeys },
+  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, accountStore, auditStore, oidc },
+  { apiKeys, sessions, conversationKeys, accounts },
   async (
     event: APIGatewayRequestAuthorizerEventV2,
-    { apiKeys, sessions, conversationKeys },
+    { apiKeys, sessions, conversationKeys, accounts },
+    adapters,
   ): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
     try {
       const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
@@ -34,6 +37,8 @@ export const handler = awsFunction(
         apiKeys,
         sessions,
         conversationKeys,
+        accounts,
+        oidc: adapters.oidc,
         allowedOrigins: origins,
       });
       return { isAuthorized: true, context };

@@ -1,6 +1,8 @@
 import { legacyCreateConversation } from '#shared/conversations/operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
+import { idempotency } from '#shared/services/idempotency.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
@@ -22,6 +24,7 @@ export const handler = awsRoute(
     specs,
     sandboxConfig,
     bridgeUrl,
+    idempotencyStore,
   },
-  { conversations },
+  { conversations, idempotency },
 );

@@ -1,6 +1,8 @@
 import { startSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
+import { idempotency } from '#shared/services/idempotency.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
@@ -8,6 +10,6 @@ import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsRoute(
   startSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore },
-  { sandboxes },
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore, idempotencyStore },
+  { sandboxes, idempotency },
 );

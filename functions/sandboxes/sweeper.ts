@@ -8,10 +8,25 @@ import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
+import { streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
+import { socketStreamOf } from '#shared/stream/socket-stream.ts';
 
 export const handler = awsFunction(
   sweeperFunction,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, startTaskStore },
+  {
+    sandboxStore,
+    sandboxRuntime,
+    specs,
+    sandboxConfig,
+    snapshotRemoval,
+    startTaskStore,
+    streamConnectionStore,
+    streamPush,
+  },
   { sandboxHousekeeping, conversationHousekeeping },
-  sweep,
+  // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
+  async (event: unknown, services, adapters) => ({
+    ...(await sweep(event, services)),
+    pendingStreamsDropped: await socketStreamOf(services, adapters).sweepPending(new Date()),
+  }),
 );

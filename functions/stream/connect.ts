@@ -2,10 +2,12 @@ import { streamConnectFunction } from '#shared/functions.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { connectRequestOf, socketStreamOf, type WebSocketConnectEvent } from '#shared/stream/socket-stream.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { accountStore, auditStore, oidc } from '#shared/wiring/aws/accounts.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { eventStore } from '#shared/wiring/aws/events.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
 import { streamConnectionStore, streamTicketStore } from '#shared/wiring/aws/stream.ts';
 import { streamResendTrigger } from '#shared/wiring/aws/stream-resend.ts';
 
@@ -22,6 +24,10 @@ export const handler = awsFunction(
     streamTicketStore,
     streamConnectionStore,
     streamResendTrigger,
+    plans,
+    accountStore,
+    auditStore,
+    oidc,
   },
   { streamAccess },
   (event: WebSocketConnectEvent, services, adapters) =>

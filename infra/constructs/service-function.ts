@@ -20,6 +20,8 @@ export interface ServiceFunctionProps {
   targets: GrantTargets;
   timeout: Duration;
   memorySize?: number;
+  /** Reserved concurrency (a cap and a guarantee); unset: none, the function shares the account's pool. */
+  reservedConcurrency?: number;
   /** For asynchronously invoked functions: where a failed event goes after the retries. */
   async?: { onFailure: IQueue; retryAttempts: number; maxEventAge: Duration };
 }
@@ -54,6 +56,7 @@ export class ServiceFunction extends Construct {
       loggingFormat: LoggingFormat.JSON,
       tracing: Tracing.ACTIVE,
       bundling: bundlingFor(props.entry),
+      ...(props.reservedConcurrency === undefined ? {} : { reservedConcurrentExecutions: props.reservedConcurrency }),
       environment: { POWERTOOLS_SERVICE_NAME: 'agent-conversation-service', ...props.environment },
       ...(props.async
         ? {

@@ -10,6 +10,7 @@ export const localConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   DATA_DIR: z.string().min(1).default('.data'),
   SANDBOX_SPECS_FILE: z.string().min(1).optional(),
+  PLANS_FILE: z.string().min(1).optional(),
 });
 
 export type LocalConfig = {
@@ -25,6 +26,8 @@ export type LocalConfig = {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (env SANDBOX_SPECS_FILE; default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** The plans file (env PLANS_FILE; default `config/plans.json`), validated at start. */
+  plansFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -49,6 +52,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     dataDir: resolve(parsed.data.DATA_DIR),
     memory: argv.includes('--memory'),
     ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
+    ...(parsed.data.PLANS_FILE ? { plansFile: resolve(parsed.data.PLANS_FILE) } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

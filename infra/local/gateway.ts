@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
+import { oidcVerifier } from '#shared/auth/oidc.ts';
 import { allowedOrigins, corsHeaders } from '#shared/http/cors.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { matchRoute } from '#shared/http/router.ts';
@@ -155,7 +156,8 @@ export async function startGateway(options: {
 }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
   const origins = allowedOrigins();
-  const { apiKeys, sessions, conversationKeys } = options.services;
+  const { apiKeys, sessions, conversationKeys, accounts } = options.services;
+  const oidc = oidcVerifier();
   // Handlers still running (a long-poll whose client went away) finish before close() resolves.
   const inFlight = new Set<Promise<void>>();
   const server = createServer((req, res) => {
@@ -198,6 +200,8 @@ export async function startGateway(options: {
           apiKeys,
           sessions,
           conversationKeys,
+          accounts,
+          oidc,
           allowedOrigins: origins,
         });
       }

@@ -1,3 +1,7 @@
+import { Accounts } from '#shared/accounts/accounts.ts';
+import { Audit } from '#shared/accounts/audit.ts';
+import { DynamoAccountStore, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
+import { roles, type Role } from '#shared/accounts/model.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,7 +18,7 @@ import {
 } from '#infra/local/dynamo.ts';
 
 const USAGE = `Usage:
-  npm run keys -- create --user <user-id> [--name <label>]
+  npm run keys -- create --user <user-id> [--name <label>] [--org <org-id> [--role member|admin|owner]]
   npm run keys -- list --user <user-id>
   npm run keys -- revoke <key-id>
 
@@ -48,6 +52,8 @@ async function main(): Promise<number> {
     options: {
       user: { type: 'string' },
       name: { type: 'string' },
+      org: { type: 'string' },
+      role: { type: 'string' },
       aws: { type: 'boolean', default: false },
       help: { type: 'boolean' },
     },
@@ -72,6 +78,13 @@ async function main(): Promise<number> {
   try {
     const keys = new ApiKeys(new DynamoKeyStore());
     if (command === 'create') {
+      // --org: a new user joins that organization (otherwise a personal one is made on first use).
+      if (values.org) {
+        const role = (values.role ?? 'member') as Role;
+        if (!roles.includes(role)) throw new Error(`--role must be one of ${roles.join(', ')}`);
+        const accounts = new Accounts(new DynamoAccountStore(), new Audit(new DynamoAuditStore()));
+        await accounts.join(values.user!, values.org, role, 'keys-cli');
+      }
       const { key, record } = await keys.create(values.user!, values.name ?? 'unnamed');
       process.stderr.write(`Created key ${record.keyId} for user "${record.userId}". It is shown only this once:\n`);
       process.stdout.write(`${key}\n`);

@@ -7,8 +7,15 @@ import { routes } from '#shared/routes.ts';
 import { relayClientMessage } from '#shared/stream/client-messages.ts';
 import { REFUSALS, type StreamGrant, type StreamRefusal, type StreamRequest } from '#shared/stream/access.ts';
 import type { StreamSubscription } from '#shared/stream/local-event-hub.ts';
+import { registerLocalStream } from '#shared/stream/eviction.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
+import { carriesCredentials } from '#shared/stream/first-message-auth.ts';
+import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-auth.ts';
+import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
+import type { Plan } from '#shared/plans/model.ts';
+import { planOf } from '#shared/plans/plan-of.ts';
+import { isRefusal, SocketCaps } from '#shared/stream/socket-caps.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
 /**
@@ -23,6 +30,10 @@ export interface EventStreamOptions {
   services: LocalServices;
   allowedOrigins: readonly string[];
   pingMs?: number;
+  /** The socket counts held to the plans' caps (one per server; tests may pass their own). */
+  caps?: SocketCaps;
+  /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
+  authWaitMs?: number;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -40,10 +51,14 @@ function answer(socket: Duplex, status: string, body: unknown): void {
  * `LocalEventHub`, which sends each committed event once, in order. Nothing of the URL is logged
  * (it may hold a conversation key or a ticket).
  */
-export function attachEventStream(server: Server, options: EventStreamOptions): { close(): Promise<void> } {
+export function attachEventStream(
+  server: Server,
+  options: EventStreamOptions,
+): { close(): Promise<void>; pending: PendingSockets } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_FRAME });
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
+  const caps = options.caps ?? new SocketCaps();
   // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
   const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
   const relayServices = services.forFunction(
@@ -53,6 +68,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
     sendMessageHandler.wiring.services,
   );
 
+  const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://local');
@@ -67,10 +83,46 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       let verdict: StreamGrant | StreamRefusal | 'error';
       let request: StreamRequest | undefined;
+      let plan: Plan | undefined;
+      if (!carriesCredentials({ query, headers })) {
+        // No credential in the URL or the headers: open, then wait for the auth frame (stream-auth.ts).
+        const pendingRequest = { conversationId: match[1]!, query, headers };
+        // Sockets still waiting for their auth frame are held to a cap per address (no user is known yet).
+        const waiting = caps.admitPending(req.socket.remoteAddress ?? 'unknown');
+        return wss.handleUpgrade(req, socket, head, (ws) => {
+          if (isRefusal(waiting)) return ws.close(waiting.code, waiting.reason);
+          awaitFirstMessageAuth(ws, pendingRequest, {
+            services,
+            allowedOrigins: options.allowedOrigins,
+            pending,
+            waitMs: options.authWaitMs,
+          })
+            .then(async (outcome) => {
+              waiting();
+              if (!outcome) return;
+              // Authenticated: now held to the plan's caps like a socket that came with its credential.
+              const slot = caps.admit(
+                outcome.grant.userId,
+                outcome.grant.conversationId,
+                await planOf(services.plans, outcome.grant.userId),
+              );
+              if (isRefusal(slot)) return ws.close(slot.code, slot.reason);
+              ws.once('close', slot);
+              serve(ws, outcome.grant, outcome.request);
+              for (const frame of outcome.later) ws.emit('message', frame.data, frame.isBinary);
+            })
+            .catch((err: unknown) => {
+              waiting();
+              logger.error('stream.first-auth-failed', { error: err as Error });
+              ws.close(CLOSE.internalError, 'Internal error');
+            });
+        });
+      }
       try {
         // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
         request = { conversationId: match[1]!, query, headers };
         verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
+        if (verdict.allowed) plan = await planOf(services.plans, verdict.userId);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';
@@ -81,6 +133,13 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
           logger.info('stream.refused', { status: verdict.status, reason: verdict.reason });
           return ws.close(verdict.code, verdict.reason);
         }
+        // Over a cap of the user's plan: refused like any other refusal, before anything is read or sent.
+        const slot = caps.admit(verdict.userId, verdict.conversationId, plan!);
+        if (isRefusal(slot)) {
+          logger.info('stream.refused', { status: 429, reason: slot.reason });
+          return ws.close(slot.code, slot.reason);
+        }
+        ws.once('close', slot);
         serve(ws, verdict, request!);
       });
     })().catch((err: unknown) => {
@@ -91,6 +150,9 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
 
   const serve = (ws: WebSocket, grant: StreamGrant, request: StreamRequest) => {
     const conversation = { userId: grant.userId, conversationId: grant.conversationId };
+    // A suspension or removal closes it at once (StreamEviction).
+    const unregister = registerLocalStream(grant.userId, () => ws.close(CLOSE.unauthorized, REFUSALS.revoked));
+    ws.once('close', unregister);
     let answered = true;
     let checking = false;
     const pinger = setInterval(() => {
@@ -142,8 +204,8 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
         ws.close(CLOSE.internalError, 'Delivery failed');
       },
     };
-    services.eventHub
-      .subscribe(conversation, (end) => startAfter(grant.query, end), client)
+    resolveResendMode(grant.query, services.eventHub.events(), conversation)
+      .then((query) => services.eventHub.subscribe(conversation, (end) => startAfter(query, end), client))
       .then((s) => {
         subscription = s;
         if (closed) s.close();
@@ -153,6 +215,7 @@ export function attachEventStream(server: Server, options: EventStreamOptions): 
 
   server.on('upgrade', onUpgrade);
   return {
+    pending,
     close: async () => {
       server.off('upgrade', onUpgrade);
       const open = [...wss.clients];

@@ -140,14 +140,18 @@ export class EventSink {
 
   async #post(firstSeq: number, batch: AgentEvent[]): Promise<void> {
     let lastError: Error = new Error('not sent');
+    let wait = 0;
     for (let attempt = 0; attempt < this.#o.attempts; attempt++) {
-      if (attempt) await new Promise((r) => setTimeout(r, this.#o.backoffMs * 2 ** (attempt - 1)));
+      // Back-off, or longer when the receiver said when to come back (a 429's Retry-After).
+      if (attempt) await new Promise((r) => setTimeout(r, Math.max(wait, this.#o.backoffMs * 2 ** (attempt - 1))));
       try {
         return await this.#o.deliver(firstSeq, batch, this.#o.requestTimeoutMs);
       } catch (err) {
         const status = (err as { status?: unknown }).status;
         if (typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429)
           throw new Refused((err as Error).message);
+        const after = (err as { retryAfterMs?: unknown }).retryAfterMs;
+        wait = typeof after === 'number' ? after : 0;
         lastError = err as Error;
       }
     }

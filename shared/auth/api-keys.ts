@@ -20,6 +20,7 @@ export const keyView = (k: ApiKeyInfo) => ({
   prefix: `acs_${k.keyId}`,
   created_at: k.createdAt,
   last_used_at: k.lastUsedAt ?? null,
+  expires_at: k.expiresAt ?? null,
 });
 
 /** Skip the last-used write when the stored time is this fresh, so a busy key is not a write per request. */
@@ -38,26 +39,34 @@ export class ApiKeys {
   ) {}
 
   /** Issues a key. The returned `key` is shown once; only its hash is kept. */
-  async create(userId: string, name: string): Promise<{ key: string; record: ApiKeyInfo }> {
+  async create(userId: string, name: string, expiresAt?: string): Promise<{ key: string; record: ApiKeyInfo }> {
     const keyId = randomBytes(8).toString('hex');
     const key = `acs_${keyId}_${randomBytes(32).toString('base64url')}`;
-    const record: ApiKeyRecord = { keyId, userId, name, hash: hashKey(key), createdAt: this.now().toISOString() };
+    const record: ApiKeyRecord = {
+      keyId,
+      userId,
+      name,
+      hash: hashKey(key),
+      createdAt: this.now().toISOString(),
+      ...(expiresAt ? { expiresAt } : {}),
+    };
     await this.store.create(record);
     return { key, record: info(record) };
   }
 
   /** `POST /api/keys`: a key for the caller, within MAX_KEYS_PER_USER active keys. */
-  async createOwn(userId: string, name: string) {
+  async createOwn(userId: string, name: string, expiresAt?: string) {
     const active = (await this.store.listByUser(userId)).filter((k) => !k.revokedAt);
     if (active.length >= MAX_KEYS_PER_USER)
       throw conflict(`You have ${MAX_KEYS_PER_USER} active keys; delete one first`);
-    const { key, record } = await this.create(userId, name);
+    const { key, record } = await this.create(userId, name, expiresAt);
     return { ...keyView(record), key };
   }
 
   /** `GET /api/keys`: the caller's active keys, oldest first. */
   async listActive(userId: string) {
-    return (await this.list(userId)).filter((k) => !k.revokedAt).map(keyView);
+    const now = this.now().toISOString();
+    return (await this.list(userId)).filter((k) => !k.revokedAt && !(k.expiresAt && k.expiresAt <= now)).map(keyView);
   }
 
   async list(userId: string): Promise<ApiKeyInfo[]> {
@@ -82,7 +91,7 @@ export class ApiKeys {
   /** Whether the key still works (a session made from it lives only as long as the key). */
   async isActive(keyId: string): Promise<boolean> {
     const record = await this.recent(keyId);
-    return !!record && !record.revokedAt;
+    return !!record && !record.revokedAt && !this.expired(record);
   }
 
   /** The key's record as read within KEY_CACHE_SECONDS, or from the store (then held). */
@@ -99,7 +108,8 @@ export class ApiKeys {
     const match = key ? KEY_PATTERN.exec(key) : null;
     if (!key || !match) return null;
     const record = await this.recent(match[1]!);
-    if (!record || record.revokedAt) return null;
+    // Expiry is read from the record each time, cached or not: an expired key is refused at once.
+    if (!record || record.revokedAt || this.expired(record)) return null;
     // Always against the record's hash, cached or not: a held record admits only its own key.
     const expected = Buffer.from(record.hash, 'hex');
     const actual = Buffer.from(hashKey(key), 'hex');
@@ -109,7 +119,11 @@ export class ApiKeys {
       await this.store.touch(record.keyId, now.toISOString());
       this.cache.update(record.keyId, { lastUsedAt: now.toISOString() });
     }
-    return { via: 'key', userId: record.userId, keyId: record.keyId };
+    return { via: 'key', userId: record.userId, keyId: record.keyId, issuedAt: record.createdAt };
+  }
+
+  private expired(record: ApiKeyRecord): boolean {
+    return !!record.expiresAt && Date.parse(record.expiresAt) <= this.now().getTime();
   }
 }
 

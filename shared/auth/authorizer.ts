@@ -1,13 +1,18 @@
+import { SignInRefused, type Account, type Accounts } from '#shared/accounts/accounts.ts';
 import { keyFromHeaders, type ApiKeys } from '#shared/auth/api-keys.ts';
 import { isConversationKey, type ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import type { Principal } from '#shared/auth/model.ts';
-import { sessionToken, type Sessions } from '#shared/auth/sessions.ts';
+import { isJwtForm, TokenRefused, type OidcVerifier } from '#shared/auth/oidc.ts';
+import { sessionCookieValues, type Sessions } from '#shared/auth/sessions.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
 
 export interface AuthDeps {
   apiKeys: ApiKeys;
   sessions: Sessions;
   conversationKeys: ConversationKeys;
+  /** People and organizations: the caller's organization, role and status (made on first use). */
+  accounts: Accounts;
+  /** The configured OpenID issuer's verifier; null when none is configured (keys only). */
+  oidc: OidcVerifier | null;
   /** The explicitly allowed browser origins (`CORS_ORIGINS`). */
   allowedOrigins: readonly string[];
 }
@@ -18,24 +23,47 @@ export interface AuthDeps {
  */
 export interface AuthorizerContext {
   userId: string;
-  via?: Principal['via'];
+  via?: 'key' | 'session' | 'conversation' | 'token';
   /** The API key used (directly, or to make the session). */
   keyId?: string;
   /** For a conversation-scoped key: the one conversation it is valid for. */
   conversationId?: string;
   /** For a session: whether the request carried an allowed Origin (routes that manage credentials require it). */
   originVerified?: boolean;
+  /** The caller's organization and role in it. */
+  orgId?: string;
+  role?: string;
+  /** The verified email the issuer vouched for, if any. */
+  email?: string;
+  /** An operator of the service (OPERATORS, or the Cognito group `operators`). */
+  operator?: boolean;
   refusal?: string;
+  /** 401 for a refused token or a suspended account; otherwise a refusal is a 403. */
+  refusalStatus?: 401 | 403;
 }
 
 export const CROSS_SITE_REFUSAL =
   'Cross-site request refused: a request signed in with the session cookie must come from an allowed origin';
+export const SUSPENDED_USER = 'This account is suspended';
+export const SUSPENDED_ORG = "This account's organization is suspended";
+
+const refused = (refusal: string): AuthorizerContext => ({ userId: '', refusal, refusalStatus: 401 });
 
 /**
- * The authorizer's decision for a request: an API key (`X-Session-API-Key` or `Authorization:
- * Bearer`), a conversation-scoped key in the same headers, or else the session cookie, which counts
- * only on requests from an allowed page (see `originVerdict`). The Lambda authorizer and the local
- * gateway both call this, so they cannot disagree.
+ * A request with two session cookies: one was planted (a page on another port of a local host can
+ * write cookies for it; browsers send every match). Never pick one: the wrong one would run the
+ * user's console, and what they type into it, in someone else's account.
+ */
+export const SEVERAL_SESSIONS_REFUSAL =
+  "More than one session cookie: sign out (which clears this site's cookies) and sign in again";
+
+/**
+ * The authorizer's decision for a request. A Bearer value (or `X-Session-API-Key`) is told apart by
+ * its form: `acsc.` a conversation-scoped key, `acs_` an API key, three dot-separated parts a JWT
+ * (an access token of the configured OpenID issuer); without one, the session cookie, which counts
+ * only on requests from an allowed page (see `originVerdict`). Then the caller's account: a
+ * suspended user or organization is refused, and so are keys and sessions made before the person
+ * last left an organization. The Lambda authorizer and the local gateway both call this.
  */
 export async function authorizeRequest(
   method: string,
@@ -47,17 +75,80 @@ export async function authorizeRequest(
   const key = keyFromHeaders(headers);
   if (key && isConversationKey(key)) {
     const claim = await deps.conversationKeys.verify(key);
-    return claim ? { userId: claim.userId, via: 'conversation', conversationId: claim.conversationId } : { userId: '' };
+    if (!claim) return { userId: '' };
+    return withAccount(
+      { userId: claim.userId, via: 'conversation', conversationId: claim.conversationId },
+      await deps.accounts.forUser(claim.userId),
+      undefined,
+      deps,
+    );
   }
-  if (key) {
+  if (key?.startsWith('acs_')) {
     const principal = await deps.apiKeys.authenticate(key);
-    return principal?.via === 'key' ? { userId: principal.userId, via: 'key', keyId: principal.keyId } : { userId: '' };
+    if (principal?.via !== 'key') return { userId: '' };
+    return withAccount(
+      { userId: principal.userId, via: 'key', keyId: principal.keyId },
+      await deps.accounts.forUser(principal.userId),
+      principal.issuedAt,
+      deps,
+    );
   }
-  const token = sessionToken(headers);
+  if (key && isJwtForm(key)) {
+    if (!deps.oidc) return refused('Bearer tokens are not accepted here: no OpenID issuer is configured');
+    try {
+      const claims = await deps.oidc.verifyAccessToken(key);
+      const account = await deps.accounts.forPerson({
+        issuer: deps.oidc.config.issuer,
+        sub: claims.sub!,
+        email: typeof claims.email === 'string' ? claims.email : undefined,
+        emailVerified: claims.email_verified === true,
+      });
+      const groups = Array.isArray(claims['cognito:groups']) ? (claims['cognito:groups'] as string[]) : [];
+      return withAccount({ userId: account.user.userId, via: 'token' }, account, undefined, deps, groups);
+    } catch (err) {
+      if (err instanceof TokenRefused || err instanceof SignInRefused) return refused(err.message);
+      throw err;
+    }
+  }
+  if (key) return { userId: '' };
+  const tokens = sessionCookieValues(headers);
+  if (tokens.length > 1) return { userId: '', refusal: SEVERAL_SESSIONS_REFUSAL };
+  const token = tokens[0];
   if (!token) return { userId: '' };
   const principal = await deps.sessions.authenticate(token);
   if (principal?.via !== 'session') return { userId: '' };
   const verdict = originVerdict(method.toUpperCase(), headers, deps.allowedOrigins, selfOrigins(headers));
   if (verdict === 'refused') return { userId: '', refusal: CROSS_SITE_REFUSAL };
-  return { userId: principal.userId, via: 'session', keyId: principal.keyId, originVerified: verdict === 'verified' };
+  return withAccount(
+    {
+      userId: principal.userId,
+      via: 'session',
+      ...(principal.keyId ? { keyId: principal.keyId } : {}),
+      originVerified: verdict === 'verified',
+    },
+    await deps.accounts.forUser(principal.userId),
+    principal.issuedAt,
+    deps,
+  );
+}
+
+/** The context with the caller's organization, or a refusal for a suspended or departed account. */
+function withAccount(
+  context: AuthorizerContext,
+  { user, org }: Account,
+  issuedAt: string | undefined,
+  deps: AuthDeps,
+  groups: readonly string[] = [],
+): AuthorizerContext {
+  if (user.status === 'suspended') return refused(SUSPENDED_USER);
+  if (org.status === 'suspended') return refused(SUSPENDED_ORG);
+  // Keys and sessions end when their person leaves or is removed from an organization.
+  if (issuedAt && user.credentialsNotBefore && issuedAt < user.credentialsNotBefore) return { userId: '' };
+  return {
+    ...context,
+    orgId: org.orgId,
+    role: user.role,
+    ...(user.email ? { email: user.email } : {}),
+    operator: deps.accounts.isOperator(user, groups),
+  };
 }

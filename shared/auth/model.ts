@@ -21,6 +21,8 @@ export interface ApiKeyRecord {
   createdAt: string;
   lastUsedAt?: string;
   revokedAt?: string;
+  /** When the key stops working (optional, set at creation): refused from then on, cached or not. */
+  expiresAt?: string;
 }
 
 /** A key as the keys API shows it (never the key itself, except once in its creation's response). */
@@ -31,6 +33,7 @@ export const apiKeyView = z.lazy(() =>
     prefix: z.string(),
     created_at: z.string(),
     last_used_at: z.nullable(z.string()),
+    expires_at: z.nullable(z.string()),
   }),
 );
 
@@ -42,16 +45,16 @@ export type ApiKeyInfo = Omit<ApiKeyRecord, 'hash'>;
  * or a conversation-scoped key (`conversation`), valid only on its conversation's routes.
  */
 export type Principal =
-  | { via: 'key'; userId: string; keyId: string }
-  | { via: 'session'; userId: string; keyId: string; sessionId: string }
+  | { via: 'key'; userId: string; keyId: string; issuedAt: string }
+  | { via: 'session'; userId: string; keyId?: string; sessionId: string; issuedAt: string }
   | { via: 'conversation'; userId: string; conversationId: string };
 
 /** A browser session: only the SHA-256 of its token is kept, and it ends at `expiresAt`. */
 export interface SessionRecord {
   sessionId: string;
   userId: string;
-  /** The API key it was made from: revoking that key ends the session too. */
-  keyId: string;
+  /** The API key it was made from (revoking that key ends the session too); none for an OpenID sign-in. */
+  keyId?: string;
   hash: string;
   createdAt: string;
   expiresAt: string;

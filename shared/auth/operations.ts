@@ -1,8 +1,9 @@
 import * as z from '#shared/zod.ts';
 import { apiKeyView } from '#shared/auth/model.ts';
-import { sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { portOf, sessionCookie, sessionToken } from '#shared/auth/sessions.ts';
+import { CROSS_SITE_REFUSAL } from '#shared/auth/authorizer.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
-import { forbidden, notFound } from '#shared/http/errors.ts';
+import { forbidden, invalidField, notFound } from '#shared/http/errors.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { successSchema } from '#shared/sandboxes/model.ts';
 
@@ -18,23 +19,40 @@ export const authenticate = defineOperation(
       200,
       { success: true, user_id: userId, expires_at: session.expiresAt },
       {
-        'set-cookie': sessionCookie(session.token, session.maxAgeSeconds, baseUrl.startsWith('https:')),
+        'set-cookie': sessionCookie(
+          session.token,
+          session.maxAgeSeconds,
+          baseUrl.startsWith('https:'),
+          portOf(baseUrl),
+        ),
         'cache-control': 'no-store',
       },
     );
   },
 );
 
-/** Ends the session server-side and removes the cookie; answers the same whether one existed or not. */
+/**
+ * Ends the session server-side and removes the cookie; answers the same whether one existed or not.
+ * A cookie write like any other: with a session cookie, only from an allowed Origin (a page on
+ * another site, or on another port of a local host, cannot sign the user out). Over plain http it
+ * also asks the browser to clear this host's cookies (`Clear-Site-Data`), which removes a session
+ * cookie another port planted under some other path, which no Set-Cookie of ours could name.
+ */
 export const logout = defineOperation(
   'logout',
   () => ({ response: z.object({ success: z.literal(true) }) }),
   async ({ headers, baseUrl }, { sessions }) => {
+    const secure = baseUrl.startsWith('https:');
+    if (!sessions.mayWriteCookie(headers)) throw forbidden(CROSS_SITE_REFUSAL);
     await sessions.end(sessionToken(headers));
     return new Reply(
       200,
       { success: true },
-      { 'set-cookie': sessionCookie(null, 0, baseUrl.startsWith('https:')), 'cache-control': 'no-store' },
+      {
+        'set-cookie': sessionCookie(null, 0, secure, portOf(baseUrl)),
+        'cache-control': 'no-store',
+        ...(secure ? {} : { 'clear-site-data': '"cookies"' }),
+      },
     );
   },
 );
@@ -51,10 +69,42 @@ export const createKey = defineOperation(
   () => ({
     body: z.strictObject({
       name: z.string().check(z.trim(), z.minLength(1, 'name must not be empty'), z.maxLength(64)),
+      // An ISO 8601 time with its zone, in the future, at most a year ahead.
+      expires_at: z.optional(
+        z
+          .string()
+          .check(
+            z.regex(
+              /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/,
+              'expires_at must be an ISO 8601 time with a zone',
+            ),
+          ),
+      ),
     }),
     response: z.extend(z.unlazy(apiKeyView), { key: z.string() }),
+    errors: [409],
+    example: { name: 'ci' },
   }),
-  ({ userId, body }, { apiKeys }) => apiKeys.createOwn(userId, body.name),
+  async ({ userId, auth, body }, { apiKeys, audit }) => {
+    let expiresAt: string | undefined;
+    if (body.expires_at !== undefined) {
+      const at = Date.parse(body.expires_at);
+      if (!Number.isFinite(at) || at <= Date.now() || at > Date.now() + 366 * 86_400_000)
+        throw invalidField(
+          ['body', 'expires_at'],
+          'expires_at must be in the future and at most a year ahead',
+          body.expires_at,
+        );
+      expiresAt = new Date(at).toISOString();
+    }
+    const created = await apiKeys.createOwn(userId, body.name, expiresAt);
+    if (auth.orgId)
+      await audit.record(auth.orgId, userId, 'key_created', {
+        target: created.id,
+        detail: expiresAt ? `expires ${expiresAt}` : undefined,
+      });
+    return created;
+  },
 );
 
 export const deleteKey = defineOperation(
@@ -66,13 +116,50 @@ export const deleteKey = defineOperation(
       detail: z.string(),
     }),
   }),
-  async ({ userId, params }, { apiKeys }) => {
+  async ({ userId, auth, params }, { apiKeys, audit }) => {
     if (!(await apiKeys.revokeOwn(userId, params.key_id))) throw notFound('Key not found');
+    if (auth.orgId) await audit.record(auth.orgId, userId, 'key_revoked', { target: params.key_id });
     // Authorizers hold key records they read for KEY_CACHE_SECONDS: say when the refusal is certain.
     return {
       success: true,
       effective_within_seconds: KEY_CACHE_SECONDS,
       detail: `Revoked: requests with this key are refused within ${KEY_CACHE_SECONDS} seconds`,
+    };
+  },
+);
+
+/**
+ * `GET /api/keys/current` (Agent Canvas's health check in cloud mode): the key the request came with.
+ * With the session cookie there is no key: `{"id": null, "name": "session", "auth_type": "session"}`.
+ * `org_id` is the caller's organization (`GET /api/organizations`).
+ */
+export const currentKey = defineOperation(
+  'currentKey',
+  () => ({
+    response: z.object({
+      id: z.nullable(z.string()),
+      name: z.string(),
+      org_id: z.string(),
+      user_id: z.string(),
+      auth_type: z.enum(['api_key', 'session']),
+    }),
+  }),
+  async ({ userId, auth }, { apiKeys }) => {
+    if (auth?.via !== 'key')
+      return {
+        id: null,
+        name: 'session',
+        org_id: auth.orgId ?? userId,
+        user_id: userId,
+        auth_type: 'session' as const,
+      };
+    const key = (await apiKeys.listActive(userId)).find((k) => k.id === auth.keyId);
+    return {
+      id: auth.keyId ?? null,
+      name: key?.name ?? '',
+      org_id: auth.orgId ?? userId,
+      user_id: userId,
+      auth_type: 'api_key' as const,
     };
   },
 );

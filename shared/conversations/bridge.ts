@@ -4,8 +4,9 @@ import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts
 import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { SandboxCaller, SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
-import { SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
-import { invalidField, unauthorized } from '#shared/http/errors.ts';
+import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
+import { invalidField, planLimit, rateLimited, unauthorized } from '#shared/http/errors.ts';
+import type { Plan } from '#shared/plans/model.ts';
 import { logger } from '#shared/logging.ts';
 import {
   type AgentEventEnvelope,
@@ -39,6 +40,8 @@ export class ConversationBridge {
     private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),
+    /** The plan of a conversation's owner (its ingest limits); none: no limits (tests of the store's own rules). */
+    private readonly planFor?: (userId: string) => Promise<Plan>,
   ) {}
 
   /**
@@ -124,15 +127,26 @@ export class ConversationBridge {
   ): Promise<{ success: true; added: number }> {
     if (sandbox?.status !== 'RUNNING') throw unauthorized();
     const ref = { userId: sandbox.userId, conversationId };
-    // The counter is read beside the placement check (a round trip less); nothing is written before both.
-    const [{ conversation, caller }, committed] = await Promise.all([
+    // The counter (with the rate bucket) is read beside the placement check (a round trip less); nothing is written before both.
+    const [{ conversation, caller }, head, plan] = await Promise.all([
       this.placed(sandbox, conversationId),
-      this.events.lastSeq(ref),
+      this.events.head(ref),
+      this.planFor?.(sandbox.userId),
     ]);
-    const { added, lastSeq } = await this.events.append(ref, firstSeq, events, committed).catch((err: unknown) => {
-      if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
-      throw err;
-    });
+    const limits = plan
+      ? { eventsPerSecond: plan.events_per_sandbox_per_second, maxEvents: plan.max_events_per_conversation }
+      : undefined;
+    const { added, lastSeq, overCap } = await this.events
+      .append(ref, firstSeq, events, head, limits)
+      .catch((err: unknown) => {
+        if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
+        if (err instanceof RateLimitedError)
+          throw rateLimited(
+            `Too many events: at most ${plan!.events_per_sandbox_per_second} per second per conversation`,
+            err.retryAfterMs / 1000,
+          );
+        throw err;
+      });
     // Even when nothing was added: a retry may follow an attempt that stored the batch and died before telling.
     // The stream reads from the store, so a failed push costs a client nothing the next commit does not bring.
     await this.feed
@@ -141,6 +155,45 @@ export class ConversationBridge {
         logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }),
       );
     await this.touch(caller);
+    if (overCap && plan) {
+      await this.stopAtCap(conversation, lastSeq, plan.max_events_per_conversation);
+      throw planLimit(
+        'max_events_per_conversation',
+        plan.max_events_per_conversation,
+        lastSeq,
+        `The conversation holds its plan's maximum of ${plan.max_events_per_conversation} events; it was stopped`,
+      );
+    }
     return { success: true, added };
+  }
+
+  /**
+   * A conversation at its plan's event cap stops: the agent is told to pause, the status says
+   * error, and one event at the number after the cap says why (written once: a retry of it is a no-op).
+   */
+  private async stopAtCap(conversation: ConversationRecord, lastSeq: number, max: number): Promise<void> {
+    if (lastSeq < max) return; // the end has not reached the cap yet (a batch beyond a gap)
+    const ref = { userId: conversation.userId, conversationId: conversation.id };
+    const event = {
+      kind: 'ConversationErrorEvent',
+      id: `cap-${conversation.id}`,
+      timestamp: new Date(this.now()).toISOString(),
+      source: 'environment',
+      code: 'max_events_per_conversation',
+      detail: `This conversation reached its plan's maximum of ${max} events and was stopped. Start a new conversation to continue.`,
+    } as unknown as AgentEventEnvelope;
+    const { lastSeq: end } = await this.events.append(ref, max + 1, [event]);
+    await this.feed.committed(ref, end).catch(() => {});
+    if (conversation.execution_status !== 'error')
+      await this.records.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
+    if (conversation.sandbox_id)
+      await this.sandboxes
+        .send(conversation.userId, conversation.sandbox_id, {
+          type: 'pause_conversation',
+          conversation_id: conversation.id,
+        })
+        .catch((err: unknown) =>
+          logger.warn('conversation.cap-pause-failed', { conversationId: conversation.id, error: err as Error }),
+        );
   }
 }

@@ -16,6 +16,7 @@ import {
   startTaskSchema,
   startTaskSearchQuery,
 } from '#shared/conversations/model.ts';
+import { conversationInfoSchema, wantsAgentServerShape } from '#shared/conversations/agent-server.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
@@ -23,7 +24,17 @@ import { conversationIdSchema } from '#shared/protocol.ts';
 /** The user's conversation routes, V1 and legacy (the sandbox's own are in webhook-operations.ts). */
 export const startConversation = defineOperation(
   'startConversation',
-  () => ({ body: startRequestSchema, response: startTaskSchema }),
+  () => ({
+    body: startRequestSchema,
+    response: startTaskSchema,
+    errors: [402, 404, 409],
+    example: {
+      initial_message: { content: [{ type: 'text', text: 'Write a README for this project' }] },
+      selected_repository: 'octo-org/hello-world',
+      git_provider: 'github',
+      selected_branch: 'main',
+    },
+  }),
   ({ userId, body, baseUrl }, { conversations }) => conversations.start(userId, body, baseUrl),
 );
 
@@ -71,6 +82,8 @@ export const sendMessage = defineOperation(
     params: z.object({ conversation_id: conversationIdSchema }),
     body: initialMessageSchema,
     response: z.object({ success: z.boolean() }),
+    errors: [409],
+    example: { role: 'user', content: [{ type: 'text', text: 'Now add a test for it' }], run: true },
   }),
   ({ userId, params, body }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
@@ -82,7 +95,11 @@ export const sendMessage = defineOperation(
 
 export const pauseConversation = defineOperation(
   'pauseConversation',
-  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    response: z.object({ success: z.boolean() }),
+    errors: [409],
+  }),
   ({ userId, params }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
       type: 'pause_conversation',
@@ -92,7 +109,11 @@ export const pauseConversation = defineOperation(
 
 export const runConversation = defineOperation(
   'runConversation',
-  () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
+  () => ({
+    params: z.object({ conversation_id: conversationIdSchema }),
+    response: z.object({ success: z.boolean() }),
+    errors: [409],
+  }),
   ({ userId, params }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
 );
@@ -103,6 +124,7 @@ export const respondToConfirmation = defineOperation(
     params: z.object({ conversation_id: conversationIdSchema }),
     body: z.object({ accept: z.boolean(), reason: z.optional(z.nullable(z.string().check(z.maxLength(4096)))) }),
     response: z.object({ success: z.boolean() }),
+    errors: [409],
   }),
   ({ userId, params, body }, { conversations }) =>
     conversations.command(userId, params.conversation_id, (id) => ({
@@ -115,7 +137,12 @@ export const respondToConfirmation = defineOperation(
 
 export const legacyCreateConversation = defineOperation(
   'legacyCreateConversation',
-  () => ({ body: legacyCreateSchema, response: legacyCreateResponseSchema }),
+  () => ({
+    body: legacyCreateSchema,
+    response: legacyCreateResponseSchema,
+    errors: [402, 404, 409],
+    example: { initial_user_msg: 'Fix the failing test in test/app.test.ts', repository: 'octo-org/hello-world' },
+  }),
   ({ userId, body, baseUrl }, { conversations }) => conversations.legacyCreate(userId, body, baseUrl),
 );
 
@@ -127,8 +154,12 @@ export const legacyListConversations = defineOperation(
 
 export const legacyGetConversation = defineOperation(
   'legacyGetConversation',
-  () => ({ params: conversationParams, response: legacyConversationSchema }),
-  ({ userId, params, baseUrl }, { conversations }) => conversations.legacyGet(userId, params.conversation_id, baseUrl),
+  // One path, two shapes: a conversation key or a client naming itself (X-OpenHands-Client) gets the agent server's ConversationInfo.
+  () => ({ params: conversationParams, response: z.union([legacyConversationSchema, conversationInfoSchema]) }),
+  ({ userId, params, baseUrl, auth, headers }, { conversations }) =>
+    wantsAgentServerShape(auth?.via, headers)
+      ? conversations.agentServerGet(userId, params.conversation_id)
+      : conversations.legacyGet(userId, params.conversation_id, baseUrl),
 );
 
 export const legacyUpdateConversation = defineOperation(

@@ -1,3 +1,4 @@
+import { type ConversationInfo, toConversationInfo } from '#shared/conversations/agent-server.ts';
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
@@ -414,6 +415,11 @@ export class ConversationService {
   async legacyGet(userId: string, conversationId: string, baseUrl: string): Promise<LegacyConversation> {
     const [view] = await this.toLegacy([await this.own(userId, conversationId)], baseUrl);
     return view!;
+  }
+
+  /** GET /api/conversations/{id} for agent-server clients: the agent server's ConversationInfo. */
+  async agentServerGet(userId: string, conversationId: string): Promise<ConversationInfo> {
+    return toConversationInfo(await this.own(userId, conversationId));
   }
 
   /** PATCH /api/conversations/{id}: a new title. */

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import {
+  charge,
   MAX_SEQ_AHEAD,
+  RateLimitedError,
   SequenceAheadError,
+  type AppendLimits,
   type Appended,
+  type Head,
   type ConversationRef,
   type EventPage,
   type EventQuery,
@@ -40,14 +44,33 @@ export class DynamoEventStore implements EventStore {
     conversation: ConversationRef,
     firstSeq: number,
     events: AgentEventEnvelope[],
-    committed?: number,
+    committed?: number | Head,
+    limits?: AppendLimits,
   ): Promise<Appended> {
     const conversationKey = partitionOf(conversation);
-    const last = committed ?? (await this.committed(conversationKey));
+    let head: Head =
+      typeof committed === 'object'
+        ? committed
+        : committed === undefined || limits
+          ? await this.counter(conversationKey)
+          : { lastSeq: committed };
+    const last = head.lastSeq;
     if (firstSeq > last + 1 + MAX_SEQ_AHEAD) throw new SequenceAheadError(last);
     // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
-    const fresh = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
-    if (fresh.length === 0) return { added: 0, lastSeq: last };
+    const all = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
+    // Past the plan's cap nothing is stored; what fits is.
+    const fresh = limits ? all.filter((e) => e.seq <= limits.maxEvents) : all;
+    const overCap = fresh.length < all.length ? { overCap: true as const } : {};
+    if (fresh.length === 0) return { added: 0, lastSeq: last, ...overCap };
+    const now = limits?.now ?? Date.now;
+    /** The bucket after this batch, from the head as read; throws when the batch is over the rate. */
+    const bucket = (h: Head) => {
+      if (!limits) return undefined;
+      const out = charge(h.tat, now(), fresh.length, limits.eventsPerSecond);
+      if ('retryAfterMs' in out) throw new RateLimitedError(out.retryAfterMs);
+      return out.tat;
+    };
+    let tat = bucket(head);
     await batchPut(
       this.table,
       fresh.map(({ seq, event }) => ({
@@ -61,43 +84,89 @@ export class DynamoEventStore implements EventStore {
     );
     const from = fresh[0]!.seq;
     const to = fresh.at(-1)!.seq;
-    const added = fresh.length;
-    if (from !== last + 1) {
-      // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
-      // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
-      // the counter reached it, or the number after the counter is stored (a filler at work, or one
-      // that died before its catch-up).
-      const out = await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { conversationKey, seq: COUNTER },
-          UpdateExpression: 'SET ahead = :mark',
-          ExpressionAttributeValues: { ':mark': randomUUID() },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      const now = (out.Attributes?.lastSeq as number | undefined) ?? 0;
-      const open = now + 1 < from && !(await this.stored(conversationKey, now + 1));
-      return { added, lastSeq: open ? now : await this.catchUp(conversationKey, now) };
+    /** Of this batch, how many a counter move from `moved` to `end` by this call committed. */
+    const ours = (moved: { from: number; end: number } | undefined) =>
+      moved ? Math.max(0, Math.min(to, moved.end) - Math.max(from - 1, moved.from)) : 0;
+    /** The bucket's part of a counter write: set it, on the condition nobody moved it since it was read. */
+    const withBucket = (update: string, condition: string | undefined, values: Record<string, unknown>) => {
+      if (tat === undefined)
+        return { UpdateExpression: update, ConditionExpression: condition, ExpressionAttributeValues: values };
+      const unchanged = head.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :readTat';
+      return {
+        UpdateExpression: `${update}, tat = :tat`,
+        ConditionExpression: condition ? `(${condition}) AND ${unchanged}` : unchanged,
+        ExpressionAttributeValues: {
+          ...values,
+          ':tat': tat,
+          ...(head.tat === undefined ? {} : { ':readTat': head.tat }),
+        },
+      };
+    };
+    for (let attempt = 0; ; attempt++) {
+      if (from !== last + 1 && from !== head.lastSeq + 1) {
+        // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
+        // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
+        // the counter reached it, or the number after the counter is stored (a filler at work, or one
+        // that died before its catch-up). Stored, not committed: it counts as added only if this call's
+        // catch-up moved the counter over it.
+        let out: { Attributes?: Record<string, unknown> };
+        try {
+          out = await this.db.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: { conversationKey, seq: COUNTER },
+              ...withBucket('SET ahead = :mark', undefined, { ':mark': randomUUID() }),
+              ReturnValues: 'ALL_NEW',
+            }),
+          );
+        } catch (err) {
+          if (!isConditionFailure(err)) throw err;
+          // Other batches keep moving the bucket: as busy as a rate refusal; the sandbox retries.
+          if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
+          // Another batch moved the bucket since it was read: charge again from what it left.
+          head = await this.counter(conversationKey);
+          tat = bucket(head);
+          continue;
+        }
+        const at = (out.Attributes?.lastSeq as number | undefined) ?? 0;
+        const open = at + 1 < from && !(await this.stored(conversationKey, at + 1));
+        if (open) return { added: 0, lastSeq: at, ...overCap };
+        const moved = await this.catchUp(conversationKey, at);
+        return { added: ours(moved.moved), lastSeq: moved.end, ...overCap };
+      }
+      // Contiguous with the committed end: move the counter over this batch, forward only. What it
+      // moved over (from the end it held) is what this call committed: a racing post of the same
+      // batch that moved it first leaves this one nothing.
+      try {
+        const out = await this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { conversationKey, seq: COUNTER },
+            ...withBucket('SET lastSeq = :to', 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below', {
+              ':to': to,
+              ':last': head.lastSeq,
+              ':below': to - 1,
+            }),
+            ReturnValues: 'ALL_OLD',
+          }),
+        );
+        const added = to - ((out.Attributes?.lastSeq as number | undefined) ?? 0);
+        const end = out.Attributes?.ahead ? (await this.catchUp(conversationKey, to)).end : to;
+        return { added, lastSeq: end, ...overCap };
+      } catch (err) {
+        if (!isConditionFailure(err)) throw err;
+        // Without a bucket only the end can have failed it: another post of this batch (or a later one) moved it already.
+        if (tat === undefined) return { added: 0, lastSeq: to, ...overCap };
+        head = await this.counter(conversationKey);
+        if (head.lastSeq >= to) return { added: 0, lastSeq: head.lastSeq, ...overCap };
+        if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
+        tat = bucket(head);
+      }
     }
-    // Contiguous with the committed end: move the counter over this batch, forward only.
-    try {
-      const out = await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { conversationKey, seq: COUNTER },
-          UpdateExpression: 'SET lastSeq = :to',
-          ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
-          ExpressionAttributeValues: { ':to': to, ':last': last, ':below': to - 1 },
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return { added, lastSeq: out.Attributes?.ahead ? await this.catchUp(conversationKey, to) : to };
-    } catch (err) {
-      // Another post of this batch (or a later one) moved it already: to `to` at least.
-      if (!isConditionFailure(err)) throw err;
-      return { added, lastSeq: to };
-    }
+  }
+
+  head(conversation: ConversationRef): Promise<Head> {
+    return this.counter(partitionOf(conversation));
   }
 
   /**
@@ -108,7 +177,10 @@ export class DynamoEventStore implements EventStore {
    * the counter without clearing needs no such check: a batch that flagged meanwhile saw the number
    * after the old end stored, and catches up itself; see `append`.)
    */
-  private async catchUp(conversationKey: string, known: number): Promise<number> {
+  private async catchUp(
+    conversationKey: string,
+    known: number,
+  ): Promise<{ end: number; moved?: { from: number; end: number } }> {
     for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
       const { lastSeq: last, ahead } = await this.counter(conversationKey);
       known = Math.max(known, last);
@@ -126,7 +198,7 @@ export class DynamoEventStore implements EventStore {
       let end = last;
       for (const seq of stored) if (seq === end + 1) end++;
       const waiting = stored.some((seq) => seq > end + 1);
-      if (end === last && waiting) return last; // still a gap: the flag stays for whoever fills it
+      if (end === last && waiting) return { end: last }; // still a gap: the flag stays for whoever fills it
       try {
         await this.db.send(
           new UpdateCommand({
@@ -149,14 +221,14 @@ export class DynamoEventStore implements EventStore {
                 }),
           }),
         );
-        return end;
+        return { end, moved: { from: last, end } };
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
       }
     }
     // Other writers kept winning: the flag stays, and the next batch's catch-up carries the counter on.
     logger.warn('events.catch-up-deferred', { conversationKey, lastSeq: known });
-    return known;
+    return { end: known };
   }
 
   /** Whether number `seq` is stored (a consistent read of its key only). */
@@ -173,11 +245,15 @@ export class DynamoEventStore implements EventStore {
   }
 
   /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */
-  private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown }> {
+  private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown; tat?: number }> {
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }),
     );
-    return { lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0, ahead: out.Item?.ahead };
+    return {
+      lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0,
+      ahead: out.Item?.ahead,
+      tat: out.Item?.tat as number | undefined,
+    };
   }
 
   private async committed(conversationKey: string): Promise<number> {

@@ -27,10 +27,59 @@ export interface ConversationRef {
   conversationId: string;
 }
 
-/** What an append did: `added` events written; events 1..`lastSeq` are committed. */
+/**
+ * What an append did: `added` events of the batch this call committed (moved the committed end over:
+ * a racing post of the same batch counts them once, and a batch stored beyond a gap counts 0 until
+ * a call carries the end over it); events 1..`lastSeq` are committed.
+ */
 export interface Appended {
   added: number;
   lastSeq: number;
+  /** Some of the batch was past `limits.maxEvents` and was not stored. */
+  overCap?: boolean;
+}
+
+/** The counter item as read: the committed end and the rate bucket's state (`tat`, ms since the epoch). */
+export interface Head {
+  lastSeq: number;
+  tat?: number;
+}
+
+/** A plan's limits on a sandbox's posts, applied by `append` in the write that commits the batch. */
+export interface AppendLimits {
+  /** Events per second (a token bucket of one second's burst). */
+  eventsPerSecond: number;
+  /** Events a conversation may hold: numbers past it are not stored (`overCap`). */
+  maxEvents: number;
+  now?: () => number;
+}
+
+/** Over the rate: nothing was committed; retry after `retryAfterMs`. */
+export class RateLimitedError extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super(`Too many events: retry after ${Math.ceil(retryAfterMs / 1000)} s`);
+  }
+}
+
+/** How much burst the bucket holds: one second's worth of events. */
+export const BURST_MS = 1000;
+
+/**
+ * The token bucket as a GCRA: `tat` is when the bucket would be full again. A batch of `n` moves it
+ * by `n / rate` seconds; it passes when that leaves it at most `BURST_MS` ahead of now (or when the
+ * bucket is full, so a batch larger than a second's worth still goes alone). Pure: the store keeps
+ * `tat` on the counter item and writes it in the conditional write that commits the batch.
+ */
+export function charge(
+  tat: number | undefined,
+  now: number,
+  n: number,
+  eventsPerSecond: number,
+): { tat: number } | { retryAfterMs: number } {
+  const start = Math.max(tat ?? 0, now);
+  const next = start + (n * 1000) / eventsPerSecond;
+  if (start === now || next - now <= BURST_MS) return { tat: next };
+  return { retryAfterMs: next - now - BURST_MS };
 }
 
 /** A batch starts further ahead of the committed events than `MAX_SEQ_AHEAD` allows. */
@@ -48,19 +97,25 @@ export interface EventStore {
   /**
    * Stores `events` as numbers `firstSeq`, `firstSeq + 1`, ... Numbers at or below the committed end
    * (`lastSeq`) are left as they are: a retried batch changes nothing, and an event once committed
-   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many were
-   * written and the committed end as this call left it (at least that: a concurrent append may have
+   * is never rewritten. Throws `SequenceAheadError` past the allowed window. Returns how many of the
+   * batch this call committed and the committed end as this call left it (at least that: a concurrent append may have
    * moved it further), so the caller need not read it again. `committed`, when given, is `lastSeq`
-   * as the caller read it just before (e.g. beside another read), and saves this call that read.
+   * (or the whole `head`) as the caller read it just before (e.g. beside another read), and saves
+   * this call that read. With `limits`: throws `RateLimitedError` (nothing written) over the rate,
+   * and stores nothing past `maxEvents` (`overCap`); the bucket moves in the same conditional write
+   * that commits the batch (or flags it beyond a gap): no request more.
    */
   append(
     conversation: ConversationRef,
     firstSeq: number,
     events: AgentEventEnvelope[],
-    committed?: number,
+    committed?: number | Head,
+    limits?: AppendLimits,
   ): Promise<Appended>;
   /** The committed end: events 1..n are all stored (a read, whatever the conversation's size). */
   lastSeq(conversation: ConversationRef): Promise<number>;
+  /** The counter item: the committed end and the rate bucket (the one read an ingest makes of it). */
+  head(conversation: ConversationRef): Promise<Head>;
   /**
    * One page in sequence order (or reversed). Filters fill the page (up to a bounded read for the
    * timestamp filters). No page moves past a missing number: items of one batch land in any order.

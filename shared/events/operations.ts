@@ -5,12 +5,12 @@ import { defineOperation } from '#shared/http/operation.ts';
 /** The event routes. */
 export const searchEvents = defineOperation(
   'searchEvents',
-  () => ({ query: eventSearchQuery, response: eventPageSchema }),
+  () => ({ query: eventSearchQuery, response: eventPageSchema, errors: [404] }),
   ({ userId, query }, { events }) => events.search(userId, query),
 );
 
 export const countEvents = defineOperation(
   'countEvents',
-  () => ({ query: eventCountQuery, response: z.number().check(z.int()) }),
+  () => ({ query: eventCountQuery, response: z.number().check(z.int()), errors: [404] }),
   ({ userId, query }, { events }) => events.count(userId, query),
 );

@@ -1,9 +1,25 @@
 import * as z from '#shared/zod.ts';
 
-/** The request headers a browser client may send (CORS), here and on API Gateway. */
-export const CORS_ALLOW_HEADERS = ['content-type', 'x-session-api-key', 'authorization'];
+/**
+ * The request headers a browser client may send (CORS), here and on API Gateway: ours, and what
+ * OpenHands' own clients send on every request (Agent Canvas 1.20: `X-OpenHands-Client`,
+ * `X-OpenHands-Client-Version`, `X-OpenHands-Telemetry-Distinct-Id`, `X-Org-Id`, and
+ * `X-Expose-Secrets` on settings reads, which exposes nothing here: secrets are never returned).
+ */
+export const CORS_ALLOW_HEADERS = [
+  'content-type',
+  'x-session-api-key',
+  'authorization',
+  'x-openhands-client',
+  'x-openhands-client-version',
+  'x-openhands-telemetry-distinct-id',
+  'x-org-id',
+  'x-expose-secrets',
+  'idempotency-key',
+];
 export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
-export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids'];
+/** Readable by a browser client: idempotent creates' replay mark, and when to retry a 429 or an in-progress 409. */
+export const CORS_EXPOSE_HEADERS = ['x-request-id', 'x-paused-sandbox-ids', 'idempotent-replayed', 'retry-after'];
 export const CORS_MAX_AGE_SECONDS = 3600;
 
 const origin = z.union([

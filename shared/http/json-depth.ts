@@ -1,3 +1,6 @@
+/** Largest accepted request body in bytes, unless a route says otherwise (`maxBodyBytes`). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
 /** Deepest JSON nesting a request body may have: far beyond any real input, far below a stack overflow. */
 export const MAX_JSON_DEPTH = 64;
 

@@ -1,6 +1,8 @@
 import type * as z from '#shared/zod.ts';
 import type { TableKey } from '#shared/store/tables.ts';
 
+export type TableAccess = 'read' | 'write' | 'append';
+
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
@@ -16,7 +18,10 @@ export type AuthMode = 'none' | 'user' | 'sandbox';
 export type Capability =
   | 'seal' // kms:Encrypt with the secrets key
   | 'unseal' // kms:Decrypt with the secrets key
+  | 'signin' // reads the sign-in configuration (OIDC_ISSUER, OIDC_AUDIENCE, OIDC_CLIENT_ID, SIGNUP_MODE, OPERATORS, AUDIT_RETENTION_DAYS); no IAM
   | 'specs' // reads the deployment's sandbox specs (SANDBOX_SPECS); no IAM
+  | 'origins' // reads the allowed browser origins (CORS_ORIGINS) to check a cookie write's Origin itself; no IAM
+  | 'plans' // reads the deployment's plans (PLANS, from the CDK context `plans`); no IAM
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
@@ -24,6 +29,7 @@ export type Capability =
   | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
+  | 'stream:close' // execute-api:ManageConnections DELETE (DeleteConnection) on the event stream's stage @connections, and the streamConnections byUser index: closes a suspended or removed person's streams
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
@@ -32,7 +38,10 @@ export const ROUTE_TIMEOUT_SECONDS = 10;
 /** API Gateway's 30 s integration limit (HTTP APIs), minus a margin for the function to answer first. */
 export const MAX_ROUTE_TIMEOUT_SECONDS = 29;
 
-export interface RouteDef {
+/** The error statuses an operation may answer beyond those the wrapper derives (see shared/http/openapi.ts). */
+export type ErrorStatus = 400 | 402 | 404 | 409 | 429;
+
+interface RouteFields {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
   id: string;
   method: Method;
@@ -43,8 +52,11 @@ export interface RouteDef {
   auth: AuthMode;
   summary: string;
   tag: string;
-  /** Tables the function touches: `read` or `write` (write includes read). */
-  tables: Partial<Record<TableKey, 'read' | 'write'>>;
+  /**
+   * Tables the function touches: `read` or `write` (write includes read), or `append`: only new
+   * items (PutItem with `attribute_not_exists`; no read, update or delete), for the audit log.
+   */
+  tables: Partial<Record<TableKey, TableAccess>>;
   capabilities?: readonly Capability[];
   /** Success status when it is not 200. */
   status?: number;
@@ -67,10 +79,26 @@ export interface RouteDef {
   managesCredentials?: boolean;
 }
 
+/**
+ * `idempotent: true`: a create that honours an `Idempotency-Key` header (the wrapper answers a repeat
+ * with the first answer: shared/http/idempotency.ts). Its function needs the idempotency table, so
+ * such an entry must declare `tables: { idempotency: 'write', ... }` (the compiler says so), from
+ * which its IAM and environment derive as for any table.
+ */
+export type RouteDef = RouteFields &
+  (
+    | { idempotent?: false }
+    | { idempotent: true; tables: { idempotency: 'write' } & Partial<Record<TableKey, TableAccess>> }
+  );
+
 /** A route's schemas: what its request is validated with, and its success response (for the OpenAPI document). */
 export interface RouteSchemas {
   body?: z.core.$ZodType;
   query?: z.core.$ZodType;
   params?: z.core.$ZodType;
   response?: z.core.$ZodType;
+  /** Error statuses the operation answers itself, beyond those the wrapper derives (404 of a path id, 400 of a body...). */
+  errors?: readonly ErrorStatus[];
+  /** A typical request body, shown in the OpenAPI document (a unit test parses it with `body`). */
+  example?: unknown;
 }

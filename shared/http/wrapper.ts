@@ -17,8 +17,9 @@ import {
   type ValidationIssue,
 } from '#shared/http/errors.ts';
 import { callerScheme } from '#shared/http/cors.ts';
+import { idempotencyKeyOf, type StoredAnswer } from '#shared/http/idempotency-key.ts';
 import { Reply, type Operation } from '#shared/http/operation.ts';
-import { MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
+import { DEFAULT_MAX_BODY_BYTES, MAX_JSON_DEPTH, nestedDeeperThan } from '#shared/http/json-depth.ts';
 import { parseQuery } from '#shared/http/query.ts';
 import { isSecretKey, MASK, scrub } from '#shared/http/redact.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
@@ -32,7 +33,7 @@ export type ApiEvent = APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerCont
 export type ApiResult = APIGatewayProxyStructuredResultV2;
 export type ApiHandler = (event: ApiEvent, context: Context) => Promise<ApiResult>;
 
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export { DEFAULT_MAX_BODY_BYTES };
 const INTERNAL_ERROR = { detail: 'Internal Server Error' };
 
 function json(status: number, body: unknown, requestId: string, headers: Record<string, string> = {}): ApiResult {
@@ -54,6 +55,17 @@ function toResult(value: unknown, requestId: string, defaultStatus: number): Api
   }
   return json(value.status, value.body ?? null, requestId, value.headers);
 }
+
+/** An answer as the idempotency table keeps it: status, headers but the request id, body. */
+function stored(result: ApiResult): StoredAnswer {
+  const { 'x-request-id': _drop, ...headers } = (result.headers ?? {}) as Record<string, string>;
+  return { statusCode: result.statusCode ?? 200, headers, body: result.body ?? '' };
+}
+
+const withRequestId = (answer: StoredAnswer, requestId: string): ApiResult => ({
+  ...answer,
+  headers: { ...answer.headers, 'x-request-id': requestId },
+});
 
 /** Zod issues in the FastAPI shape, with any secret-named value masked, credentials scrubbed and long inputs cut. */
 function toIssues(where: 'body' | 'query' | 'path', error: z.core.$ZodError): ValidationIssue[] {
@@ -125,7 +137,12 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
   const userId = auth?.userId ?? '';
   let result: ApiResult;
   try {
-    if (route.auth === 'user' && !userId) throw auth?.refusal ? forbidden(auth.refusal) : unauthorized();
+    if (route.auth === 'user' && !userId)
+      throw auth?.refusal
+        ? auth.refusalStatus === 401
+          ? unauthorized(auth.refusal)
+          : forbidden(auth.refusal)
+        : unauthorized();
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
     // Payload 2.0 moves cookies out of the headers.
@@ -145,22 +162,36 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
     checkPrincipal(route, auth, params, query);
     const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
     const body = validate('body', schemas.body, rawBody);
-    const value = await op.run(
-      {
-        body,
-        rawBody,
-        query,
-        params,
-        userId,
-        auth: auth ?? { userId: '' },
-        requestId,
-        headers,
-        baseUrl: baseUrlOf(event, headers),
-        sandbox,
-      } as never,
-      services,
-    );
-    result = toResult(value, requestId, route.status ?? 200);
+    const idempotencyKey = route.idempotent ? idempotencyKeyOf(headers) : undefined;
+    const execute = async () => {
+      const value = await op.run(
+        {
+          body,
+          rawBody,
+          query,
+          params,
+          userId,
+          auth: auth ?? { userId: '' },
+          requestId,
+          headers,
+          baseUrl: baseUrlOf(event, headers),
+          sandbox,
+        } as never,
+        services,
+      );
+      return toResult(value, requestId, route.status ?? 200);
+    };
+    // An idempotent create with a key: the first answer, stored (without its request id), or a replay of it.
+    result = idempotencyKey
+      ? withRequestId(
+          await services.idempotency.run(
+            { route: route.id, userId, key: idempotencyKey, sealed: route.managesCredentials },
+            { query, body: rawBody },
+            async () => stored(await execute()),
+          ),
+          requestId,
+        )
+      : await execute();
   } catch (err) {
     if (err instanceof ApiError) {
       result = json(err.status, err.body, requestId, err.headers);

@@ -149,7 +149,7 @@ export class SandboxBridge extends SandboxRecords {
     const snapshots = this.snapshots();
     // Uploads granted but never reported complete stay until the next completed snapshot prunes them.
     if (!(await snapshots.hasRoom(sandboxId)))
-      throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first');
+      throw tooManyRequests('Too many snapshots of this sandbox are pending: complete one first', 60);
     return snapshots.upload(sandboxId);
   }
 

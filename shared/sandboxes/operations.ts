@@ -25,6 +25,7 @@ export const startSandbox = defineOperation(
   () => ({
     query: z.object({ sandbox_spec_id: z.optional(z.string().check(z.minLength(1), z.maxLength(255))) }),
     response: sandboxInfoSchema,
+    errors: [402],
   }),
   async ({ userId, query, headers }, { sandboxes }) => {
     const { sandbox, paused } = await sandboxes.start(userId, query.sandbox_spec_id, headers.host);
@@ -34,7 +35,7 @@ export const startSandbox = defineOperation(
 
 export const pauseSandbox = defineOperation(
   'pauseSandbox',
-  () => ({ params: sandboxParams, response: successSchema }),
+  () => ({ params: sandboxParams, response: successSchema, errors: [409] }),
   async ({ userId, params }, { sandboxes }) => {
     await sandboxes.pause(userId, params.sandbox_id);
     return { success: true };
@@ -43,7 +44,7 @@ export const pauseSandbox = defineOperation(
 
 export const resumeSandbox = defineOperation(
   'resumeSandbox',
-  () => ({ params: sandboxParams, response: successSchema }),
+  () => ({ params: sandboxParams, response: successSchema, errors: [402, 409] }),
   async ({ userId, params, headers }, { sandboxes }) => {
     const { paused } = await sandboxes.resume(userId, params.sandbox_id, headers.host);
     return new Reply(200, { success: true }, paused.length ? { [PAUSED_HEADER]: paused.join(',') } : {});
@@ -52,7 +53,7 @@ export const resumeSandbox = defineOperation(
 
 export const deleteSandbox = defineOperation(
   'deleteSandbox',
-  () => ({ params: sandboxParams, response: successSchema }),
+  () => ({ params: sandboxParams, response: successSchema, errors: [409] }),
   async ({ userId, params }, { sandboxes }) => {
     await sandboxes.delete(userId, params.sandbox_id);
     return { success: true };

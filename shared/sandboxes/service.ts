@@ -72,6 +72,17 @@ export class SandboxService extends SandboxRecords {
     await this.pauseRecord(sandboxId, undefined, { userId });
   }
 
+  /**
+   * Pauses every live sandbox of the user, workspaces kept, with `detail` saying why (a suspension,
+   * a removal from an organization): one pause mechanism whoever pauses. The ids it paused.
+   */
+  async pauseAll(userId: string, detail: string): Promise<string[]> {
+    const paused: string[] = [];
+    for (const rec of await this.deps.store.listLiveByUser(userId))
+      if (await this.pauseRecord(rec.id, detail)) paused.push(rec.id);
+    return paused;
+  }
+
   /** Resumes on the same workspace. Resuming a live sandbox changes nothing. */
   async resume(userId: string, sandboxId: string, host: string | undefined): Promise<{ paused: string[] }> {
     const bridgeUrl = this.deps.bridgeUrl(host);

@@ -1,11 +1,17 @@
 import type { ServiceFactories } from '#shared/services.ts';
+import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
+import { audit } from '#shared/services/audit.ts';
+import { auditLog } from '#shared/services/audit-log.ts';
+import { oidcSignIn } from '#shared/services/oidc-sign-in.ts';
+import { organizations } from '#shared/services/organizations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { events } from '#shared/services/events.ts';
+import { idempotency } from '#shared/services/idempotency.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { sandboxSpecs } from '#shared/services/sandbox-specs.ts';
@@ -32,4 +38,10 @@ export const allServices: Required<ServiceFactories> = {
   events,
   streamTickets,
   streamAccess,
+  idempotency,
+  accounts,
+  audit,
+  auditLog,
+  organizations,
+  oidcSignIn,
 };

@@ -1,5 +1,6 @@
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { ConversationRecords } from '#shared/conversations/records.ts';
+import { planOf } from '#shared/plans/plan-of.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { sandboxControl } from '#shared/services/sandbox-control.ts';
 import { settings } from '#shared/services/settings.ts';
@@ -13,4 +14,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
     sandboxControl(c),
     new ConversationRecords(c.adapter('conversationStore')),
     c.adapter('eventFeed'),
+    undefined,
+    // Read by the ingest only (the plans adapter is its entry's): its rate and cap.
+    (userId) => planOf(c.adapters.plans, userId),
   );

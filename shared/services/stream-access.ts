@@ -1,4 +1,5 @@
 import type { ServiceFactory } from '#shared/services.ts';
+import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { sessions } from '#shared/services/sessions.ts';
@@ -10,6 +11,8 @@ export const streamAccess: ServiceFactory<StreamAccess> = (c) =>
     apiKeys: c.use(apiKeys),
     sessions: c.use(sessions),
     conversationKeys: c.use(conversationKeys),
+    accounts: c.use(accounts),
+    oidc: c.adapters.oidc,
     tickets: c.use(streamTickets),
     conversations: c.adapter('conversationStore'),
   });

@@ -1,9 +1,11 @@
 import * as z from '#shared/zod.ts';
+import type { Audit } from '#shared/accounts/audit.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import {
   agentChoices,
   maskedSettingsSchema,
   saveSettingsResponseSchema,
+  secretFields,
   securityAnalyzerChoices,
   settingsInputSchema,
   unknownSettingsFields,
@@ -12,27 +14,64 @@ import {
 /** The settings routes: each maps a validated request onto the settings service. */
 export const getSettings = defineOperation(
   'getSettings',
-  () => ({ response: maskedSettingsSchema }),
+  () => ({ response: maskedSettingsSchema, errors: [404] }),
   ({ userId }, { settings }) => settings.get(userId),
 );
 
 export const saveSettings = defineOperation(
   'saveSettings',
-  () => ({ body: settingsInputSchema, response: saveSettingsResponseSchema }),
-  async ({ userId, body, rawBody }, { settings }) => {
+  () => ({
+    body: settingsInputSchema,
+    response: saveSettingsResponseSchema,
+    errors: [409],
+    example: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-...', max_iterations: 100, confirmation_mode: false },
+  }),
+  async ({ userId, auth, body, rawBody }, { settings, audit }) => {
     await settings.save(userId, body);
+    if (auth.orgId) await auditSave(audit, auth.orgId, userId, rawBody);
     return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };
   },
 );
 
 export const getCurrentUser = defineOperation(
   'getCurrentUser',
-  () => ({ response: z.object({ id: z.string(), settings: z.nullable(maskedSettingsSchema) }) }),
-  async ({ userId }, { settings }) => ({
+  () => ({
+    response: z.object({
+      id: z.string(),
+      email: z.nullable(z.string()),
+      org_id: z.nullable(z.string()),
+      role: z.nullable(z.string()),
+      is_operator: z.boolean(),
+      settings: z.nullable(maskedSettingsSchema),
+    }),
+  }),
+  // Organization and role as the authorizer read them (no read of its own).
+  async ({ userId, auth }, { settings }) => ({
     id: userId,
+    email: auth.email ?? null,
+    org_id: auth.orgId ?? null,
+    role: auth.role ?? null,
+    is_operator: auth.operator === true,
     settings: await settings.find(userId),
   }),
 );
+
+/**
+ * The audit entries of a save: the names of the fields it named (never values), and each secret set
+ * (a non-empty value) or cleared (an empty one) by name; a null keeps a secret, so it is neither.
+ */
+async function auditSave(audit: Audit, orgId: string, userId: string, rawBody: unknown): Promise<void> {
+  if (!rawBody || typeof rawBody !== 'object') return;
+  const named = Object.keys(rawBody as Record<string, unknown>);
+  const secrets = new Set<string>(secretFields);
+  const plain = named.filter((f) => !secrets.has(f));
+  if (plain.length) await audit.record(orgId, userId, 'settings_saved', { fields: plain });
+  for (const f of named.filter((n) => secrets.has(n))) {
+    const value = (rawBody as Record<string, unknown>)[f];
+    if (value === null || value === undefined) continue;
+    await audit.record(orgId, userId, value === '' ? 'secret_cleared' : 'secret_set', { fields: [f] });
+  }
+}
 
 /** The choices of the `agent` and `security_analyzer` settings (anything else is a 422). */
 export const listAgents = defineOperation(

@@ -75,14 +75,45 @@ export const tables = {
    * Open WebSocket connections of the event stream on AWS, by conversation (`conversationKey` as in
    * `events`), one item per connection: `sentSeq` (the last event it was sent), a delivery lease,
    * `expiresAtEpoch` at API Gateway's 2-hour connection limit. `byConnection` finds a connection's
-   * item from its id alone ($disconnect, $default).
+   * item from its id alone ($disconnect, $default); `byUser` counts a user's open connections (the
+   * plan's socket cap at `$connect`; suspension closes a user's streams).
    */
   streamConnections: {
     pk: 'conversationKey',
     sk: 'connectionId',
-    indexes: { byConnection: { pk: 'connectionId' } },
+    // byUser: a user's open connections (suspension closes them; per-user socket caps count them).
+    indexes: { byConnection: { pk: 'connectionId' }, byUser: { pk: 'userId', sk: 'connectionId' } },
     ttl: 'expiresAtEpoch',
   },
+  /**
+   * The first answers of idempotent creates (`Idempotency-Key`), written and read by Powertools'
+   * idempotency utility (its DynamoDB persistence: `id` = route and a hash of user and key, `status`,
+   * `data` the answer, `validation` a hash of the body). DynamoDB removes a record 24 hours after its
+   * first answer (`expiration`); Powertools also treats an expired record as absent (dynalite has no TTL).
+   */
+  idempotency: { pk: 'id', indexes: {}, ttl: 'expiration' },
+  /**
+   * People, by user id: an OpenID person's id is `oidc_<hash of issuer and sub>`, a keys-CLI user's
+   * the id the CLI named. Each holds `orgId`, `role` (owner/admin/member) and `status`
+   * (active/suspended); an organization's members through `byOrg`.
+   */
+  users: { pk: 'userId', indexes: { byOrg: { pk: 'orgId', sk: 'userId' } } },
+  /** Organizations by id: `plan` (a plan's name), `status`, `owners` (the count the last-owner rule reads). */
+  orgs: { pk: 'orgId', indexes: {} },
+  /**
+   * Invitations by the SHA-256 of their token (the token itself is never stored); an organization's
+   * through `byOrg`, an email's through `byEmail` (invite-only sign-up). Removed by TTL after expiry.
+   */
+  invitations: {
+    pk: 'tokenHash',
+    indexes: { byOrg: { pk: 'orgId', sk: 'createdAt' }, byEmail: { pk: 'email', sk: 'createdAt' } },
+    ttl: 'expiresAtEpoch',
+  },
+  /**
+   * The audit log, append-only: per organization, `entryId` = `<ISO time>#<random>` so a Query reads
+   * it newest first; removed by TTL after AUDIT_RETENTION_DAYS.
+   */
+  auditLog: { pk: 'orgId', sk: 'entryId', indexes: {}, ttl: 'expiresAtEpoch' },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

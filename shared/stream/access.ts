@@ -1,4 +1,4 @@
-import { authorizeRequest, type AuthDeps } from '#shared/auth/authorizer.ts';
+import { authorizeRequest, CROSS_SITE_REFUSAL, type AuthDeps } from '#shared/auth/authorizer.ts';
 import { isConversationKey } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
@@ -21,7 +21,7 @@ export interface StreamGrant {
   allowed: true;
   userId: string;
   conversationId: string;
-  via: 'ticket' | 'conversation' | 'key' | 'session';
+  via: 'ticket' | 'conversation' | 'key' | 'session' | 'token';
   query: StreamQuery;
 }
 
@@ -42,7 +42,7 @@ const refuse = (status: StreamRefusal['status'], reason: string): StreamRefusal 
 });
 
 /** What an API key of a user looks like (`acs_<16 hex>_...`), also as one of repeated values joined by commas: never accepted from a URL. */
-const USER_KEY = /(?:^|,)\s*acs_[0-9a-f]{16}_/;
+export const USER_KEY = /(?:^|,)\s*acs_[0-9a-f]{16}_/;
 
 export const REFUSALS = {
   userKeyInUrl: 'A user API key is refused in a URL (logs keep URLs): use the cookie, the session_api_key or a ticket',
@@ -52,6 +52,7 @@ export const REFUSALS = {
   unauthorized: 'Unauthorized',
   notFound: 'Conversation not found',
   revoked: 'The credentials or the conversation are no longer valid',
+  suspended: 'The account or its organization is suspended',
 } as const;
 
 /**
@@ -101,12 +102,19 @@ export async function authorizeStream(
     via = 'conversation';
   } else {
     const auth = await authorizeRequest('GET', input.headers, deps);
-    if (auth.refusal) return refuse(403, REFUSALS.crossSite);
+    // A refused token or a suspended account (401, its reason); a cross-site cookie or two session cookies (403).
+    if (auth.refusal && auth.refusalStatus === 401) return refuse(401, auth.refusal.slice(0, 120));
+    if (auth.refusal) return refuse(403, auth.refusal === CROSS_SITE_REFUSAL ? REFUSALS.crossSite : auth.refusal);
     if (!auth.userId || !auth.via) return refuse(401, REFUSALS.unauthorized);
     if (auth.via === 'conversation' && auth.conversationId !== conversationId)
       return refuse(403, REFUSALS.otherConversation);
     userId = auth.userId;
     via = auth.via;
+  }
+  // A suspended person's (or organization's) streams do not open, whatever the credential.
+  if (via === 'ticket' || via === 'conversation') {
+    const { user, org } = await deps.accounts.forUser(userId);
+    if (user.status !== 'active' || org.status !== 'active') return refuse(401, REFUSALS.suspended);
   }
   // The owner's, still there: a ticket or key may outlive its conversation by a moment.
   const conversation = await deps.conversations.get(userId, conversationId);

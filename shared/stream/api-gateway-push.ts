@@ -1,5 +1,6 @@
 import {
   ApiGatewayManagementApiClient,
+  DeleteConnectionCommand,
   GetConnectionCommand,
   PostToConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
@@ -36,6 +37,14 @@ export class ApiGatewayConnectionPush implements ConnectionPush {
     } catch (err) {
       if (gone(err)) return false;
       throw err;
+    }
+  }
+
+  async drop(connectionId: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteConnectionCommand({ ConnectionId: connectionId }));
+    } catch (err) {
+      if (!gone(err)) throw err;
     }
   }
 }

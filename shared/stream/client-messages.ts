@@ -3,6 +3,8 @@ import { sendMessage } from '#shared/conversations/operations.ts';
 import { ApiError } from '#shared/http/errors.ts';
 import type { Request } from '#shared/http/operation.ts';
 import type { Services } from '#shared/services.ts';
+import { frameRefusal } from '#shared/stream/frame-limits.ts';
+import { isAuthFrame } from '#shared/stream/first-message-auth.ts';
 import { CLOSE } from '#shared/stream/messages.ts';
 import { PING_ACTION } from '#shared/stream/socket-stream.ts';
 
@@ -21,6 +23,8 @@ export async function relayClientMessage(
   grant: { userId: string; conversationId: string },
   services: Services,
 ): Promise<RelayOutcome> {
+  const refused = frameRefusal(text);
+  if (refused) return refused;
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -28,6 +32,7 @@ export async function relayClientMessage(
     return { code: CLOSE.invalidMessage, reason: 'A message must be JSON: {"role": "user", "content": [...]}' };
   }
   if ((raw as { action?: unknown } | null)?.action === PING_ACTION) return null; // a keep-alive, not a message
+  if (isAuthFrame(raw)) return null; // a redundant auth frame after the stream opened: ignored, as the agent server does
   const body = initialMessageSchema.safeParse(raw);
   if (!body.success) {
     const issue = body.error.issues[0]!;

@@ -7,4 +7,6 @@ export interface ConnectionPush {
   post(connectionId: string, data: string): Promise<'sent' | 'gone'>;
   /** Whether API Gateway knows the connection as established (not before its `$connect` returned). */
   isOpen(connectionId: string): Promise<boolean>;
+  /** Closes the connection from the server's side (DeleteConnection); nothing when it is gone already. */
+  drop(connectionId: string): Promise<void>;
 }

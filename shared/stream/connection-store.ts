@@ -14,6 +14,19 @@ export interface StreamConnection {
 }
 
 /**
+ * A connection that opened without credentials and has not yet sent its auth frame (first-message
+ * auth on AWS, shared/stream/first-message-auth.ts). Kept in one partition `pending` (no user is
+ * known yet); the per-conversation socket caps count them with `countPending`.
+ */
+export interface PendingConnection {
+  conversationId: string;
+  connectionId: string;
+  /** The stream query of the handshake (resend position), used once the key is accepted. */
+  query: Record<string, string | undefined>;
+  deadline: string;
+}
+
+/**
  * The stream's connections by conversation (the `streamConnections` table). Delivery to one
  * connection is serialized by a lease on its item: whoever holds it sends from `sentSeq` on and
  * moves `sentSeq` after each message with a condition on the lease, so two ingest functions never
@@ -29,9 +42,19 @@ export interface ConnectionStore {
     expiresAt: Date;
   }): Promise<void>;
   get(conversation: ConversationRef, connectionId: string): Promise<StreamConnection | undefined>;
-  /** The connection's conversation, from its id alone ($disconnect knows nothing else). */
+  /** Records a connection waiting for its auth frame until `deadline`. */
+  addPending(p: PendingConnection): Promise<void>;
+  /** The pending record of a connection, removed as it is read (only one caller gets it); undefined when there is none. */
+  takePending(connectionId: string): Promise<PendingConnection | undefined>;
+  /** Pending connections naming this conversation id (the hook for the per-conversation socket caps). */
+  countPending(conversationId: string): Promise<number>;
+  /** Pending connections past their deadline (a Query of the pending partition, which holds connections of the last seconds only). */
+  expiredPending(now: Date): Promise<PendingConnection[]>;
+  /** The connection's conversation, from its id alone ($disconnect knows nothing else); undefined for a pending one. */
   find(connectionId: string): Promise<ConversationRef | undefined>;
   list(conversation: ConversationRef): Promise<StreamConnection[]>;
+  /** Open connections of a conversation (a consistent count) and of a user (the `byUser` index: eventually consistent), each counted up to `upTo`. */
+  count(conversation: ConversationRef, upTo: number): Promise<{ conversation: number; user: number }>;
   remove(conversation: ConversationRef, connectionId: string): Promise<void>;
   /** Raises `wantSeq` to `seq` (never lowers it); nothing when the connection is gone. */
   want(conversation: ConversationRef, connectionId: string, seq: number): Promise<void>;

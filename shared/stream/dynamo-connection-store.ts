@@ -1,7 +1,13 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationRef } from '#shared/events/event-store.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import type { ConnectionStore, StreamConnection } from '#shared/stream/connection-store.ts';
+import type { ConnectionStore, PendingConnection, StreamConnection } from '#shared/stream/connection-store.ts';
+
+/**
+ * The one partition of pending connections (first-message auth): no user is known yet, and the
+ * sweeper and the caps read them with a Query (the functions have no Scan). They live 10 s each.
+ */
+const PENDING = 'pending';
 
 /** The conversation's partition, as in the events table (conversation ids are unique per user only). */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
@@ -69,7 +75,40 @@ export class DynamoConnectionStore implements ConnectionStore {
       }),
     );
     const item = out.Items?.[0];
-    return item ? fromItem(item).conversation : undefined;
+    return item && !item.pending ? fromItem(item).conversation : undefined;
+  }
+
+  async count(conversation: ConversationRef, upTo: number): Promise<{ conversation: number; user: number }> {
+    const counted = async (input: Record<string, unknown>) => {
+      let n = 0;
+      let start: Record<string, unknown> | undefined;
+      do {
+        const out = await this.db.send(
+          new QueryCommand({
+            TableName: this.table,
+            Select: 'COUNT',
+            ...input,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          } as never),
+        );
+        n += out.Count ?? 0;
+        start = out.LastEvaluatedKey;
+      } while (start && n < upTo);
+      return n;
+    };
+    const [inConversation, ofUser] = await Promise.all([
+      counted({
+        KeyConditionExpression: 'conversationKey = :c',
+        ExpressionAttributeValues: { ':c': partitionOf(conversation) },
+        ConsistentRead: true,
+      }),
+      counted({
+        IndexName: 'byUser',
+        KeyConditionExpression: 'userId = :u',
+        ExpressionAttributeValues: { ':u': conversation.userId },
+      }),
+    ]);
+    return { conversation: inConversation, user: ofUser };
   }
 
   async list(conversation: ConversationRef): Promise<StreamConnection[]> {
@@ -186,4 +225,83 @@ export class DynamoConnectionStore implements ConnectionStore {
     );
     return item ? fromItem(item) : undefined;
   }
+
+  async addPending(p: PendingConnection): Promise<void> {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          conversationKey: PENDING,
+          connectionId: p.connectionId,
+          pending: true,
+          conversationId: p.conversationId,
+          query: JSON.stringify(p.query),
+          deadline: p.deadline,
+          // TTL only as a backstop: the message function or the sweeper removes it past its deadline.
+          expiresAtEpoch: Math.ceil(Date.parse(p.deadline) / 1000) + 3600,
+        },
+        ConditionExpression: 'attribute_not_exists(connectionId)',
+      }),
+    );
+  }
+
+  async takePending(connectionId: string): Promise<PendingConnection | undefined> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'byConnection',
+        KeyConditionExpression: 'connectionId = :c',
+        ExpressionAttributeValues: { ':c': connectionId },
+        Limit: 1,
+      }),
+    );
+    const item = out.Items?.[0];
+    if (!item?.pending) return undefined;
+    const removed = await conditionalReturn(() =>
+      this.db.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: { conversationKey: item.conversationKey, connectionId },
+          ConditionExpression: 'attribute_exists(connectionId)',
+          ReturnValues: 'ALL_OLD',
+        }),
+      ),
+    );
+    return removed ? pendingOf(item) : undefined;
+  }
+
+  async countPending(conversationId: string): Promise<number> {
+    return (await this.pendingWhere('conversationId = :id', { ':id': conversationId })).length;
+  }
+
+  expiredPending(now: Date): Promise<PendingConnection[]> {
+    return this.pendingWhere('deadline < :now', { ':now': now.toISOString() });
+  }
+
+  private async pendingWhere(filter: string, values: Record<string, unknown>): Promise<PendingConnection[]> {
+    const found: PendingConnection[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'conversationKey = :p',
+          FilterExpression: filter,
+          ExpressionAttributeValues: { ':p': PENDING, ...values },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      for (const item of out.Items ?? []) found.push(pendingOf(item));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return found;
+  }
 }
+
+const pendingOf = (item: Record<string, unknown>): PendingConnection => ({
+  conversationId: item.conversationId as string,
+  connectionId: item.connectionId as string,
+  query: JSON.parse(item.query as string) as Record<string, string | undefined>,
+  deadline: item.deadline as string,
+});

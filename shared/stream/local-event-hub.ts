@@ -94,7 +94,7 @@ export class LocalEventHub implements EventFeed {
   private readonly subscriptions = new Map<string, Set<StreamSubscription>>();
 
   /** @param events the event store (a function: built on first use, like every adapter) */
-  constructor(private readonly events: () => EventStore) {}
+  constructor(readonly events: () => EventStore) {}
 
   async committed(conversation: ConversationRef, lastSeq: number): Promise<void> {
     for (const s of this.subscriptions.get(keyOf(conversation)) ?? []) s.advance(lastSeq);

@@ -40,12 +40,20 @@ export const streamQuerySchema = z.object({
   after_seq: z.optional(afterSeqParam),
   session_api_key: z.optional(z.string().check(z.maxLength(512))),
   ticket: z.optional(z.string().check(z.maxLength(256))),
+  /** The agent server's replay choice: `all` (as `resend_all=true`) or `since` with `after_timestamp` (resend-since.ts). */
+  resend_mode: z.optional(z.enum(['all', 'since'])),
+  after_timestamp: z.optional(
+    z.string().check(
+      z.maxLength(64),
+      z.refine((t) => !Number.isNaN(Date.parse(t)), 'after_timestamp must be an ISO 8601 date-time'),
+    ),
+  ),
 });
 export type StreamQuery = z.output<typeof streamQuerySchema>;
 
 /** Where a connection starts: after `after_seq`, else after 0 with `resend_all`, else after the committed end now. */
 export const startAfter = (q: StreamQuery, committedEnd: number): number =>
-  q.after_seq ?? (q.resend_all ? 0 : committedEnd);
+  q.after_seq ?? (q.resend_all || q.resend_mode === 'all' ? 0 : committedEnd);
 
 /** One stored event as a message: the V1 event as stored, with its sequence number (set by the server). */
 export type EventMessage = AgentEventEnvelope & { seq: number };
@@ -110,6 +118,8 @@ export const CLOSE = {
   /** A client message that is not a user message (see client-messages.ts). */
   invalidMessage: 1007,
   internalError: 1011,
+  /** A first-message auth that failed or never came (first-message-auth.ts; the agent server's code). */
+  authFailed: 4001,
   badRequest: 4400,
   unauthorized: 4401,
   forbidden: 4403,

@@ -15,7 +15,10 @@ export async function relaySocketMessage(
   services: Services,
   adapters: Adapters,
 ): Promise<{ statusCode: number; body?: string }> {
-  const conversation = await socketStreamOf(services, adapters).connectionOf(connectionId);
+  const stream = socketStreamOf(services, adapters);
+  // A connection opened without credentials: this message is its auth frame (first-message auth).
+  if ((await stream.authenticatePending(connectionId, body)) !== 'not-pending') return { statusCode: 200 };
+  const conversation = await stream.connectionOf(connectionId);
   if (!conversation)
     return {
       statusCode: 200,

@@ -1,8 +1,19 @@
+import type { Plan } from '#shared/plans/model.ts';
+import { planOf } from '#shared/plans/plan-of.ts';
 import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
-import type { StreamAccess } from '#shared/stream/access.ts';
+import type { StreamAccess, StreamRequest } from '#shared/stream/access.ts';
+import type { ConnectionPush } from '#shared/stream/connection-push.ts';
+import {
+  authKeyOf,
+  carriesCredentials,
+  FIRST_MESSAGE_AUTH_MS,
+  withAuthKey,
+} from '#shared/stream/first-message-auth.ts';
+import { conversationIdSchema } from '#shared/protocol.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import { startAfter } from '#shared/stream/messages.ts';
+import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import type { Services } from '#shared/services.ts';
 import { PushDelivery } from '#shared/stream/push-delivery.ts';
@@ -56,6 +67,10 @@ export class SocketStream {
       readonly resendTrigger: ResendTrigger;
       readonly delivery: PushDelivery;
       readonly allowedOrigins: readonly string[];
+      /** The plan of a user (its socket caps). */
+      readonly planFor: (userId: string) => Promise<Plan>;
+      /** Drops a pending connection whose auth failed or never came. */
+      readonly push: ConnectionPush;
     },
     private readonly now: () => Date = () => new Date(),
   ) {}
@@ -63,26 +78,93 @@ export class SocketStream {
   async connect(r: ConnectRequest): Promise<ConnectResult> {
     const { channel, id, ...query } = r.query;
     if (channel !== EVENTS_CHANNEL) return { statusCode: 404, body: 'No such stream' };
-    const decision = await this.deps.access.authorize(
-      { conversationId: id ?? '', query, headers: r.headers },
-      this.deps.allowedOrigins,
-    );
+    if (!carriesCredentials({ query, headers: r.headers })) {
+      // First-message auth: open now, wait for `{"type": "auth", ...}` on `$default` until the deadline.
+      if (!conversationIdSchema.safeParse(id ?? '').success)
+        return { statusCode: 400, body: 'conversation_id must be a UUID (32 hex characters, dashes optional)' };
+      const deadline = new Date(this.now().getTime() + FIRST_MESSAGE_AUTH_MS).toISOString();
+      await this.deps.connections.addPending({ conversationId: id!, connectionId: r.connectionId, query, deadline });
+      return { statusCode: 200 };
+    }
+    return this.open(r.connectionId, { conversationId: id ?? '', query, headers: r.headers });
+  }
+
+  /**
+   * A message on a connection that is still pending: its auth frame. Accepted, the connection is
+   * recorded as `$connect` records a credentialed one and its resend starts; refused (or past its
+   * deadline), the connection is dropped: on AWS the client sees a plain close, not 4001 (API
+   * Gateway closes with no code of ours). `not-pending` for any other connection.
+   */
+  async authenticatePending(connectionId: string, body: string): Promise<'not-pending' | 'opened' | 'refused'> {
+    const pending = await this.deps.connections.takePending(connectionId);
+    if (!pending) return 'not-pending';
+    const key = Date.parse(pending.deadline) >= this.now().getTime() ? authKeyOf(body) : null;
+    const result = key
+      ? await this.open(
+          connectionId,
+          withAuthKey({ conversationId: pending.conversationId, query: pending.query, headers: {} }, key),
+        )
+      : { statusCode: 401 };
+    if (result.statusCode === 200) return 'opened';
+    logger.info('stream.auth-failed', { status: result.statusCode });
+    await this.deps.push.drop(connectionId);
+    return 'refused';
+  }
+
+  /** The sweep's part: pending connections past their deadline are dropped and forgotten. */
+  async sweepPending(now: Date): Promise<number> {
+    const expired = await this.deps.connections.expiredPending(now);
+    for (const p of expired) {
+      if (!(await this.deps.connections.takePending(p.connectionId))) continue; // authenticated meanwhile
+      await this.deps.push.drop(p.connectionId);
+    }
+    return expired.length;
+  }
+
+  private async open(connectionId: string, request: StreamRequest): Promise<ConnectResult> {
+    const r = { connectionId };
+    const decision = await this.deps.access.authorize(request, this.deps.allowedOrigins);
     if (!decision.allowed) {
       logger.info('stream.refused', { status: decision.status, reason: decision.reason });
       return { statusCode: decision.status, body: decision.reason };
     }
     const conversation = { userId: decision.userId, conversationId: decision.conversationId };
+    const capped = await this.overCap(conversation);
+    if (capped) {
+      logger.info('stream.refused', { status: 429, reason: capped });
+      return { statusCode: 429, body: capped };
+    }
     const now = this.now();
     await this.deps.connections.add({
       conversation,
       connectionId: r.connectionId,
-      sentSeq: startAfter(decision.query, await this.deps.events.lastSeq(conversation)),
+      sentSeq: startAfter(
+        await resolveResendMode(decision.query, this.deps.events, conversation),
+        await this.deps.events.lastSeq(conversation),
+      ),
       connectedAt: now,
       expiresAt: new Date(now.getTime() + CONNECTION_MAX_SECONDS * 1000),
     });
     await this.deps.resendTrigger.request({ conversation, connectionId: r.connectionId });
     logger.info('stream.connected', { conversationId: conversation.conversationId, via: decision.via });
     return { statusCode: 200 };
+  }
+
+  /**
+   * The plan's socket caps, counted in the table before the connection is recorded (the connection
+   * being opened is not in it yet): per conversation exactly, per user through the `byUser` index,
+   * which is eventually consistent, so racing `$connect`s of one user may pass the user cap by
+   * about their number (docs/architecture.md). The reason, or undefined when within both.
+   */
+  private async overCap(conversation: ConversationRef): Promise<string | undefined> {
+    const plan = await this.deps.planFor(conversation.userId);
+    const upTo = Math.max(plan.max_stream_sockets_per_user, plan.max_stream_sockets_per_conversation);
+    const open = await this.deps.connections.count(conversation, upTo);
+    if (open.user >= plan.max_stream_sockets_per_user)
+      return `Too many open streams: at most ${plan.max_stream_sockets_per_user} per user`;
+    if (open.conversation >= plan.max_stream_sockets_per_conversation)
+      return `Too many open streams: at most ${plan.max_stream_sockets_per_conversation} per conversation`;
+    return undefined;
   }
 
   async disconnect(connectionId: string): Promise<void> {
@@ -114,6 +196,8 @@ export function socketStreamOf(services: Services, adapters: Adapters): SocketSt
       resendTrigger: () => adapters.streamResendTrigger,
       delivery: () => new PushDelivery(adapters.streamConnectionStore, adapters.eventStore, adapters.streamPush),
       allowedOrigins: () => allowedOrigins(),
+      planFor: () => (userId: string) => planOf(adapters.plans, userId),
+      push: () => adapters.streamPush,
     }),
   );
 }

@@ -1,7 +1,12 @@
+import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
+import type { OidcVerifier } from '#shared/auth/oidc.ts';
+import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
+import type { Plans } from '#shared/plans/model.ts';
+import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -15,6 +20,7 @@ import type { ConnectionPush } from '#shared/stream/connection-push.ts';
 import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
+import type { StreamEviction } from '#shared/stream/eviction.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
@@ -31,6 +37,10 @@ export interface Adapters {
   /** The key that signs conversation-scoped keys: made on first use, kept sealed in the keys table. */
   conversationKeySecret: () => Promise<Buffer>;
   specs: SpecRegistry;
+  /** The explicitly allowed browser origins (`CORS_ORIGINS`), for an operation that checks a cookie write itself. */
+  origins: readonly string[];
+  /** The plans (caps and limits per tenant): `config/plans.json` / `PLANS_FILE` locally, the CDK context `plans` on AWS. */
+  plans: Plans;
   sandboxStore: SandboxStore;
   sandboxRuntime: SandboxRuntime;
   sandboxConfig: SandboxConfig;
@@ -55,6 +65,20 @@ export interface Adapters {
   streamPush: ConnectionPush;
   /** AWS: starts the resend step after `$connect` (an asynchronous invoke). */
   streamResendTrigger: ResendTrigger;
+  /** Powertools' DynamoDB persistence on the idempotency table (routes declared `idempotent: true`). */
+  idempotencyStore: IdempotencyStore;
+  /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
+  accountStore: AccountStore;
+  /** The audit log's writer: new entries only (table access `append`). */
+  auditStore: AuditStore;
+  /** The audit log's reader. */
+  auditReader: AuditReader;
+  /** The configured OpenID issuer's token verifier (one per process: its key cache); null without an issuer. */
+  oidc: OidcVerifier | null;
+  /** Closes a person's open event streams (suspension, removal): locally the gateway's sockets, on AWS DeleteConnection. */
+  streamEviction: StreamEviction;
+  /** Sign-in attempt counters (per IP, per account), in the keys table. */
+  signInLimiter: RateLimiter;
 }
 export type AdapterName = keyof Adapters;
 
@@ -92,6 +116,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   },
   conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
   specs: { build: { capabilities: ['specs'] } },
+  origins: { build: { capabilities: ['origins'] } },
+  plans: { build: { capabilities: ['plans'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
     calls: {
@@ -152,7 +178,32 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     ) as Partial<Record<keyof ConnectionStore, Needs>>,
   },
   streamPush: { build: { capabilities: ['stream:push'] } },
+  accountStore: {
+    build: { tables: { users: 'read' }, capabilities: ['signin'] },
+    calls: {
+      getOrg: { tables: { orgs: 'read' } },
+      createUser: { tables: { users: 'write' } },
+      replaceUser: { tables: { users: 'write' } },
+      createOrg: { tables: { orgs: 'write' } },
+      replaceOrg: { tables: { orgs: 'write' } },
+      adjustOwners: { tables: { orgs: 'write' } },
+      getInvitation: { tables: { invitations: 'read' } },
+      listInvitations: { tables: { invitations: 'read' } },
+      listInvitationsByEmail: { tables: { invitations: 'read' } },
+      createInvitation: { tables: { invitations: 'write' } },
+      acceptInvitation: { tables: { invitations: 'write' } },
+    },
+  },
+  auditStore: { build: { tables: { auditLog: 'append' }, capabilities: ['signin'] } },
+  auditReader: { build: { tables: { auditLog: 'read' } } },
+  oidc: { build: { capabilities: ['signin'] } },
+  signInLimiter: { build: { tables: { keys: 'write' } } },
+  streamEviction: {
+    build: {},
+    calls: { evict: { tables: { streamConnections: 'read' }, capabilities: ['stream:close'] } },
+  },
   streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
+  idempotencyStore: { build: { tables: { idempotency: 'write' } } },
 };
 
 /** A function's wiring does not allow what its code asked for: a declaration or an entry to fix. */

@@ -9,7 +9,7 @@ import type { EventFunctionDef } from '#shared/functions.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import { lambdaHandler, type ApiHandler } from '#shared/http/wrapper.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
-import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
+import { WiringError, wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
 
 /** How a function is wired: read by the local gateway (which gives it the local adapters of the same names) and the wiring test. */
@@ -62,6 +62,11 @@ export function awsRoute(
   services: ServiceFactories = {},
 ): ApiHandler & { wiring: FunctionWiring } {
   const { route } = operation;
+  // The wrapper answers repeats of an idempotent create through these: an entry that forgot them fails at load.
+  if (route.idempotent && !(builders.idempotencyStore && services.idempotency))
+    throw new WiringError(
+      `${route.id}: an idempotent route's entry wires the idempotencyStore adapter and the idempotency service (shared/wiring/aws/idempotency.ts, shared/services/idempotency.ts)`,
+    );
   const wiring = awsWiring(route.id, route, builders, services);
   const handler = lambdaHandler(operation, () => wiring().services);
   return Object.assign(handler, { wiring: { ...wiringOf(route.id, route, builders, services), operation } });

@@ -1,12 +1,19 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DynamoAccountStore, DynamoAuditReader, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
+import { oidcVerifier } from '#shared/auth/oidc.ts';
+import { DynamoRateLimiter } from '#shared/auth/rate-limit.ts';
 import { DynamoSessionStore } from '#shared/auth/dynamo-session-store.ts';
 import { sessionSeconds } from '#shared/auth/sessions.ts';
 import { systemKey } from '#shared/auth/system-keys.ts';
 import { DynamoConversationStore, DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { dynamoIdempotencyStore } from '#shared/store/dynamo-idempotency-store.ts';
 import { logger } from '#shared/logging.ts';
+import { allowedOrigins } from '#shared/http/cors.ts';
+import { filePlans } from '#shared/plans/load.ts';
+import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -17,6 +24,7 @@ import { servicesOf, type ServiceFactories, type Services } from '#shared/servic
 import { allServices } from '#shared/services/all.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
+import { localStreamEviction } from '#shared/stream/eviction.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
@@ -39,6 +47,8 @@ export interface LocalOptions {
   sandboxes?: Partial<SandboxConfig>;
   /** The sandbox specs file (default `config/sandbox-specs.json`). */
   specsFile?: string;
+  /** The plans file (default `config/plans.json`; `PLANS_FILE` for `npm start`). */
+  plansFile?: string;
   /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
   commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
@@ -50,6 +60,8 @@ export interface LocalServices extends Services {
   sandboxRuntime: ProcessSandboxRuntime;
   /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
   eventHub: LocalEventHub;
+  /** The plans (`config/plans.json` or PLANS_FILE), read by the local stream's socket caps. */
+  plans: Plans;
   /**
    * The same services for one function, held to its declaration and to the adapters and services
    * its entry names, as on AWS: the local gateway runs each route through these, so every test that
@@ -80,6 +92,8 @@ export function localServices(options: LocalOptions): LocalServices {
         .handleInstanceStopped(event)
         .catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
   });
+  // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
+  const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
   const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
@@ -89,6 +103,8 @@ export function localServices(options: LocalOptions): LocalServices {
     conversationKeySecret: (): Adapters['conversationKeySecret'] => systemKey('conversation-keys', adapters.sealer),
     sessionStore: () => new DynamoSessionStore(),
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
+    origins: () => allowedOrigins(),
+    plans: () => plans,
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     sandboxConfig: () => ({
@@ -110,6 +126,14 @@ export function localServices(options: LocalOptions): LocalServices {
     streamConnectionStore: awsOnly('streamConnectionStore'),
     streamPush: awsOnly('streamPush'),
     streamResendTrigger: awsOnly('streamResendTrigger'),
+    idempotencyStore: () => dynamoIdempotencyStore(),
+    accountStore: () => new DynamoAccountStore(),
+    auditStore: () => new DynamoAuditStore(),
+    auditReader: () => new DynamoAuditReader(),
+    oidc: () => oidcVerifier(),
+    // The gateway's own sockets, closed in this process.
+    streamEviction: () => localStreamEviction,
+    signInLimiter: () => new DynamoRateLimiter(),
   });
   sessionSeconds(); // SESSION_HOURS is checked at start, naming the key; read again at each sign-in
   const builders = (names: readonly AdapterName[]): Builders =>
@@ -118,6 +142,7 @@ export function localServices(options: LocalOptions): LocalServices {
   return Object.assign(all, {
     sandboxRuntime,
     eventHub,
+    plans,
     forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[], services: ServiceFactories) =>
       servicesOf(id, wire(id, declaration, builders(names)), services),
   });

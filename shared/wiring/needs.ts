@@ -1,4 +1,4 @@
-import type { Capability, RouteDef } from '#shared/http/route.ts';
+import type { Capability, RouteDef, TableAccess } from '#shared/http/route.ts';
 import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
 
 /**
@@ -12,7 +12,7 @@ export type Declaration = Pick<RouteDef, 'tables' | 'capabilities'>;
 
 /** What building or calling an adapter asks of the declaration of the function that does it. */
 export interface Needs {
-  tables?: Partial<Record<TableKey, 'read' | 'write'>>;
+  tables?: Partial<Record<TableKey, TableAccess>>;
   capabilities?: readonly Capability[];
   /** At least one of these: e.g. a sealer is built by a function that only seals or only opens. */
   anyOf?: readonly Capability[];
@@ -21,9 +21,11 @@ export interface Needs {
 /** What `needs` asks that `declared` does not give, in words; empty when covered. */
 export function uncovered(declared: Declaration, needs: Needs): string[] {
   const out: string[] = [];
-  for (const [table, level] of Object.entries(needs.tables ?? {}) as [TableKey, 'read' | 'write'][]) {
+  for (const [table, level] of Object.entries(needs.tables ?? {}) as [TableKey, TableAccess][]) {
     const has = declared.tables[table];
-    if (!has || (level === 'write' && has !== 'write')) out.push(`tables.${table}: '${level}'`);
+    // write covers read and append; append covers only append; read covers only read.
+    const covered = has === 'write' || has === level;
+    if (!covered) out.push(`tables.${table}: '${level}'`);
   }
   const caps = new Set(declared.capabilities ?? []);
   for (const cap of needs.capabilities ?? []) if (!caps.has(cap)) out.push(`capability '${cap}'`);
@@ -49,6 +51,9 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   seal: ['SECRETS_KEY_ID'],
   unseal: ['SECRETS_KEY_ID'],
   specs: ['SANDBOX_SPECS'],
+  origins: ['CORS_ORIGINS'],
+  plans: ['PLANS'],
+  signin: ['OIDC_ISSUER', 'OIDC_AUDIENCE', 'OIDC_CLIENT_ID', 'SIGNUP_MODE', 'OPERATORS', 'AUDIT_RETENTION_DAYS'],
   'ecs:run': sandboxRuntimeEnv,
   'ecs:stop': sandboxRuntimeEnv,
   'ecs:describe': sandboxRuntimeEnv,
@@ -56,6 +61,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   's3:workspaces': ['WORKSPACE_BUCKET'],
   'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
   'stream:push': ['STREAM_CALLBACK_URL'],
+  'stream:close': ['STREAM_CALLBACK_URL'],
   'stream:resend': ['STREAM_RESEND_FUNCTION'],
   'snapshots:delete': ['SNAPSHOTS_DELETE_FUNCTION'],
 };

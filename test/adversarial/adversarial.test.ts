@@ -35,6 +35,8 @@ interface Player {
   legacyConversationId: string;
   /** Strings only this user's data holds: another user must never see them. */
   markers: string[];
+  /** Their organization (a personal one, or the one the keys CLI placed them in). */
+  orgId: string;
 }
 
 let world: World;
@@ -96,8 +98,8 @@ function plantedMcp(userId: string, tag: string) {
   };
 }
 
-async function newPlayer(userId: string): Promise<Player> {
-  const key = await world.newUser(userId);
+async function newPlayer(userId: string, org?: { orgId: string; role: string }): Promise<Player> {
+  const key = await world.newUser(userId, org);
   expect((await call('POST', '/api/settings', { key, body: plantedSettings(userId) })).status).toBe(200);
   const sandbox = await world.spySandbox(key);
   const title = `title-of-${userId}-${Math.random().toString(36).slice(2)}`;
@@ -146,8 +148,10 @@ async function newPlayer(userId: string): Promise<Player> {
   // The sandbox's own key reaches only the sandbox: no user-facing answer may hold it.
   secrets[`${userId}.sandbox_session_key`] = sandbox.key;
   const keyId: string = (await call('GET', '/api/keys', { key })).body[0].id;
+  const orgId: string = (await call('GET', '/api/v1/users/me', { key })).body.org_id;
   return {
     userId,
+    orgId,
     key,
     keyId,
     legacyConversationId: legacy.body.conversation_id,
@@ -293,6 +297,19 @@ const foreign: Record<
     expect: 404,
   }),
   legacyDeleteConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, method: 'DELETE', expect: 404 }),
+  currentKey: () => ({ path: '/api/keys/current', expect: 'own-only' }),
+  agentServerSearchEvents: (v) => ({ path: `/api/conversations/${v.conversationId}/events/search`, expect: 404 }),
+  agentServerCountEvents: (v) => ({ path: `/api/conversations/${v.conversationId}/events/count`, expect: 404 }),
+  agentServerGetEvent: (v) => ({ path: `/api/conversations/${v.conversationId}/events/some-event`, expect: 404 }),
+  agentServerFinalResponse: (v) => ({
+    path: `/api/conversations/${v.conversationId}/agent_final_response`,
+    expect: 404,
+  }),
+  agentServerInterrupt: (v) => ({
+    path: `/api/conversations/${v.conversationId}/interrupt`,
+    method: 'POST',
+    expect: 404,
+  }),
   revokeConversationKey: (v) => ({
     path: `/api/v1/app-conversations/${v.conversationId}/session-api-key/revoke`,
     method: 'POST',
@@ -306,7 +323,66 @@ const foreign: Record<
   listKeys: () => ({ path: '/api/keys', expect: 'own-only' }),
   createKey: () => ({ path: '/api/keys', method: 'POST', body: { name: "the attacker's own" }, expect: 'own-only' }),
   deleteKey: (v) => ({ path: `/api/keys/${v.keyId}`, method: 'DELETE', expect: 404 }),
+  // Organizations: another organization's id is a 404 whatever the role; operator routes refuse non-operators.
+  organizationsList: () => ({ path: '/api/organizations', expect: 'own-only' }),
+  getOrg: (v) => ({ path: `/api/v1/orgs/${v.orgId}`, expect: 404 }),
+  updateOrg: (v) => ({ path: `/api/v1/orgs/${v.orgId}`, method: 'PATCH', body: { name: 'taken over' }, expect: 404 }),
+  listInvitations: (v) => ({ path: `/api/v1/orgs/${v.orgId}/invitations`, expect: 404 }),
+  createInvitation: (v) => ({
+    path: `/api/v1/orgs/${v.orgId}/invitations`,
+    method: 'POST',
+    body: { email: 'attacker@example.com', role: 'owner' },
+    expect: 404,
+  }),
+  updateMember: (v) => ({
+    path: `/api/v1/orgs/${v.orgId}/members/${v.userId}`,
+    method: 'PATCH',
+    body: { role: 'member' },
+    expect: 404,
+  }),
+  removeMember: (v) => ({ path: `/api/v1/orgs/${v.orgId}/members/${v.userId}`, method: 'DELETE', expect: 404 }),
+  acceptInvitation: () => ({ path: `/api/v1/invitations/acsi_${'A'.repeat(43)}/accept`, method: 'POST', expect: 404 }),
+  suspendUser: (v) => ({ path: `/api/v1/admin/users/${v.userId}/suspend`, method: 'POST', expect: [403] }),
+  reactivateUser: (v) => ({ path: `/api/v1/admin/users/${v.userId}/reactivate`, method: 'POST', expect: [403] }),
+  suspendOrg: (v) => ({ path: `/api/v1/admin/orgs/${v.orgId}/suspend`, method: 'POST', expect: [403] }),
+  reactivateOrg: (v) => ({ path: `/api/v1/admin/orgs/${v.orgId}/reactivate`, method: 'POST', expect: [403] }),
+  listAuditLog: (v) => ({ path: `/api/v1/audit-log?org_id=${v.orgId}`, expect: 404 }),
 };
+
+/**
+ * Every attacker of `trio` against every other, on every user route (`aim` picks what of the victim
+ * the route is aimed at): nothing of the victim's shows, nothing of theirs changes.
+ */
+async function expectMatrixHolds(trio: Player[], aim: (v: Player) => Player): Promise<void> {
+  const before = await Promise.all(trio.map((p) => snapshot(p)));
+  const failures: string[] = [];
+  for (const attacker of trio) {
+    for (const victim of trio.filter((p) => p !== attacker)) {
+      for (const route of userRoutes) {
+        const r = foreign[route.id]!(aim(victim));
+        const res = await call(r.method ?? route.method, r.path, { key: attacker.key, body: r.body });
+        const where = `${attacker.userId} -> ${victim.userId} ${route.id} (${res.status})`;
+        // An id the attacker sent may come back (e.g. named in a 422); nothing else of the victim's may.
+        const sent = `${r.path} ${JSON.stringify(r.body ?? null)}`;
+        const leaked = victim.markers.filter((m) => res.text.includes(m) && !sent.includes(m));
+        if (leaked.length) failures.push(`${where}: shows ${leaked.join(', ')}`);
+        if (res.status >= 500) failures.push(`${where}: ${res.text}`);
+        if (r.expect === 404 && res.status !== 404) failures.push(`${where}: expected 404`);
+        if (Array.isArray(r.expect) && !r.expect.includes(res.status))
+          failures.push(`${where}: expected one of ${r.expect.join(', ')}`);
+        if (r.expect === 'null-list' && (res.status !== 200 || !res.body.every((x: unknown) => x === null)))
+          failures.push(`${where}: expected only nulls, got ${res.text.slice(0, 200)}`);
+        if (r.expect === 'empty-items' && (res.status !== 200 || res.body.items.length !== 0))
+          failures.push(`${where}: expected no items`);
+        if (r.expect === 'own-only' && res.status >= 400 && res.status !== 409)
+          failures.push(`${where}: ${res.text.slice(0, 200)}`);
+      }
+    }
+  }
+  expect(failures).toEqual([]);
+  // The victims' data is as it was.
+  expect(await Promise.all(trio.map((p) => snapshot(p)))).toEqual(before);
+}
 
 describe('cross-user matrix: three users, every user route, every foreign id', () => {
   it('has an entry for every user route of the table', () => {
@@ -315,34 +391,7 @@ describe('cross-user matrix: three users, every user route, every foreign id', (
 
   it("never answers with another user's data, and never changes it", async () => {
     const trio = ['alice', 'bob', 'carol'].map((u) => players[u]!);
-    const before = await Promise.all(trio.map((p) => snapshot(p)));
-    const failures: string[] = [];
-    for (const attacker of trio) {
-      for (const victim of trio.filter((p) => p !== attacker)) {
-        for (const route of userRoutes) {
-          const r = foreign[route.id]!(victim);
-          const res = await call(r.method ?? route.method, r.path, { key: attacker.key, body: r.body });
-          const where = `${attacker.userId} -> ${victim.userId} ${route.id} (${res.status})`;
-          // An id the attacker sent may come back (e.g. named in a 422); nothing else of the victim's may.
-          const sent = `${r.path} ${JSON.stringify(r.body ?? null)}`;
-          const leaked = victim.markers.filter((m) => res.text.includes(m) && !sent.includes(m));
-          if (leaked.length) failures.push(`${where}: shows ${leaked.join(', ')}`);
-          if (res.status >= 500) failures.push(`${where}: ${res.text}`);
-          if (r.expect === 404 && res.status !== 404) failures.push(`${where}: expected 404`);
-          if (Array.isArray(r.expect) && !r.expect.includes(res.status))
-            failures.push(`${where}: expected one of ${r.expect.join(', ')}`);
-          if (r.expect === 'null-list' && (res.status !== 200 || !res.body.every((x: unknown) => x === null)))
-            failures.push(`${where}: expected only nulls, got ${res.text.slice(0, 200)}`);
-          if (r.expect === 'empty-items' && (res.status !== 200 || res.body.items.length !== 0))
-            failures.push(`${where}: expected no items`);
-          if (r.expect === 'own-only' && res.status >= 400 && res.status !== 409)
-            failures.push(`${where}: ${res.text.slice(0, 200)}`);
-        }
-      }
-    }
-    expect(failures).toEqual([]);
-    // The victims' data is as it was.
-    expect(await Promise.all(trio.map((p) => snapshot(p)))).toEqual(before);
+    await expectMatrixHolds(trio, (v) => v);
   }, 120_000);
 
   it("scopes conversation ids per user: another user's id neither collides nor shows; one's own again is a 409", async () => {
@@ -428,6 +477,42 @@ async function snapshot(p: Player) {
     events: events.body,
   };
 }
+
+describe("organizations: a member and an admin see none of another member's work", () => {
+  it('an owner, an admin and a member of one organization: the matrix holds among them', async () => {
+    const dave = await newPlayer('dave');
+    players.dave = dave;
+    players.erin = await newPlayer('erin', { orgId: dave.orgId, role: 'admin' });
+    players.frank = await newPlayer('frank', { orgId: dave.orgId, role: 'member' });
+    const trio = ['dave', 'erin', 'frank'].map((u) => players[u]!);
+    expect(trio.map((p) => p.orgId)).toEqual([dave.orgId, dave.orgId, dave.orgId]);
+    // Conversations, sandboxes, settings and keys are per person; the organization routes are aimed at
+    // an organization none of them is in (within their own, roles decide: test/integration/signin.test.ts).
+    await expectMatrixHolds(trio, (v) => ({ ...v, orgId: players.alice!.orgId }));
+  }, 180_000);
+
+  it("a removed member's keys and sessions stop; their conversations stay theirs", async () => {
+    const [dave, frank] = [players.dave!, players.frank!];
+    const signIn = await call('POST', '/api/authenticate', { key: frank.key });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const asCookie = { headers: { cookie, 'sec-fetch-site': 'same-origin' } };
+    expect((await call('GET', '/api/v1/users/me', asCookie)).status).toBe(200);
+    const removed = await call('DELETE', `/api/v1/orgs/${dave.orgId}/members/${frank.userId}`, { key: dave.key });
+    expect(removed.status, removed.text).toBe(200);
+    expect((await call('GET', '/api/v1/users/me', { key: frank.key })).status).toBe(401);
+    expect((await call('GET', '/api/v1/users/me', asCookie)).status).toBe(401);
+    // A key made afterwards (by the CLI) works, in the new personal organization, and the conversation is still theirs.
+    const fresh = await world.newUser('frank');
+    const me = await call('GET', '/api/v1/users/me', { key: fresh });
+    expect(me.body).toMatchObject({ org_id: removed.body.new_org_id, role: 'owner' });
+    const own = await call('GET', `/api/v1/app-conversations?ids=${frank.conversationId}`, { key: fresh });
+    expect(own.body[0]?.id).toBe(frank.conversationId);
+    // The sandbox was paused (workspace kept).
+    const sandbox = await call('GET', `/api/v1/sandboxes?id=${frank.sandbox.id}`, { key: fresh });
+    expect(sandbox.body[0]?.status).toBe('PAUSED');
+    players.frank = { ...frank, key: fresh, orgId: removed.body.new_org_id };
+  }, 60_000);
+});
 
 describe('sandbox-credential misuse', () => {
   const bridgeCalls = (sandboxId: string, conversationId: string): [string, string, unknown?][] => [
@@ -560,6 +645,12 @@ describe('conversation-scoped key misuse', () => {
       await refused(who, 'GET', count(id), [403, 404]);
       await refused(who, 'GET', `/api/v1/events/search?conversation_id__eq=${id}`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/pause`, [403, 404]);
+      // The agent server's surface and the conversation itself, which a conversation key may read and rename: its own only.
+      await refused(who, 'GET', `/api/conversations/${id}`, [403, 404]);
+      await refused(who, 'PATCH', `/api/conversations/${id}`, [403, 404], { title: 'hijacked' });
+      for (const tail of ['events/search', 'events/count', 'events/x', 'agent_final_response'])
+        await refused(who, 'GET', `/api/conversations/${id}/${tail}`, [403, 404]);
+      await refused(who, 'POST', `/api/conversations/${id}/interrupt`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], {
         content: [{ type: 'text', text: 'hi' }],
       });
@@ -651,8 +742,16 @@ describe('secrets sweep', () => {
     expect(findLeaks(events.text, secrets)).toEqual([]);
   }, 120_000);
 
-  it('no response body, log line or stored start task of the whole suite holds a planted secret', async () => {
+  it('no response body, log line, stored start task or audit entry of the whole suite holds a planted secret', async () => {
     expect(Object.keys(secrets).length).toBeGreaterThan(40);
+    // Every player reads their organization's audit log (all own theirs but the admin erin): those answers join the sweep.
+    let logEntries = 0;
+    for (const p of Object.values(players)) {
+      const log = await call('GET', '/api/v1/audit-log?limit=100', { key: p.key });
+      expect(log.status, `${p.userId}: ${log.text}`).toBe(200);
+      logEntries += log.body.items.length;
+    }
+    expect(logEntries).toBeGreaterThan(10);
     const responses = [...world.client.seen].join('\n');
     expect(world.client.seen.size).toBeGreaterThan(100);
     // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
@@ -663,10 +762,16 @@ describe('secrets sweep', () => {
     const stored = JSON.stringify(tasks.Items);
     expect(tasks.Items!.length).toBeGreaterThanOrEqual(6);
     expect(stored).toContain('api_key_set');
+    const audit = await documentClient().send(new ScanCommand({ TableName: tableName('auditLog') }));
+    const entries = JSON.stringify(audit.Items);
+    // The settings saves with their planted secrets were recorded, by name.
+    expect(entries).toContain('secret_set');
+    expect(entries).toContain('llm_api_key');
     expect({
       responses: findLeaks(responses, secrets),
       logs: findLeaks(logs, secrets),
       startTasks: findLeaks(stored, secrets),
-    }).toEqual({ responses: [], logs: [], startTasks: [] });
+      auditLog: findLeaks(entries, secrets),
+    }).toEqual({ responses: [], logs: [], startTasks: [], auditLog: [] });
   }, 60_000);
 });

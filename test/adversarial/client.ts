@@ -3,6 +3,7 @@ export interface Answer {
   status: number;
   text: string;
   body: any;
+  headers: Headers;
 }
 
 export interface CallOptions {
@@ -37,7 +38,7 @@ export class Client {
     } catch {
       // not JSON: keep the text
     }
-    return { status: res.status, text, body: parsed };
+    return { status: res.status, text, body: parsed, headers: res.headers };
   }
 }
 

@@ -24,7 +24,8 @@ export interface World {
   dataDir: string;
   /** The real sandbox program's spec (the first of config/sandbox-specs.json). */
   agentSpecId: string;
-  newUser(userId: string): Promise<string>;
+  /** A user of the keys CLI with a key; `org` places a new user in that organization (`--org`, `--role`). */
+  newUser(userId: string, org?: { orgId: string; role: string }): Promise<string>;
   /** Starts a sandbox with the spy program and checks in as it: the sandbox's id, enrollment token and session key. */
   spySandbox(userKey: string): Promise<SpySandbox>;
   stop(): Promise<void>;
@@ -70,10 +71,20 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
     client,
     dataDir: join(dataDir, 'data'),
     agentSpecId: real[0]!.id,
-    newUser: async (userId) => {
+    newUser: async (userId, org) => {
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        ['--import', 'tsx', join(ROOT, 'infra/local/keys-cli.ts'), 'create', '--user', userId, '--name', 'adversarial'],
+        [
+          '--import',
+          'tsx',
+          join(ROOT, 'infra/local/keys-cli.ts'),
+          'create',
+          '--user',
+          userId,
+          '--name',
+          'adversarial',
+          ...(org ? ['--org', org.orgId, '--role', org.role] : []),
+        ],
         {
           cwd: ROOT,
           env: { ...process.env, DATA_DIR: join(dataDir, 'data') },

@@ -22,6 +22,9 @@ class MemoryConnections implements ConnectionPush {
   async isOpen(connectionId: string): Promise<boolean> {
     return this.open.has(connectionId);
   }
+  async drop(connectionId: string): Promise<void> {
+    this.open.delete(connectionId);
+  }
 }
 
 // The AWS feed over the real stores on dynalite: a client is a connection as `$connect` records it

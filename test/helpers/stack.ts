@@ -57,7 +57,14 @@ export interface TestStack extends LocalStack {
 export async function startTestStack(
   options: Pick<
     LocalConfig,
-    'sandboxes' | 'sweepIntervalMs' | 'specsFile' | 'containment' | 'allowUncontained' | 'streamPingMs' | 'commandPush'
+    | 'sandboxes'
+    | 'sweepIntervalMs'
+    | 'specsFile'
+    | 'plansFile'
+    | 'containment'
+    | 'allowUncontained'
+    | 'streamPingMs'
+    | 'commandPush'
   > & { memory?: boolean } = {},
 ): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));

@@ -79,7 +79,7 @@ describe('Lambda bundles (the options CDK uses)', () => {
       expect(sdkPackage(inputs, 's3-request-presigner'), 'request presigner').toBe(signs);
       // The management client where a push capability is declared, and nowhere else, except in the event
       // stream's functions: they share one wiring module (shared/wiring/aws/stream.ts) with its push builder.
-      const pushes = caps.includes('commands:push') || caps.includes('stream:push');
+      const pushes = caps.includes('commands:push') || caps.includes('stream:push') || caps.includes('stream:close');
       if (pushes || !entry.startsWith('functions/stream/'))
         expect(sdkPackage(inputs, 'client-apigatewaymanagementapi'), 'API Gateway management').toBe(pushes);
       // Lambda gives credentials in the environment: SSO, STS, INI and metadata providers are never bundled.

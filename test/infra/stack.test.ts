@@ -11,6 +11,7 @@ import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
 import { buildApp, type ConversationServiceStack, routeTimeout } from '#infra/stack.ts';
 import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
+import { CORS_ALLOW_HEADERS } from '#shared/http/cors.ts';
 import { routes } from '#shared/routes.ts';
 import { tableKeys, tables } from '#shared/store/tables.ts';
 import { environmentNames, sandboxRuntimeEnv } from '#shared/wiring/needs.ts';
@@ -262,6 +263,9 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
         'legacyCreateConversation',
         'legacyDeleteConversation',
         'streamMessage',
+        'agentServerInterrupt',
+        // At the plan's event cap it pauses the conversation's sandbox.
+        'postEvents',
       ].sort(),
     );
     const granted: string[] = [];
@@ -272,8 +276,12 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
       if (onSocket.length) granted.push(id);
       for (const st of onSocket) {
         expect([st.Action].flat(), id).toEqual(['execute-api:ManageConnections']);
+        // CDK merges statements with the same action: keep the resources on this API.
         expect(
-          [st.Resource].flat().map((r) => JSON.stringify(r)),
+          [st.Resource]
+            .flat()
+            .map((r) => JSON.stringify(r))
+            .filter((r) => r.includes(logicalId(api()))),
           id,
         ).toEqual([expect.stringContaining('/bridge/POST/@connections/*')]);
       }
@@ -329,31 +337,30 @@ describe('event stream (WebSocket API) and CloudFront', () => {
     });
   });
 
-  it("grants PostToConnection and GetConnection on the stage's @connections only, and the resend invoke on that one function", () => {
+  it("grants PostToConnection, GetConnection and DeleteConnection on the stage's @connections only (closing alone: DELETE), and the resend invoke on that one function", () => {
     for (const [id, { fn, access }] of stack.functions) {
       const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties
         .PolicyDocument.Statement as Json[];
-      // (The bridge socket's grant is the other ManageConnections: its own test above.)
-      const manage = statements.filter(
-        (s) =>
-          [s.Action].flat().includes('execute-api:ManageConnections') &&
-          JSON.stringify(s.Resource).includes(wsApiId().Ref),
-      );
-      expect(manage.length > 0, id).toBe((access.capabilities ?? []).includes('stream:push'));
-      for (const s of manage) {
-        const resourcesOf = [s.Resource].flat().map((r: unknown) => JSON.stringify(r));
-        expect(resourcesOf, id).toHaveLength(2);
-        for (const r of resourcesOf) {
-          expect(r).toContain(wsApiId().Ref);
-          expect(r).toMatch(/\/sockets\/(POST|GET)\/@connections\/\*/);
-        }
-      }
+      const caps = access.capabilities ?? [];
+      const verbs = caps.includes('stream:push')
+        ? ['DELETE', 'GET', 'POST']
+        : caps.includes('stream:close')
+          ? ['DELETE']
+          : [];
+      // CDK merges statements with the same action (the bridge socket's is its own test above): keep this API's.
+      const onStream = statements
+        .filter((s) => [s.Action].flat().includes('execute-api:ManageConnections'))
+        .flatMap((s) => [s.Resource].flat().map((r: unknown) => JSON.stringify(r)))
+        .filter((r) => r.includes(wsApiId().Ref));
+      const granted = onStream.map((r) => /\/sockets\/(POST|GET|DELETE)\/@connections\/\*/.exec(r)?.[1] ?? r);
+      expect(granted.sort(), id).toEqual(verbs);
       // Asynchronous invokes: $connect of the resend function; what finishes a sandbox's delete, of the snapshot-removal function.
       const invoke = statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
       const invokes =
-        id === 'streamConnect'
+        // $connect, or the first message of a socket that authenticates by message.
+        caps.includes('stream:resend')
           ? 'streamResend'
-          : (access.capabilities ?? []).includes('snapshots:delete')
+          : caps.includes('snapshots:delete')
             ? 'sandboxSnapshotsDelete'
             : undefined;
       expect(invoke.length > 0, id).toBe(invokes !== undefined);
@@ -471,12 +478,13 @@ describe('functions', () => {
     expect(envOf('pauseSandbox')).not.toContain('SANDBOX_SPECS');
   });
 
-  it('points every function at the CloudFront host, and only the stream functions at the WebSocket API', () => {
+  it('points every function at the CloudFront host, and only those that push to or close stream sockets at the WebSocket API', () => {
     const domain = { 'Fn::GetAtt': [logicalId(stack.front.distribution.node.defaultChild), 'DomainName'] };
     for (const [id, { fn, access }] of stack.functions) {
       const vars = resources[logicalId(fn.fn.node.defaultChild)]!.Properties.Environment.Variables;
       expect(vars.PUBLIC_BASE_URL, id).toEqual({ 'Fn::Join': ['', ['https://', domain]] });
-      expect('STREAM_CALLBACK_URL' in vars, id).toBe((access.capabilities ?? []).includes('stream:push'));
+      const caps = access.capabilities ?? [];
+      expect('STREAM_CALLBACK_URL' in vars, id).toBe(caps.includes('stream:push') || caps.includes('stream:close'));
     }
   });
 
@@ -804,13 +812,21 @@ describe('the OpenHands UI gates', () => {
     ).toEqual([]);
   });
 
-  it('key routes touch only the keys table; the options and docs-asset routes touch nothing', () => {
+  it('key routes touch only the keys table (and the idempotency table and audit log they declare); the options and docs-asset routes touch nothing', () => {
     for (const id of ['listKeys', 'createKey', 'deleteKey', 'authenticate', 'logout']) {
       const tablesTouched = statementsOfFn(id).filter((s) =>
         [s.Action].flat().some((a: string) => a.startsWith('dynamodb:')),
       );
       expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), id).toContain(tableRef('keys'));
-      for (const other of tableKeys.filter((k) => k !== 'keys'))
+      // createKey also records its answer for retries (idempotency); both write the audit log.
+      const owned: Record<string, (typeof tableKeys)[number][]> = {
+        createKey: ['keys', 'idempotency', 'auditLog'],
+        deleteKey: ['keys', 'auditLog'],
+      };
+      const own = owned[id] ?? ['keys'];
+      for (const table of own)
+        expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), id).toContain(tableRef(table));
+      for (const other of tableKeys.filter((k) => !own.includes(k)))
         expect(JSON.stringify(tablesTouched.map((s) => s.Resource)), `${id} ${other}`).not.toContain(tableRef(other));
     }
     expect(
@@ -865,12 +881,23 @@ describe('the OpenHands UI gates', () => {
       CorsConfiguration: {
         AllowOrigins: ['https://app.example.com', 'http://localhost:3001'],
         AllowCredentials: true,
-        AllowHeaders: ['content-type', 'x-session-api-key', 'authorization'],
+        // The same lists the local gateway answers with.
+        AllowHeaders: CORS_ALLOW_HEADERS,
         AllowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids'],
+        ExposeHeaders: ['x-request-id', 'x-paused-sandbox-ids', 'idempotent-replayed', 'retry-after'],
         MaxAge: 3600,
       },
     });
+    // Ours, and what OpenHands' clients send on every request.
+    expect(CORS_ALLOW_HEADERS).toEqual(
+      expect.arrayContaining([
+        'x-session-api-key',
+        'authorization',
+        'idempotency-key',
+        'x-openhands-client',
+        'x-org-id',
+      ]),
+    );
     const authorizer =
       t.toJSON().Resources[s.getLogicalId(s.functions.get('authorizer')!.fn.fn.node.defaultChild as CfnElement)];
     expect(authorizer.Properties.Environment.Variables.CORS_ORIGINS).toBe(
@@ -884,4 +911,38 @@ describe('the OpenHands UI gates', () => {
       CorsConfiguration: { AllowOrigins: ['*'], AllowCredentials: false },
     });
   });
+});
+
+describe('ingestReservedConcurrency (shared account concurrency)', () => {
+  const reserved = (t: Json) =>
+    Object.entries(t.Resources as Record<string, Json>)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.ReservedConcurrentExecutions !== undefined)
+      .map(([id, r]) => [id, r.Properties.ReservedConcurrentExecutions]);
+
+  it('unset by default: no function reserves any (a default reservation can fail cdk deploy on a new account)', () => {
+    expect(cdkContext.ingestReservedConcurrency).toBeUndefined();
+    expect(reserved(template.toJSON())).toEqual([]);
+  });
+
+  it('set: reserves exactly that on the event-ingest function and on no other', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'acs-cdk-reserved-'));
+    try {
+      // No bundling: only the template is asserted here (the full synthesis above bundles).
+      const app = new App({
+        context: { ...cdkContext, ingestReservedConcurrency: 40, 'aws:cdk:bundling-stacks': [] },
+        outdir: dir,
+      });
+      const other = buildApp(app);
+      // Route functions live in nested stacks: look in every stack of the app.
+      const found = app.node
+        .findAll()
+        .filter((c): c is Stack => Stack.isStack(c))
+        .flatMap((st) => reserved(Template.fromStack(st).toJSON()).map(([id, n]) => [st.node.path, id, n]));
+      const ingestFn = other.functions.get('postEvents')!.fn.fn.node.defaultChild as CfnElement;
+      const ingestStack = Stack.of(ingestFn);
+      expect(found).toEqual([[ingestStack.node.path, ingestStack.getLogicalId(ingestFn), 40]]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 });

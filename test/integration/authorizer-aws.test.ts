@@ -111,10 +111,13 @@ async function invoke(
 describe('the Lambda authorizer', () => {
   it('accepts an API key in either header', async () => {
     const { key, record } = await services.apiKeys.create('erin', 'test');
-    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context).toEqual({
+    // With the caller's organization and role (the account is made on first use).
+    expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context).toMatchObject({
       userId: 'erin',
       via: 'key',
       keyId: record.keyId,
+      orgId: expect.stringMatching(/^org_/),
+      role: 'owner',
     });
     expect((await authorize(authorizerEvent('GET', { authorization: `Bearer ${key}` }))).context.userId).toBe('erin');
     expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': `${key}x` }))).context).toEqual({
@@ -177,7 +180,7 @@ describe('the Lambda authorizer', () => {
     expect(await store.create(rec)).toBe(true);
     const key = await services.conversationKeys.mint('gina', id, 1);
     const context = (await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context;
-    expect(context).toEqual({ userId: 'gina', via: 'conversation', conversationId: id });
+    expect(context).toMatchObject({ userId: 'gina', via: 'conversation', conversationId: id, role: 'owner' });
     expect(
       (await invoke('events/count.ts', 'GET', '/api/v1/events/count', context, { query: `conversation_id__eq=${id}` }))
         .body,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '#shared/auth/api-keys.ts';
+import { SEVERAL_SESSIONS_REFUSAL } from '#shared/auth/authorizer.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { REFUSALS } from '#shared/stream/access.ts';
@@ -131,6 +132,27 @@ describe('the event stream', () => {
     expect((await garbage.closed).code).toBe(CLOSE.invalidMessage);
   }, 60_000);
 
+  it('holds a client message to the depth limit HTTP applies to a body (checked before parsing), and to its size', async () => {
+    const before = await committed();
+    const deep = stream({ session_api_key: scoped });
+    await deep.opened;
+    // 65 levels inside a user message: HTTP answers 400 for this body; the socket closes, nothing relayed.
+    const nested = `${'['.repeat(65)}${']'.repeat(65)}`;
+    deep.ws.send(`{"role": "user", "content": [{"type": "text", "text": "x"}], "extra": ${nested}}`);
+    expect(await deep.closed).toEqual({ code: CLOSE.invalidMessage, reason: 'A message may nest at most 64 levels' });
+    // 100,000 levels: no stack overflow, the same answer, and the server still serves.
+    const deeper = stream({ session_api_key: scoped });
+    await deeper.opened;
+    deeper.ws.send('['.repeat(100_000));
+    expect((await deeper.closed).code).toBe(CLOSE.invalidMessage);
+    const big = stream({ session_api_key: scoped });
+    await big.opened;
+    big.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'x'.repeat(1024 * 1024) }] }));
+    expect((await big.closed).code).toBe(1009);
+    expect(await committed()).toBe(before);
+    expect((await stack.call('GET', '/api/settings')).status).toBe(200);
+  });
+
   it('with resend_all sends every stored event in order with its seq, then each new one as it is ingested', async () => {
     const stored = await allEvents(stack, cid);
     expect(stored.length).toBeGreaterThan(0);
@@ -260,7 +282,7 @@ describe('who may open a stream', () => {
   it("takes the session cookie from this API's own origin or an allowed one, never from a cross-site page", async () => {
     const res = await stack.call('POST', '/api/authenticate');
     const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
-    expect(cookie).toMatch(/^acs_session=/);
+    expect(cookie).toMatch(new RegExp(`^acs_session_${new URL(stack.url).port}=`));
     const ok = stream({ resend_all: 'true' }, { cookie, origin: stack.url });
     await ok.until(1);
     await ok.close();
@@ -270,7 +292,20 @@ describe('who may open a stream', () => {
       REFUSALS.crossSite,
     );
     await refusedWith(stream({ resend_all: 'true' }, { cookie }), CLOSE.forbidden, REFUSALS.crossSite);
-    await refusedWith(stream({ resend_all: 'true' }, { origin: stack.url }), CLOSE.unauthorized, REFUSALS.unauthorized);
+    // No credential at all: the socket waits for an auth frame (first-message auth); anything else ends it with 4001.
+    const bare = stream({ resend_all: 'true' }, { origin: stack.url });
+    await bare.opened;
+    bare.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'no auth first' }] }));
+    await refusedWith(bare, CLOSE.authFailed, 'Authentication failed');
+    // A second session cookie beside it (planted by a page on another port): refused, never picked.
+    const other = (await stack.call('POST', '/api/authenticate', { key: await stack.newUser('stream-planter') }))
+      .headers;
+    const planted = (other.get('set-cookie') ?? '').split(';')[0]!;
+    await refusedWith(
+      stream({ resend_all: 'true' }, { cookie: `${planted}; ${cookie}`, origin: stack.url }),
+      CLOSE.forbidden,
+      SEVERAL_SESSIONS_REFUSAL,
+    );
   });
 
   it("refuses a user API key in the URL, even the owner's own", async () => {

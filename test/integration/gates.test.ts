@@ -49,6 +49,9 @@ async function signIn(key: string): Promise<{ cookie: string; setCookie: string;
   return { cookie: setCookie.split(';')[0]!, setCookie, body: res.body };
 }
 
+/** Over plain http the session cookie's name carries the server's port (shared/auth/sessions.ts). */
+const cookieName = () => `acs_session_${new URL(stack.url).port}`;
+
 const withCookie = (cookie: string, headers: Record<string, string> = {}) => ({
   key: null,
   headers: { cookie, ...headers },
@@ -85,7 +88,9 @@ describe('browser sign-in (session cookie)', () => {
   it('exchanges an API key for an HttpOnly, SameSite=Strict cookie with a bounded lifetime', async () => {
     const { setCookie, body } = await signIn(stack.devKey);
     expect(setCookie).toMatch(
-      /^acs_session=acss_[0-9a-f]{32}_[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/,
+      new RegExp(
+        `^${cookieName()}=acss_[0-9a-f]{32}_[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200$`,
+      ),
     );
     // Served over plain http here: no Secure (a browser would drop the cookie); https adds it (unit test).
     expect(setCookie).not.toContain('Secure');
@@ -150,10 +155,12 @@ describe('browser sign-in (session cookie)', () => {
     const { cookie } = await signIn(stack.devKey);
     const out = await stack.call('POST', '/api/logout', withCookie(cookie, { origin: UI_ORIGIN }));
     expect(out.status).toBe(200);
-    expect(out.headers.get('set-cookie')).toMatch(/^acs_session=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/);
+    expect(out.headers.get('set-cookie')).toBe(`${cookieName()}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`);
+    // Over plain http it also clears a cookie planted under another path (a Set-Cookie cannot name it).
+    expect(out.headers.get('clear-site-data')).toBe('"cookies"');
     expect((await stack.call('GET', '/api/settings', withCookie(cookie, { origin: UI_ORIGIN }))).status).toBe(401);
     // Signing out again (or without a cookie) is harmless.
-    expect((await stack.call('POST', '/api/logout', withCookie(cookie))).status).toBe(200);
+    expect((await stack.call('POST', '/api/logout', withCookie(cookie, { origin: stack.url }))).status).toBe(200);
     expect((await stack.call('POST', '/api/logout', { key: null })).status).toBe(200);
   });
 
@@ -189,8 +196,58 @@ describe('browser sign-in (session cookie)', () => {
     const forged = cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
     expect((await stack.call('GET', '/api/settings', withCookie(forged, { origin: UI_ORIGIN }))).status).toBe(401);
     expect(
-      (await stack.call('GET', '/api/settings', withCookie('acs_session=../../etc', { origin: UI_ORIGIN }))).status,
+      (await stack.call('GET', '/api/settings', withCookie(`${cookieName()}=../../etc`, { origin: UI_ORIGIN }))).status,
     ).toBe(401);
+  });
+});
+
+describe('session fixation and forced sign-out (hostile pages on another port or site)', () => {
+  it('a request carrying two session cookies is refused, whichever comes first (one was planted)', async () => {
+    const victim = (await signIn(stack.devKey)).cookie;
+    const attacker = (await signIn(await userWithSettings('fixation-attacker'))).cookie;
+    // A page on another port of 127.0.0.1 wrote the attacker's session with a longer path: browsers send it first.
+    for (const cookies of [`${attacker}; ${victim}`, `${victim}; ${attacker}`, `${attacker}; ${attacker}`]) {
+      for (const [method, path, body] of [
+        ['GET', '/api/settings', undefined],
+        ['POST', '/api/settings', { llm_api_key: 'sk-typed-by-the-victim' }],
+      ] as const) {
+        const res = await stack.call(method, path, { ...withCookie(cookies, { origin: stack.url }), body });
+        expect(res.status, `${method} ${path} with ${cookies.length} chars of cookies`).toBe(403);
+        expect(res.body.detail).toMatch(/More than one session cookie/);
+      }
+    }
+    // The attacker's settings did not receive the victim's key.
+    const mine = await stack.call('GET', '/api/settings', withCookie(attacker, { origin: stack.url }));
+    expect(mine.body.llm_api_key_set).toBe(true);
+    expect(JSON.stringify(mine.body)).not.toContain('sk-typed-by-the-victim');
+  });
+
+  it("another port's cookie name never counts here: the session cookie is named for this server's port", async () => {
+    const { cookie } = await signIn(stack.devKey);
+    const token = cookie.slice(cookie.indexOf('=') + 1);
+    for (const name of ['acs_session', 'acs_session_1', '__Host-acs_session'])
+      expect(
+        (await stack.call('GET', '/api/settings', withCookie(`${name}=${token}`, { origin: stack.url }))).status,
+      ).toBe(401);
+  });
+
+  it('logout is a cookie write: refused from another site, another port or with no Origin, and the session stays', async () => {
+    const { cookie } = await signIn(stack.devKey);
+    const otherPort = `http://127.0.0.1:${Number(new URL(stack.url).port) + 1}`;
+    const attempts: Record<string, string>[] = [
+      { origin: EVIL_ORIGIN },
+      { origin: otherPort },
+      {},
+      { 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of attempts) {
+      const res = await stack.call('POST', '/api/logout', withCookie(cookie, headers));
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.headers.get('set-cookie')).toBeNull();
+    }
+    expect((await stack.call('GET', '/api/settings', withCookie(cookie, { origin: UI_ORIGIN }))).status).toBe(200);
+    expect((await stack.call('POST', '/api/logout', withCookie(cookie, { origin: stack.url }))).status).toBe(200);
+    expect((await stack.call('GET', '/api/settings', withCookie(cookie, { origin: UI_ORIGIN }))).status).toBe(401);
   });
 });
 
@@ -441,8 +498,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       ['GET', `/api/v1/sandboxes?id=${sandboxId}`],
       ['POST', `/api/v1/sandboxes/${sandboxId}/pause`],
       ['GET', '/api/conversations'],
-      ['GET', `/api/conversations/${id}`],
-      ['PATCH', `/api/conversations/${id}`, { title: 'x' }],
+      // A conversation key may read and rename its own conversation (as the agent server's clients do), never delete it.
       ['DELETE', `/api/conversations/${id}`],
       ['GET', `/api/v1/app-conversations?ids=${id}`],
       ['GET', '/api/v1/app-conversations/search'],
@@ -543,6 +599,7 @@ describe('API keys over the API', () => {
       prefix: `acs_${created.body.id}`,
       created_at: expect.any(String),
       last_used_at: null,
+      expires_at: null,
       key: expect.stringMatching(/^acs_/),
     });
     expect(created.body.key.startsWith(`${created.body.prefix}_`)).toBe(true);
@@ -553,7 +610,7 @@ describe('API keys over the API', () => {
     expect(listed.text).not.toContain(created.body.key);
     expect(listed.text).not.toMatch(/hash/);
     for (const k of listed.body)
-      expect(Object.keys(k).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'prefix']);
+      expect(Object.keys(k).sort()).toEqual(['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'prefix']);
     expect((await stack.call('GET', '/api/keys', { key: bob })).body.map((k: any) => k.name)).toEqual(['test']);
 
     expect((await stack.call('DELETE', `/api/keys/${created.body.id}`, { key: bob })).status).toBe(404);
@@ -653,7 +710,9 @@ describe('docs', () => {
     ]);
     expect(doc.body.paths['/api/conversations/{conversation_id}/pause'].post.description).toMatch(/session_api_key/);
     expect(doc.body.paths['/api/settings'].get.description).toBeUndefined();
-    expect(doc.body.paths['/api/settings'].get.responses['403'].description).toMatch(/conversation key/);
+    // Error answers are shared components ($ref), described once.
+    const forbidden = doc.body.paths['/api/settings'].get.responses['403'].$ref.split('/').pop();
+    expect(doc.body.components.responses[forbidden].description).toMatch(/conversation key/);
   });
 
   it('serves only the listed files', async () => {

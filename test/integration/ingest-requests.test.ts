@@ -180,7 +180,7 @@ describe('one webhook batch in DynamoDB requests', () => {
 
   it('a batch beyond a gap flags the counter and checks the gap is open (one key read); the batch that fills it carries the counter over both (one keys-only Query)', async () => {
     const ahead = await counted(214, events(10)); // 204..213 not posted yet
-    expect(ahead.body).toEqual({ success: true, added: 10 });
+    expect(ahead.body).toEqual({ success: true, added: 0 }); // stored, not committed
     expect(ahead.requests).toEqual([
       'BatchWriteItemCommand@events',
       'GetItemCommand@conversations',
@@ -258,7 +258,8 @@ describe('DynamoEventStore.append', () => {
     const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
     const batch = (n: number) => events(n) as AgentEventEnvelope[];
     expect(await store.append(ref, 1, batch(3))).toEqual({ added: 3, lastSeq: 3 });
-    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 3 }); // 4..6 missing
+    // 4..6 missing: stored, not committed, so not counted as added.
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 0, lastSeq: 3 });
     expect(await store.lastSeq(ref)).toBe(3);
     expect(await store.append(ref, 4, batch(3))).toEqual({ added: 3, lastSeq: 8 }); // fills the gap, carries over 7..8
     expect(await store.lastSeq(ref)).toBe(8);
@@ -293,12 +294,33 @@ describe('DynamoEventStore.append', () => {
     const filler = store.append(ref, 3, batch(2));
     await holding;
     // ... while a batch lands beyond a gap (5..6 missing) and flags the counter again.
-    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 2, lastSeq: 4 });
+    expect(await store.append(ref, 7, batch(2))).toEqual({ added: 0, lastSeq: 4 });
     release();
     expect(await filler).toEqual({ added: 2, lastSeq: 4 });
     // The flag survived: filling the gap carries the counter over 7..8.
     expect(await store.append(ref, 5, batch(2))).toEqual({ added: 2, lastSeq: 8 });
     expect(await store.lastSeq(ref)).toBe(8);
+  });
+
+  it('counts a batch posted many times at once as added once: only the post that committed it says so', async () => {
+    const store = new DynamoEventStore();
+    const ref = { userId, conversationId: randomUUID().replaceAll('-', '') };
+    for (const [first, n] of [
+      [1, 100],
+      [101, 100],
+    ] as const) {
+      const batch = events(n) as AgentEventEnvelope[];
+      const answers = await Promise.all(Array.from({ length: 8 }, () => store.append(ref, first, batch, first - 1)));
+      const added = answers.map((a) => a.added);
+      expect(added.reduce((x, y) => x + y, 0)).toBe(n);
+      expect(added.filter((x) => x > 0)).toEqual([n]);
+    }
+    // Beyond a gap: racing copies are stored, none committed; the filler counts only its own.
+    ref.conversationId = randomUUID().replaceAll('-', '');
+    const gapBatch = events(5) as AgentEventEnvelope[];
+    const gap = await Promise.all(Array.from({ length: 4 }, () => store.append(ref, 6, gapBatch)));
+    expect(gap.map((g) => g.added)).toEqual([0, 0, 0, 0]);
+    expect(await store.append(ref, 1, events(5) as AgentEventEnvelope[])).toEqual({ added: 5, lastSeq: 10 });
   });
 
   it('commits every batch when appenders race, each batch landing in any order', async () => {

@@ -59,7 +59,7 @@ describe('settings', () => {
     const res = await stack.call('GET', '/api/settings', { key });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: 'Settings not found' });
-    expect((await stack.call('GET', '/api/v1/users/me', { key })).body).toEqual({ id: 'fresh', settings: null });
+    expect((await stack.call('GET', '/api/v1/users/me', { key })).body).toMatchObject({ id: 'fresh', settings: null });
   });
 
   it('round-trips every field and type, with secrets masked and flags set', async () => {

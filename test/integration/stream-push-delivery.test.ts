@@ -31,6 +31,9 @@ class FakePush implements ConnectionPush {
     this.isOpenCalls++;
     return this.open.has(connectionId);
   }
+  async drop(connectionId: string): Promise<void> {
+    this.open.delete(connectionId);
+  }
 }
 
 const event = (n: number) => ({

@@ -186,6 +186,20 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     expect(run.result.ok).toBe(true);
   });
 
+  it('an idempotent create as deployed: the idempotency table keeps answers 24 hours by TTL, and a repeated POST /api/keys with one Idempotency-Key creates one key through the bundle', async () => {
+    expect(Object.entries(tier.ttl).find(([name]) => name.includes('idempotency'))?.[1]).toBe('expiration');
+    const headers = { 'idempotency-key': 'tier-idem-1' };
+    const first = await tier.call('POST', '/api/keys', { key, body: { name: 'tier-idem' }, headers });
+    const again = await tier.call('POST', '/api/keys', { key, body: { name: 'tier-idem' }, headers });
+    expect(first.status, tier.explain()).toBe(200);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const other = await tier.call('POST', '/api/keys', { key, body: { name: 'tier-other' }, headers });
+    expect(other.status).toBe(422);
+    const listed = (await tier.call('GET', '/api/keys', { key })).body as { name: string }[];
+    expect(listed.filter((k) => k.name === 'tier-idem')).toHaveLength(1);
+  });
+
   it('no AWS call was denied and no event delivery failed during the flows', async () => {
     await tier.bus.settle();
     expect(tier.aws.denials).toEqual([]);

@@ -42,7 +42,9 @@ describe('the gates, as deployed', () => {
       body: { max_iterations: 7 },
     });
     expect(evil.status).toBe(403);
-    const out = await tier.call('POST', '/api/logout', { headers: { ...sameSite, origin: tier.url } });
+    const out = await tier.call('POST', '/api/logout', {
+      headers: { ...sameSite, origin: `https://${tier.front.domainName}` },
+    });
     expect(out.status, out.text).toBe(200);
     expect((await tier.call('GET', '/api/v1/users/me', { headers: sameSite })).status).toBe(401);
     expect(tier.aws.denials).toEqual([]);
@@ -88,6 +90,55 @@ describe('the gates, as deployed', () => {
     const unused = (await tier.call('POST', '/api/keys', { key, body: { name: 'never used' } })).body.key as string;
     expect((await tier.call('DELETE', `/api/keys/${unused.split('_')[1]}`, { key })).status).toBeLessThan(300);
     expect((await tier.call('GET', '/api/v1/users/me', { key: unused })).status).toBe(401);
+    expect(tier.aws.denials).toEqual([]);
+  });
+  it("signs an invited person in through the console's exchange, then takes the user pool's access tokens in the deployed authorizer; ID tokens, other clients, foreign keys and the uninvited are refused", async () => {
+    const idp = tier.cognito;
+    const origin = `https://${tier.front.domainName}`;
+    const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
+    // Cognito's access tokens: token_use and client_id, no aud, no email.
+    const access = (sub: string, extra: Record<string, unknown> = {}) =>
+      idp.sign({ sub, token_use: 'access', client_id: idp.clientId, username: sub, ...extra });
+    const orgId = (await tier.call('GET', '/api/v1/users/me', { key })).body.org_id;
+    const invited = await tier.call('POST', `/api/v1/orgs/${orgId}/invitations`, {
+      key,
+      body: { email: 'dora@example.com' },
+    });
+    expect(invited.status, invited.text).toBe(200);
+    // The console's sign-in (invite is the stack's default sign-up mode): start, then the ID token for a session.
+    const start = await tier.call('POST', '/api/auth/oidc/start', { key: null });
+    expect(start.status, start.text).toBe(200);
+    expect(start.body).toMatchObject({ issuer: idp.issuer, client_id: idp.clientId });
+    const idToken = await idp.sign({
+      sub: 'pool-dora',
+      token_use: 'id',
+      aud: idp.clientId,
+      email: 'dora@example.com',
+      email_verified: true,
+      nonce: start.body.nonce,
+    });
+    const session = await tier.call('POST', '/api/auth/oidc/session', {
+      key: null,
+      headers: { cookie: cookieOf(start.headers.get('set-cookie')), origin },
+      body: { id_token: idToken },
+    });
+    expect(session.status, session.text).toBe(200);
+    const me = await tier.call('GET', '/api/v1/users/me', bearer(await access('pool-dora')));
+    expect(me.status, me.text).toBe(200);
+    expect(me.body).toMatchObject({ id: session.body.user_id, org_id: orgId, role: 'member' });
+    const uninvited = await tier.call('GET', '/api/v1/users/me', bearer(await access('pool-eve')));
+    expect(uninvited.status).toBe(401);
+    expect(uninvited.body.detail).toMatch(/invitation/);
+    for (const [what, refused] of [
+      ['an ID token on an API route', idToken],
+      ['another client', await access('pool-dora', { client_id: 'another-client' })],
+      [
+        'a key not in the JWKS',
+        await idp.sign({ sub: 'pool-dora', token_use: 'access', client_id: idp.clientId }, { key: 'unknown' }),
+      ],
+      ['alg none', idp.unsigned({ sub: 'pool-dora', token_use: 'access', client_id: idp.clientId })],
+    ] as const)
+      expect((await tier.call('GET', '/api/v1/users/me', bearer(refused))).status, what).toBe(401);
     expect(tier.aws.denials).toEqual([]);
   });
 });

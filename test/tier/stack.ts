@@ -10,6 +10,7 @@ import { STREAM_STAGE } from '#infra/constructs/stream.ts';
 import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
+import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { CloudFrontEmulator } from '#test/tier/cloudfront.ts';
@@ -51,6 +52,12 @@ export interface TierStack {
   /** CloudFront in front of both APIs: `front.url` is the service's one public host. */
   front: CloudFrontEmulator;
   aws: FakeAws;
+  /**
+   * Cognito's OpenID side for the stack's user pool (infra/constructs/sign-in.ts): discovery and JWKS on
+   * loopback; functions read it where the template says `https://cognito-idp.<region>.amazonaws.com/<pool>`.
+   * `clientId` is the pool client's id, which access tokens carry as `client_id`.
+   */
+  cognito: TestIssuer & { clientId: string };
   lambda: LambdaService;
   bus: EventBus;
   /** Table TTL settings of the template (dynalite cannot expire items: noted, not enforced). */
@@ -139,6 +146,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
   let bus: EventBus | undefined;
   let front: CloudFrontEmulator | undefined;
   let bridge: WebSocketApiEmulator | undefined;
+  let cognito: TierStack['cognito'] | undefined;
   try {
     dynamo = await startDynalite();
     const ttl = await createTables(resolved, dynamo.endpoint);
@@ -172,9 +180,17 @@ export async function startTier(options: { mutate?: (template: Template) => void
       const m = /^https:\/\/([a-z0-9]+)\.execute-api\.[^/]+(\/.*)?$/.exec(value);
       return m && socketApis.includes(m[1]!) ? `${aws.url}/execute-api/${m[1]}${m[2] ?? ''}` : value;
     };
+    // The user pool's issuer: Cognito's endpoints, faked at their HTTP boundary (there is no TLS here either).
+    const [poolId] = ofType(resolved, 'AWS::Cognito::UserPool').map(([id, r]) => names(STACK, id, r).ref);
+    const [clientId] = ofType(resolved, 'AWS::Cognito::UserPoolClient').map(([id, r]) => names(STACK, id, r).ref);
+    if (!poolId || !clientId)
+      throw new Error('No Cognito user pool and client in the template (context cognito: true)');
+    cognito = Object.assign(await startTestIssuer({ path: poolId }), { clientId });
+    const cognitoIssuer = `https://cognito-idp.${REGION}.amazonaws.com/${poolId}`;
+    const rewrite = (value: string) => (value === cognitoIssuer ? cognito!.issuer : callbackUrl(value));
     const functions = functionsOf(template, resolved).map((f) => ({
       ...f,
-      environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, callbackUrl(String(v))])),
+      environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, rewrite(String(v))])),
     }));
     const lambda = new LambdaService(functions, resolved, {
       endpoints,
@@ -212,6 +228,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
     const cdn = front;
     const dyn = dynamo;
     const call = apiCaller(api.url, null);
+    const idp = cognito;
     return {
       url: api.url,
       template,
@@ -223,6 +240,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       webSockets,
       front: cdn,
       aws,
+      cognito: idp,
       lambda,
       bus,
       ttl,
@@ -283,11 +301,13 @@ export async function startTier(options: { mutate?: (template: Template) => void
         await api.close();
         await lambda.close();
         await aws.close();
+        await idp.close();
         await dyn.close();
         rmSync(workDir, { recursive: true, force: true });
       },
     };
   } catch (err) {
+    await cognito?.close();
     await dynamo?.close();
     rmSync(workDir, { recursive: true, force: true });
     throw err;

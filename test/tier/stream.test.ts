@@ -207,10 +207,76 @@ describe('the event stream on the synthesized stack', () => {
     expect((await openStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
   }, 60_000);
 
+  it("$connect answers 429 past the plan's sockets per conversation (counted in the table), and a closed one frees its slot", async () => {
+    // The built-in plan: 5 per conversation. Opened one after the other, so each is recorded before the next counts.
+    const open = [];
+    for (let i = 0; i < 5; i++) {
+      const c = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+      expect(c.refused, `socket ${i + 1}`).toBeUndefined();
+      open.push(c);
+    }
+    expect((await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`))).refused).toBe(429);
+    await open.pop()!.close();
+    await until(
+      tier,
+      'a freed slot',
+      async () => {
+        const again = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+        if (again.refused === undefined) open.push(again);
+        return again.refused === undefined;
+      },
+      (ok) => ok,
+      20_000,
+    );
+    for (const c of open) await c.close();
+  }, 60_000);
+
+  it('first-message auth: a connection without credentials opens pending; its auth frame opens the stream (resend_mode=all, since); a wrong, late or missing frame drops it', async () => {
+    const n = (await tier.call('GET', `/api/v1/events/count?conversation_id__eq=${conv.id}`, { key })).body as number;
+    const auth = (k: string) => JSON.stringify({ type: 'auth', session_api_key: k });
+    const ok = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    expect(ok.refused).toBeUndefined();
+    ok.ws!.send(auth(conv.scoped));
+    await ok.waitFor(n);
+    expect(seqs(ok.messages)).toEqual(range(1, n));
+    await ok.close();
+    // since the timestamp of the second-to-last event: only the last one.
+    const all = (await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conv.id}&limit=100`, { key })).body
+      .items;
+    const since = await openStream(
+      streamUrl(conv.id, `resend_mode=since&after_timestamp=${encodeURIComponent(all[n - 2].timestamp)}`),
+    );
+    since.ws!.send(auth(conv.scoped));
+    await since.waitFor(1);
+    expect(since.messages.map((m) => m.id)).toEqual(
+      all.filter((e: any) => e.timestamp > all[n - 2].timestamp).map((e: any) => e.id),
+    );
+    await since.close();
+    // A wrong key: API Gateway drops the connection (a plain close, no code of ours), nothing sent.
+    const wrong = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    wrong.ws!.send(auth('acsc.not-a-key'));
+    await wrong.closed;
+    expect(wrong.messages).toEqual([]);
+    // Past the 10 s deadline: the late frame is refused by the message function, the silent one by the sweeper.
+    const late = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    const silent = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    await new Promise((r) => setTimeout(r, 10_500));
+    late.ws!.send(auth(conv.scoped));
+    await late.closed;
+    expect(late.messages).toEqual([]);
+    const run = await tier.bus.runSchedule();
+    expect(run.result.error).toBeUndefined();
+    await silent.closed;
+    expect(silent.messages).toEqual([]);
+    await tier.aws.settle();
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
+
   it("refuses a user key in the URL, another conversation's key, no credentials, and paths the API has not", async () => {
     expect((await openStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
     expect((await openStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);
-    expect((await openStream(streamUrl(conv.id, 'resend_all=true'))).refused).toBe(401);
+    // No credentials at all is first-message auth now (its own test below); a malformed id still refuses at once.
+    expect((await openStream(streamUrl('not-an-id', 'resend_mode=all'))).refused).toBe(400);
     const other = await createKey(tier, 'other-streamer');
     llm.enqueue(reply.finish('other'));
     const mine = await conversationOn(tier, llm, other);

@@ -25,6 +25,9 @@ import {
 } from '#shared/stream/messages.ts';
 import type { StreamTicketRecord, StreamTicketStore } from '#shared/stream/ticket-store.ts';
 import { StreamTickets, TICKET_SECONDS } from '#shared/stream/tickets.ts';
+import { Accounts } from '#shared/accounts/accounts.ts';
+import { Audit } from '#shared/accounts/audit.ts';
+import { MemoryAccountStore, MemoryAuditStore } from '#test/helpers/memory-accounts.ts';
 
 const CID = 'a'.repeat(32);
 const OTHER = 'b'.repeat(32);
@@ -152,6 +155,8 @@ function world() {
     ),
     tickets: new StreamTickets(ticketStore, conversationStore, now),
     conversations: conversationStore,
+    accounts: new Accounts(new MemoryAccountStore(), new Audit(new MemoryAuditStore())),
+    oidc: null,
     allowedOrigins: ['https://ui.example'],
   };
   return { deps, ticketStore, tick: (seconds: number) => (clock = new Date(clock.getTime() + seconds * 1000)) };
@@ -351,6 +356,9 @@ class MemoryEvents implements EventStore {
   }
   async lastSeq() {
     return this.last;
+  }
+  async head() {
+    return { lastSeq: this.last };
   }
   async query(_c: ConversationRef, q: EventQuery): Promise<EventPage> {
     this.reads++;

@@ -28,6 +28,8 @@ const sampleValues: Record<string, string> = {
   SANDBOX_IDLE_MINUTES: '30',
   MAX_RUNNING_SANDBOXES: '5',
   SANDBOX_SUBNET_IDS: 'subnet-1,subnet-2',
+  CORS_ORIGINS: 'https://ui.example.com',
+  PLANS: '',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {
@@ -104,6 +106,8 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
       .catch(() => undefined);
     // The wrapper admits a sandbox route's caller through the bridge service before the run.
     if (wiring.operation.route.auth === 'sandbox') read.add('sandboxBridge');
+    // ...and answers repeats of an idempotent create through the idempotency service.
+    if (wiring.operation.route.idempotent) read.add('idempotency');
     expect(Object.keys(wiring.services).sort(), `${id}: the services its entry names`).toEqual([...read].sort());
   });
 

@@ -14,28 +14,11 @@ import {
   useAction,
   useLoad,
 } from '../ui.tsx';
+import type { Answer } from '../../../shared/client/index.ts';
 
-export interface Conversation {
-  id: string;
-  title: string | null;
-  sandbox_id: string | null;
-  selected_repository: string | null;
-  selected_branch: string | null;
-  created_at: string;
-  updated_at: string;
-  sandbox_status: string | null;
-  execution_status: string | null;
-  llm_model: string | null;
-  metrics: { accumulated_cost?: number; prompt_tokens?: number; completion_tokens?: number } | null;
-}
-
-interface StartTask {
-  id: string;
-  status: string;
-  detail: string | null;
-  app_conversation_id: string | null;
-  sandbox_id: string | null;
-}
+/** A conversation as the API answers it (the typed client's types, generated from the OpenAPI document). */
+export type Conversation = Answer<'/api/v1/app-conversations/search', 'get'>['items'][number];
+type StartTask = Answer<'/api/v1/app-conversations', 'post'>;
 
 const PAGE_SIZE = 20;
 

@@ -13,16 +13,10 @@ import {
   useAction,
   useLoad,
 } from '../ui.tsx';
+import type { Answer } from '../../../shared/client/index.ts';
 
-interface Sandbox {
-  id: string;
-  sandbox_spec_id: string;
-  status: string;
-  detail?: string | null;
-  contained?: boolean;
-  created_at: string;
-  last_activity_at?: string | null;
-}
+/** The API's own types (the typed client's, generated from the OpenAPI document). */
+type Sandbox = Answer<'/api/v1/sandboxes/search', 'get'>['items'][number];
 
 export function SandboxesPage() {
   const list = useLoad(() => api<{ items: Sandbox[] }>('GET', '/api/v1/sandboxes/search?limit=100'), []);
@@ -108,15 +102,7 @@ export function SandboxesPage() {
   );
 }
 
-interface Spec {
-  id: string;
-  command: string[] | null;
-  working_dir: string;
-  initial_env: Record<string, string>;
-  cpu?: number | null;
-  memory?: number | null;
-  created_at: string;
-}
+type Spec = Answer<'/api/v1/sandbox-specs/search', 'get'>['items'][number];
 
 export function SpecsPage() {
   const list = useLoad(() => api<{ items: Spec[] }>('GET', '/api/v1/sandbox-specs/search?limit=100'), []);
@@ -153,13 +139,7 @@ export function SpecsPage() {
   );
 }
 
-interface Key {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-}
+type Key = Answer<'/api/keys', 'get'>[number];
 
 export function KeysPage() {
   const list = useLoad(() => api<Key[]>('GET', '/api/keys'), []);

@@ -1,0 +1,13 @@
+import { suspendOrg } from '#shared/accounts/operations.ts';
+import { organizations } from '#shared/services/organizations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+import { accountStore, auditStore } from '#shared/wiring/aws/accounts.ts';
+import { streamEviction } from '#shared/wiring/aws/stream-eviction.ts';
+import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
+
+export const handler = awsRoute(
+  suspendOrg,
+  { accountStore, auditStore, streamEviction, sandboxStore, sandboxRuntime, sandboxConfig },
+  { organizations },
+);

@@ -1,0 +1,33 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
+
+/**
+ * Fixed-window counters for the sign-in endpoints, per IP and per account, kept in the keys table
+ * under `ratelimit:<scope>:<window>` (one conditional ADD per attempt; TTL removes old windows). They
+ * hold across Lambda containers, unlike a counter in memory.
+ */
+export interface RateLimiter {
+  /** Counts one attempt; false when `scope` already had `max` in this window. */
+  take(scope: string, max: number, windowSeconds: number): Promise<boolean>;
+}
+
+export class DynamoRateLimiter implements RateLimiter {
+  async take(scope: string, max: number, windowSeconds: number): Promise<boolean> {
+    const window = Math.floor(Date.now() / 1000 / windowSeconds);
+    return conditionalWrite(() =>
+      documentClient().send(
+        new UpdateCommand({
+          TableName: tableName('keys'),
+          Key: { keyId: `ratelimit:${scope}:${window}` },
+          UpdateExpression: 'ADD attempts :one SET expiresAtEpoch = :exp',
+          ConditionExpression: 'attribute_not_exists(attempts) OR attempts < :max',
+          ExpressionAttributeValues: { ':one': 1, ':max': max, ':exp': (window + 2) * windowSeconds },
+        }),
+      ),
+    );
+  }
+}
+
+/** Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). */
+export const SIGN_IN_PER_IP_PER_MINUTE = 20;
+export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;

@@ -1,0 +1,6 @@
+import { Idempotency } from '#shared/http/idempotency.ts';
+import type { ServiceFactory } from '#shared/services.ts';
+
+/** The sealer is built only by a route whose stored answers are sealed (one that manages credentials). */
+export const idempotency: ServiceFactory<Idempotency> = (c) =>
+  new Idempotency(c.adapter('idempotencyStore'), () => c.adapters.sealer);

@@ -1,0 +1,14 @@
+import { Organizations } from '#shared/accounts/organizations.ts';
+import type { ServiceFactory } from '#shared/services.ts';
+import { accounts } from '#shared/services/accounts.ts';
+import { apiKeys } from '#shared/services/api-keys.ts';
+import { audit } from '#shared/services/audit.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
+
+/** Offboarding (keys, sandboxes, streams) is built only when a removal or suspension needs it. */
+export const organizations: ServiceFactory<Organizations> = (c) =>
+  new Organizations(c.adapter('accountStore'), c.use(accounts), c.use(audit), () => ({
+    sandboxes: c.use(sandboxes),
+    apiKeys: c.use(apiKeys),
+    closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
+  }));

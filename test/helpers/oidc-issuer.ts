@@ -1,0 +1,85 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+
+/**
+ * An OpenID issuer of the test's own on loopback: a discovery document and a JWKS (an RS256 and an
+ * ES256 key made with jose), counting JWKS fetches; it signs whatever tokens a test asks for.
+ */
+export interface TestIssuer {
+  issuer: string;
+  jwksFetches: number;
+  /** Signs `claims` (iss, iat, exp filled in unless given) with the RS256 key, or ES256, or a key not in the JWKS. */
+  sign(
+    claims: JWTPayload,
+    options?: { alg?: 'RS256' | 'ES256'; kid?: string; key?: 'unknown'; header?: Record<string, unknown> },
+  ): Promise<string>;
+  /** A token with `alg: none` (no signature). */
+  unsigned(claims: JWTPayload): string;
+  /** An HS256 token whose HMAC key is the issuer's public RSA key (the algorithm-confusion attack). */
+  hmacWithPublicKey(claims: JWTPayload): string;
+  close(): Promise<void>;
+}
+
+const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+
+/** `path`: the issuer URL's path, as Cognito's `https://cognito-idp.<region>.amazonaws.com/<pool id>` has one. */
+export async function startTestIssuer(options: { path?: string } = {}): Promise<TestIssuer> {
+  const path = options.path ? `/${options.path.replace(/^\/+|\/+$/g, '')}` : '';
+  const rsa = await generateKeyPair('RS256', { extractable: true });
+  const ec = await generateKeyPair('ES256', { extractable: true });
+  const stray = await generateKeyPair('RS256', { extractable: true });
+  const rsaJwk: JWK = { ...(await exportJWK(rsa.publicKey)), kid: 'rsa-1', alg: 'RS256', use: 'sig' };
+  const ecJwk: JWK = { ...(await exportJWK(ec.publicKey)), kid: 'ec-1', alg: 'ES256', use: 'sig' };
+  const state = { jwksFetches: 0 };
+  let issuer = '';
+  const server: Server = createServer((req, res) => {
+    if (req.url === `${path}/.well-known/openid-configuration`) {
+      res.setHeader('content-type', 'application/json');
+      return res.end(
+        JSON.stringify({
+          issuer,
+          jwks_uri: `${issuer}/jwks`,
+          authorization_endpoint: `${issuer}/auth`,
+          token_endpoint: `${issuer}/token`,
+        }),
+      );
+    }
+    if (req.url === `${path}/jwks`) {
+      state.jwksFetches++;
+      res.setHeader('content-type', 'application/json');
+      return res.end(JSON.stringify({ keys: [rsaJwk, ecJwk] }));
+    }
+    res.statusCode = 404;
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
+  const now = () => Math.floor(Date.now() / 1000);
+  return {
+    issuer,
+    get jwksFetches() {
+      return state.jwksFetches;
+    },
+    async sign(claims, options = {}) {
+      const alg = options.alg ?? 'RS256';
+      const key: CryptoKey =
+        options.key === 'unknown' ? stray.privateKey : alg === 'ES256' ? ec.privateKey : rsa.privateKey;
+      const kid = options.kid ?? (alg === 'ES256' ? 'ec-1' : 'rsa-1');
+      return new SignJWT({ iss: issuer, iat: now(), exp: now() + 600, ...claims })
+        .setProtectedHeader({ alg, kid, typ: 'JWT', ...options.header })
+        .sign(key);
+    },
+    unsigned(claims) {
+      return `${b64({ alg: 'none', kid: 'rsa-1' })}.${b64({ iss: issuer, iat: now(), exp: now() + 600, ...claims })}.`;
+    },
+    hmacWithPublicKey(claims) {
+      const input = `${b64({ alg: 'HS256', kid: 'rsa-1', typ: 'JWT' })}.${b64({ iss: issuer, iat: now(), exp: now() + 600, ...claims })}`;
+      // Both the JWK's JSON and its modulus, as an attacker would try: here the JSON form.
+      const mac = createHmac('sha256', JSON.stringify(rsaJwk)).update(input).digest('base64url');
+      return `${input}.${mac}`;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

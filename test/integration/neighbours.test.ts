@@ -1,0 +1,243 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { fillPath } from '#shared/protocol.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
+import { allEvents, conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+
+// One tenant cannot slow another: the plan's caps and rates on the local stack over real HTTP and
+// WebSockets, as a hostile user and a hostile agent would push them. Small caps, from a plans file.
+const PLAN = {
+  max_stream_sockets_per_user: 4,
+  max_stream_sockets_per_conversation: 2,
+  events_per_sandbox_per_second: 20,
+  max_events_per_conversation: 300,
+};
+let stack: TestStack;
+let llm: ScriptedLlm;
+const clients: StreamClient[] = [];
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'neighbours-'));
+  const plansFile = join(dir, 'plans.json');
+  writeFileSync(plansFile, JSON.stringify({ default_plan: 'small', plans: { small: PLAN } }));
+  stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
+  llm = await startScriptedLlm();
+}, 60_000);
+afterAll(async () => {
+  for (const c of clients) c.ws.terminate();
+  await stack?.stop();
+  await llm?.close();
+});
+
+/** A conversation record of `userId`, placed on `sandboxId` (none: not placed). */
+async function conversationOf(userId: string, sandboxId: string | null = null): Promise<string> {
+  const id = randomUUID().replaceAll('-', '');
+  const now = new Date().toISOString();
+  await new DynamoConversationStore().create({
+    ...({} as ConversationRecord),
+    id,
+    userId,
+    createdAt: now,
+    updatedAt: now,
+    sandbox_id: sandboxId,
+    start_task_id: randomUUID(),
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    title: null,
+    trigger: null,
+    pr_number: [],
+    llm_model: null,
+    parent_conversation_id: null,
+    agent_type: 'default',
+    execution_status: 'running',
+    metrics: null,
+    version: 1,
+  });
+  return id;
+}
+
+/** A RUNNING sandbox record of `userId` with a key only the test (the "agent inside") holds. */
+async function sandboxOf(userId: string): Promise<{ id: string; key: string }> {
+  const id = `sbx-flood-${randomUUID().slice(0, 8)}`;
+  const key = `sbx_${randomUUID().replaceAll('-', '')}`;
+  const now = new Date().toISOString();
+  await new DynamoSandboxStore().create({
+    id,
+    userId,
+    specId: 'default',
+    status: 'RUNNING',
+    version: 1,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+    lastActivityAt: now,
+    sessionKeyHash: sha256(key),
+  });
+  return { id, key };
+}
+
+const open = (cid: string, key: string) => {
+  const c = openStream(stack.url, cid, {}, { headers: { 'x-session-api-key': key } });
+  clients.push(c);
+  return c;
+};
+/** Resolves 'open' once the socket is open and stays open a moment, else its close code. */
+const outcome = async (c: StreamClient): Promise<'open' | number> => {
+  const closed = c.closed.then((x) => x.code);
+  await Promise.race([c.opened, closed]);
+  return Promise.race([closed, new Promise<'open'>((r) => setTimeout(() => r('open'), 300))]);
+};
+
+describe('stream socket caps (a user opening sockets without end)', () => {
+  it('holds the per-conversation and per-user caps (close 4429 with the reason), and frees a slot when a socket closes', async () => {
+    const key = await stack.newUser('socket-hog');
+    const [a, b, c] = [
+      await conversationOf('socket-hog'),
+      await conversationOf('socket-hog'),
+      await conversationOf('socket-hog'),
+    ];
+    const onA = [open(a, key), open(a, key)];
+    for (const s of onA) expect(await outcome(s)).toBe('open');
+    const third = open(a, key);
+    expect(await outcome(third)).toBe(CLOSE_TOO_MANY);
+    expect((await third.closed).reason).toBe('Too many open streams: at most 2 per conversation');
+    for (const s of [open(b, key), open(b, key)]) expect(await outcome(s)).toBe('open');
+    const fifth = open(c, key);
+    expect(await outcome(fifth)).toBe(CLOSE_TOO_MANY);
+    expect((await fifth.closed).reason).toBe('Too many open streams: at most 4 per user');
+    // Another user is not affected by this one's sockets.
+    const other = await stack.newUser('socket-neighbour');
+    expect(await outcome(open(await conversationOf('socket-neighbour'), other))).toBe('open');
+    await onA[0]!.close();
+    await waitFor(
+      async () => outcome(open(c, key)),
+      (o) => o === 'open',
+      5_000,
+      'a freed slot',
+    );
+  });
+
+  it('holds under 30 racing opens: exactly the cap gets in', async () => {
+    const key = await stack.newUser('socket-racer');
+    const cid = await conversationOf('socket-racer');
+    const racing = Array.from({ length: 30 }, () => open(cid, key));
+    const outcomes = await Promise.all(racing.map(outcome));
+    expect(outcomes.filter((o) => o === 'open')).toHaveLength(2);
+    expect(outcomes.filter((o) => o === CLOSE_TOO_MANY)).toHaveLength(28);
+  });
+});
+
+describe('events a sandbox posts (a hostile agent holding its sandbox key)', () => {
+  const post = (s: { id: string; key: string }, cid: string, firstSeq: number, n: number) =>
+    stack.call('POST', `${fillPath('events', { sandbox_id: s.id, conversation_id: cid })}?first_seq=${firstSeq}`, {
+      key: s.key,
+      body: Array.from({ length: n }, (_, i) => ({
+        kind: 'MessageEvent',
+        id: `flood-${firstSeq + i}`,
+        timestamp: new Date().toISOString(),
+        source: 'agent',
+        text: 'x'.repeat(100),
+      })),
+    });
+
+  it('posting as fast as it can: 429 with Retry-After past the rate, and what is committed stays within the bucket', async () => {
+    const sandbox = await sandboxOf('flooder');
+    const cid = await conversationOf('flooder', sandbox.id);
+    const started = Date.now();
+    let next = 1;
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    while (Date.now() - started < 2_000) {
+      const res = await post(sandbox, cid, next, 10);
+      statuses.push(res.status);
+      if (res.status === 200) next += 10;
+      else retryAfter ??= res.headers.get('retry-after');
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const committed = await new DynamoEventStore().lastSeq({ userId: 'flooder', conversationId: cid });
+    expect(statuses).toContain(429);
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+    // One second of burst plus the rate over the time it posted.
+    expect(committed).toBeLessThanOrEqual(PLAN.events_per_sandbox_per_second * (seconds + 1) + 10);
+    expect(committed).toBeGreaterThanOrEqual(PLAN.events_per_sandbox_per_second);
+  });
+
+  it('racing posts of many batches at once cannot beat the bucket', async () => {
+    const sandbox = await sandboxOf('racer');
+    const cid = await conversationOf('racer', sandbox.id);
+    const started = Date.now();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(sandbox, cid, i * 10 + 1, 10)));
+    const seconds = (Date.now() - started) / 1000;
+    const ok = answers.filter((a) => a.status === 200).length;
+    // A full bucket holds one second (20 events), and refills at the rate while the racers are served.
+    expect(ok * 10).toBeLessThanOrEqual(PLAN.events_per_sandbox_per_second * (seconds + 1));
+    for (const a of answers) expect([200, 429]).toContain(a.status);
+  });
+
+  it('at the cap of events per conversation: 402 with code, limit and used; the conversation stops with an event saying why', async () => {
+    const sandbox = await sandboxOf('capped');
+    const cid = await conversationOf('capped', sandbox.id);
+    let next = 1;
+    let last: Awaited<ReturnType<typeof post>> | undefined;
+    for (let i = 0; i < 100 && next <= PLAN.max_events_per_conversation + 10; i++) {
+      last = await post(sandbox, cid, next, 20);
+      if (last.status === 200) next += 20;
+      else if (last.status === 429)
+        await new Promise((r) => setTimeout(r, Number(last!.headers.get('retry-after')) * 1000));
+      else break;
+    }
+    expect(last!.status).toBe(402);
+    expect(last!.body).toEqual({
+      detail: expect.stringContaining('maximum of 300 events'),
+      code: 'max_events_per_conversation',
+      limit: 300,
+      used: 300,
+    });
+    const store = new DynamoEventStore();
+    const ref = { userId: 'capped', conversationId: cid };
+    expect(await store.lastSeq(ref)).toBe(301);
+    const page = await store.query(ref, { descending: true, limit: 1 });
+    expect(page.items[0]).toMatchObject({ kind: 'ConversationErrorEvent', code: 'max_events_per_conversation' });
+    expect((await new DynamoConversationStore().get('capped', cid))?.execution_status).toBe('error');
+    // Posting again changes nothing and answers the same.
+    expect((await post(sandbox, cid, 301, 5)).status).toBe(402);
+    expect(await store.lastSeq(ref)).toBe(301);
+  }, 60_000);
+
+  it('an honest agent in a real sandbox loses no event: its program retries 429s and keeps the batch', async () => {
+    // Many quick tool calls: far more events than one second of the bucket holds.
+    const steps = Array.from({ length: 12 }, (_, i) => reply.bash(`echo step-${i}`));
+    llm.enqueue(...steps, reply.finish('all steps done'));
+    await stack.call('POST', '/api/settings', {
+      body: { llm_model: 'm', llm_api_key: 'sk-n', llm_base_url: llm.baseUrl },
+    });
+    const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'go' }] } });
+    const cid = task.app_conversation_id;
+    await waitFor(
+      () => conversation(stack, cid),
+      (c) => c.execution_status === 'finished',
+      90_000,
+      'finished',
+    );
+    const events = await waitFor(
+      () => allEvents(stack, cid),
+      (es) => es.some((e) => JSON.stringify(e).includes('all steps done')),
+      30_000,
+      'the last event',
+    );
+    expect(events.length).toBeGreaterThan(PLAN.events_per_sandbox_per_second);
+    for (let i = 0; i < 12; i++) expect(JSON.stringify(events)).toContain(`step-${i}`);
+  }, 120_000);
+});
