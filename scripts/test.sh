@@ -32,6 +32,8 @@ const r = JSON.parse(fs.readFileSync(file, "utf8"));
 const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 // A file that fails to load has no test results of its own: count it as a failure.
 const brokenFiles = (r.testResults ?? []).filter((f) => f.status === "failed" && (f.assertionResults ?? []).length === 0).length;
-console.log(`${r.numPassedTests} passed, ${r.numFailedTests + brokenFiles} failed, ${skipped} skipped`);
-' "$results"
+// A suite whose hook failed leaves its tests skipped, not failed: the exit code still says so, and so does this line.
+const failed = r.numFailedTests + brokenFiles;
+console.log(`${r.numPassedTests} passed, ${failed === 0 && process.argv[2] !== "0" ? 1 : failed} failed, ${skipped} skipped`);
+' "$results" "$code"
 exit $code

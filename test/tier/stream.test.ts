@@ -348,7 +348,8 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
   let llm: ScriptedLlm;
   beforeAll(async () => {
     [tier, llm] = await Promise.all([
-      startTier({ mutate: (t) => expect(withoutAction(t, 'execute-api:ManageConnections', 'postEvents')).toBe(1) }),
+      // Two statements: the stream's, and the bridge socket's (the pause command at the plan's event cap).
+      startTier({ mutate: (t) => expect(withoutAction(t, 'execute-api:ManageConnections', 'postEvents')).toBe(2) }),
       startScriptedLlm(),
     ]);
   }, 120_000);
