@@ -807,8 +807,10 @@ export const routes = [
       'Invite an email address (owners, admins; only an owner invites an owner): a single-use token valid 7 days, ' +
       'in this response only (its hash is stored), with its link; accepted only by a person whose verified email matches',
     tag: 'organizations',
-    tables: { users: 'read', orgs: 'read', invitations: 'write', auditLog: 'append' },
-    capabilities: ['signin'],
+    tables: { users: 'read', orgs: 'read', invitations: 'write', idempotency: 'write', auditLog: 'append' },
+    // Its answer (the token, otherwise stored only as a hash) is kept for repeats sealed, as createKey's is.
+    capabilities: ['signin', 'seal', 'unseal'],
+    idempotent: true,
   },
   {
     id: 'updateMember',

@@ -1004,7 +1004,10 @@ export interface paths {
         /** The organization's invitations, newest first (owners, admins): never their tokens */
         get: operations["listInvitations"];
         put?: never;
-        /** Invite an email address (owners, admins; only an owner invites an owner): a single-use token valid 7 days, in this response only (its hash is stored), with its link; accepted only by a person whose verified email matches */
+        /**
+         * Invite an email address (owners, admins; only an owner invites an owner): a single-use token valid 7 days, in this response only (its hash is stored), with its link; accepted only by a person whose verified email matches
+         * @description Idempotent with an `Idempotency-Key` header: a repeat with the same key and body within 24 hours gets the first answer.
+         */
         post: operations["createInvitation"];
         delete?: never;
         options?: never;
@@ -4046,7 +4049,13 @@ export interface operations {
     createInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry: a repeat with the same key and body within 24 hours answers the first answer (status and body, `Idempotent-Replayed: true`) and creates nothing; the same key with another body is 422; a repeat while the first is in progress is 409 with `Retry-After`. Keys are the caller's own (another user's equal key is another key). Only successful answers are kept. A UUID per logical request is the usual choice.
+                 * @example 4f3c2b1a-9d8e-4c7b-a6f5-e4d3c2b1a098
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 org_id: string;
             };
@@ -4068,6 +4077,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored first answer to a request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4088,6 +4099,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -4560,4 +4572,4 @@ export interface operations {
 }
 
 /** The creates that take an `Idempotency-Key` (the client adds one, so their retries are safe). */
-export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/app-conversations","POST /api/v1/sandboxes"];
+export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/app-conversations","POST /api/v1/orgs/{org_id}/invitations","POST /api/v1/sandboxes"];

@@ -64,7 +64,8 @@ export class DynamoConnectionStore implements ConnectionStore {
     return out.Item ? fromItem(out.Item) : undefined;
   }
 
-  async find(connectionId: string): Promise<ConversationRef | undefined> {
+  /** A connection's item (pending or open) by its id: connection ids are unique, so at most one. */
+  private async byConnection(connectionId: string): Promise<Record<string, any> | undefined> {
     const out = await this.db.send(
       new QueryCommand({
         TableName: this.table,
@@ -74,7 +75,11 @@ export class DynamoConnectionStore implements ConnectionStore {
         Limit: 1,
       }),
     );
-    const item = out.Items?.[0];
+    return out.Items?.[0];
+  }
+
+  async find(connectionId: string): Promise<ConversationRef | undefined> {
+    const item = await this.byConnection(connectionId);
     return item && !item.pending ? fromItem(item).conversation : undefined;
   }
 
@@ -246,16 +251,7 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   async takePending(connectionId: string): Promise<PendingConnection | undefined> {
-    const out = await this.db.send(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: 'byConnection',
-        KeyConditionExpression: 'connectionId = :c',
-        ExpressionAttributeValues: { ':c': connectionId },
-        Limit: 1,
-      }),
-    );
-    const item = out.Items?.[0];
+    const item = await this.byConnection(connectionId);
     if (!item?.pending) return undefined;
     const removed = await conditionalReturn(() =>
       this.db.send(

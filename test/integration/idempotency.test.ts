@@ -7,7 +7,7 @@ import { waitFor } from '#test/helpers/sandboxes.ts';
 
 /**
  * Idempotent creates over HTTP against the local stack (dynalite, real sandbox processes): the
- * Idempotency-Key convention of SAAS-CONTRACTS.md on the four creates that declare `idempotent: true`.
+ * Idempotency-Key convention of SAAS-CONTRACTS.md on the creates that declare `idempotent: true`.
  */
 let stack: TestStack;
 const callAs = async (user: string): Promise<ApiCall> => apiCaller(stack.url, await stack.newUser(user));
@@ -86,6 +86,28 @@ describe('Idempotency-Key on creates', () => {
     const res = await call('POST', '/api/v1/app-conversations', { body: start, ...withKey(key) });
     expect(res.status).toBe(200);
     expect(res.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('an invitation repeated with one key is one invitation, its token the same and kept only sealed', async () => {
+    const call = await callAs('idem-inviter');
+    const orgId = (await call('GET', '/api/v1/users/me')).body.org_id;
+    const key = randomUUID();
+    const path = `/api/v1/orgs/${orgId}/invitations`;
+    const first = await call('POST', path, { body: { email: 'twice@example.com' }, ...withKey(key) });
+    expect(first.status, first.text).toBe(200);
+    const again = await call('POST', path, { body: { email: 'twice@example.com' }, ...withKey(key) });
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const listed = (await call('GET', path)).body as { email: string }[];
+    expect(listed.filter((i) => i.email === 'twice@example.com')).toHaveLength(1);
+    const hash = createHash('sha256')
+      .update(JSON.stringify(['createInvitation', 'idem-inviter', key]))
+      .digest('base64');
+    const { Item: record } = await documentClient().send(
+      new GetCommand({ TableName: tableName('idempotency'), Key: { id: `#${hash}` } }),
+    );
+    expect(Object.keys(record!.data)).toEqual(['sealed']);
+    expect(JSON.stringify(record)).not.toContain(first.body.token);
   });
 
   it('keeps a new API key only sealed, and forgets a key after 24 hours (Powertools treats an expired record as absent: dynalite has no TTL)', async () => {
