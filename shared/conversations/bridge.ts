@@ -5,7 +5,7 @@ import type { ConversationRecords } from '#shared/conversations/records.ts';
 import type { SandboxCaller, SandboxControl } from '#shared/conversations/sandbox-control.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
-import { invalidField, planLimit, rateLimited, unauthorized } from '#shared/http/errors.ts';
+import { invalidField, planLimit, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import type { Plan } from '#shared/plans/model.ts';
 import { logger } from '#shared/logging.ts';
 import {
@@ -141,7 +141,7 @@ export class ConversationBridge {
       .catch((err: unknown) => {
         if (err instanceof SequenceAheadError) throw invalidField(['query', 'first_seq'], err.message, firstSeq);
         if (err instanceof RateLimitedError)
-          throw rateLimited(
+          throw tooManyRequests(
             `Too many events: at most ${plan!.events_per_sandbox_per_second} per second per conversation`,
             err.retryAfterMs / 1000,
           );

@@ -36,9 +36,12 @@ export const conflict = (message: string) => detail(409, message);
 export const payloadTooLarge = (limit: number) =>
   detail(413, `Request body is larger than the limit of ${limit} bytes`);
 export const unsupportedMediaType = (message: string) => detail(415, message);
-/** 429 always says when to try again (`Retry-After`, seconds): clients and the typed client honour it. */
+/**
+ * 429 (a rate or a count limit) always says when to try again: `Retry-After` in whole seconds, at
+ * least 1. Clients and the typed client honour it.
+ */
 export const tooManyRequests = (message: string, retryAfterSeconds = 1) =>
-  detail(429, message, { 'retry-after': String(Math.max(0, Math.ceil(retryAfterSeconds))) });
+  detail(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 
 /**
  * A plan's quota is used up (402, the contracts page's refusal): `code` is the plan member that
@@ -47,9 +50,6 @@ export const tooManyRequests = (message: string, retryAfterSeconds = 1) =>
  */
 export const planLimit = (code: string, limit: number, used: number, message: string) =>
   new ApiError(402, { detail: message, code, limit, used });
-/** A rate limit: 429 with `Retry-After` in whole seconds (at least 1). */
-export const rateLimited = (message: string, retryAfterSeconds: number) =>
-  detail(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 
 /** 422 in the FastAPI shape OpenHands clients already parse: one entry per bad field. */
 export const invalid = (issues: ValidationIssue[]) => new ApiError(422, { detail: issues });

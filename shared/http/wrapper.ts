@@ -194,7 +194,9 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
       : await execute();
   } catch (err) {
     if (err instanceof ApiError) {
-      result = json(err.status, err.body, requestId, err.headers);
+      // Every 429 says when to try again, whoever made it (the contracts page; clients wait on it).
+      const headers = err.status === 429 ? { 'retry-after': '1', ...err.headers } : err.headers;
+      result = json(err.status, err.body, requestId, headers);
     } else {
       logger.error('Unhandled error', { requestId, route: route.id, error: err as Error });
       result = json(500, INTERNAL_ERROR, requestId);

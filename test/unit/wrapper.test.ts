@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { conflict } from '#shared/http/errors.ts';
+import { ApiError, conflict, tooManyRequests } from '#shared/http/errors.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import { lambdaHandler, type ApiEvent } from '#shared/http/wrapper.ts';
 import { logger } from '#shared/logging.ts';
@@ -61,6 +61,20 @@ describe('the handler wrapper', () => {
     expect(res.statusCode).toBe(409);
     expect(JSON.parse(res.body!)).toEqual({ detail: 'busy' });
     expect(seen).toEqual([{ n: 3 }, 'alice']);
+  });
+
+  it('sends Retry-After with every 429: the one it was given (whole seconds, at least 1), else 1 second', async () => {
+    const answer = async (err: ApiError) =>
+      (
+        await lambdaHandler({ route, schemas, run: async () => Promise.reject(err) }, () => services)(
+          event('{"n":1}'),
+          ctx,
+        )
+      ).headers?.['retry-after'];
+    expect(await answer(tooManyRequests('slow down', 59.2))).toBe('60');
+    expect(await answer(tooManyRequests('slow down', 0))).toBe('1');
+    expect(await answer(new ApiError(429, { detail: 'made by hand' }))).toBe('1');
+    expect(await answer(conflict('busy'))).toBeUndefined();
   });
 
   it('refuses a user route without an authorized user, before running it', async () => {
