@@ -105,19 +105,23 @@ function connectSources(baseUrl: string): string {
 }
 
 /**
- * The configured OpenID issuer's origin (OIDC_ISSUER, operator configuration), where the page redeems
- * its code: locally the development provider, which is another origin when the page is opened on
- * `localhost` rather than 127.0.0.1. Only a plain http(s) origin is written into the policy.
+ * Where the page redeems its sign-in code (console/src/oidc.ts): the configured OpenID issuer's origin
+ * (OIDC_ISSUER; locally the development provider, another origin when the page is opened on `localhost`
+ * rather than 127.0.0.1) and OIDC_CONNECT_ORIGINS (on AWS the stack sets it on the console's functions:
+ * Cognito's hosted domain, or the external issuer's origin). Operator configuration, and still only
+ * plain http(s) origins are written into the policy.
  */
 function issuerOrigin(): string {
-  try {
-    const url = new URL(process.env.OIDC_ISSUER ?? '');
-    return /^https?:$/.test(url.protocol) && /^[A-Za-z0-9.:[\]-]+$/.test(url.host) && url.origin !== 'null'
-      ? ` ${url.origin}`
-      : '';
-  } catch {
-    return '';
+  const origins = new Set<string>();
+  for (const value of [process.env.OIDC_ISSUER ?? '', ...(process.env.OIDC_CONNECT_ORIGINS ?? '').split(',')]) {
+    try {
+      const url = new URL(value.trim());
+      if (/^https?:$/.test(url.protocol) && /^[A-Za-z0-9.:[\]-]+$/.test(url.host)) origins.add(url.origin);
+    } catch {
+      // Not a URL: left out.
+    }
   }
+  return [...origins].map((o) => ` ${o}`).join('');
 }
 
 /**
