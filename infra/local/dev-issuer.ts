@@ -155,13 +155,16 @@ ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
 <button type="submit">Sign in</button></form></body></html>`;
 }
 
-const PAGE_HEADERS = {
+/**
+ * The login page's headers. `form-action` covers the redirects after the form too (Chromium enforces
+ * it there): back to the console's callback, on either of its origins.
+ */
+const pageHeaders = (origins: string[]) => ({
   'content-type': 'text/html; charset=utf-8',
   'cache-control': 'no-store',
-  'content-security-policy':
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${origins.join(' ')}; frame-ancestors 'none'`,
   'x-frame-options': 'DENY',
-};
+});
 
 async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   let body = '';
@@ -258,6 +261,7 @@ export function createDevIssuer(options: { issuer: string; origins: string[]; se
     },
   };
   const provider = new Provider(options.issuer, configuration);
+  const PAGE_HEADERS = pageHeaders(options.origins);
   const callback = provider.callback();
 
   async function interaction(req: IncomingMessage, res: ServerResponse, uid: string, action: string | undefined) {

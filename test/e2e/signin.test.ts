@@ -87,4 +87,21 @@ describe('signing in to the console with the development OpenID provider', { tim
     expect((await browser.context.cookies(server.url)).some((c) => c.name.startsWith('acs_session'))).toBe(false);
     await browser.shot('03-forged-state');
   });
+
+  it('opened on localhost, signs in through the provider on 127.0.0.1 (its token endpoint another origin: CORS and CSP allow it)', async () => {
+    const password = readFileSync(join(dataDir, 'dev-signin-password'), 'utf8').trim();
+    const local = server.url.replace('127.0.0.1', 'localhost');
+    const violations: string[] = [];
+    page.on('console', (m) => void (m.type() === 'error' && violations.push(m.text())));
+    await page.goto(local);
+    await page.getByRole('button', { name: 'Sign in with OpenID' }).click();
+    await page.waitForURL(/127\.0\.0\.1:\d+\/oidc\/interaction\//);
+    await page.getByLabel('Email').fill('lee@example.com');
+    await page.getByLabel('Development password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    expect(new URL(page.url()).host).toBe(new URL(local).host);
+    expect(await page.locator('header .user').textContent()).toBe('lee@example.com');
+    expect(violations).toEqual([]);
+  });
 });

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
-import { DEV_KEYS_FILE, DEV_PASSWORD_FILE } from '#infra/local/dev-issuer.ts';
+import { DEV_KEYS_FILE, DEV_PASSWORD_FILE, devIssuerSecrets } from '#infra/local/dev-issuer.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { authorize, CookieJar, devTokens, pkce, redeem, startSignIn } from '#test/helpers/dev-signin.ts';
 
@@ -47,6 +47,10 @@ describe('the development OpenID provider', () => {
     for (const file of [DEV_KEYS_FILE, DEV_PASSWORD_FILE])
       expect(statSync(join(stack.dataDir, file)).mode & 0o777, file).toBe(0o600);
     expect(password.length).toBeGreaterThanOrEqual(16);
+    // Kept: a restart reads the same keys and password (tokens and the printed password stay good).
+    const again = await devIssuerSecrets(stack.dataDir);
+    expect(again.password).toBe(password);
+    expect(again.keys.jwks.map((k) => k.kid).sort()).toEqual(jwks.keys.map((k) => k.kid).sort());
     // The start endpoint names it.
     const start = await startSignIn(stack.url, new CookieJar());
     expect(start).toMatchObject({ issuer: `${stack.url}/oidc`, client_id: 'acs-console' });
