@@ -11,8 +11,8 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
  * own port under `/oidc` (no second listener: sandboxes share loopback), and only when it listens
  * on a loopback address; nothing of it is deployed to AWS (infra/ never imports it).
  *
- * It is the `oidc-provider` package (certified OpenID Provider), version 8: 9.x needs Node 22 and
- * Node 20 is this project's floor. Authorization code + PKCE for one public client (the console,
+ * It is the `oidc-provider` package (certified OpenID Provider), version 8, the line for Node 20,
+ * this project's floor (docs/sign-in.md says why not 9.x). Authorization code + PKCE for one public client (the console,
  * no secret), RS256 and ES256 keys generated at first start into the data dir, JWT access tokens
  * for the API (audience DEV_AUDIENCE, with the person's email), ID tokens for the console. Its own
  * `devInteractions` are off: the login step here asks for an email (the person is that email: `sub`
