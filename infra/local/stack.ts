@@ -14,13 +14,7 @@ import { startGateway } from '#infra/local/gateway.ts';
 import type { LocalConfig } from '#infra/local/config.ts';
 import { buildSandboxProgram } from '#infra/local/sandbox-program.ts';
 import { buildConsole } from '#infra/console-build.ts';
-import {
-  createDevIssuer,
-  DEV_ISSUER_PATH,
-  devIssuerSecrets,
-  type DevIssuer,
-  type DevIssuerSecrets,
-} from '#infra/local/dev-issuer.ts';
+import type { DevIssuer } from '#infra/local/dev-issuer.ts';
 
 export const DEV_USER = 'dev';
 /** Hosts on which the development OpenID provider may run (never a public address). */
@@ -100,15 +94,19 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     'The sandbox process ended with the local server (it stopped without pausing it)',
   );
   // Sign-in works out of the box: without an external issuer, the development provider (loopback only).
-  const devSecrets: DevIssuerSecrets | undefined =
-    !process.env.OIDC_ISSUER?.trim() && LOOPBACK.has(config.host) ? await devIssuerSecrets(config.dataDir) : undefined;
+  // Loaded only when it runs (oidc-provider and its koa take about a second to load).
+  const dev =
+    config.devIssuer !== false && !process.env.OIDC_ISSUER?.trim() && LOOPBACK.has(config.host)
+      ? await import('#infra/local/dev-issuer.ts')
+      : undefined;
+  const devSecrets = dev ? await dev.devIssuerSecrets(config.dataDir) : undefined;
   let devIssuer: DevIssuer | undefined;
   const gateway = await startGateway({
     services,
     port: config.port,
     host: config.host,
     streamPingMs: config.streamPingMs,
-    mount: { path: DEV_ISSUER_PATH, handler: () => devIssuer?.handle },
+    ...(dev ? { mount: { path: dev.DEV_ISSUER_PATH, handler: () => devIssuer?.handle } } : {}),
   });
   gatewayUrl = gateway.url;
   // Synchronously after listening (no request is served before this runs): the issuer needs the port.
@@ -117,10 +115,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     OIDC_AUDIENCE: process.env.OIDC_AUDIENCE,
     OIDC_CLIENT_ID: process.env.OIDC_CLIENT_ID,
   };
-  if (devSecrets) {
+  if (dev && devSecrets) {
     const port = new URL(gateway.url).port;
-    devIssuer = createDevIssuer({
-      issuer: `${gateway.url}${DEV_ISSUER_PATH}`,
+    devIssuer = dev.createDevIssuer({
+      issuer: `${gateway.url}${dev.DEV_ISSUER_PATH}`,
       origins: [...new Set([gateway.url, `http://127.0.0.1:${port}`, `http://localhost:${port}`])],
       secrets: devSecrets,
     });

@@ -20,7 +20,7 @@ beforeAll(async () => {
   delete process.env.OIDC_AUDIENCE;
   delete process.env.OIDC_CLIENT_ID;
   delete process.env.SIGNUP_MODE;
-  stack = await startTestStack();
+  stack = await startTestStack({ devIssuer: true });
   password = stack.devIssuer!.password;
 }, 60_000);
 afterAll(async () => {
