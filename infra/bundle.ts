@@ -65,6 +65,7 @@ export const bundledFiles: Record<string, [string, string][]> = {
     `${BUNDLED_DOCS_DIR}/${f}`,
   ]),
   'functions/console/page.ts': consoleBuild,
+  'functions/console/callback.ts': consoleBuild,
   'functions/console/asset.ts': consoleBuild,
 };
 

@@ -324,6 +324,14 @@ export class ConversationServiceStack extends Stack {
           fn.fn.addEnvironment('OIDC_CLIENT_ID', this.signIn.client.userPoolClientId);
         }
     }
+    // The console's page redeems sign-in codes at the issuer's token endpoint (Cognito's is on its hosted domain): its CSP names that origin.
+    const connect = this.signIn
+      ? this.signIn.domain.baseUrl()
+      : config.oidcIssuer
+        ? new URL(config.oidcIssuer).origin
+        : '';
+    for (const id of ['console', 'consoleCallback'])
+      this.functions.get(id)?.fn.fn.addEnvironment('OIDC_CONNECT_ORIGINS', connect);
 
     const alarmTopic = new Topic(this, 'Alarms', {
       displayName: 'Agent Conversation Service alarms',

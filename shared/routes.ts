@@ -952,6 +952,18 @@ export const routes = [
     tables: {},
   },
   {
+    id: 'consoleCallback',
+    method: 'GET',
+    path: '/auth/callback',
+    entry: 'functions/console/callback.ts',
+    auth: 'none',
+    summary:
+      "The web console's page where the OpenID issuer sends the person back (code + PKCE): the page checks `state`, " +
+      'redeems the code and exchanges the ID token at /api/auth/oidc/session',
+    tag: 'service',
+    tables: {},
+  },
+  {
     id: 'consoleAsset',
     method: 'GET',
     path: '/assets/{file}',

@@ -1,6 +1,7 @@
 import { render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, whenSignedOut } from './api.ts';
+import { begin, finish, isCallback } from './oidc.ts';
 import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
 import { ConversationPage } from './views/conversation.tsx';
 import { ConversationsPage, NewConversationPage } from './views/conversations.tsx';
@@ -28,6 +29,7 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
     await api('POST', '/api/authenticate', undefined, { 'x-session-api-key': k });
     props.onSignedIn();
   });
+  const openid = useAction(begin);
   const error =
     action.error instanceof ApiFailure && action.error.status === 401
       ? new Error('That key was not accepted.')
@@ -35,9 +37,23 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
   return (
     <main class="signin">
       <h1>Agent Conversation Service</h1>
-      <form onSubmit={submitting(action.call)}>
-        <p>Paste an API key to sign in. It is exchanged for a session cookie and not kept by this page.</p>
+      <section aria-label="Sign in with OpenID">
+        <p>Sign in with your account at this service's identity provider.</p>
         {props.notice && <p class="notice">{props.notice}</p>}
+        {openid.error ? (
+          <p class="error" role="alert">
+            {String((openid.error as Error).message)}
+          </p>
+        ) : null}
+        <button type="button" disabled={openid.busy} onClick={() => void openid.call()}>
+          Sign in with OpenID
+        </button>
+        <p class="hint">
+          Running locally? <code>npm start</code> runs a development provider: any email, and the password it prints.
+        </p>
+      </section>
+      <form onSubmit={submitting(action.call)}>
+        <p>Or paste an API key to sign in. It is exchanged for a session cookie and not kept by this page.</p>
         <Field id="api-key" label="API key" error={error ? String((error as Error).message) : undefined}>
           <input
             id="api-key"
@@ -50,7 +66,7 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
           />
         </Field>
         <button type="submit" disabled={action.busy || !key.trim()}>
-          Sign in
+          Sign in with key
         </button>
         <p class="hint">
           Running locally? <code>npm start</code> prints a development key (also in <code>.data/dev-api-key</code>).
@@ -89,6 +105,17 @@ function App() {
       setMe(null);
       setNotice('Your session ended. Sign in again.');
     });
+    // Back from the issuer: complete the sign-in, then load the person.
+    if (isCallback()) {
+      finish().then(
+        () => void loadMe(),
+        (e: unknown) => {
+          setNotice(e instanceof Error ? e.message : String(e));
+          setMe(null);
+        },
+      );
+      return;
+    }
     // The page says whether the request carried a session cookie: without one, nobody signed in, and asking
     // the API would only fail (a 401 in the browser's console, "session ended" to a first-time visitor).
     if (document.documentElement.hasAttribute('data-session')) void loadMe();
@@ -134,7 +161,7 @@ function App() {
           ))}
         </nav>
         <span class="user" title="Signed in as">
-          {me.id}
+          {me.email ?? me.id}
         </span>
         <button type="button" class="secondary" onClick={() => void signOut()}>
           Sign out

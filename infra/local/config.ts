@@ -38,6 +38,11 @@ export type LocalConfig = {
   commandPush?: CommandPush;
   /** How often the event stream pings each client; an unanswered ping closes it (default 30 s). */
   streamPingMs?: number;
+  /**
+   * false: no development OpenID provider even without OIDC_ISSUER (test stacks that do not sign in
+   * skip loading it). `npm start` runs it (infra/local/dev-issuer.ts).
+   */
+  devIssuer?: boolean;
 };
 
 export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalConfig {

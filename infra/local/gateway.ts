@@ -153,15 +153,24 @@ export async function startGateway(options: {
   port: number;
   host: string;
   streamPingMs?: number;
+  /** A handler for every path under `path` (the development OpenID provider), once it exists. */
+  mount?: { path: string; handler: () => ((req: IncomingMessage, res: ServerResponse) => void) | undefined };
 }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
   const origins = allowedOrigins();
   const { apiKeys, sessions, conversationKeys, accounts } = options.services;
-  const oidc = oidcVerifier();
   // Handlers still running (a long-poll whose client went away) finish before close() resolves.
   const inFlight = new Set<Promise<void>>();
   const server = createServer((req, res) => {
     const requestId = randomUUID();
+    const mount = options.mount;
+    if (
+      mount &&
+      (req.url === mount.path || req.url?.startsWith(`${mount.path}/`) || req.url?.startsWith(`${mount.path}?`))
+    ) {
+      const handler = mount.handler();
+      if (handler) return handler(req, res);
+    }
     const work = (async () => {
       const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
       const origin = req.headers.origin;
@@ -201,7 +210,8 @@ export async function startGateway(options: {
           sessions,
           conversationKeys,
           accounts,
-          oidc,
+          // Read per request (cached by configuration): the development issuer is configured once the port is known.
+          oidc: oidcVerifier(),
           allowedOrigins: origins,
         });
       }

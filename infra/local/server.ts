@@ -20,6 +20,15 @@ async function main(): Promise<void> {
       `  API docs: ${stack.url}/docs`,
       `  events:   ${stack.url.replace(/^http/, 'ws')}/sockets/events/<conversation id>?resend_all=true (README: live events)`,
       `  dev key:  ${stack.devKey}  (user "dev", also in ${join(config.dataDir, 'dev-api-key')})`,
+      ...(stack.devIssuer
+        ? [
+            `  sign in:  open ${stack.url}/ and press "Sign in with OpenID": any email, password ${stack.devIssuer.password}`,
+            `            (development OpenID provider at ${stack.devIssuer.issuer}; password also in ${join(config.dataDir, 'dev-signin-password')};`,
+            '            set OIDC_ISSUER and OIDC_AUDIENCE to use a real issuer instead: docs/sign-in.md)',
+          ]
+        : [
+            `  sign in:  ${process.env.OIDC_ISSUER ? `with ${process.env.OIDC_ISSUER} (OIDC_ISSUER)` : 'API keys only (OIDC_ISSUER unset and HOST is not loopback)'}`,
+          ]),
       `  try:      curl -H "X-Session-API-Key: $(cat ${join(config.dataDir, 'dev-api-key')})" ${stack.url}/api/v1/users/me`,
       ...(stack.containment === 'none' ? ['', uncontainedWarning()] : []),
       '',

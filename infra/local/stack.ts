@@ -14,8 +14,11 @@ import { startGateway } from '#infra/local/gateway.ts';
 import type { LocalConfig } from '#infra/local/config.ts';
 import { buildSandboxProgram } from '#infra/local/sandbox-program.ts';
 import { buildConsole } from '#infra/console-build.ts';
+import type { DevIssuer } from '#infra/local/dev-issuer.ts';
 
 export const DEV_USER = 'dev';
+/** Hosts on which the development OpenID provider may run (never a public address). */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost']);
 
 export interface LocalStack {
   url: string;
@@ -24,6 +27,11 @@ export interface LocalStack {
   dynamoEndpoint: string;
   /** How sandbox processes are contained here ('none': a warning at start, the local user's sandboxes only). */
   containment: Containment;
+  /**
+   * The development OpenID provider (no OIDC_ISSUER configured, on a loopback address): its issuer
+   * and the login password `npm start` prints. Undefined with an external issuer, or off loopback.
+   */
+  devIssuer?: Pick<DevIssuer, 'issuer' | 'password' | 'clientId' | 'audience'>;
   /** Sandboxes that had died with the previous server, reconciled at start (MISSING or ERROR). */
   reconciled: string[];
   services: Services;
@@ -85,13 +93,40 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const reconciled = await services.sandboxHousekeeping.reconcileLost(
     'The sandbox process ended with the local server (it stopped without pausing it)',
   );
+  // Sign-in works out of the box: without an external issuer, the development provider (loopback only).
+  // Loaded only when it runs (oidc-provider and its koa take about a second to load).
+  const dev =
+    config.devIssuer !== false && !process.env.OIDC_ISSUER?.trim() && LOOPBACK.has(config.host)
+      ? await import('#infra/local/dev-issuer.ts')
+      : undefined;
+  const devSecrets = dev ? await dev.devIssuerSecrets(config.dataDir) : undefined;
+  let devIssuer: DevIssuer | undefined;
   const gateway = await startGateway({
     services,
     port: config.port,
     host: config.host,
     streamPingMs: config.streamPingMs,
+    ...(dev ? { mount: { path: dev.DEV_ISSUER_PATH, handler: () => devIssuer?.handle } } : {}),
   });
   gatewayUrl = gateway.url;
+  // Synchronously after listening (no request is served before this runs): the issuer needs the port.
+  const savedEnv = {
+    OIDC_ISSUER: process.env.OIDC_ISSUER,
+    OIDC_AUDIENCE: process.env.OIDC_AUDIENCE,
+    OIDC_CLIENT_ID: process.env.OIDC_CLIENT_ID,
+  };
+  if (dev && devSecrets) {
+    const port = new URL(gateway.url).port;
+    devIssuer = dev.createDevIssuer({
+      issuer: `${gateway.url}${dev.DEV_ISSUER_PATH}`,
+      origins: [...new Set([gateway.url, `http://127.0.0.1:${port}`, `http://localhost:${port}`])],
+      secrets: devSecrets,
+    });
+    // The one configuration every reader takes the issuer from (authorizer, sign-in, console), as OIDC_ISSUER would be.
+    process.env.OIDC_ISSUER = devIssuer.issuer;
+    process.env.OIDC_AUDIENCE = devIssuer.audience;
+    process.env.OIDC_CLIENT_ID = devIssuer.clientId;
+  }
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.
   const sweeperServices = services.forFunction(
@@ -115,6 +150,16 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     devKey,
     dynamoEndpoint: dynamo.endpoint,
     containment,
+    ...(devIssuer
+      ? {
+          devIssuer: {
+            issuer: devIssuer.issuer,
+            password: devIssuer.password,
+            clientId: devIssuer.clientId,
+            audience: devIssuer.audience,
+          },
+        }
+      : {}),
     reconciled,
     services,
     sandboxRuntime: services.sandboxRuntime,
@@ -127,6 +172,11 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       await services.sandboxRuntime.stopAll();
       await gateway.close();
       await dynamo.close();
+      if (devIssuer)
+        for (const [k, v] of Object.entries(savedEnv)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
     },
   };
 }

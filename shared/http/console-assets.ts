@@ -55,7 +55,8 @@ export function consoleAsset(name: string): { body: string; contentType: string 
  * on the origin that holds the user's session, so: scripts and styles from this origin only (no
  * inline script, no eval), fetches and the event stream to this origin only (`'self'` plus the
  * ws/wss scheme of this host, which older browsers do not count as `'self'`), images from here or
- * `data:` (a markdown image cannot call out with the page's data), no plugins, no framing, no
+ * `data:` (a markdown image cannot call out with the page's data), the OpenID issuer's origin for the
+ * code redemption of sign-in (console/src/oidc.ts), no plugins, no framing, no
  * `<base>`, forms only to here, and Trusted Types: only DOMPurify's output may reach an HTML sink.
  */
 export function consoleHeaders(baseUrl: string): Record<string, string> {
@@ -97,9 +98,30 @@ function connectSources(baseUrl: string): string {
   } catch {
     // Not a URL: 'self' alone.
   }
+  const issuer = issuerOrigin();
   return /^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$/.test(host)
-    ? `connect-src 'self' ws://${host} wss://${host}`
-    : "connect-src 'self'";
+    ? `connect-src 'self' ws://${host} wss://${host}${issuer}`
+    : `connect-src 'self'${issuer}`;
+}
+
+/**
+ * Where the page redeems its sign-in code (console/src/oidc.ts): the configured OpenID issuer's origin
+ * (OIDC_ISSUER; locally the development provider, another origin when the page is opened on `localhost`
+ * rather than 127.0.0.1) and OIDC_CONNECT_ORIGINS (on AWS the stack sets it on the console's functions:
+ * Cognito's hosted domain, or the external issuer's origin). Operator configuration, and still only
+ * plain http(s) origins are written into the policy.
+ */
+function issuerOrigin(): string {
+  const origins = new Set<string>();
+  for (const value of [process.env.OIDC_ISSUER ?? '', ...(process.env.OIDC_CONNECT_ORIGINS ?? '').split(',')]) {
+    try {
+      const url = new URL(value.trim());
+      if (/^https?:$/.test(url.protocol) && /^[A-Za-z0-9.:[\]-]+$/.test(url.host)) origins.add(url.origin);
+    } catch {
+      // Not a URL: left out.
+    }
+  }
+  return [...origins].map((o) => ` ${o}`).join('');
 }
 
 /**
@@ -107,14 +129,14 @@ function connectSources(baseUrl: string): string {
  * carried a session cookie, which the page (that cannot read an HttpOnly cookie) learns from `data-session`:
  * without one it shows the sign-in form at once, with no request that a first visit would see fail.
  */
-export function consolePage(session = false): string | undefined {
+export function consolePage(session = false, prefix = ''): string | undefined {
   const manifest = consoleManifest();
   if (!manifest) return undefined;
   const v = encodeURIComponent(manifest.version);
   return `<!doctype html>
 <html lang="en"${session ? ' data-session' : ''}><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Agent Conversation Service</title><link rel="icon" href="data:,">
-<link rel="stylesheet" href="assets/${CONSOLE_FILES.style}?v=${v}">
-<script type="module" src="assets/${CONSOLE_FILES.script}?v=${v}"></script></head>
+<link rel="stylesheet" href="${prefix}assets/${CONSOLE_FILES.style}?v=${v}">
+<script type="module" src="${prefix}assets/${CONSOLE_FILES.script}?v=${v}"></script></head>
 <body><div id="app"><noscript>The console needs JavaScript. The API works without it: see <a href="docs">/docs</a>.</noscript></div></body></html>`;
 }

@@ -34,20 +34,40 @@ export const docsAsset = defineOperation(
   },
 );
 
+/** The console's page with its headers: `prefix` leads from the page's path back to the root (`../` from /auth/callback). */
+function consoleReply(baseUrl: string, session: boolean, prefix = ''): Reply {
+  const page = findConsolePage(session, prefix);
+  if (!page)
+    throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
+  return new Reply(200, page, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-cache',
+    ...consoleHeaders(baseUrl),
+  });
+}
+
 /** `/`: the web console's page (console/), with its Content-Security-Policy; 503 before it was built. */
 export const consolePage = defineOperation(
   'console',
   () => ({}),
-  async ({ baseUrl, headers }) => {
-    const page = findConsolePage(sessionToken(headers) !== undefined);
-    if (!page)
-      throw new ApiError(503, { detail: 'The console is not built: npm start builds it (infra/console-build.ts)' });
-    return new Reply(200, page, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-cache',
-      ...consoleHeaders(baseUrl),
-    });
-  },
+  async ({ baseUrl, headers }) => consoleReply(baseUrl, sessionToken(headers) !== undefined),
+);
+
+/** `/auth/callback`: the same page, where the issuer sends the person back (the page completes the sign-in). */
+export const consoleCallback = defineOperation(
+  'consoleCallback',
+  () => ({
+    // What an issuer sends back (RFC 6749 4.1.2); the page reads them, so they are bounded here.
+    query: z.object({
+      code: z.optional(z.string().check(z.maxLength(2048))),
+      state: z.optional(z.string().check(z.maxLength(512))),
+      iss: z.optional(z.string().check(z.maxLength(2048))),
+      error: z.optional(z.string().check(z.maxLength(256))),
+      error_description: z.optional(z.string().check(z.maxLength(2048))),
+      session_state: z.optional(z.string().check(z.maxLength(512))),
+    }),
+  }),
+  async ({ baseUrl }) => consoleReply(baseUrl, false, '../'),
 );
 
 export const consoleAsset = defineOperation(

@@ -700,6 +700,70 @@ describe('conversation-scoped key misuse', () => {
   }, 60_000);
 });
 
+/** What a hostile agent runs in its sandbox against the development OpenID provider (a module for `node -e`). */
+const tokenThief = (base: string, passwordFile: string) => `
+const out = (k, v) => console.log("THIEF " + k + " " + JSON.stringify(v));
+const fs = await import("node:fs");
+try { out("read", fs.readFileSync(${JSON.stringify(passwordFile)}, "utf8")); } catch (e) { out("noread", e.code); }
+const jar = new Map();
+const keep = (r) => { for (const c of r.headers.getSetCookie()) { const p = c.split(";")[0]; const i = p.indexOf("="); jar.set(p.slice(0, i), p.slice(i + 1)); } };
+const cookie = () => [...jar].map(([k, v]) => k + "=" + v).join("; ");
+const doc = await (await fetch(${JSON.stringify(`${base}/oidc/.well-known/openid-configuration`)})).json();
+const auth = new URL(doc.authorization_endpoint);
+for (const [k, v] of Object.entries({ client_id: "acs-console", redirect_uri: ${JSON.stringify(`${base}/auth/callback`)}, response_type: "code", scope: "openid email", state: "s", nonce: "n", code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGjSstw-cM", code_challenge_method: "S256" })) auth.searchParams.set(k, v);
+let r = await fetch(auth, { redirect: "manual" }); keep(r);
+const interaction = new URL(r.headers.get("location"), auth);
+r = await fetch(interaction, { headers: { cookie: cookie() } }); keep(r);
+for (const guess of ["password", "dev", "admin", "acs"]) {
+  const login = await fetch(interaction.href + "/login", { method: "POST", redirect: "manual", headers: { cookie: cookie(), "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ email: "agent@example.com", password: guess }) });
+  out("login", login.status + " " + (login.headers.get("location") ?? ""));
+}
+for (const grant of [{ grant_type: "client_credentials" }, { grant_type: "password", username: "agent@example.com", password: "x" }, { grant_type: "authorization_code", code: "forged", code_verifier: "v".repeat(43), redirect_uri: ${JSON.stringify(`${base}/auth/callback`)} }]) {
+  const t = await fetch(doc.token_endpoint, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ client_id: "acs-console", ...grant }) });
+  out("token", t.status + " " + (await t.text()).slice(0, 120));
+}
+`;
+
+describe('the development OpenID provider against a hostile agent', () => {
+  it('an agent in its sandbox can neither read the sign-in password nor get a token from the provider', async () => {
+    const alice = players.alice!;
+    const passwordFile = join(world.dataDir, 'dev-signin-password');
+    const password = readFileSync(passwordFile, 'utf8').trim();
+    const agent = await call('POST', `/api/v1/sandboxes?sandbox_spec_id=${encodeURIComponent(world.agentSpecId)}`, {
+      key: alice.key,
+    });
+    expect(agent.status, agent.text).toBe(200);
+    const script = Buffer.from(tokenThief(world.server.url, passwordFile)).toString('base64');
+    llm.enqueue(reply.bash(`node --input-type=module -e "$(echo ${script} | base64 -d)" 2>&1`), reply.finish('done'));
+    const started = await call('POST', '/api/v1/app-conversations', {
+      key: alice.key,
+      body: { sandbox_id: agent.body.id, initial_message: { content: [{ type: 'text', text: 'get me a token' }] } },
+    });
+    expect(started.status, started.text).toBe(200);
+    const cid = started.body.app_conversation_id;
+    await waitFor(
+      async () =>
+        (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status,
+      (s) => s === 'finished' || s === 'error',
+      90_000,
+      'the agent to finish',
+    );
+    const events = await call('GET', `/api/v1/events/search?conversation_id__eq=${cid}&limit=100`, { key: alice.key });
+    // The script ran (its lines are there): the data dir is out of the sandbox's sight, every guess refused.
+    expect(events.text).toContain('THIEF noread');
+    expect(events.text).not.toContain('THIEF read');
+    // (each line shows in the observation more than once)
+    const statuses = (what: string) =>
+      [...events.text.matchAll(new RegExp(`THIEF ${what} \\\\"(\\d+)`, 'g'))].map((m) => m[1]);
+    expect(statuses('login').length).toBeGreaterThanOrEqual(4);
+    expect(new Set(statuses('login'))).toEqual(new Set(['401']));
+    expect(statuses('token').length).toBeGreaterThanOrEqual(3);
+    expect(new Set(statuses('token'))).toEqual(new Set(['400']));
+    expect(events.text).not.toMatch(/id_token|access_token|[?&]code=/);
+    expect(events.text).not.toContain(password);
+  }, 120_000);
+});
+
 describe('secrets sweep', () => {
   it('the agent cannot make a secret reach its events, in any form', async () => {
     const alice = players.alice!;

@@ -132,7 +132,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     expect(await page.content()).not.toContain('session ended');
     await page.getByLabel('API key').fill(server.key);
     await browser.shot('01-sign-in');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in with key' }).click();
     await page.getByRole('navigation', { name: 'Main' }).waitFor();
     expect(await page.content()).not.toContain(server.key);
     const storage = await page.evaluate(() => ({
@@ -467,7 +467,9 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByLabel('API key').waitFor();
     const status = await page.evaluate(async () => (await fetch('/api/v1/users/me')).status);
     expect(status).toBe(401);
-    // With the keyboard alone: Tab to the key, type it, Enter.
+    // With the keyboard alone: Tab past "Sign in with OpenID" to the key, type it, Enter.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent?.trim())).toBe('Sign in with OpenID');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('api-key');
     await page.keyboard.type(server.key);

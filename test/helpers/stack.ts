@@ -65,6 +65,7 @@ export async function startTestStack(
     | 'allowUncontained'
     | 'streamPingMs'
     | 'commandPush'
+    | 'devIssuer'
   > & { memory?: boolean } = {},
 ): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
@@ -74,6 +75,8 @@ export async function startTestStack(
     dataDir,
     memory: true,
     allowUncontained: true,
+    // The development OpenID provider only where a test asks (test/integration/dev-signin.test.ts): `npm start` always runs it.
+    devIssuer: false,
     ...options,
   });
   const call = apiCaller(stack.url, stack.devKey);

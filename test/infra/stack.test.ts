@@ -463,6 +463,8 @@ describe('functions', () => {
       const expected = ['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', ...environmentNames(access)];
       // The authorizer and the stream's $connect take session cookies only from the configured origins.
       if (id === 'authorizer' || id === 'streamConnect') expected.push('CORS_ORIGINS');
+      // The console's page may fetch the issuer's token endpoint (its Content-Security-Policy).
+      if (id === 'console' || id === 'consoleCallback') expected.push('OIDC_CONNECT_ORIGINS');
       expect(env, id).toEqual([...new Set(expected)].sort());
     }
   });
@@ -854,7 +856,7 @@ describe('the OpenHands UI gates', () => {
   });
 
   it('bundles the built web console with its page and asset functions, which touch nothing', () => {
-    for (const id of ['console', 'consoleAsset']) {
+    for (const id of ['console', 'consoleCallback', 'consoleAsset']) {
       const props = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties;
       const dir = join(outdir, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
       expect(readFileSync(join(dir, 'console', 'app.js'), 'utf8').length, id).toBeGreaterThan(10_000);

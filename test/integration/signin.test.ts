@@ -36,6 +36,13 @@ const bearer = (token: string) => ({ key: null, headers: { authorization: `Beare
 const me = async (token: string) => stack.call('GET', '/api/v1/users/me', bearer(token));
 
 describe('OpenID access tokens on API routes', () => {
+  it('with OIDC_ISSUER set, the development provider does not start', async () => {
+    expect(stack.devIssuer).toBeUndefined();
+    expect((await fetch(`${stack.url}/oidc/.well-known/openid-configuration`)).status).toBe(404);
+    const start = await stack.call('POST', '/api/auth/oidc/start', { key: null });
+    expect(start.body.issuer).toBe(idp.issuer);
+  });
+
   it('accepts an RS256 and an ES256 access token: the person is (issuer, sub) with a personal organization', async () => {
     const res = await me(await access('ann'));
     expect(res.status).toBe(200);

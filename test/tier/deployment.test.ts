@@ -215,7 +215,8 @@ describe('the web console as deployed', () => {
     const csp = page.headers.get('content-security-policy')!;
     expect(csp).toContain("script-src 'self';");
     expect(csp).toContain("frame-ancestors 'none'");
-    expect(csp).toMatch(/connect-src 'self' ws:\/\/\S+ wss:\/\/\S+;/);
+    // ...and the issuer's token endpoint (its sign-in, below).
+    expect(csp).toMatch(/connect-src 'self' ws:\/\/\S+ wss:\/\/\S+( https:\/\/\S+)?;/);
     expect(page.headers.get('x-content-type-options')).toBe('nosniff');
     for (const href of [...page.text.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((m) => m[1]!)) {
       const asset = await tier.call('GET', `/${href}`, { key: null });
@@ -226,6 +227,20 @@ describe('the web console as deployed', () => {
       );
     }
     expect((await tier.call('GET', '/assets/manifest.json', { key: null })).status).toBe(404);
+  });
+
+  it("GET /auth/callback (the issuer's return) serves the same page from its own function, its assets one level up, its CSP open to the issuer's token endpoint", async () => {
+    const page = await tier.call('GET', '/auth/callback?code=c0de&state=st4te', { key: null });
+    expect(page.status).toBe(200);
+    expect(tier.api.records.findLast((r) => r.path === '/auth/callback')!.routeKey).toBe('GET /auth/callback');
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self';");
+    // The stack's Cognito pool: its hosted domain, where the page redeems the code.
+    expect(csp).toMatch(/connect-src 'self' ws:\/\/\S+ wss:\/\/\S+ https:\/\/\S+amazoncognito\.com;/);
+    const hrefs = [...page.text.matchAll(/(?:src|href)="\.\.\/(assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(hrefs.length).toBe(2);
+    for (const href of hrefs) expect((await tier.call('GET', `/${href}`, { key: null })).status, href).toBe(200);
+    expect((await tier.call('GET', `/auth/callback?code=${'x'.repeat(3000)}`, { key: null })).status).toBe(422);
   });
 });
 

@@ -243,4 +243,22 @@ describe('the console build', () => {
       "connect-src 'self' ws://[::1]:3000 wss://[::1]:3000;",
     );
   });
+
+  it("adds the OpenID issuer's origins (where the page redeems its code), and nothing else from them", () => {
+    const saved = { ...process.env };
+    try {
+      process.env.OIDC_ISSUER = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc';
+      process.env.OIDC_CONNECT_ORIGINS =
+        "https://acs.auth.eu-west-1.amazoncognito.com, javascript:alert(1), https://x'y";
+      const csp = consoleHeaders('https://acs.example.com')['content-security-policy']!;
+      expect(csp).toContain(
+        "connect-src 'self' ws://acs.example.com wss://acs.example.com https://cognito-idp.eu-west-1.amazonaws.com https://acs.auth.eu-west-1.amazoncognito.com;",
+      );
+      expect(csp).not.toMatch(/javascript|x'y/);
+      // The page served at /auth/callback finds its assets from there.
+      expect(consolePage(false, '../')).toContain('src="../assets/app.js?v=');
+    } finally {
+      process.env = saved;
+    }
+  });
 });
