@@ -520,6 +520,32 @@ describe('IAM: least privilege', () => {
     }
   });
 
+  it('the audit log is append-only: its writers hold PutItem on the table alone (no update, delete or read), its one reader no write', () => {
+    const auditTable = logicalId(stack.data.tables.auditLog.node.defaultChild);
+    let writers = 0;
+    for (const [id, { fn, access }] of stack.functions) {
+      const onAudit = statementsOf(logicalId(fn.role.node.defaultChild)).filter((s) =>
+        JSON.stringify(s.Resource).includes(auditTable),
+      );
+      const actions = [...new Set(onAudit.flatMap((s) => [s.Action].flat() as string[]))].sort();
+      const level = access.tables?.auditLog;
+      if (level === 'append') writers++;
+      expect(actions, id).toEqual(
+        level === 'append'
+          ? ['dynamodb:PutItem']
+          : level === 'read'
+            ? expect.not.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'])
+            : [],
+      );
+      expect(level, id).not.toBe('write');
+      // An append reads nothing, so it needs no index: the table's ARN alone.
+      if (level === 'append')
+        for (const st of onAudit)
+          expect(JSON.stringify(st.Resource), id).not.toContain(`${auditTable}","Arn"]},"/index`);
+    }
+    expect(writers).toBeGreaterThan(10);
+  });
+
   it('reads and writes only the declared tables: read-only routes have no write action', () => {
     const getSettings = stack.functions.get('getSettings')!;
     const actions = statementsOf(logicalId(getSettings.fn.role.node.defaultChild)).flatMap((s) => [s.Action].flat());
