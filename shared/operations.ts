@@ -15,6 +15,7 @@ import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
 import * as canvasSettings from '#shared/settings/canvas-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
+import * as secrets from '#shared/settings/secrets-operations.ts';
 import * as stream from '#shared/stream/operations.ts';
 
 /**
@@ -38,5 +39,6 @@ export const operations: readonly Operation[] = [
   snapshots,
   settings,
   canvasSettings,
+  secrets,
   stream,
 ].flatMap((module) => Object.values(module) as Operation[]);

@@ -10,7 +10,9 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 const LLM_KEY = 'sk-planted-canvas-llm-key-7f3a';
 const SEARCH_KEY = 'tvly-planted-canvas-search-key-91c2';
 const CUSTOM = 'planted-canvas-custom-secret-55e1';
-const planted = [LLM_KEY, SEARCH_KEY, CUSTOM];
+const SECRET_VALUE = 'planted-ui-secret-value-3d9b';
+const GIT_TOKEN = 'ghp_planted-git-token-8e21';
+const planted = [LLM_KEY, SEARCH_KEY, CUSTOM, SECRET_VALUE, GIT_TOKEN];
 
 let stack: TestStack;
 let llm: ScriptedLlm;
@@ -232,6 +234,172 @@ describe('a conversation opened in Canvas: /api/v1/conversation/{id}/events/sear
       `/api/v1/conversation/${a}/events/search?timestamp__lt=${encodeURIComponent(last.timestamp)}`,
     );
     expect(before.body.items.every((e: any) => e.timestamp < last.timestamp)).toBe(true);
+  });
+});
+
+describe("the late-2025 web UI's remaining calls", () => {
+  it("GET /api/conversations/{id}/config: the conversation's sandbox as runtime_id", async () => {
+    const view = await conversation(stack, a);
+    const got = await call('GET', `/api/conversations/${a}/config`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({ runtime_id: view.sandbox_id, session_id: a });
+    expect(view.sandbox_id).toBeTruthy();
+    expect((await call('GET', `/api/conversations/${a}/config`, { key: keyA })).status).toBe(200);
+    expect((await call('GET', `/api/conversations/${b}/config`, { key: keyA })).status).toBe(403);
+    expect((await call('GET', `/api/conversations/${a}/config`, { key: mallory })).status).toBe(404);
+  });
+
+  it('secrets: names and descriptions only; create, rename, describe, delete; duplicates and unknown names refused', async () => {
+    const user = await stack.newUser('secrets-ui');
+    const secrets = () => call('GET', '/api/secrets', { key: user });
+    expect((await secrets()).body).toEqual({ custom_secrets: [] });
+    const created = await call('POST', '/api/secrets', {
+      key: user,
+      body: { name: 'NPM_TOKEN', value: SECRET_VALUE, description: 'publishes' },
+    });
+    expect(created.status).toBe(201);
+    expect((await secrets()).body).toEqual({ custom_secrets: [{ name: 'NPM_TOKEN', description: 'publishes' }] });
+    const settingsView = await call('GET', '/api/settings', { key: user });
+    expect(settingsView.body.secrets_store.custom_secrets.NPM_TOKEN).toEqual({
+      secret: null,
+      description: 'publishes',
+    });
+    const dup = await call('POST', '/api/secrets', { key: user, body: { name: 'NPM_TOKEN', value: 'other' } });
+    expect(dup.status).toBe(409);
+    const badName = await call('POST', '/api/secrets', { key: user, body: { name: 'not a name', value: 'v' } });
+    expect(badName.status).toBe(422);
+    expect(JSON.stringify(badName.body.detail)).toContain('name');
+    expect((await call('POST', '/api/secrets', { key: user, body: { name: 'EMPTY', value: '' } })).status).toBe(422);
+
+    const stored = async (name: string) =>
+      (await stack.services.settings.resolve('secrets-ui'))?.secrets_store.custom_secrets[name]?.secret;
+    expect(await stored('NPM_TOKEN')).toBe(SECRET_VALUE);
+    // Rename keeps the value; a description-only change too.
+    const renamed = await call('PUT', '/api/secrets/NPM_TOKEN', {
+      key: user,
+      body: { name: 'NODE_AUTH_TOKEN', description: 'renamed' },
+    });
+    expect(renamed.status).toBe(200);
+    expect((await secrets()).body.custom_secrets).toEqual([{ name: 'NODE_AUTH_TOKEN', description: 'renamed' }]);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    expect(await stored('NPM_TOKEN')).toBeUndefined();
+    await call('PUT', '/api/secrets/NODE_AUTH_TOKEN', {
+      key: user,
+      body: { name: 'NODE_AUTH_TOKEN', description: 'd2' },
+    });
+    expect((await secrets()).body.custom_secrets).toEqual([{ name: 'NODE_AUTH_TOKEN', description: 'd2' }]);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    // Renaming onto a taken name, or an unknown secret, is refused and changes nothing.
+    await call('POST', '/api/secrets', { key: user, body: { name: 'OTHER', value: 'o' } });
+    expect((await call('PUT', '/api/secrets/OTHER', { key: user, body: { name: 'NODE_AUTH_TOKEN' } })).status).toBe(
+      409,
+    );
+    expect((await call('PUT', '/api/secrets/NOPE', { key: user, body: { name: 'NOPE2' } })).status).toBe(404);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    expect(await stored('OTHER')).toBe('o');
+    // Another user sees none of them and deletes none of them.
+    expect((await call('GET', '/api/secrets', { key: mallory })).body.custom_secrets).toEqual([]);
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: mallory })).status).toBe(404);
+    expect((await call('PUT', '/api/secrets/OTHER', { key: mallory, body: { name: 'STOLEN' } })).status).toBe(404);
+    expect(await stored('OTHER')).toBe('o');
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: user })).status).toBe(200);
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: user })).status).toBe(404);
+    expect((await secrets()).body.custom_secrets.map((s: any) => s.name)).toEqual(['NODE_AUTH_TOKEN']);
+  });
+
+  it("Agent Canvas's /api/v1/secrets: the same secrets; its POST sets a value, new or not", async () => {
+    const user = await stack.newUser('secrets-canvas');
+    const stored = async (name: string) =>
+      (await stack.services.settings.resolve('secrets-canvas'))?.secrets_store.custom_secrets[name]?.secret;
+    expect((await call('GET', '/api/v1/secrets/search?limit=100', { key: user })).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
+    const set = (value: string, description?: string) =>
+      call('POST', '/api/v1/secrets', { key: user, body: { name: 'API_TOKEN', value, description } });
+    expect((await set(SECRET_VALUE, 'first')).status).toBe(200);
+    expect((await set(`${SECRET_VALUE}-2`, 'second')).status).toBe(200);
+    expect(await stored('API_TOKEN')).toBe(`${SECRET_VALUE}-2`);
+    const listed = await call('GET', '/api/v1/secrets/search?limit=100', { key: user });
+    expect(listed.body.items).toEqual([{ name: 'API_TOKEN', description: 'second' }]);
+    // The legacy page lists the same secret.
+    expect((await call('GET', '/api/secrets', { key: user })).body.custom_secrets).toEqual(listed.body.items);
+    const renamed = await call('PUT', '/api/v1/secrets/API_TOKEN', { key: user, body: { name: 'API_KEY' } });
+    expect(renamed.status).toBe(200);
+    expect(await stored('API_KEY')).toBe(`${SECRET_VALUE}-2`);
+    expect((await call('DELETE', '/api/v1/secrets/API_KEY', { key: mallory })).status).toBe(404);
+    expect((await call('DELETE', '/api/v1/secrets/API_KEY', { key: user })).status).toBe(200);
+    expect((await call('GET', '/api/v1/secrets/search', { key: user })).body.items).toEqual([]);
+    expect((await call('POST', '/api/v1/secrets', { key: user, body: { name: '1BAD', value: 'v' } })).status).toBe(422);
+    for (const [method, path] of [
+      ['GET', '/api/v1/secrets/search'],
+      ['POST', '/api/v1/secrets'],
+      ['PUT', '/api/v1/secrets/PLANTED'],
+      ['DELETE', '/api/v1/secrets/PLANTED'],
+    ] as const)
+      expect(
+        (await call(method, path, { key: keyA, body: method === 'GET' ? undefined : { name: 'X', value: 'y' } }))
+          .status,
+        path,
+      ).toBe(403);
+  });
+
+  it('racing creates of one name: exactly one is stored, the others are 409', async () => {
+    const user = await stack.newUser('secrets-race');
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        call('POST', '/api/secrets', { key: user, body: { name: 'RACED', value: `value-${i}` } }),
+      ),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(11);
+    const winner = statuses.indexOf(201);
+    const value = (await stack.services.settings.resolve('secrets-race'))?.secrets_store.custom_secrets.RACED?.secret;
+    expect(value).toBe(`value-${winner}`);
+  });
+
+  it('git providers: stored sealed (an empty token keeps the stored one), unset removes them all', async () => {
+    const user = await stack.newUser('git-ui');
+    const add = (body: unknown) => call('POST', '/api/add-git-providers', { key: user, body });
+    expect((await add({ provider_tokens: { github: { token: GIT_TOKEN, host: 'github.com' } } })).status).toBe(200);
+    const token = async () =>
+      (await stack.services.settings.resolve('git-ui'))?.secrets_store.provider_tokens.github?.token;
+    expect(await token()).toBe(GIT_TOKEN);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({
+      github: 'github.com',
+    });
+    expect((await add({ provider_tokens: { github: { token: '', host: 'ghe.example.com' } } })).status).toBe(200);
+    expect(await token()).toBe(GIT_TOKEN);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({
+      github: 'ghe.example.com',
+    });
+    // An empty token for a provider with nothing stored stores nothing.
+    await add({ provider_tokens: { gitlab: { token: '', host: null } } });
+    expect(Object.keys((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set)).toEqual([
+      'github',
+    ]);
+    expect((await add({ provider_tokens: { notaprovider: { token: 'x' } } })).status).toBe(422);
+    expect((await call('POST', '/api/unset-provider-tokens', { key: user })).status).toBe(200);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({});
+    expect(await token()).toBeUndefined();
+  });
+
+  it('a conversation key touches none of them', async () => {
+    expect((await call('GET', '/api/secrets', { key: keyA })).status).toBe(403);
+    expect((await call('POST', '/api/secrets', { key: keyA, body: { name: 'X', value: 'y' } })).status).toBe(403);
+    expect((await call('DELETE', '/api/secrets/PLANTED', { key: keyA })).status).toBe(403);
+    expect((await call('PUT', '/api/secrets/PLANTED', { key: keyA, body: { name: 'Y' } })).status).toBe(403);
+    expect((await call('POST', '/api/unset-provider-tokens', { key: keyA })).status).toBe(403);
+    expect(
+      (
+        await call('POST', '/api/add-git-providers', {
+          key: keyA,
+          body: { provider_tokens: { github: { token: 't' } } },
+        })
+      ).status,
+    ).toBe(403);
+    expect((await call('GET', '/api/secrets')).body.custom_secrets.map((s: any) => s.name)).toEqual(['PLANTED']);
   });
 });
 
