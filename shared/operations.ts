@@ -13,7 +13,9 @@ import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
 import * as bridge from '#shared/sandboxes/bridge-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
+import * as canvasSettings from '#shared/settings/canvas-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
+import * as secrets from '#shared/settings/secrets-operations.ts';
 import * as stream from '#shared/stream/operations.ts';
 
 /**
@@ -36,5 +38,7 @@ export const operations: readonly Operation[] = [
   sandboxes,
   snapshots,
   settings,
+  canvasSettings,
+  secrets,
   stream,
 ].flatMap((module) => Object.values(module) as Operation[]);

@@ -168,6 +168,15 @@ export const legacyUpdateConversation = defineOperation(
   ({ userId, params, body }, { conversations }) => conversations.rename(userId, params.conversation_id, body.title),
 );
 
+export const legacyConversationConfig = defineOperation(
+  'legacyConversationConfig',
+  () => ({
+    params: conversationParams,
+    response: z.object({ runtime_id: z.nullable(z.string()), session_id: z.string() }),
+  }),
+  ({ userId, params }, { conversations }) => conversations.runtimeConfig(userId, params.conversation_id),
+);
+
 export const legacyDeleteConversation = defineOperation(
   'legacyDeleteConversation',
   () => ({ params: conversationParams, response: z.literal(true) }),

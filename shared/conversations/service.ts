@@ -422,6 +422,15 @@ export class ConversationService {
     return toConversationInfo(await this.own(userId, conversationId));
   }
 
+  /** GET /api/conversations/{id}/config (the late-2025 web UI): its sandbox as the runtime, the conversation as the session. */
+  async runtimeConfig(
+    userId: string,
+    conversationId: string,
+  ): Promise<{ runtime_id: string | null; session_id: string }> {
+    const rec = await this.own(userId, conversationId);
+    return { runtime_id: rec.sandbox_id ?? null, session_id: rec.id };
+  }
+
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
     const rec = await this.own(userId, conversationId);

@@ -65,26 +65,57 @@ async function newestFirst<T>(
   return undefined;
 }
 
+/** The agent server's event search over our event pages: `source` and `body` filter within each page. */
+async function searchFiltered(
+  events: EventService,
+  userId: string,
+  conversationId: string,
+  query: z.output<typeof searchQuery>,
+) {
+  const page = await events.search(userId, {
+    conversation_id__eq: conversationId,
+    kind__eq: query.kind,
+    timestamp__gte: query.timestamp__gte,
+    timestamp__lt: query.timestamp__lt,
+    sort_order: query.sort_order,
+    page_id: query.page_id,
+    limit: query.limit,
+  } as Parameters<EventService['search']>[1]);
+  const needle = query.body?.toLowerCase();
+  const items = page.items.filter(
+    (e) =>
+      (query.source === undefined || e.source === query.source) &&
+      (needle === undefined || JSON.stringify(e).toLowerCase().includes(needle)),
+  );
+  return { items, next_page_id: page.next_page_id };
+}
+
 export const agentServerSearchEvents = defineOperation(
   'agentServerSearchEvents',
   () => ({ params, query: searchQuery, response: eventPageSchema }),
-  async ({ userId, params, query }, { events }) => {
-    const page = await events.search(userId, {
-      conversation_id__eq: params.conversation_id,
-      kind__eq: query.kind,
-      timestamp__gte: query.timestamp__gte,
-      timestamp__lt: query.timestamp__lt,
-      sort_order: query.sort_order,
-      page_id: query.page_id,
-      limit: query.limit,
-    } as Parameters<EventService['search']>[1]);
-    const needle = query.body?.toLowerCase();
-    const items = page.items.filter(
-      (e) =>
-        (query.source === undefined || e.source === query.source) &&
-        (needle === undefined || JSON.stringify(e).toLowerCase().includes(needle)),
-    );
-    return { items, next_page_id: page.next_page_id };
+  ({ userId, params, query }, { events }) => searchFiltered(events, userId, params.conversation_id, query),
+);
+
+/**
+ * `GET /api/v1/conversation/{id}/events/search` (singular `conversation`): where Agent Canvas's cloud
+ * mode reads a conversation's history, with the same filters.
+ */
+export const canvasSearchConversationEvents = defineOperation(
+  'canvasSearchConversationEvents',
+  () => ({ params, query: searchQuery, response: eventPageSchema }),
+  ({ userId, params, query }, { events }) => searchFiltered(events, userId, params.conversation_id, query),
+);
+
+/**
+ * `GET /api/v1/app-conversations/{id}/skills`: the skills loaded into the conversation's agent. Ours
+ * loads none (no microagents or skill files), so the list is empty; a foreign id is still a 404.
+ */
+export const canvasConversationSkills = defineOperation(
+  'canvasConversationSkills',
+  () => ({ params, response: z.object({ skills: z.array(z.unknown()) }) }),
+  async ({ userId, params }, { events }) => {
+    await events.owned(userId, params.conversation_id);
+    return { skills: [] };
   },
 );
 

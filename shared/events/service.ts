@@ -23,7 +23,8 @@ export class EventService {
     private readonly cursors: CursorCodec,
   ) {}
 
-  private async owned(userId: string, conversationId: string): Promise<string> {
+  /** The conversation's normalised id if it is the caller's; 404 otherwise (a foreign id is unknown). */
+  async owned(userId: string, conversationId: string): Promise<string> {
     const id = conversationId.replaceAll('-', '').toLowerCase();
     const conversation = await this.conversations.get(userId, id);
     if (!conversation || conversation.userId !== userId) throw notFound('Conversation not found');

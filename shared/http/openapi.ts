@@ -21,6 +21,8 @@ const tagDescriptions: Record<string, string> = {
   auth: 'Browser sign-in and sign-out (the session cookie)',
   keys: "The caller's API keys",
   bridge: "The sandbox program's calls (its own key): check in, heartbeat, commands, snapshots",
+  canvas:
+    "What Agent Canvas's cloud mode reads on load (settings, schemas, models, profiles, skills, a conversation's events)",
   webhooks: "The sandbox program's reports (its own key): events, conversation status, start configuration",
 };
 

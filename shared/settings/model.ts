@@ -18,7 +18,7 @@ export const gitProviderSchema = z.lazy(() => z.enum(gitProviders));
 const serverName = z.lazy(() =>
   z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -')),
 );
-const envName = z.lazy(() =>
+export const envName = z.lazy(() =>
   z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')),
 );
 

@@ -1,11 +1,10 @@
 import * as z from '#shared/zod.ts';
-import type { Audit } from '#shared/accounts/audit.ts';
 import { defineOperation } from '#shared/http/operation.ts';
+import { auditSave } from '#shared/settings/audit-save.ts';
 import {
   agentChoices,
   maskedSettingsSchema,
   saveSettingsResponseSchema,
-  secretFields,
   securityAnalyzerChoices,
   settingsInputSchema,
   unknownSettingsFields,
@@ -55,23 +54,6 @@ export const getCurrentUser = defineOperation(
     settings: await settings.find(userId),
   }),
 );
-
-/**
- * The audit entries of a save: the names of the fields it named (never values), and each secret set
- * (a non-empty value) or cleared (an empty one) by name; a null keeps a secret, so it is neither.
- */
-async function auditSave(audit: Audit, orgId: string, userId: string, rawBody: unknown): Promise<void> {
-  if (!rawBody || typeof rawBody !== 'object') return;
-  const named = Object.keys(rawBody as Record<string, unknown>);
-  const secrets = new Set<string>(secretFields);
-  const plain = named.filter((f) => !secrets.has(f));
-  if (plain.length) await audit.record(orgId, userId, 'settings_saved', { fields: plain });
-  for (const f of named.filter((n) => secrets.has(n))) {
-    const value = (rawBody as Record<string, unknown>)[f];
-    if (value === null || value === undefined) continue;
-    await audit.record(orgId, userId, value === '' ? 'secret_cleared' : 'secret_set', { fields: [f] });
-  }
-}
 
 /** The choices of the `agent` and `security_analyzer` settings (anything else is a 422). */
 export const listAgents = defineOperation(

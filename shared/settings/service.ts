@@ -119,6 +119,91 @@ export class SettingsService {
     throw conflict('Settings were changed by another request at the same time; try again');
   }
 
+  /** The names and descriptions of the user's custom secrets (never their values); none before any settings. */
+  async customSecrets(userId: string): Promise<{ name: string; description: string | null }[]> {
+    const record = await this.store.get(userId);
+    return Object.entries(record?.secretsSummary.custom_secrets ?? {}).map(([name, { description }]) => ({
+      name,
+      description,
+    }));
+  }
+
+  /** Adds a custom secret; 409 when one of that name exists (checked in the write, so racing creates add one). */
+  async createCustomSecret(userId: string, name: string, value: string, description: string | null): Promise<void> {
+    const patch = planSave({ secrets_store: { custom_secrets: { [name]: { secret: value, description } } } });
+    patch.assume.push({ absent: ['secrets', secretKey.custom(name)] });
+    await this.applyChecked(userId, patch, (record) => {
+      if (record && Object.hasOwn(record.secretsSummary.custom_secrets, name))
+        throw conflict(`Secret ${name} already exists`);
+    });
+  }
+
+  /**
+   * Renames a custom secret and/or sets its description, keeping its value; 404 when there is no such
+   * secret, 409 when the new name is taken (both checked in the write).
+   */
+  async updateCustomSecret(userId: string, id: string, name: string, description: string | null): Promise<void> {
+    const exists = (record?: SettingsRecord) => {
+      if (!record || !Object.hasOwn(record.secretsSummary.custom_secrets, id)) throw notFound(`Secret ${id} not found`);
+    };
+    let patch: SettingsPatch;
+    if (name === id) {
+      patch = planSave({ secrets_store: { custom_secrets: { [id]: { description } } } });
+    } else {
+      exists(await this.store.get(userId));
+      const value = (await this.resolve(userId))?.secrets_store.custom_secrets[id]?.secret;
+      if (value === undefined) throw notFound(`Secret ${id} not found`);
+      patch = planSave({ secrets_store: { custom_secrets: { [id]: null, [name]: { secret: value, description } } } });
+      patch.assume.push({ absent: ['secrets', secretKey.custom(name)] });
+    }
+    patch.assume.push({ exists: ['secrets', secretKey.custom(id)] });
+    await this.applyChecked(userId, patch, (record) => {
+      exists(record);
+      if (name !== id && Object.hasOwn(record!.secretsSummary.custom_secrets, name))
+        throw conflict(`Secret ${name} already exists`);
+    });
+  }
+
+  /** Removes a custom secret; 404 when there is none of that name. */
+  async deleteCustomSecret(userId: string, id: string): Promise<void> {
+    const patch = planSave({ secrets_store: { custom_secrets: { [id]: null } } });
+    patch.assume.push({ exists: ['secrets', secretKey.custom(id)] });
+    await this.applyChecked(userId, patch, (record) => {
+      if (!record || !Object.hasOwn(record.secretsSummary.custom_secrets, id)) throw notFound(`Secret ${id} not found`);
+    });
+  }
+
+  /** Removes every git provider token (and its host). */
+  async unsetProviderTokens(userId: string): Promise<void> {
+    const record = await this.store.get(userId);
+    const providers = Object.keys(record?.secretsSummary.provider_tokens_set ?? {});
+    if (providers.length === 0) return;
+    await this.save(userId, {
+      secrets_store: { provider_tokens: Object.fromEntries(providers.map((p) => [p, null])) },
+    } as SettingsInput);
+  }
+
+  /**
+   * Writes `patch` in one conditional update, whose assumptions carry the caller's precondition. When it
+   * is refused, `check` reads why from the stored record (and throws the 404 or 409); when the record
+   * was missing or of an earlier format (the precondition holds), an empty save makes one of the
+   * per-field format and the update runs again.
+   */
+  private async applyChecked(
+    userId: string,
+    patch: SettingsPatch,
+    check: (record: SettingsRecord | undefined) => void,
+  ): Promise<void> {
+    rejectLongSecrets(patch);
+    await this.sealPatch(userId, patch, new Map());
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (await this.store.update(userId, patch, this.now().toISOString())) return;
+      check(await this.store.get(userId));
+      await this.save(userId, {} as SettingsInput);
+    }
+    throw conflict('Settings were changed by another request at the same time; try again');
+  }
+
   /** Removes the values of MCP servers and variables a save dropped from the config, unless listed again since. */
   private async dropStale(record: SettingsRecord): Promise<void> {
     const stale = staleMcpKeys(record);

@@ -230,6 +230,8 @@ const foreign: Record<
     path: string;
     body?: unknown;
     expect: 'own-only' | 404 | 'null-list' | 'empty-items' | number[];
+    /** Puts back what the call changed of the attacker's own data (a route with no id to aim at another's). */
+    restore?: (attacker: Player) => Promise<unknown>;
   }
 > = {
   getSettings: () => ({ path: '/api/settings', expect: 'own-only' }),
@@ -347,6 +349,73 @@ const foreign: Record<
   suspendOrg: (v) => ({ path: `/api/v1/admin/orgs/${v.orgId}/suspend`, method: 'POST', expect: [403] }),
   reactivateOrg: (v) => ({ path: `/api/v1/admin/orgs/${v.orgId}/reactivate`, method: 'POST', expect: [403] }),
   listAuditLog: (v) => ({ path: `/api/v1/audit-log?org_id=${v.orgId}`, expect: 404 }),
+  // What Agent Canvas reads on load: the caller's own, or a foreign conversation or organization (404).
+  canvasGetSettings: () => ({ path: '/api/v1/settings', expect: 'own-only' }),
+  canvasSaveSettings: () => ({ path: '/api/v1/settings', method: 'POST', body: {}, expect: 'own-only' }),
+  canvasAgentSettingsSchema: () => ({ path: '/api/v1/settings/agent-schema', expect: 'own-only' }),
+  canvasConversationSettingsSchema: () => ({ path: '/api/v1/settings/conversation-schema', expect: 'own-only' }),
+  canvasListLlmProfiles: () => ({ path: '/api/v1/settings/profiles', expect: 'own-only' }),
+  canvasListOrgLlmProfiles: (v) => ({ path: `/api/organizations/${v.orgId}/profiles`, expect: 404 }),
+  canvasOrgMe: (v) => ({ path: `/api/organizations/${v.orgId}/me`, expect: 404 }),
+  canvasListAgentProfiles: () => ({ path: '/api/agent-profiles', expect: 'own-only' }),
+  canvasSearchModels: () => ({ path: '/api/v1/config/models/search', expect: 'own-only' }),
+  canvasSearchProviders: () => ({ path: '/api/v1/config/providers/search', expect: 'own-only' }),
+  canvasSearchSkills: () => ({ path: '/api/v1/skills/search', expect: 'own-only' }),
+  canvasConversationSkills: (v) => ({ path: `/api/v1/app-conversations/${v.conversationId}/skills`, expect: 404 }),
+  canvasSearchConversationEvents: (v) => ({
+    path: `/api/v1/conversation/${v.conversationId}/events/search`,
+    expect: 404,
+  }),
+  canvasSearchSecrets: () => ({ path: '/api/v1/secrets/search', expect: 'own-only' }),
+  canvasSaveSecret: () => ({
+    path: '/api/v1/secrets',
+    method: 'POST',
+    body: { name: 'ATTACKER_OWN', value: 'x' },
+    expect: 'own-only',
+    restore: (attacker) => call('DELETE', '/api/v1/secrets/ATTACKER_OWN', { key: attacker.key }),
+  }),
+  canvasUpdateSecret: () => ({
+    path: '/api/v1/secrets/NOT_A_SECRET',
+    method: 'PUT',
+    body: { name: 'STOLEN' },
+    expect: 404,
+  }),
+  canvasDeleteSecret: () => ({ path: '/api/v1/secrets/NOT_A_SECRET', method: 'DELETE', expect: 404 }),
+  // The late-2025 web UI's calls. Secrets are named per user: the victim's names are the attacker's own
+  // (every player has PLANT_OTHER), so a create of it is the attacker's 409 and an unknown name a 404.
+  legacyConversationConfig: (v) => ({ path: `/api/conversations/${v.conversationId}/config`, expect: 404 }),
+  listSecrets: () => ({ path: '/api/secrets', expect: 'own-only' }),
+  createSecret: () => ({
+    path: '/api/secrets',
+    method: 'POST',
+    body: { name: 'PLANT_OTHER', value: 'taken over' },
+    expect: [409],
+  }),
+  updateSecret: () => ({ path: '/api/secrets/NOT_A_SECRET', method: 'PUT', body: { name: 'STOLEN' }, expect: 404 }),
+  deleteSecret: () => ({ path: '/api/secrets/NOT_A_SECRET', method: 'DELETE', expect: 404 }),
+  addGitProviders: () => ({
+    path: '/api/add-git-providers',
+    method: 'POST',
+    body: { provider_tokens: {} },
+    expect: 'own-only',
+  }),
+  unsetProviderTokens: () => ({
+    path: '/api/unset-provider-tokens',
+    method: 'POST',
+    expect: 'own-only',
+    restore: (attacker) =>
+      call('POST', '/api/settings', {
+        key: attacker.key,
+        body: {
+          secrets_store: {
+            provider_tokens: {
+              github: { token: secrets[`${attacker.userId}.github_token`] },
+              gitlab: { token: secrets[`${attacker.userId}.gitlab_token`], host: 'http://127.0.0.1:9' },
+            },
+          },
+        },
+      }),
+  }),
 };
 
 /**
@@ -361,6 +430,7 @@ async function expectMatrixHolds(trio: Player[], aim: (v: Player) => Player): Pr
       for (const route of userRoutes) {
         const r = foreign[route.id]!(aim(victim));
         const res = await call(r.method ?? route.method, r.path, { key: attacker.key, body: r.body });
+        await r.restore?.(attacker);
         const where = `${attacker.userId} -> ${victim.userId} ${route.id} (${res.status})`;
         // An id the attacker sent may come back (e.g. named in a 422); nothing else of the victim's may.
         const sent = `${r.path} ${JSON.stringify(r.body ?? null)}`;
@@ -651,6 +721,10 @@ describe('conversation-scoped key misuse', () => {
       for (const tail of ['events/search', 'events/count', 'events/x', 'agent_final_response'])
         await refused(who, 'GET', `/api/conversations/${id}/${tail}`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/interrupt`, [403, 404]);
+      // Agent Canvas's and the late-2025 UI's conversation reads.
+      await refused(who, 'GET', `/api/v1/conversation/${id}/events/search`, [403, 404]);
+      await refused(who, 'GET', `/api/v1/app-conversations/${id}/skills`, [403, 404]);
+      await refused(who, 'GET', `/api/conversations/${id}/config`, [403, 404]);
       await refused(who, 'POST', `/api/conversations/${id}/events`, [403, 404], {
         content: [{ type: 'text', text: 'hi' }],
       });

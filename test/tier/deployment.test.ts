@@ -21,6 +21,8 @@ import { startTier, type TierStack } from '#test/tier/stack.ts';
 let tier: TierStack;
 let llm: ScriptedLlm;
 let key: string;
+/** The V1 conversation of the seed flows (Agent Canvas's reads below open it). */
+let v1Conversation: string;
 
 beforeAll(async () => {
   [tier, llm] = await Promise.all([startTier(), startScriptedLlm()]);
@@ -159,12 +161,53 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   it('V1 conversation start: the agent in the sandbox talks to the scripted LLM and its events are searchable', async () => {
     await settingsRoundTrip(tier, key, llm.baseUrl).catch(() => undefined);
     llm.enqueue(reply.bash('echo hello from the tier'), reply.finish('Done on the tier.'));
-    const { events } = await startConversationV1(tier, key, 'Say hello');
+    const { conversationId, events } = await startConversationV1(tier, key, 'Say hello');
+    v1Conversation = conversationId;
     const kinds = events.map((e) => e.kind);
     expect(kinds).toContain('MessageEvent');
     expect(JSON.stringify(events)).toContain('hello from the tier');
     expect(tier.aws.denials).toEqual([]);
   }, 240_000);
+
+  it("Agent Canvas's load calls and the late-2025 UI's as deployed: settings, schemas, models, profiles, secrets, the conversation's events, skills and config", async () => {
+    const get = async (path: string) => {
+      const res = await tier.call('GET', path, { key });
+      expect(res.status, `${path}: ${res.text.slice(0, 300)} ${tier.explain()}`).toBe(200);
+      return res.body;
+    };
+    const settings = await get('/api/v1/settings');
+    expect(settings.agent_settings.llm.api_key).toBeNull();
+    expect(settings.llm_api_key_set).toBe(true);
+    const saved = await tier.call('POST', '/api/v1/settings', {
+      key,
+      body: { conversation_settings_diff: { max_iterations: 42 } },
+    });
+    expect(saved.status, saved.text).toBe(200);
+    expect((await get('/api/settings')).max_iterations).toBe(42);
+    expect((await get('/api/v1/settings/agent-schema')).sections.length).toBeGreaterThan(0);
+    expect((await get('/api/v1/settings/conversation-schema')).sections.length).toBe(1);
+    expect((await get('/api/v1/config/models/search')).items.length).toBeGreaterThan(0);
+    expect(await get('/api/agent-profiles')).toEqual({ profiles: [], active_agent_profile_id: null });
+    expect(await get('/api/v1/settings/profiles')).toEqual({ profiles: [], active_profile: null });
+    const org = (await get('/api/organizations')).current_org_id;
+    expect(await get(`/api/organizations/${org}/profiles`)).toEqual({ profiles: [], active_profile: null });
+    const singular = await get(`/api/v1/conversation/${v1Conversation}/events/search?limit=100`);
+    expect(singular.items).toEqual((await get(`/api/conversations/${v1Conversation}/events/search?limit=100`)).items);
+    expect(singular.items.length).toBeGreaterThan(0);
+    expect(await get(`/api/v1/app-conversations/${v1Conversation}/skills`)).toEqual({ skills: [] });
+    expect((await get(`/api/conversations/${v1Conversation}/config`)).runtime_id).toBeTruthy();
+    const created = await tier.call('POST', '/api/secrets', {
+      key,
+      body: { name: 'TIER_SECRET', value: 'tier-secret-value', description: 'tier' },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect((await get('/api/v1/secrets/search')).items).toContainEqual({ name: 'TIER_SECRET', description: 'tier' });
+    expect((await tier.call('DELETE', '/api/v1/secrets/TIER_SECRET', { key })).status).toBe(200);
+    expect((await get('/api/secrets')).custom_secrets.map((x: { name: string }) => x.name)).not.toContain(
+      'TIER_SECRET',
+    );
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
 
   it('legacy conversation start (POST /api/conversations) runs the same way', async () => {
     llm.enqueue(reply.finish('Legacy done.'));

@@ -1,0 +1,4 @@
+import { canvasSearchModels } from '#shared/options/operations.ts';
+import { awsRoute } from '#shared/wiring/aws.ts';
+
+export const handler = awsRoute(canvasSearchModels, {});

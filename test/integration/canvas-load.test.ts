@@ -1,0 +1,459 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { llmModels } from '#shared/options/model.ts';
+import { conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+// What Agent Canvas's cloud mode reads on load (its built code in @openhands/agent-canvas 1.20.0:
+// api/cloud/*.js, api/config-service, api/event-service), over HTTP against the local stack, with a
+// scripted LLM: the shapes it reads, and what a hostile user, a conversation key and a foreign id get.
+const LLM_KEY = 'sk-planted-canvas-llm-key-7f3a';
+const SEARCH_KEY = 'tvly-planted-canvas-search-key-91c2';
+const CUSTOM = 'planted-canvas-custom-secret-55e1';
+const SECRET_VALUE = 'planted-ui-secret-value-3d9b';
+const GIT_TOKEN = 'ghp_planted-git-token-8e21';
+const planted = [LLM_KEY, SEARCH_KEY, CUSTOM, SECRET_VALUE, GIT_TOKEN];
+
+let stack: TestStack;
+let llm: ScriptedLlm;
+let a: string; // the dev user's two conversations
+let b: string;
+let keyA: string; // conversation A's own key
+let mallory: string; // another user's key
+const answers: string[] = []; // every answer text, swept for planted secrets at the end
+
+const call = async (...args: Parameters<TestStack['call']>) => {
+  const res = await stack.call(...args);
+  answers.push(res.text);
+  return res;
+};
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  llm = await startScriptedLlm([reply.finish('answer one'), reply.finish('answer two')]);
+  mallory = await stack.newUser('mallory-canvas');
+  await call('POST', '/api/settings', {
+    body: {
+      llm_model: 'm',
+      llm_api_key: LLM_KEY,
+      llm_base_url: llm.baseUrl,
+      search_api_key: SEARCH_KEY,
+      secrets_store: { custom_secrets: { PLANTED: { secret: CUSTOM, description: 'a planted one' } } },
+    },
+  });
+  const started = await Promise.all([
+    startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
+    startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
+  ]);
+  [a, b] = started.map((t) => t.app_conversation_id) as [string, string];
+  for (const id of [a, b])
+    await waitFor(
+      () => conversation(stack, id),
+      (c) => c.execution_status === 'finished',
+      30_000,
+    );
+  keyA = (await call('GET', `/api/conversations/${a}`)).body.session_api_key;
+  expect(keyA).toBeTruthy();
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await llm?.close();
+});
+
+describe('settings as Agent Canvas reads and writes them (/api/v1/settings)', () => {
+  it('GET answers 404 before any settings (Canvas then shows its defaults), the grouped view after', async () => {
+    expect((await call('GET', '/api/v1/settings', { key: mallory })).status).toBe(404);
+    const got = await call('GET', '/api/v1/settings');
+    expect(got.status).toBe(200);
+    expect(got.body.agent_settings.llm).toEqual({ model: 'm', base_url: llm.baseUrl, api_key: null });
+    expect(got.body.agent_settings.agent).toBe('CodeActAgent');
+    expect(got.body.conversation_settings.confirmation_mode).toBe(false);
+    // What decides whether Canvas's composer may send.
+    expect(got.body.llm_api_key_set).toBe(true);
+    expect(got.body.llm_api_key).toBeNull();
+    expect(got.body.search_api_key).toBeNull();
+  });
+
+  it("POST stores Canvas's diffs (the key too), reports what it ignores, and refuses bad values naming the field", async () => {
+    const user = await stack.newUser('canvas-writer');
+    const saved = await call('POST', '/api/v1/settings', {
+      key: user,
+      body: {
+        agent_settings_diff: {
+          llm: { model: 'openai/gpt-4o', api_key: 'sk-writer-key' },
+          condenser: { max_size: 60 },
+          acp_model: 'x',
+        },
+        conversation_settings_diff: { confirmation_mode: true, max_iterations: 7 },
+        git_user_name: 'Writer',
+        theme: 'dark',
+      },
+    });
+    expect(saved.status).toBe(200);
+    expect(saved.body.ignored_fields.sort()).toEqual(['agent_settings_diff.acp_model', 'theme']);
+    const legacy = (await call('GET', '/api/settings', { key: user })).body;
+    expect(legacy).toMatchObject({
+      llm_model: 'openai/gpt-4o',
+      llm_api_key_set: true,
+      confirmation_mode: true,
+      max_iterations: 7,
+      condenser_max_size: 60,
+      git_user_name: 'Writer',
+    });
+    expect(JSON.stringify(legacy)).not.toContain('sk-writer-key');
+    // Audited as /api/settings is: field names, the secret by name, never its value.
+    const log = await call('GET', '/api/v1/audit-log?limit=100', { key: user });
+    expect(log.status).toBe(200);
+    expect(log.body.items).toContainEqual(expect.objectContaining({ action: 'secret_set', fields: ['llm_api_key'] }));
+    expect(log.text).not.toContain('sk-writer-key');
+    const canvas = (await call('GET', '/api/v1/settings', { key: user })).body;
+    expect(canvas.conversation_settings).toMatchObject({ confirmation_mode: true, max_iterations: 7 });
+    expect(canvas.agent_settings.condenser.max_size).toBe(60);
+
+    const bad = await call('POST', '/api/v1/settings', {
+      key: user,
+      body: { conversation_settings_diff: { max_iterations: 0 } },
+    });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body.detail)).toContain('max_iterations');
+    const badAgent = await call('POST', '/api/v1/settings', {
+      key: user,
+      body: { agent_settings_diff: { agent: 'EvilAgent' } },
+    });
+    expect(badAgent.status).toBe(422);
+    // Nothing of the refused saves was stored.
+    expect((await call('GET', '/api/settings', { key: user })).body.max_iterations).toBe(7);
+  });
+
+  it('the schemas describe exactly the fields stored here; the model choices are /api/options/models', async () => {
+    const agent = await call('GET', '/api/v1/settings/agent-schema');
+    expect(agent.status).toBe(200);
+    const keys = agent.body.sections.flatMap((s: any) => s.fields.map((f: any) => f.key));
+    expect(keys).toEqual([
+      'llm.model',
+      'llm.base_url',
+      'llm.api_key',
+      'agent',
+      'condenser.enabled',
+      'condenser.max_size',
+    ]);
+    const model = agent.body.sections[0].fields[0];
+    expect(model.choices.map((c: any) => c.value)).toEqual((await call('GET', '/api/options/models')).body as string[]);
+    expect(agent.body.sections[0].fields.find((f: any) => f.key === 'llm.api_key').secret).toBe(true);
+    const conv = await call('GET', '/api/v1/settings/conversation-schema');
+    expect(conv.body.sections[0].fields.map((f: any) => f.key)).toEqual([
+      'confirmation_mode',
+      'security_analyzer',
+      'max_iterations',
+    ]);
+  });
+});
+
+describe('models, profiles and skills: served, empty where we have none (never a 404)', () => {
+  it('models search: the options list split into provider and name, filtered and paged', async () => {
+    const all = await call('GET', '/api/v1/config/models/search');
+    expect(all.status).toBe(200);
+    expect(all.body.items.length).toBe(llmModels().length);
+    expect(all.body.items).toContainEqual({
+      provider: 'openai',
+      name: 'gpt-4o',
+      verified: true,
+      free: false,
+      default: false,
+    });
+    expect(all.body.next_page_id).toBeNull();
+    const anthropic = await call('GET', '/api/v1/config/models/search?provider__eq=anthropic');
+    expect(anthropic.body.items.every((m: any) => m.provider === 'anthropic')).toBe(true);
+    expect(anthropic.body.items.length).toBeGreaterThan(0);
+    const mini = await call('GET', '/api/v1/config/models/search?query=MINI');
+    expect(mini.body.items.map((m: any) => m.name)).toEqual(['gpt-4o-mini', 'gpt-4.1-mini', 'o4-mini']);
+    const first = await call('GET', '/api/v1/config/models/search?limit=3');
+    expect(first.body.items).toHaveLength(3);
+    const rest = await call('GET', `/api/v1/config/models/search?limit=100&page_id=${first.body.next_page_id}`);
+    expect([...first.body.items, ...rest.body.items]).toEqual(all.body.items);
+    expect((await call('GET', '/api/v1/config/models/search?page_id=abc')).status).toBe(422);
+    expect((await call('GET', '/api/v1/config/models/search?limit=1000')).status).toBe(422);
+    const providers = await call('GET', '/api/v1/config/providers/search');
+    expect(providers.body.items.map((p: any) => p.name)).toEqual(['openai', 'anthropic']);
+  });
+
+  it('LLM profiles, agent profiles and skills answer the empty shapes Canvas reads', async () => {
+    expect((await call('GET', '/api/v1/settings/profiles')).body).toEqual({ profiles: [], active_profile: null });
+    expect((await call('GET', '/api/agent-profiles')).body).toEqual({ profiles: [], active_agent_profile_id: null });
+    expect((await call('GET', '/api/v1/skills/search?limit=100')).body).toEqual({ items: [], next_page_id: null });
+    expect((await call('GET', `/api/v1/app-conversations/${a}/skills`)).body).toEqual({ skills: [] });
+  });
+
+  it('organization profiles and the caller in it: their own organization only', async () => {
+    const mine = (await call('GET', '/api/organizations')).body.current_org_id as string;
+    expect(mine).toBeTruthy();
+    const own = await call('GET', `/api/organizations/${mine}/profiles`);
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({ profiles: [], active_profile: null });
+    const malloryOrg = (await call('GET', '/api/organizations', { key: mallory })).body.current_org_id as string;
+    expect(malloryOrg).not.toBe(mine);
+    expect((await call('GET', `/api/organizations/${malloryOrg}/profiles`)).status).toBe(404);
+    expect((await call('GET', `/api/organizations/${mine}/profiles`, { key: mallory })).status).toBe(404);
+    const me = await call('GET', `/api/organizations/${mine}/me`);
+    expect(me.body).toMatchObject({ org_id: mine, user_id: 'dev', permissions: [] });
+    expect((await call('GET', `/api/organizations/${malloryOrg}/me`)).status).toBe(404);
+    expect((await call('GET', '/api/organizations/not-an-org/profiles')).status).toBe(404);
+  });
+});
+
+describe('a conversation opened in Canvas: /api/v1/conversation/{id}/events/search', () => {
+  it("serves the conversation's events in order, with sort_order, limit and page_id", async () => {
+    const got = await call('GET', `/api/v1/conversation/${a}/events/search?limit=100`);
+    expect(got.status).toBe(200);
+    const same = await call('GET', `/api/conversations/${a}/events/search?limit=100`);
+    expect(got.body.items).toEqual(same.body.items);
+    expect(got.body.items.length).toBeGreaterThan(2);
+    expect(got.body.items.some((e: any) => e.kind === 'MessageEvent' && e.source === 'user')).toBe(true);
+    const desc = await call('GET', `/api/v1/conversation/${a}/events/search?sort_order=TIMESTAMP_DESC&limit=2`);
+    expect(desc.body.items.map((e: any) => e.id)).toEqual(
+      got.body.items
+        .slice(-2)
+        .reverse()
+        .map((e: any) => e.id),
+    );
+    const next = await call(
+      'GET',
+      `/api/v1/conversation/${a}/events/search?sort_order=TIMESTAMP_DESC&limit=2&page_id=${encodeURIComponent(desc.body.next_page_id)}`,
+    );
+    expect(next.body.items.map((e: any) => e.id)).toEqual(
+      got.body.items
+        .slice(-4, -2)
+        .reverse()
+        .map((e: any) => e.id),
+    );
+    // Canvas's reconnect window: strictly before the newest event's timestamp.
+    const last = got.body.items.at(-1);
+    const before = await call(
+      'GET',
+      `/api/v1/conversation/${a}/events/search?timestamp__lt=${encodeURIComponent(last.timestamp)}`,
+    );
+    expect(before.body.items.every((e: any) => e.timestamp < last.timestamp)).toBe(true);
+  });
+});
+
+describe("the late-2025 web UI's remaining calls", () => {
+  it("GET /api/conversations/{id}/config: the conversation's sandbox as runtime_id", async () => {
+    const view = await conversation(stack, a);
+    const got = await call('GET', `/api/conversations/${a}/config`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual({ runtime_id: view.sandbox_id, session_id: a });
+    expect(view.sandbox_id).toBeTruthy();
+    expect((await call('GET', `/api/conversations/${a}/config`, { key: keyA })).status).toBe(200);
+    expect((await call('GET', `/api/conversations/${b}/config`, { key: keyA })).status).toBe(403);
+    expect((await call('GET', `/api/conversations/${a}/config`, { key: mallory })).status).toBe(404);
+  });
+
+  it('secrets: names and descriptions only; create, rename, describe, delete; duplicates and unknown names refused', async () => {
+    const user = await stack.newUser('secrets-ui');
+    const secrets = () => call('GET', '/api/secrets', { key: user });
+    expect((await secrets()).body).toEqual({ custom_secrets: [] });
+    const created = await call('POST', '/api/secrets', {
+      key: user,
+      body: { name: 'NPM_TOKEN', value: SECRET_VALUE, description: 'publishes' },
+    });
+    expect(created.status).toBe(201);
+    expect((await secrets()).body).toEqual({ custom_secrets: [{ name: 'NPM_TOKEN', description: 'publishes' }] });
+    const settingsView = await call('GET', '/api/settings', { key: user });
+    expect(settingsView.body.secrets_store.custom_secrets.NPM_TOKEN).toEqual({
+      secret: null,
+      description: 'publishes',
+    });
+    const dup = await call('POST', '/api/secrets', { key: user, body: { name: 'NPM_TOKEN', value: 'other' } });
+    expect(dup.status).toBe(409);
+    const badName = await call('POST', '/api/secrets', { key: user, body: { name: 'not a name', value: 'v' } });
+    expect(badName.status).toBe(422);
+    expect(JSON.stringify(badName.body.detail)).toContain('name');
+    expect((await call('POST', '/api/secrets', { key: user, body: { name: 'EMPTY', value: '' } })).status).toBe(422);
+
+    const stored = async (name: string) =>
+      (await stack.services.settings.resolve('secrets-ui'))?.secrets_store.custom_secrets[name]?.secret;
+    expect(await stored('NPM_TOKEN')).toBe(SECRET_VALUE);
+    // Rename keeps the value; a description-only change too.
+    const renamed = await call('PUT', '/api/secrets/NPM_TOKEN', {
+      key: user,
+      body: { name: 'NODE_AUTH_TOKEN', description: 'renamed' },
+    });
+    expect(renamed.status).toBe(200);
+    expect((await secrets()).body.custom_secrets).toEqual([{ name: 'NODE_AUTH_TOKEN', description: 'renamed' }]);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    expect(await stored('NPM_TOKEN')).toBeUndefined();
+    await call('PUT', '/api/secrets/NODE_AUTH_TOKEN', {
+      key: user,
+      body: { name: 'NODE_AUTH_TOKEN', description: 'd2' },
+    });
+    expect((await secrets()).body.custom_secrets).toEqual([{ name: 'NODE_AUTH_TOKEN', description: 'd2' }]);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    // Renaming onto a taken name, or an unknown secret, is refused and changes nothing.
+    await call('POST', '/api/secrets', { key: user, body: { name: 'OTHER', value: 'o' } });
+    expect((await call('PUT', '/api/secrets/OTHER', { key: user, body: { name: 'NODE_AUTH_TOKEN' } })).status).toBe(
+      409,
+    );
+    expect((await call('PUT', '/api/secrets/NOPE', { key: user, body: { name: 'NOPE2' } })).status).toBe(404);
+    expect(await stored('NODE_AUTH_TOKEN')).toBe(SECRET_VALUE);
+    expect(await stored('OTHER')).toBe('o');
+    // Another user sees none of them and deletes none of them.
+    expect((await call('GET', '/api/secrets', { key: mallory })).body.custom_secrets).toEqual([]);
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: mallory })).status).toBe(404);
+    expect((await call('PUT', '/api/secrets/OTHER', { key: mallory, body: { name: 'STOLEN' } })).status).toBe(404);
+    expect(await stored('OTHER')).toBe('o');
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: user })).status).toBe(200);
+    expect((await call('DELETE', '/api/secrets/OTHER', { key: user })).status).toBe(404);
+    expect((await secrets()).body.custom_secrets.map((s: any) => s.name)).toEqual(['NODE_AUTH_TOKEN']);
+  });
+
+  it("Agent Canvas's /api/v1/secrets: the same secrets; its POST sets a value, new or not", async () => {
+    const user = await stack.newUser('secrets-canvas');
+    const stored = async (name: string) =>
+      (await stack.services.settings.resolve('secrets-canvas'))?.secrets_store.custom_secrets[name]?.secret;
+    expect((await call('GET', '/api/v1/secrets/search?limit=100', { key: user })).body).toEqual({
+      items: [],
+      next_page_id: null,
+    });
+    const set = (value: string, description?: string) =>
+      call('POST', '/api/v1/secrets', { key: user, body: { name: 'API_TOKEN', value, description } });
+    expect((await set(SECRET_VALUE, 'first')).status).toBe(200);
+    expect((await set(`${SECRET_VALUE}-2`, 'second')).status).toBe(200);
+    expect(await stored('API_TOKEN')).toBe(`${SECRET_VALUE}-2`);
+    const listed = await call('GET', '/api/v1/secrets/search?limit=100', { key: user });
+    expect(listed.body.items).toEqual([{ name: 'API_TOKEN', description: 'second' }]);
+    // The legacy page lists the same secret.
+    expect((await call('GET', '/api/secrets', { key: user })).body.custom_secrets).toEqual(listed.body.items);
+    const renamed = await call('PUT', '/api/v1/secrets/API_TOKEN', { key: user, body: { name: 'API_KEY' } });
+    expect(renamed.status).toBe(200);
+    expect(await stored('API_KEY')).toBe(`${SECRET_VALUE}-2`);
+    expect((await call('DELETE', '/api/v1/secrets/API_KEY', { key: mallory })).status).toBe(404);
+    expect((await call('DELETE', '/api/v1/secrets/API_KEY', { key: user })).status).toBe(200);
+    expect((await call('GET', '/api/v1/secrets/search', { key: user })).body.items).toEqual([]);
+    expect((await call('POST', '/api/v1/secrets', { key: user, body: { name: '1BAD', value: 'v' } })).status).toBe(422);
+    for (const [method, path] of [
+      ['GET', '/api/v1/secrets/search'],
+      ['POST', '/api/v1/secrets'],
+      ['PUT', '/api/v1/secrets/PLANTED'],
+      ['DELETE', '/api/v1/secrets/PLANTED'],
+    ] as const)
+      expect(
+        (await call(method, path, { key: keyA, body: method === 'GET' ? undefined : { name: 'X', value: 'y' } }))
+          .status,
+        path,
+      ).toBe(403);
+  });
+
+  it('racing creates of one name: exactly one is stored, the others are 409', async () => {
+    const user = await stack.newUser('secrets-race');
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        call('POST', '/api/secrets', { key: user, body: { name: 'RACED', value: `value-${i}` } }),
+      ),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(11);
+    const winner = statuses.indexOf(201);
+    const value = (await stack.services.settings.resolve('secrets-race'))?.secrets_store.custom_secrets.RACED?.secret;
+    expect(value).toBe(`value-${winner}`);
+  });
+
+  it('git providers: stored sealed (an empty token keeps the stored one), unset removes them all', async () => {
+    const user = await stack.newUser('git-ui');
+    const add = (body: unknown) => call('POST', '/api/add-git-providers', { key: user, body });
+    expect((await add({ provider_tokens: { github: { token: GIT_TOKEN, host: 'github.com' } } })).status).toBe(200);
+    const token = async () =>
+      (await stack.services.settings.resolve('git-ui'))?.secrets_store.provider_tokens.github?.token;
+    expect(await token()).toBe(GIT_TOKEN);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({
+      github: 'github.com',
+    });
+    expect((await add({ provider_tokens: { github: { token: '', host: 'ghe.example.com' } } })).status).toBe(200);
+    expect(await token()).toBe(GIT_TOKEN);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({
+      github: 'ghe.example.com',
+    });
+    // An empty token for a provider with nothing stored stores nothing.
+    await add({ provider_tokens: { gitlab: { token: '', host: null } } });
+    expect(Object.keys((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set)).toEqual([
+      'github',
+    ]);
+    expect((await add({ provider_tokens: { notaprovider: { token: 'x' } } })).status).toBe(422);
+    expect((await call('POST', '/api/unset-provider-tokens', { key: user })).status).toBe(200);
+    expect((await call('GET', '/api/settings', { key: user })).body.provider_tokens_set).toEqual({});
+    expect(await token()).toBeUndefined();
+  });
+
+  it('a conversation key touches none of them', async () => {
+    expect((await call('GET', '/api/secrets', { key: keyA })).status).toBe(403);
+    expect((await call('POST', '/api/secrets', { key: keyA, body: { name: 'X', value: 'y' } })).status).toBe(403);
+    expect((await call('DELETE', '/api/secrets/PLANTED', { key: keyA })).status).toBe(403);
+    expect((await call('PUT', '/api/secrets/PLANTED', { key: keyA, body: { name: 'Y' } })).status).toBe(403);
+    expect((await call('POST', '/api/unset-provider-tokens', { key: keyA })).status).toBe(403);
+    expect(
+      (
+        await call('POST', '/api/add-git-providers', {
+          key: keyA,
+          body: { provider_tokens: { github: { token: 't' } } },
+        })
+      ).status,
+    ).toBe(403);
+    expect((await call('GET', '/api/secrets')).body.custom_secrets.map((s: any) => s.name)).toEqual(['PLANTED']);
+  });
+});
+
+describe('hostile callers on the new paths', () => {
+  const conversationPaths = (id: string) => [
+    `/api/v1/conversation/${id}/events/search`,
+    `/api/v1/app-conversations/${id}/skills`,
+  ];
+  const userPaths = [
+    '/api/v1/settings',
+    '/api/organizations/x/me',
+    '/api/organizations/x/profiles',
+    '/api/v1/settings/agent-schema',
+    '/api/v1/settings/conversation-schema',
+    '/api/v1/settings/profiles',
+    '/api/agent-profiles',
+    '/api/v1/config/models/search',
+    '/api/v1/config/providers/search',
+    '/api/v1/skills/search',
+  ];
+
+  it("another user's conversation id is a 404 on each conversation path (as an unknown id is)", async () => {
+    for (const path of conversationPaths(a)) {
+      const res = await call('GET', path, { key: mallory });
+      expect(res.status, path).toBe(404);
+      expect(res.text).not.toContain('"kind"');
+    }
+    for (const path of conversationPaths('0123456789abcdef0123456789abcdef'))
+      expect((await call('GET', path)).status, path).toBe(404);
+    expect((await call('GET', '/api/v1/conversation/..%2F..%2Fsettings/events/search')).status).toBe(422);
+  });
+
+  it("conversation A's key reads A's paths and is refused on B's", async () => {
+    for (const path of conversationPaths(a)) expect((await call('GET', path, { key: keyA })).status, path).toBe(200);
+    for (const path of conversationPaths(b)) expect((await call('GET', path, { key: keyA })).status, path).toBe(403);
+  });
+
+  it("a conversation key reads none of the user's settings, schemas or lists, and writes no settings", async () => {
+    for (const path of userPaths) expect((await call('GET', path, { key: keyA })).status, path).toBe(403);
+    const write = await call('POST', '/api/v1/settings', {
+      key: keyA,
+      body: { agent_settings_diff: { llm: { base_url: 'http://attacker.example/v1' } } },
+    });
+    expect(write.status).toBe(403);
+    expect((await call('GET', '/api/settings')).body.llm_base_url).toBe(llm.baseUrl);
+  });
+
+  it('no credentials: 401 on every new path', async () => {
+    for (const path of [...userPaths, ...conversationPaths(a)])
+      expect((await call('GET', path, { key: null })).status, path).toBe(401);
+  });
+
+  it('no planted secret appears in any answer of this file', () => {
+    expect(answers.length).toBeGreaterThan(40);
+    for (const text of answers) for (const secret of planted) expect(text).not.toContain(secret);
+  });
+});
