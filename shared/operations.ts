@@ -15,6 +15,7 @@ import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
 import * as stream from '#shared/stream/operations.ts';
+import * as usage from '#shared/usage/operations.ts';
 
 /**
  * Every route's operation but the OpenAPI document's own: where the document (and the route tests)
@@ -37,4 +38,5 @@ export const operations: readonly Operation[] = [
   snapshots,
   settings,
   stream,
+  usage,
 ].flatMap((module) => Object.values(module) as Operation[]);

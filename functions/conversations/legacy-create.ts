@@ -10,6 +10,7 @@ import { sealer } from '#shared/wiring/aws/kms.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
 
 export const handler = awsRoute(
   legacyCreateConversation,
@@ -24,6 +25,7 @@ export const handler = awsRoute(
     specs,
     sandboxConfig,
     bridgeUrl,
+    plans,
     idempotencyStore,
   },
   { conversations, idempotency },
