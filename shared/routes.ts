@@ -140,7 +140,7 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read', idempotency: 'write' },
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read', idempotency: 'write' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
     idempotent: true,
@@ -168,7 +168,7 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read' },
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
   },
@@ -232,7 +232,7 @@ export const routes = [
       "a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger",
     tag: 'bridge',
     tables: { sandboxes: 'write', usage: 'write' },
-    capabilities: ['specs', 'prices'],
+    capabilities: ['specs', 'prices', 'plans'],
   },
   {
     id: 'sandboxCommands',
@@ -268,6 +268,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: {
+      usage: 'read',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',
@@ -393,6 +394,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: {
+      usage: 'read',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',

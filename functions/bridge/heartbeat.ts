@@ -4,9 +4,10 @@ import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
 
 export const handler = awsRoute(
   sandboxHeartbeat,
-  { sandboxStore, sandboxConfig, specs, usageStore, prices },
+  { sandboxStore, sandboxConfig, specs, usageStore, prices, plans },
   { sandboxBridge },
 );

@@ -11,6 +11,7 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
+import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   legacyCreateConversation,
@@ -26,6 +27,7 @@ export const handler = awsRoute(
     sandboxConfig,
     bridgeUrl,
     plans,
+    usageStore,
     idempotencyStore,
   },
   { conversations, idempotency },

@@ -1,7 +1,9 @@
 import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
-import { newToken, SandboxRecords, sameHash, sha256 } from '#shared/sandboxes/records.ts';
+import { newToken, SandboxRecords, sameHash, sha256, toPaused } from '#shared/sandboxes/records.ts';
+import { monthlyLimitReached } from '#shared/plans/limits.ts';
+import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
@@ -93,8 +95,10 @@ export class SandboxBridge extends SandboxRecords {
   ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
     if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
-    if (rec.status === 'RUNNING') await this.accrue(rec);
-    return { status: rec.status, command_seq: rec.commandSeq ?? 0 };
+    const record = rec.status === 'RUNNING' ? await this.accrue(rec) : undefined;
+    // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
+    const status = record && (await this.enforceMonthly(rec, record)) ? 'PAUSED' : rec.status;
+    return { status, command_seq: rec.commandSeq ?? 0 };
   }
 
   /**
@@ -130,6 +134,7 @@ export class SandboxBridge extends SandboxRecords {
         from,
         to: new Date(Date.parse(from) + seconds * 1000).toISOString(),
         seconds,
+        factorSeconds: seconds * factor,
         vcpuSeconds: charge.vcpuSeconds,
         gbSeconds: charge.gbSeconds,
         computeMicroUsd: charge.costMicroUsd,
@@ -146,6 +151,36 @@ export class SandboxBridge extends SandboxRecords {
         error: err as Error,
       });
       return undefined;
+    }
+  }
+
+  /**
+   * After a record: the organization's month so far against its plan's `sandbox_hours_per_month` and
+   * `monthly_spend_usd`. Reached with `on_limit: stop`: the sandbox is paused (workspace kept) with a
+   * detail saying why, and its running slot goes back; with `warn`, a log line only. True when paused.
+   * Racing sandboxes each pause at their own next heartbeat: the overshoot is at most one heartbeat
+   * interval of compute per sandbox.
+   */
+  async enforceMonthly(rec: SandboxRecord, record: ComputeRecord): Promise<boolean> {
+    try {
+      const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(rec.plan);
+      const reached = monthlyLimitReached(plan, await this.deps.usage!.monthOf(record.orgId, record.day));
+      if (!reached) return false;
+      logger.warn('plan.limit', { orgId: record.orgId, sandboxId: rec.id, code: reached.code, onLimit: plan.on_limit });
+      if (plan.on_limit !== 'stop') return false;
+      const detail = `Paused: ${reached.message}`;
+      const t = await this.transition(rec.id, (cur) =>
+        cur.status === 'RUNNING' && cur.generation === rec.generation ? toPaused(detail) : 'skip',
+      );
+      // No runtime call here (the heartbeat carries no ECS client): the program stops itself on the
+      // PAUSED answer, saving its workspace, and the sweeper stops a task no live record owns.
+      return t?.changed === true;
+    } catch (err) {
+      logger.error('Checking the monthly limits failed; the next heartbeat checks again', {
+        sandboxId: rec.id,
+        error: err as Error,
+      });
+      return false;
     }
   }
 

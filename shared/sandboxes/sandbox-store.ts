@@ -25,6 +25,8 @@ export interface SandboxRecord {
   startedAt?: string;
   /** When the current generation checked in (RUNNING): where its compute billing starts (docs/billing.md). */
   runningAt?: string;
+  /** The plan the organization was on when the current generation started (the heartbeat's monthly limits read it). */
+  plan?: string;
   /** The resource factor the current generation was started with (1 when absent). */
   resourceFactor?: number;
   detail?: string;

@@ -8,7 +8,7 @@ import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
-import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
+import { limitRefusal, monthlyLimitReached, type Tenant } from '#shared/plans/limits.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
@@ -59,6 +59,7 @@ export class SandboxService extends SandboxRecords {
       id: randomUUID().replaceAll('-', ''),
       userId,
       orgId: tenant.orgId,
+      ...(tenant.plan ? { plan: tenant.plan } : {}),
       resourceFactor: options.resourceFactor ?? 1,
       specId: spec.id,
       status: 'STARTING',
@@ -127,6 +128,7 @@ export class SandboxService extends SandboxRecords {
           return {
             status: 'STARTING',
             orgId: tenant.orgId,
+            plan: tenant.plan ?? null,
             resourceFactor: options.resourceFactor ?? 1,
             runningAt: null,
             generation: rec.generation + 1,
@@ -260,6 +262,11 @@ export class SandboxService extends SandboxRecords {
         factor,
         `Your plan allows a resource factor of at most ${plan.max_resource_factor}; remote_runtime_resource_factor is ${factor}`,
       );
+    if (plan.on_limit === 'stop') {
+      const month = await this.deps.usage!.monthOf(tenant.orgId, this.iso().slice(0, 10));
+      const reached = monthlyLimitReached(plan, month);
+      if (reached) throw limitRefusal(reached.code, reached.limit, reached.used, `Refused: ${reached.message}`);
+    }
     const { granted, used } = await this.deps.store.reserveRunning(tenant.orgId, plan.max_running_sandboxes);
     if (!granted)
       throw limitRefusal(

@@ -1,7 +1,7 @@
 import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
-import type { ComputeRecord, DayTotals, UsageStore } from '#shared/usage/usage-store.ts';
+import type { ComputeRecord, DayTotals, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
 
 /** Keys of table `usage` (docs/data-model.md, "usage"). */
 export const usageKeys = {
@@ -11,7 +11,8 @@ export const usageKeys = {
   userKey: (orgId: string, userId: string) => `${orgId}#${userId}`,
 };
 
-const ADD_TOTALS = 'ADD seconds :s, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day';
+const ADD_TOTALS =
+  'ADD seconds :s, factorSeconds :f, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day';
 
 export class DynamoUsageStore implements UsageStore {
   private readonly db = documentClient();
@@ -44,6 +45,7 @@ export class DynamoUsageStore implements UsageStore {
     if (!put) return false;
     const values = {
       ':s': r.seconds,
+      ':f': r.factorSeconds,
       ':v': r.vcpuSeconds,
       ':g': r.gbSeconds,
       ':c': r.computeMicroUsd,
@@ -98,6 +100,14 @@ export class DynamoUsageStore implements UsageStore {
       // `~` sorts after every user id character: the whole of `toDay`.
       ExpressionAttributeValues: { ':pk': usageKeys.orgUsers(orgId), ':a': `day#${fromDay}`, ':b': `day#${toDay}#~` },
     });
+  }
+
+  async monthOf(orgId: string, day: string): Promise<UsageAmounts> {
+    const month = day.slice(0, 7);
+    const sum: UsageAmounts = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0 };
+    for (const d of await this.orgDays(orgId, `${month}-01`, `${month}-31`))
+      for (const k of Object.keys(sum) as (keyof UsageAmounts)[]) sum[k] += Number(d[k] ?? 0);
+    return sum;
   }
 
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {

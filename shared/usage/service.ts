@@ -16,9 +16,10 @@ const view = (t: UsageAmounts) => ({
   // Compute is all that is metered yet (docs/billing.md): the total is the compute cost.
   total_cost_usd: usd(t.computeMicroUsd),
 });
-const zero = (): UsageAmounts => ({ seconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0 });
+const zero = (): UsageAmounts => ({ seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0 });
 const add = (into: UsageAmounts, t: Partial<UsageAmounts>) => {
   into.seconds += Number(t.seconds ?? 0);
+  into.factorSeconds += Number(t.factorSeconds ?? 0);
   into.vcpuSeconds += Number(t.vcpuSeconds ?? 0);
   into.gbSeconds += Number(t.gbSeconds ?? 0);
   into.computeMicroUsd += Number(t.computeMicroUsd ?? 0);

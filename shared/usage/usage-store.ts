@@ -3,6 +3,8 @@ import type { ComputePrice } from '#shared/usage/prices.ts';
 /** The quantities every record and total carries (integers: seconds, vCPU-seconds, GB-seconds, micro-USD). */
 export interface UsageAmounts {
   seconds: number;
+  /** Wall seconds x resource factor: what `sandbox_hours_per_month` counts. */
+  factorSeconds: number;
   vcpuSeconds: number;
   gbSeconds: number;
   computeMicroUsd: number;
@@ -53,6 +55,8 @@ export interface UsageStore {
   userDays(orgId: string, userId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
   /** Every user's day totals within an organization. */
   orgUserDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
+  /** An organization's totals for the calendar month (UTC) of `day`, summed from its day totals. */
+  monthOf(orgId: string, day: string): Promise<UsageAmounts>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
 }

@@ -235,3 +235,47 @@ describe('PUT /api/v1/admin/orgs/{org_id}/plan', () => {
     expect((await stack.call('PATCH', `/api/v1/orgs/${orgId}`, { key, body: { plan: 'free' } })).status).toBe(403);
   });
 });
+
+describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
+  it('on_limit stop: the heartbeat that crosses pauses, every sandbox pauses at its next heartbeat, new starts get 402', async () => {
+    const key = await stack.newUser('org-metered');
+    const orgId = await orgOf(key);
+    await setPlan(orgId, 'metered');
+    const a = await startRunning(key);
+    const b = await startRunning(key);
+    // An hour and a second of A, metered through the heartbeat's own code at a chosen time.
+    const recA = (await sandboxes.get(a.id))!;
+    const record = await stack.services.sandboxBridge.accrue(recA, new Date(Date.parse(recA.runningAt!) + 3601_000));
+    expect(record?.factorSeconds).toBe(3601);
+    expect(await stack.services.sandboxBridge.enforceMonthly(recA, record!)).toBe(true);
+    const pausedA = await getSandbox(stack, a.id, key);
+    expect(pausedA.status).toBe('PAUSED');
+    expect(pausedA.detail).toMatch(/^Paused: the organization's plan allows 1 sandbox hours per month/);
+    // B crosses with its own next heartbeat, over HTTP: told PAUSED, so its program stops.
+    await new Promise((r) => setTimeout(r, 1100));
+    const beat = await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, {
+      key: await stack.sandboxKey(b.id),
+      body: { active: true },
+    });
+    expect(beat.body.status).toBe('PAUSED');
+    expect((await getSandbox(stack, b.id, key)).detail).toMatch(/sandbox hours per month/);
+    expect(await sandboxes.runningOf(orgId)).toBe(0);
+    const refused = await start(key, 402);
+    expect(refused.body).toMatchObject({ code: 'sandbox_hours_per_month', limit: 1 });
+    expect(refused.body.used).toBeGreaterThanOrEqual(1);
+    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(402);
+  }, 60_000);
+
+  it('on_limit warn: over the spend, the sandbox keeps running and starts are allowed', async () => {
+    const key = await stack.newUser('org-warned');
+    const orgId = await orgOf(key);
+    await setPlan(orgId, 'warned');
+    const c = await startRunning(key);
+    const rec = (await sandboxes.get(c.id))!;
+    const record = await stack.services.sandboxBridge.accrue(rec, new Date(Date.parse(rec.runningAt!) + 3600_000));
+    expect(record?.computeMicroUsd).toBe(49370);
+    expect(await stack.services.sandboxBridge.enforceMonthly(rec, record!)).toBe(false);
+    expect((await getSandbox(stack, c.id, key)).status).toBe('RUNNING');
+    await start(key);
+  }, 60_000);
+});
