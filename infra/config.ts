@@ -1,4 +1,5 @@
 import { parsePlans } from '#shared/plans/model.ts';
+import { parsePrices } from '#shared/usage/prices.ts';
 import * as z from 'zod';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 
@@ -107,6 +108,12 @@ export const configSchema = z.object({
    */
   plans: z.preprocess(fromJson, z.unknown()).optional(),
   /**
+   * Compute prices (shared/usage/prices.ts: Fargate on-demand and Spot per vCPU-hour and GB-hour per
+   * region, a default region, a markup), as JSON; unset: the built-in ones (config/prices.json's).
+   * Checked here with the key named, and given to the functions that declare `prices` as PRICES.
+   */
+  prices: z.preprocess(fromJson, z.unknown()).optional(),
+  /**
    * Reserved concurrency for the event-ingest function only (a sandbox flood then throttles itself,
    * not every other function of the account). Unset by default: Lambda refuses a reservation that
    * leaves less than 100 unreserved, and new accounts often have a quota of 10 (docs/deploy.md).
@@ -172,6 +179,13 @@ export function loadConfig(get: (key: string) => unknown): Config {
   if (parsed.data.plans !== undefined) {
     try {
       parsePlans(parsed.data.plans, 'context key "plans"');
+    } catch (err) {
+      throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
+    }
+  }
+  if (parsed.data.prices !== undefined) {
+    try {
+      parsePrices(parsed.data.prices, 'context key "prices"');
     } catch (err) {
       throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
     }

@@ -100,6 +100,7 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   // CORS_ORIGINS and PLANS come in the environment too.
   origins: [],
   plans: [],
+  prices: [],
   signin: [],
   'ecs:run': [
     {

@@ -173,6 +173,8 @@ export class ConversationServiceStack extends Stack {
       CORS_ORIGINS: config.corsAllowedOrigins.join(','),
       // Empty: the built-in plans (shared/plans/model.ts).
       PLANS: config.plans === undefined ? '' : JSON.stringify(config.plans),
+      // Empty: the built-in prices (shared/usage/prices.ts, config/prices.json's).
+      PRICES: config.prices === undefined ? '' : JSON.stringify(config.prices),
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',

@@ -17,6 +17,7 @@ import * as canvasSettings from '#shared/settings/canvas-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
 import * as secrets from '#shared/settings/secrets-operations.ts';
 import * as stream from '#shared/stream/operations.ts';
+import * as usage from '#shared/usage/operations.ts';
 
 /**
  * Every route's operation but the OpenAPI document's own: where the document (and the route tests)
@@ -41,4 +42,5 @@ export const operations: readonly Operation[] = [
   canvasSettings,
   secrets,
   stream,
+  usage,
 ].flatMap((module) => Object.values(module) as Operation[]);

@@ -13,6 +13,8 @@ const legacyConversationReads = {
 const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close'] as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
+/** Starting or resuming: the launch, and the plans (the organization's running limit, the resource factor). */
+const sandboxStart = [...sandboxLaunch, 'plans'] as const;
 
 /**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
@@ -138,8 +140,8 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read', idempotency: 'write' },
-    capabilities: sandboxLaunch,
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read', idempotency: 'write' },
+    capabilities: sandboxStart,
     timeoutSeconds: 29,
     idempotent: true,
   },
@@ -166,8 +168,8 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { sandboxes: 'write', settings: 'read' },
-    capabilities: sandboxLaunch,
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read' },
+    capabilities: sandboxStart,
     timeoutSeconds: 29,
   },
   {
@@ -225,9 +227,12 @@ export const routes = [
     path: protocolPaths.heartbeat,
     entry: 'functions/bridge/heartbeat.ts',
     auth: 'sandbox',
-    summary: 'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at)',
+    summary:
+      'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at); ' +
+      "a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger",
     tag: 'bridge',
-    tables: { sandboxes: 'write' },
+    tables: { sandboxes: 'write', usage: 'write' },
+    capabilities: ['specs', 'prices', 'plans'],
   },
   {
     id: 'sandboxCommands',
@@ -263,6 +268,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: {
+      usage: 'read',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',
@@ -270,7 +276,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -388,6 +394,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: {
+      usage: 'read',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',
@@ -395,7 +402,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxLaunch, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -1050,7 +1057,7 @@ export const routes = [
     summary: 'Rename the organization (owners, admins); change its plan (operators only)',
     tag: 'organizations',
     tables: { users: 'read', orgs: 'write', auditLog: 'append' },
-    capabilities: ['signin'],
+    capabilities: ['signin', 'plans'],
   },
   {
     id: 'listInvitations',
@@ -1182,6 +1189,33 @@ export const routes = [
     tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
     capabilities: operatorPause,
     timeoutSeconds: 29,
+  },
+  {
+    id: 'setOrgPlan',
+    method: 'PUT',
+    path: '/api/v1/admin/orgs/{org_id}/plan',
+    entry: 'functions/admin/set-org-plan.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Operators: put an organization on a configured plan (422 naming `plan` for an unknown one); it applies ' +
+      'from the next start and the next usage record, running sandboxes keep running; audited as plan_changed',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'write', auditLog: 'append' },
+    capabilities: ['signin', 'plans'],
+  },
+  {
+    id: 'getUsage',
+    method: 'GET',
+    path: '/api/v1/usage',
+    entry: 'functions/usage/get.ts',
+    auth: 'user',
+    summary:
+      "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): " +
+      "per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, " +
+      'members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most',
+    tag: 'organizations',
+    tables: { usage: 'read' },
   },
   {
     id: 'listAuditLog',

@@ -19,6 +19,7 @@ import type { SandboxService } from '#shared/sandboxes/service.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
+import type { UsageService } from '#shared/usage/service.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
@@ -50,6 +51,8 @@ export interface Services {
   auditLog: AuditLog;
   /** Organizations, members, invitations, operator actions. */
   organizations: Organizations;
+  /** The usage ledger's totals for `GET /api/v1/usage`. */
+  usage: UsageService;
   /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
   oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
@@ -113,6 +116,7 @@ const serviceNames: Record<ServiceName, true> = {
   auditLog: true,
   organizations: true,
   oidcSignIn: true,
+  usage: true,
 };
 
 /**

@@ -10,6 +10,8 @@ import { sealer } from '#shared/wiring/aws/kms.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
+import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   legacyCreateConversation,
@@ -24,6 +26,8 @@ export const handler = awsRoute(
     specs,
     sandboxConfig,
     bridgeUrl,
+    plans,
+    usageStore,
     idempotencyStore,
   },
   { conversations, idempotency },

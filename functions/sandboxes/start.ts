@@ -7,9 +7,11 @@ import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
+import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   startSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, settingsStore, idempotencyStore },
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, plans, usageStore, settingsStore, idempotencyStore },
   { sandboxes, idempotency },
 );

@@ -11,6 +11,7 @@ export const localConfigSchema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   SANDBOX_SPECS_FILE: z.string().min(1).optional(),
   PLANS_FILE: z.string().min(1).optional(),
+  PRICES_FILE: z.string().min(1).optional(),
 });
 
 export type LocalConfig = {
@@ -28,6 +29,8 @@ export type LocalConfig = {
   specsFile?: string;
   /** The plans file (env PLANS_FILE; default `config/plans.json`), validated at start. */
   plansFile?: string;
+  /** The prices file (env PRICES_FILE; default `config/prices.json`), validated at start. */
+  pricesFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -58,6 +61,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     memory: argv.includes('--memory'),
     ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
     ...(parsed.data.PLANS_FILE ? { plansFile: resolve(parsed.data.PLANS_FILE) } : {}),
+    ...(parsed.data.PRICES_FILE ? { pricesFile: resolve(parsed.data.PRICES_FILE) } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

@@ -85,6 +85,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     sandboxes: config.sandboxes,
     specsFile: config.specsFile,
     plansFile: config.plansFile,
+    pricesFile: config.pricesFile,
     commandPush: config.commandPush,
     containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });

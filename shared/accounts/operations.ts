@@ -159,6 +159,24 @@ export const reactivateOrg = defineOperation(
     organizations.setOrgStatus(callerOf(userId, auth), params.org_id, false),
 );
 
+export const setOrgPlan = defineOperation(
+  'setOrgPlan',
+  () => ({
+    params: z.object({ org_id: orgIdParam }),
+    body: z.strictObject({
+      plan: z.string().check(z.regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'plan must be a plan name')),
+    }),
+    response: z.object({
+      success: z.literal(true),
+      org_id: z.string(),
+      plan: z.string(),
+      previous_plan: z.string(),
+    }),
+  }),
+  ({ userId, auth, params, body }, { organizations }) =>
+    organizations.setPlan(callerOf(userId, auth), params.org_id, body.plan),
+);
+
 /** `GET /api/v1/audit-log`: the caller's organization (owners, admins), or any (`org_id`, operators); newest first. */
 export const listAuditLog = defineOperation(
   'listAuditLog',

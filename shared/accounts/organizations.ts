@@ -4,7 +4,8 @@ import type { Accounts } from '#shared/accounts/accounts.ts';
 import type { Audit } from '#shared/accounts/audit.ts';
 import type { InvitationRecord, OrgRecord, Role, UserRecord } from '#shared/accounts/model.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
-import { ApiError, conflict, forbidden, notFound } from '#shared/http/errors.ts';
+import { ApiError, conflict, forbidden, invalidField, notFound } from '#shared/http/errors.ts';
+import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 
 /** Who is acting, as the authorizer saw them. */
@@ -66,6 +67,8 @@ export class Organizations {
     private readonly audit: Audit,
     private readonly offboarding: () => Offboarding,
     private readonly now: () => Date = () => new Date(),
+    /** The configured plans (a plan change must name one); read only by the routes that change a plan. */
+    private readonly plans: () => Plans = () => DEFAULT_PLANS,
   ) {}
 
   /** `GET /api/organizations`: Agent Canvas's shape. A person is in exactly one organization. */
@@ -86,6 +89,7 @@ export class Organizations {
   async update(caller: Caller, orgId: string, body: { name?: string; plan?: string }) {
     const org = await this.visible(caller, orgId);
     if (body.plan !== undefined && !caller.operator) throw forbidden('Only an operator can change the plan');
+    if (body.plan !== undefined) this.knownPlan(body.plan);
     if (body.name !== undefined && !caller.operator) this.requireManager(caller, orgId);
     const next = { ...org, ...body, updatedAt: this.now().toISOString() };
     if (!(await this.store.replaceOrg(next))) throw conflict('The organization changed meanwhile; try again');
@@ -230,6 +234,40 @@ export class Organizations {
   }
 
   // --- operators ---------------------------------------------------------------------------------
+
+  /**
+   * `PUT /api/v1/admin/orgs/{org_id}/plan`: an operator puts an organization on a configured plan.
+   * It applies from the next start and the next ledger record (no pro-rating; contracts page);
+   * running sandboxes keep running. Audited as `plan_changed` with both names.
+   */
+  async setPlan(caller: Caller, orgId: string, plan: string) {
+    this.requireOperator(caller);
+    this.knownPlan(plan);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const org = await this.store.getOrg(orgId);
+      if (!org || org.status === 'closed') throw notFound('Organization not found');
+      if (org.plan !== plan) {
+        if (!(await this.store.replaceOrg({ ...org, plan, updatedAt: this.now().toISOString() }))) continue;
+        await this.audit.record(orgId, `operator:${caller.userId}`, 'plan_changed', {
+          target: orgId,
+          detail: `${org.plan} -> ${plan}`,
+        });
+      }
+      this.accounts.forget();
+      return { success: true as const, org_id: orgId, plan, previous_plan: org.plan };
+    }
+    throw conflict('The organization changed meanwhile; try again');
+  }
+
+  /** 422 naming `plan` unless it is one of the configured plans (a typo would silently mean the default plan). */
+  private knownPlan(plan: string): void {
+    if (!this.plans().has(plan))
+      throw invalidField(
+        ['body', 'plan'],
+        `Unknown plan "${plan}": the configured plans are ${this.plans().names.join(', ')}`,
+        plan,
+      );
+  }
 
   async setUserStatus(caller: Caller, userId: string, suspend: boolean) {
     this.requireOperator(caller);

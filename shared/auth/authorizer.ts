@@ -32,6 +32,8 @@ export interface AuthorizerContext {
   originVerified?: boolean;
   /** The caller's organization and role in it. */
   orgId?: string;
+  /** The organization's plan (a name in the plans; shared/plans). */
+  plan?: string;
   role?: string;
   /** The verified email the issuer vouched for, if any. */
   email?: string;
@@ -147,6 +149,7 @@ function withAccount(
   return {
     ...context,
     orgId: org.orgId,
+    plan: org.plan,
     role: user.role,
     ...(user.email ? { email: user.email } : {}),
     operator: deps.accounts.isOperator(user, groups),

@@ -269,7 +269,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at) */
+        /** Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at); a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger */
         post: operations["sandboxHeartbeat"];
         delete?: never;
         options?: never;
@@ -1465,6 +1465,40 @@ export interface paths {
         put?: never;
         /** Operators: reactivate a suspended organization */
         post: operations["reactivateOrg"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/orgs/{org_id}/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Operators: put an organization on a configured plan (422 naming `plan` for an unknown one); it applies from the next start and the next usage record, running sandboxes keep running; audited as plan_changed */
+        put: operations["setOrgPlan"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5646,6 +5680,100 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    setOrgPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    plan: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        org_id: string;
+                        plan: string;
+                        previous_plan: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                group_by?: "day" | "user";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        org_id: string;
+                        /** @enum {string} */
+                        scope: "organization" | "user";
+                        from: string;
+                        to: string;
+                        /** @enum {string} */
+                        group_by: "day" | "user";
+                        /** @constant */
+                        currency: "USD";
+                        items: {
+                            day?: string;
+                            user_id?: string;
+                            vcpu_seconds: number;
+                            gb_seconds: number;
+                            compute_cost_usd: number;
+                            total_cost_usd: number;
+                        }[];
+                        total: {
+                            vcpu_seconds: number;
+                            gb_seconds: number;
+                            compute_cost_usd: number;
+                            total_cost_usd: number;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };

@@ -19,6 +19,7 @@ import {
 import { conversationInfoSchema, wantsAgentServerShape } from '#shared/conversations/agent-server.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
+import { tenantOf } from '#shared/plans/limits.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
 
 /** The user's conversation routes, V1 and legacy (the sandbox's own are in webhook-operations.ts). */
@@ -35,7 +36,8 @@ export const startConversation = defineOperation(
       selected_branch: 'main',
     },
   }),
-  ({ userId, body, baseUrl }, { conversations }) => conversations.start(userId, body, baseUrl),
+  ({ userId, auth, body, baseUrl }, { conversations }) =>
+    conversations.start(userId, body, baseUrl, tenantOf(userId, auth)),
 );
 
 export const listConversations = defineOperation(
@@ -143,7 +145,8 @@ export const legacyCreateConversation = defineOperation(
     errors: [402, 404, 409],
     example: { initial_user_msg: 'Fix the failing test in test/app.test.ts', repository: 'octo-org/hello-world' },
   }),
-  ({ userId, body, baseUrl }, { conversations }) => conversations.legacyCreate(userId, body, baseUrl),
+  ({ userId, auth, body, baseUrl }, { conversations }) =>
+    conversations.legacyCreate(userId, body, baseUrl, tenantOf(userId, auth)),
 );
 
 export const legacyListConversations = defineOperation(

@@ -1,3 +1,5 @@
+import type { Tenant } from '#shared/plans/limits.ts';
+
 /**
  * What conversations need from sandboxes (a port, so the conversation service does not depend on
  * how sandboxes are run). The adapter wraps the sandbox service.
@@ -27,14 +29,14 @@ export interface SandboxCaller {
 }
 
 export interface SandboxControl {
-  /** Starts a new sandbox for the user (the running-sandbox limit applies). */
-  start(userId: string, baseUrl: string): Promise<SandboxSummary>;
+  /** Starts a new sandbox for the user (the plan's limits and the per-user running limit apply). */
+  start(userId: string, baseUrl: string, tenant: Tenant): Promise<SandboxSummary>;
   /** The user's sandbox; undefined when unknown or another user's. */
   find(userId: string, sandboxId: string): Promise<SandboxSummary | undefined>;
   /** Statuses of sandboxes by id (missing ids are absent). */
   statuses(ids: string[]): Promise<Map<string, SandboxSummary>>;
   /** Resumes a paused sandbox of the user (no-op when running or starting). */
-  resume(userId: string, sandboxId: string, baseUrl: string): Promise<void>;
+  resume(userId: string, sandboxId: string, baseUrl: string, tenant: Tenant): Promise<void>;
   /** Queues a command for the sandbox's program; delivered when it next polls (also after a resume). */
   send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void>;
   /** Records agent activity (keeps the sandbox from being paused as idle). */

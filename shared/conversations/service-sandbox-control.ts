@@ -1,3 +1,4 @@
+import type { Tenant } from '#shared/plans/limits.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
 import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
@@ -11,8 +12,8 @@ export class ServiceSandboxControl implements SandboxControl {
     private readonly bridge: () => SandboxBridge,
   ) {}
 
-  async start(userId: string, baseUrl: string): Promise<SandboxSummary> {
-    const { sandbox } = await this.sandboxes().start(userId, undefined, hostOf(baseUrl));
+  async start(userId: string, baseUrl: string, tenant: Tenant): Promise<SandboxSummary> {
+    const { sandbox } = await this.sandboxes().start(userId, undefined, hostOf(baseUrl), tenant);
     return { id: sandbox.id, status: sandbox.status };
   }
 
@@ -26,8 +27,8 @@ export class ServiceSandboxControl implements SandboxControl {
     return this.sandboxes().statuses([...new Set(ids)]);
   }
 
-  async resume(userId: string, sandboxId: string, baseUrl: string): Promise<void> {
-    await this.sandboxes().resume(userId, sandboxId, hostOf(baseUrl));
+  async resume(userId: string, sandboxId: string, baseUrl: string, tenant: Tenant): Promise<void> {
+    await this.sandboxes().resume(userId, sandboxId, hostOf(baseUrl), tenant);
   }
 
   async send(userId: string, sandboxId: string, command: ConversationCommand): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Tenant } from '#shared/plans/limits.ts';
 import { type ConversationInfo, toConversationInfo } from '#shared/conversations/agent-server.ts';
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
@@ -174,7 +175,7 @@ export class ConversationService {
    * the sandbox is started (or resumed) and sent a `start_conversation` command; the sandbox's
    * reports move the task on (WAITING_FOR_SANDBOX ... READY), and the sweeper fails one that stalls.
    */
-  async start(userId: string, req: StartRequest, baseUrl: string): Promise<AppConversationStartTask> {
+  async start(userId: string, req: StartRequest, baseUrl: string, tenant: Tenant): Promise<AppConversationStartTask> {
     const settings = await this.settings.resolve(userId);
     if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
     if (!settings.llm_api_key)
@@ -240,8 +241,8 @@ export class ConversationService {
     await this.conversations.update(userId, id, 1, { start_task_id: task.id });
 
     try {
-      if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl);
-      else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl);
+      if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl, tenant);
+      else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl, tenant);
       await this.records.update(userId, id, { sandbox_id: sandbox.id });
       await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
       await this.sandboxes.send(userId, sandbox.id, {
@@ -255,13 +256,15 @@ export class ConversationService {
       if (!(err instanceof ApiError))
         logger.error('conversation.start failed', { conversationId: id, error: err as Error });
       await this.tasks.transition(task.id, ['WORKING', 'WAITING_FOR_SANDBOX'], 'ERROR', { detail });
+      // A plan's limit refuses the request itself (402 naming the limit); the task says why too.
+      if (err instanceof ApiError && err.status === 402) throw err;
     }
     logger.info('conversation.started', { conversationId: id, userId, sandboxId: sandbox?.id });
     return toStartTask((await this.tasks.get(task.id))!, baseUrl);
   }
 
   /** POST /api/conversations: the legacy body mapped onto the V1 start, with the legacy errors. */
-  async legacyCreate(userId: string, body: LegacyCreate, baseUrl: string) {
+  async legacyCreate(userId: string, body: LegacyCreate, baseUrl: string, tenant: Tenant) {
     const settings = await this.settings.find(userId);
     if (!settings) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', 'Settings not found');
     if (!settings.llm_api_key_set)
@@ -290,7 +293,7 @@ export class ConversationService {
     };
     let task: AppConversationStartTask;
     try {
-      task = await this.start(userId, req, baseUrl);
+      task = await this.start(userId, req, baseUrl, tenant);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409 && body.conversation_id) {
         throw legacyError(409, 'CONVERSATION$ALREADY_EXISTS', `Conversation ${body.conversation_id} already exists`);

@@ -22,6 +22,7 @@ export type Capability =
   | 'specs' // reads the deployment's sandbox specs (SANDBOX_SPECS); no IAM
   | 'origins' // reads the allowed browser origins (CORS_ORIGINS) to check a cookie write's Origin itself; no IAM
   | 'plans' // reads the deployment's plans (PLANS, from the CDK context `plans`); no IAM
+  | 'prices' // reads the deployment's compute prices (PRICES, from the CDK context `prices`); no IAM
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster

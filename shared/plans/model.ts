@@ -86,6 +86,10 @@ export interface Plans {
   readonly defaultPlan: string;
   /** The plan by name; the default plan for a name no longer configured (a plan removed from the file). */
   plan(name: string | undefined): Plan;
+  /** Whether `name` is a configured plan (an operator may put an organization on it). */
+  has(name: string): boolean;
+  /** The configured plans' names. */
+  readonly names: readonly string[];
 }
 
 /**
@@ -108,6 +112,8 @@ export function parsePlans(raw: unknown, source: string): Plans {
   return {
     defaultPlan,
     plan: (name) => filled.get(name ?? defaultPlan) ?? filled.get(defaultPlan)!,
+    has: (name) => filled.has(name),
+    names: [...filled.keys()],
   };
 }
 

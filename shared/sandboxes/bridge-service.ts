@@ -1,11 +1,19 @@
 import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
-import { newToken, SandboxRecords, sameHash, sha256 } from '#shared/sandboxes/records.ts';
+import { newToken, SandboxRecords, sameHash, sha256, toPaused } from '#shared/sandboxes/records.ts';
+import { monthlyLimitReached } from '#shared/plans/limits.ts';
+import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
+import { CAPACITY_STATE } from '#shared/sandboxes/sandbox-runtime.ts';
+import { computeCharge } from '#shared/usage/prices.ts';
+import type { ComputeRecord } from '#shared/usage/usage-store.ts';
+
+/** The size a sandbox without one (a local process) is metered at: 1 vCPU, 2 GiB (docs/billing.md). */
+export const NOMINAL_SIZE = { cpu: 1024, memory: 2048 } as const;
 
 /** Where the record keeps its current snapshot (runtime state survives pause and resume). */
 export const SNAPSHOT_STATE = 'snapshotKey';
@@ -28,6 +36,7 @@ export class SandboxBridge extends SandboxRecords {
             sessionKeyHash: sha256(sessionKey),
             sessionKeySealed: sealed,
             lastActivityAt: this.iso(),
+            runningAt: this.iso(),
             detail: null,
             agentVersion: agent.version,
           }
@@ -86,7 +95,93 @@ export class SandboxBridge extends SandboxRecords {
   ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
     if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
-    return { status: rec.status, command_seq: rec.commandSeq ?? 0 };
+    const record = rec.status === 'RUNNING' ? await this.accrue(rec) : undefined;
+    // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
+    const status = record && (await this.enforceMonthly(rec, record)) ? 'PAUSED' : rec.status;
+    return { status, command_seq: rec.commandSeq ?? 0 };
+  }
+
+  /**
+   * Meters the compute of a RUNNING sandbox's generation from its last recorded point (its check-in
+   * before the first record) to now, in whole seconds (the remainder carries to the next heartbeat).
+   * The record's key is (sandbox, generation, interval start): the same heartbeat delivered again
+   * reads the same start and its conditional put changes nothing, and the totals move only after
+   * that put succeeded. A sandbox lost before its first heartbeat is never billed; one lost later is
+   * billed to its last heartbeat. Metering never fails a heartbeat (the interval is billed by the next).
+   */
+  async accrue(rec: SandboxRecord, at: Date = this.now()): Promise<ComputeRecord | undefined> {
+    if (rec.status !== 'RUNNING' || !rec.runningAt || !rec.orgId) return undefined;
+    try {
+      const usage = this.deps.usage!;
+      const from = (await usage.lastComputeEnd(rec.id, rec.generation)) ?? rec.runningAt;
+      const seconds = Math.floor((at.getTime() - Date.parse(from)) / 1000);
+      if (seconds < 1) return undefined;
+      const spec = this.deps.specs.get(rec.specId);
+      // Locally the factor does not apply (a process has no size): the nominal size, factor 1.
+      const factor = spec?.fargate ? (rec.resourceFactor ?? 1) : 1;
+      const cpuUnits = (spec?.cpu ?? NOMINAL_SIZE.cpu) * factor;
+      const memoryMiB = (spec?.memory ?? NOMINAL_SIZE.memory) * factor;
+      const spot = !!spec?.fargate?.spot && rec.runtimeState?.[CAPACITY_STATE] !== 'FARGATE';
+      const price = this.deps.prices!.compute(process.env.AWS_REGION, spot);
+      const charge = computeCharge(seconds, cpuUnits, memoryMiB, price);
+      const record: ComputeRecord = {
+        sandboxId: rec.id,
+        generation: rec.generation,
+        orgId: rec.orgId,
+        userId: rec.userId,
+        specId: rec.specId,
+        day: from.slice(0, 10),
+        from,
+        to: new Date(Date.parse(from) + seconds * 1000).toISOString(),
+        seconds,
+        factorSeconds: seconds * factor,
+        vcpuSeconds: charge.vcpuSeconds,
+        gbSeconds: charge.gbSeconds,
+        computeMicroUsd: charge.costMicroUsd,
+        cpuUnits,
+        memoryMiB,
+        resourceFactor: factor,
+        price,
+        recordedAt: at.toISOString(),
+      };
+      return (await usage.recordCompute(record)) ? record : undefined;
+    } catch (err) {
+      logger.error('Metering a heartbeat failed; the next one bills the interval', {
+        sandboxId: rec.id,
+        error: err as Error,
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * After a record: the organization's month so far against its plan's `sandbox_hours_per_month` and
+   * `monthly_spend_usd`. Reached with `on_limit: stop`: the sandbox is paused (workspace kept) with a
+   * detail saying why, and its running slot goes back; with `warn`, a log line only. True when paused.
+   * Racing sandboxes each pause at their own next heartbeat: the overshoot is at most one heartbeat
+   * interval of compute per sandbox.
+   */
+  async enforceMonthly(rec: SandboxRecord, record: ComputeRecord): Promise<boolean> {
+    try {
+      const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(rec.plan);
+      const reached = monthlyLimitReached(plan, await this.deps.usage!.monthOf(record.orgId, record.day));
+      if (!reached) return false;
+      logger.warn('plan.limit', { orgId: record.orgId, sandboxId: rec.id, code: reached.code, onLimit: plan.on_limit });
+      if (plan.on_limit !== 'stop') return false;
+      const detail = `Paused: ${reached.message}`;
+      const t = await this.transition(rec.id, (cur) =>
+        cur.status === 'RUNNING' && cur.generation === rec.generation ? toPaused(detail) : 'skip',
+      );
+      // No runtime call here (the heartbeat carries no ECS client): the program stops itself on the
+      // PAUSED answer, saving its workspace, and the sweeper stops a task no live record owns.
+      return t?.changed === true;
+    } catch (err) {
+      logger.error('Checking the monthly limits failed; the next heartbeat checks again', {
+        sandboxId: rec.id,
+        error: err as Error,
+      });
+      return false;
+    }
   }
 
   /**

@@ -10,6 +10,7 @@ import {
   LIVE_SHARD,
   type SandboxPatch,
   type SandboxRecord,
+  runningCounterId,
   type SandboxStore,
   type StoredCommand,
 } from '#shared/sandboxes/sandbox-store.ts';
@@ -123,6 +124,44 @@ export class DynamoSandboxStore implements SandboxStore {
         }),
       ),
     );
+  }
+
+  async reserveRunning(orgId: string, limit: number): Promise<{ granted: boolean; used: number }> {
+    const item = await conditionalReturn(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id: runningCounterId(orgId) },
+          UpdateExpression: 'ADD running :one',
+          ConditionExpression: 'attribute_not_exists(running) OR running < :limit',
+          ExpressionAttributeValues: { ':one': 1, ':limit': limit },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      ),
+    );
+    if (item) return { granted: true, used: Number(item.running) };
+    return { granted: false, used: await this.runningOf(orgId) };
+  }
+
+  async releaseRunning(orgId: string): Promise<void> {
+    await conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id: runningCounterId(orgId) },
+          UpdateExpression: 'ADD running :minus',
+          ConditionExpression: 'running > :zero',
+          ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+        }),
+      ),
+    );
+  }
+
+  async runningOf(orgId: string): Promise<number> {
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { id: runningCounterId(orgId) }, ConsistentRead: true }),
+    );
+    return Number(out.Item?.running ?? 0);
   }
 
   async remove(id: string): Promise<void> {

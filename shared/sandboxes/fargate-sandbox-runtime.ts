@@ -19,6 +19,7 @@ import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 import {
   NOTICE_STATE,
+  CAPACITY_STATE,
   SandboxStartError,
   type InstanceRef,
   type LaunchOptions,
@@ -167,6 +168,7 @@ export class FargateSandboxRuntime implements SandboxRuntime {
           state[NOTICE_STATE] = `Running on on-demand Fargate: Fargate Spot had no capacity (${spotFailure})`;
       }
       if (!out.taskArn) throw new SandboxStartError(describeFailures(out.failures, provider), state, out.capacity);
+      state[CAPACITY_STATE] = provider;
       return { ref: out.taskArn, state };
     } catch (err) {
       if (err instanceof SandboxStartError) throw err;

@@ -1,6 +1,7 @@
 import * as z from '#shared/zod.ts';
 import { defineOperation, Reply } from '#shared/http/operation.ts';
 import { pageQuery, repeated } from '#shared/http/query.ts';
+import { tenantOf } from '#shared/plans/limits.ts';
 import { sandboxIdSchema, sandboxParams } from '#shared/protocol.ts';
 import { PAUSED_HEADER, sandboxInfoSchema, sandboxPageSchema, successSchema } from '#shared/sandboxes/model.ts';
 
@@ -27,8 +28,13 @@ export const startSandbox = defineOperation(
     response: sandboxInfoSchema,
     errors: [402],
   }),
-  async ({ userId, query, headers }, { sandboxes }) => {
-    const { sandbox, paused } = await sandboxes.start(userId, query.sandbox_spec_id, headers.host);
+  async ({ userId, auth, query, headers }, { sandboxes }) => {
+    const { sandbox, paused } = await sandboxes.start(
+      userId,
+      query.sandbox_spec_id,
+      headers.host,
+      tenantOf(userId, auth),
+    );
     return new Reply(200, sandbox, paused.length ? { [PAUSED_HEADER]: paused.join(',') } : {});
   },
 );
@@ -45,8 +51,8 @@ export const pauseSandbox = defineOperation(
 export const resumeSandbox = defineOperation(
   'resumeSandbox',
   () => ({ params: sandboxParams, response: successSchema, errors: [402, 409] }),
-  async ({ userId, params, headers }, { sandboxes }) => {
-    const { paused } = await sandboxes.resume(userId, params.sandbox_id, headers.host);
+  async ({ userId, auth, params, headers }, { sandboxes }) => {
+    const { paused } = await sandboxes.resume(userId, params.sandbox_id, headers.host, tenantOf(userId, auth));
     return new Reply(200, { success: true }, paused.length ? { [PAUSED_HEADER]: paused.join(',') } : {});
   },
 );

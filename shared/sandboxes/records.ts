@@ -3,6 +3,9 @@ import { conflict, notFound } from '#shared/http/errors.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import { logger } from '#shared/logging.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import type { Plans } from '#shared/plans/model.ts';
+import type { Prices } from '#shared/usage/prices.ts';
+import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -37,6 +40,11 @@ export interface SandboxServiceDeps {
   launchOptions?: (userId: string) => Promise<LaunchOptions>;
   /** Pushes queued commands to the program's socket (AWS); null where programs long-poll (locally). */
   commandPush: CommandPush | null;
+  /** The plans (the per-organization running limit, the largest resource factor): read by starts and resumes only. */
+  plans?: Plans;
+  /** The usage ledger and compute prices: read by the heartbeat only. */
+  usage?: UsageStore;
+  prices?: Prices;
   now?: () => Date;
 }
 
@@ -74,6 +82,12 @@ export const sameState = (a: RuntimeState | undefined, b: RuntimeState) =>
 export const notLive = { liveShard: null, liveUserId: null, enrollmentHash: null } as const;
 export const toError = (detail: string): SandboxPatch => ({ status: 'ERROR', detail, ...notLive });
 export const toPaused = (detail?: string): SandboxPatch => ({ status: 'PAUSED', detail: detail ?? null, ...notLive });
+
+/**
+ * Whether a record holds one of its organization's running slots: live (STARTING/RUNNING), not being
+ * deleted, and started since the per-organization limit exists (`orgId` set by the start or resume).
+ */
+export const holdsSlot = (r: SandboxRecord) => r.orgId !== undefined && isLive(r.status) && !r.deletedAt;
 
 /** A delete older than this that is still unfinished is retried by the sweeper. */
 export const DELETE_RETRY_MS = 60_000;
@@ -141,10 +155,31 @@ export class SandboxRecords {
       const patch = decide(rec);
       if (patch === 'skip') return { record: rec, previous: rec, changed: false };
       const updated = await this.deps.store.update(id, rec.version, patch);
-      if (updated) return { record: updated, previous: rec, changed: true };
+      if (updated) {
+        await this.releaseIfLeft(rec, updated);
+        return { record: updated, previous: rec, changed: true };
+      }
       await sleep(2 + Math.random() * 10 * Math.min(attempt + 1, 8));
     }
     throw conflict('The sandbox is being changed by other requests; try again');
+  }
+
+  /**
+   * Every state change goes through `transition`, so this is the one place a sandbox that stops
+   * being live (paused, failed, missing, deleted) gives its organization's running slot back.
+   */
+  private async releaseIfLeft(before: SandboxRecord, after: SandboxRecord): Promise<void> {
+    if (!holdsSlot(before) || holdsSlot(after)) return;
+    try {
+      await this.deps.store.releaseRunning(before.orgId!);
+    } catch (err) {
+      // The record is right; the counter stays one too high until repaired (docs/billing.md).
+      logger.error('Releasing a running slot failed', {
+        sandboxId: before.id,
+        orgId: before.orgId,
+        error: err as Error,
+      });
+    }
   }
 
   /** Pauses a live sandbox and stops its process; false when it was not live (or `when` said no). */

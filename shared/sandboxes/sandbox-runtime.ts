@@ -32,6 +32,9 @@ export interface StartRequest {
  * is (it already holds our program, e.g. built FROM our image); `base` is any image our program is
  * brought into at start. `resourceFactor` multiplies the spec's CPU and memory (1, 2, 4 or 8).
  */
+/** Runtime state: the capacity provider a Fargate task runs on (`FARGATE_SPOT` or `FARGATE`): Spot or not, for the ledger. */
+export const CAPACITY_STATE = 'capacity';
+
 export interface LaunchOptions {
   image?: { kind: 'runtime' | 'base'; uri: string };
   resourceFactor?: number;

@@ -7,6 +7,11 @@ export const LIVE_SHARD = 'live';
 export interface SandboxRecord {
   id: string;
   userId: string;
+  /**
+   * The organization whose running-sandbox slot this sandbox holds while live (set by the start or
+   * resume that reserved it); absent on records from before the per-organization limit (they hold none).
+   */
+  orgId?: string;
   specId: string;
   status: SandboxStatus;
   /** Incremented by every state change: the condition of the next one. */
@@ -18,6 +23,12 @@ export interface SandboxRecord {
   lastActivityAt: string;
   /** When the current generation was started (stuck-start detection, start latency). */
   startedAt?: string;
+  /** When the current generation checked in (RUNNING): where its compute billing starts (docs/billing.md). */
+  runningAt?: string;
+  /** The plan the organization was on when the current generation started (the heartbeat's monthly limits read it). */
+  plan?: string;
+  /** The resource factor the current generation was started with (1 when absent). */
+  resourceFactor?: number;
   detail?: string;
   /** Sparse index keys: set only while STARTING/RUNNING (and, `liveShard` only, while a delete is unfinished). */
   liveShard?: string;
@@ -43,6 +54,13 @@ export interface SandboxRecord {
   /** Set when a delete began; the item is hidden from then on and removed when clean-up is done. */
   deletedAt?: string;
 }
+
+/**
+ * The id of an organization's running-sandbox counter item in the sandboxes table (never a sandbox's
+ * id: those are 32 hex digits). Kept here, not in `orgs`, so every function that changes a sandbox's
+ * state moves the counter with the grant it already has.
+ */
+export const runningCounterId = (orgId: string) => `#running#${orgId}`;
 
 /** A set of attribute changes; `null` removes the attribute. */
 export type SandboxPatch = { [K in keyof SandboxRecord]?: SandboxRecord[K] | null };
@@ -86,6 +104,15 @@ export interface SandboxStore {
   update(id: string, expectedVersion: number, patch: SandboxPatch): Promise<SandboxRecord | undefined>;
   /** Sets lastActivityAt when the sandbox is RUNNING (no version change: activity is not a state change). */
   touchActivity(id: string, at: string): Promise<boolean>;
+  /**
+   * Takes one of the organization's running-sandbox slots if fewer than `limit` are taken (one
+   * conditional ADD: racing starts never overshoot). `used` is the count after (granted) or as found.
+   */
+  reserveRunning(orgId: string, limit: number): Promise<{ granted: boolean; used: number }>;
+  /** Gives a slot back (never below zero). */
+  releaseRunning(orgId: string): Promise<void>;
+  /** The organization's slots taken now. */
+  runningOf(orgId: string): Promise<number>;
   /** Removes the item if it is marked deleted. */
   remove(id: string): Promise<void>;
   /** The next command number of a sandbox that exists and is not being deleted; undefined otherwise. */

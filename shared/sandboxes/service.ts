@@ -8,6 +8,8 @@ import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
+import { limitRefusal, monthlyLimitReached, type Tenant } from '#shared/plans/limits.ts';
+import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService extends SandboxRecords {
@@ -35,20 +37,30 @@ export class SandboxService extends SandboxRecords {
     );
   }
 
-  /** Starts a sandbox; `paused` names sandboxes paused to stay within the per-user limit. */
+  /**
+   * Starts a sandbox; `paused` names sandboxes paused to stay within the per-user limit. The
+   * tenant's plan refuses first (402): a resource factor above `max_resource_factor`, or no running
+   * slot left in the organization (`max_running_sandboxes`, taken before the record is written).
+   */
   async start(
     userId: string,
     specId: string | undefined,
     host: string | undefined,
+    tenant: Tenant,
   ): Promise<{ sandbox: SandboxInfo; paused: string[] }> {
     const spec = specId === undefined ? this.deps.specs.defaultSpec() : this.deps.specs.get(specId);
     if (!spec) throw invalidField(['query', 'sandbox_spec_id'], `Unknown sandbox spec "${specId}"`, specId);
     const bridgeUrl = this.deps.bridgeUrl(host);
+    const options = await this.launchOptions(userId);
+    await this.reserveSlot(tenant, options);
     const now = this.iso();
     const enrollment = newToken('enr');
     const record: SandboxRecord = {
       id: randomUUID().replaceAll('-', ''),
       userId,
+      orgId: tenant.orgId,
+      ...(tenant.plan ? { plan: tenant.plan } : {}),
+      resourceFactor: options.resourceFactor ?? 1,
       specId: spec.id,
       status: 'STARTING',
       version: 1,
@@ -61,9 +73,14 @@ export class SandboxService extends SandboxRecords {
       liveUserId: userId,
       enrollmentHash: sha256(enrollment),
     };
-    await this.deps.store.create(record);
+    try {
+      await this.deps.store.create(record);
+    } catch (err) {
+      await this.deps.store.releaseRunning(tenant.orgId);
+      throw err;
+    }
     const paused = await this.makeRoom(userId, record.id);
-    const launched = await this.launch(record, spec, enrollment, bridgeUrl, await this.launchOptions(userId));
+    const launched = await this.launch(record, spec, enrollment, bridgeUrl, options);
     return { sandbox: await this.view(launched), paused };
   }
 
@@ -83,38 +100,65 @@ export class SandboxService extends SandboxRecords {
     return paused;
   }
 
-  /** Resumes on the same workspace. Resuming a live sandbox changes nothing. */
-  async resume(userId: string, sandboxId: string, host: string | undefined): Promise<{ paused: string[] }> {
+  /**
+   * Resumes on the same workspace (the plan's limits refuse as for a start). Resuming a live sandbox
+   * changes nothing.
+   */
+  async resume(
+    userId: string,
+    sandboxId: string,
+    host: string | undefined,
+    tenant: Tenant,
+  ): Promise<{ paused: string[] }> {
     const bridgeUrl = this.deps.bridgeUrl(host);
+    const found = await this.deps.store.get(sandboxId);
+    if (!found || found.deletedAt || found.userId !== userId) throw notFound('Sandbox not found');
+    if (isLive(found.status)) return { paused: [] };
+    const options = await this.launchOptions(userId);
+    await this.reserveSlot(tenant, options);
     let enrollment = '';
-    const t = await this.transition(
-      sandboxId,
-      (rec) => {
-        if (isLive(rec.status)) return 'skip';
-        enrollment = newToken('enr');
-        const now = this.iso();
-        return {
-          status: 'STARTING',
-          generation: rec.generation + 1,
-          enrollmentHash: sha256(enrollment),
-          liveShard: LIVE_SHARD,
-          liveUserId: rec.userId,
-          lastActivityAt: now,
-          startedAt: now,
-          detail: null,
-          runtimeRef: null,
-        };
-      },
-      { userId },
-    );
-    if (!t?.changed) return { paused: [] };
+    let t: { record: SandboxRecord; changed: boolean } | undefined;
+    try {
+      t = await this.transition(
+        sandboxId,
+        (rec) => {
+          if (isLive(rec.status)) return 'skip';
+          enrollment = newToken('enr');
+          const now = this.iso();
+          return {
+            status: 'STARTING',
+            orgId: tenant.orgId,
+            plan: tenant.plan ?? null,
+            resourceFactor: options.resourceFactor ?? 1,
+            runningAt: null,
+            generation: rec.generation + 1,
+            enrollmentHash: sha256(enrollment),
+            liveShard: LIVE_SHARD,
+            liveUserId: rec.userId,
+            lastActivityAt: now,
+            startedAt: now,
+            detail: null,
+            runtimeRef: null,
+          };
+        },
+        { userId },
+      );
+    } catch (err) {
+      await this.deps.store.releaseRunning(tenant.orgId);
+      throw err;
+    }
+    // A racing resume got there first: the slot taken for this one goes back.
+    if (!t?.changed) {
+      await this.deps.store.releaseRunning(tenant.orgId);
+      return { paused: [] };
+    }
     const paused = await this.makeRoom(userId, sandboxId);
     const spec = this.deps.specs.get(t.record.specId);
     if (!spec) {
       await this.failIfCurrent(t.record, `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`);
       return { paused };
     }
-    await this.launch(t.record, spec, enrollment, bridgeUrl, await this.launchOptions(userId));
+    await this.launch(t.record, spec, enrollment, bridgeUrl, options);
     return { paused };
   }
 
@@ -202,6 +246,35 @@ export class SandboxService extends SandboxRecords {
       if (await this.pauseRecord(rec.id, detail)) paused.push(rec.id);
     }
     return paused;
+  }
+
+  /**
+   * The plan's refusals before anything runs: the resource factor, then one of the organization's
+   * running slots (a conditional counter: of 20 racing starts for the last slot exactly one gets it).
+   */
+  private async reserveSlot(tenant: Tenant, options: LaunchOptions): Promise<void> {
+    const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(tenant.plan);
+    const factor = options.resourceFactor ?? 1;
+    if (factor > plan.max_resource_factor)
+      throw limitRefusal(
+        'max_resource_factor',
+        plan.max_resource_factor,
+        factor,
+        `Your plan allows a resource factor of at most ${plan.max_resource_factor}; remote_runtime_resource_factor is ${factor}`,
+      );
+    if (plan.on_limit === 'stop') {
+      const month = await this.deps.usage!.monthOf(tenant.orgId, this.iso().slice(0, 10));
+      const reached = monthlyLimitReached(plan, month);
+      if (reached) throw limitRefusal(reached.code, reached.limit, reached.used, `Refused: ${reached.message}`);
+    }
+    const { granted, used } = await this.deps.store.reserveRunning(tenant.orgId, plan.max_running_sandboxes);
+    if (!granted)
+      throw limitRefusal(
+        'max_running_sandboxes',
+        plan.max_running_sandboxes,
+        used,
+        `Your organization's plan allows ${plan.max_running_sandboxes} running sandboxes and ${used} are running: pause or delete one first`,
+      );
   }
 
   private launchOptions(userId: string): Promise<LaunchOptions> {

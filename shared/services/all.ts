@@ -20,6 +20,7 @@ import { sessions } from '#shared/services/sessions.ts';
 import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
+import { usage } from '#shared/services/usage.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -44,4 +45,5 @@ export const allServices: Required<ServiceFactories> = {
   auditLog,
   organizations,
   oidcSignIn,
+  usage,
 };

@@ -7,8 +7,15 @@ import { sandboxes } from '#shared/services/sandboxes.ts';
 
 /** Offboarding (keys, sandboxes, streams) is built only when a removal or suspension needs it. */
 export const organizations: ServiceFactory<Organizations> = (c) =>
-  new Organizations(c.adapter('accountStore'), c.use(accounts), c.use(audit), () => ({
-    sandboxes: c.use(sandboxes),
-    apiKeys: c.use(apiKeys),
-    closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
-  }));
+  new Organizations(
+    c.adapter('accountStore'),
+    c.use(accounts),
+    c.use(audit),
+    () => ({
+      sandboxes: c.use(sandboxes),
+      apiKeys: c.use(apiKeys),
+      closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
+    }),
+    undefined,
+    () => c.adapters.plans,
+  );

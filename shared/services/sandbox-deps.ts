@@ -24,5 +24,8 @@ export const sandboxDeps = (
     snapshotRemoval: () => c.adapters.snapshotRemoval,
     launchOptions: () => launchOptions,
     commandPush: () => c.adapters.commandPush,
+    plans: () => c.adapters.plans,
+    usage: () => c.adapters.usageStore,
+    prices: () => c.adapters.prices,
     now: () => () => new Date(),
   });

@@ -114,6 +114,13 @@ export const tables = {
    * it newest first; removed by TTL after AUDIT_RETENTION_DAYS.
    */
   auditLog: { pk: 'orgId', sk: 'entryId', indexes: {}, ttl: 'expiresAtEpoch' },
+  /**
+   * The usage ledger (docs/billing.md): compute records, pk `sbx#<sandbox id>#<generation>`, sk the
+   * interval's start (a repeat is the same key); (organization, day) totals, pk `org#<org id>`, sk
+   * `day#<day>`; (user, day) totals, pk `orgusers#<org id>`, sk `day#<day>#<user id>`. `byUser`
+   * (`userKey` = `<org id>#<user id>`, `day`) holds only the user totals: one user's month in O(days).
+   */
+  usage: { pk: 'pk', sk: 'sk', indexes: { byUser: { pk: 'userKey', sk: 'day' } } },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

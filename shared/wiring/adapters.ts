@@ -6,6 +6,8 @@ import type { SessionStore } from '#shared/auth/session-store.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
+import type { Prices } from '#shared/usage/prices.ts';
+import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -67,6 +69,10 @@ export interface Adapters {
   streamResendTrigger: ResendTrigger;
   /** Powertools' DynamoDB persistence on the idempotency table (routes declared `idempotent: true`). */
   idempotencyStore: IdempotencyStore;
+  /** The usage ledger (table `usage`). */
+  usageStore: UsageStore;
+  /** Compute prices: `config/prices.json` / `PRICES_FILE` locally, the CDK context `prices` on AWS. */
+  prices: Prices;
   /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
   accountStore: AccountStore;
   /** The audit log's writer: new entries only (table access `append`). */
@@ -118,12 +124,19 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   specs: { build: { capabilities: ['specs'] } },
   origins: { build: { capabilities: ['origins'] } },
   plans: { build: { capabilities: ['plans'] } },
+  prices: { build: { capabilities: ['prices'] } },
+  usageStore: {
+    build: { tables: { usage: 'read' } },
+    calls: { recordCompute: { tables: { usage: 'write' } } },
+  },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
     calls: {
       create: { tables: { sandboxes: 'write' } },
       update: { tables: { sandboxes: 'write' } },
       touchActivity: { tables: { sandboxes: 'write' } },
+      reserveRunning: { tables: { sandboxes: 'write' } },
+      releaseRunning: { tables: { sandboxes: 'write' } },
       remove: { tables: { sandboxes: 'write' } },
       nextCommandSeq: { tables: { sandboxes: 'write' } },
       putCommand: { tables: { commands: 'write' } },

@@ -13,6 +13,8 @@ import { dynamoIdempotencyStore } from '#shared/store/dynamo-idempotency-store.t
 import { logger } from '#shared/logging.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { filePlans } from '#shared/plans/load.ts';
+import { filePrices } from '#shared/usage/prices.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -49,6 +51,8 @@ export interface LocalOptions {
   specsFile?: string;
   /** The plans file (default `config/plans.json`; `PLANS_FILE` for `npm start`). */
   plansFile?: string;
+  /** The prices file (default `config/prices.json`; `PRICES_FILE` for `npm start`). */
+  pricesFile?: string;
   /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
   commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
@@ -94,6 +98,7 @@ export function localServices(options: LocalOptions): LocalServices {
   });
   // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
   const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
+  const prices = filePrices(options.pricesFile ?? join(PROJECT_ROOT, 'config', 'prices.json'));
   const eventHub = new LocalEventHub(() => adapters.eventStore);
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
@@ -105,6 +110,8 @@ export function localServices(options: LocalOptions): LocalServices {
     specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
     origins: () => allowedOrigins(),
     plans: () => plans,
+    prices: () => prices,
+    usageStore: () => new DynamoUsageStore(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     sandboxConfig: () => ({

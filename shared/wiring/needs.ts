@@ -53,6 +53,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   specs: ['SANDBOX_SPECS'],
   origins: ['CORS_ORIGINS'],
   plans: ['PLANS'],
+  prices: ['PRICES'],
   signin: ['OIDC_ISSUER', 'OIDC_AUDIENCE', 'OIDC_CLIENT_ID', 'SIGNUP_MODE', 'OPERATORS', 'AUDIT_RETENTION_DAYS'],
   'ecs:run': sandboxRuntimeEnv,
   'ecs:stop': sandboxRuntimeEnv,

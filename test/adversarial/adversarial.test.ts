@@ -416,6 +416,15 @@ const foreign: Record<
         },
       }),
   }),
+  // Operators only: the victim's organization's own owner is refused too.
+  setOrgPlan: (v) => ({
+    path: `/api/v1/admin/orgs/${v.orgId}/plan`,
+    method: 'PUT',
+    body: { plan: 'roomy' },
+    expect: [403],
+  }),
+  // No parameter names another organization: an org_id in the query is ignored, the caller's own answers.
+  getUsage: (v) => ({ path: `/api/v1/usage?org_id=${v.orgId}`, expect: 'own-only' }),
 };
 
 /**

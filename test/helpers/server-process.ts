@@ -23,7 +23,15 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'infra/local/server.ts'), ...args], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, POWERTOOLS_LOG_LEVEL: 'INFO', ...env },
+    // Roomy plans unless the test names its own (PLANS_FILE): suites about other things never meet a plan's limit.
+    env: {
+      ...process.env,
+      PORT: '0',
+      DATA_DIR: dataDir,
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      PLANS_FILE: join(ROOT, 'test/fixtures/plans/roomy.json'),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

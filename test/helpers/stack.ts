@@ -35,6 +35,9 @@ export function apiCaller(baseUrl: string, defaultKey: string | null): ApiCall {
   };
 }
 
+/** The plans every test stack and test server runs with unless it names its own. */
+export const ROOMY_PLANS = join(import.meta.dirname, '..', 'fixtures', 'plans', 'roomy.json');
+
 export interface TestStack extends LocalStack {
   dataDir: string;
   /** fetch against the stack with the given key (default: the dev key). */
@@ -77,6 +80,9 @@ export async function startTestStack(
     allowUncontained: true,
     // The development OpenID provider only where a test asks (test/integration/dev-signin.test.ts): `npm start` always runs it.
     devIssuer: false,
+    // Plans roomy enough that a suite about something else never meets a plan's limit; the plan
+    // suites (test/integration/plans.test.ts, usage.test.ts) pass their own.
+    plansFile: ROOMY_PLANS,
     ...options,
   });
   const call = apiCaller(stack.url, stack.devKey);

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { packWorkspace, restoreWorkspace, uploadSnapshot } from '#sandbox/snapshots.ts';
 import { BUCKET, CheckedS3, CREDENTIALS } from '#test/helpers/checked-s3.ts';
 import { CLUSTER, fargateConfig, FakeAws, sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
+import { ROOMY_PLANS } from '#test/helpers/stack.ts';
 
 /**
  * The AWS path end to end: the Lambda handlers as API Gateway and EventBridge call them, with
@@ -37,6 +38,8 @@ beforeAll(async () => {
     SANDBOX_TASK_ROLE_ARN: fargateConfig.taskRoleArn,
     SANDBOX_EXECUTION_ROLE_ARN: fargateConfig.executionRoleArn,
     SANDBOX_SPECS: sandboxSpecsEnv(),
+    // The deployer's plans (context key `plans`): roomy, as in every suite not about plans.
+    PLANS: readFileSync(ROOMY_PLANS, 'utf8'),
   });
   // KMS stand-in: the "ciphertext" carries its context, so a wrong context fails as KMS would.
   kms.on(EncryptCommand).callsFake(async ({ Plaintext, EncryptionContext }) => ({

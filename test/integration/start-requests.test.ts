@@ -17,9 +17,12 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
  * Today's start (main at eab410e), the authorizer's key read left out (its key record is cached for 30 s). Reading:
  * settings twice (the start's check, then the sandbox start's launch options), opening every stored secret to check
  * that an LLM key is set; writing the conversation three times (create, start_task_id, sandbox_id).
+ * Pay per use (#22) adds two: the organization's month so far (one Query of its day totals in `usage`, for
+ * `sandbox_hours_per_month` and `monthly_spend_usd`) and its running-sandbox slot (a conditional ADD on its
+ * counter item in `sandboxes`, before the sandbox's record is written).
  */
 const TODAY = {
-  dynamo: 17,
+  dynamo: 19,
   kms: 3,
   byRequest: {
     'Decrypt@kms': 3,
@@ -32,8 +35,9 @@ const TODAY = {
     'PutItemCommand@sandboxes': 1,
     'PutItemCommand@startTasks': 1,
     'QueryCommand@sandboxes': 1,
+    'QueryCommand@usage': 1,
     'UpdateItemCommand@conversations': 3,
-    'UpdateItemCommand@sandboxes': 2,
+    'UpdateItemCommand@sandboxes': 3,
     'UpdateItemCommand@startTasks': 1,
   },
 };
@@ -108,7 +112,7 @@ const count = (requests: string[]) =>
   );
 
 describe('one conversation start in DynamoDB and KMS requests', () => {
-  it('today: 17 DynamoDB requests and one Decrypt per stored secret (three here), counted on a warm process', async () => {
+  it('today: 19 DynamoDB requests and one Decrypt per stored secret (three here), counted on a warm process', async () => {
     await countedStart(); // the first start of a process also opens the cursor and conversation-key secrets
     const start = await countedStart();
     expect(start.status).toBe(200);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
@@ -11,7 +11,7 @@ import { startDynalite, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import { KmsSealer } from '#shared/secrets/kms-sealer.ts';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
-import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
+import { apiCaller, ROOMY_PLANS, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { CloudFrontEmulator } from '#test/tier/cloudfront.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
@@ -131,10 +131,25 @@ const taskStateEvent = (task: EcsTask) => {
   };
 };
 
+/**
+ * The plans a deployer sets with the context key `plans` (env PLANS), made roomy as in every other
+ * suite (test/fixtures/plans/roomy.json): flows that start several sandboxes for one organization or
+ * ask for a resource factor never meet the built-in `free` plan's limits (test/integration/plans.test.ts
+ * tests those). A `mutate` may set its own.
+ */
+function roomyPlans(template: Template): void {
+  const plans = JSON.stringify(JSON.parse(readFileSync(ROOMY_PLANS, 'utf8')));
+  for (const r of Object.values(template.Resources) as { Type: string; Properties?: any }[]) {
+    const vars = r.Type === 'AWS::Lambda::Function' ? r.Properties?.Environment?.Variables : undefined;
+    if (vars && 'PLANS' in vars) vars.PLANS = plans;
+  }
+}
+
 export async function startTier(options: { mutate?: (template: Template) => void } = {}): Promise<TierStack> {
   if (!existsSync(join(CDK_OUT, 'manifest.json')))
     throw new Error('cdk.out is missing: run `npm run synth` first (npm test does)');
   const template = loadTemplate();
+  roomyPlans(template);
   options.mutate?.(template);
   const resolved = resolveTemplate(template);
   const outputs = Object.fromEntries(

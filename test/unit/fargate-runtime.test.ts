@@ -90,7 +90,8 @@ describe('FargateSandboxRuntime.start', () => {
         enableECSManagedTags: true,
       },
     ]);
-    expect(started).toEqual({ ref: expect.stringContaining(':task/sandboxes/'), state: {} });
+    // The capacity it runs on is kept for the ledger (Spot or on-demand prices).
+    expect(started).toEqual({ ref: expect.stringContaining(':task/sandboxes/'), state: { capacity: 'FARGATE' } });
   });
 
   it('resumes on the same task definition, with Fargate Spot and the spec command when the spec says so; state it does not own is kept', async () => {
@@ -98,7 +99,7 @@ describe('FargateSandboxRuntime.start', () => {
     const out = await runtime.start(
       request({ generation: 2, spec: spot, enrollmentToken: 'enr_second', state: { snapshotKey: 'k', notice: 'old' } }),
     );
-    expect(out.state).toEqual({ snapshotKey: 'k' });
+    expect(out.state).toEqual({ snapshotKey: 'k', capacity: 'FARGATE_SPOT' });
     const second = runInputs()[0]!;
     expect(second.capacityProviderStrategy).toEqual([{ capacityProvider: 'FARGATE_SPOT', weight: 1 }]);
     expect(second.taskDefinition).toBe(BASE_TASK_DEF);
@@ -257,6 +258,8 @@ describe('FargateSandboxRuntime.start', () => {
     expect(out.state.notice).toBe(
       'Running on on-demand Fargate: Fargate Spot had no capacity (Capacity is unavailable at this time. Please try again later or in a different availability zone)',
     );
+    // Priced on-demand in the ledger: the capacity it runs on, not the spec's wish.
+    expect(out.state.capacity).toBe('FARGATE');
     // Neither has capacity: the error names on-demand, the one tried last, and is retryable.
     aws.ecs.on(RunTaskCommand).resolves(noCapacity);
     const err = await startError(request({ spec }));

@@ -30,6 +30,7 @@ const sampleValues: Record<string, string> = {
   SANDBOX_SUBNET_IDS: 'subnet-1,subnet-2',
   CORS_ORIGINS: 'https://ui.example.com',
   PLANS: '',
+  PRICES: '',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {

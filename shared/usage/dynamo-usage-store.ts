@@ -1,0 +1,121 @@
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
+import { queryAll } from '#shared/store/query.ts';
+import type { ComputeRecord, DayTotals, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
+
+/** Keys of table `usage` (docs/data-model.md, "usage"). */
+export const usageKeys = {
+  compute: (sandboxId: string, generation: number) => `sbx#${sandboxId}#${generation}`,
+  orgDay: (orgId: string) => `org#${orgId}`,
+  orgUsers: (orgId: string) => `orgusers#${orgId}`,
+  userKey: (orgId: string, userId: string) => `${orgId}#${userId}`,
+};
+
+const ADD_TOTALS =
+  'ADD seconds :s, factorSeconds :f, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day';
+
+export class DynamoUsageStore implements UsageStore {
+  private readonly db = documentClient();
+  private readonly table = tableName('usage');
+
+  async lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': usageKeys.compute(sandboxId, generation) },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    return out.Items?.[0]?.to as string | undefined;
+  }
+
+  async recordCompute(r: ComputeRecord): Promise<boolean> {
+    const put = await conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { pk: usageKeys.compute(r.sandboxId, r.generation), sk: r.from, kind: 'compute', ...r },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+    if (!put) return false;
+    const values = {
+      ':s': r.seconds,
+      ':f': r.factorSeconds,
+      ':v': r.vcpuSeconds,
+      ':g': r.gbSeconds,
+      ':c': r.computeMicroUsd,
+      ':one': 1,
+      ':day': r.day,
+    };
+    // Totals only after the record's own put succeeded: a repeat adds nothing. A crash between these
+    // writes leaves a total short of its records (docs/billing.md: the reconcile that repairs it is to come).
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
+        UpdateExpression: `${ADD_TOTALS}, userId = :u, userKey = :uk`,
+        ExpressionAttributeNames: { '#day': 'day' },
+        ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
+      }),
+    );
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
+        UpdateExpression: ADD_TOTALS,
+        ExpressionAttributeNames: { '#day': 'day' },
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return true;
+  }
+
+  orgDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
+    return queryAll<DayTotals>({
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+      ExpressionAttributeValues: { ':pk': usageKeys.orgDay(orgId), ':a': `day#${fromDay}`, ':b': `day#${toDay}` },
+    });
+  }
+
+  userDays(orgId: string, userId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
+    return queryAll<DayTotals>({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: 'userKey = :k AND #day BETWEEN :a AND :b',
+      ExpressionAttributeNames: { '#day': 'day' },
+      ExpressionAttributeValues: { ':k': usageKeys.userKey(orgId, userId), ':a': fromDay, ':b': toDay },
+    });
+  }
+
+  orgUserDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
+    return queryAll<DayTotals>({
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+      // `~` sorts after every user id character: the whole of `toDay`.
+      ExpressionAttributeValues: { ':pk': usageKeys.orgUsers(orgId), ':a': `day#${fromDay}`, ':b': `day#${toDay}#~` },
+    });
+  }
+
+  async monthOf(orgId: string, day: string): Promise<UsageAmounts> {
+    const month = day.slice(0, 7);
+    const sum: UsageAmounts = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0 };
+    for (const d of await this.orgDays(orgId, `${month}-01`, `${month}-31`))
+      for (const k of Object.keys(sum) as (keyof UsageAmounts)[]) sum[k] += Number(d[k] ?? 0);
+    return sum;
+  }
+
+  computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {
+    return queryAll<ComputeRecord>({
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': usageKeys.compute(sandboxId, generation) },
+      ConsistentRead: true,
+    });
+  }
+}

@@ -1,0 +1,56 @@
+import * as z from '#shared/zod.ts';
+import { invalidField } from '#shared/http/errors.ts';
+import { defineOperation } from '#shared/http/operation.ts';
+
+const realDay = (v: string) => {
+  const t = Date.parse(`${v}T00:00:00Z`);
+  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === v;
+};
+const day = (name: string) =>
+  z.optional(
+    z
+      .string()
+      .check(
+        z.regex(/^\d{4}-\d{2}-\d{2}$/, `${name} must be a date, YYYY-MM-DD (UTC)`),
+        z.refine(realDay, `${name} must be a real calendar date`),
+      ),
+  );
+const today = () => new Date().toISOString().slice(0, 10);
+/** The longest range one request reads (O(days) reads per request). */
+const MAX_USAGE_DAYS = 366;
+
+const amounts = {
+  vcpu_seconds: z.number(),
+  gb_seconds: z.number(),
+  compute_cost_usd: z.number(),
+  total_cost_usd: z.number(),
+};
+
+export const getUsage = defineOperation(
+  'getUsage',
+  () => ({
+    query: z.object({
+      from: day('from'),
+      to: day('to'),
+      group_by: z._default(z.enum(['day', 'user']), 'day'),
+    }),
+    response: z.object({
+      org_id: z.string(),
+      scope: z.enum(['organization', 'user']),
+      from: z.string(),
+      to: z.string(),
+      group_by: z.enum(['day', 'user']),
+      currency: z.literal('USD'),
+      items: z.array(z.object({ day: z.optional(z.string()), user_id: z.optional(z.string()), ...amounts })),
+      total: z.object(amounts),
+    }),
+  }),
+  ({ userId, auth, query }, { usage }) => {
+    const from = query.from ?? `${today().slice(0, 8)}01`;
+    const to = query.to ?? today();
+    if (to < from) throw invalidField(['query', 'to'], 'to must not be before from', to);
+    if (Date.parse(to) - Date.parse(from) > (MAX_USAGE_DAYS - 1) * 86_400_000)
+      throw invalidField(['query', 'to'], `at most ${MAX_USAGE_DAYS} days from from to to`, to);
+    return usage.report(userId, auth, { from, to, group_by: query.group_by });
+  },
+);

@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs';
+import * as z from '#shared/zod.ts';
+
+/*
+ * Compute prices (config/prices.json locally, `PRICES_FILE` to replace it; the CDK context `prices`
+ * on AWS, env PRICES). Prices are decimal strings in USD per vCPU-hour and per GB-hour, as AWS
+ * publishes Fargate's (per second they are repeating decimals: 0.04048 / 3600); a markup in percent.
+ * Arithmetic is exact (BigInt rationals) and each record is rounded half-even to a micro-USD.
+ */
+
+const decimal = z.string().check(z.regex(/^\d{1,6}(\.\d{1,12})?$/, 'a decimal number as a string, e.g. "0.04048"'));
+const rate = z.strictObject({ vcpu_hour_usd: decimal, gb_hour_usd: decimal });
+export const pricesSchema = z
+  .strictObject({
+    default_region: z.string().check(z.minLength(1)),
+    compute: z.record(z.string().check(z.minLength(1)), z.strictObject({ on_demand: rate, spot: z.optional(rate) })),
+    markup_percent: z._default(decimal, '0'),
+  })
+  .check(
+    z.refine((p) => p.default_region in p.compute, {
+      message: 'must name one of the regions in compute',
+      path: ['default_region'],
+    }),
+  );
+export type PricesConfig = z.output<typeof pricesSchema>;
+
+/** The price a record was charged at, stored on the record itself (a later price change never rewrites it). */
+export interface ComputePrice {
+  region: string;
+  spot: boolean;
+  vcpu_hour_usd: string;
+  gb_hour_usd: string;
+  markup_percent: string;
+}
+
+export interface Prices {
+  /** The compute price for `region` (the default region's where it has none), Spot or on-demand (Spot falls back to on-demand where unpriced). */
+  compute(region: string | undefined, spot: boolean): ComputePrice;
+}
+
+export function parsePrices(raw: unknown, source: string): Prices {
+  const parsed = pricesSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`Configuration error: ${source} at ${issue.path.join('.') || '(top)'}: ${issue.message}`);
+  }
+  const p = parsed.data;
+  return {
+    compute: (region, spot) => {
+      const at = region && region in p.compute ? region : p.default_region;
+      const r = p.compute[at]!;
+      const rates = spot && r.spot ? r.spot : r.on_demand;
+      return { region: at, spot: spot && !!r.spot, ...rates, markup_percent: p.markup_percent };
+    },
+  };
+}
+
+/** Local prices: the JSON file `path` (`PRICES_FILE`, default `config/prices.json`), checked when read. */
+export function filePrices(path: string): Prices {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new Error(`Configuration error: PRICES_FILE: cannot read prices from ${path}: ${(err as Error).message}`);
+  }
+  return parsePrices(raw, `PRICES_FILE ${path}`);
+}
+
+/** The built-in prices (config/prices.json's), used where none are configured (AWS without the context key). */
+export const DEFAULT_PRICES_CONFIG = {
+  default_region: 'us-east-1',
+  compute: {
+    'us-east-1': {
+      on_demand: { vcpu_hour_usd: '0.04048', gb_hour_usd: '0.004445' },
+      spot: { vcpu_hour_usd: '0.01244', gb_hour_usd: '0.00137' },
+    },
+  },
+  markup_percent: '0',
+};
+
+/** AWS prices: the JSON the CDK app writes into `PRICES` from the context key `prices` (empty: the built-in defaults). */
+export function envPrices(value: string | undefined): Prices {
+  if (!value) return parsePrices(DEFAULT_PRICES_CONFIG, 'the built-in prices');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value);
+  } catch (err) {
+    throw new Error(`Configuration error: PRICES is not JSON: ${(err as Error).message}`);
+  }
+  return parsePrices(raw, 'PRICES');
+}
+
+/** A decimal string as an exact fraction n / 10^scale. */
+function fraction(value: string): { n: bigint; d: bigint } {
+  const [whole, frac = ''] = value.split('.');
+  return { n: BigInt(whole! + frac), d: 10n ** BigInt(frac.length) };
+}
+
+/** n / d rounded half to even (n, d >= 0). */
+export function roundHalfEven(n: bigint, d: bigint): bigint {
+  const q = n / d;
+  const r = n - q * d;
+  if (r * 2n < d) return q;
+  if (r * 2n > d) return q + 1n;
+  return q % 2n === 0n ? q : q + 1n;
+}
+
+/**
+ * What `seconds` of `cpuUnits` (1024 = 1 vCPU) and `memoryMiB` cost at `price`, in integer micro-USD,
+ * and the integer quantities (vCPU-seconds, GB-seconds; GB = 1024 MiB, as Fargate bills), each rounded half-even.
+ */
+export function computeCharge(
+  seconds: number,
+  cpuUnits: number,
+  memoryMiB: number,
+  price: ComputePrice,
+): { vcpuSeconds: number; gbSeconds: number; costMicroUsd: number } {
+  const s = BigInt(seconds);
+  const cpu = BigInt(cpuUnits);
+  const mem = BigInt(memoryMiB);
+  const v = fraction(price.vcpu_hour_usd);
+  const g = fraction(price.gb_hour_usd);
+  const m = fraction(price.markup_percent);
+  // cost = s/3600 * (cpu/1024 * v + mem/1024 * g) * (1 + m/100) * 10^6, over one common denominator.
+  const perHour = cpu * v.n * g.d + mem * g.n * v.d; // over 1024 * v.d * g.d
+  const num = s * perHour * (100n * m.d + m.n) * 1_000_000n;
+  const den = 3600n * 1024n * v.d * g.d * 100n * m.d;
+  return {
+    vcpuSeconds: Number(roundHalfEven(s * cpu, 1024n)),
+    gbSeconds: Number(roundHalfEven(s * mem, 1024n)),
+    costMicroUsd: Number(roundHalfEven(num, den)),
+  };
+}

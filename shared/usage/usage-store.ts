@@ -1,0 +1,62 @@
+import type { ComputePrice } from '#shared/usage/prices.ts';
+
+/** The quantities every record and total carries (integers: seconds, vCPU-seconds, GB-seconds, micro-USD). */
+export interface UsageAmounts {
+  seconds: number;
+  /** Wall seconds x resource factor: what `sandbox_hours_per_month` counts. */
+  factorSeconds: number;
+  vcpuSeconds: number;
+  gbSeconds: number;
+  computeMicroUsd: number;
+}
+
+/**
+ * One interval a sandbox ran, as the ledger keeps it (table `usage`): pk `sbx#<sandbox id>#<generation>`,
+ * sk the interval's start (ISO), so a repeated report of the same interval is the same key and its
+ * conditional put changes nothing. Never edited; a correction would be a record of its own.
+ */
+export interface ComputeRecord extends UsageAmounts {
+  sandboxId: string;
+  generation: number;
+  orgId: string;
+  userId: string;
+  specId: string;
+  /** The UTC day the interval starts on (`YYYY-MM-DD`): the day whose totals it adds to. */
+  day: string;
+  from: string;
+  to: string;
+  cpuUnits: number;
+  memoryMiB: number;
+  resourceFactor: number;
+  price: ComputePrice;
+  recordedAt: string;
+}
+
+/** A day's totals (of an organization, or of one user in it). */
+export interface DayTotals extends UsageAmounts {
+  day: string;
+  userId?: string;
+  records: number;
+}
+
+/**
+ * The usage ledger. Writes: the record (conditional), then the (organization, day) and (user, day)
+ * totals, only when the record's put succeeded: at most three writes per accruing heartbeat, none for
+ * a duplicate. Reads: totals by day range, O(days) (O(days x users) for the per-user view).
+ */
+export interface UsageStore {
+  /** The end of the last recorded interval of a sandbox's generation, or undefined before its first. */
+  lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined>;
+  /** Puts the record if its key is new, then adds it to its totals; false (nothing written) for a repeat. */
+  recordCompute(record: ComputeRecord): Promise<boolean>;
+  /** An organization's day totals from `fromDay` to `toDay` inclusive, in day order. */
+  orgDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
+  /** One user's day totals within an organization. */
+  userDays(orgId: string, userId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
+  /** Every user's day totals within an organization. */
+  orgUserDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
+  /** An organization's totals for the calendar month (UTC) of `day`, summed from its day totals. */
+  monthOf(orgId: string, day: string): Promise<UsageAmounts>;
+  /** The records of a sandbox's generation (tests, reconcile). */
+  computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
+}

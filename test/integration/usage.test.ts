@@ -1,0 +1,240 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { documentClient } from '#shared/store/dynamo.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
+import { PROJECT_ROOT } from '#shared/wiring/local.ts';
+import { processEnv, sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+/**
+ * The usage ledger over HTTP against the local stack: the heartbeat meters a RUNNING sandbox's
+ * compute once however often it is delivered, the totals are the sums of the records, an accruing
+ * heartbeat costs at most three DynamoDB writes (none for a duplicate), and GET /api/v1/usage.
+ * The sandboxes run a program that never checks in; the test checks in with the enrollment token
+ * from its environment and sends the heartbeats itself, so every interval is the test's to choose.
+ */
+let stack: TestStack;
+let usage: DynamoUsageStore;
+let sandboxStore: DynamoSandboxStore;
+/** `Command@table` of every DynamoDB request while set. */
+let sent: string[] | undefined;
+
+beforeAll(async () => {
+  stack = await startTestStack({
+    specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json'),
+    sweepIntervalMs: 3_600_000,
+  });
+  usage = new DynamoUsageStore();
+  sandboxStore = new DynamoSandboxStore();
+  documentClient().middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: string };
+      sent?.push(`${context.commandName}@${(input.TableName ?? '').replace(/^acs-/, '')}`);
+      return next(args);
+    },
+    { step: 'initialize', name: 'countUsageRequests' },
+  );
+}, 60_000);
+afterAll(async () => {
+  documentClient().middlewareStack.remove('countUsageRequests');
+  await stack?.stop();
+});
+
+const bridge = (id: string, path: string) => `/api/v1/sandboxes/${id}/bridge/${path}`;
+const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+
+/** A RUNNING sandbox of `key`'s user whose session key the test holds (it checked in as the program would). */
+async function runningSandbox(key: string): Promise<{ id: string; sessionKey: string }> {
+  const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+  expect(res.status, res.text).toBe(200);
+  const id = res.body.id as string;
+  const token = await waitFor('the enrollment token', () => {
+    const pid = sandboxPids(id)[0];
+    return pid ? processEnv(pid)?.ENROLLMENT_TOKEN : undefined;
+  });
+  const checkIn = await stack.call('POST', bridge(id, 'check-in'), { key: token, body: { version: 'test' } });
+  expect(checkIn.status, checkIn.text).toBe(200);
+  return { id, sessionKey: checkIn.body.session_api_key };
+}
+const heartbeat = (id: string, sessionKey: string) =>
+  stack.call('POST', bridge(id, 'heartbeat'), { key: sessionKey, body: { active: false } });
+const sum = (items: Record<string, number>[], field: string) => items.reduce((n, r) => n + Number(r[field] ?? 0), 0);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('metering sandbox compute at the heartbeat', () => {
+  it('counts the same heartbeat delivered 3 times once; totals equal the sum of the records', async () => {
+    const key = await stack.newUser('meter-a');
+    const orgId = await orgOf(key);
+    const { id, sessionKey } = await runningSandbox(key);
+    // Nothing is billed before the first heartbeat.
+    expect(await usage.computeRecords(id, 1)).toEqual([]);
+    await sleep(1100);
+    // Three deliveries at once: the same interval start, one conditional put wins.
+    const three = await Promise.all([1, 2, 3].map(() => heartbeat(id, sessionKey)));
+    expect(three.map((r) => r.status)).toEqual([200, 200, 200]);
+    // And three more in a row within the same second: under a whole second, nothing to record.
+    for (let i = 0; i < 3; i++) await heartbeat(id, sessionKey);
+    const records = await usage.computeRecords(id, 1);
+    expect(records).toHaveLength(1);
+    const [record] = records;
+    expect(record).toMatchObject({ orgId, userId: 'meter-a', generation: 1, cpuUnits: 1024, memoryMiB: 2048 });
+    expect(record!.seconds).toBeGreaterThanOrEqual(1);
+    // Nominal local size: 1 vCPU, 2 GiB, on-demand us-east-1 from config/prices.json, recorded on the record.
+    expect(record!.price).toEqual({
+      region: 'us-east-1',
+      spot: false,
+      vcpu_hour_usd: '0.04048',
+      gb_hour_usd: '0.004445',
+      markup_percent: '0',
+    });
+    await sleep(1100);
+    await heartbeat(id, sessionKey);
+    const all = await usage.computeRecords(id, 1);
+    expect(all).toHaveLength(2);
+    // Contiguous: each interval starts where the last ended.
+    expect(all[1]!.from).toBe(all[0]!.to);
+    const day = all[0]!.day;
+    const [orgDay] = await usage.orgDays(orgId, day, day);
+    const userDays = await usage.userDays(orgId, 'meter-a', day, day);
+    for (const totals of [orgDay!, userDays[0]!])
+      for (const field of ['seconds', 'vcpuSeconds', 'gbSeconds', 'computeMicroUsd'])
+        expect(totals[field as 'seconds'], field).toBe(sum(all as never, field));
+    expect(orgDay!.records).toBe(2);
+  }, 60_000);
+
+  it('costs at most three DynamoDB writes per accruing heartbeat and none for a duplicate', async () => {
+    const key = await stack.newUser('meter-b');
+    const { id, sessionKey } = await runningSandbox(key);
+    await sleep(1100);
+    const writes = (requests: string[]) => requests.filter((r) => /^(Put|Update|Delete|BatchWrite)/.test(r));
+    sent = [];
+    await heartbeat(id, sessionKey);
+    const accruing = sent;
+    sent = [];
+    await heartbeat(id, sessionKey);
+    const duplicate = sent;
+    sent = undefined;
+    expect(writes(accruing).sort()).toEqual([
+      'PutItemCommand@usage',
+      'UpdateItemCommand@usage',
+      'UpdateItemCommand@usage',
+    ]);
+    expect(writes(duplicate)).toEqual([]);
+  }, 60_000);
+
+  it('prices exactly: an hour of the nominal size, and nothing for a sandbox that is not RUNNING', async () => {
+    const key = await stack.newUser('meter-c');
+    const { id } = await runningSandbox(key);
+    const rec = (await sandboxStore.get(id))!;
+    const at = new Date(Date.parse(rec.runningAt!) + 3600_000);
+    const record = await stack.services.sandboxBridge.accrue(rec, at);
+    // 3600 s x (1 vCPU x 0.04048 + 2 GB x 0.004445) USD/hour = 0.04937 USD.
+    expect(record).toMatchObject({ seconds: 3600, vcpuSeconds: 3600, gbSeconds: 7200, computeMicroUsd: 49370 });
+    // Delivered again (the same record read): the same key, nothing written.
+    expect(await stack.services.sandboxBridge.accrue(rec, at)).toBeUndefined();
+    await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key });
+    const paused = (await sandboxStore.get(id))!;
+    expect(await stack.services.sandboxBridge.accrue(paused, new Date(at.getTime() + 60_000))).toBeUndefined();
+    expect(await usage.computeRecords(id, 1)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('GET /api/v1/usage', () => {
+  /** Bills `seconds` of a new sandbox of `key`'s user (the interval chosen by the test, through the heartbeat's own code). */
+  async function bill(key: string, seconds: number) {
+    const { id } = await runningSandbox(key);
+    const rec = (await sandboxStore.get(id))!;
+    const record = await stack.services.sandboxBridge.accrue(
+      rec,
+      new Date(Date.parse(rec.runningAt!) + seconds * 1000),
+    );
+    expect(record?.seconds).toBe(seconds);
+    return record!;
+  }
+  const get = (key: string, query = '') => stack.call('GET', `/api/v1/usage${query}`, { key });
+
+  it('owners see the organization per day and per member; a member sees only their own; another org sees nothing', async () => {
+    const ownerKey = await stack.newUser('usage-owner');
+    const orgId = await orgOf(ownerKey);
+    const memberKey = await stack.newUser('usage-member');
+    await orgOf(memberKey);
+    const accounts = new (await import('#shared/accounts/dynamo-account-store.ts')).DynamoAccountStore();
+    const member = (await accounts.getUser('usage-member'))!;
+    expect(await accounts.replaceUser({ ...member, orgId, role: 'member' })).toBe(true);
+    stack.services.accounts.forget('usage-member');
+    const a = await bill(ownerKey, 3600);
+    const b = await bill(memberKey, 1800);
+    const day = a.day;
+
+    const org = await get(ownerKey);
+    expect(org.status, org.text).toBe(200);
+    expect(org.body).toMatchObject({ org_id: orgId, scope: 'organization', group_by: 'day', currency: 'USD' });
+    const today = org.body.items.find((i: { day: string }) => i.day === day);
+    expect(today).toEqual({
+      day,
+      vcpu_seconds: 5400,
+      gb_seconds: 10800,
+      compute_cost_usd: 0.074055,
+      total_cost_usd: 0.074055,
+    });
+    // The total is the sum of the records, to the micro-dollar.
+    expect(org.body.total.compute_cost_usd).toBe((a.computeMicroUsd + b.computeMicroUsd) / 1e6);
+
+    const perUser = await get(ownerKey, '?group_by=user');
+    expect(perUser.body.items).toEqual([
+      {
+        user_id: 'usage-member',
+        vcpu_seconds: 1800,
+        gb_seconds: 3600,
+        compute_cost_usd: 0.024685,
+        total_cost_usd: 0.024685,
+      },
+      {
+        user_id: 'usage-owner',
+        vcpu_seconds: 3600,
+        gb_seconds: 7200,
+        compute_cost_usd: 0.04937,
+        total_cost_usd: 0.04937,
+      },
+    ]);
+
+    // A member: their own usage only, and no per-member view.
+    const own = await get(memberKey);
+    expect(own.body).toMatchObject({ org_id: orgId, scope: 'user' });
+    expect(own.body.total).toMatchObject({ vcpu_seconds: 1800, compute_cost_usd: 0.024685 });
+    const refused = await get(memberKey, '?group_by=user');
+    expect(refused.status).toBe(403);
+
+    // Another organization: nothing of this one, whatever it puts in the query.
+    const strangerKey = await stack.newUser('usage-stranger');
+    for (const q of ['', `?org_id=${orgId}`, '?group_by=user', `?group_by=user&org_id=${orgId}&user_id=usage-owner`]) {
+      const res = await get(strangerKey, q);
+      expect(res.status, q).toBe(200);
+      expect(res.body.org_id).not.toBe(orgId);
+      expect(res.body.items, q).toEqual([]);
+      expect(JSON.stringify(res.body)).not.toContain('usage-owner');
+    }
+  }, 60_000);
+
+  it('refuses bad dates and ranges with 422 naming the field; no credentials is 401', async () => {
+    const key = await stack.newUser('usage-dates');
+    const cases: [string, string][] = [
+      ['?from=2026-13-01', 'from'],
+      ['?from=yesterday', 'from'],
+      ['?to=2026-02-30', 'to'],
+      ['?from=2026-05-02&to=2026-05-01', 'to'],
+      ['?from=2020-01-01&to=2026-01-01', 'to'],
+      ['?group_by=conversation', 'group_by'],
+    ];
+    for (const [q, field] of cases) {
+      const res = await get(key, q);
+      expect(res.status, q).toBe(422);
+      expect(res.body.detail[0].loc, q).toEqual(['query', field]);
+    }
+    expect((await stack.call('GET', '/api/v1/usage', { key: null })).status).toBe(401);
+    const ok = await get(key, '?from=2026-01-01&to=2026-01-31');
+    expect(ok.body).toMatchObject({ from: '2026-01-01', to: '2026-01-31', items: [] });
+    expect(ok.body.total).toEqual({ vcpu_seconds: 0, gb_seconds: 0, compute_cost_usd: 0, total_cost_usd: 0 });
+  });
+});
