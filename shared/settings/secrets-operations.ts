@@ -12,6 +12,15 @@ import { envName, providerTokenSchema, gitProviderSchema } from '#shared/setting
 const description = z.lazy(() => z.nullish(z.string().check(z.maxLength(1024))));
 const secretIdParams = z.lazy(() => z.object({ secret_id: envName }));
 const message = z.lazy(() => z.object({ message: z.string() }));
+const newSecret = z.lazy(() =>
+  z.object({
+    name: envName,
+    value: z.string().check(z.minLength(1, 'value must not be empty'), z.maxLength(8192)),
+    description,
+  }),
+);
+// The UI sends the name and description only: a value cannot be changed here (delete and create).
+const renamedSecret = z.lazy(() => z.object({ name: envName, description }));
 
 export const listSecrets = defineOperation(
   'listSecrets',
@@ -26,11 +35,7 @@ export const listSecrets = defineOperation(
 export const createSecret = defineOperation(
   'createSecret',
   () => ({
-    body: z.object({
-      name: envName,
-      value: z.string().check(z.minLength(1, 'value must not be empty'), z.maxLength(8192)),
-      description,
-    }),
+    body: newSecret,
     response: message,
     errors: [409],
     example: { name: 'NPM_TOKEN', value: 'npm_...', description: 'publishes the package' },
@@ -45,8 +50,7 @@ export const updateSecret = defineOperation(
   'updateSecret',
   () => ({
     params: secretIdParams,
-    // The UI sends the name and description only: a value cannot be changed here (delete and create).
-    body: z.object({ name: envName, description }),
+    body: renamedSecret,
     response: message,
     errors: [404, 409],
   }),
@@ -113,11 +117,7 @@ export const canvasSearchSecrets = defineOperation(
 export const canvasSaveSecret = defineOperation(
   'canvasSaveSecret',
   () => ({
-    body: z.object({
-      name: envName,
-      value: z.string().check(z.minLength(1, 'value must not be empty'), z.maxLength(8192)),
-      description,
-    }),
+    body: newSecret,
     response: message,
     example: { name: 'NPM_TOKEN', value: 'npm_...', description: 'publishes the package' },
   }),
@@ -135,7 +135,7 @@ export const canvasUpdateSecret = defineOperation(
   'canvasUpdateSecret',
   () => ({
     params: secretIdParams,
-    body: z.object({ name: envName, description }),
+    body: renamedSecret,
     response: message,
     errors: [404, 409],
   }),

@@ -1,6 +1,7 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConversationRef } from '#shared/events/event-store.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
+import { queryAll } from '#shared/store/query.ts';
 import type { ConnectionStore, PendingConnection, StreamConnection } from '#shared/stream/connection-store.ts';
 
 /**
@@ -117,22 +118,13 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   async list(conversation: ConversationRef): Promise<StreamConnection[]> {
-    const items: StreamConnection[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'conversationKey = :p',
-          ExpressionAttributeValues: { ':p': partitionOf(conversation) },
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of out.Items ?? []) items.push(fromItem(item));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
+    const items = await queryAll<Record<string, unknown>>({
+      TableName: this.table,
+      KeyConditionExpression: 'conversationKey = :p',
+      ExpressionAttributeValues: { ':p': partitionOf(conversation) },
+      ConsistentRead: true,
+    });
+    return items.map(fromItem);
   }
 
   async remove(conversation: ConversationRef, connectionId: string): Promise<void> {
@@ -275,23 +267,14 @@ export class DynamoConnectionStore implements ConnectionStore {
   }
 
   private async pendingWhere(filter: string, values: Record<string, unknown>): Promise<PendingConnection[]> {
-    const found: PendingConnection[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'conversationKey = :p',
-          FilterExpression: filter,
-          ExpressionAttributeValues: { ':p': PENDING, ...values },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      for (const item of out.Items ?? []) found.push(pendingOf(item));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return found;
+    const items = await queryAll<Record<string, unknown>>({
+      TableName: this.table,
+      KeyConditionExpression: 'conversationKey = :p',
+      FilterExpression: filter,
+      ExpressionAttributeValues: { ':p': PENDING, ...values },
+      ConsistentRead: true,
+    });
+    return items.map(pendingOf);
   }
 }
 
