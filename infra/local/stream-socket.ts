@@ -14,7 +14,6 @@ import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-
 import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import type { Plan } from '#shared/plans/model.ts';
-import { planOf } from '#shared/plans/plan-of.ts';
 import { isRefusal, SocketCaps } from '#shared/stream/socket-caps.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
@@ -104,7 +103,7 @@ export function attachEventStream(
               const slot = caps.admit(
                 outcome.grant.userId,
                 outcome.grant.conversationId,
-                await planOf(services.plans, outcome.grant.userId),
+                services.plans.plan(outcome.grant.plan),
               );
               if (isRefusal(slot)) return ws.close(slot.code, slot.reason);
               ws.once('close', slot);
@@ -122,7 +121,7 @@ export function attachEventStream(
         // Not decoded: an id is hex and dashes, anything percent-encoded is refused as it stands.
         request = { conversationId: match[1]!, query, headers };
         verdict = await services.streamAccess.authorize(request, options.allowedOrigins);
-        if (verdict.allowed) plan = await planOf(services.plans, verdict.userId);
+        if (verdict.allowed) plan = services.plans.plan(verdict.plan);
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';

@@ -40,8 +40,11 @@ export class ConversationBridge {
     private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),
-    /** The plan of a conversation's owner (its ingest limits); none: no limits (tests of the store's own rules). */
-    private readonly planFor?: (userId: string) => Promise<Plan>,
+    /**
+     * The plan by name (its ingest limits): the sandbox's, the plan its organization was on when the
+     * sandbox's current generation started; none: no limits (tests of the store's own rules).
+     */
+    private readonly planFor?: (name: string | undefined) => Plan,
   ) {}
 
   /**
@@ -131,7 +134,7 @@ export class ConversationBridge {
     const [{ conversation, caller }, head, plan] = await Promise.all([
       this.placed(sandbox, conversationId),
       this.events.head(ref),
-      this.planFor?.(sandbox.userId),
+      this.planFor?.(sandbox.plan),
     ]);
     const limits = plan
       ? { eventsPerSecond: plan.events_per_sandbox_per_second, maxEvents: plan.max_events_per_conversation }

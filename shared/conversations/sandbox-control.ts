@@ -26,6 +26,8 @@ export interface SandboxCaller {
   userId: string;
   status: SandboxStatus;
   lastActivityAt?: string;
+  /** The organization's plan when the current generation started (the ingest's limits). */
+  plan?: string;
 }
 
 export interface SandboxControl {

@@ -1,6 +1,5 @@
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { ConversationRecords } from '#shared/conversations/records.ts';
-import { planOf } from '#shared/plans/plan-of.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { sandboxControl } from '#shared/services/sandbox-control.ts';
 import { settings } from '#shared/services/settings.ts';
@@ -16,5 +15,5 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
     c.adapter('eventFeed'),
     undefined,
     // Read by the ingest only (the plans adapter is its entry's): its rate and cap.
-    (userId) => planOf(c.adapters.plans, userId),
+    (name) => c.adapters.plans.plan(name),
   );

@@ -23,6 +23,8 @@ export interface StreamGrant {
   conversationId: string;
   via: 'ticket' | 'conversation' | 'key' | 'session' | 'token';
   query: StreamQuery;
+  /** The plan of the caller's organization (its socket caps); undefined: the default plan. */
+  plan?: string;
 }
 
 /** Why a stream may not open: the HTTP status ($connect answers it) and the close code with its reason (the local socket sends them). */
@@ -86,6 +88,7 @@ export async function authorizeStream(
 
   let userId: string;
   let via: StreamGrant['via'];
+  let plan: string | undefined;
   if (query.ticket !== undefined) {
     const claim = await deps.tickets.redeem(query.ticket);
     if (!claim) return refuse(401, REFUSALS.ticket);
@@ -110,16 +113,18 @@ export async function authorizeStream(
       return refuse(403, REFUSALS.otherConversation);
     userId = auth.userId;
     via = auth.via;
+    plan = auth.plan;
   }
   // A suspended person's (or organization's) streams do not open, whatever the credential.
   if (via === 'ticket' || via === 'conversation') {
     const { user, org } = await deps.accounts.forUser(userId);
     if (user.status !== 'active' || org.status !== 'active') return refuse(401, REFUSALS.suspended);
+    plan = org.plan;
   }
   // The owner's, still there: a ticket or key may outlive its conversation by a moment.
   const conversation = await deps.conversations.get(userId, conversationId);
   if (!conversation || conversation.userId !== userId) return refuse(404, REFUSALS.notFound);
-  return { allowed: true, userId, conversationId, via, query };
+  return { allowed: true, userId, conversationId, via, query, ...(plan ? { plan } : {}) };
 }
 
 /** `authorizeStream` over one function's services (Services.streamAccess): the allowed origins come from its configuration. */

@@ -1,5 +1,4 @@
-import type { Plan } from '#shared/plans/model.ts';
-import { planOf } from '#shared/plans/plan-of.ts';
+import type { Plan, Plans } from '#shared/plans/model.ts';
 import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
 import type { StreamAccess, StreamRequest } from '#shared/stream/access.ts';
@@ -67,8 +66,8 @@ export class SocketStream {
       readonly resendTrigger: ResendTrigger;
       readonly delivery: PushDelivery;
       readonly allowedOrigins: readonly string[];
-      /** The plan of a user (its socket caps). */
-      readonly planFor: (userId: string) => Promise<Plan>;
+      /** The plans (a grant names its organization's: the socket caps). */
+      readonly plans: Plans;
       /** Drops a pending connection whose auth failed or never came. */
       readonly push: ConnectionPush;
     },
@@ -129,7 +128,7 @@ export class SocketStream {
       return { statusCode: decision.status, body: decision.reason };
     }
     const conversation = { userId: decision.userId, conversationId: decision.conversationId };
-    const capped = await this.overCap(conversation);
+    const capped = await this.overCap(conversation, this.deps.plans.plan(decision.plan));
     if (capped) {
       logger.info('stream.refused', { status: 429, reason: capped });
       return { statusCode: 429, body: capped };
@@ -156,8 +155,7 @@ export class SocketStream {
    * which is eventually consistent, so racing `$connect`s of one user may pass the user cap by
    * about their number (docs/architecture.md). The reason, or undefined when within both.
    */
-  private async overCap(conversation: ConversationRef): Promise<string | undefined> {
-    const plan = await this.deps.planFor(conversation.userId);
+  private async overCap(conversation: ConversationRef, plan: Plan): Promise<string | undefined> {
     const upTo = Math.max(plan.max_stream_sockets_per_user, plan.max_stream_sockets_per_conversation);
     const open = await this.deps.connections.count(conversation, upTo);
     if (open.user >= plan.max_stream_sockets_per_user)
@@ -196,7 +194,7 @@ export function socketStreamOf(services: Services, adapters: Adapters): SocketSt
       resendTrigger: () => adapters.streamResendTrigger,
       delivery: () => new PushDelivery(adapters.streamConnectionStore, adapters.eventStore, adapters.streamPush),
       allowedOrigins: () => allowedOrigins(),
-      planFor: () => (userId: string) => planOf(adapters.plans, userId),
+      plans: () => adapters.plans,
       push: () => adapters.streamPush,
     }),
   );

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
@@ -16,7 +17,9 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // One tenant cannot slow another: the plan's caps and rates on the local stack over real HTTP and
-// WebSockets, as a hostile user and a hostile agent would push them. Small caps, from a plans file.
+// WebSockets, as a hostile user and a hostile agent would push them. Small caps, from a plans file,
+// on a plan each tenant's organization is put on: the default plan's (larger) caps would fail every
+// count below, so these tests also prove each path reads the organization's plan, not the default.
 const PLAN = {
   max_stream_sockets_per_user: 4,
   max_stream_sockets_per_conversation: 2,
@@ -30,7 +33,7 @@ const clients: StreamClient[] = [];
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'neighbours-'));
   const plansFile = join(dir, 'plans.json');
-  writeFileSync(plansFile, JSON.stringify({ default_plan: 'small', plans: { small: PLAN } }));
+  writeFileSync(plansFile, JSON.stringify({ default_plan: 'free', plans: { free: {}, small: PLAN } }));
   stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
   llm = await startScriptedLlm();
 }, 60_000);
@@ -39,6 +42,20 @@ afterAll(async () => {
   await stack?.stop();
   await llm?.close();
 });
+
+/** A user with a key, whose organization is on the small plan (as an operator's plan change leaves it). */
+async function tenant(userId: string): Promise<string> {
+  const key = await stack.newUser(userId);
+  await onSmallPlan(userId, key);
+  return key;
+}
+async function onSmallPlan(userId: string, key?: string): Promise<void> {
+  const orgId = (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+  const store = new DynamoAccountStore();
+  const org = (await store.getOrg(orgId))!;
+  expect(await store.replaceOrg({ ...org, plan: 'small' })).toBe(true);
+  stack.services.accounts.forget(userId);
+}
 
 /** A conversation record of `userId`, placed on `sandboxId` (none: not placed). */
 async function conversationOf(userId: string, sandboxId: string | null = null): Promise<string> {
@@ -68,7 +85,7 @@ async function conversationOf(userId: string, sandboxId: string | null = null): 
   return id;
 }
 
-/** A RUNNING sandbox record of `userId` with a key only the test (the "agent inside") holds. */
+/** A RUNNING sandbox record of `userId` on the small plan (as a start writes it) with a key only the test (the "agent inside") holds. */
 async function sandboxOf(userId: string): Promise<{ id: string; key: string }> {
   const id = `sbx-flood-${randomUUID().slice(0, 8)}`;
   const key = `sbx_${randomUUID().replaceAll('-', '')}`;
@@ -84,6 +101,7 @@ async function sandboxOf(userId: string): Promise<{ id: string; key: string }> {
     updatedAt: now,
     lastActivityAt: now,
     sessionKeyHash: sha256(key),
+    plan: 'small',
   });
   return { id, key };
 }
@@ -102,7 +120,7 @@ const outcome = async (c: StreamClient): Promise<'open' | number> => {
 
 describe('stream socket caps (a user opening sockets without end)', () => {
   it('holds the per-conversation and per-user caps (close 4429 with the reason), and frees a slot when a socket closes', async () => {
-    const key = await stack.newUser('socket-hog');
+    const key = await tenant('socket-hog');
     const [a, b, c] = [
       await conversationOf('socket-hog'),
       await conversationOf('socket-hog'),
@@ -118,7 +136,7 @@ describe('stream socket caps (a user opening sockets without end)', () => {
     expect(await outcome(fifth)).toBe(CLOSE_TOO_MANY);
     expect((await fifth.closed).reason).toBe('Too many open streams: at most 4 per user');
     // Another user is not affected by this one's sockets.
-    const other = await stack.newUser('socket-neighbour');
+    const other = await tenant('socket-neighbour');
     expect(await outcome(open(await conversationOf('socket-neighbour'), other))).toBe('open');
     await onA[0]!.close();
     await waitFor(
@@ -130,7 +148,7 @@ describe('stream socket caps (a user opening sockets without end)', () => {
   });
 
   it('holds under 30 racing opens: exactly the cap gets in', async () => {
-    const key = await stack.newUser('socket-racer');
+    const key = await tenant('socket-racer');
     const cid = await conversationOf('socket-racer');
     const racing = Array.from({ length: 30 }, () => open(cid, key));
     const outcomes = await Promise.all(racing.map(outcome));
@@ -220,6 +238,7 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     // Many quick tool calls: far more events than one second of the bucket holds.
     const steps = Array.from({ length: 12 }, (_, i) => reply.bash(`echo step-${i}`));
     llm.enqueue(...steps, reply.finish('all steps done'));
+    await onSmallPlan('dev');
     await stack.call('POST', '/api/settings', {
       body: { llm_model: 'm', llm_api_key: 'sk-n', llm_base_url: llm.baseUrl },
     });

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '#infra/config.ts';
 import { envPlans, filePlans } from '#shared/plans/load.ts';
 import { DEFAULT_PLANS, PLAN_DEFAULTS, parsePlans } from '#shared/plans/model.ts';
-import { planOf } from '#shared/plans/plan-of.ts';
 
 /** The contract's plans, as docs/SAAS-CONTRACTS fixes them. */
 const CONTRACT = {
@@ -46,7 +45,7 @@ describe('plans', () => {
     );
     expect(plans.plan('team')).toEqual({ ...PLAN_DEFAULTS, max_conversations: 5, on_limit: 'warn' });
     expect(plans.plan('gone')).toEqual(PLAN_DEFAULTS);
-    expect(await planOf(plans, 'anyone')).toEqual(PLAN_DEFAULTS);
+    expect(plans.plan(undefined)).toEqual(PLAN_DEFAULTS);
   });
 
   it.each([
