@@ -40,7 +40,8 @@ export const authorizerFunction = {
     invitations: 'write',
     auditLog: 'append',
   },
-  capabilities: ['seal', 'unseal', 'signin'],
+  // plans: the caller's requests per minute (shared/auth/request-rate.ts).
+  capabilities: ['seal', 'unseal', 'signin', 'plans'],
   async: false,
 } as const satisfies EventFunctionDef;
 /** The `$default` route: answers unknown paths and methods the way the local gateway does. */

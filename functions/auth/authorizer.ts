@@ -12,6 +12,7 @@ import { accountStore, auditStore, oidc } from '#shared/wiring/aws/accounts.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { plans } from '#shared/wiring/aws/plans.ts';
 
 const origins = allowedOrigins();
 
@@ -24,7 +25,7 @@ const origins = allowedOrigins();
  */
 export const handler = awsFunction(
   authorizerFunction,
-  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, accountStore, auditStore, oidc },
+  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, accountStore, auditStore, oidc, plans },
   { apiKeys, sessions, conversationKeys, accounts },
   async (
     event: APIGatewayRequestAuthorizerEventV2,
@@ -40,6 +41,7 @@ export const handler = awsFunction(
         accounts,
         oidc: adapters.oidc,
         allowedOrigins: origins,
+        plans: adapters.plans,
       });
       return { isAuthorized: true, context };
     } catch (err) {

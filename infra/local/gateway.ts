@@ -213,6 +213,7 @@ export async function startGateway(options: {
           // Read per request (cached by configuration): the development issuer is configured once the port is known.
           oidc: oidcVerifier(),
           allowedOrigins: origins,
+          plans: options.services.plans,
         });
       }
       const event = toEvent(req, url, match.route, match.params, body, requestId, auth);

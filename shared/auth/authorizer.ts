@@ -3,7 +3,9 @@ import { keyFromHeaders, type ApiKeys } from '#shared/auth/api-keys.ts';
 import { isConversationKey, type ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import { isJwtForm, TokenRefused, type OidcVerifier } from '#shared/auth/oidc.ts';
 import { sessionCookieValues, type Sessions } from '#shared/auth/sessions.ts';
+import { requestRate } from '#shared/auth/request-rate.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
+import type { Plans } from '#shared/plans/model.ts';
 
 export interface AuthDeps {
   apiKeys: ApiKeys;
@@ -15,6 +17,8 @@ export interface AuthDeps {
   oidc: OidcVerifier | null;
   /** The explicitly allowed browser origins (`CORS_ORIGINS`). */
   allowedOrigins: readonly string[];
+  /** The plans, where the caller's `requests_per_user_per_minute` is enforced (HTTP routes; not the stream's opens). */
+  plans?: Plans;
 }
 
 /**
@@ -40,8 +44,10 @@ export interface AuthorizerContext {
   /** An operator of the service (OPERATORS, or the Cognito group `operators`). */
   operator?: boolean;
   refusal?: string;
-  /** 401 for a refused token or a suspended account; otherwise a refusal is a 403. */
-  refusalStatus?: 401 | 403;
+  /** 401 for a refused token or a suspended account, 429 over the plan's request rate; otherwise a refusal is a 403. */
+  refusalStatus?: 401 | 403 | 429;
+  /** With a 429: the seconds until a request is allowed again. */
+  retryAfter?: number;
 }
 
 export const CROSS_SITE_REFUSAL =
@@ -146,6 +152,17 @@ function withAccount(
   if (org.status === 'suspended') return refused(SUSPENDED_ORG);
   // Keys and sessions end when their person leaves or is removed from an organization.
   if (issuedAt && user.credentialsNotBefore && issuedAt < user.credentialsNotBefore) return { userId: '' };
+  if (deps.plans) {
+    const perMinute = deps.plans.plan(org.plan).requests_per_user_per_minute;
+    const retryAfter = requestRate.take(user.userId, perMinute);
+    if (retryAfter !== undefined)
+      return {
+        userId: '',
+        refusal: `Too many requests: your plan allows ${perMinute} per minute`,
+        refusalStatus: 429,
+        retryAfter,
+      };
+  }
   return {
     ...context,
     orgId: org.orgId,

@@ -12,6 +12,7 @@ import {
   forbidden,
   invalid,
   payloadTooLarge,
+  tooManyRequests,
   unauthorized,
   unsupportedMediaType,
   type ValidationIssue,
@@ -138,11 +139,13 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
   let result: ApiResult;
   try {
     if (route.auth === 'user' && !userId)
-      throw auth?.refusal
-        ? auth.refusalStatus === 401
+      throw !auth?.refusal
+        ? unauthorized()
+        : auth.refusalStatus === 401
           ? unauthorized(auth.refusal)
-          : forbidden(auth.refusal)
-        : unauthorized();
+          : auth.refusalStatus === 429
+            ? tooManyRequests(auth.refusal, auth.retryAfter)
+            : forbidden(auth.refusal);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
     // Payload 2.0 moves cookies out of the headers.

@@ -33,7 +33,13 @@ const clients: StreamClient[] = [];
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'neighbours-'));
   const plansFile = join(dir, 'plans.json');
-  writeFileSync(plansFile, JSON.stringify({ default_plan: 'free', plans: { free: {}, small: PLAN } }));
+  writeFileSync(
+    plansFile,
+    JSON.stringify({
+      default_plan: 'free',
+      plans: { free: {}, small: PLAN, chatty: { requests_per_user_per_minute: 30 } },
+    }),
+  );
   stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
   llm = await startScriptedLlm();
 }, 60_000);
@@ -49,11 +55,11 @@ async function tenant(userId: string): Promise<string> {
   await onSmallPlan(userId, key);
   return key;
 }
-async function onSmallPlan(userId: string, key?: string): Promise<void> {
+async function onSmallPlan(userId: string, key?: string, plan = 'small'): Promise<void> {
   const orgId = (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
   const store = new DynamoAccountStore();
   const org = (await store.getOrg(orgId))!;
-  expect(await store.replaceOrg({ ...org, plan: 'small' })).toBe(true);
+  expect(await store.replaceOrg({ ...org, plan })).toBe(true);
   stack.services.accounts.forget(userId);
 }
 
@@ -154,6 +160,23 @@ describe('stream socket caps (a user opening sockets without end)', () => {
     const outcomes = await Promise.all(racing.map(outcome));
     expect(outcomes.filter((o) => o === 'open')).toHaveLength(2);
     expect(outcomes.filter((o) => o === CLOSE_TOO_MANY)).toHaveLength(28);
+  });
+});
+
+describe('requests per user per minute (a client calling without pause)', () => {
+  it("refuses past the plan's rate with 429 and Retry-After, and another user's requests go on", async () => {
+    const key = await stack.newUser('chatty');
+    await onSmallPlan('chatty', key, 'chatty');
+    const other = await tenant('quiet');
+    const answers = await Promise.all(Array.from({ length: 45 }, () => stack.call('GET', '/api/v1/users/me', { key })));
+    const refused = answers.filter((a) => a.status === 429);
+    // 30 a minute, one minute held: the set-up's request and about 29 of these pass (a few more refill while they run).
+    expect(answers.filter((a) => a.status === 200).length).toBeLessThanOrEqual(31);
+    expect(refused.length).toBeGreaterThanOrEqual(14);
+    for (const a of answers) expect([200, 429]).toContain(a.status);
+    expect(refused[0]!.body.detail).toBe('Too many requests: your plan allows 30 per minute');
+    expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await stack.call('GET', '/api/v1/users/me', { key: other })).status).toBe(200);
   });
 });
 
