@@ -17,8 +17,12 @@ export interface ConversationFilter {
  * names the user. Adapters: `DynamoConversationStore`.
  */
 export interface ConversationStore {
-  /** False when the user already has (or had) a conversation with this id; counted once when true. */
-  create(record: ConversationRecord): Promise<boolean>;
+  /**
+   * False when the user already has (or had) a conversation with this id; counted once when true.
+   * With `maxConversations`, a slot is taken in the user's count first, conditionally: at the limit
+   * nothing is written and `ConversationLimitError` is thrown (racing creates cannot pass it).
+   */
+  create(record: ConversationRecord, maxConversations?: number): Promise<boolean>;
   get(userId: string, id: string): Promise<ConversationRecord | undefined>;
   getMany(userId: string, ids: string[]): Promise<Map<string, ConversationRecord>>;
   /** A user's conversations, newest first. */
@@ -63,4 +67,14 @@ export interface StartTaskStore {
   ): Promise<boolean>;
   /** Unfinished tasks last updated before `before`, oldest first. */
   stalled(before: string, limit: number): Promise<StartTaskRecord[]>;
+}
+
+/** The user's count of conversations is at `limit` (the plan's `max_conversations`). */
+export class ConversationLimitError extends Error {
+  constructor(
+    readonly limit: number,
+    readonly used: number,
+  ) {
+    super(`${used} conversations of at most ${limit}`);
+  }
 }

@@ -5,6 +5,7 @@ import type {
   ConversationStore,
   StartTaskStore,
 } from '#shared/conversations/conversation-store.ts';
+import { ConversationLimitError } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, StartTaskRecord } from '#shared/conversations/model.ts';
 import type { StartTaskStatus } from '#shared/protocol.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -69,7 +70,10 @@ export class DynamoConversationStore implements ConversationStore {
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  async create(record: ConversationRecord): Promise<boolean> {
+  async create(record: ConversationRecord, maxConversations?: number): Promise<boolean> {
+    // With a limit the slot is taken before the put (a crash between them counts one conversation too
+    // many, on the limit's safe side); without one the put comes first, as it always did.
+    const reserved = maxConversations === undefined ? undefined : await this.reserve(record, maxConversations);
     const writeToken = randomUUID();
     const put = () =>
       this.db.send(
@@ -80,10 +84,42 @@ export class DynamoConversationStore implements ConversationStore {
           ConditionExpression: 'attribute_not_exists(id)',
         }),
       );
-    if (!(await conditionalWrite(put)) && !(await this.written(record.userId, record.id, writeToken))) return false;
-    const counter = await this.countOnce(record.userId, `c:${record.id}`, 1);
+    if (!(await conditionalWrite(put)) && !(await this.written(record.userId, record.id, writeToken))) {
+      // The id was taken: give back the slot this call took (not one an earlier create of the id took).
+      if (reserved?.added) await this.countOnce(record.userId, `u:${record.id}`, -1);
+      return false;
+    }
+    const counter = reserved ? reserved.counter : await this.countOnce(record.userId, `c:${record.id}`, 1);
     if (counter && !counter.started) await this.startCounter(record.userId);
     return true;
+  }
+
+  /**
+   * Counts `record` in its user's count if that stays within `limit` (one conditional UpdateItem);
+   * the counter item after it, and whether this call added to it. Refused: when the op is in the sets
+   * (a retry of our own write, or an earlier create of the same id) it goes on without adding,
+   * otherwise the count is at the limit. Conversations stored before the counter existed join the
+   * count at the user's first create (see `startCounter`), so until then the limit sees only newer ones.
+   */
+  private async reserve(
+    record: ConversationRecord,
+    limit: number,
+  ): Promise<{ counter: Record<string, unknown> | undefined; added: boolean }> {
+    const op = `c:${record.id}`;
+    const counter = await this.countOnce(record.userId, op, 1, '(attribute_not_exists(#n) OR #n < :limit)', {
+      ':limit': limit,
+    });
+    if (counter) return { counter, added: true };
+    const item = (
+      await this.db.send(
+        new GetCommand({ TableName: this.table, Key: { userId: record.userId, id: COUNTER_ID }, ConsistentRead: true }),
+      )
+    ).Item;
+    const ours = Array.from({ length: OP_SETS }, (_, i) => item?.[`ops${i}`] as Set<string> | undefined).some((s) =>
+      s?.has(op),
+    );
+    if (ours) return { counter: item, added: false };
+    throw new ConversationLimitError(limit, Number(item?.conversations ?? 0));
   }
 
   async get(userId: string, id: string): Promise<ConversationRecord | undefined> {
@@ -243,8 +279,8 @@ export class DynamoConversationStore implements ConversationStore {
   }
 
   /**
-   * Adds `delta` to the user's count once for `op` (`c:<id>` or `d:<id>`: each happens once per id,
-   * since a deleted id stays taken) if `condition` holds; returns the counter item, or undefined when
+   * Adds `delta` to the user's count once for `op` (`c:<id>`, `d:<id>` or `u:<id>`, a create undone
+   * because the id was taken: each happens once per id, since a deleted id stays taken) if `condition` holds; returns the counter item, or undefined when
    * the write was refused. The op goes into this minute's set and the write is refused if
    * any set holds it, so a retry (the SDK's after a lost answer) changes nothing; each write empties
    * the set of two minutes ago, so a retry is recognised for at least a minute and the item stays
@@ -255,6 +291,7 @@ export class DynamoConversationStore implements ConversationStore {
     op: string,
     delta: number,
     condition?: string,
+    values: Record<string, unknown> = {},
   ): Promise<Record<string, unknown> | undefined> {
     const minute = Math.floor(this.now() / 60_000);
     const names: Record<string, string> = {
@@ -274,7 +311,7 @@ export class DynamoConversationStore implements ConversationStore {
           UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
           ConditionExpression: [...seen, ...(condition ? [condition] : [])].join(' AND '),
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op },
+          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op, ...values },
           ReturnValues: 'ALL_NEW',
         }),
       ),

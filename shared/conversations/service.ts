@@ -1,8 +1,13 @@
-import type { Tenant } from '#shared/plans/limits.ts';
+import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
+import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
 import { type ConversationInfo, toConversationInfo } from '#shared/conversations/agent-server.ts';
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import {
+  ConversationLimitError,
+  type ConversationStore,
+  type StartTaskStore,
+} from '#shared/conversations/conversation-store.ts';
 import type {
   AppConversation,
   AppConversationStartTask,
@@ -163,6 +168,8 @@ export class ConversationService {
     private readonly cursors: CursorCodec,
     private readonly keys: ConversationKeys,
     private readonly records: ConversationRecords,
+    /** The plans (`max_conversations`): read by starts only, whose functions declare them. */
+    private readonly plans: () => Plans = () => DEFAULT_PLANS,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -199,7 +206,8 @@ export class ConversationService {
     const id = req.conversation_id ?? newId();
     const at = this.now().toISOString();
     const repository = req.selected_repository ?? req.suggested_task?.repo ?? req.create_microagent?.repo ?? null;
-    const created = await this.conversations.create({
+    const { max_conversations } = this.plans().plan(tenant.plan);
+    const record: ConversationRecord = {
       id,
       userId,
       createdAt: at,
@@ -222,6 +230,16 @@ export class ConversationService {
       execution_status: null,
       metrics: null,
       version: 1,
+    };
+    const created = await this.conversations.create(record, max_conversations).catch((err: unknown) => {
+      if (err instanceof ConversationLimitError)
+        throw limitRefusal(
+          'max_conversations',
+          err.limit,
+          err.used,
+          `The plan allows at most ${err.limit} conversations per user and ${err.used} are kept: delete one first`,
+        );
+      throw err;
     });
     if (!created) throw conflict(`Conversation id ${id} is already taken`);
 

@@ -15,4 +15,6 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     c.use(cursors),
     c.use(conversationKeys),
     new ConversationRecords(c.adapter('conversationStore')),
+    // Read by starts only (their functions declare the plans capability).
+    () => c.adapters.plans,
   );

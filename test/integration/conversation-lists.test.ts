@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
+import { ConversationLimitError } from '#shared/conversations/conversation-store.ts';
 import { COUNTER_ID, DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -228,6 +229,55 @@ describe('the per-user conversation count', () => {
     const remembered = [item.ops0, item.ops1, item.ops2].filter(Boolean).reduce((k, s: Set<string>) => k + s.size, 0);
     // The ops of the last two minutes (the set of two minutes ago is emptied by each write).
     expect(remembered).toBe(2);
+  });
+});
+
+describe("the plan's max_conversations, held by the count", () => {
+  const refused = (p: Promise<boolean>) =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+
+  it('lets exactly the limit in when 20 creates race, and a delete frees one slot', async () => {
+    const store = new DynamoConversationStore();
+    const user = 'limit-race';
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => refused(store.create(record(user), 5))));
+    const errors = outcomes.filter((o) => o !== undefined);
+    expect(errors).toHaveLength(15);
+    for (const e of errors) expect(e).toMatchObject({ name: 'Error', limit: 5, used: 5 });
+    expect(errors[0]).toBeInstanceOf(ConversationLimitError);
+    const listed = await listAll(store, user);
+    expect(listed).toHaveLength(5);
+    expect(await store.count(user, {})).toBe(5);
+    await store.delete(user, listed[0]!.id);
+    expect(await store.create(record(user), 5)).toBe(true);
+    expect(await refused(store.create(record(user), 5))).toBeInstanceOf(ConversationLimitError);
+    expect(await store.count(user, {})).toBe(5);
+  });
+
+  it('gives the slot back when the id is taken, and a taken id never counts twice', async () => {
+    const store = new DynamoConversationStore();
+    const user = 'limit-taken';
+    const r = record(user);
+    expect(await store.create(r, 2)).toBe(true);
+    expect(await store.create({ ...r, title: 'again' }, 2)).toBe(false);
+    expect(await store.create({ ...r, title: 'and again' }, 2)).toBe(false);
+    expect(await store.count(user, {})).toBe(1);
+    expect(await store.create(record(user), 2)).toBe(true);
+    expect(await refused(store.create(record(user), 2))).toBeInstanceOf(ConversationLimitError);
+  });
+
+  it('counts a create once when the answer of its slot write is lost and the SDK retries it', async () => {
+    const store = new DynamoConversationStore();
+    const user = 'limit-lost';
+    const lose = loseNextAnswer(
+      (target, body) => target.endsWith('UpdateItem') && body.includes(COUNTER_ID) && body.includes(user),
+    );
+    expect(await store.create(record(user), 1)).toBe(true);
+    expect(lose.lost()).toBe(1);
+    expect(await store.count(user, {})).toBe(1);
+    expect(await refused(store.create(record(user), 1))).toBeInstanceOf(ConversationLimitError);
   });
 });
 

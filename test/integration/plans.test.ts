@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { getSandbox, sandboxPids, waitForStatus } from '#test/helpers/sandboxes.ts';
@@ -194,6 +196,41 @@ describe('max_resource_factor', () => {
     expect(await sandboxes.runningOf(orgId)).toBe(0);
     await setPlan(orgId, 'wide');
     await start(key);
+  }, 60_000);
+});
+
+describe('max_conversations', () => {
+  it('refuses a V1 or legacy start past the plan (402) before anything starts, and a delete frees a slot', async () => {
+    const key = await stack.newUser('org-few');
+    await setPlan(await orgOf(key), 'few');
+    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-few' } });
+    const store = new DynamoConversationStore();
+    const kept = ['a', 'b'].map((c) => c.repeat(32));
+    const at = new Date().toISOString();
+    for (const id of kept)
+      expect(
+        await store.create(
+          { id, userId: 'org-few', createdAt: at, updatedAt: at, version: 1 } as ConversationRecord,
+          2,
+        ),
+      ).toBe(true);
+    const refusal = {
+      detail: expect.stringMatching(/at most 2 conversations/),
+      code: 'max_conversations',
+      limit: 2,
+      used: 2,
+    };
+    const v1 = await stack.call('POST', '/api/v1/app-conversations', { key, body: {} });
+    expect(v1.status, v1.text).toBe(402);
+    expect(v1.body).toEqual(refusal);
+    const legacy = await stack.call('POST', '/api/conversations', { key, body: {} });
+    expect(legacy.status).toBe(402);
+    expect(legacy.body).toEqual(refusal);
+    // Nothing was started for them, and nothing was stored.
+    expect(await sandboxes.runningOf(await orgOf(key))).toBe(0);
+    expect(await store.count('org-few', {})).toBe(2);
+    expect((await stack.call('DELETE', `/api/conversations/${kept[0]}`, { key })).status).toBe(200);
+    expect((await stack.call('POST', '/api/v1/app-conversations', { key, body: {} })).status).toBe(200);
   }, 60_000);
 });
 
