@@ -302,7 +302,8 @@ export class AgentSession {
    */
   run(): Promise<void> {
     this.#assertStarted();
-    if (this.#loop) return this.#loop;
+    // A loop that a pause is winding down (its action under way) is not this run: go on after it stops.
+    if (this.#loop) return this.#pauseRequested ? this.#loop.then(() => this.run()) : this.#loop;
     if (this.#pending.length) {
       return this.#s.status === 'paused' ? this.#setStatus('waiting_for_confirmation') : Promise.resolve();
     }
@@ -313,7 +314,9 @@ export class AgentSession {
 
   /**
    * Stops the loop after the action under way (an LLM call under way is abandoned, to be made again
-   * on `run`). Resolves once the loop has stopped.
+   * on `run`). The status is `paused` at once: a command under way runs to its end and its result is
+   * kept in the history (the next run's model call sees it), but nothing new starts. Resolves once
+   * the loop has stopped.
    */
   async pause(): Promise<void> {
     this.#assertOpen();
@@ -321,6 +324,7 @@ export class AgentSession {
     if (this.#loop) {
       this.#pauseRequested = true;
       this.#llmAbort?.abort();
+      if (this.#s.status === 'running') await this.#setStatus('paused');
       await this.#loop;
     } else if (this.#s.status === 'idle' || this.#s.status === 'waiting_for_confirmation') {
       await this.#setStatus('paused');

@@ -300,6 +300,36 @@ describe('AgentSession against a scripted LLM', () => {
     expect(h.statuses()).toEqual(['idle', 'running', 'paused', 'running', 'finished']);
   });
 
+  it('is paused as soon as a pause is accepted while a command runs; the command ends and its result is kept', async () => {
+    const h = await harness([reply.bash('sleep 1; echo slept-through'), reply.finish('done after resume')]);
+    const running = h.session.sendMessage(say('Work'));
+    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    const pausing = h.session.pause();
+    // The status says paused while the command still runs (no observation yet).
+    await until(() => h.session.status === 'paused', 'the paused status');
+    expect(h.of('ObservationEvent')).toHaveLength(0);
+    await pausing;
+    await running;
+    expect(observationText(h.of('ObservationEvent')[0]!)).toContain('slept-through');
+    expect(h.llm.requests).toHaveLength(1);
+    expect(h.statuses()).toEqual(['idle', 'running', 'paused']);
+    await h.session.run();
+    expect(h.session.status).toBe('finished');
+    expect(JSON.stringify(h.llm.requests[1]!.body.messages)).toContain('slept-through');
+  });
+
+  it('a run asked for while a pause winds down its command runs after it, not never', async () => {
+    const h = await harness([reply.bash('sleep 0.5; echo first'), reply.finish('resumed and done')]);
+    const running = h.session.sendMessage(say('Work'));
+    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    const pausing = h.session.pause();
+    await until(() => h.session.status === 'paused', 'the paused status');
+    const resumed = h.session.run();
+    await Promise.all([pausing, running, resumed]);
+    expect(h.session.status).toBe('finished');
+    expect(h.statuses()).toEqual(['idle', 'running', 'paused', 'running', 'finished']);
+  });
+
   it('pauses an idle conversation and runs it later', async () => {
     const h = await harness([reply.finish('ok')]);
     await h.session.pause();
