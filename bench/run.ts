@@ -7,6 +7,7 @@ import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchFargate } from './fargate.ts';
 import { benchLists } from './lists.ts';
 import { benchLoad } from './load.ts';
+import { benchNeighbours } from './neighbours.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 import { benchStream } from './stream.ts';
@@ -27,6 +28,7 @@ const sections: [string, () => Promise<string>][] = [
   ['console', benchConsole],
   ['stream', benchStream],
   ['load', benchLoad],
+  ['neighbours', benchNeighbours],
   ['fargate', benchFargate],
 ];
 

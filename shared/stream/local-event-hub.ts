@@ -1,6 +1,7 @@
 import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import { streamMessage } from '#shared/stream/messages.ts';
+import type { SendPacer } from '#shared/stream/send-pacer.ts';
 
 /** Events read from the store per round: a page, so a long history goes out in bounded reads. */
 const PAGE = 100;
@@ -32,6 +33,7 @@ export class StreamSubscription {
     readonly conversation: ConversationRef,
     private readonly client: StreamClient,
     private readonly onClose: (s: StreamSubscription) => void,
+    private readonly pacer?: SendPacer,
   ) {}
 
   /** The last sequence number sent to this client. */
@@ -56,9 +58,12 @@ export class StreamSubscription {
     this.pumping = true;
     try {
       while (!this.closed && this.sent < this.target) {
+        const limit = Math.min(PAGE, this.target - this.sent);
+        await this.pacer?.take(this.conversation.userId, limit);
+        if (this.closed) return;
         const page = await this.events().query(this.conversation, {
           descending: false,
-          limit: Math.min(PAGE, this.target - this.sent),
+          limit,
           startKey: { seq: this.sent },
         });
         // Committed numbers are all stored: an empty page here means the store lost them.
@@ -93,8 +98,14 @@ export class StreamSubscription {
 export class LocalEventHub implements EventFeed {
   private readonly subscriptions = new Map<string, Set<StreamSubscription>>();
 
-  /** @param events the event store (a function: built on first use, like every adapter) */
-  constructor(readonly events: () => EventStore) {}
+  /**
+   * @param events the event store (a function: built on first use, like every adapter)
+   * @param pacer what each user's sockets may be sent per second together (none: unpaced)
+   */
+  constructor(
+    readonly events: () => EventStore,
+    private readonly pacer?: SendPacer,
+  ) {}
 
   async committed(conversation: ConversationRef, lastSeq: number): Promise<void> {
     for (const s of this.subscriptions.get(keyOf(conversation)) ?? []) s.advance(lastSeq);
@@ -111,11 +122,17 @@ export class LocalEventHub implements EventFeed {
     client: StreamClient,
   ): Promise<StreamSubscription> {
     const key = keyOf(conversation);
-    const subscription = new StreamSubscription(this.events, conversation, client, (s) => {
-      const set = this.subscriptions.get(key);
-      set?.delete(s);
-      if (set?.size === 0) this.subscriptions.delete(key);
-    });
+    const subscription = new StreamSubscription(
+      this.events,
+      conversation,
+      client,
+      (s) => {
+        const set = this.subscriptions.get(key);
+        set?.delete(s);
+        if (set?.size === 0) this.subscriptions.delete(key);
+      },
+      this.pacer,
+    );
     let set = this.subscriptions.get(key);
     if (!set) {
       set = new Set();

@@ -28,6 +28,7 @@ import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
 import { localStreamEviction } from '#shared/stream/eviction.ts';
 import { LocalEventHub } from '#shared/stream/local-event-hub.ts';
+import { SendPacer } from '#shared/stream/send-pacer.ts';
 import { wire, type AdapterName, type Adapters, type Builders } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 import type { Declaration } from '#shared/wiring/needs.ts';
@@ -99,7 +100,7 @@ export function localServices(options: LocalOptions): LocalServices {
   // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
   const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
   const prices = filePrices(options.pricesFile ?? join(PROJECT_ROOT, 'config', 'prices.json'));
-  const eventHub = new LocalEventHub(() => adapters.eventStore);
+  const eventHub = new LocalEventHub(() => adapters.eventStore, new SendPacer());
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
     settingsStore: () => new DynamoSettingsStore(),

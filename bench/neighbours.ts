@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { json } from './http.ts';
+import { benchEvents } from './ingest-client.ts';
+import { REPLAY_EVENTS, type NeighbourPlan } from './neighbours-client.ts';
+import { count, ms, percentile } from './stats.ts';
+
+/** `BENCH_NEIGHBOUR_REQUESTS` shortens a quick run; the recorded run takes 2,000 victim requests per phase. */
+const REQUESTS = Number(process.env.BENCH_NEIGHBOUR_REQUESTS ?? 2000);
+/** How long after the floods the server's RSS is read again (reported, not a target). */
+const RSS_AFTER_MS = Number(process.env.BENCH_NEIGHBOUR_RSS_AFTER_MS ?? 60_000);
+const MB = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
+const CLIENT = fileURLToPath(new URL('./neighbours-client.ts', import.meta.url));
+
+/** Runs a client in a child process; `started` once a flood is at full strength; its JSON result at the end. */
+function child<T>(plan: NeighbourPlan): { started: Promise<void>; result: Promise<T>; stop: () => void } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CLIENT, JSON.stringify(plan)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let onStarted = () => {};
+  const started = new Promise<void>((resolve) => {
+    onStarted = resolve;
+  });
+  const result = (async () => {
+    let out: T | undefined;
+    for await (const line of createInterface({ input: proc.stdout! })) {
+      if (line === 'started') onStarted();
+      else if (line.startsWith('{')) out = JSON.parse(line) as T;
+    }
+    if (out === undefined) throw new Error(`the ${plan.role} client ended with no result`);
+    return out;
+  })();
+  return { started, result, stop: () => proc.kill('SIGTERM') };
+}
+
+/** A conversation record of `userId` (on `sandboxId`, if given), written straight to the store. */
+async function conversationOf(userId: string, sandboxId: string | null = null): Promise<string> {
+  const id = randomUUID().replaceAll('-', '');
+  const at = new Date().toISOString();
+  await new DynamoConversationStore().create({
+    id,
+    userId,
+    createdAt: at,
+    updatedAt: at,
+    sandbox_id: sandboxId,
+    start_task_id: randomUUID(),
+    version: 1,
+    execution_status: 'running',
+  } as ConversationRecord);
+  return id;
+}
+
+/** Puts `userId`'s organization on `plan`, as an operator's plan change would. */
+async function onPlan(stack: TestStack, userId: string, key: string, plan: string): Promise<void> {
+  const orgId = (await json(stack, 'GET', '/api/v1/users/me', { key })).org_id as string;
+  const store = new DynamoAccountStore();
+  const org = (await store.getOrg(orgId))!;
+  if (!(await store.replaceOrg({ ...org, plan }))) throw new Error('could not change the plan');
+  stack.services.accounts.forget(userId);
+}
+
+/**
+ * One tenant floods, another's `GET /api/settings` is timed: quiet, then during each flood (1,000
+ * sockets of one user; 20 `resend_all` replays of a 20,000-event conversation, each started again
+ * when done; 5 sandboxes posting events as fast as their plan allows). The victim and each flood run
+ * in child processes; the server (gateway, dynalite) is this process, whose heap is measured after a
+ * forced garbage collection before and after the floods.
+ */
+export async function benchNeighbours(): Promise<string> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const dir = mkdtempSync(join(tmpdir(), 'bench-neighbours-'));
+  const plansFile = join(dir, 'plans.json');
+  // The built-in free plan for everyone, but the replayer may hold 20 sockets on one conversation,
+  // and the victim may send its requests back to back (the free plan's 600 a minute would refuse them).
+  writeFileSync(
+    plansFile,
+    JSON.stringify({
+      default_plan: 'free',
+      plans: {
+        free: {},
+        replays: { max_stream_sockets_per_conversation: 20, max_stream_sockets_per_user: 20 },
+        victim: { requests_per_user_per_minute: 1_000_000 },
+      },
+    }),
+  );
+  const stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
+  try {
+    const victimKey = await stack.newUser('victim');
+    await onPlan(stack, 'victim', victimKey, 'victim');
+    await json(stack, 'POST', '/api/settings', {
+      key: victimKey,
+      body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-victim' },
+    });
+    const hogKey = await stack.newUser('hog');
+    const hogConversation = await conversationOf('hog');
+    const replayerKey = await stack.newUser('replayer');
+    await onPlan(stack, 'replayer', replayerKey, 'replays');
+    const replayed = await conversationOf('replayer');
+    const events = new DynamoEventStore();
+    for (let from = 1; from <= REPLAY_EVENTS; from += 100)
+      await events.append({ userId: 'replayer', conversationId: replayed }, from, benchEvents('r', from - 1, 100));
+    const sandboxes = [];
+    for (let i = 0; i < 5; i++) {
+      const id = `sbx-flood-${i}-${randomUUID().slice(0, 8)}`;
+      const key = `sbx_${randomUUID().replaceAll('-', '')}`;
+      const at = new Date().toISOString();
+      await new DynamoSandboxStore().create({
+        id,
+        userId: 'poster',
+        specId: 'default',
+        status: 'RUNNING',
+        version: 1,
+        generation: 1,
+        createdAt: at,
+        updatedAt: at,
+        lastActivityAt: at,
+        sessionKeyHash: sha256(key),
+      });
+      sandboxes.push({ id, key, conversationId: await conversationOf('poster', id) });
+    }
+
+    const victim = () =>
+      child<{ latencies: number[]; errors: number }>({
+        role: 'victim',
+        url: stack.url,
+        key: victimKey,
+        requests: REQUESTS,
+      }).result;
+    gc();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const rssBefore = process.memoryUsage().rss;
+    const quiet = await victim();
+    const floods: { name: string; plan: NeighbourPlan; did: (r: any) => string }[] = [
+      {
+        name: '1,000 sockets of one user (each refused one opened again at once)',
+        plan: { role: 'sockets', url: stack.url, key: hogKey, conversationId: hogConversation, sockets: 1000 },
+        did: (r) => `${count(r.opened)} opened, ${count(r.refused)} refused (4429)`,
+      },
+      {
+        name: `20 \`resend_all\` replays of ${count(REPLAY_EVENTS)} events, each started again when done`,
+        plan: { role: 'replays', url: stack.url, key: replayerKey, conversationId: replayed, sockets: 20 },
+        did: (r) => `${count(r.replays)} replays done, ${count(r.messages)} events sent`,
+      },
+      {
+        name: '5 sandboxes posting events as fast as allowed',
+        plan: { role: 'events', url: stack.url, sandboxes },
+        did: (r) => `${count(r.accepted)} events stored, ${count(r.refused)} batches refused (429)`,
+      },
+    ];
+    const rows: string[] = [];
+    const row = (name: string, v: { latencies: number[]; errors: number }, did: string) => {
+      const p99 = percentile(v.latencies, 99);
+      rows.push(
+        `| ${name} | ${ms(percentile(v.latencies, 50))} | ${ms(p99)} | ${(p99 / percentile(quiet.latencies, 99)).toFixed(2)}× | ${v.errors} | ${did} |`,
+      );
+    };
+    row('quiet', quiet, '');
+    for (const flood of floods) {
+      const f = child<unknown>(flood.plan);
+      await f.started;
+      const during = await victim();
+      f.stop();
+      row(flood.name, during, flood.did(await f.result));
+    }
+    // The floods' sockets are closed and their work done: what they left on the heap is what stays.
+    await new Promise((r) => setTimeout(r, 2000));
+    gc();
+    const heapAfter = process.memoryUsage().heapUsed;
+    const rssAfter = process.memoryUsage().rss;
+    await new Promise((r) => setTimeout(r, RSS_AFTER_MS));
+    const rssLater = process.memoryUsage().rss;
+    return [
+      '## Noisy neighbours',
+      '',
+      `Another tenant's \`GET /api/settings\` (${count(REQUESTS)} requests one after another per phase, from a child process, on a keep-alive connection) while one tenant floods the local stack from another child process, on the built-in \`free\` plan's caps and rates (the replayer's organization on a plan with 20 sockets per conversation, so its 20 replays all run; the victim's on one without a request rate). The local stream sends one user's sockets at most 2,000 events a second together after a burst of 20,000 (\`shared/stream/send-pacer.ts\`). The server (gateway, authorizer, dynalite in memory) is the bench's own process. Target: p99 within 2× of quiet.`,
+      '',
+      '| phase | p50 | p99 | p99 / quiet p99 | victim errors | what the flood did |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+      '',
+      `Server heap used after a forced GC: ${MB(heapBefore)} before the floods, ${MB(heapAfter)} after (${(((heapAfter - heapBefore) / heapBefore) * 100).toFixed(1)}%; target within 10%). RSS ${MB(rssBefore)} before, ${MB(rssAfter)} right after, ${MB(rssLater)} ${(RSS_AFTER_MS / 1000).toFixed(0)} s later (reported, not a target: V8 and the allocator keep freed pages a while).`,
+      '',
+    ].join('\n');
+  } finally {
+    await stack.stop();
+  }
+}
