@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import { auditRetentionDays } from '#shared/accounts/config.ts';
+import { isConditionFailure } from '#shared/store/dynamo.ts';
 import type { AuditAction, AuditEntry } from '#shared/accounts/model.ts';
 
 /** What an entry may say besides who and what: names and ids, never values. */
@@ -19,11 +20,43 @@ export class Audit {
   ) {}
 
   async record(orgId: string, actor: string, action: AuditAction, note: AuditNote = {}): Promise<void> {
+    await this.store.append(
+      this.entry(orgId, this.now().toISOString(), `${randomBytes(6).toString('hex')}`, actor, action, note),
+    );
+  }
+
+  /**
+   * An entry of something that happened once at `at` (a key's expiry), named `once` among that
+   * instant's entries: written by whichever process notices first, and never twice (the append's
+   * condition refuses the second).
+   */
+  async recordOnce(
+    orgId: string,
+    at: string,
+    once: string,
+    actor: string,
+    action: AuditAction,
+    note: AuditNote = {},
+  ): Promise<void> {
+    try {
+      await this.store.append(this.entry(orgId, at, once, actor, action, note));
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
+  private entry(
+    orgId: string,
+    at: string,
+    suffix: string,
+    actor: string,
+    action: AuditAction,
+    note: AuditNote,
+  ): AuditEntry {
     const now = this.now();
-    const at = now.toISOString();
-    const entry: AuditEntry = {
+    return {
       orgId,
-      entryId: `${at}#${randomBytes(6).toString('hex')}`,
+      entryId: `${at}#${suffix}`,
       at,
       actor,
       action,
@@ -32,7 +65,6 @@ export class Audit {
       ...(note.detail ? { detail: note.detail } : {}),
       expiresAtEpoch: Math.ceil(now.getTime() / 1000) + auditRetentionDays() * 86_400,
     };
-    await this.store.append(entry);
   }
 }
 

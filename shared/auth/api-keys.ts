@@ -3,6 +3,7 @@ import { keyRecordCache, type KeyRecordCache } from '#shared/auth/key-cache.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { ApiKeyInfo, ApiKeyRecord, Principal } from '#shared/auth/model.ts';
 import { conflict } from '#shared/http/errors.ts';
+import { logger } from '#shared/logging.ts';
 
 /**
  * Keys look like `acs_<key id>_<secret>`. The key id lets the authorizer find the record with one
@@ -36,7 +37,12 @@ export class ApiKeys {
     private readonly now: () => Date = () => new Date(),
     /** Records the authorizer read lately (see KEY_CACHE_SECONDS): the process's own unless a test gives one. */
     private readonly cache: KeyRecordCache = keyRecordCache,
+    /** Told when an expired key is presented by its holder (the audit log's `key_expired`); at most once per key per process. */
+    private readonly onExpired?: (record: ApiKeyRecord) => Promise<void>,
   ) {}
+
+  /** Keys whose expiry this process has reported already. */
+  private readonly reported = new Set<string>();
 
   /** Issues a key. The returned `key` is shown once; only its hash is kept. */
   async create(userId: string, name: string, expiresAt?: string): Promise<{ key: string; record: ApiKeyInfo }> {
@@ -108,12 +114,23 @@ export class ApiKeys {
     const match = key ? KEY_PATTERN.exec(key) : null;
     if (!key || !match) return null;
     const record = await this.recent(match[1]!);
-    // Expiry is read from the record each time, cached or not: an expired key is refused at once.
-    if (!record || record.revokedAt || this.expired(record)) return null;
+    if (!record || record.revokedAt) return null;
     // Always against the record's hash, cached or not: a held record admits only its own key.
     const expected = Buffer.from(record.hash, 'hex');
     const actual = Buffer.from(hashKey(key), 'hex');
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return null;
+    // Expiry is read from the record each time, cached or not: an expired key is refused at once.
+    // Reported only for the real key: a guess at a key id writes nothing.
+    if (this.expired(record)) {
+      if (this.onExpired && !this.reported.has(record.keyId)) {
+        this.reported.add(record.keyId);
+        // The refusal stands whatever becomes of the report (the next process to see the key tries again).
+        await this.onExpired(record).catch((error: unknown) =>
+          logger.warn('keys.expiry-not-recorded', { keyId: record.keyId, error: error as Error }),
+        );
+      }
+      return null;
+    }
     const now = this.now();
     if (!record.lastUsedAt || now.getTime() - Date.parse(record.lastUsedAt) > TOUCH_INTERVAL_MS) {
       await this.store.touch(record.keyId, now.toISOString());

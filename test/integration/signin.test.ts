@@ -278,7 +278,18 @@ describe('API key expiry', () => {
     expect(made.body.expires_at).toBe(at);
     expect((await stack.call('GET', '/api/v1/users/me', { key: made.body.key })).status).toBe(200);
     await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(at) - Date.now()) + 50));
-    expect((await stack.call('GET', '/api/v1/users/me', { key: made.body.key })).status).toBe(401);
+    // A guess at the key (its id, another secret) is refused and records nothing.
+    const guess = `acs_${made.body.id}_${'x'.repeat(43)}`;
+    expect((await stack.call('GET', '/api/v1/users/me', { key: guess })).status).toBe(401);
+    const expiries = async () =>
+      ((await stack.call('GET', '/api/v1/audit-log?limit=100')).body.items as any[]).filter(
+        (e) => e.action === 'key_expired' && e.target === made.body.id,
+      );
+    expect(await expiries()).toEqual([]);
+    for (let i = 0; i < 3; i++)
+      expect((await stack.call('GET', '/api/v1/users/me', { key: made.body.key })).status).toBe(401);
+    // The holder's first use after the expiry records it once, dated when it expired.
+    expect(await expiries()).toEqual([expect.objectContaining({ actor: 'system', at, target: made.body.id })]);
     for (const bad of [new Date(Date.now() - 1000).toISOString(), '2999-01-01T00:00:00Z', 'tomorrow']) {
       const res = await stack.call('POST', '/api/keys', { body: { name: 'bad', expires_at: bad } });
       expect(res.status, bad).toBe(422);
