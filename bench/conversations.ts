@@ -1,6 +1,6 @@
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
-import { waitFor } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
@@ -53,8 +53,7 @@ async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<Star
   await waitFor(
     `the agent's first event in ${cid}`,
     async () => (await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${cid}`)).items.find(isAgentReply),
-    60_000,
-    POLL_MS,
+    { timeoutMs: 60_000, intervalMs: POLL_MS },
   );
   const firstMs = performance.now() - t;
   // Unmeasured: the agent finishes, so the next start meets a quiet sandbox and the script is used up.
@@ -65,7 +64,7 @@ async function timedStart({ stack, llm }: Ctx, sandboxId?: string): Promise<Star
       if (c.execution_status === 'error') throw new Error(`conversation ${cid} ended in error`);
       return c.execution_status === 'finished' ? true : undefined;
     },
-    60_000,
+    { timeoutMs: 60_000 },
   );
   return { ready: readyMs, firstAgentEvent: firstMs, sandboxId: ready.sandbox_id };
 }
@@ -78,8 +77,7 @@ export async function untilReady(stack: TestStack, taskId: string): Promise<any>
       if (task.status === 'ERROR') throw new Error(`start task ${taskId} failed: ${task.detail}`);
       return task.status === 'READY' ? task : undefined;
     },
-    90_000,
-    POLL_MS,
+    { timeoutMs: 90_000, intervalMs: POLL_MS },
   );
 }
 

@@ -2,7 +2,7 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { COUNTER_ID } from '#shared/conversations/dynamo-conversation-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchPut } from '#shared/store/query.ts';
-import { waitFor } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
@@ -57,8 +57,7 @@ export async function benchLists(): Promise<string> {
         const [t] = await json(stack, 'GET', `/api/v1/app-conversations/start-tasks?ids=${task.id}`);
         return t.status === 'READY' ? t : undefined;
       },
-      90_000,
-      50,
+      { timeoutMs: 90_000, intervalMs: 50 },
     );
     await json(stack, 'POST', `/api/v1/sandboxes/${ready.sandbox_id}/pause`);
     const db = documentClient();

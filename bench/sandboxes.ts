@@ -1,4 +1,4 @@
-import { waitFor } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { ms as msDigits, p50p99, percentile } from './stats.ts';
@@ -17,8 +17,7 @@ function untilRunning(stack: TestStack, id: string): Promise<void> {
       if (s.status !== 'STARTING') throw new Error(`sandbox ${id} is ${s.status}: ${s.detail}`);
       return undefined;
     },
-    60_000,
-    10,
+    { timeoutMs: 60_000, intervalMs: 10 },
   ).then(() => undefined);
 }
 

@@ -10,7 +10,7 @@ import { responseText, type Answer } from '#test/adversarial/client.ts';
 import { runFuzz } from '#test/adversarial/fuzz.ts';
 import { findLeaks, plant } from '#test/adversarial/secrets.ts';
 import { startWorld, type SpySandbox, type World } from '#test/adversarial/world.ts';
-import { waitFor } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 
 /**
@@ -671,6 +671,7 @@ describe('sandbox-credential misuse', () => {
     // A fresh sandbox's token, not yet used, still cannot check in to another sandbox.
     const started = await call('POST', '/api/v1/sandboxes?sandbox_spec_id=spy', { key: bob.key });
     const fresh = await waitFor(
+      'the fresh enrollment token',
       async () => {
         try {
           return readFileSync(join(world.dataDir, 'sandboxes', started.body.id, 'workspace', '.enrollment'), 'utf8');
@@ -678,9 +679,7 @@ describe('sandbox-credential misuse', () => {
           return '';
         }
       },
-      (t) => t.length > 0,
-      20_000,
-      'the fresh enrollment token',
+      { until: (t) => t.length > 0, timeoutMs: 20_000 },
     );
     if (
       (await call('POST', `/api/v1/sandboxes/${alice.sandbox.id}/bridge/check-in`, { key: fresh, body: {} })).status !==
@@ -825,11 +824,10 @@ describe('the development OpenID provider against a hostile agent', () => {
     expect(started.status, started.text).toBe(200);
     const cid = started.body.app_conversation_id;
     await waitFor(
+      'the agent to finish',
       async () =>
         (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status,
-      (s) => s === 'finished' || s === 'error',
-      90_000,
-      'the agent to finish',
+      { until: (s) => s === 'finished' || s === 'error', timeoutMs: 90_000 },
     );
     const events = await call('GET', `/api/v1/events/search?conversation_id__eq=${cid}&limit=100`, { key: alice.key });
     // The script ran (its lines are there): the data dir is out of the sandbox's sight, every guess refused.
@@ -874,11 +872,10 @@ describe('secrets sweep', () => {
     expect(started.status, started.text).toBe(200);
     const cid = started.body.app_conversation_id;
     await waitFor(
+      'the agent to finish',
       async () =>
         (await call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: alice.key })).body[0]?.execution_status,
-      (s) => s === 'finished' || s === 'error',
-      90_000,
-      'the agent to finish',
+      { until: (s) => s === 'finished' || s === 'error', timeoutMs: 90_000 },
     );
     const events = await call('GET', `/api/v1/events/search?conversation_id__eq=${cid}&limit=100`, { key: alice.key });
     // The commands and tools did run: their outputs are there, with the secrets masked.

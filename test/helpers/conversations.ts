@@ -1,22 +1,5 @@
 import type { TestStack } from '#test/helpers/stack.ts';
-
-/** Polls `read` until `done` holds (or fails with the last value after `timeoutMs`). */
-export async function waitFor<T>(
-  read: () => Promise<T>,
-  done: (v: T) => boolean,
-  timeoutMs = 60_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline)
-      throw new Error(`Timed out waiting for ${what}; last value: ${JSON.stringify(last).slice(0, 2000)}`);
-    await new Promise((r) => setTimeout(r, 150));
-    last = await read();
-  }
-  return last;
-}
+import { waitFor } from '#test/helpers/wait.ts';
 
 export interface StartTask {
   id: string;
@@ -32,11 +15,10 @@ export async function startConversation(stack: TestStack, body: unknown, key?: s
   if (res.status !== 200) throw new Error(`start: HTTP ${res.status} ${res.text}`);
   const id = (res.body as StartTask).id;
   return waitFor(
+    `start task ${id}`,
     async () =>
       ((await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${id}`, { key })).body as StartTask[])[0]!,
-    (t) => t.status === 'READY' || t.status === 'ERROR',
-    90_000,
-    `start task ${id}`,
+    { until: (t) => t.status === 'READY' || t.status === 'ERROR', timeoutMs: 90_000 },
   );
 }
 
@@ -70,17 +52,15 @@ export async function conversation(stack: TestStack, id: string, key?: string): 
 }
 
 /** Waits until the conversation's agent reaches one of `statuses`, and its events include a given kind. */
-export async function waitForStatus(
+export async function waitForExecutionStatus(
   stack: TestStack,
   id: string,
   statuses: string[],
   key?: string,
   timeoutMs = 60_000,
 ): Promise<any> {
-  return waitFor(
-    () => conversation(stack, id, key),
-    (c) => statuses.includes(c?.execution_status),
-    timeoutMs,
-    `execution_status in ${statuses.join('|')} of ${id}`,
-  );
+  return waitFor(`execution_status in ${statuses.join('|')} of ${id}`, () => conversation(stack, id, key), {
+    until: (c) => statuses.includes(c?.execution_status),
+    timeoutMs: timeoutMs,
+  });
 }

@@ -1,24 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TestStack } from '#test/helpers/stack.ts';
-
-/**
- * Polls `check` every `intervalMs` until it returns a value, failing after `timeoutMs` (a bound, not a
- * timing assertion). A `check` that throws ends the wait at once. The benchmark polls more often.
- */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 20_000,
-  intervalMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+import { waitFor } from '#test/helpers/wait.ts';
 
 /** The sandbox as GET /api/v1/sandboxes?id= shows it (null when unknown). */
 export async function getSandbox(stack: TestStack, id: string, key?: string): Promise<any> {
@@ -27,7 +9,7 @@ export async function getSandbox(stack: TestStack, id: string, key?: string): Pr
   return res.body[0];
 }
 
-export function waitForStatus(
+export function waitForSandboxStatus(
   stack: TestStack,
   id: string,
   status: string,
@@ -40,7 +22,7 @@ export function waitForStatus(
       const s = await getSandbox(stack, id, key);
       return s?.status === status ? s : undefined;
     },
-    timeoutMs,
+    { timeoutMs: timeoutMs },
   );
 }
 

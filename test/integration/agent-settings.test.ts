@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, conversation, startConversation, waitFor, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -77,7 +78,7 @@ describe('agent options and settings', () => {
       key,
     );
     const cid = task.app_conversation_id;
-    await waitForStatus(stack, cid, ['finished'], key);
+    await waitForExecutionStatus(stack, cid, ['finished'], key);
 
     const sandboxKey = (await stack.sandboxKey(task.sandbox_id!))!;
     const config = (
@@ -125,7 +126,7 @@ describe('the agent in a real sandbox', () => {
       key,
     );
     const cid = task.app_conversation_id;
-    await waitForStatus(stack, cid, ['finished'], key);
+    await waitForExecutionStatus(stack, cid, ['finished'], key);
     const bashOutputs = async () =>
       (await allEvents(stack, cid, key))
         .filter((e) => e.kind === 'ObservationEvent')
@@ -135,20 +136,16 @@ describe('the agent in a real sandbox', () => {
 
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor(
-      async () => (await conversation(stack, cid, key)).sandbox_status,
-      (s) => s === 'PAUSED',
-      30_000,
-      'paused',
-    );
+    await waitFor('paused', async () => (await conversation(stack, cid, key)).sandbox_status, {
+      until: (s) => s === 'PAUSED',
+      timeoutMs: 30_000,
+    });
     llm.enqueue(reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('second part'));
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
-    await waitFor(
-      async () => (await conversation(stack, cid, key)).sandbox_status,
-      (s) => s === 'RUNNING',
-      60_000,
-      'running again',
-    );
+    await waitFor('running again', async () => (await conversation(stack, cid, key)).sandbox_status, {
+      until: (s) => s === 'RUNNING',
+      timeoutMs: 60_000,
+    });
     expect(
       (
         await stack.call('POST', `/api/conversations/${cid}/events`, {
@@ -157,7 +154,7 @@ describe('the agent in a real sandbox', () => {
         })
       ).status,
     ).toBe(200);
-    await waitFor(bashOutputs, (o) => o.length >= 5, 60_000, 'the command after the resume');
+    await waitFor('the command after the resume', bashOutputs, { until: (o) => o.length >= 5, timeoutMs: 60_000 });
     const after = (await bashOutputs())[3]!;
     expect(after.output).toMatch(/^kept=\[\]\n/);
     expect(after.output).not.toContain('/deep');

@@ -15,7 +15,8 @@ import { CommandChannel, type CommandChannelOptions } from '#sandbox/command-cha
 import { ApiGatewayCommandPush } from '#shared/sandboxes/apigateway-command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { BridgeSocketEmulator } from '#test/helpers/bridge-socket.ts';
-import { processEnv, sandboxPids, waitFor, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { processEnv, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 // The SDK signs its @connections calls; the emulator checks that a signature is there.
@@ -327,7 +328,7 @@ describe('who may connect (a hostile program)', () => {
     });
     // Paused: the key no longer opens a socket.
     expect((await stack.call('POST', `/api/v1/sandboxes/${b.id}/pause`)).status).toBe(200);
-    await waitForStatus(stack, b.id, 'PAUSED');
+    await waitForSandboxStatus(stack, b.id, 'PAUSED');
     expect(await attempt(`?sandbox_id=${b.id}`, { 'x-session-api-key': b.key })).toBe(401);
   });
 });
@@ -337,14 +338,14 @@ describe('the program itself', () => {
     const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=program');
     expect(res.status).toBe(200);
     const id: string = res.body.id;
-    await waitForStatus(stack, id, 'RUNNING', undefined, 60_000);
-    const connection = await waitFor('its connection', () => socketOf(id), 30_000);
+    await waitForSandboxStatus(stack, id, 'RUNNING', undefined, 60_000);
+    const connection = await waitFor('its connection', () => socketOf(id), { timeoutMs: 30_000 });
     await enqueue(id, 'no_such_command');
     // Unknown commands are acknowledged and ignored: the queue empties, through the push.
     await waitFor(
       'the acknowledgement',
       async () => ((await store().listCommands(id, 10)).length === 0 ? true : undefined),
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(postsOf('no_such_command')[0]).toMatchObject({ connectionId: connection, status: 200 });
     expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`)).status).toBe(200);

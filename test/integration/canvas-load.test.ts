@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { llmModels } from '#shared/options/model.ts';
-import { conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { conversation, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -47,11 +48,10 @@ beforeAll(async () => {
   ]);
   [a, b] = started.map((t) => t.app_conversation_id) as [string, string];
   for (const id of [a, b])
-    await waitFor(
-      () => conversation(stack, id),
-      (c) => c.execution_status === 'finished',
-      30_000,
-    );
+    await waitFor('condition', () => conversation(stack, id), {
+      until: (c) => c.execution_status === 'finished',
+      timeoutMs: 30_000,
+    });
   keyA = (await call('GET', `/api/conversations/${a}`)).body.session_api_key;
   expect(keyA).toBeTruthy();
 }, 60_000);

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync, writeFileSync, existsSync } fr
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -140,7 +140,13 @@ describe('a hostile agent in a contained sandbox', () => {
       initial_message: { role: 'user', content: [{ type: 'text', text: 'Break out' }], run: true },
     });
     expect(task.status).toBe('READY');
-    const conv = await waitForStatus(stack, task.app_conversation_id, ['finished', 'error'], undefined, 90_000);
+    const conv = await waitForExecutionStatus(
+      stack,
+      task.app_conversation_id,
+      ['finished', 'error'],
+      undefined,
+      90_000,
+    );
     expect(conv.execution_status).toBe('finished');
 
     const observations = (await allEvents(stack, task.app_conversation_id))

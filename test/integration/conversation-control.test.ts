@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, conversation, startConversation, waitFor, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -36,7 +37,7 @@ describe('talking to a running conversation', () => {
     llm.enqueue(reply.bash('echo accepted > accepted.txt'));
     const task = await startConversation(stack, message('make accepted.txt'), key);
     const id = task.app_conversation_id;
-    await waitForStatus(stack, id, ['waiting_for_confirmation'], key);
+    await waitForExecutionStatus(stack, id, ['waiting_for_confirmation'], key);
     llm.enqueue(reply.bash('echo rejected > rejected.txt'));
     expect(
       (
@@ -46,19 +47,17 @@ describe('talking to a running conversation', () => {
         })
       ).body,
     ).toEqual({ success: true });
-    await waitFor(
-      () => allEvents(stack, id, key),
-      (ev) => ev.filter((e) => e.kind === 'ActionEvent').length >= 2,
-      30_000,
-      'second action',
-    );
-    await waitForStatus(stack, id, ['waiting_for_confirmation'], key);
+    await waitFor('second action', () => allEvents(stack, id, key), {
+      until: (ev) => ev.filter((e) => e.kind === 'ActionEvent').length >= 2,
+      timeoutMs: 30_000,
+    });
+    await waitForExecutionStatus(stack, id, ['waiting_for_confirmation'], key);
     llm.enqueue(reply.finish('ok, not doing that'));
     await stack.call('POST', `/api/conversations/${id}/events/respond_to_confirmation`, {
       key,
       body: { accept: false, reason: 'not that file' },
     });
-    await waitForStatus(stack, id, ['finished'], key);
+    await waitForExecutionStatus(stack, id, ['finished'], key);
     const ws = workspaceOf(task.sandbox_id!);
     expect(readFileSync(join(ws, 'accepted.txt'), 'utf8').trim()).toBe('accepted');
     expect(() => readFileSync(join(ws, 'rejected.txt'))).toThrow();
@@ -73,7 +72,7 @@ describe('talking to a running conversation', () => {
     // Two model calls are allowed: a third step would never be asked for.
     llm.enqueue(reply.bash('echo 1'), reply.bash('echo 2'));
     const task = await startConversation(stack, message('loop'), key);
-    const conv = await waitForStatus(stack, task.app_conversation_id, ['error', 'finished', 'stuck'], key);
+    const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['error', 'finished', 'stuck'], key);
     expect(conv.execution_status).toBe('error');
     const events = JSON.stringify(await allEvents(stack, task.app_conversation_id, key));
     expect(events).toContain('MaxIterationsReached');
@@ -88,7 +87,7 @@ describe('talking to a running conversation', () => {
       usage: { prompt_tokens: 100_000, completion_tokens: 1000 },
     });
     const task = await startConversation(stack, message('spend'), key);
-    const conv = await waitForStatus(stack, task.app_conversation_id, ['error', 'finished'], key);
+    const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['error', 'finished'], key);
     expect(conv.execution_status).toBe('error');
     expect(conv.metrics.accumulated_cost).toBeGreaterThan(0);
     expect(JSON.stringify(await allEvents(stack, task.app_conversation_id, key))).toContain('MaxBudgetReached');
@@ -99,7 +98,7 @@ describe('talking to a running conversation', () => {
     const key = await user('llmdown', { llm_base_url: 'http://127.0.0.1:9/v1' });
     const task = await startConversation(stack, message('anyone there?'), key);
     expect(task.status).toBe('READY');
-    const conv = await waitForStatus(stack, task.app_conversation_id, ['error'], key, 90_000);
+    const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['error'], key, 90_000);
     expect(conv.execution_status).toBe('error');
     const events = await allEvents(stack, task.app_conversation_id, key);
     expect(events.some((e) => e.kind === 'AgentErrorEvent' || e.kind === 'ConversationErrorEvent')).toBe(true);
@@ -110,15 +109,13 @@ describe('talking to a running conversation', () => {
     llm.enqueue(reply.bash('echo before-pause > kept.txt'), reply.finish('first part done'));
     const task = await startConversation(stack, message('write kept.txt'), key);
     const id = task.app_conversation_id;
-    await waitForStatus(stack, id, ['finished'], key);
+    await waitForExecutionStatus(stack, id, ['finished'], key);
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor(
-      async () => (await conversation(stack, id, key)).sandbox_status,
-      (s) => s === 'PAUSED',
-      30_000,
-      'paused',
-    );
+    await waitFor('paused', async () => (await conversation(stack, id, key)).sandbox_status, {
+      until: (s) => s === 'PAUSED',
+      timeoutMs: 30_000,
+    });
     expect(readFileSync(join(workspaceOf(sandboxId), 'kept.txt'), 'utf8').trim()).toBe('before-pause');
 
     // A message sent while paused waits in the queue and is delivered after the resume.
@@ -132,19 +129,17 @@ describe('talking to a running conversation', () => {
       ).status,
     ).toBe(200);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
-    await waitFor(
-      () => allEvents(stack, id, key),
-      (ev) =>
+    await waitFor('the agent to continue after the resume', () => allEvents(stack, id, key), {
+      until: (ev) =>
         ev.some(
           (e) =>
             e.kind === 'ObservationEvent' &&
             JSON.stringify(e).includes('before-pause') &&
             JSON.stringify(e).includes('cat kept'),
         ) || ev.filter((e) => e.kind === 'ActionEvent').length >= 4,
-      60_000,
-      'the agent to continue after the resume',
-    );
-    await waitForStatus(stack, id, ['finished'], key);
+      timeoutMs: 60_000,
+    });
+    await waitForExecutionStatus(stack, id, ['finished'], key);
     expect(readFileSync(join(workspaceOf(sandboxId), 'kept.txt'), 'utf8')).toBe('before-pause\nafter-resume\n');
     // The resumed sandbox numbered its events after the ones before the pause: all shown, all counted, none twice.
     const after = await allEvents(stack, id, key);
@@ -162,10 +157,11 @@ describe('talking to a running conversation', () => {
     const res = await stack.call('POST', '/api/v1/app-conversations', { key, body: message('go') });
     const taskId = res.body.id;
     const conversationId = await waitFor(
+      'condition',
       async () =>
         (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${taskId}`, { key })).body[0]
           .app_conversation_id as string,
-      (c) => Boolean(c),
+      { until: (c) => Boolean(c), timeoutMs: 60_000 },
     );
     const seen: string[] = [];
     let cursor: string | null = null;

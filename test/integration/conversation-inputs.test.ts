@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -51,7 +51,7 @@ describe('every creation input of the spec', () => {
       message: null,
       conversation_status: 'STARTING',
     });
-    await waitForStatus(stack, res.body.conversation_id, ['finished']);
+    await waitForExecutionStatus(stack, res.body.conversation_id, ['finished']);
     const sent = lastRequestText();
     expect(sent).toContain('Describe this picture');
     expect(sent).toContain('https://images.example.test/cat.png');
@@ -67,7 +67,7 @@ describe('every creation input of the spec', () => {
     const again = await stack.call('POST', '/api/conversations', { body: { conversation_id: id } });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ status: 'error', msg_id: 'CONVERSATION$ALREADY_EXISTS' });
-    await waitForStatus(stack, id, ['finished']);
+    await waitForExecutionStatus(stack, id, ['finished']);
   });
 
   it('conversation_instructions reach the system prompt; mcp_config merges with the settings, its secrets sealed and masked', async () => {
@@ -93,7 +93,7 @@ describe('every creation input of the spec', () => {
       api_key_set: true,
     });
     expect(res.body.request.mcp_config.stdio_servers[0]).toMatchObject({ env: { GREETING: null }, env_set: true });
-    const task = await waitForStatus(stack, res.body.app_conversation_id, ['finished']).then(
+    const task = await waitForExecutionStatus(stack, res.body.app_conversation_id, ['finished']).then(
       async () => (await stack.call('GET', `/api/v1/app-conversations/start-tasks?ids=${res.body.id}`)).body[0],
     );
     expect(task.status).toBe('READY');
@@ -125,7 +125,7 @@ describe('every creation input of the spec', () => {
       suggested_task: { repo: 'team/service', issue_number: 17, title: 'Crash on empty input', git_provider: 'gitlab' },
     });
     expect(task.status).toBe('READY');
-    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    await waitForExecutionStatus(stack, task.app_conversation_id, ['finished']);
     expect(existsSync(join(workspaceOf(task.sandbox_id!), 'service', 'README.md'))).toBe(true);
     const sent = lastRequestText();
     expect(sent).toContain('#17');
@@ -145,7 +145,7 @@ describe('every creation input of the spec', () => {
       create_microagent: { repo: 'team/service', git_provider: 'gitlab' },
     });
     expect(task.status).toBe('READY');
-    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    await waitForExecutionStatus(stack, task.app_conversation_id, ['finished']);
     expect(JSON.stringify(llm.requests.at(-2)!.body)).toContain('.openhands/microagents/');
     expect(
       readFileSync(join(workspaceOf(task.sandbox_id!), 'service', '.openhands', 'microagents', 'repo.md'), 'utf8'),
@@ -161,7 +161,7 @@ describe('every creation input of the spec', () => {
     llm.enqueue(reply.finish('continued after the replay'));
     const res = await stack.call('POST', '/api/conversations', { body: { replay_json: JSON.stringify(trajectory) } });
     expect(res.status).toBe(200);
-    const conv = await waitForStatus(stack, res.body.conversation_id, ['finished', 'error']);
+    const conv = await waitForExecutionStatus(stack, res.body.conversation_id, ['finished', 'error']);
     expect(conv.execution_status).toBe('finished');
     expect(readFileSync(join(workspaceOf(conv.sandbox_id), 'replayed.txt'), 'utf8').trim()).toBe('replayed');
     expect(llm.requests.length).toBe(calls + 1);

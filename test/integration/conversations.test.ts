@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, conversation, startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -62,7 +62,7 @@ describe('a conversation end to end', () => {
     );
     const task = await startConversation(stack, { initial_message: text('Say hello and write notes/result.txt') });
     expect(task.status).toBe('READY');
-    const conv = await waitForStatus(stack, task.app_conversation_id, ['finished', 'error']);
+    const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['finished', 'error']);
     expect(conv.execution_status).toBe('finished');
     expect(conv.sandbox_status).toBe('RUNNING');
     expect(conv.metrics.prompt_tokens).toBeGreaterThan(0);
@@ -111,7 +111,7 @@ describe('a conversation end to end', () => {
     expect(git.authHeaders.slice(before)).toContain(
       `Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
     );
-    await waitForStatus(stack, task.app_conversation_id, ['finished']);
+    await waitForExecutionStatus(stack, task.app_conversation_id, ['finished']);
     const conv = await conversation(stack, task.app_conversation_id);
     expect(conv).toMatchObject({ selected_repository: 'acme/app', selected_branch: 'feature', git_provider: 'github' });
   });

@@ -4,7 +4,7 @@ import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { MAX_SEQ_AHEAD } from '#shared/events/event-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
-import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -26,7 +26,7 @@ beforeAll(async () => {
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
-  await waitForStatus(stack, cid, ['finished']);
+  await waitForExecutionStatus(stack, cid, ['finished']);
   const [sandbox] = (await stack.call('GET', `/api/v1/sandboxes?id=${sid}`)).body;
   // The sandbox's own key: no response shows it.
   key = (await stack.sandboxKey(sid))!;

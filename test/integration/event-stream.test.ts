@@ -7,7 +7,8 @@ import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { REFUSALS } from '#shared/stream/access.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
 import { CLOSE, MAX_MESSAGE_BYTES } from '#shared/stream/messages.ts';
-import { allEvents, conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
@@ -33,12 +34,10 @@ beforeAll(async () => {
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
-  await waitFor(
-    () => conversation(stack, cid),
-    (c) => c.execution_status === 'finished',
-    60_000,
-    'finished',
-  );
+  await waitFor('finished', () => conversation(stack, cid), {
+    until: (c) => c.execution_status === 'finished',
+    timeoutMs: 60_000,
+  });
   sandboxKey = (await stack.sandboxKey(sid))!;
   const view = await conversation(stack, cid);
   scoped = view.session_api_key;
@@ -86,31 +85,26 @@ describe('the event stream', () => {
     await c.until(await committed());
     const before = c.last();
     c.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'over the socket' }], run: true }));
-    await waitFor(
-      async () => c.messages,
-      (ms) =>
+    await waitFor('the relayed message', async () => c.messages, {
+      until: (ms) =>
         ms.some(
           (m) => m.kind === 'MessageEvent' && m.source === 'user' && JSON.stringify(m).includes('over the socket'),
         ),
-      30_000,
-      'the relayed message',
-    );
+      timeoutMs: 30_000,
+    });
     // The agent's answer comes through the stream (the status was "finished" before, so it says nothing yet).
-    await waitFor(
-      async () => c.messages,
-      (ms) => ms.some((m) => m.seq > before && JSON.stringify(m).includes('heard you')),
-      30_000,
-      "the agent's answer",
-    );
-    await waitFor(
-      () => conversation(stack, cid),
-      (v) => v.execution_status === 'finished',
-      30_000,
-      'finished again',
-    );
+    await waitFor("the agent's answer", async () => c.messages, {
+      until: (ms) => ms.some((m) => m.seq > before && JSON.stringify(m).includes('heard you')),
+      timeoutMs: 30_000,
+    });
+    await waitFor('finished again', () => conversation(stack, cid), {
+      until: (v) => v.execution_status === 'finished',
+      timeoutMs: 30_000,
+    });
     // The agent is done: its events are all in, nothing new for a second (the tests below number theirs after them).
     let seen = -1;
     await waitFor(
+      'the agent to settle',
       async () => {
         await new Promise((r) => setTimeout(r, 1000));
         const now = await committed();
@@ -118,9 +112,7 @@ describe('the event stream', () => {
         seen = now;
         return settled;
       },
-      (settled) => settled,
-      20_000,
-      'the agent to settle',
+      { until: (settled) => settled, timeoutMs: 20_000 },
     );
     expect(seqs(c)).toEqual(range(1, c.last()));
     // Not a user message: closed with the reason, nothing relayed.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -308,7 +308,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
     const task = await startConversation(stack, { ...message('first'), trigger: 'gui' }, key);
     id = task.app_conversation_id;
     sandboxId = task.sandbox_id!;
-    await waitForStatus(stack, id, ['finished'], key);
+    await waitForExecutionStatus(stack, id, ['finished'], key);
     llm.enqueue(reply.finish('second done'));
     const second = await startConversation(
       stack,
@@ -316,7 +316,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       key,
     );
     secondId = second.app_conversation_id;
-    await waitForStatus(stack, secondId, ['finished'], key);
+    await waitForExecutionStatus(stack, secondId, ['finished'], key);
     // The repository filter: a record as a clone would leave it (cloning needs a git server, tested elsewhere).
     const store = new DynamoConversationStore();
     const rec = (await store.get('carol', secondId))!;
@@ -468,7 +468,7 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
         })
       ).body,
     ).toEqual({ success: true });
-    await waitForStatus(stack, id, ['finished'], key);
+    await waitForExecutionStatus(stack, id, ['finished'], key);
     expect((await stack.call('POST', `/api/conversations/${id}/pause`, as)).body).toEqual({ success: true });
     expect((await stack.call('POST', `/api/conversations/${id}/run`, as)).body).toEqual({ success: true });
     expect(

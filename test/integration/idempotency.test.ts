@@ -3,7 +3,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { apiCaller, startTestStack, type ApiCall, type TestStack } from '#test/helpers/stack.ts';
-import { waitFor } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 /**
  * Idempotent creates over HTTP against the local stack (dynalite, real sandbox processes): the

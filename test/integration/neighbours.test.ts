@@ -11,7 +11,8 @@ import { fillPath } from '#shared/protocol.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
-import { allEvents, conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
@@ -145,12 +146,7 @@ describe('stream socket caps (a user opening sockets without end)', () => {
     const other = await tenant('socket-neighbour');
     expect(await outcome(open(await conversationOf('socket-neighbour'), other))).toBe('open');
     await onA[0]!.close();
-    await waitFor(
-      async () => outcome(open(c, key)),
-      (o) => o === 'open',
-      5_000,
-      'a freed slot',
-    );
+    await waitFor('a freed slot', async () => outcome(open(c, key)), { until: (o) => o === 'open', timeoutMs: 5_000 });
   });
 
   it('holds under 30 racing opens: exactly the cap gets in', async () => {
@@ -267,18 +263,14 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     });
     const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'go' }] } });
     const cid = task.app_conversation_id;
-    await waitFor(
-      () => conversation(stack, cid),
-      (c) => c.execution_status === 'finished',
-      90_000,
-      'finished',
-    );
-    const events = await waitFor(
-      () => allEvents(stack, cid),
-      (es) => es.some((e) => JSON.stringify(e).includes('all steps done')),
-      30_000,
-      'the last event',
-    );
+    await waitFor('finished', () => conversation(stack, cid), {
+      until: (c) => c.execution_status === 'finished',
+      timeoutMs: 90_000,
+    });
+    const events = await waitFor('the last event', () => allEvents(stack, cid), {
+      until: (es) => es.some((e) => JSON.stringify(e).includes('all steps done')),
+      timeoutMs: 30_000,
+    });
     expect(events.length).toBeGreaterThan(PLAN.events_per_sandbox_per_second);
     for (let i = 0; i < 12; i++) expect(JSON.stringify(events)).toContain(`step-${i}`);
   }, 120_000);

@@ -6,7 +6,7 @@ import { DynamoConversationStore } from '#shared/conversations/dynamo-conversati
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { getSandbox, sandboxPids, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -51,7 +51,7 @@ async function start(key: string, expected = 200) {
   return res;
 }
 async function startRunning(key: string) {
-  return waitForStatus(stack, (await start(key)).body.id, 'RUNNING', key);
+  return waitForSandboxStatus(stack, (await start(key)).body.id, 'RUNNING', key);
 }
 function expectRefused(res: { status: number; body: any }, limit: number, used: number) {
   expect(res.status).toBe(402);
@@ -101,7 +101,7 @@ describe('max_running_sandboxes per organization', () => {
     const d = await startRunning(key);
     // A crash (the process killed): ERROR, and the slot is back.
     process.kill(sandboxPids(c.id)[0]!, 'SIGKILL');
-    await waitForStatus(stack, c.id, 'ERROR', key);
+    await waitForSandboxStatus(stack, c.id, 'ERROR', key);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
     const e = await startRunning(key);
     // A loss (the process gone with no exit event): the sweeper's MISSING gives it back.

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { processEnv, sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
+import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
 
 /** Whether the spec's own program (not bubblewrap or setpriv) runs for a sandbox. */
@@ -52,7 +53,9 @@ describe('npm start after a crash', () => {
     });
     // Its program runs (bubblewrap has set up the sandbox): a crash in the very first milliseconds of a
     // start, before `setpriv` has armed its death signal, is a race this test does not look at.
-    await waitFor('the never-checks-in program', () => (programRuns(starting) ? true : undefined), 10_000);
+    await waitFor('the never-checks-in program', () => (programRuns(starting) ? true : undefined), {
+      timeoutMs: 10_000,
+    });
 
     // kill -9: no shutdown pause. The sandboxes die with the server (bubblewrap's --die-with-parent).
     const exited = once(first.child, 'exit');
@@ -61,7 +64,7 @@ describe('npm start after a crash', () => {
     await waitFor(
       'the sandbox processes to end',
       () => (sandboxPids(running).length + sandboxPids(starting).length === 0 ? true : undefined),
-      10_000,
+      { timeoutMs: 10_000 },
     );
 
     const second = await startServerProcess(dataDir, [], env);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { waitFor } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { nodeBinary } from '#test/helpers/node-runtimes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -120,7 +120,7 @@ describe('the sandbox program', () => {
         return false;
       }
     };
-    await waitFor('the orphaned program to exit', () => (alive() ? undefined : true), 15_000);
+    await waitFor('the orphaned program to exit', () => (alive() ? undefined : true), { timeoutMs: 15_000 });
   });
 
   it('fails clearly when its environment is incomplete', async () => {

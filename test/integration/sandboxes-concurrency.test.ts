@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getSandbox, sandboxPids, waitFor, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 let stack: TestStack;
@@ -37,7 +38,7 @@ async function expectConsistent(id: string): Promise<string> {
 describe('50 concurrent calls on one sandbox', () => {
   it('mixed pause and resume leave at most one process and a status that matches it', async () => {
     const { body } = await stack.call('POST', '/api/v1/sandboxes');
-    await waitForStatus(stack, body.id, 'RUNNING');
+    await waitForSandboxStatus(stack, body.id, 'RUNNING');
     for (let round = 0; round < 2; round++) {
       const ops = Array.from({ length: 50 }, (_, i): Op => (i % 2 === round % 2 ? 'pause' : 'resume'));
       const statuses = await storm(body.id, ops);
@@ -49,7 +50,7 @@ describe('50 concurrent calls on one sandbox', () => {
 
   it('mixed pause, resume and delete never answer 500 and leave nothing behind', async () => {
     const { body } = await stack.call('POST', '/api/v1/sandboxes');
-    await waitForStatus(stack, body.id, 'RUNNING');
+    await waitForSandboxStatus(stack, body.id, 'RUNNING');
     const ops = Array.from({ length: 50 }, (_, i): Op => (i % 10 === 7 ? 'delete' : i % 2 ? 'pause' : 'resume'));
     const statuses = await storm(body.id, ops);
     expect(statuses.filter((s) => s >= 500)).toEqual([]);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startLocalStack } from '#infra/local/stack.ts';
-import { sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
+import { sandboxPids } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 describe('the local stack', () => {
   it('stops every sandbox process when it closes and records them as PAUSED', async () => {

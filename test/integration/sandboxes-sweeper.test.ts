@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { getSandbox, processEnv, sandboxPids, waitFor, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { getSandbox, processEnv, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 const specsFile = join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json');
@@ -25,7 +26,7 @@ describe('the sweeper', () => {
   it('pauses a sandbox only after SANDBOX_IDLE_MINUTES without agent activity', async () => {
     const key = await stack.newUser('idler');
     const { body } = await start(key);
-    await waitForStatus(stack, body.id, 'RUNNING', key);
+    await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
     expect((await stack.services.sandboxHousekeeping.sweep(minutes(10))).paused).not.toContain(body.id);
     expect((await getSandbox(stack, body.id, key)).status).toBe('RUNNING');
     const summary = await stack.services.sandboxHousekeeping.sweep(minutes(31));
@@ -53,7 +54,7 @@ describe('the sweeper', () => {
   it('stops a process that no live record owns', async () => {
     const key = await stack.newUser('orphaned');
     const { body } = await start(key);
-    await waitForStatus(stack, body.id, 'RUNNING', key);
+    await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
     // The record says PAUSED but the process was never stopped (a lost stop).
     const store = new DynamoSandboxStore();
     const rec = (await store.get(body.id))!;
@@ -66,7 +67,7 @@ describe('the sweeper', () => {
   it('marks a RUNNING sandbox whose process is gone as MISSING; it can be resumed', async () => {
     const key = await stack.newUser('missing');
     const { body } = await start(key);
-    const running = await waitForStatus(stack, body.id, 'RUNNING', key);
+    const running = await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
     // Stopped behind the service's back, with no exit event (as after a lost ECS event).
     await stack.sandboxRuntime.stop({ sandboxId: running.id, generation: 1 });
     expect((await stack.services.sandboxHousekeeping.sweep()).missing).toContain(body.id);
@@ -74,7 +75,7 @@ describe('the sweeper', () => {
     expect(missing.status).toBe('MISSING');
     expect(missing.detail).toBe('The sandbox process or task no longer exists');
     await stack.call('POST', `/api/v1/sandboxes/${body.id}/resume`, { key });
-    await waitForStatus(stack, body.id, 'RUNNING', key);
+    await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
   });
 });
 
@@ -90,7 +91,7 @@ describe('starting', () => {
   it("passes the spec's initial_env to the program", async () => {
     const key = await stack.newUser('flavour');
     const { body } = await start(key);
-    await waitForStatus(stack, body.id, 'RUNNING', key);
+    await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
     expect(processEnv(sandboxPids(body.id)[0]!)?.SANDBOX_FLAVOUR).toBe('test');
   });
 
@@ -98,8 +99,8 @@ describe('starting', () => {
     const key = await stack.newUser('busy');
     const a = (await start(key)).body;
     const b = (await start(key)).body;
-    const aRunning = await waitForStatus(stack, a.id, 'RUNNING', key);
-    await waitForStatus(stack, b.id, 'RUNNING', key);
+    const aRunning = await waitForSandboxStatus(stack, a.id, 'RUNNING', key);
+    await waitForSandboxStatus(stack, b.id, 'RUNNING', key);
     // b did something since it checked in; a did not: a is the least recently active.
     await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, {
       key: (await stack.sandboxKey(b.id))!,

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getSandbox, processEnv, sandboxPids, waitFor, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { getSandbox, processEnv, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 let stack: TestStack;
@@ -17,7 +18,7 @@ async function startRunning(key?: string): Promise<any> {
   expect(res.status).toBe(200);
   expect(res.body.status).toBe('STARTING');
   expect(res.body.session_api_key).toBeNull();
-  return waitForStatus(stack, res.body.id, 'RUNNING', key);
+  return waitForSandboxStatus(stack, res.body.id, 'RUNNING', key);
 }
 
 const workspace = (id: string) => join(stack.dataDir, 'sandboxes', id, 'workspace');
@@ -60,9 +61,9 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       body: { sandbox_base_container_image: null, remote_runtime_resource_factor: 1 },
     });
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`, { key });
-    await waitForStatus(stack, sandbox.id, 'PAUSED', key);
+    await waitForSandboxStatus(stack, sandbox.id, 'PAUSED', key);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`, { key })).status).toBe(200);
-    expect((await waitForStatus(stack, sandbox.id, 'RUNNING', key)).detail).toBeNull();
+    expect((await waitForSandboxStatus(stack, sandbox.id, 'RUNNING', key)).detail).toBeNull();
   });
 
   it('gives the process only the environment it needs, none of the server', async () => {
@@ -98,7 +99,7 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`);
     expect(sandboxPids(sandbox.id)).toEqual([]);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`)).body).toEqual({ success: true });
-    await waitForStatus(stack, sandbox.id, 'RUNNING');
+    await waitForSandboxStatus(stack, sandbox.id, 'RUNNING');
     expect(await stack.sandboxKey(sandbox.id)).not.toBe(before);
     expect(readFileSync(join(workspace(sandbox.id), 'notes.txt'), 'utf8')).toBe('kept across a pause');
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
@@ -135,11 +136,11 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
   it('turns a process that dies into ERROR with the reason, and can resume it', async () => {
     const sandbox = await startRunning();
     process.kill(sandboxPids(sandbox.id)[0]!, 'SIGKILL');
-    const failed = await waitForStatus(stack, sandbox.id, 'ERROR');
+    const failed = await waitForSandboxStatus(stack, sandbox.id, 'ERROR');
     expect(failed.detail).toContain('killed by SIGKILL');
     expect(failed.session_api_key).toBeNull();
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`);
-    const back = await waitForStatus(stack, sandbox.id, 'RUNNING');
+    const back = await waitForSandboxStatus(stack, sandbox.id, 'RUNNING');
     expect(back.detail).toBeNull();
   });
 

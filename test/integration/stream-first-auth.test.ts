@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLOSE } from '#shared/stream/messages.ts';
-import { conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { conversation, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
@@ -31,12 +32,10 @@ beforeAll(async () => {
   other = b.app_conversation_id;
   sid = a.sandbox_id!;
   for (const id of [cid, other])
-    await waitFor(
-      () => conversation(stack, id),
-      (c) => c.execution_status === 'finished',
-      60_000,
-      'finished',
-    );
+    await waitFor('finished', () => conversation(stack, id), {
+      until: (c) => c.execution_status === 'finished',
+      timeoutMs: 60_000,
+    });
   sandboxKey = (await stack.sandboxKey(sid))!;
   scoped = (await conversation(stack, cid)).session_api_key;
   otherScoped = (await conversation(stack, other)).session_api_key;
@@ -79,19 +78,15 @@ describe('first-message auth on the event socket', () => {
     // Both frames at once: the message must not be lost while the key is checked.
     c.ws.send(JSON.stringify({ type: 'auth', session_api_key: scoped }));
     c.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'right after auth' }], run: true }));
-    await waitFor(
-      async () => c.messages,
-      (ms) => ms.some((m) => JSON.stringify(m).includes('heard you')),
-      30_000,
-      "the agent's answer",
-    );
+    await waitFor("the agent's answer", async () => c.messages, {
+      until: (ms) => ms.some((m) => JSON.stringify(m).includes('heard you')),
+      timeoutMs: 30_000,
+    });
     expect(c.messages.some((m) => m.source === 'user' && JSON.stringify(m).includes('right after auth'))).toBe(true);
-    await waitFor(
-      () => conversation(stack, cid),
-      (v) => v.execution_status === 'finished',
-      30_000,
-      'finished again',
-    );
+    await waitFor('finished again', () => conversation(stack, cid), {
+      until: (v) => v.execution_status === 'finished',
+      timeoutMs: 30_000,
+    });
     await c.close();
   }, 60_000);
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError, RemoteConversation, RemoteWorkspace } from '@openhands/typescript-client';
 import { ConversationClient, ServerClient } from '@openhands/typescript-client/clients';
-import { conversation, startConversation, waitFor } from '#test/helpers/conversations.ts';
+import { conversation, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -29,12 +30,10 @@ beforeAll(async () => {
   cid = a.app_conversation_id;
   other = b.app_conversation_id;
   for (const id of [cid, other])
-    await waitFor(
-      () => conversation(stack, id),
-      (c) => c.execution_status === 'finished',
-      60_000,
-      'finished',
-    );
+    await waitFor('finished', () => conversation(stack, id), {
+      until: (c) => c.execution_status === 'finished',
+      timeoutMs: 60_000,
+    });
   const view = await conversation(stack, cid);
   scoped = view.session_api_key;
   otherScoped = (await conversation(stack, other)).session_api_key;
@@ -108,18 +107,14 @@ describe('@openhands/typescript-client on conversation_url with the conversation
     const conv = remote();
     await conv.sendMessage('a follow-up');
     await conv.run();
-    await waitFor(
-      () => conv.getAgentFinalResponse(),
-      (r) => r.includes('second answer'),
-      30_000,
-      'the second answer',
-    );
-    await waitFor(
-      () => conv.state.refresh().then((i: any) => i.execution_status),
-      (s) => s === 'finished',
-      30_000,
-      'finished',
-    );
+    await waitFor('the second answer', () => conv.getAgentFinalResponse(), {
+      until: (r) => r.includes('second answer'),
+      timeoutMs: 30_000,
+    });
+    await waitFor('finished', () => conv.state.refresh().then((i: any) => i.execution_status), {
+      until: (s) => s === 'finished',
+      timeoutMs: 30_000,
+    });
     await conv.pause();
     const server = new ServerClient({ host, apiKey: scoped });
     expect(await server.getAlive()).toMatchObject({ status: 'ok' });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getSandbox, waitForStatus } from '#test/helpers/sandboxes.ts';
+import { getSandbox, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 /** `npm start` where neither bubblewrap nor Seatbelt runs (forced here): one local user, marked uncontained. */
@@ -14,7 +14,7 @@ afterAll(async () => {
 describe('sandboxes without containment', () => {
   it('start for the local user, marked contained: false', async () => {
     const { body } = await stack.call('POST', '/api/v1/sandboxes');
-    const running = await waitForStatus(stack, body.id, 'RUNNING');
+    const running = await waitForSandboxStatus(stack, body.id, 'RUNNING');
     expect(running.contained).toBe(false);
   });
 

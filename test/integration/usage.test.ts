@@ -4,7 +4,8 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
-import { processEnv, sandboxPids, waitFor } from '#test/helpers/sandboxes.ts';
+import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 /**

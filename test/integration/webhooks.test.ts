@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startConversation, waitForStatus } from '#test/helpers/conversations.ts';
+import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -27,7 +27,7 @@ beforeAll(async () => {
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   conversationId = task.app_conversation_id;
   sandboxId = task.sandbox_id!;
-  await waitForStatus(stack, conversationId, ['finished']);
+  await waitForExecutionStatus(stack, conversationId, ['finished']);
   expect((await stack.call('GET', `/api/v1/sandboxes?id=${sandboxId}`)).body[0].session_api_key).toBeNull();
   sandboxKey = (await stack.sandboxKey(sandboxId))!;
   expect(sandboxKey).toBeTypeOf('string');
