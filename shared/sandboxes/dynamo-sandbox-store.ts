@@ -15,7 +15,7 @@ import {
   type StoredCommand,
 } from '#shared/sandboxes/sandbox-store.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import { batchGet, queryAll } from '#shared/store/query.ts';
+import { batchGet, queryAll, queryCount } from '#shared/store/query.ts';
 
 export class DynamoSandboxStore implements SandboxStore {
   private readonly db = documentClient();
@@ -56,6 +56,18 @@ export class DynamoSandboxStore implements SandboxStore {
       }),
     );
     return { items: (out.Items ?? []) as SandboxRecord[], lastKey: out.LastEvaluatedKey };
+  }
+
+  /** The user's partition of `byUser`, counted a page at a time (a COUNT Query returns no items). */
+  countPaused(userId: string): Promise<number> {
+    return queryCount({
+      TableName: this.table,
+      IndexName: 'byUser',
+      KeyConditionExpression: 'userId = :u',
+      FilterExpression: '#s = :paused AND attribute_not_exists(deletedAt)',
+      ExpressionAttributeNames: { '#s': 'status' },
+      ExpressionAttributeValues: { ':u': userId, ':paused': 'PAUSED' },
+    });
   }
 
   listLiveByUser(userId: string): Promise<SandboxRecord[]> {

@@ -95,6 +95,8 @@ export interface SandboxStore {
   ): Promise<{ items: SandboxRecord[]; lastKey?: Record<string, unknown> }>;
   /** A user's STARTING/RUNNING sandboxes, least recently active first. */
   listLiveByUser(userId: string): Promise<SandboxRecord[]>;
+  /** How many PAUSED sandboxes the user keeps (not being deleted). */
+  countPaused(userId: string): Promise<number>;
   /** Every STARTING/RUNNING sandbox and unfinished delete, least recently active first. */
   listLive(): Promise<SandboxRecord[]>;
   /**

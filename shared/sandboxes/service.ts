@@ -52,7 +52,7 @@ export class SandboxService extends SandboxRecords {
     if (!spec) throw invalidField(['query', 'sandbox_spec_id'], `Unknown sandbox spec "${specId}"`, specId);
     const bridgeUrl = this.deps.bridgeUrl(host);
     const options = await this.launchOptions(userId);
-    await this.reserveSlot(tenant, options);
+    await this.reserveSlot(tenant, options, userId);
     const now = this.iso();
     const enrollment = newToken('enr');
     const record: SandboxRecord = {
@@ -249,10 +249,11 @@ export class SandboxService extends SandboxRecords {
   }
 
   /**
-   * The plan's refusals before anything runs: the resource factor, then one of the organization's
-   * running slots (a conditional counter: of 20 racing starts for the last slot exactly one gets it).
+   * The plan's refusals before anything runs: the resource factor, for a new sandbox (`newFor`, its
+   * user) the paused sandboxes the user keeps, then one of the organization's running slots (a
+   * conditional counter: of 20 racing starts for the last slot exactly one gets it).
    */
-  private async reserveSlot(tenant: Tenant, options: LaunchOptions): Promise<void> {
+  private async reserveSlot(tenant: Tenant, options: LaunchOptions, newFor?: string): Promise<void> {
     const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(tenant.plan);
     const factor = options.resourceFactor ?? 1;
     if (factor > plan.max_resource_factor)
@@ -262,6 +263,19 @@ export class SandboxService extends SandboxRecords {
         factor,
         `Your plan allows a resource factor of at most ${plan.max_resource_factor}; remote_runtime_resource_factor is ${factor}`,
       );
+    // Every sandbox ends up paused unless deleted, so a new one is refused while the user keeps the
+    // plan's number of paused ones (a count at the start: starts racing past it are bounded by the
+    // running limit). Resuming one lowers the count, so a resume is never refused for it.
+    if (newFor !== undefined) {
+      const paused = await this.deps.store.countPaused(newFor);
+      if (paused >= plan.max_paused_sandboxes)
+        throw limitRefusal(
+          'max_paused_sandboxes',
+          plan.max_paused_sandboxes,
+          paused,
+          `Your plan keeps at most ${plan.max_paused_sandboxes} paused sandboxes per user and you have ${paused}: delete one (or resume one) first`,
+        );
+    }
     if (plan.on_limit === 'stop') {
       const month = await this.deps.usage!.monthOf(tenant.orgId, this.iso().slice(0, 10));
       const reached = monthlyLimitReached(plan, month);

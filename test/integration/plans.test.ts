@@ -199,6 +199,26 @@ describe('max_resource_factor', () => {
   }, 60_000);
 });
 
+describe('max_paused_sandboxes', () => {
+  it("refuses a new sandbox while the user keeps the plan's paused ones (402); resuming one is allowed", async () => {
+    const key = await stack.newUser('org-kept');
+    await setPlan(await orgOf(key), 'kept');
+    const a = await startRunning(key);
+    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key })).status).toBe(200);
+    await waitForSandboxStatus(stack, a.id, 'PAUSED', key);
+    const refused = await start(key, 402);
+    expect(refused.body).toEqual({
+      detail: expect.stringMatching(/at most 1 paused sandboxes/),
+      code: 'max_paused_sandboxes',
+      limit: 1,
+      used: 1,
+    });
+    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
+    await waitForSandboxStatus(stack, a.id, 'RUNNING', key);
+    await start(key);
+  }, 60_000);
+});
+
 describe('max_conversations', () => {
   it('refuses a V1 or legacy start past the plan (402) before anything starts, and a delete frees a slot', async () => {
     const key = await stack.newUser('org-few');

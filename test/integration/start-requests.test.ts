@@ -20,9 +20,12 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
  * Pay per use (#22) adds two: the organization's month so far (one Query of its day totals in `usage`, for
  * `sandbox_hours_per_month` and `monthly_spend_usd`) and its running-sandbox slot (a conditional ADD on its
  * counter item in `sandboxes`, before the sandbox's record is written).
+ * Neighbours (#23) add one: the user's paused sandboxes (a COUNT Query of `byUser` in `sandboxes`, for
+ * `max_paused_sandboxes`; a new sandbox only). `max_conversations` rides on the conversation count's
+ * write the start already made.
  */
 const TODAY = {
-  dynamo: 19,
+  dynamo: 20,
   kms: 3,
   byRequest: {
     'Decrypt@kms': 3,
@@ -34,7 +37,7 @@ const TODAY = {
     'PutItemCommand@conversations': 1,
     'PutItemCommand@sandboxes': 1,
     'PutItemCommand@startTasks': 1,
-    'QueryCommand@sandboxes': 1,
+    'QueryCommand@sandboxes': 2,
     'QueryCommand@usage': 1,
     'UpdateItemCommand@conversations': 3,
     'UpdateItemCommand@sandboxes': 3,
@@ -112,7 +115,7 @@ const count = (requests: string[]) =>
   );
 
 describe('one conversation start in DynamoDB and KMS requests', () => {
-  it('today: 19 DynamoDB requests and one Decrypt per stored secret (three here), counted on a warm process', async () => {
+  it('today: 20 DynamoDB requests and one Decrypt per stored secret (three here), counted on a warm process', async () => {
     await countedStart(); // the first start of a process also opens the cursor and conversation-key secrets
     const start = await countedStart();
     expect(start.status).toBe(200);
