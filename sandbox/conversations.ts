@@ -283,7 +283,12 @@ export class ConversationRunner {
     const session = new AgentSession({
       conversationId: cid,
       workspaceDir: dir,
-      llm: { model: config.llm.model, apiKey: config.llm.api_key, baseUrl: config.llm.base_url ?? undefined },
+      llm: {
+        model: config.llm.model,
+        apiKey: config.llm.api_key,
+        baseUrl: config.llm.base_url ?? undefined,
+        ...(config.llm.api ? { api: config.llm.api } : {}),
+      },
       maxIterations: config.max_iterations,
       maxBudgetPerTask: config.max_budget_per_task,
       confirmationMode: config.confirmation_mode,

@@ -74,7 +74,7 @@ export const routes = [
     tag: 'settings',
     // auditLog: the names of the fields saved and secrets set or cleared (never values).
     tables: { settings: 'write', auditLog: 'append' },
-    capabilities: ['signin', 'seal', 'unseal'],
+    capabilities: ['signin', 'seal', 'unseal', 'plans', 'platform-llms'],
   },
   {
     id: 'listAgents',
@@ -276,7 +276,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -402,7 +402,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -471,8 +471,9 @@ export const routes = [
     summary:
       'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
     tag: 'webhooks',
-    tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
-    capabilities: ['unseal'],
+    // keys, seal: the signing key of platform-model gateway credentials (created on first use, sealed).
+    tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write', keys: 'write' },
+    capabilities: ['seal', 'unseal', 'plans', 'platform-llms'],
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {
@@ -545,6 +546,7 @@ export const routes = [
     summary: 'LLM models the agent can call without a base URL (LLM_MODELS replaces the list)',
     tag: 'options',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'legacyListConversations',
@@ -860,6 +862,7 @@ export const routes = [
     summary: 'The models of /api/options/models as a page of `{provider, name, verified}` (query, provider__eq)',
     tag: 'canvas',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'canvasSearchProviders',

@@ -20,6 +20,7 @@ import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 import type { UsageService } from '#shared/usage/service.ts';
+import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
@@ -53,6 +54,8 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** Platform models: which exist, which the caller's plan allows. */
+  platformLlms: PlatformLlmPolicy;
   /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
   oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
@@ -117,6 +120,7 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  platformLlms: true,
 };
 
 /**

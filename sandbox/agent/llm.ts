@@ -12,6 +12,8 @@ export interface LlmConfig {
   baseUrl?: string | null;
   /** Per-million-token prices that override the table (e.g. for a self-hosted or new model). */
   pricing?: ModelPrice | null;
+  /** `anthropic`: `baseUrl` speaks Anthropic's Messages API (a platform model behind the control plane's LLM gateway). */
+  api?: 'anthropic';
 }
 
 /** A configuration the agent cannot work with; the message says what to change. */
@@ -30,6 +32,8 @@ export function resolveModel(config: LlmConfig): LanguageModel {
   const { model, apiKey } = config;
   const baseUrl = config.baseUrl?.trim();
   if (!model.trim()) throw new LlmConfigError('llm_model is empty: set it in the settings.');
+  if (baseUrl && config.api === 'anthropic')
+    return createAnthropic({ baseURL: baseUrl, apiKey: apiKey || undefined })(model);
   if (baseUrl) {
     const prefix = PROXY_PREFIXES.find((p) => model.startsWith(p));
     const provider = createOpenAICompatible({

@@ -26,6 +26,10 @@ export interface SandboxCaller {
   userId: string;
   status: SandboxStatus;
   lastActivityAt?: string;
+  /** The organization that pays and its plan when this generation started (absent on old records). */
+  orgId?: string;
+  plan?: string;
+  generation?: number;
 }
 
 export interface SandboxControl {

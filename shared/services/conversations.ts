@@ -5,6 +5,7 @@ import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { sandboxControl } from '#shared/services/sandbox-control.ts';
 import { settings } from '#shared/services/settings.ts';
+import { platformLlms } from '#shared/services/platform-llms.ts';
 
 export const conversations: ServiceFactory<ConversationService> = (c) =>
   new ConversationService(
@@ -15,4 +16,6 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     c.use(cursors),
     c.use(conversationKeys),
     new ConversationRecords(c.adapter('conversationStore')),
+    undefined,
+    c.use(platformLlms),
   );

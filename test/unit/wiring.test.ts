@@ -31,6 +31,7 @@ const sampleValues: Record<string, string> = {
   CORS_ORIGINS: 'https://ui.example.com',
   PLANS: '',
   PRICES: '',
+  PLATFORM_LLMS: '',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {
