@@ -17,6 +17,32 @@ const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task
 const sandboxStart = [...sandboxLaunch, 'plans'] as const;
 
 /**
+ * The LLM gateway (docs/platform-llms.md): a route of its own kind, `llm-stream`, since it streams
+ * its answer as it comes and API Gateway's HTTP APIs cannot. The agent in a sandbox calls it with its
+ * conversation's `acsl.` credential (checked by the function itself, like `sandbox` routes). Locally
+ * the local gateway serves these paths on its port; on AWS it is a Lambda function URL in response
+ * streaming mode behind CloudFront (infra/constructs/llm-gateway.ts). One function serves both paths.
+ */
+export const llmGatewayRoute = {
+  id: 'llmGateway',
+  kind: 'llm-stream',
+  method: 'POST',
+  paths: ['/llm/v1/chat/completions', '/llm/v1/messages'],
+  entry: 'functions/llm/gateway.ts',
+  auth: 'llm-credential',
+  summary: 'OpenAI-compatible chat completions and Anthropic messages for platform models, metered per token',
+  tag: 'llm',
+  // conversations, sandboxes, orgs: what revokes a credential (key version, the sandbox's generation, a
+  // suspension, a plan change); users + signin: the account store that reads the organization; keys: the
+  // credential's signing key (sealed), rate counters, Idempotency-Keys; usage: records, totals, reservations.
+  tables: { conversations: 'read', sandboxes: 'read', users: 'read', orgs: 'read', usage: 'write', keys: 'write' },
+  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys'],
+  async: false,
+  /** A long completion streams for minutes: Lambda's own limit. */
+  timeoutSeconds: 900,
+} as const;
+
+/**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
  * local gateway serves it, the OpenAPI document is generated from it, and the route tests walk it.
  * Plain data: no AWS imports and no schemas here. A route's schemas live with its resource, in its

@@ -21,7 +21,7 @@ import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 /** What the start configuration of a platform model needs: the models, a credential, the gateway's URL. */
 export interface PlatformStart {
   policy: PlatformLlmPolicy;
-  credential(sandbox: SandboxCaller, conversation: ConversationRecord): Promise<string>;
+  credential(sandbox: SandboxCaller, conversation: ConversationRecord, budgetUsd: number | null): Promise<string>;
   gatewayUrl(): string;
 }
 import type { EventFeed } from '#shared/stream/feed.ts';
@@ -94,7 +94,7 @@ export class ConversationBridge {
       // this conversation only, and the gateway calls the upstream with the key.
       config.llm = {
         model: model.model,
-        api_key: await this.platform.credential(sandbox, conversation),
+        api_key: await this.platform.credential(sandbox, conversation, config.max_budget_per_task),
         base_url: `${this.platform.gatewayUrl()}/llm/v1`,
         ...(model.provider === 'anthropic' ? { api: 'anthropic' as const } : {}),
       };

@@ -32,6 +32,8 @@ export interface LlmClaims {
   e: number;
   /** modelsHash of the plan's allowed platform models at minting. */
   m: string;
+  /** The conversation's budget (`max_budget_per_task`) in micro-USD; absent: none. */
+  b?: number;
 }
 
 export const isLlmCredential = (key: string) => key.startsWith(PREFIX);

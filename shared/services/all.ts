@@ -22,6 +22,7 @@ import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
+import { llmGateway } from '#shared/services/llm-gateway.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -48,4 +49,5 @@ export const allServices: Required<ServiceFactories> = {
   oidcSignIn,
   usage,
   platformLlms,
+  llmGateway,
 };

@@ -25,7 +25,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
       policy,
       // The gateway is served on the same host the sandbox reaches the bridge on (locally the gateway's port).
       gatewayUrl: () => c.adapters.bridgeUrl(undefined),
-      credential: (sandbox, conversation) =>
+      credential: (sandbox, conversation, budgetUsd) =>
         c.use(llmCredentials).mint({
           u: conversation.userId,
           o: sandbox.orgId ?? conversation.userId,
@@ -34,6 +34,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
           s: sandbox.id,
           g: sandbox.generation ?? 1,
           m: modelsHash(policy.allowed(sandbox.plan)),
+          ...(budgetUsd === null ? {} : { b: Math.round(budgetUsd * 1_000_000) }),
         }),
     },
   );

@@ -8,6 +8,7 @@ import type { EventStore } from '#shared/events/event-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
 import type { PlatformModels } from '#shared/llm/platform-models.ts';
+import type { LlmLedger } from '#shared/llm/ledger.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
@@ -78,6 +79,8 @@ export interface Adapters {
   platformModels: PlatformModels;
   /** A platform model's upstream key: locally its `api_key_env`, on AWS read once from its SSM/Secrets Manager ARN and cached. */
   platformLlmKey: (model: string) => Promise<string>;
+  /** The LLM gateway's records, reservations and rate counters (tables `usage` and `keys`). */
+  llmLedger: LlmLedger;
   /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
   accountStore: AccountStore;
   /** The audit log's writer: new entries only (table access `append`). */
@@ -132,6 +135,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   prices: { build: { capabilities: ['prices'] } },
   platformModels: { build: { capabilities: ['platform-llms'] } },
   platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
+  llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },
   usageStore: {
     build: { tables: { usage: 'read' } },
     calls: { recordCompute: { tables: { usage: 'write' } } },

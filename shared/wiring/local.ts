@@ -16,6 +16,7 @@ import { filePlans } from '#shared/plans/load.ts';
 import { filePrices } from '#shared/usage/prices.ts';
 import { filePlatformModels } from '#shared/llm/platform-models.ts';
 import { envKey } from '#shared/llm/keys.ts';
+import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
@@ -120,6 +121,7 @@ export function localServices(options: LocalOptions): LocalServices {
     prices: () => prices,
     platformModels: () => platformModels,
     platformLlmKey: () => envKey(platformModels, process.env),
+    llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
