@@ -826,6 +826,7 @@ export const routes = [
     summary: 'The agent settings this API stores (LLM, agent, condenser), as the SDK describes a settings schema',
     tag: 'canvas',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'canvasConversationSettingsSchema',
