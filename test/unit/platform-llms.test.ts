@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { credentialExpiry, fetchWithKey, renewingKey } from '#sandbox/agent/llm-credential.ts';
 import { llmCharge, llmReservation } from '#shared/llm/cost.ts';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { arnKeys } from '#shared/llm/keys.ts';
@@ -125,5 +126,50 @@ describe('upstream keys on AWS', () => {
     now = 1001;
     expect(await keys('platform/claude-sonnet')).toBe('key-2');
     await expect(keys('platform/none')).rejects.toThrow('No upstream key ARN');
+  });
+});
+
+describe('the sandbox renews its gateway credential', () => {
+  const key = (e: number) =>
+    `acsl.${Buffer.from(JSON.stringify({ c: 'x', e })).toString('base64url')}.${'A'.repeat(43)}`;
+  it('keeps the one it holds until ten minutes before it expires, then fetches one (once for racing calls)', async () => {
+    let now = 1_000_000_000_000;
+    let fetches = 0;
+    const first = key(now / 1000 + 3600);
+    const second = key(now / 1000 + 7200);
+    const current = renewingKey(
+      first,
+      async () => (++fetches, second),
+      () => now,
+    );
+    expect(await current()).toBe(first);
+    now += 51 * 60_000;
+    expect(await Promise.all([current(), current(), current()])).toEqual([second, second, second]);
+    expect(fetches).toBe(1);
+    expect(credentialExpiry('sk-not-a-credential')).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('keeps the old one when the fetch fails (the gateway then says what is wrong), and sends the current one in the SDK header', async () => {
+    const now = 1_000_000_000_000;
+    const old = key(now / 1000 + 60);
+    expect(
+      await renewingKey(
+        old,
+        () => Promise.reject(new Error('down')),
+        () => now,
+      )(),
+    ).toBe(old);
+    const seen: Headers[] = [];
+    const f = fetchWithKey(
+      async () => 'acsl.new',
+      async (_u, init) => {
+        seen.push(new Headers(init?.headers));
+        return new Response('{}');
+      },
+    );
+    await f('http://x/v1/chat/completions', { headers: { authorization: 'Bearer acsl.old' } });
+    await f('http://x/v1/messages', { headers: { 'x-api-key': 'acsl.old' } });
+    expect(seen[0]!.get('authorization')).toBe('Bearer acsl.new');
+    expect(seen[1]!.get('x-api-key')).toBe('acsl.new');
   });
 });
