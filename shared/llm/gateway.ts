@@ -308,10 +308,14 @@ export class LlmGateway {
     }
 
     const minute = Math.floor(started / 60_000);
-    const rate = await this.deps.ledger.takeRate(claims.o, minute, {
-      requests: plan.llm_requests_per_minute,
-      tokens: plan.llm_tokens_per_minute,
-    });
+    // Side by side (each is a round trip before the first token): the rate, and the month's compute spend.
+    const [rate, compute] = await Promise.all([
+      this.deps.ledger.takeRate(claims.o, minute, {
+        requests: plan.llm_requests_per_minute,
+        tokens: plan.llm_tokens_per_minute,
+      }),
+      this.deps.lookup.computeMonthMicroUsd(claims.o, nowIso.slice(0, 10)),
+    ]);
     if (rate)
       throw new Refusal(
         429,
@@ -328,7 +332,6 @@ export class LlmGateway {
       conversationId: claims.c,
       microUsd: llmReservation(inputEstimate, maxTokens, model),
     };
-    const compute = await this.deps.lookup.computeMonthMicroUsd(claims.o, nowIso.slice(0, 10));
     const refused = await this.deps.ledger.reserve(reservation, {
       orgMaxMicroUsd: Math.round(plan.monthly_spend_usd * 1_000_000) - compute,
       concurrency: this.deps.concurrency,
