@@ -545,6 +545,28 @@ describe('budgets and rates', () => {
   });
 });
 
+describe('limits of the gateway itself', () => {
+  it('caps calls in flight per organization (a conditional counter), and gives the slot back on settle', async () => {
+    const r = { orgId: 'org-concurrency', month: month(), conversationId: 'c'.repeat(32), microUsd: 10 };
+    const limits = { orgMaxMicroUsd: 1_000_000, concurrency: 3, conversationMaxMicroUsd: null };
+    const results = await Promise.all(Array.from({ length: 10 }, () => ledger().reserve(r, limits)));
+    expect(results.filter((x) => x === null)).toHaveLength(3);
+    for (const x of results.filter((x) => x !== null)) expect(x).toEqual({ refused: 'concurrency', used: 3 });
+    await ledger().settle(r, 4);
+    expect(await ledger().reserve(r, limits)).toBeNull();
+    expect(await ledger().committed('org-concurrency', month())).toBe(10 + 10 + 4 + 10);
+  });
+
+  it("refuses a request over Lambda's 6 MB with 413 in the provider's shape", async () => {
+    const big = { ...ask, messages: [{ role: 'user', content: 'x'.repeat(6 * 1024 * 1024 + 10) }] };
+    const res = await llm('acsl.x.y', big);
+    expect(res.status).toBe(413);
+    expect(res.body.error.type).toBe('request_too_large');
+    const anthropic = await llm('acsl.x.y', big, { path: '/llm/v1/messages' });
+    expect(anthropic.body).toEqual({ type: 'error', error: expect.objectContaining({ type: 'request_too_large' }) });
+  });
+});
+
 describe('a hostile agent', () => {
   let p: Platform;
   beforeAll(async () => {
