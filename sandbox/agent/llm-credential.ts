@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /*
  * The LLM gateway's credential (`acsl.`, docs/platform-llms.md) is valid for an hour. A conversation
  * that runs longer fetches its start configuration again (the same webhook, with the sandbox's own
@@ -45,13 +47,20 @@ export function renewingKey(
   };
 }
 
-/** A fetch that puts the current credential in the header the SDK put the first one in. */
+/**
+ * A fetch that puts the current credential in the header the SDK put the first one in, and also in
+ * `X-Session-API-Key`: on AWS, CloudFront's origin access control signs each request and overwrites
+ * `Authorization`, and a signed POST needs `x-amz-content-sha256` (the body's SHA-256), added here too.
+ */
 export function fetchWithKey(key: () => Promise<string>, base: typeof fetch = fetch): typeof fetch {
   return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     const headers = new Headers(init?.headers);
     const k = await key();
     if (headers.has('authorization')) headers.set('authorization', `Bearer ${k}`);
     if (headers.has('x-api-key')) headers.set('x-api-key', k);
+    headers.set('x-session-api-key', k);
+    if (typeof init?.body === 'string')
+      headers.set('x-amz-content-sha256', createHash('sha256').update(init.body).digest('hex'));
     return base(input, { ...init, headers });
   }) as typeof fetch;
 }

@@ -495,13 +495,25 @@ describe('the gateway', () => {
 describe('budgets and rates', () => {
   it("refuses over the conversation's max_budget_per_task with 402 in OpenAI's shape", async () => {
     // A reservation is (bytes / 3) x 1 + 1000 x 2, x 1.5: over 3000 micro-USD, above a 0.002 USD budget.
-    const p = await platformConversation('budget-conv', { max_budget_per_task: 0.002 });
     const calls = upstream.requests.length;
+    const p = await platformConversation(
+      'budget-conv',
+      { max_budget_per_task: 0.002 },
+      { initial_message: { role: 'user', content: [{ type: 'text', text: 'Say hello' }], run: true } },
+    );
     const res = await llm(p.credential, ask);
     expect(res.status).toBe(402);
     expect(res.body).toEqual({
       error: { message: expect.any(String), type: 'budget_exceeded', code: 'max_budget_per_task' },
     });
+    // The agent's own call got the same 402: an AgentErrorEvent and an error status, not a crash or a hang.
+    const events = await waitFor(
+      () => allEvents(stack, p.conversationId, p.key),
+      (es) => es.some((e) => e.kind === 'AgentErrorEvent'),
+      60_000,
+      'the agent reporting the refusal',
+    );
+    expect(JSON.stringify(events.find((e) => e.kind === 'AgentErrorEvent'))).toMatch(/402|budget/i);
     expect(upstream.requests.length).toBe(calls);
   });
 

@@ -167,9 +167,14 @@ describe('the sandbox renews its gateway credential', () => {
         return new Response('{}');
       },
     );
-    await f('http://x/v1/chat/completions', { headers: { authorization: 'Bearer acsl.old' } });
+    await f('http://x/v1/chat/completions', { headers: { authorization: 'Bearer acsl.old' }, body: '{}' });
     await f('http://x/v1/messages', { headers: { 'x-api-key': 'acsl.old' } });
     expect(seen[0]!.get('authorization')).toBe('Bearer acsl.new');
     expect(seen[1]!.get('x-api-key')).toBe('acsl.new');
+    // Also where CloudFront's origin access control leaves it (it overwrites Authorization), with the body's hash it needs.
+    expect(seen[0]!.get('x-session-api-key')).toBe('acsl.new');
+    expect(seen[0]!.get('x-amz-content-sha256')).toBe(
+      '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a',
+    );
   });
 });
