@@ -295,17 +295,8 @@ export class LlmGateway {
     const nowIso = new Date(started).toISOString();
 
     const idem = req.headers['idempotency-key'];
-    if (idem !== undefined) {
-      if (!idem || idem.length > 255)
-        throw new Refusal(400, 'invalid_request_error', 'Idempotency-Key must be 1-255 characters', 'idempotency_key');
-      if (!(await this.deps.ledger.claimIdempotencyKey(claims.c, idem)))
-        throw new Refusal(
-          409,
-          'invalid_request_error',
-          'A request with this Idempotency-Key was already made (it is not repeated or charged again)',
-          'idempotency_key_reused',
-        );
-    }
+    if (idem !== undefined && (!idem || idem.length > 255))
+      throw new Refusal(400, 'invalid_request_error', 'Idempotency-Key must be 1-255 characters', 'idempotency_key');
 
     const minute = Math.floor(started / 60_000);
     // Side by side (each is a round trip before the first token): the rate, and the month's compute spend.
@@ -355,6 +346,16 @@ export class LlmGateway {
         refused.refused,
       );
 
+    // Claimed only once the call may go ahead: a retry after a 429 or a 402 with the same key is not a repeat.
+    if (idem !== undefined && !(await this.deps.ledger.claimIdempotencyKey(claims.c, idem))) {
+      await this.deps.ledger.settle(reservation, 0);
+      throw new Refusal(
+        409,
+        'invalid_request_error',
+        'A request with this Idempotency-Key was already made (it is not repeated or charged again)',
+        'idempotency_key_reused',
+      );
+    }
     let outcome: { reported?: Reported; estimatedChars?: number; status: number } = { status: 0 };
     try {
       outcome = await this.forward(api, req, sink, model, upstream, stream);

@@ -43,10 +43,15 @@ function memoryLedger() {
   return { ledger, records };
 }
 
-async function run(upstream: () => Promise<Response>) {
+async function run(
+  upstream: () => Promise<Response>,
+  over: Partial<LlmLedger> = {},
+  headers: Record<string, string> = {},
+) {
   const credentials = new LlmCredentials(async () => Buffer.alloc(32, 1));
   const policy = new PlatformLlmPolicy(models, () => plans);
-  const { ledger, records } = memoryLedger();
+  const { ledger: base, records } = memoryLedger();
+  const ledger = { ...base, ...over };
   const gateway = new LlmGateway({
     credentials,
     policy,
@@ -88,7 +93,7 @@ async function run(upstream: () => Promise<Response>) {
   await gateway.handle(
     {
       path: '/llm/v1/chat/completions',
-      headers: { 'x-session-api-key': credential },
+      headers: { 'x-session-api-key': credential, ...headers },
       body: Buffer.from(JSON.stringify({ model: 'platform/m', stream: true, messages: [] })),
       requestId: 'req-1',
       signal: new AbortController().signal,
@@ -135,5 +140,32 @@ describe('the gateway with a slow upstream', () => {
     expect(out.head![0]).toBe(200);
     expect(out.writes.at(-1)).toContain('data: {"error":{"message":"overloaded"');
     expect(records).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('is claimed only once the call may go ahead: a retry after a 429 with the same key is not a repeat', async () => {
+    const claimed = new Set<string>();
+    let rated = 0;
+    const ledger: Partial<LlmLedger> = {
+      takeRate: async () => (++rated === 1 ? 'llm_requests_per_minute' : null),
+      claimIdempotencyKey: async (_c, k) => !claimed.has(k) && !!claimed.add(k),
+    };
+    const answer = () =>
+      Promise.resolve(
+        new Response(
+          `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } })}\n\ndata: [DONE]\n\n`,
+          {
+            headers: { 'content-type': 'text/event-stream' },
+          },
+        ),
+      );
+    const first = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(first.out.head![0]).toBe(429);
+    const retry = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(retry.out.head![0]).toBe(200);
+    const repeat = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(repeat.out.head![0]).toBe(409);
+    expect(repeat.records).toEqual([]);
   });
 });
