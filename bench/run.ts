@@ -6,6 +6,7 @@ import { benchConsole } from './console.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
 import { benchFargate } from './fargate.ts';
 import { benchLists } from './lists.ts';
+import { benchLlmGateway } from './llm-gateway.ts';
 import { benchLoad } from './load.ts';
 import { benchNeighbours } from './neighbours.ts';
 import { benchSandboxes } from './sandboxes.ts';
@@ -27,6 +28,7 @@ const sections: [string, () => Promise<string>][] = [
   ['agent', benchAgent],
   ['console', benchConsole],
   ['stream', benchStream],
+  ['llm', benchLlmGateway],
   ['load', benchLoad],
   ['neighbours', benchNeighbours],
   ['fargate', benchFargate],

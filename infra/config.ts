@@ -1,5 +1,6 @@
 import { parsePlans } from '#shared/plans/model.ts';
 import { parsePrices } from '#shared/usage/prices.ts';
+import { parsePlatformModels } from '#shared/llm/platform-models.ts';
 import * as z from 'zod';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
 
@@ -114,6 +115,15 @@ export const configSchema = z.object({
    */
   prices: z.preprocess(fromJson, z.unknown()).optional(),
   /**
+   * Platform models (shared/llm/platform-models.ts, docs/platform-llms.md), as JSON; unset: none
+   * offered. Each model's key is `api_key_arn` (an SSM SecureString or a Secrets Manager secret: the
+   * ARN, never the value). Checked here with the key named; given as PLATFORM_LLMS to the functions
+   * that declare `platform-llms`, and its ARNs are all the gateway may read.
+   */
+  platformLlms: z.preprocess(fromJson, z.unknown()).optional(),
+  /** Calls in flight per organization at the LLM gateway (429 beyond). */
+  llmConcurrentCallsPerOrg: int(1, 10_000).default(32),
+  /**
    * Reserved concurrency for the event-ingest function only (a sandbox flood then throttles itself,
    * not every other function of the account). Unset by default: Lambda refuses a reservation that
    * leaves less than 100 unreserved, and new accounts often have a quota of 10 (docs/deploy.md).
@@ -186,6 +196,15 @@ export function loadConfig(get: (key: string) => unknown): Config {
   if (parsed.data.prices !== undefined) {
     try {
       parsePrices(parsed.data.prices, 'context key "prices"');
+    } catch (err) {
+      throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
+    }
+  }
+  if (parsed.data.platformLlms !== undefined) {
+    try {
+      const models = parsePlatformModels(parsed.data.platformLlms, 'context key "platformLlms"');
+      const local = models.list.find((m) => !m.api_key_arn);
+      if (local) throw new Error(`context key "platformLlms" at ${local.model}: needs api_key_arn on AWS`);
     } catch (err) {
       throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
     }

@@ -46,6 +46,8 @@ export interface GrantTargets {
   };
   /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
   bridgeSocket: { connectionsArn: string };
+  /** The platform models' upstream key ARNs (SSM parameters, Secrets Manager secrets) from the context `platformLlms`. */
+  platformLlmKeys?: string[];
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
   stream: { apiId: string; stageName: string; resendFunction?: IFunction };
 }
@@ -101,6 +103,17 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   origins: [],
   plans: [],
   prices: [],
+  'platform-llms': [],
+  'platform-llm-keys': [
+    {
+      // The upstream keys by ARN only: SSM SecureStrings under the AWS-managed key aws/ssm (no kms grant needed) or Secrets Manager secrets.
+      actions: ['ssm:GetParameter', 'secretsmanager:GetSecretValue'],
+      resources: (t) => {
+        if (!t.platformLlmKeys?.length) throw new Error('platform-llm-keys: no key ARNs in the platformLlms context');
+        return t.platformLlmKeys;
+      },
+    },
+  ],
   signin: [],
   'ecs:run': [
     {

@@ -45,9 +45,10 @@ import {
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
-import { routes } from '#shared/routes.ts';
+import { llmGatewayRoute, routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
 import { environmentNames } from '#shared/wiring/needs.ts';
+import { LlmGatewayFront, platformLlmKeyArns } from '#infra/constructs/llm-gateway.ts';
 
 /** A route function's time-out: its entry's, or the default; never past API Gateway's 30 s integration limit. */
 export function routeTimeout(route: RouteDef): Duration {
@@ -154,6 +155,7 @@ export class ConversationServiceStack extends Stack {
         workspaces: this.sandboxes.workspaces,
       },
       bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
+      platformLlmKeys: platformLlmKeyArns(config.platformLlms),
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {
@@ -175,6 +177,9 @@ export class ConversationServiceStack extends Stack {
       PLANS: config.plans === undefined ? '' : JSON.stringify(config.plans),
       // Empty: the built-in prices (shared/usage/prices.ts, config/prices.json's).
       PRICES: config.prices === undefined ? '' : JSON.stringify(config.prices),
+      // Empty: no platform models (docs/platform-llms.md).
+      PLATFORM_LLMS: config.platformLlms === undefined ? '' : JSON.stringify(config.platformLlms),
+      LLM_CONCURRENT_CALLS_PER_ORG: String(config.llmConcurrentCallsPerOrg),
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',
@@ -326,6 +331,13 @@ export class ConversationServiceStack extends Stack {
           fn.fn.addEnvironment('OIDC_CLIENT_ID', this.signIn.client.userPoolClientId);
         }
     }
+    // The LLM gateway (docs/platform-llms.md), only with platform models configured: a streaming function URL
+    // under /llm/*. Made after the public host's variables are handed out: the distribution depends on it.
+    if (config.platformLlms !== undefined)
+      new LlmGatewayFront(this, 'LlmGateway', {
+        fn: extra(llmGatewayRoute, Duration.minutes(15)).fn,
+        distribution: this.front.distribution,
+      });
     // The console's page redeems sign-in codes at the issuer's token endpoint (Cognito's is on its hosted domain): its CSP names that origin.
     const connect = this.signIn
       ? this.signIn.domain.baseUrl()

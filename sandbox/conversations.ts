@@ -14,6 +14,7 @@ import type { AgentEvent } from '#sandbox/agent/events.ts';
 import { secretMasker } from '#sandbox/agent/mask.ts';
 import { AgentSession } from '#sandbox/agent/session.ts';
 import { startConfigSecrets } from '#sandbox/secret-forms.ts';
+import { renewingKey } from '#sandbox/agent/llm-credential.ts';
 import type { ConversationReport, ExecutionStatus } from '#shared/protocol.ts';
 import type { BridgeClient } from '#sandbox/bridge-client.ts';
 import { ReportQueue } from '#sandbox/report-queue.ts';
@@ -283,7 +284,18 @@ export class ConversationRunner {
     const session = new AgentSession({
       conversationId: cid,
       workspaceDir: dir,
-      llm: { model: config.llm.model, apiKey: config.llm.api_key, baseUrl: config.llm.base_url ?? undefined },
+      llm: {
+        model: config.llm.model,
+        apiKey: config.llm.api_key,
+        baseUrl: config.llm.base_url ?? undefined,
+        ...(config.llm.api ? { api: config.llm.api } : {}),
+        // A platform model's gateway credential lasts an hour: fetched again from the start configuration before it ends.
+        ...(config.llm.api_key.startsWith('acsl.')
+          ? {
+              renewKey: renewingKey(config.llm.api_key, async () => (await this.o.bridge.startConfig(cid)).llm.api_key),
+            }
+          : {}),
+      },
       maxIterations: config.max_iterations,
       maxBudgetPerTask: config.max_budget_per_task,
       confirmationMode: config.confirmation_mode,

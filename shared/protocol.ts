@@ -231,7 +231,8 @@ export type SnapshotDownload = z.output<typeof snapshotDownloadSchema>;
 export interface StartConfig {
   conversation_id: string;
   start_task_id: string;
-  llm: { model: string; api_key: string; base_url: string | null };
+  /** `api: 'anthropic'`: base_url speaks Anthropic's Messages API (a platform model behind the LLM gateway); else OpenAI-compatible. */
+  llm: { model: string; api_key: string; base_url: string | null; api?: 'anthropic' };
   max_iterations: number | null;
   max_budget_per_task: number | null;
   confirmation_mode: boolean;

@@ -17,6 +17,32 @@ const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task
 const sandboxStart = [...sandboxLaunch, 'plans'] as const;
 
 /**
+ * The LLM gateway (docs/platform-llms.md): a route of its own kind, `llm-stream`, since it streams
+ * its answer as it comes and API Gateway's HTTP APIs cannot. The agent in a sandbox calls it with its
+ * conversation's `acsl.` credential (checked by the function itself, like `sandbox` routes). Locally
+ * the local gateway serves these paths on its port; on AWS it is a Lambda function URL in response
+ * streaming mode behind CloudFront (infra/constructs/llm-gateway.ts). One function serves both paths.
+ */
+export const llmGatewayRoute = {
+  id: 'llmGateway',
+  kind: 'llm-stream',
+  method: 'POST',
+  paths: ['/llm/v1/chat/completions', '/llm/v1/messages'],
+  entry: 'functions/llm/gateway.ts',
+  auth: 'llm-credential',
+  summary: 'OpenAI-compatible chat completions and Anthropic messages for platform models, metered per token',
+  tag: 'llm',
+  // conversations, sandboxes, orgs: what revokes a credential (key version, the sandbox's generation, a
+  // suspension, a plan change); users + signin: the account store that reads the organization; keys: the
+  // credential's signing key (sealed), rate counters, Idempotency-Keys; usage: records, totals, reservations.
+  tables: { conversations: 'read', sandboxes: 'read', users: 'read', orgs: 'read', usage: 'write', keys: 'write' },
+  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys'],
+  async: false,
+  /** A long completion streams for minutes: Lambda's own limit. */
+  timeoutSeconds: 900,
+} as const;
+
+/**
  * The one route table. The CDK app makes one API Gateway route and one Lambda per entry, the
  * local gateway serves it, the OpenAPI document is generated from it, and the route tests walk it.
  * Plain data: no AWS imports and no schemas here. A route's schemas live with its resource, in its
@@ -74,7 +100,7 @@ export const routes = [
     tag: 'settings',
     // auditLog: the names of the fields saved and secrets set or cleared (never values).
     tables: { settings: 'write', auditLog: 'append' },
-    capabilities: ['signin', 'seal', 'unseal'],
+    capabilities: ['signin', 'seal', 'unseal', 'plans', 'platform-llms'],
   },
   {
     id: 'listAgents',
@@ -276,7 +302,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -402,7 +428,7 @@ export const routes = [
       commands: 'write',
       idempotency: 'write',
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -471,8 +497,9 @@ export const routes = [
     summary:
       'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',
     tag: 'webhooks',
-    tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write' },
-    capabilities: ['unseal'],
+    // keys, seal: the signing key of platform-model gateway credentials (created on first use, sealed).
+    tables: { conversations: 'read', startTasks: 'read', settings: 'read', sandboxes: 'write', keys: 'write' },
+    capabilities: ['seal', 'unseal', 'plans', 'platform-llms'],
   },
   // --- the OpenHands web UI's gates: sign-in, options, legacy conversation routes, keys, docs assets ---
   {
@@ -545,6 +572,7 @@ export const routes = [
     summary: 'LLM models the agent can call without a base URL (LLM_MODELS replaces the list)',
     tag: 'options',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'legacyListConversations',
@@ -798,6 +826,7 @@ export const routes = [
     summary: 'The agent settings this API stores (LLM, agent, condenser), as the SDK describes a settings schema',
     tag: 'canvas',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'canvasConversationSettingsSchema',
@@ -860,6 +889,7 @@ export const routes = [
     summary: 'The models of /api/options/models as a page of `{provider, name, verified}` (query, provider__eq)',
     tag: 'canvas',
     tables: {},
+    capabilities: ['platform-llms'],
   },
   {
     id: 'canvasSearchProviders',

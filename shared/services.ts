@@ -20,6 +20,8 @@ import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 import type { UsageService } from '#shared/usage/service.ts';
+import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
+import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
@@ -53,6 +55,10 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** Platform models: which exist, which the caller's plan allows. */
+  platformLlms: PlatformLlmPolicy;
+  /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
+  llmGateway: LlmGateway;
   /** The console's OpenID sign-in: the issuer's verifier (null without one) and the attempt limits. */
   oidcSignIn: { verifier: OidcVerifier | null; limiter: RateLimiter };
 }
@@ -117,6 +123,8 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  platformLlms: true,
+  llmGateway: true,
 };
 
 /**

@@ -1,4 +1,6 @@
+import { platformLlms } from '#shared/services/platform-llms.ts';
 import { canvasAgentSettingsSchema } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { platformModels } from '#shared/wiring/aws/llm.ts';
 
-export const handler = awsRoute(canvasAgentSettingsSchema, {});
+export const handler = awsRoute(canvasAgentSettingsSchema, { platformModels }, { platformLlms });

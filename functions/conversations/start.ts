@@ -12,6 +12,7 @@ import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
 import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { platformModels } from '#shared/wiring/aws/llm.ts';
 
 export const handler = awsRoute(
   startConversation,
@@ -28,6 +29,7 @@ export const handler = awsRoute(
     bridgeUrl,
     plans,
     usageStore,
+    platformModels,
     idempotencyStore,
   },
   { conversations, idempotency },

@@ -12,6 +12,7 @@ export const localConfigSchema = z.object({
   SANDBOX_SPECS_FILE: z.string().min(1).optional(),
   PLANS_FILE: z.string().min(1).optional(),
   PRICES_FILE: z.string().min(1).optional(),
+  PLATFORM_LLMS_FILE: z.string().min(1).optional(),
 });
 
 export type LocalConfig = {
@@ -31,6 +32,8 @@ export type LocalConfig = {
   plansFile?: string;
   /** The prices file (env PRICES_FILE; default `config/prices.json`), validated at start. */
   pricesFile?: string;
+  /** The platform models file (env PLATFORM_LLMS_FILE; default `config/platform-llms.json`), validated at start. */
+  platformLlmsFile?: string;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -62,6 +65,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
     ...(parsed.data.PLANS_FILE ? { plansFile: resolve(parsed.data.PLANS_FILE) } : {}),
     ...(parsed.data.PRICES_FILE ? { pricesFile: resolve(parsed.data.PRICES_FILE) } : {}),
+    ...(parsed.data.PLATFORM_LLMS_FILE ? { platformLlmsFile: resolve(parsed.data.PLATFORM_LLMS_FILE) } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

@@ -9,7 +9,8 @@ import type { RouteDef } from '#shared/http/route.ts';
 import { matchRoute } from '#shared/http/router.ts';
 import { lambdaHandler, type ApiEvent, type ApiHandler, type ApiResult } from '#shared/http/wrapper.ts';
 import { logger } from '#shared/logging.ts';
-import { routes } from '#shared/routes.ts';
+import { llmGatewayRoute, routes } from '#shared/routes.ts';
+import { llmGatewayPaths, LLM_MAX_REQUEST_BYTES, type LlmGateway } from '#shared/llm/gateway.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import { attachEventStream } from '#infra/local/stream-socket.ts';
@@ -42,6 +43,70 @@ export async function loadHandlers(services: LocalServices): Promise<Map<string,
     );
   }
   return handlers;
+}
+
+/** The LLM gateway's entry, run with the local adapters of the same names, held to its declaration. */
+async function loadLlmGateway(services: LocalServices): Promise<LlmGateway> {
+  const mod = (await import(new URL(`../../${llmGatewayRoute.entry}`, import.meta.url).href)) as {
+    handler: { wiring: FunctionWiring };
+  };
+  const w = mod.handler.wiring;
+  return services.forFunction(llmGatewayRoute.id, llmGatewayRoute, w.adapters, w.services).llmGateway;
+}
+
+/** Streams the gateway's answer onto the response as it comes; the client going away aborts the upstream call. */
+async function serveLlm(
+  gateway: LlmGateway,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  requestId: string,
+) {
+  const json = (status: number, body: unknown, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': requestId, ...extra });
+    res.end(JSON.stringify(body));
+  };
+  if (req.method !== 'POST') return json(405, { detail: 'Method Not Allowed' }, { allow: 'POST' });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > LLM_MAX_REQUEST_BYTES) {
+      res.shouldKeepAlive = false;
+      // The provider's error shape, as the gateway answers it (Lambda's 6 MB payload limit on AWS).
+      const message = `The request is larger than ${LLM_MAX_REQUEST_BYTES} bytes`;
+      return json(
+        413,
+        path.endsWith('/messages')
+          ? { type: 'error', error: { type: 'request_too_large', message } }
+          : { error: { message, type: 'request_too_large', code: null } },
+      );
+    }
+    chunks.push(chunk as Buffer);
+  }
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  await gateway.handle(
+    {
+      path,
+      headers: req.headers as Record<string, string | undefined>,
+      body: Buffer.concat(chunks),
+      requestId,
+      signal: abort.signal,
+    },
+    {
+      head: (status, headers) => {
+        res.writeHead(status, headers);
+        res.flushHeaders();
+      },
+      write: (chunk) => {
+        if (!res.destroyed) res.write(chunk);
+      },
+      end: () => res.end(),
+    },
+  );
 }
 
 function send(res: ServerResponse, result: ApiResult, cors: Record<string, string> = {}): void {
@@ -157,6 +222,7 @@ export async function startGateway(options: {
   mount?: { path: string; handler: () => ((req: IncomingMessage, res: ServerResponse) => void) | undefined };
 }): Promise<Gateway> {
   const handlers = await loadHandlers(options.services);
+  const llm = await loadLlmGateway(options.services);
   const origins = allowedOrigins();
   const { apiKeys, sessions, conversationKeys, accounts } = options.services;
   // Handlers still running (a long-poll whose client went away) finish before close() resolves.
@@ -184,6 +250,8 @@ export async function startGateway(options: {
         );
       }
       const cors = corsHeaders(origin, origins, false);
+      // The LLM gateway's paths (a streaming route of its own kind, shared/routes.ts `llmGatewayRoute`).
+      if (url.pathname in llmGatewayPaths) return serveLlm(llm, req, res, url.pathname, requestId);
       const match = matchRoute(req.method ?? 'GET', url.pathname);
       if (match.kind === 'not-found') return send(res, jsonResult(404, { detail: 'Not Found' }, requestId), cors);
       if (match.kind === 'method-not-allowed') {

@@ -86,6 +86,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     specsFile: config.specsFile,
     plansFile: config.plansFile,
     pricesFile: config.pricesFile,
+    platformLlmsFile: config.platformLlmsFile,
     commandPush: config.commandPush,
     containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });

@@ -3,6 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, RetryError, type LanguageModel } from 'ai';
 import type { AgentMetrics } from '#shared/protocol.ts';
+import { fetchWithKey } from '#sandbox/agent/llm-credential.ts';
 
 export interface LlmConfig {
   /** `llm_model` of the settings, e.g. `openai/gpt-4o`, `anthropic/claude-sonnet-4-5`, or any name with a base URL */
@@ -12,6 +13,10 @@ export interface LlmConfig {
   baseUrl?: string | null;
   /** Per-million-token prices that override the table (e.g. for a self-hosted or new model). */
   pricing?: ModelPrice | null;
+  /** `anthropic`: `baseUrl` speaks Anthropic's Messages API (a platform model behind the control plane's LLM gateway). */
+  api?: 'anthropic';
+  /** A platform model's gateway credential, renewed before it expires (sandbox/agent/llm-credential.ts). */
+  renewKey?: () => Promise<string>;
 }
 
 /** A configuration the agent cannot work with; the message says what to change. */
@@ -30,6 +35,9 @@ export function resolveModel(config: LlmConfig): LanguageModel {
   const { model, apiKey } = config;
   const baseUrl = config.baseUrl?.trim();
   if (!model.trim()) throw new LlmConfigError('llm_model is empty: set it in the settings.');
+  const renewing = config.renewKey ? { fetch: fetchWithKey(config.renewKey) } : {};
+  if (baseUrl && config.api === 'anthropic')
+    return createAnthropic({ baseURL: baseUrl, apiKey: apiKey || undefined, ...renewing })(model);
   if (baseUrl) {
     const prefix = PROXY_PREFIXES.find((p) => model.startsWith(p));
     const provider = createOpenAICompatible({
@@ -37,6 +45,7 @@ export function resolveModel(config: LlmConfig): LanguageModel {
       baseURL: baseUrl,
       apiKey: apiKey || undefined,
       includeUsage: true,
+      ...renewing,
       // Image URLs go to the endpoint as they are; the SDK would otherwise download them itself.
       supportedUrls: () => ({ 'image/*': [/^https?:\/\/.*$/i] }),
     });

@@ -4724,6 +4724,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: {
+                            platform: boolean;
                             provider: string | null;
                             name: string;
                             verified: boolean;
@@ -5731,7 +5732,7 @@ export interface operations {
             query?: {
                 from?: string;
                 to?: string;
-                group_by?: "day" | "user";
+                group_by?: "day" | "user" | "model";
             };
             header?: never;
             path?: never;
@@ -5752,21 +5753,34 @@ export interface operations {
                         from: string;
                         to: string;
                         /** @enum {string} */
-                        group_by: "day" | "user";
+                        group_by: "day" | "user" | "model";
                         /** @constant */
                         currency: "USD";
                         items: {
                             day?: string;
                             user_id?: string;
+                            model?: string;
                             vcpu_seconds: number;
                             gb_seconds: number;
                             compute_cost_usd: number;
+                            llm_calls: number;
+                            llm_input_tokens: number;
+                            llm_output_tokens: number;
+                            llm_cached_input_tokens: number;
+                            llm_cache_write_input_tokens: number;
+                            llm_cost_usd: number;
                             total_cost_usd: number;
                         }[];
                         total: {
                             vcpu_seconds: number;
                             gb_seconds: number;
                             compute_cost_usd: number;
+                            llm_calls: number;
+                            llm_input_tokens: number;
+                            llm_output_tokens: number;
+                            llm_cached_input_tokens: number;
+                            llm_cache_write_input_tokens: number;
+                            llm_cost_usd: number;
                             total_cost_usd: number;
                         };
                     };

@@ -16,6 +16,14 @@ import {
   startTaskStatuses,
 } from '#shared/protocol.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
+import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
+
+/** What the start configuration of a platform model needs: the models, a credential, the gateway's URL. */
+export interface PlatformStart {
+  policy: PlatformLlmPolicy;
+  credential(sandbox: SandboxCaller, conversation: ConversationRecord, budgetUsd: number | null): Promise<string>;
+  gatewayUrl(): string;
+}
 import type { EventFeed } from '#shared/stream/feed.ts';
 
 /** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
@@ -45,6 +53,8 @@ export class ConversationBridge {
      * sandbox's current generation started; none: no limits (tests of the store's own rules).
      */
     private readonly planFor?: (name: string | undefined) => Plan,
+    /** Platform models: their start configuration points the agent at the LLM gateway with a credential of its own. */
+    private readonly platform?: PlatformStart,
   ) {}
 
   /**
@@ -80,7 +90,19 @@ export class ConversationBridge {
       const secrets = JSON.parse(await this.settings.openFor(conversation.userId, task.mcpSecretsSealed)) as McpSecrets;
       request.mcp_config = unmaskMcp(request.mcp_config, secrets);
     }
-    return buildStartConfig(conversation, request, settings, task.id);
+    const config = buildStartConfig(conversation, request, settings, task.id);
+    const model = this.platform?.policy.get(config.llm.model);
+    if (model && this.platform && sandbox) {
+      // The platform's key never enters the sandbox: the agent calls our gateway with a credential of
+      // this conversation only, and the gateway calls the upstream with the key.
+      config.llm = {
+        model: model.model,
+        api_key: await this.platform.credential(sandbox, conversation, config.max_budget_per_task),
+        base_url: `${this.platform.gatewayUrl()}/llm/v1`,
+        ...(model.provider === 'anthropic' ? { api: 'anthropic' as const } : {}),
+      };
+    }
+    return config;
   }
 
   async report(sandbox: SandboxCaller | undefined, r: ConversationReport): Promise<{ success: true }> {

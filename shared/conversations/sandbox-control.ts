@@ -26,8 +26,10 @@ export interface SandboxCaller {
   userId: string;
   status: SandboxStatus;
   lastActivityAt?: string;
-  /** The organization's plan when the current generation started (the ingest's limits). */
+  /** The organization that pays and its plan when this generation started (the ingest's limits; absent on old records). */
+  orgId?: string;
   plan?: string;
+  generation?: number;
 }
 
 export interface SandboxControl {

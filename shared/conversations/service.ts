@@ -27,6 +27,7 @@ import type { CursorCodec } from '#shared/http/cursor.ts';
 import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
+import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 
 const newId = () => randomUUID().replaceAll('-', '');
 const normalizeId = (id: string) => id.replaceAll('-', '').toLowerCase();
@@ -171,6 +172,8 @@ export class ConversationService {
     /** The plans (`max_conversations`): read by starts only, whose functions declare them. */
     private readonly plans: () => Plans = () => DEFAULT_PLANS,
     private readonly now: () => Date = () => new Date(),
+    /** Platform models (no user key needed; the plan must allow them); none: every model is a user-key model. */
+    private readonly platformLlms?: PlatformLlmPolicy,
   ) {}
 
   private sessionKey(rec: ConversationRecord): Promise<string> {
@@ -185,7 +188,9 @@ export class ConversationService {
   async start(userId: string, req: StartRequest, baseUrl: string, tenant: Tenant): Promise<AppConversationStartTask> {
     const settings = await this.settings.resolve(userId);
     if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
-    if (!settings.llm_api_key)
+    // A platform model is paid by the platform through its LLM gateway: no user key, but the plan must allow it (403).
+    const platform = this.platformLlms?.check(req.llm_model ?? settings.llm_model, tenant.plan);
+    if (!platform && !settings.llm_api_key)
       throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
     if (!(req.llm_model ?? settings.llm_model))
       throw badRequest('No LLM model: set llm_model in your settings or in the request');
@@ -285,7 +290,7 @@ export class ConversationService {
   async legacyCreate(userId: string, body: LegacyCreate, baseUrl: string, tenant: Tenant) {
     const settings = await this.settings.find(userId);
     if (!settings) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', 'Settings not found');
-    if (!settings.llm_api_key_set)
+    if (!settings.llm_api_key_set && !this.platformLlms?.get(settings.llm_model))
       throw legacyError(
         400,
         'STATUS$ERROR_LLM_AUTHENTICATION',

@@ -23,6 +23,8 @@ export type Capability =
   | 'origins' // reads the allowed browser origins (CORS_ORIGINS) to check a cookie write's Origin itself; no IAM
   | 'plans' // reads the deployment's plans (PLANS, from the CDK context `plans`); no IAM
   | 'prices' // reads the deployment's compute prices (PRICES, from the CDK context `prices`); no IAM
+  | 'platform-llms' // reads the platform models, their prices and upstreams (PLATFORM_LLMS, from the CDK context `platformLlms`); no IAM
+  | 'platform-llm-keys' // ssm:GetParameter / secretsmanager:GetSecretValue on the platform models' key ARNs (the LLM gateway only)
   | 'ecs:run' // ecs:RunTask on sandbox task definitions, iam:PassRole to the sandbox roles, ecs:TagResource
   | 'ecs:stop' // ecs:StopTask on tasks in the sandbox cluster
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster

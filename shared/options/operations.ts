@@ -13,13 +13,17 @@ export const getOptionsConfig = defineOperation(
 export const getOptionsModels = defineOperation(
   'getOptionsModels',
   () => ({ response: z.array(z.string()) }),
-  async () => llmModels(),
+  // Strings, as the OpenHands web UI reads them: the platform models first (marked `platform: true` in
+  // GET /api/v1/config/models/search, whose items are objects), then the user-key models.
+  async (_, { platformLlms }) => [...platformLlms.names(), ...llmModels()],
 );
 
 /** One model of the list as Agent Canvas's model picker reads it: `openai/gpt-4o` is provider `openai`, name `gpt-4o`. */
-function modelItem(model: string) {
+function modelItem(model: string, platform = false) {
   const slash = model.indexOf('/');
   return {
+    // Paid by the deployment through its LLM gateway: no API key of the user's (docs/platform-llms.md).
+    platform,
     provider: slash > 0 ? model.slice(0, slash) : null,
     name: slash > 0 ? model.slice(slash + 1) : model,
     // The list is the deployment's own (LLM_MODELS or the built-in one): every entry is one it vouches for.
@@ -56,6 +60,7 @@ export const canvasSearchModels = defineOperation(
     response: z.object({
       items: z.array(
         z.object({
+          platform: z.boolean(),
           provider: z.nullable(z.string()),
           name: z.string(),
           verified: z.boolean(),
@@ -66,16 +71,14 @@ export const canvasSearchModels = defineOperation(
       next_page_id: z.nullable(z.string()),
     }),
   }),
-  async ({ query }) =>
+  async ({ query }, { platformLlms }) =>
     page(
-      llmModels()
-        .map(modelItem)
-        .filter(
-          (m) =>
-            matches(m.name, query.query) &&
-            (query.provider__eq === undefined || m.provider === query.provider__eq) &&
-            (query.verified__eq === undefined || m.verified === query.verified__eq),
-        ),
+      [...platformLlms.names().map((m) => modelItem(m, true)), ...llmModels().map((m) => modelItem(m))].filter(
+        (m) =>
+          matches(m.name, query.query) &&
+          (query.provider__eq === undefined || m.provider === query.provider__eq) &&
+          (query.verified__eq === undefined || m.verified === query.verified__eq),
+      ),
       query,
     ),
 );

@@ -25,8 +25,10 @@ export const limitRefusal = (code: LimitCode, limit: number, used: number, messa
 /** A monthly limit the organization's usage has reached, or undefined. */
 export function monthlyLimitReached(
   plan: Plan,
-  month: { factorSeconds: number; computeMicroUsd: number },
+  month: { factorSeconds: number; computeMicroUsd: number; llmMicroUsd?: number },
 ): { code: LimitCode; limit: number; used: number; message: string } | undefined {
+  // The spend limit counts compute and platform LLM costs (the gateway holds its own calls to it beforehand).
+  const spent = month.computeMicroUsd + (month.llmMicroUsd ?? 0);
   const hours = Math.round((month.factorSeconds / 3600) * 1000) / 1000;
   if (month.factorSeconds >= plan.sandbox_hours_per_month * 3600)
     return {
@@ -35,12 +37,12 @@ export function monthlyLimitReached(
       used: hours,
       message: `the organization's plan allows ${plan.sandbox_hours_per_month} sandbox hours per month (wall time x resource factor) and ${hours} are used`,
     };
-  if (month.computeMicroUsd >= plan.monthly_spend_usd * 1_000_000)
+  if (spent >= plan.monthly_spend_usd * 1_000_000)
     return {
       code: 'monthly_spend_usd',
       limit: plan.monthly_spend_usd,
-      used: month.computeMicroUsd / 1_000_000,
-      message: `the organization's plan allows ${plan.monthly_spend_usd} USD of usage per month and ${month.computeMicroUsd / 1_000_000} USD are used`,
+      used: spent / 1_000_000,
+      message: `the organization's plan allows ${plan.monthly_spend_usd} USD of usage per month and ${spent / 1_000_000} USD are used`,
     };
   return undefined;
 }

@@ -21,6 +21,8 @@ import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
+import { platformLlms } from '#shared/services/platform-llms.ts';
+import { llmGateway } from '#shared/services/llm-gateway.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -46,4 +48,6 @@ export const allServices: Required<ServiceFactories> = {
   organizations,
   oidcSignIn,
   usage,
+  platformLlms,
+  llmGateway,
 };

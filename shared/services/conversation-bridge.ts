@@ -1,11 +1,15 @@
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
 import { ConversationRecords } from '#shared/conversations/records.ts';
+import { modelsHash } from '#shared/llm/platform-models.ts';
 import type { ServiceFactory } from '#shared/services.ts';
+import { llmCredentials } from '#shared/services/llm-credentials.ts';
+import { platformLlms } from '#shared/services/platform-llms.ts';
 import { sandboxControl } from '#shared/services/sandbox-control.ts';
 import { settings } from '#shared/services/settings.ts';
 
-export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
-  new ConversationBridge(
+export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
+  const policy = c.use(platformLlms);
+  return new ConversationBridge(
     c.adapter('conversationStore'),
     c.adapter('startTaskStore'),
     c.adapter('eventStore'),
@@ -16,4 +20,21 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) =>
     undefined,
     // Read by the ingest only (the plans adapter is its entry's): its rate and cap.
     (name) => c.adapters.plans.plan(name),
+    {
+      policy,
+      // The gateway is served on the same host the sandbox reaches the bridge on (locally the gateway's port).
+      gatewayUrl: () => c.adapters.bridgeUrl(undefined),
+      credential: (sandbox, conversation, budgetUsd) =>
+        c.use(llmCredentials).mint({
+          u: conversation.userId,
+          o: sandbox.orgId ?? conversation.userId,
+          c: conversation.id,
+          v: conversation.keyVersion ?? 1,
+          s: sandbox.id,
+          g: sandbox.generation ?? 1,
+          m: modelsHash(policy.allowed(sandbox.plan)),
+          ...(budgetUsd === null ? {} : { b: Math.round(budgetUsd * 1_000_000) }),
+        }),
+    },
   );
+};

@@ -5,6 +5,7 @@ import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { sandboxControl } from '#shared/services/sandbox-control.ts';
 import { settings } from '#shared/services/settings.ts';
+import { platformLlms } from '#shared/services/platform-llms.ts';
 
 export const conversations: ServiceFactory<ConversationService> = (c) =>
   new ConversationService(
@@ -17,4 +18,6 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     new ConversationRecords(c.adapter('conversationStore')),
     // Read by starts only (their functions declare the plans capability).
     () => c.adapters.plans,
+    undefined,
+    c.use(platformLlms),
   );

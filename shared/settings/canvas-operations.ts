@@ -185,7 +185,7 @@ const settingsSchemaSchema = z.lazy(() =>
 export const canvasAgentSettingsSchema = defineOperation(
   'canvasAgentSettingsSchema',
   () => ({ response: settingsSchemaSchema }),
-  async () => ({
+  async (_, { platformLlms }) => ({
     model_name: 'AgentSettings',
     sections: [
       {
@@ -193,7 +193,8 @@ export const canvasAgentSettingsSchema = defineOperation(
         label: 'LLM',
         variant: null,
         fields: [
-          fieldSchema('llm.model', 'Model', 'string', { choices: llmModels() }),
+          // The choices of /api/options/models: the platform models (no API key needed), then the user-key ones.
+          fieldSchema('llm.model', 'Model', 'string', { choices: [...platformLlms.names(), ...llmModels()] }),
           fieldSchema('llm.base_url', 'Base URL', 'string', {
             description: 'Any OpenAI-compatible endpoint; empty for the provider of the model',
           }),

@@ -25,7 +25,9 @@ export const saveSettings = defineOperation(
     errors: [409],
     example: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-...', max_iterations: 100, confirmation_mode: false },
   }),
-  async ({ userId, auth, body, rawBody }, { settings, audit }) => {
+  async ({ userId, auth, body, rawBody }, { settings, audit, platformLlms }) => {
+    // A platform model needs no llm_api_key (the platform pays through its gateway), but the plan must allow it.
+    platformLlms.check(body.llm_model, auth.plan);
     await settings.save(userId, body);
     if (auth.orgId) await auditSave(audit, auth.orgId, userId, rawBody);
     return { message: 'Settings stored', ignored_fields: unknownSettingsFields(rawBody) };

@@ -8,6 +8,8 @@ export const usageKeys = {
   compute: (sandboxId: string, generation: number) => `sbx#${sandboxId}#${generation}`,
   orgDay: (orgId: string) => `org#${orgId}`,
   orgUsers: (orgId: string) => `orgusers#${orgId}`,
+  /** Platform-LLM totals per (organization, day, model), written by the LLM gateway. */
+  orgModels: (orgId: string) => `orgmodels#${orgId}`,
   userKey: (orgId: string, userId: string) => `${orgId}#${userId}`,
 };
 
@@ -102,11 +104,27 @@ export class DynamoUsageStore implements UsageStore {
     });
   }
 
-  async monthOf(orgId: string, day: string): Promise<UsageAmounts> {
+  orgModelDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
+    return queryAll<DayTotals>({
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
+      // Written by the LLM gateway (shared/llm/dynamo-ledger.ts): sk `day#<day>#<model>`.
+      ExpressionAttributeValues: { ':pk': usageKeys.orgModels(orgId), ':a': `day#${fromDay}`, ':b': `day#${toDay}#~` },
+    });
+  }
+
+  async monthOf(orgId: string, day: string): Promise<UsageAmounts & { llmMicroUsd: number }> {
     const month = day.slice(0, 7);
-    const sum: UsageAmounts = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0 };
+    const sum: UsageAmounts & { llmMicroUsd: number } = {
+      seconds: 0,
+      factorSeconds: 0,
+      vcpuSeconds: 0,
+      gbSeconds: 0,
+      computeMicroUsd: 0,
+      llmMicroUsd: 0,
+    };
     for (const d of await this.orgDays(orgId, `${month}-01`, `${month}-31`))
-      for (const k of Object.keys(sum) as (keyof UsageAmounts)[]) sum[k] += Number(d[k] ?? 0);
+      for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += Number(d[k] ?? 0);
     return sum;
   }
 

@@ -23,6 +23,12 @@ const amounts = {
   vcpu_seconds: z.number(),
   gb_seconds: z.number(),
   compute_cost_usd: z.number(),
+  llm_calls: z.number(),
+  llm_input_tokens: z.number(),
+  llm_output_tokens: z.number(),
+  llm_cached_input_tokens: z.number(),
+  llm_cache_write_input_tokens: z.number(),
+  llm_cost_usd: z.number(),
   total_cost_usd: z.number(),
 };
 
@@ -32,16 +38,23 @@ export const getUsage = defineOperation(
     query: z.object({
       from: day('from'),
       to: day('to'),
-      group_by: z._default(z.enum(['day', 'user']), 'day'),
+      group_by: z._default(z.enum(['day', 'user', 'model']), 'day'),
     }),
     response: z.object({
       org_id: z.string(),
       scope: z.enum(['organization', 'user']),
       from: z.string(),
       to: z.string(),
-      group_by: z.enum(['day', 'user']),
+      group_by: z.enum(['day', 'user', 'model']),
       currency: z.literal('USD'),
-      items: z.array(z.object({ day: z.optional(z.string()), user_id: z.optional(z.string()), ...amounts })),
+      items: z.array(
+        z.object({
+          day: z.optional(z.string()),
+          user_id: z.optional(z.string()),
+          model: z.optional(z.string()),
+          ...amounts,
+        }),
+      ),
       total: z.object(amounts),
     }),
   }),

@@ -32,10 +32,21 @@ export interface ComputeRecord extends UsageAmounts {
   recordedAt: string;
 }
 
-/** A day's totals (of an organization, or of one user in it). */
-export interface DayTotals extends UsageAmounts {
+/** Platform LLM totals (the gateway's records): calls, tokens by kind, cost in micro-USD. */
+export interface LlmAmounts {
+  llmCalls?: number;
+  llmInputTokens?: number;
+  llmOutputTokens?: number;
+  llmCachedTokens?: number;
+  llmCacheWriteTokens?: number;
+  llmMicroUsd?: number;
+}
+
+/** A day's totals (of an organization, or of one user in it, or of one model); LLM members once it had calls. */
+export interface DayTotals extends UsageAmounts, LlmAmounts {
   day: string;
   userId?: string;
+  model?: string;
   records: number;
 }
 
@@ -55,8 +66,10 @@ export interface UsageStore {
   userDays(orgId: string, userId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
   /** Every user's day totals within an organization. */
   orgUserDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
-  /** An organization's totals for the calendar month (UTC) of `day`, summed from its day totals. */
-  monthOf(orgId: string, day: string): Promise<UsageAmounts>;
+  /** An organization's platform-LLM day totals per model (`group_by=model`). */
+  orgModelDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
+  /** An organization's totals for the calendar month (UTC) of `day`, summed from its day totals (platform LLM cost included). */
+  monthOf(orgId: string, day: string): Promise<UsageAmounts & { llmMicroUsd: number }>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
 }

@@ -7,6 +7,8 @@ import type { ConversationStore, StartTaskStore } from '#shared/conversations/co
 import type { EventStore } from '#shared/events/event-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
+import type { PlatformModels } from '#shared/llm/platform-models.ts';
+import type { LlmLedger } from '#shared/llm/ledger.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
@@ -73,6 +75,12 @@ export interface Adapters {
   usageStore: UsageStore;
   /** Compute prices: `config/prices.json` / `PRICES_FILE` locally, the CDK context `prices` on AWS. */
   prices: Prices;
+  /** Platform models, their upstreams and prices: `config/platform-llms.json` / `PLATFORM_LLMS_FILE` locally, the CDK context `platformLlms` on AWS. */
+  platformModels: PlatformModels;
+  /** A platform model's upstream key: locally its `api_key_env`, on AWS read once from its SSM/Secrets Manager ARN and cached. */
+  platformLlmKey: (model: string) => Promise<string>;
+  /** The LLM gateway's records, reservations and rate counters (tables `usage` and `keys`). */
+  llmLedger: LlmLedger;
   /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
   accountStore: AccountStore;
   /** The audit log's writer: new entries only (table access `append`). */
@@ -125,6 +133,9 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   origins: { build: { capabilities: ['origins'] } },
   plans: { build: { capabilities: ['plans'] } },
   prices: { build: { capabilities: ['prices'] } },
+  platformModels: { build: { capabilities: ['platform-llms'] } },
+  platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
+  llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },
   usageStore: {
     build: { tables: { usage: 'read' } },
     calls: { recordCompute: { tables: { usage: 'write' } } },

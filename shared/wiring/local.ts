@@ -14,6 +14,9 @@ import { logger } from '#shared/logging.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import { filePlans } from '#shared/plans/load.ts';
 import { filePrices } from '#shared/usage/prices.ts';
+import { filePlatformModels } from '#shared/llm/platform-models.ts';
+import { envKey } from '#shared/llm/keys.ts';
+import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
@@ -54,6 +57,8 @@ export interface LocalOptions {
   plansFile?: string;
   /** The prices file (default `config/prices.json`; `PRICES_FILE` for `npm start`). */
   pricesFile?: string;
+  /** The platform models (default `config/platform-llms.json`; `PLATFORM_LLMS_FILE` for `npm start`). */
+  platformLlmsFile?: string;
   /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
   commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
@@ -100,6 +105,9 @@ export function localServices(options: LocalOptions): LocalServices {
   // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
   const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
   const prices = filePrices(options.pricesFile ?? join(PROJECT_ROOT, 'config', 'prices.json'));
+  const platformModels = filePlatformModels(
+    options.platformLlmsFile ?? join(PROJECT_ROOT, 'config', 'platform-llms.json'),
+  );
   const eventHub = new LocalEventHub(() => adapters.eventStore, new SendPacer());
   const adapters: Adapters = lazy<Adapters>({
     keyStore: () => new DynamoKeyStore(),
@@ -112,6 +120,9 @@ export function localServices(options: LocalOptions): LocalServices {
     origins: () => allowedOrigins(),
     plans: () => plans,
     prices: () => prices,
+    platformModels: () => platformModels,
+    platformLlmKey: () => envKey(platformModels, process.env),
+    llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,

@@ -54,6 +54,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   origins: ['CORS_ORIGINS'],
   plans: ['PLANS'],
   prices: ['PRICES'],
+  'platform-llms': ['PLATFORM_LLMS'],
+  'platform-llm-keys': ['PLATFORM_LLMS', 'LLM_CONCURRENT_CALLS_PER_ORG'],
   signin: ['OIDC_ISSUER', 'OIDC_AUDIENCE', 'OIDC_CLIENT_ID', 'SIGNUP_MODE', 'OPERATORS', 'AUDIT_RETENTION_DAYS'],
   'ecs:run': sandboxRuntimeEnv,
   'ecs:stop': sandboxRuntimeEnv,

@@ -44,6 +44,14 @@ let llm: ScriptedLlm;
 const players: Record<string, Player> = {};
 /** Planted fake secrets, by a name saying where they were planted. */
 const secrets: Record<string, string> = {};
+/**
+ * The platform's upstream keys (the env variables config/platform-llms.json names), planted in the
+ * server's environment: no answer, log, stored item or start configuration may ever hold them.
+ */
+const platformKeys = {
+  PLATFORM_ANTHROPIC_API_KEY: plant('platform-anthropic-key', 'operator'),
+  PLATFORM_OPENAI_API_KEY: plant('platform-openai-key', 'operator'),
+};
 /** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
 const startConfigSeen: string[] = [];
 
@@ -175,7 +183,8 @@ async function newPlayer(userId: string, org?: { orgId: string; role: string }):
 beforeAll(async () => {
   llm = await startScriptedLlm();
   // Room for every sandbox the suite starts, so none of the players' is paused to make room.
-  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100' });
+  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100', ...platformKeys });
+  for (const [name, value] of Object.entries(platformKeys)) secrets[`operator.${name}`] = value;
   for (const userId of ['alice', 'bob', 'carol']) players[userId] = await newPlayer(userId);
 }, 180_000);
 
@@ -900,6 +909,8 @@ describe('secrets sweep', () => {
     expect(world.client.seen.size).toBeGreaterThan(100);
     // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
     expect(findLeaks(startConfigSeen.join('\n'), secrets).length).toBeGreaterThan(10);
+    // ...but never the platform's keys: a sandbox gets a gateway credential instead (docs/platform-llms.md).
+    expect(findLeaks(startConfigSeen.join('\n'), platformKeys)).toEqual([]);
     const logs = world.server.output();
     useLocalTables(readFileSync(join(world.dataDir, 'dynamodb-endpoint'), 'utf8').trim());
     const tasks = await documentClient().send(new ScanCommand({ TableName: tableName('startTasks') }));

@@ -64,6 +64,7 @@ export async function startTestStack(
     | 'sweepIntervalMs'
     | 'specsFile'
     | 'plansFile'
+    | 'platformLlmsFile'
     | 'containment'
     | 'allowUncontained'
     | 'streamPingMs'

@@ -154,8 +154,11 @@ describe('models, profiles and skills: served, empty where we have none (never a
   it('models search: the options list split into provider and name, filtered and paged', async () => {
     const all = await call('GET', '/api/v1/config/models/search');
     expect(all.status).toBe(200);
-    expect(all.body.items.length).toBe(llmModels().length);
+    // The platform models of config/platform-llms.json first (docs/platform-llms.md), then the user-key ones.
+    expect(all.body.items.length).toBe(llmModels().length + 2);
+    expect(all.body.items[0]).toEqual(expect.objectContaining({ provider: 'platform', platform: true }));
     expect(all.body.items).toContainEqual({
+      platform: false,
       provider: 'openai',
       name: 'gpt-4o',
       verified: true,
@@ -167,7 +170,7 @@ describe('models, profiles and skills: served, empty where we have none (never a
     expect(anthropic.body.items.every((m: any) => m.provider === 'anthropic')).toBe(true);
     expect(anthropic.body.items.length).toBeGreaterThan(0);
     const mini = await call('GET', '/api/v1/config/models/search?query=MINI');
-    expect(mini.body.items.map((m: any) => m.name)).toEqual(['gpt-4o-mini', 'gpt-4.1-mini', 'o4-mini']);
+    expect(mini.body.items.map((m: any) => m.name)).toEqual(['gpt-4.1-mini', 'gpt-4o-mini', 'gpt-4.1-mini', 'o4-mini']);
     const first = await call('GET', '/api/v1/config/models/search?limit=3');
     expect(first.body.items).toHaveLength(3);
     const rest = await call('GET', `/api/v1/config/models/search?limit=100&page_id=${first.body.next_page_id}`);

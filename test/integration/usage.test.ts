@@ -177,6 +177,12 @@ describe('GET /api/v1/usage', () => {
       vcpu_seconds: 5400,
       gb_seconds: 10800,
       compute_cost_usd: 0.074055,
+      llm_calls: 0,
+      llm_input_tokens: 0,
+      llm_output_tokens: 0,
+      llm_cached_input_tokens: 0,
+      llm_cache_write_input_tokens: 0,
+      llm_cost_usd: 0,
       total_cost_usd: 0.074055,
     });
     // The total is the sum of the records, to the micro-dollar.
@@ -189,6 +195,12 @@ describe('GET /api/v1/usage', () => {
         vcpu_seconds: 1800,
         gb_seconds: 3600,
         compute_cost_usd: 0.024685,
+        llm_calls: 0,
+        llm_input_tokens: 0,
+        llm_output_tokens: 0,
+        llm_cached_input_tokens: 0,
+        llm_cache_write_input_tokens: 0,
+        llm_cost_usd: 0,
         total_cost_usd: 0.024685,
       },
       {
@@ -196,6 +208,12 @@ describe('GET /api/v1/usage', () => {
         vcpu_seconds: 3600,
         gb_seconds: 7200,
         compute_cost_usd: 0.04937,
+        llm_calls: 0,
+        llm_input_tokens: 0,
+        llm_output_tokens: 0,
+        llm_cached_input_tokens: 0,
+        llm_cache_write_input_tokens: 0,
+        llm_cost_usd: 0,
         total_cost_usd: 0.04937,
       },
     ]);
@@ -236,6 +254,17 @@ describe('GET /api/v1/usage', () => {
     expect((await stack.call('GET', '/api/v1/usage', { key: null })).status).toBe(401);
     const ok = await get(key, '?from=2026-01-01&to=2026-01-31');
     expect(ok.body).toMatchObject({ from: '2026-01-01', to: '2026-01-31', items: [] });
-    expect(ok.body.total).toEqual({ vcpu_seconds: 0, gb_seconds: 0, compute_cost_usd: 0, total_cost_usd: 0 });
+    expect(ok.body.total).toEqual({
+      vcpu_seconds: 0,
+      gb_seconds: 0,
+      compute_cost_usd: 0,
+      llm_calls: 0,
+      llm_input_tokens: 0,
+      llm_output_tokens: 0,
+      llm_cached_input_tokens: 0,
+      llm_cache_write_input_tokens: 0,
+      llm_cost_usd: 0,
+      total_cost_usd: 0,
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventFunctions } from '#shared/functions.ts';
 import type { RouteDef } from '#shared/http/route.ts';
-import { routes } from '#shared/routes.ts';
+import { llmGatewayRoute, routes } from '#shared/routes.ts';
 import { servicesOf } from '#shared/services.ts';
 import { settings } from '#shared/services/settings.ts';
 import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
@@ -19,6 +19,7 @@ import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
 const functions: { id: string; entry: string; declaration: Declaration }[] = [
   ...(routes as readonly RouteDef[]).map((r) => ({ id: r.id, entry: r.entry, declaration: r })),
   ...eventFunctions.map((f) => ({ id: f.id, entry: f.entry, declaration: f })),
+  { id: llmGatewayRoute.id, entry: llmGatewayRoute.entry, declaration: llmGatewayRoute },
 ];
 
 /** Plausible values: an adapter that parses its configuration must accept what the stack gives. */
@@ -31,6 +32,7 @@ const sampleValues: Record<string, string> = {
   CORS_ORIGINS: 'https://ui.example.com',
   PLANS: '',
   PRICES: '',
+  PLATFORM_LLMS: '',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {

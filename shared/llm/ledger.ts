@@ -1,0 +1,68 @@
+import type { LlmTokens } from '#shared/llm/cost.ts';
+
+/**
+ * One upstream call of the LLM gateway, as the ledger keeps it (table `usage`, pk `llm#<request id>`):
+ * authoritative (counted by us from the upstream's own usage), never edited. `estimated`: a stream
+ * cut before the upstream reported usage, charged from what was streamed.
+ */
+export interface LlmRecord extends LlmTokens {
+  requestId: string;
+  orgId: string;
+  userId: string;
+  conversationId: string;
+  /** The public model name, and the upstream model it was served by. */
+  model: string;
+  upstreamModel: string;
+  costMicroUsd: number;
+  /** The prices it was charged at (USD per million tokens) and the markup, as the file said then. */
+  price: { input: number; output: number; cached_input?: number; cache_write_input?: number; markup: number };
+  estimated: boolean;
+  /** The UTC day of the call: the day whose totals it adds to. */
+  day: string;
+  at: string;
+}
+
+/** Why a reservation was refused, with what is used of the limit (micro-USD, or calls for `concurrency`). */
+export type ReserveRefusal = { refused: 'monthly_spend_usd' | 'max_budget_per_task' | 'concurrency'; used: number };
+
+export interface Reservation {
+  orgId: string;
+  /** `YYYY-MM` (UTC): the month whose committed spend holds the reservation. */
+  month: string;
+  conversationId: string;
+  microUsd: number;
+}
+
+/**
+ * The gateway's ledger: conditional counters that hold under racing calls (no transactions: dynalite
+ * has none, and none is needed), the records and their totals.
+ */
+export interface LlmLedger {
+  /**
+   * Reserves `r.microUsd` against the organization's month (committed LLM spend + reservations at
+   * most `orgMaxMicroUsd`, calls in flight below `concurrency`) and the conversation's budget (its
+   * committed spend at most `conversationMaxMicroUsd`; null: none). All or nothing.
+   */
+  reserve(
+    r: Reservation,
+    limits: { orgMaxMicroUsd: number; concurrency: number; conversationMaxMicroUsd: number | null },
+  ): Promise<ReserveRefusal | null>;
+  /** Replaces the reservation by the actual cost (0 for an uncharged call) and ends the call in flight. */
+  settle(r: Reservation, actualMicroUsd: number): Promise<void>;
+  /** The organization's committed LLM spend this month (settled and reserved), micro-USD. */
+  committed(orgId: string, month: string): Promise<number>;
+  /** Puts the record if its request id is new, then adds it to the day totals; false for a repeat. */
+  record(rec: LlmRecord): Promise<boolean>;
+  /** Counts a request in the organization's minute; the refusal says which limit, else null. */
+  takeRate(
+    orgId: string,
+    minute: number,
+    limits: { requests: number; tokens: number },
+  ): Promise<'llm_requests_per_minute' | 'llm_tokens_per_minute' | null>;
+  /** Adds a call's tokens to its organization's minute. */
+  addRateTokens(orgId: string, minute: number, tokens: number): Promise<void>;
+  /** Claims an Idempotency-Key of a conversation for 24 hours; false when it was claimed before. */
+  claimIdempotencyKey(conversationId: string, key: string): Promise<boolean>;
+  /** The records of a conversation's calls are not indexed; tests read one by request id. */
+  get(requestId: string): Promise<LlmRecord | undefined>;
+}

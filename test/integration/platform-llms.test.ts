@@ -1,0 +1,620 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
+import { protocolPaths } from '#shared/protocol.ts';
+import { allEvents, startConversation } from '#test/helpers/conversations.ts';
+import { waitFor } from '#test/helpers/wait.ts';
+import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+
+/**
+ * Platform LLMs over HTTP against the local stack (docs/platform-llms.md): models offered and held
+ * to the plan, the start configuration that points the agent at the gateway with an `acsl.`
+ * credential (never the platform key), the gateway with a scripted OpenAI-compatible and Anthropic
+ * upstream on loopback that checks it receives the platform key and reports usage; metering, budgets,
+ * rates, and what a hostile agent may try.
+ */
+
+const PLATFORM_KEY = 'sk-platform-9f3e1c0d7b2a4e6f8a1b3c5d7e9f0a2b';
+const ANTHROPIC_KEY = 'sk-ant-platform-1a2b3c4d5e6f7a8b9c0d1e2f3a4b';
+
+/** One upstream for both APIs; each request takes the next handler of its path's queue (default: a plain answer). */
+interface Upstream {
+  url: string;
+  requests: { path: string; headers: IncomingMessage['headers']; body: any }[];
+  next: { openai: Handler[]; anthropic: Handler[] };
+  close(): Promise<void>;
+}
+type Handler = (body: any, res: ServerResponse) => void | Promise<void>;
+
+const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] })}\n\n`;
+
+function openAiAnswer(body: any, res: ServerResponse, usage = { prompt_tokens: 1000, completion_tokens: 500 }) {
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return res.end(
+      JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        model: body.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+    );
+  }
+  sse(res);
+  res.write(chunk('hel'));
+  res.write(chunk('lo'));
+  if (body.stream_options?.include_usage)
+    res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+function anthropicAnswer(body: any, res: ServerResponse) {
+  const usage = { input_tokens: 50, cache_read_input_tokens: 10, cache_creation_input_tokens: 5 };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return res.end(
+      JSON.stringify({
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content: [{ type: 'text', text: 'hi' }],
+        stop_reason: 'end_turn',
+        usage: { ...usage, output_tokens: 30 },
+      }),
+    );
+  }
+  sse(res);
+  const ev = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  ev('message_start', {
+    message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], usage: { ...usage, output_tokens: 1 } },
+  });
+  ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+  ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'hi there' } });
+  ev('content_block_stop', { index: 0 });
+  ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 30 } });
+  ev('message_stop', {});
+  res.end();
+}
+
+async function startUpstream(): Promise<Upstream> {
+  const requests: Upstream['requests'] = [];
+  const next: Upstream['next'] = { openai: [], anthropic: [] };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    if (req.url === '/openai/v1/chat/completions') {
+      if (req.headers.authorization !== `Bearer ${PLATFORM_KEY}`) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ error: { message: 'bad key', type: 'invalid_request_error' } }));
+      }
+      return (next.openai.shift() ?? openAiAnswer)(body, res);
+    }
+    if (req.url === '/anthropic/v1/messages') {
+      if (req.headers['x-api-key'] !== ANTHROPIC_KEY) {
+        res.writeHead(401, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: 'bad key' } }));
+      }
+      return (next.anthropic.shift() ?? anthropicAnswer)(body, res);
+    }
+    res.writeHead(404);
+    res.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    next,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+let stack: TestStack;
+let upstream: Upstream;
+const ledger = () => new DynamoLlmLedger();
+const saved = { ...process.env };
+const PLAN_BASE = { max_running_sandboxes: 100, max_resource_factor: 8, sandbox_hours_per_month: 1_000_000 };
+const MODELS = ['platform/gpt', 'platform/claude'];
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  const dir = mkdtempSync(join(tmpdir(), 'platllm-'));
+  const price = { input: 1, output: 2, cached_input: 0.5, cache_write_input: 1.25 };
+  writeFileSync(
+    join(dir, 'platform-llms.json'),
+    JSON.stringify([
+      {
+        model: 'platform/gpt',
+        provider: 'openai',
+        upstream_model: 'up-gpt',
+        base_url: `${upstream.url}/openai/v1`,
+        api_key_env: 'TEST_PLATFORM_OPENAI_KEY',
+        usd_per_mtok: price,
+        markup: 0.5,
+        max_output_tokens: 1000,
+      },
+      {
+        model: 'platform/claude',
+        provider: 'anthropic',
+        upstream_model: 'up-claude',
+        base_url: `${upstream.url}/anthropic/v1`,
+        api_key_env: 'TEST_PLATFORM_ANTHROPIC_KEY',
+        usd_per_mtok: price,
+        markup: 0,
+        max_output_tokens: 1000,
+      },
+      {
+        model: 'platform/premium',
+        provider: 'openai',
+        upstream_model: 'up-premium',
+        base_url: `${upstream.url}/openai/v1`,
+        api_key_env: 'TEST_PLATFORM_OPENAI_KEY',
+        usd_per_mtok: price,
+        markup: 0,
+        max_output_tokens: 1000,
+      },
+    ]),
+  );
+  const plan = (over: object) => ({
+    ...PLAN_BASE,
+    monthly_spend_usd: 1000,
+    platform_models: MODELS,
+    llm_requests_per_minute: 100_000,
+    llm_tokens_per_minute: 100_000_000,
+    ...over,
+  });
+  writeFileSync(
+    join(dir, 'plans.json'),
+    JSON.stringify({
+      default_plan: 'test',
+      plans: {
+        test: plan({}),
+        tight: plan({ llm_requests_per_minute: 2 }),
+        tokens: plan({ llm_tokens_per_minute: 100 }),
+        budget: plan({ monthly_spend_usd: 0.01 }),
+        claude_only: plan({ platform_models: ['platform/claude'] }),
+      },
+    }),
+  );
+  process.env.TEST_PLATFORM_OPENAI_KEY = PLATFORM_KEY;
+  process.env.TEST_PLATFORM_ANTHROPIC_KEY = ANTHROPIC_KEY;
+  stack = await startTestStack({
+    plansFile: join(dir, 'plans.json'),
+    platformLlmsFile: join(dir, 'platform-llms.json'),
+    sweepIntervalMs: 3_600_000,
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack?.stop();
+  await upstream?.close();
+  process.env = saved;
+});
+
+const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+
+/** Moves an organization onto `plan` (stored directly: the operator route is plans.test.ts's). */
+async function setPlan(orgId: string, plan: string) {
+  const store = new DynamoAccountStore();
+  const org = (await store.getOrg(orgId))!;
+  expect(await store.replaceOrg({ ...org, plan })).toBe(true);
+}
+
+interface Platform {
+  key: string;
+  conversationId: string;
+  sandboxId: string;
+  credential: string;
+  config: any;
+}
+
+/** A user with a platform model and a READY conversation; its start configuration as the sandbox fetched it. */
+async function platformConversation(user: string, settings: object = {}, body: object = {}): Promise<Platform> {
+  const key = await stack.newUser(user);
+  const saved = await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/gpt', ...settings } });
+  expect(saved.status, saved.text).toBe(200);
+  const task = await startConversation(stack, body, key);
+  expect(task.status, task.detail ?? '').toBe('READY');
+  const config = await startConfig(task.sandbox_id!, task.app_conversation_id);
+  return {
+    key,
+    conversationId: task.app_conversation_id,
+    sandboxId: task.sandbox_id!,
+    credential: config.llm.api_key,
+    config,
+  };
+}
+
+async function startConfig(sandboxId: string, conversationId: string) {
+  const path = protocolPaths.startConfig
+    .replace('{sandbox_id}', sandboxId)
+    .replace('{conversation_id}', conversationId);
+  const res = await stack.call('GET', path, { key: await stack.sandboxKey(sandboxId) });
+  expect(res.status, res.text).toBe(200);
+  return res.body;
+}
+
+async function llm(
+  credential: string | null,
+  body: object,
+  options: { path?: string; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
+  if (credential) headers.authorization = `Bearer ${credential}`;
+  const res = await fetch(`${stack.url}${options.path ?? '/llm/v1/chat/completions'}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, body: json, requestId: res.headers.get('x-request-id')! };
+}
+
+const ask = { model: 'platform/gpt', messages: [{ role: 'user', content: 'say hello' }] };
+const month = () => new Date().toISOString().slice(0, 7);
+
+describe('platform models in options, settings and the start', () => {
+  it('lists them (platform: true in the Canvas search) beside the user-key models', async () => {
+    const models = await stack.call('GET', '/api/options/models');
+    expect(models.body).toEqual(expect.arrayContaining(['platform/gpt', 'platform/claude', 'openai/gpt-4o']));
+    const search = await stack.call('GET', '/api/v1/config/models/search?provider__eq=platform');
+    expect(search.body.items.map((i: any) => [i.name, i.platform])).toEqual([
+      ['gpt', true],
+      ['claude', true],
+      ['premium', true],
+    ]);
+  });
+
+  it('saves a platform model with no llm_api_key; refuses one the plan forbids (403 model_not_in_plan) at save and at start', async () => {
+    const key = await stack.newUser('policy-user');
+    const refused = await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/premium' } });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: expect.stringContaining('platform/premium'), code: 'model_not_in_plan' });
+    expect((await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/gpt' } })).status).toBe(200);
+    const start = await stack.call('POST', '/api/v1/app-conversations', {
+      key,
+      body: { llm_model: 'platform/premium' },
+    });
+    expect(start.status).toBe(403);
+    expect(start.body.code).toBe('model_not_in_plan');
+  });
+
+  it('points the agent at the gateway with an acsl. credential: the platform key is in no start configuration, env or event', async () => {
+    const p = await platformConversation(
+      'e2e-user',
+      {},
+      {
+        initial_message: { role: 'user', content: [{ type: 'text', text: 'Say hello' }], run: true },
+      },
+    );
+    expect(p.config.llm).toEqual({
+      model: 'platform/gpt',
+      api_key: expect.stringMatching(/^acsl\./),
+      base_url: `${stack.url}/llm/v1`,
+    });
+    expect(JSON.stringify(p.config)).not.toContain(PLATFORM_KEY);
+    // The agent's own call went through the gateway, which sent the platform key upstream.
+    const seen = await waitFor(
+      'the agent calling the gateway',
+      async () => upstream.requests.filter((r) => r.body.model === 'up-gpt'),
+      { until: (rs) => rs.length > 0, timeoutMs: 60_000 },
+    );
+    expect(seen[0]!.headers.authorization).toBe(`Bearer ${PLATFORM_KEY}`);
+    const events = await waitFor('the agent answering', () => allEvents(stack, p.conversationId, p.key), {
+      until: (es) => es.some((e) => e.source === 'agent' && e.kind === 'MessageEvent'),
+      timeoutMs: 60_000,
+    });
+    expect(JSON.stringify(events)).not.toContain(PLATFORM_KEY);
+    expect(JSON.stringify(events)).not.toContain(p.credential);
+    for (const pid of sandboxPids(p.sandboxId))
+      expect(JSON.stringify(processEnv(pid) ?? {})).not.toContain(PLATFORM_KEY);
+    // Metered: the usage route shows the tokens and their cost.
+    const usage = await waitFor('the usage', () => stack.call('GET', '/api/v1/usage?group_by=model', { key: p.key }), {
+      until: (r) => r.body?.items?.length > 0,
+      timeoutMs: 10_000,
+    });
+    expect(usage.body.items[0]).toEqual(
+      expect.objectContaining({ model: 'platform/gpt', llm_input_tokens: 1000, llm_output_tokens: 500 }),
+    );
+  });
+});
+
+describe('the gateway', () => {
+  let p: Platform;
+  beforeAll(async () => {
+    p = await platformConversation('gw-user');
+  }, 120_000);
+
+  it('forwards a call with the platform key and the upstream model, and meters one record per call at exact prices', async () => {
+    const res = await llm(p.credential, {
+      ...ask,
+      max_tokens: 50_000,
+      tools: [{ type: 'function', function: { name: 'f', parameters: {} } }],
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.choices[0].message.content).toBe('hello');
+    const sent = upstream.requests.at(-1)!;
+    expect(sent.headers.authorization).toBe(`Bearer ${PLATFORM_KEY}`);
+    // Capped at the model's max_output_tokens; the tools pass through.
+    expect(sent.body).toEqual(expect.objectContaining({ model: 'up-gpt', max_tokens: 1000, tools: expect.any(Array) }));
+    const rec = await ledger().get(res.requestId);
+    // (1000 x 1 + 500 x 2) x 1.5 = 3000 micro-USD.
+    expect(rec).toEqual(
+      expect.objectContaining({
+        model: 'platform/gpt',
+        input: 1000,
+        output: 500,
+        cachedInput: 0,
+        costMicroUsd: 3000,
+        estimated: false,
+      }),
+    );
+  });
+
+  it('streams as the upstream sends (the first token before the upstream ends) and forces include_usage', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    upstream.next.openai.push(async (body, res) => {
+      sse(res);
+      res.write(chunk('first'));
+      await held;
+      res.write(
+        `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 4 } } })}\n\n`,
+      );
+      res.end('data: [DONE]\n\n');
+      expect(body.stream_options).toEqual({ include_usage: true });
+    });
+    const res = await fetch(`${stack.url}/llm/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.credential}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...ask, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain('first');
+    release();
+    let rest = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      rest += new TextDecoder().decode(value);
+    }
+    expect(rest).toContain('[DONE]');
+    const rec = await waitFor('the record', () => ledger().get(res.headers.get('x-request-id')!), {
+      until: (r) => !!r,
+      timeoutMs: 5000,
+    });
+    // 6 uncached x 1 + 4 cached x 0.5 + 2 x 2 = 12, x 1.5 = 18.
+    expect(rec).toEqual(expect.objectContaining({ input: 6, cachedInput: 4, output: 2, costMicroUsd: 18 }));
+  });
+
+  it('charges a cut stream for what was streamed, marked estimated; an upstream error without usage is not charged', async () => {
+    upstream.next.openai.push((_b, res) => {
+      sse(res);
+      res.write(chunk('x'.repeat(40)));
+      // Cut after the headers and the first chunk reached the gateway.
+      setTimeout(() => res.destroy(), 100);
+    });
+    const cut = await llm(p.credential, { ...ask, stream: true });
+    const rec = await waitFor('the record', () => ledger().get(cut.requestId), { until: (r) => !!r, timeoutMs: 5000 });
+    expect(rec).toEqual(expect.objectContaining({ estimated: true, output: 10 }));
+
+    const before = await ledger().committed(await orgOf(p.key), month());
+    upstream.next.openai.push((_b, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'upstream broke', type: 'server_error' } }));
+    });
+    const failed = await llm(p.credential, ask);
+    expect(failed.status).toBe(500);
+    expect(failed.body.error.message).toBe('upstream broke');
+    expect(await ledger().get(failed.requestId)).toBeUndefined();
+    // The reservation was given back whole.
+    expect(await ledger().committed(await orgOf(p.key), month())).toBe(before);
+  });
+
+  it('answers a repeated Idempotency-Key with 409 and charges nothing for it', async () => {
+    const first = await llm(p.credential, ask, { headers: { 'idempotency-key': 'retry-1' } });
+    expect(first.status).toBe(200);
+    const calls = upstream.requests.length;
+    const again = await llm(p.credential, ask, { headers: { 'idempotency-key': 'retry-1' } });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('idempotency_key_reused');
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().get(again.requestId)).toBeUndefined();
+  });
+
+  it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
+    const key = await stack.newUser('claude-user');
+    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/claude' } });
+    const task = await startConversation(stack, {}, key);
+    const config = await startConfig(task.sandbox_id!, task.app_conversation_id);
+    expect(config.llm).toEqual(expect.objectContaining({ model: 'platform/claude', api: 'anthropic' }));
+    const body = { model: 'platform/claude', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
+    const plain = await llm(null, body, { path: '/llm/v1/messages', headers: { 'x-api-key': config.llm.api_key } });
+    expect(plain.status, plain.text).toBe(200);
+    expect(upstream.requests.at(-1)!.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(upstream.requests.at(-1)!.body.model).toBe('up-claude');
+    // 50 x 1 + 30 x 2 + 10 x 0.5 + 5 x 1.25 = 121.25 -> 121
+    expect(await ledger().get(plain.requestId)).toEqual(
+      expect.objectContaining({ input: 50, output: 30, cachedInput: 10, cacheWriteInput: 5, costMicroUsd: 121 }),
+    );
+    const streamed = await llm(
+      null,
+      { ...body, stream: true },
+      { path: '/llm/v1/messages', headers: { 'x-api-key': config.llm.api_key } },
+    );
+    expect(streamed.text).toContain('message_stop');
+    const rec = await waitFor('the record', () => ledger().get(streamed.requestId), {
+      until: (r) => !!r,
+      timeoutMs: 5000,
+    });
+    expect(rec).toEqual(
+      expect.objectContaining({ input: 50, output: 30, cachedInput: 10, cacheWriteInput: 5, estimated: false }),
+    );
+    // A platform model of the other API at the wrong path: 400 naming the model.
+    const wrong = await llm(config.llm.api_key, { ...ask, model: 'platform/claude' });
+    expect(wrong.status).toBe(400);
+  });
+});
+
+describe('budgets and rates', () => {
+  it("refuses over the conversation's max_budget_per_task with 402 in OpenAI's shape", async () => {
+    // A reservation is (bytes / 3) x 1 + 1000 x 2, x 1.5: over 3000 micro-USD, above a 0.002 USD budget.
+    const calls = upstream.requests.length;
+    const p = await platformConversation(
+      'budget-conv',
+      { max_budget_per_task: 0.002 },
+      { initial_message: { role: 'user', content: [{ type: 'text', text: 'Say hello' }], run: true } },
+    );
+    const res = await llm(p.credential, ask);
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual({
+      error: { message: expect.any(String), type: 'budget_exceeded', code: 'max_budget_per_task' },
+    });
+    // The agent's own call got the same 402: an AgentErrorEvent and an error status, not a crash or a hang.
+    const events = await waitFor('the agent reporting the refusal', () => allEvents(stack, p.conversationId, p.key), {
+      until: (es) => es.some((e) => e.kind === 'AgentErrorEvent'),
+      timeoutMs: 60_000,
+    });
+    expect(JSON.stringify(events.find((e) => e.kind === 'AgentErrorEvent'))).toMatch(/402|budget/i);
+    expect(upstream.requests.length).toBe(calls);
+  });
+
+  it('holds the organization spend limit under 20 racing calls: never over it, nothing left reserved', async () => {
+    const p = await platformConversation('budget-race');
+    const orgId = await orgOf(p.key);
+    await setPlan(orgId, 'budget'); // 10000 micro-USD; a reservation is ~3000, a call costs 3000 x (100/1500)
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => llm(p.credential, { ...ask, max_tokens: 1000 })),
+    );
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 402);
+    expect(ok.length + refused.length).toBe(20);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused)
+      expect(r.body.error).toEqual(expect.objectContaining({ type: 'budget_exceeded', code: 'monthly_spend_usd' }));
+    const records = await Promise.all(ok.map((r) => ledger().get(r.requestId)));
+    const spent = records.reduce((s, r) => s + r!.costMicroUsd, 0);
+    expect(spent).toBeLessThanOrEqual(10_000);
+    // Every reservation settled: what is committed is exactly what was charged.
+    expect(await ledger().committed(orgId, month())).toBe(spent);
+  });
+
+  it('answers 429 with Retry-After over the requests per minute, and over the tokens per minute', async () => {
+    const p = await platformConversation('rate-user');
+    const orgId = await orgOf(p.key);
+    await setPlan(orgId, 'tight');
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push(await llm(p.credential, ask));
+    expect(codes.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(Number(codes[2]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(codes[2]!.body.error.code).toBe('llm_requests_per_minute');
+
+    const q = await platformConversation('token-user');
+    await setPlan(await orgOf(q.key), 'tokens');
+    expect((await llm(q.credential, ask)).status).toBe(200); // 1500 tokens: over 100 from now on
+    const over = await llm(q.credential, ask);
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe('llm_tokens_per_minute');
+  });
+});
+
+describe('limits of the gateway itself', () => {
+  it('caps calls in flight per organization (a conditional counter), and gives the slot back on settle', async () => {
+    const r = { orgId: 'org-concurrency', month: month(), conversationId: 'c'.repeat(32), microUsd: 10 };
+    const limits = { orgMaxMicroUsd: 1_000_000, concurrency: 3, conversationMaxMicroUsd: null };
+    const results = await Promise.all(Array.from({ length: 10 }, () => ledger().reserve(r, limits)));
+    expect(results.filter((x) => x === null)).toHaveLength(3);
+    for (const x of results.filter((x) => x !== null)) expect(x).toEqual({ refused: 'concurrency', used: 3 });
+    await ledger().settle(r, 4);
+    expect(await ledger().reserve(r, limits)).toBeNull();
+    expect(await ledger().committed('org-concurrency', month())).toBe(10 + 10 + 4 + 10);
+  });
+
+  it("refuses a request over Lambda's 6 MB with 413 in the provider's shape", async () => {
+    const big = { ...ask, messages: [{ role: 'user', content: 'x'.repeat(6 * 1024 * 1024 + 10) }] };
+    const res = await llm('acsl.x.y', big);
+    expect(res.status).toBe(413);
+    expect(res.body.error.type).toBe('request_too_large');
+    const anthropic = await llm('acsl.x.y', big, { path: '/llm/v1/messages' });
+    expect(anthropic.body).toEqual({ type: 'error', error: expect.objectContaining({ type: 'request_too_large' }) });
+  });
+});
+
+describe('a hostile agent', () => {
+  let p: Platform;
+  beforeAll(async () => {
+    p = await platformConversation('hostile-user');
+  }, 120_000);
+
+  it('gets 401 with no credential, a forged or altered one, or any other kind of key; and is metered nothing', async () => {
+    const orgId = await orgOf(p.key);
+    const before = await ledger().committed(orgId, month());
+    const calls = upstream.requests.length;
+    const [, body, mac] = p.credential.split('.');
+    const claims = JSON.parse(Buffer.from(body!, 'base64url').toString());
+    const other = Buffer.from(JSON.stringify({ ...claims, c: 'f'.repeat(32), e: claims.e + 10_000 })).toString(
+      'base64url',
+    );
+    const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${p.conversationId}`, { key: p.key }))
+      .body[0].session_api_key;
+    for (const credential of [
+      null,
+      `acsl.${other}.${mac}`,
+      `${p.credential.slice(0, -2)}AA`,
+      scoped,
+      p.key,
+      (await stack.sandboxKey(p.sandboxId))!,
+      PLATFORM_KEY,
+    ]) {
+      const res = await llm(credential, ask);
+      expect(res.status, String(credential)).toBe(401);
+      expect(res.body.error.type).toBe('authentication_error');
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(before);
+  });
+
+  it('gets 403 model_not_in_plan for a model its plan forbids, and 401 once a plan change, a revoke or a pause revokes the credential', async () => {
+    const premium = await llm(p.credential, { ...ask, model: 'platform/premium' });
+    expect(premium.status).toBe(403);
+    expect(premium.body.error).toEqual(
+      expect.objectContaining({ type: 'permission_error', code: 'model_not_in_plan' }),
+    );
+    const orgId = await orgOf(p.key);
+    await setPlan(orgId, 'claude_only');
+    expect((await llm(p.credential, ask)).status).toBe(401);
+    await setPlan(orgId, 'test');
+    expect((await llm(p.credential, ask)).status).toBe(200);
+    await stack.call('POST', `/api/v1/app-conversations/${p.conversationId}/session-api-key/revoke`, { key: p.key });
+    expect((await llm(p.credential, ask)).status).toBe(401);
+
+    const q = await platformConversation('hostile-pause');
+    expect((await llm(q.credential, ask)).status).toBe(200);
+    expect((await stack.call('POST', `/api/v1/sandboxes/${q.sandboxId}/pause`, { key: q.key })).status).toBe(200);
+    expect((await llm(q.credential, ask)).status).toBe(401);
+  });
+});

@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { LlmCredentials } from '#shared/llm/credential.ts';
+import { type GatewaySink, LlmGateway } from '#shared/llm/gateway.ts';
+import type { LlmLedger, LlmRecord } from '#shared/llm/ledger.ts';
+import { modelsHash, parsePlatformModels } from '#shared/llm/platform-models.ts';
+import { PlatformLlmPolicy } from '#shared/llm/policy.ts';
+import { parsePlans } from '#shared/plans/model.ts';
+
+/**
+ * The gateway's stream framing with a slow upstream (no network: a fake fetch, an in-memory ledger):
+ * while the upstream has not answered a stream, the answer is already 200 text/event-stream with an
+ * SSE comment per interval (CloudFront's origin read timeout applies to every gap); an upstream error
+ * after that arrives as an SSE error event, and is not charged.
+ */
+const models = parsePlatformModels(
+  [
+    {
+      model: 'platform/m',
+      provider: 'openai',
+      upstream_model: 'up',
+      base_url: 'http://upstream.invalid/v1',
+      api_key_env: 'K',
+      usd_per_mtok: { input: 1, output: 1 },
+      max_output_tokens: 100,
+    },
+  ],
+  't',
+);
+const plans = parsePlans({ default_plan: 'p', plans: { p: { platform_models: ['platform/m'] } } }, 't');
+
+function memoryLedger() {
+  const records: LlmRecord[] = [];
+  const ledger: LlmLedger = {
+    reserve: async () => null,
+    settle: async () => {},
+    committed: async () => 0,
+    record: async (r) => (records.push(r), true),
+    takeRate: async () => null,
+    addRateTokens: async () => {},
+    claimIdempotencyKey: async () => true,
+    get: async (id) => records.find((r) => r.requestId === id),
+  };
+  return { ledger, records };
+}
+
+async function run(
+  upstream: () => Promise<Response>,
+  over: Partial<LlmLedger> = {},
+  headers: Record<string, string> = {},
+) {
+  const credentials = new LlmCredentials(async () => Buffer.alloc(32, 1));
+  const policy = new PlatformLlmPolicy(models, () => plans);
+  const { ledger: base, records } = memoryLedger();
+  const ledger = { ...base, ...over };
+  const gateway = new LlmGateway({
+    credentials,
+    policy,
+    plans: () => plans,
+    key: async () => 'sk-platform',
+    ledger,
+    concurrency: 10,
+    keepAliveMs: 20,
+    fetch: (async () => upstream()) as typeof fetch,
+    lookup: {
+      conversationVersion: async () => 1,
+      sandbox: async () => ({ status: 'RUNNING', generation: 1 }),
+      org: async () => undefined,
+      computeMonthMicroUsd: async () => 0,
+    },
+  });
+  const credential = await credentials.mint({
+    u: 'u',
+    o: 'o',
+    c: 'c'.repeat(32),
+    v: 1,
+    s: 's',
+    g: 1,
+    m: modelsHash(policy.allowed(undefined)),
+  });
+  const out: { head?: [number, Record<string, string>]; writes: string[]; ended: boolean } = {
+    writes: [],
+    ended: false,
+  };
+  const sink: GatewaySink = {
+    head: (status, headers) => {
+      out.head = [status, headers];
+    },
+    write: (c) => out.writes.push(typeof c === 'string' ? c : new TextDecoder().decode(c)),
+    end: () => {
+      out.ended = true;
+    },
+  };
+  await gateway.handle(
+    {
+      path: '/llm/v1/chat/completions',
+      headers: { 'x-session-api-key': credential, ...headers },
+      body: Buffer.from(JSON.stringify({ model: 'platform/m', stream: true, messages: [] })),
+      requestId: 'req-1',
+      signal: new AbortController().signal,
+    },
+    sink,
+  );
+  return { out, records };
+}
+
+const later = <T>(ms: number, v: () => T) => new Promise<T>((r) => setTimeout(() => r(v()), ms));
+
+describe('the gateway with a slow upstream', () => {
+  it('answers 200 text/event-stream at once and sends SSE comments until the upstream answers', async () => {
+    const { out, records } = await run(() =>
+      later(
+        90,
+        () =>
+          new Response(
+            `data: ${JSON.stringify({ choices: [{ delta: { content: 'hi' } }] })}\n\ndata: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1 } })}\n\ndata: [DONE]\n\n`,
+            { headers: { 'content-type': 'text/event-stream' } },
+          ),
+      ),
+    );
+    expect(out.head![0]).toBe(200);
+    expect(out.head![1]['content-type']).toBe('text/event-stream');
+    const comments = out.writes.filter((w) => w.startsWith(': waiting'));
+    expect(comments.length).toBeGreaterThanOrEqual(2);
+    expect(out.writes.join('')).toContain('[DONE]');
+    expect(out.ended).toBe(true);
+    expect(records).toEqual([expect.objectContaining({ requestId: 'req-1', input: 3, output: 1, estimated: false })]);
+  });
+
+  it('sends an upstream error after that as an SSE error event, and charges nothing', async () => {
+    const { out, records } = await run(() =>
+      later(
+        60,
+        () =>
+          new Response(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }), {
+            status: 529,
+            headers: { 'content-type': 'application/json' },
+          }),
+      ),
+    );
+    expect(out.head![0]).toBe(200);
+    expect(out.writes.at(-1)).toContain('data: {"error":{"message":"overloaded"');
+    expect(records).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('is claimed only once the call may go ahead: a retry after a 429 with the same key is not a repeat', async () => {
+    const claimed = new Set<string>();
+    let rated = 0;
+    const ledger: Partial<LlmLedger> = {
+      takeRate: async () => (++rated === 1 ? 'llm_requests_per_minute' : null),
+      claimIdempotencyKey: async (_c, k) => !claimed.has(k) && !!claimed.add(k),
+    };
+    const answer = () =>
+      Promise.resolve(
+        new Response(
+          `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } })}\n\ndata: [DONE]\n\n`,
+          {
+            headers: { 'content-type': 'text/event-stream' },
+          },
+        ),
+      );
+    const first = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(first.out.head![0]).toBe(429);
+    const retry = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(retry.out.head![0]).toBe(200);
+    const repeat = await run(answer, ledger, { 'idempotency-key': 'k1' });
+    expect(repeat.out.head![0]).toBe(409);
+    expect(repeat.records).toEqual([]);
+  });
+});
