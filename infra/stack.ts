@@ -35,6 +35,7 @@ import {
   ecsEventsFunction,
   fallbackFunction,
   sandboxSnapshotsDeleteFunction,
+  poolRefillFunction,
   streamConnectFunction,
   streamDisconnectFunction,
   streamMessageFunction,
@@ -231,6 +232,10 @@ export class ConversationServiceStack extends Stack {
       const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
       targets.sandbox.snapshotsDeleteFunction = snapshotsDelete.fn;
       values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
+      // The warm pool's refill, which the starting routes, the ECS events and the sweeper invoke.
+      const poolRefill = extra(poolRefillFunction, Duration.seconds(60));
+      targets.sandbox.poolRefillFunction = poolRefill.fn;
+      values.POOL_REFILL_FUNCTION = poolRefill.fn.functionArn;
     }
     const stackNames = routeStackNames(table);
     const routeStack = (name: string) => {

@@ -16,6 +16,7 @@ import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { WarmPool } from '#shared/sandboxes/pool.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
@@ -38,6 +39,8 @@ export interface Services {
   sandboxes: SandboxService;
   sandboxBridge: SandboxBridge;
   sandboxHousekeeping: SandboxHousekeeping;
+  /** The warm pool: claims (through the sandbox services), the standbys' own routes, refill and sweep. */
+  warmPool: WarmPool;
   sandboxSpecs: SandboxSpecService;
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
@@ -107,6 +110,7 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxes: true,
   sandboxBridge: true,
   sandboxHousekeeping: true,
+  warmPool: true,
   sandboxSpecs: true,
   streamTickets: true,
   streamAccess: true,

@@ -7,6 +7,8 @@ import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -29,6 +31,8 @@ export const handler = awsRoute(
     plans,
     usageStore,
     idempotencyStore,
+    poolStore,
+    poolRefill,
   },
   { conversations, idempotency },
 );

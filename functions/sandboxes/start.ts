@@ -4,6 +4,8 @@ import { idempotency } from '#shared/services/idempotency.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -12,6 +14,18 @@ import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   startSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, plans, usageStore, settingsStore, idempotencyStore },
+  {
+    sandboxStore,
+    sandboxRuntime,
+    specs,
+    sandboxConfig,
+    bridgeUrl,
+    plans,
+    usageStore,
+    settingsStore,
+    idempotencyStore,
+    poolStore,
+    poolRefill,
+  },
   { sandboxes, idempotency },
 );

@@ -12,6 +12,7 @@ export const localConfigSchema = z.object({
   SANDBOX_SPECS_FILE: z.string().min(1).optional(),
   PLANS_FILE: z.string().min(1).optional(),
   PRICES_FILE: z.string().min(1).optional(),
+  WARM_POOL_SIZE: z.coerce.number({ error: 'WARM_POOL_SIZE must be a whole number' }).int().min(0).max(50).optional(),
 });
 
 export type LocalConfig = {
@@ -31,6 +32,8 @@ export type LocalConfig = {
   plansFile?: string;
   /** The prices file (env PRICES_FILE; default `config/prices.json`), validated at start. */
   pricesFile?: string;
+  /** Replaces every spec's warm-pool size (env WARM_POOL_SIZE; 0 turns the pool off); the specs file's when unset. */
+  warmPoolSize?: number;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -62,6 +65,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     ...(parsed.data.SANDBOX_SPECS_FILE ? { specsFile: resolve(parsed.data.SANDBOX_SPECS_FILE) } : {}),
     ...(parsed.data.PLANS_FILE ? { plansFile: resolve(parsed.data.PLANS_FILE) } : {}),
     ...(parsed.data.PRICES_FILE ? { pricesFile: resolve(parsed.data.PRICES_FILE) } : {}),
+    ...(parsed.data.WARM_POOL_SIZE !== undefined ? { warmPoolSize: parsed.data.WARM_POOL_SIZE } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

@@ -97,10 +97,33 @@ export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped
  * PAUSED, and the last task of a deleted sandbox completes its delete (its snapshots go then).
  * Idempotent, so a redelivered event does no harm; an error is thrown so EventBridge retries (then the DLQ).
  */
-export async function handleTaskStateChange(
-  event: EcsTaskStateChange,
-  { sandboxHousekeeping }: Services,
-): Promise<void> {
+export async function handleTaskStateChange(event: EcsTaskStateChange, services: Services): Promise<void> {
+  const { sandboxHousekeeping } = services;
+  const d = event.detail;
+  // A warm-pool standby's task (startedBy = its standby id): resolved through its pool item, one GetItem.
+  if (
+    event['detail-type'] === 'ECS Task State Change' &&
+    d?.lastStatus === 'STOPPED' &&
+    d.startedBy?.startsWith('sb_')
+  ) {
+    const standby = await services.warmPool.standbyStopped(d.startedBy);
+    if (!standby || (standby.ref && standby.ref !== d.taskArn)) return;
+    if (standby.sandboxId && standby.generation) {
+      // Claimed: the task is that sandbox's generation, and its stop is the sandbox's.
+      await sandboxHousekeeping.handleInstanceStopped({
+        sandboxId: standby.sandboxId,
+        generation: standby.generation,
+        requested: d.stopCode === 'UserInitiated',
+        resumable: d.stopCode === 'SpotInterruption',
+        detail: stopDetail(d),
+      });
+      await sandboxHousekeeping.continueDelete(standby.sandboxId);
+    } else if (d.stopCode === 'SpotInterruption') {
+      // An interrupted Spot standby is replaced at once rather than at the next sweep.
+      await services.warmPool.refill(standby.specId);
+    }
+    return;
+  }
   const stopped = parseTaskStateChange(event);
   if (!stopped) return;
   await sandboxHousekeeping.handleInstanceStopped(stopped);

@@ -21,6 +21,7 @@ import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -33,6 +34,7 @@ export const allServices: Required<ServiceFactories> = {
   sandboxes,
   sandboxBridge,
   sandboxHousekeeping,
+  warmPool,
   conversations,
   conversationBridge,
   conversationHousekeeping,

@@ -1,6 +1,7 @@
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
@@ -27,5 +28,6 @@ export const sandboxDeps = (
     plans: () => c.adapters.plans,
     usage: () => c.adapters.usageStore,
     prices: () => c.adapters.prices,
+    pool: () => c.use(warmPool),
     now: () => () => new Date(),
   });
