@@ -1,6 +1,7 @@
 import { legacyCreateConversation } from '#shared/conversations/operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
@@ -34,5 +35,5 @@ export const handler = awsRoute(
     poolStore,
     poolRefill,
   },
-  { conversations, idempotency },
+  { conversations, idempotency, poolClaims },
 );

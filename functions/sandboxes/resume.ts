@@ -1,5 +1,6 @@
 import { resumeSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
@@ -24,5 +25,5 @@ export const handler = awsRoute(
     poolStore,
     poolRefill,
   },
-  { sandboxes },
+  { sandboxes, poolClaims },
 );

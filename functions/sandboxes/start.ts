@@ -1,6 +1,7 @@
 import { startSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
@@ -27,5 +28,5 @@ export const handler = awsRoute(
     poolStore,
     poolRefill,
   },
-  { sandboxes, idempotency },
+  { sandboxes, idempotency, poolClaims },
 );

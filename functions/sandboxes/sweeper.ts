@@ -3,6 +3,7 @@ import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
@@ -28,7 +29,7 @@ export const handler = awsFunction(
     poolStore,
     poolRefill,
   },
-  { sandboxHousekeeping, conversationHousekeeping, warmPool },
+  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims },
   // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
   async (event: unknown, services, adapters) => ({
     ...(await sweep(event, services)),

@@ -217,14 +217,6 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   /**
-   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
-   * Returns false when the sandbox is not RUNNING.
-   */
-  recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.iso());
-  }
-
-  /**
    * Waits up to `waitSeconds` (capped by the deployment) for queued commands. A sandbox that is no
    * longer RUNNING (paused, failed, replaced by a newer generation) gets a `stop` command instead.
    */

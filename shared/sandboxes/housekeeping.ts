@@ -17,7 +17,7 @@ import {
 import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
-import { BINDING_ACK_MS } from '#shared/sandboxes/pool.ts';
+import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
 export class SandboxHousekeeping extends SandboxRecords {

@@ -57,6 +57,16 @@ export interface PoolRecord {
 
 export const poolRecordId = (specId: string) => `pool:${specId}`;
 
+/** A claim takes only a standby heard from within this long. */
+export const FRESH_HEARTBEAT_MS = 30_000;
+/**
+ * A claimed standby that has not taken its binding (checked in as the sandbox) by then is replaced by
+ * a cold start (the sweep's check, in shared/sandboxes/housekeeping.ts, which carries no pool code).
+ */
+export const BINDING_ACK_MS = 10_000;
+/** A ready standby not heard from for this long is gone (its task or process ended unseen): stopped and forgotten. */
+export const LOST_STANDBY_MS = 90_000;
+
 /** Whether a spec keeps a pool at all. */
 export const hasPool = (spec: SandboxSpec) => (spec.warmPool?.size ?? 0) > 0;
 

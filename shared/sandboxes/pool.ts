@@ -1,45 +1,14 @@
-import { constants, publicEncrypt, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { PoolBinding, PoolWaitResponse } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import { commandQueued, commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
-import type { SandboxConfig } from '#shared/sandboxes/config.ts';
-import { hasPool, type PoolStore, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
-import { newToken, sameHash, sha256, STANDBY_STATE } from '#shared/sandboxes/records.ts';
-import type { ClaimCandidate, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import { PoolClaims, wakeKey } from '#shared/sandboxes/pool-claim.ts';
+import { hasPool, LOST_STANDBY_MS, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
+import { newToken, sameHash, sha256 } from '#shared/sandboxes/records.ts';
 
-/** A claim takes only a standby heard from within this long. */
-export const FRESH_HEARTBEAT_MS = 30_000;
-/** A claimed standby that has not taken its binding (checked in as the sandbox) by then is replaced by a cold start. */
-export const BINDING_ACK_MS = 10_000;
-/** A ready standby not heard from for this long is gone (its task or process ended unseen): stopped and forgotten. */
-export const LOST_STANDBY_MS = 90_000;
-
-/** Starts the refill of a spec's pool without waiting for it (AWS: an asynchronous invoke; locally: in process). */
-export interface PoolRefill {
-  refill(specId: string): Promise<void>;
-}
-
-export interface WarmPoolDeps {
-  store: PoolStore;
-  runtime: SandboxRuntime;
-  specs: SpecRegistry;
-  config: SandboxConfig;
-  /** Refills after a claim; null where nothing refills asynchronously (then the sweep tops up). */
-  refill: PoolRefill | null;
-  now?: () => Date;
-}
-
-/** A start served by a standby: the instance's handle and state, as `SandboxRuntime.start` returns them. */
-export interface Claimed {
-  standbyId: string;
-  ref: string;
-  state: RuntimeState;
-  claimedAt: string;
-  claimMs: number;
-}
+export type { Claimed, PoolRefill, WarmPoolDeps } from '#shared/sandboxes/pool-claim.ts';
 
 export interface PoolSweep {
   started: string[];
@@ -47,101 +16,12 @@ export interface PoolSweep {
   lost: string[];
 }
 
-const wakeKey = (standbyId: string) => `pool:${standbyId}`;
-
 /**
  * The warm pool: per spec with `warmPool`, up to `size` standbys (the sandbox program started with
  * no user, waiting on its pool endpoints), claimed by starts they can serve. One code path for the
  * local process runtime and Fargate; what differs is the runtime's `standbys`. The design:
  * docs/architecture.md ("The warm pool").
- */
-export class WarmPool {
-  private readonly now: () => Date;
-
-  constructor(private readonly deps: WarmPoolDeps) {
-    this.now = deps.now ?? (() => new Date());
-  }
-
-  /**
-   * The claim, the one place a start takes a standby (a suspension check belongs here): one
-   * conditional write on a `ready` standby of the spec's current revision whose heartbeat is fresh,
-   * which writes the binding (sandbox, generation, the enrollment token sealed to the standby's key)
-   * on it; then the runtime binds the standby to the sandbox, the standby is woken, and the pool
-   * refills asynchronously. `{ cold }` says why a start cannot be served warm.
-   */
-  async claim(
-    start: ClaimCandidate & { enrollmentToken: string; bridgeUrl: string },
-  ): Promise<Claimed | { cold: string }> {
-    const began = performance.now();
-    const { spec } = start;
-    if (!hasPool(spec)) return { cold: `spec "${spec.id}" keeps no warm pool` };
-    const standbys = this.deps.runtime.standbys;
-    if (!standbys) return { cold: 'this runtime keeps no standbys' };
-    const now = this.now();
-    // Any start of the spec keeps its pool from draining, and tells standbys where the API is.
-    await this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl);
-    // ECS fixes the image, the size overrides and the capacity provider at RunTask: a standby serves the spec as it is.
-    if (start.options?.image)
-      return {
-        cold: `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`,
-      };
-    if ((start.options?.resourceFactor ?? 1) !== 1)
-      return {
-        cold: `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`,
-      };
-    const reason = standbys.coldReason(start);
-    if (reason) return { cold: reason };
-    const heardAfter = new Date(now.getTime() - FRESH_HEARTBEAT_MS).toISOString();
-    const revision = standbys.revision(spec);
-    const candidates = (await this.deps.store.listStandbys(spec.id)).filter(
-      (s) => s.status === 'ready' && s.publicKey && s.revision === revision && (s.heartbeatAt ?? '') > heardAfter,
-    );
-    // Racing starts try the candidates in different orders, so they rarely collide on one.
-    for (const candidate of shuffle(candidates)) {
-      const binding: PoolBinding = {
-        sandbox_id: start.sandboxId,
-        generation: start.generation,
-        enrollment_sealed: seal(candidate.publicKey!, start.enrollmentToken),
-        paths: standbys.bindingPaths(start.sandboxId),
-      };
-      const claimedAt = this.now().toISOString();
-      const claimed = await this.deps.store.updateStandby(
-        candidate.id,
-        undefined,
-        {
-          status: 'claimed',
-          sandboxId: start.sandboxId,
-          generation: start.generation,
-          claimedAt,
-          binding: JSON.stringify(binding),
-        },
-        { heardAfter },
-      );
-      if (!claimed) continue;
-      void this.refillSoon(spec.id);
-      try {
-        const bound = await standbys.bindStandby(claimed.id, claimed.ref ?? '', start);
-        commandQueued(wakeKey(claimed.id));
-        logger.info('pool.claimed', { standbyId: claimed.id, sandboxId: start.sandboxId, specId: spec.id });
-        return {
-          standbyId: claimed.id,
-          ref: bound.ref,
-          state: { ...bound.state, [STANDBY_STATE]: claimed.id },
-          claimedAt,
-          claimMs: Math.round(performance.now() - began),
-        };
-      } catch (err) {
-        // Claimed but not bindable (its process just ended, a rename failed): it serves no one; start cold.
-        logger.warn('pool.bind-failed', { standbyId: claimed.id, error: err as Error });
-        await this.discard(claimed);
-        return { cold: `the claimed standby could not be bound (${(err as Error).message})` };
-      }
-    }
-    void this.refillSoon(spec.id);
-    return { cold: candidates.length ? 'every ready standby was claimed by a racing start' : 'no standby was ready' };
-  }
-
-  /** The standby when `key` is its pool credential and it has not taken a binding yet; else null (401). */
+ */ export class WarmPool extends PoolClaims {
   async admitted(standbyId: string, key: string | undefined): Promise<StandbyRecord | null> {
     if (!key) return null;
     const rec = await this.deps.store.getStandby(standbyId);
@@ -289,14 +169,6 @@ export class WarmPool {
     return t - Date.parse(lastStartAt) > (spec.warmPool?.idleMinutes ?? 30) * 60_000;
   }
 
-  private async refillSoon(specId: string): Promise<void> {
-    try {
-      await (this.deps.refill ? this.deps.refill.refill(specId) : undefined);
-    } catch (err) {
-      logger.warn('Asking for a pool refill failed; the sweep tops the pool up', { specId, error: err as Error });
-    }
-  }
-
   private async startStandby(spec: SandboxSpec, bridgeUrl: string): Promise<string | undefined> {
     const standbys = this.deps.runtime.standbys!;
     const id = `sb_${randomBytes(16).toString('hex')}`;
@@ -333,26 +205,4 @@ export class WarmPool {
     await this.discard(marked);
     return true;
   }
-
-  private async discard(s: StandbyRecord): Promise<void> {
-    await this.deps.runtime.standbys?.stopStandby(s.id, s.ref);
-    await this.deps.store.removeStandby(s.id);
-  }
-}
-
-/** The enrollment token sealed to the standby's RSA key (OAEP, SHA-256): only that standby can open it. */
-function seal(publicKeyPem: string, token: string): string {
-  return publicEncrypt(
-    { key: publicKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-    Buffer.from(token),
-  ).toString('base64');
-}
-
-function shuffle<T>(items: T[]): T[] {
-  const out = [...items];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }

@@ -20,7 +20,7 @@ import {
 } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore, StartPhases } from '#shared/sandboxes/sandbox-store.ts';
 import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
-import type { WarmPool } from '#shared/sandboxes/pool.ts';
+import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import { hasPool } from '#shared/sandboxes/pool-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 
@@ -48,7 +48,7 @@ export interface SandboxServiceDeps {
   usage?: UsageStore;
   prices?: Prices;
   /** The warm pool a start claims from (used only for specs that keep one). */
-  pool?: WarmPool;
+  pool?: PoolClaims;
   now?: () => Date;
 }
 
@@ -135,6 +135,15 @@ export class SandboxRecords {
 
   protected iso(): string {
     return this.now().toISOString();
+  }
+
+  /**
+   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
+   * Returns false when the sandbox is not RUNNING. Here, not on the bridge, so the conversation
+   * functions that call it do not carry the bridge's code (check-in, metering).
+   */
+  recordActivity(sandboxId: string): Promise<boolean> {
+    return this.deps.store.touchActivity(sandboxId, this.iso());
   }
 
   /** The record a session key belongs to, in any state (so a stale program can be told to stop). */

@@ -22,6 +22,7 @@ import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -35,6 +36,7 @@ export const allServices: Required<ServiceFactories> = {
   sandboxBridge,
   sandboxHousekeeping,
   warmPool,
+  poolClaims,
   conversations,
   conversationBridge,
   conversationHousekeeping,
