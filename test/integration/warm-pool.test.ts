@@ -101,6 +101,31 @@ describe('the local warm pool', () => {
     expect(next!.id).not.toBe(standby!.id);
   });
 
+  it("takes the organization's running slot at the claim as a cold start does (standbys take none) and bills from the claim", async () => {
+    const [standby] = await ready('pool-one');
+    const key = await stack.newUser('pool-slot');
+    const store = new DynamoSandboxStore();
+    const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one', { key });
+    expect(res.status).toBe(200);
+    const rec = (await store.get(res.body.id))!;
+    expect(rec.phases?.warm).toBe(true);
+    // The standbys waiting in the pool hold no slot of anyone's: this organization's only slot is this sandbox's.
+    expect(await store.runningOf(rec.orgId!)).toBe(1);
+    const running = await waitForStatus(stack, res.body.id, 'RUNNING', key);
+    // Billing starts at the claim, not while the standby waited nor at its acknowledged binding.
+    const after = (await store.get(res.body.id))!;
+    expect(after.runningAt).toBe(running.start_phases.claimed_at);
+    const record = await stack.services.sandboxBridge.accrue(after, new Date(Date.parse(after.runningAt!) + 5_000));
+    expect(record).toMatchObject({ sandboxId: res.body.id, from: after.runningAt, seconds: 5 });
+    // The standby's time in the pool (from its start) is not the user's: billing begins after it.
+    expect(rec.runtimeState?.standby).toBe(standby!.id);
+    expect(after.runningAt! > standby!.createdAt).toBe(true);
+    expect((await stack.call('DELETE', `/api/v1/sandboxes/${res.body.id}`, { key })).status).toBe(200);
+    await waitFor('the slot to be given back', async () =>
+      (await store.runningOf(rec.orgId!)) === 0 ? true : undefined,
+    );
+  });
+
   it('starts cold, with the reason, what a standby cannot serve (a local resume: its workspace exists)', async () => {
     await ready('pool-one');
     const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one');
