@@ -203,10 +203,11 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   'pool:refill': [
     { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },
     {
-      // A claimed standby's task is tagged with its sandbox (what list() and operators read); it is already running.
+      // A claimed standby's task is tagged with its sandbox (what list() and operators read); it is already
+      // running. TagResource knows no ecs:cluster key: only tasks RunTask tagged as standbys (pool-standby).
       actions: ['ecs:TagResource'],
       resources: clusterTasks,
-      conditions: inCluster,
+      conditions: () => ({ Null: { 'aws:ResourceTag/pool-standby': 'false' } }),
       wildcard: 'Standby task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
     },
   ],

@@ -113,7 +113,7 @@ describe('the warm pool, as deployed', () => {
     const [before] = await ready(tier, POOL.size);
     expect(before).toBeDefined();
     const warm = await timedStart(tier, key);
-    expect(warm.phases).toMatchObject({ warm: true });
+    expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
     expect(warm.phases.cold_reason).toBeUndefined();
     expect(warm.ms).toBeLessThan(1_500);
     // The claimed task is the sandbox's now: tagged with it, still started by its standby id.
