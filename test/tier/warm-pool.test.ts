@@ -83,7 +83,12 @@ describe('the warm pool, as deployed', () => {
     tier = await startTier({ mutate: withPool, startDelays: estimatedStartDelays(0.1) });
     key = await createKey(tier, 'pool-user');
   }, 120_000);
-  afterAll(() => tier?.stop());
+  afterAll(async () => {
+    // The stops and refills the last steps set off finish before the functions' processes go.
+    await tier?.bus.settle();
+    await tier?.aws.settle();
+    await tier?.stop();
+  });
 
   it('a cold start pays the ECS delays; it opens the pool, whose standbys start and check in by their pool routes', async () => {
     const cold = await timedStart(tier, key);
@@ -181,7 +186,12 @@ describe("mutation: the sandbox start's grant to invoke the pool's refill remove
       },
     });
   }, 120_000);
-  afterAll(() => tier?.stop());
+  afterAll(async () => {
+    // The stops and refills the last steps set off finish before the functions' processes go.
+    await tier?.bus.settle();
+    await tier?.aws.settle();
+    await tier?.stop();
+  });
 
   it('the start still answers (the refill is best effort), but the invoke is denied and no standby starts', async () => {
     const key = await createKey(tier, 'mutant');
