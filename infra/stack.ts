@@ -289,11 +289,12 @@ export class ConversationServiceStack extends Stack {
     {
       const ecsEvents = extra(ecsEventsFunction, Duration.seconds(60));
       new Rule(this, 'SandboxTaskStopped', {
-        description: 'Sandbox tasks that stopped: reconcile their records',
+        // RUNNING too: ECS's timestamps give a cold start's PROVISIONING and PENDING (pull) phases.
+        description: 'Sandbox tasks that started or stopped: their start phases, reconcile their records',
         eventPattern: {
           source: ['aws.ecs'],
           detailType: ['ECS Task State Change'],
-          detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED'] },
+          detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED', 'RUNNING'] },
         },
         targets: [
           new LambdaFunction(ecsEvents.fn, {

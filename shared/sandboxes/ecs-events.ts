@@ -13,6 +13,11 @@ export interface EcsTaskStateChange {
     stopCode?: string;
     stoppedReason?: string;
     containers?: { name?: string; exitCode?: number; reason?: string; lastStatus?: string }[];
+    /** ECS's timestamps (ISO), read from a RUNNING event for the start's phases. */
+    createdAt?: string;
+    pullStartedAt?: string;
+    pullStoppedAt?: string;
+    startedAt?: string;
     overrides?: { containerOverrides?: { name?: string; environment?: { name?: string; value?: string }[] }[] };
   };
 }
@@ -92,6 +97,14 @@ export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped
   };
 }
 
+/** A sandbox's own task (not a standby's) from a RUNNING event: its id and generation, as for a stop. */
+function parseTaskStarted(event: EcsTaskStateChange): { sandboxId: string; generation: number } | undefined {
+  const d = event.detail;
+  if (!d?.startedBy || d.startedBy.startsWith('sb_')) return undefined;
+  const stopped = parseTaskStateChange({ ...event, detail: { ...d, lastStatus: 'STOPPED' } });
+  return stopped && { sandboxId: stopped.sandboxId, generation: stopped.generation };
+}
+
 /**
  * The ECS events function: a crash becomes ERROR, a stop that was asked for or a Spot interruption
  * PAUSED, and the last task of a deleted sandbox completes its delete (its snapshots go then).
@@ -100,6 +113,12 @@ export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped
 export async function handleTaskStateChange(event: EcsTaskStateChange, services: Services): Promise<void> {
   const { sandboxHousekeeping } = services;
   const d = event.detail;
+  // A sandbox's task is RUNNING: its cold start's PROVISIONING and PENDING (the pull), from ECS's timestamps.
+  if (event['detail-type'] === 'ECS Task State Change' && d?.lastStatus === 'RUNNING') {
+    const started = parseTaskStarted(event);
+    if (started) await sandboxHousekeeping.recordTaskTimes(started.sandboxId, started.generation, d);
+    return;
+  }
   // A warm-pool standby's task (startedBy = its standby id): resolved through its pool item, one GetItem.
   if (
     event['detail-type'] === 'ECS Task State Change' &&

@@ -18,6 +18,7 @@ import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
+import { emitStartMetrics, fromTaskTimes } from '#shared/sandboxes/phases.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
 export class SandboxHousekeeping extends SandboxRecords {
@@ -27,6 +28,28 @@ export class SandboxHousekeeping extends SandboxRecords {
    * (resumable: the program saved the workspace in the notice ECS gives). Stale generations and sandboxes that
    * were already paused, failed or deleted are left alone, so a repeated event does no harm.
    */
+  /**
+   * ECS's timestamps of a sandbox's cold-started task (its RUNNING event): PROVISIONING and PENDING
+   * on the start's phases, once per generation, with their metrics; and the container start to
+   * check-in when the check-in came first (the event and the check-in race).
+   */
+  async recordTaskTimes(
+    sandboxId: string,
+    generation: number,
+    times: { createdAt?: string; pullStartedAt?: string; pullStoppedAt?: string; startedAt?: string },
+  ): Promise<void> {
+    const t = await this.transition(sandboxId, (rec) => {
+      if (rec.generation !== generation || !rec.phases || rec.phases.warm || rec.phases.provisioning_ms !== undefined)
+        return 'skip';
+      const phases = fromTaskTimes(rec.phases, times);
+      if (rec.runningAt && phases.check_in_ms === undefined && times.startedAt)
+        phases.check_in_ms = Math.max(0, Date.parse(rec.runningAt) - Date.parse(times.startedAt));
+      return { phases };
+    });
+    if (t?.changed && t.record.phases)
+      emitStartMetrics(t.record.phases, ['provisioning_ms', 'pending_ms', 'check_in_ms']);
+  }
+
   async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
     // A Spot task is out of ListTasks from the interruption on, so a sweep may have called it MISSING first.
     const current = (rec: SandboxRecord) =>

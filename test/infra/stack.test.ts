@@ -726,7 +726,7 @@ describe('event functions (written on the sandboxes branch)', () => {
           'detail-type': ['ECS Task State Change'],
           detail: {
             clusterArn: [{ 'Fn::GetAtt': [logicalId(stack.sandboxes.cluster.node.defaultChild), 'Arn'] }],
-            lastStatus: ['STOPPED'],
+            lastStatus: ['STOPPED', 'RUNNING'],
           },
         },
         Targets: [{ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } }],

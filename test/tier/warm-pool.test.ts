@@ -94,6 +94,17 @@ describe('the warm pool, as deployed', () => {
     const cold = await timedStart(tier, key);
     expect(cold.phases).toMatchObject({ warm: false, cold_reason: 'no standby was ready' });
     expect(cold.ms).toBeGreaterThanOrEqual(COLD_MIN_MS);
+    // ECS's RUNNING event (the rule delivers it to the ECS events function) adds PROVISIONING and PENDING.
+    const phases = await until(
+      tier,
+      'the cold start phases from the task event',
+      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${cold.id}`, { key })).body[0].start_phases,
+      (p) => p.provisioning_ms !== undefined,
+    );
+    expect(phases.provisioning_ms).toBeGreaterThanOrEqual(500);
+    expect(phases.pending_ms).toBeGreaterThanOrEqual(800);
+    expect(phases.check_in_ms).toBeGreaterThanOrEqual(0);
+    expect(typeof phases.run_task_ms).toBe('number');
     // The claim's refill: an Event invoke of the refill function, by the start route's own role.
     await until(
       tier,
