@@ -54,6 +54,8 @@ export interface EcsTask {
   /** When the image pull began and ended (with start delays). */
   pullStartedAt?: number;
   pullStoppedAt?: number;
+  /** When the container started (RUNNING). */
+  startedAt?: number;
   stoppedAt?: number;
   capacityProviderName?: string;
   version: number;
@@ -643,6 +645,7 @@ export class FakeAws {
     this.processes.set(task.taskArn, entry);
     child.once('spawn', () => {
       task.lastStatus = 'RUNNING';
+      task.startedAt = Date.now() / 1000;
       task.containers = task.containers.map((c) => ({ ...c, lastStatus: 'RUNNING' }));
       task.version++;
       this.options.onTaskChange({ ...task });

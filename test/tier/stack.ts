@@ -129,6 +129,7 @@ const taskStateEvent = (task: EcsTask) => {
     createdAt: new Date(task.createdAt * 1000).toISOString(),
     ...(task.pullStartedAt ? { pullStartedAt: new Date(task.pullStartedAt * 1000).toISOString() } : {}),
     ...(task.pullStoppedAt ? { pullStoppedAt: new Date(task.pullStoppedAt * 1000).toISOString() } : {}),
+    ...(task.startedAt ? { startedAt: new Date(task.startedAt * 1000).toISOString() } : {}),
     ...(task.stoppedAt ? { stoppedAt: new Date(task.stoppedAt * 1000).toISOString() } : {}),
   };
 };
