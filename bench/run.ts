@@ -12,6 +12,7 @@ import { benchNeighbours } from './neighbours.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 import { benchStream } from './stream.ts';
+import { benchWarmPool } from './warm-pool.ts';
 
 /**
  * `npm run bench`: runs every benchmark section and rewrites docs/performance.md with the machine
@@ -22,6 +23,7 @@ const sections: [string, () => Promise<string>][] = [
   ['settings', benchSettings],
   ['bundles', benchBundles],
   ['sandboxes', benchSandboxes],
+  ['warm-pool', benchWarmPool],
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
   ['lists', benchLists],

@@ -40,6 +40,14 @@ const specSchema = z
     command: z.array(z.string()).nullable().default(null),
     initialEnv: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
     workingDir: z.string().startsWith('/').default('/workspace'),
+    /** A warm pool of standby tasks (shared/sandboxes/pool.ts); off unless given. */
+    warmPool: z
+      .strictObject({
+        size: z.number().int().min(0).max(50),
+        idleMinutes: z.number().int().min(1).max(10_080).default(30),
+        spot: z.boolean().default(false),
+      })
+      .optional(),
   })
   .superRefine((spec, ctx) => {
     const problem = fargateSizeProblem(spec.cpu, spec.memory);

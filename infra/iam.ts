@@ -43,6 +43,8 @@ export interface GrantTargets {
     workspaces: IBucket;
     /** The function that removes a deleted sandbox's snapshots (set once it exists). */
     snapshotsDeleteFunction?: IFunction;
+    /** The warm pool's refill function (set once it exists). */
+    poolRefillFunction?: IFunction;
   };
   /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
   bridgeSocket: { connectionsArn: string };
@@ -92,6 +94,11 @@ const snapshotsDeleteFunction = (t: GrantTargets) => {
   if (!t.sandbox.snapshotsDeleteFunction)
     throw new Error('The snapshot-removal function must exist before a function that invokes it');
   return [t.sandbox.snapshotsDeleteFunction.functionArn];
+};
+const poolRefillFunction = (t: GrantTargets) => {
+  if (!t.sandbox.poolRefillFunction)
+    throw new Error('The pool refill function must exist before a function that invokes it');
+  return [t.sandbox.poolRefillFunction.functionArn];
 };
 /** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
@@ -206,6 +213,17 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
+  'pool:refill': [
+    { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },
+    {
+      // A claimed standby's task is tagged with its sandbox (what list() and operators read); it is already
+      // running. TagResource knows no ecs:cluster key: only tasks RunTask tagged as standbys (pool-standby).
+      actions: ['ecs:TagResource'],
+      resources: clusterTasks,
+      conditions: () => ({ Null: { 'aws:ResourceTag/pool-standby': 'false' } }),
+      wildcard: 'Standby task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
+    },
+  ],
 };
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */

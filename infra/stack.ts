@@ -35,6 +35,7 @@ import {
   ecsEventsFunction,
   fallbackFunction,
   sandboxSnapshotsDeleteFunction,
+  poolRefillFunction,
   streamConnectFunction,
   streamDisconnectFunction,
   streamMessageFunction,
@@ -236,6 +237,10 @@ export class ConversationServiceStack extends Stack {
       const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
       targets.sandbox.snapshotsDeleteFunction = snapshotsDelete.fn;
       values.SNAPSHOTS_DELETE_FUNCTION = snapshotsDelete.fn.functionArn;
+      // The warm pool's refill, which the starting routes, the ECS events and the sweeper invoke.
+      const poolRefill = extra(poolRefillFunction, Duration.seconds(60));
+      targets.sandbox.poolRefillFunction = poolRefill.fn;
+      values.POOL_REFILL_FUNCTION = poolRefill.fn.functionArn;
     }
     const stackNames = routeStackNames(table);
     const routeStack = (name: string) => {
@@ -289,11 +294,12 @@ export class ConversationServiceStack extends Stack {
     {
       const ecsEvents = extra(ecsEventsFunction, Duration.seconds(60));
       new Rule(this, 'SandboxTaskStopped', {
-        description: 'Sandbox tasks that stopped: reconcile their records',
+        // RUNNING too: ECS's timestamps give a cold start's PROVISIONING and PENDING (pull) phases.
+        description: 'Sandbox tasks that started or stopped: their start phases, reconcile their records',
         eventPattern: {
           source: ['aws.ecs'],
           detailType: ['ECS Task State Change'],
-          detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED'] },
+          detail: { clusterArn: [this.sandboxes.cluster.clusterArn], lastStatus: ['STOPPED', 'RUNNING'] },
         },
         targets: [
           new LambdaFunction(ecsEvents.fn, {

@@ -10,6 +10,7 @@ import {
   type CheckInBody,
   type CheckInResponse,
   type ConversationReport,
+  type PoolWaitResponse,
   type ProtocolPath,
   type SandboxCommand,
   type SandboxStatus,
@@ -53,9 +54,14 @@ export class BridgeClient implements SnapshotBridge {
     return out;
   }
 
-  /** `active`: the agent did work since the last heartbeat. Returns the sandbox's status and the last command queued. */
-  async heartbeat(active: boolean): Promise<{ status: SandboxStatus; command_seq?: number }> {
-    return this.call('POST', 'heartbeat', { body: { active } });
+  /**
+   * `active`: the agent did work since the last heartbeat; `restoreMs`: how long the workspace's
+   * restore took (sent once). Returns the sandbox's status and the last command queued.
+   */
+  async heartbeat(active: boolean, restoreMs?: number): Promise<{ status: SandboxStatus; command_seq?: number }> {
+    return this.call('POST', 'heartbeat', {
+      body: { active, ...(restoreMs !== undefined ? { restore_ms: restoreMs } : {}) },
+    });
   }
 
   /** Waits up to `waitSeconds` (the server may cap it) for commands. */
@@ -160,6 +166,49 @@ export class BridgeClient implements SnapshotBridge {
         Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) * 1000 : undefined,
       );
     }
+    return JSON.parse(text) as T;
+  }
+}
+
+/**
+ * A standby's client of its pool routes, with its pool credential: check in with its public key,
+ * then wait (each call its heartbeat) for the binding a claim writes. The credential reaches nothing else.
+ */
+export class PoolClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly standbyId: string,
+    private readonly token: string,
+    private readonly stopSignal?: AbortSignal,
+  ) {}
+
+  async checkIn(publicKey: string, version: string): Promise<{ wait_seconds: number }> {
+    return this.call('POST', 'poolCheckIn', '', { public_key: publicKey, version }, 15_000);
+  }
+
+  wait(waitSeconds: number): Promise<PoolWaitResponse> {
+    return this.call('GET', 'poolWait', `?wait=${waitSeconds}`, undefined, (waitSeconds + 15) * 1000);
+  }
+
+  private async call<T>(
+    method: string,
+    path: ProtocolPath,
+    query: string,
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<T> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const res = await fetch(`${this.baseUrl}${fillPath(path, { standby_id: this.standbyId })}${query}`, {
+      method,
+      headers: {
+        'x-session-api-key': this.token,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: this.stopSignal ? AbortSignal.any([timeout, this.stopSignal]) : timeout,
+    });
+    const text = await res.text();
+    if (!res.ok) throw new BridgeError(res.status, `${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;
   }
 }

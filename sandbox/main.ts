@@ -4,7 +4,8 @@
  * (command-channel.ts: pushed over the bridge socket where there is one, else long-polled) until it
  * is told to stop. It takes no inbound connections.
  *
- * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; SANDBOX_SNAPSHOTS=1
+ * Environment: SANDBOX_ID, BRIDGE_URL, ENROLLMENT_TOKEN (one-time), WORKSPACE_DIR; or, for a warm
+ * standby, STANDBY_ID and POOL_TOKEN instead of the first and the third (the binding brings them); SANDBOX_SNAPSHOTS=1
  * (AWS: the workspace is restored from its snapshot at start, saved after agent steps that changed
  * files and at stop, through the bridge's presigned requests); SANDBOX_IMAGE_CHECK=1 (a user's image:
  * exits with a code naming what the agent needs and the image lacks); BRIDGE_SOCKET_URL (AWS, from the task
@@ -15,11 +16,12 @@
  */
 import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { BridgeClient, isUnauthorized, type BridgeCommand } from './bridge-client.ts';
+import { constants, generateKeyPairSync, privateDecrypt } from 'node:crypto';
+import { BridgeClient, isUnauthorized, PoolClient, type BridgeCommand } from './bridge-client.ts';
 import { CommandChannel, sleep } from './command-channel.ts';
 import { missingTool } from './image-check.ts';
 import { Snapshotter } from './snapshots.ts';
-import { conversationCommands } from '#shared/protocol.ts';
+import { conversationCommands, type PoolBinding } from '#shared/protocol.ts';
 
 export const VERSION = '0.1.0';
 
@@ -73,10 +75,64 @@ function required(name: string): string {
   return value;
 }
 
+/**
+ * A warm standby (STANDBY_ID and POOL_TOKEN instead of SANDBOX_ID and ENROLLMENT_TOKEN): checks in
+ * on its pool routes with a fresh RSA public key and waits (each wait its heartbeat) until a claim
+ * binds it to a sandbox. The binding's enrollment token is sealed to that key; it is then exchanged
+ * at the sandbox's check-in exactly as a cold start exchanges the one in its environment. Returns
+ * null when drained or stopped first.
+ */
+async function waitForBinding(
+  bridgeUrl: string,
+  signal: AbortSignal,
+): Promise<{ sandboxId: string; enrollmentToken: string; paths: PoolBinding['paths'] } | null> {
+  const standbyId = required('STANDBY_ID');
+  const pool = new PoolClient(bridgeUrl, standbyId, required('POOL_TOKEN'), signal);
+  // The pool credential is worth nothing once the binding is delivered; still, keep it from the agent's commands.
+  delete process.env.POOL_TOKEN;
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  let wait = 20;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      wait = (await pool.checkIn(pem, VERSION)).wait_seconds;
+      break;
+    } catch (err) {
+      if (isUnauthorized(err) || attempt >= 8 || signal.aborted) {
+        log('error', 'Pool check-in failed', { error: (err as Error).message });
+        return null;
+      }
+      await sleep(500 * 2 ** Math.min(attempt, 4), signal);
+    }
+  }
+  log('info', 'Standing by', { standbyId });
+  for (let failures = 0; !signal.aborted; ) {
+    try {
+      const out = await pool.wait(wait);
+      failures = 0;
+      if (out.stop) return null;
+      if (out.binding) {
+        const token = privateDecrypt(
+          { key: privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+          Buffer.from(out.binding.enrollment_sealed, 'base64'),
+        ).toString();
+        log('info', 'Bound', { standbyId, sandboxId: out.binding.sandbox_id });
+        return { sandboxId: out.binding.sandbox_id, enrollmentToken: token, paths: out.binding.paths };
+      }
+    } catch (err) {
+      if (isUnauthorized(err) || signal.aborted || ++failures > 8) return null;
+      await sleep(500 * 2 ** Math.min(failures, 4), signal);
+    }
+  }
+  return null;
+}
+
 /** The program; resolves to its exit code. */
 export async function runSandbox(): Promise<number> {
-  const sandboxId = required('SANDBOX_ID');
-  const workspaceDir = required('WORKSPACE_DIR');
+  const standby = Boolean(process.env.STANDBY_ID);
+  // A standby learns its sandbox id and enrollment token from its binding; a cold start has them in its environment.
+  let sandboxId = standby ? '' : required('SANDBOX_ID');
+  let workspaceDir = required('WORKSPACE_DIR');
   if (process.env.SANDBOX_IMAGE_CHECK === '1') {
     const missing = missingTool();
     if (missing) {
@@ -85,7 +141,7 @@ export async function runSandbox(): Promise<number> {
     }
   }
   const bridgeUrl = required('BRIDGE_URL').replace(/\/+$/, '');
-  const enrollmentToken = required('ENROLLMENT_TOKEN');
+  let enrollmentToken = standby ? '' : required('ENROLLMENT_TOKEN');
   // Nothing else needs the token; keep it out of what commands the agent runs can read.
   delete process.env.ENROLLMENT_TOKEN;
   mkdirSync(workspaceDir, { recursive: true });
@@ -119,6 +175,24 @@ export async function runSandbox(): Promise<number> {
     process.stdin.once('end', gone).once('close', gone).once('error', gone).resume();
   }
 
+  // A standby loads the agent while it waits, so a claimed start does not wait for the import.
+  const runnerModule = standby ? import('./conversations.ts') : undefined;
+  runnerModule?.catch(() => undefined);
+  if (standby) {
+    const bound = await waitForBinding(bridgeUrl, stopper.signal);
+    if (!bound) {
+      clearInterval(parentWatch);
+      return 0;
+    }
+    ({ sandboxId, enrollmentToken } = bound);
+    // Uncontained, the claim renamed this standby's directory: its new paths come with the binding.
+    if (bound.paths) {
+      workspaceDir = bound.paths.workspace;
+      process.env.HOME = bound.paths.home;
+      process.env.TMPDIR = bound.paths.tmp;
+      process.chdir(workspaceDir);
+    }
+  }
   const bridge = new BridgeClient(bridgeUrl, sandboxId, stopper.signal);
   let checkIn: Awaited<ReturnType<BridgeClient['checkIn']>>;
   for (let attempt = 0; ; attempt++) {
@@ -144,7 +218,10 @@ export async function runSandbox(): Promise<number> {
   const snapshotter = process.env.SANDBOX_SNAPSHOTS === '1' ? new Snapshotter(bridge, workspaceDir, log) : undefined;
   if (snapshotter) {
     try {
+      const began = performance.now();
       await snapshotter.restore();
+      // The start's restore phase, reported at once (a phase of its own on the record and in the metrics).
+      await bridge.heartbeat(false, Math.round(performance.now() - began)).catch(() => undefined);
     } catch (err) {
       log('error', 'Restoring the workspace failed', { error: (err as Error).message });
       clearInterval(parentWatch);
@@ -173,7 +250,7 @@ export async function runSandbox(): Promise<number> {
   // Conversations: their commands join the handlers; the ones this workspace held before a pause come back.
   // Loaded only now: the agent and its SDKs take a while to import, and checking in (RUNNING) and
   // watching the parent process should not wait for them.
-  const { ConversationRunner } = await import('./conversations.ts');
+  const { ConversationRunner } = await (runnerModule ?? import('./conversations.ts'));
   const runner = new ConversationRunner({ bridge, workspaceDir, markActive: ctx.markActive, log });
   const handlers: Record<string, CommandHandler> = { ...commandHandlers };
   for (const [type, handle] of Object.entries(runner.handlers())) handlers[type] = (command) => handle(command);

@@ -51,13 +51,24 @@ export const fallbackFunction = {
   tables: {},
   async: false,
 } as const satisfies EventFunctionDef;
-/** ECS "Task State Change" (STOPPED) events for the sandbox cluster. */
+/**
+ * ECS "Task State Change" events for the sandbox cluster: STOPPED reconciles records; a warm-pool
+ * standby's task is resolved through its pool item (one GetItem), and a Spot standby lost is replaced.
+ */
 export const ecsEventsFunction = {
   id: 'ecsEvents',
   entry: 'functions/sandboxes/ecs-events.ts',
   async: true,
-  tables: { sandboxes: 'write' },
-  capabilities: sandboxHousekeeping,
+  tables: { sandboxes: 'write', pool: 'write' },
+  capabilities: [...sandboxHousekeeping, 'pool:refill'],
+} as const satisfies EventFunctionDef;
+/** Invoked asynchronously after each claim (and by ECS events for a lost Spot standby): starts standbys up to the pool's size. */
+export const poolRefillFunction = {
+  id: 'poolRefill',
+  entry: 'functions/pool/refill.ts',
+  async: true,
+  tables: { pool: 'write' },
+  capabilities: ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe'],
 } as const satisfies EventFunctionDef;
 /** Every minute: start time-outs, idle sandboxes, orphan tasks; conversation starts that stalled. */
 export const sweeperFunction = {
@@ -65,8 +76,9 @@ export const sweeperFunction = {
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
-  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write' },
-  capabilities: [...sandboxHousekeeping, 'stream:push'],
+  // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
+  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write' },
+  capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill'],
 } as const satisfies EventFunctionDef;
 
 /**
@@ -172,4 +184,5 @@ export const eventFunctions = [
   streamResendFunction,
   bridgeSocketConnectFunction,
   sandboxSnapshotsDeleteFunction,
+  poolRefillFunction,
 ] as const;

@@ -14,6 +14,7 @@ import * as bridge from '#shared/sandboxes/bridge-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
 import * as canvasSettings from '#shared/settings/canvas-operations.ts';
+import * as pool from '#shared/sandboxes/pool-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
 import * as secrets from '#shared/settings/secrets-operations.ts';
 import * as stream from '#shared/stream/operations.ts';
@@ -38,6 +39,7 @@ export const operations: readonly Operation[] = [
   bridge,
   sandboxes,
   snapshots,
+  pool,
   settings,
   canvasSettings,
   secrets,

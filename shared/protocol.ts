@@ -21,6 +21,8 @@ export const protocolPaths = {
   events: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
   report: '/api/v1/webhooks/{sandbox_id}/conversations',
   startConfig: '/api/v1/webhooks/{sandbox_id}/conversations/{conversation_id}/start-config',
+  poolCheckIn: '/api/v1/pool/standbys/{standby_id}/check-in',
+  poolWait: '/api/v1/pool/standbys/{standby_id}/wait',
 } as const;
 export type ProtocolPath = keyof typeof protocolPaths;
 
@@ -147,6 +149,16 @@ export const heartbeatBodySchema = z.lazy(() =>
     active: z
       ._default(z.boolean(), false)
       .check(z.meta({ description: 'true when the agent did work since the last heartbeat' })),
+    restore_ms: z.optional(
+      z
+        .number()
+        .check(
+          z.int(),
+          z.gte(0),
+          z.lte(3_600_000),
+          z.meta({ description: "How long restoring the workspace's snapshot took (the start's restore phase), once" }),
+        ),
+    ),
   }),
 );
 export const heartbeatResponseSchema = z.lazy(() =>
@@ -314,3 +326,49 @@ export const eventPostQuery = z.lazy(() =>
       ),
   }),
 );
+
+// --- the warm pool: a standby's own endpoints (shared/sandboxes/pool.ts) ------------------------
+
+/** Standby ids in pool paths: `sb_` and 32 hex; anything else is refused before any lookup. */
+export const standbyParams = z.lazy(() =>
+  z.object({ standby_id: z.string().check(z.regex(/^sb_[0-9a-f]{32}$/, 'standby_id: sb_ and 32 hex characters')) }),
+);
+
+export const poolCheckInBodySchema = z.lazy(() =>
+  z.object({
+    version: z._default(z.string().check(z.maxLength(64)), 'unknown'),
+    public_key: z.string().check(
+      z.maxLength(1024),
+      z.startsWith('-----BEGIN PUBLIC KEY-----'),
+      z.meta({
+        description: "The standby's RSA public key (SPKI PEM): its binding's enrollment token is sealed to it",
+      }),
+    ),
+  }),
+);
+export const poolCheckInResponseSchema = z.lazy(() => z.object({ standby_id: z.string(), wait_seconds: z.number() }));
+
+/**
+ * What a claim pushes to its standby: the sandbox it now is and the generation, and the one-time
+ * enrollment token (RSA-OAEP sealed to the standby's key), which it exchanges at the sandbox's
+ * check-in as a cold start exchanges the one in its environment. `paths`: where the sandbox's
+ * directories are now, when the standby sees them under new names (a local standby without
+ * bubblewrap, whose directory was renamed at the claim).
+ */
+export const poolBindingSchema = z.lazy(() =>
+  z.object({
+    sandbox_id: z.string(),
+    generation: z.number().check(z.int()),
+    enrollment_sealed: z.string(),
+    paths: z.nullable(z.object({ workspace: z.string(), home: z.string(), tmp: z.string() })),
+  }),
+);
+export type PoolBinding = z.output<typeof poolBindingSchema>;
+
+export const poolWaitResponseSchema = z.lazy(() =>
+  z.object({
+    binding: z.nullable(poolBindingSchema),
+    stop: z.boolean().check(z.meta({ description: 'true: the standby is drained, the program exits' })),
+  }),
+);
+export type PoolWaitResponse = z.output<typeof poolWaitResponseSchema>;

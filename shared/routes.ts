@@ -13,8 +13,11 @@ const legacyConversationReads = {
 const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close'] as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
-/** Starting or resuming: the launch, and the plans (the organization's running limit, the resource factor). */
-const sandboxStart = [...sandboxLaunch, 'plans'] as const;
+/**
+ * Starting or resuming: the launch, the plans (the organization's running limit, the resource factor), and for
+ * the warm pool claiming a standby (table `pool`) and asking for the refill after it (`pool:refill`).
+ */
+const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill'] as const;
 
 /**
  * The LLM gateway (docs/platform-llms.md): a route of its own kind, `llm-stream`, since it streams
@@ -166,7 +169,7 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'read', sandboxes: 'write', settings: 'read', idempotency: 'write' },
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read', idempotency: 'write', pool: 'write' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
     idempotent: true,
@@ -194,7 +197,7 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'read', sandboxes: 'write', settings: 'read' },
+    tables: { usage: 'read', sandboxes: 'write', settings: 'read', pool: 'write' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
   },
@@ -301,6 +304,7 @@ export const routes = [
       sandboxes: 'write',
       commands: 'write',
       idempotency: 'write',
+      pool: 'write',
     },
     capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
@@ -427,6 +431,7 @@ export const routes = [
       sandboxes: 'write',
       commands: 'write',
       idempotency: 'write',
+      pool: 'write',
     },
     capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
@@ -1341,5 +1346,31 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read' },
     capabilities: ['s3:workspaces'],
+  },
+  // --- the warm pool: a standby's own routes (its pool credential reaches nothing else) -----------
+  {
+    id: 'poolCheckIn',
+    method: 'POST',
+    path: protocolPaths.poolCheckIn,
+    entry: 'functions/pool/check-in.ts',
+    auth: 'standby',
+    summary:
+      'Pool: a standby (the sandbox program started with no user) checks in with its pool credential and its public ' +
+      'key; it is claimable from then on while it keeps waiting',
+    tag: 'pool',
+    tables: { pool: 'write' },
+  },
+  {
+    id: 'poolWait',
+    method: 'GET',
+    path: protocolPaths.poolWait,
+    entry: 'functions/pool/wait.ts',
+    auth: 'standby',
+    summary:
+      "Pool: long-poll (each call is the standby's heartbeat) for the binding a claim wrote: the sandbox id, the " +
+      "generation and an enrollment token sealed to the standby's key, delivered once; `stop` when drained",
+    tag: 'pool',
+    tables: { pool: 'write' },
+    timeoutSeconds: 20,
   },
 ] as const satisfies readonly RouteDef[];

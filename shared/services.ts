@@ -16,6 +16,8 @@ import type { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
 import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { WarmPool } from '#shared/sandboxes/pool.ts';
+import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
@@ -40,6 +42,10 @@ export interface Services {
   sandboxes: SandboxService;
   sandboxBridge: SandboxBridge;
   sandboxHousekeeping: SandboxHousekeeping;
+  /** The warm pool: claims (through the sandbox services), the standbys' own routes, refill and sweep. */
+  warmPool: WarmPool;
+  /** The pool's claim alone, what the functions that start sandboxes name (shared/services/sandbox-deps.ts). */
+  poolClaims: PoolClaims;
   sandboxSpecs: SandboxSpecService;
   streamTickets: StreamTickets;
   /** Who may open which conversation's stream (the local upgrade, the AWS `$connect`). */
@@ -72,6 +78,12 @@ export interface ServiceContext {
   adapters: Adapters;
   /** Another service, built once per function, whether its entry names it or not. */
   use<T>(factory: ServiceFactory<T>): T;
+  /**
+   * A service when the function's entry names it, else undefined: for an optional part a service
+   * uses only where declared (the warm pool in the functions that start sandboxes), so the other
+   * bundles carry none of its code.
+   */
+  named<K extends ServiceName>(name: K): Services[K] | undefined;
 }
 /**
  * How one service is built. Each factory is a module of its own under shared/services/, the one
@@ -113,6 +125,8 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxes: true,
   sandboxBridge: true,
   sandboxHousekeeping: true,
+  warmPool: true,
+  poolClaims: true,
   sandboxSpecs: true,
   streamTickets: true,
   streamAccess: true,
@@ -140,6 +154,10 @@ export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFac
     use: <T>(factory: ServiceFactory<T>): T => {
       if (!built.has(factory)) built.set(factory, factory(context));
       return built.get(factory) as T;
+    },
+    named: (name) => {
+      const factory = factories[name] as ServiceFactory<Services[typeof name]> | undefined;
+      return factory ? context.use(factory) : undefined;
     },
   };
   const out = {} as Services;

@@ -1,12 +1,15 @@
 import { startConversation } from '#shared/conversations/operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -31,6 +34,8 @@ export const handler = awsRoute(
     usageStore,
     platformModels,
     idempotencyStore,
+    poolStore,
+    poolRefill,
   },
-  { conversations, idempotency },
+  { conversations, idempotency, poolClaims },
 );

@@ -1,7 +1,10 @@
 import { resumeSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -10,6 +13,17 @@ import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   resumeSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, plans, usageStore, settingsStore },
-  { sandboxes },
+  {
+    sandboxStore,
+    sandboxRuntime,
+    specs,
+    sandboxConfig,
+    bridgeUrl,
+    plans,
+    usageStore,
+    settingsStore,
+    poolStore,
+    poolRefill,
+  },
+  { sandboxes, poolClaims },
 );

@@ -1,9 +1,12 @@
 import { startSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -12,6 +15,18 @@ import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   startSandbox,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, bridgeUrl, plans, usageStore, settingsStore, idempotencyStore },
-  { sandboxes, idempotency },
+  {
+    sandboxStore,
+    sandboxRuntime,
+    specs,
+    sandboxConfig,
+    bridgeUrl,
+    plans,
+    usageStore,
+    settingsStore,
+    idempotencyStore,
+    poolStore,
+    poolRefill,
+  },
+  { sandboxes, idempotency, poolClaims },
 );

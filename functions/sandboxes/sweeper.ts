@@ -2,9 +2,13 @@ import { sweeperFunction } from '#shared/functions.ts';
 import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { poolStore } from '#shared/wiring/aws/pool.ts';
+import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { snapshotRemoval } from '#shared/wiring/aws/snapshot-removal.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -22,8 +26,10 @@ export const handler = awsFunction(
     startTaskStore,
     streamConnectionStore,
     streamPush,
+    poolStore,
+    poolRefill,
   },
-  { sandboxHousekeeping, conversationHousekeeping },
+  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims },
   // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
   async (event: unknown, services, adapters) => ({
     ...(await sweep(event, services)),

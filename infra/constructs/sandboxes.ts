@@ -160,6 +160,7 @@ export class SandboxInfra extends Construct {
       command: spec.command,
       initial_env: spec.initialEnv,
       working_dir: spec.workingDir,
+      ...(spec.warmPool ? { warmPool: spec.warmPool } : {}),
       created_at: createdAt,
     }));
   }

@@ -13,6 +13,7 @@ export const localConfigSchema = z.object({
   PLANS_FILE: z.string().min(1).optional(),
   PRICES_FILE: z.string().min(1).optional(),
   PLATFORM_LLMS_FILE: z.string().min(1).optional(),
+  WARM_POOL_SIZE: z.coerce.number({ error: 'WARM_POOL_SIZE must be a whole number' }).int().min(0).max(50).optional(),
 });
 
 export type LocalConfig = {
@@ -34,6 +35,8 @@ export type LocalConfig = {
   pricesFile?: string;
   /** The platform models file (env PLATFORM_LLMS_FILE; default `config/platform-llms.json`), validated at start. */
   platformLlmsFile?: string;
+  /** Replaces every spec's warm-pool size (env WARM_POOL_SIZE; 0 turns the pool off); the specs file's when unset. */
+  warmPoolSize?: number;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
   /**
@@ -66,6 +69,7 @@ export function loadLocalConfig(env: NodeJS.ProcessEnv, argv: string[]): LocalCo
     ...(parsed.data.PLANS_FILE ? { plansFile: resolve(parsed.data.PLANS_FILE) } : {}),
     ...(parsed.data.PRICES_FILE ? { pricesFile: resolve(parsed.data.PRICES_FILE) } : {}),
     ...(parsed.data.PLATFORM_LLMS_FILE ? { platformLlmsFile: resolve(parsed.data.PLATFORM_LLMS_FILE) } : {}),
+    ...(parsed.data.WARM_POOL_SIZE !== undefined ? { warmPoolSize: parsed.data.WARM_POOL_SIZE } : {}),
     allowUncontained: argv.includes('--allow-uncontained'),
   };
 }

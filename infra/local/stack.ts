@@ -87,6 +87,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     plansFile: config.plansFile,
     pricesFile: config.pricesFile,
     platformLlmsFile: config.platformLlmsFile,
+    warmPoolSize: config.warmPoolSize,
     commandPush: config.commandPush,
     containment: { containment, programDir, uncontainedUsers: config.allowUncontained ? undefined : [DEV_USER] },
   });
@@ -129,6 +130,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     process.env.OIDC_AUDIENCE = devIssuer.audience;
     process.env.OIDC_CLIENT_ID = devIssuer.clientId;
   }
+  // Every spec with a warm pool gets its standbys now, so the first start is warm too.
+  await services.warmPool
+    .open(gateway.url)
+    .catch((err: unknown) => logger.error('Starting the warm pool failed', { error: err as Error }));
   const startTaskTimeout = startTaskTimeoutSeconds(process.env, 180);
   // Held to the sweeper function's declaration and adapters, as on AWS.
   const sweeperServices = services.forFunction(
@@ -171,6 +176,9 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       await services.sandboxHousekeeping
         .suspendAll('Paused because the local server stopped')
         .catch((err: unknown) => logger.error('Pausing sandboxes at shutdown failed', { error: err as Error }));
+      await services.warmPool
+        .drainAll()
+        .catch((err: unknown) => logger.error('Draining the warm pool failed', { error: err as Error }));
       await services.sandboxRuntime.stopAll();
       await gateway.close();
       await dynamo.close();

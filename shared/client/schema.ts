@@ -1641,6 +1641,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/pool/standbys/{standby_id}/check-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pool: a standby (the sandbox program started with no user) checks in with its pool credential and its public key; it is claimable from then on while it keeps waiting */
+        post: operations["poolCheckIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pool/standbys/{standby_id}/wait": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pool: long-poll (each call is the standby's heartbeat) for the binding a claim wrote: the sandbox id, the generation and an enrollment token sealed to the standby's key, delivered once; `stop` when drained */
+        get: operations["poolWait"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2229,6 +2263,22 @@ export interface operations {
                             updated_at: string;
                             /** @description Last agent activity (or start/resume); idle sandboxes are paused */
                             last_activity_at: string;
+                            /** @description How the current generation's start went, in milliseconds: warm (a standby claimed) or cold with the reason */
+                            start_phases: {
+                                warm: boolean;
+                                cold_reason?: string;
+                                requested_at: string;
+                                claim_ms?: number;
+                                /** @description When a standby became this sandbox: where billing starts */
+                                claimed_at?: string;
+                                run_task_ms?: number;
+                                provisioning_ms?: number;
+                                pending_ms?: number;
+                                container_started_at?: string;
+                                check_in_ms?: number;
+                                restore_ms?: number;
+                                total_ms?: number;
+                            } | null;
                         }[];
                         next_page_id: string | null;
                     };
@@ -2279,6 +2329,22 @@ export interface operations {
                         updated_at: string;
                         /** @description Last agent activity (or start/resume); idle sandboxes are paused */
                         last_activity_at: string;
+                        /** @description How the current generation's start went, in milliseconds: warm (a standby claimed) or cold with the reason */
+                        start_phases: {
+                            warm: boolean;
+                            cold_reason?: string;
+                            requested_at: string;
+                            claim_ms?: number;
+                            /** @description When a standby became this sandbox: where billing starts */
+                            claimed_at?: string;
+                            run_task_ms?: number;
+                            provisioning_ms?: number;
+                            pending_ms?: number;
+                            container_started_at?: string;
+                            check_in_ms?: number;
+                            restore_ms?: number;
+                            total_ms?: number;
+                        } | null;
                     } | null)[];
                 };
             };
@@ -2334,6 +2400,22 @@ export interface operations {
                         updated_at: string;
                         /** @description Last agent activity (or start/resume); idle sandboxes are paused */
                         last_activity_at: string;
+                        /** @description How the current generation's start went, in milliseconds: warm (a standby claimed) or cold with the reason */
+                        start_phases: {
+                            warm: boolean;
+                            cold_reason?: string;
+                            requested_at: string;
+                            claim_ms?: number;
+                            /** @description When a standby became this sandbox: where billing starts */
+                            claimed_at?: string;
+                            run_task_ms?: number;
+                            provisioning_ms?: number;
+                            pending_ms?: number;
+                            container_started_at?: string;
+                            check_in_ms?: number;
+                            restore_ms?: number;
+                            total_ms?: number;
+                        } | null;
                     };
                 };
             };
@@ -2580,6 +2662,8 @@ export interface operations {
                      * @default false
                      */
                     active?: boolean;
+                    /** @description How long restoring the workspace's snapshot took (the start's restore phase), once */
+                    restore_ms?: number;
                 };
             };
         };
@@ -6040,6 +6124,91 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    poolCheckIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                standby_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default unknown */
+                    version?: string;
+                    /**
+                     * Format: starts_with
+                     * @description The standby's RSA public key (SPKI PEM): its binding's enrollment token is sealed to it
+                     */
+                    public_key: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        standby_id: string;
+                        wait_seconds: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    poolWait: {
+        parameters: {
+            query?: {
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                standby_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        binding: {
+                            sandbox_id: string;
+                            generation: number;
+                            enrollment_sealed: string;
+                            paths: {
+                                workspace: string;
+                                home: string;
+                                tmp: string;
+                            } | null;
+                        } | null;
+                        /** @description true: the standby is drained, the program exits */
+                        stop: boolean;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };

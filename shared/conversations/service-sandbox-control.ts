@@ -1,16 +1,12 @@
 import type { Tenant } from '#shared/plans/limits.ts';
 import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
-import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 
 const hostOf = (baseUrl: string) => new URL(baseUrl).host;
 
 /** SandboxControl over the sandbox services (both deployments use this one adapter). */
 export class ServiceSandboxControl implements SandboxControl {
-  constructor(
-    private readonly sandboxes: () => SandboxService,
-    private readonly bridge: () => SandboxBridge,
-  ) {}
+  constructor(private readonly sandboxes: () => SandboxService) {}
 
   async start(userId: string, baseUrl: string, tenant: Tenant): Promise<SandboxSummary> {
     const { sandbox } = await this.sandboxes().start(userId, undefined, hostOf(baseUrl), tenant);
@@ -39,6 +35,6 @@ export class ServiceSandboxControl implements SandboxControl {
   }
 
   async touch(sandboxId: string): Promise<void> {
-    await this.bridge().recordActivity(sandboxId);
+    await this.sandboxes().recordActivity(sandboxId);
   }
 }

@@ -2,6 +2,7 @@ import type * as z from '#shared/zod.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import type { RouteDef, RouteSchemas } from '#shared/http/route.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import type { StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { routes } from '#shared/routes.ts';
 import type { Services } from '#shared/services.ts';
 
@@ -30,6 +31,8 @@ export interface Request<R> {
    * wrapper's key check read it (any status; not deleted): the operation need not read it again.
    */
   sandbox?: SandboxRecord;
+  /** On pool routes, the standby whose pool credential the request carries (read by the wrapper's key check). */
+  standby?: StandbyRecord;
 }
 
 /** A response other than 200-with-JSON: another status, extra headers, or a non-JSON body. */

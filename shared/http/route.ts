@@ -7,9 +7,10 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * Who may call a route: `none` (health, docs), `user` (an API key, checked by the authorizer
- * before the handler runs) or `sandbox` (a sandbox's own key, checked by the handler itself).
+ * before the handler runs), `sandbox` (a sandbox's own key, checked by the handler itself) or
+ * `standby` (a warm-pool standby's pool credential, checked by the handler: the pool routes only).
  */
-export type AuthMode = 'none' | 'user' | 'sandbox';
+export type AuthMode = 'none' | 'user' | 'sandbox' | 'standby';
 
 /**
  * What a route's function may do beyond its tables; the CDK app turns each into IAM statements
@@ -34,6 +35,7 @@ export type Capability =
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
   | 'stream:close' // execute-api:ManageConnections DELETE (DeleteConnection) on the event stream's stage @connections, and the streamConnections byUser index: closes a suspended or removed person's streams
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
+  | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim), ecs:TagResource on the sandbox cluster's tasks (a claimed standby is tagged with its sandbox)
   | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
 
 /** A route function's time-out when its entry names none: enough for its DynamoDB and KMS calls. */

@@ -27,6 +27,7 @@ import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { checkPrincipal } from '#shared/auth/scope.ts';
 import { logger } from '#shared/logging.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import type { StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import type { Services } from '#shared/services.ts';
 
 export type { AuthorizerContext };
@@ -161,6 +162,13 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
         undefined;
       if (!sandbox) throw unauthorized();
     }
+    // A pool route: the standby's pool credential, checked against its item before anything else is read.
+    let standby: StandbyRecord | undefined;
+    if (route.auth === 'standby') {
+      const standbyId = (params as { standby_id: string }).standby_id;
+      standby = (await services.warmPool.admitted(standbyId, keyFromHeaders(headers))) ?? undefined;
+      if (!standby) throw unauthorized();
+    }
     const query = validate('query', schemas.query, parseQuery(event.rawQueryString));
     checkPrincipal(route, auth, params, query);
     const rawBody = schemas.body ? readBody(event, route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES) : undefined;
@@ -179,6 +187,7 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
           headers,
           baseUrl: baseUrlOf(event, headers),
           sandbox,
+          standby,
         } as never,
         services,
       );

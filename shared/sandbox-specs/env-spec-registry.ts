@@ -29,6 +29,7 @@ export function envSpecRegistry(json: string | undefined): ListSpecRegistry {
       working_dir: s.working_dir,
       cpu: s.cpu,
       memory: s.memory,
+      ...(s.warmPool ? { warmPool: s.warmPool } : {}),
       fargate: {
         taskDefinitionArn: s.task_definition_arn,
         family: s.family,

@@ -4,7 +4,7 @@ import { localSpecSchema } from '#shared/sandbox-specs/model.ts';
 import { ListSpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 
 /** Local specs from a JSON file (an array of specs, the default first): `config/sandbox-specs.json`. */
-export function fileSpecRegistry(path: string): ListSpecRegistry {
+export function fileSpecRegistry(path: string, warmPoolSize?: number): ListSpecRegistry {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
@@ -16,5 +16,13 @@ export function fileSpecRegistry(path: string): ListSpecRegistry {
     const issue = parsed.error.issues[0]!;
     throw new Error(`Configuration error: ${path} at [${issue.path.join('.')}]: ${issue.message}`);
   }
-  return new ListSpecRegistry(parsed.data.map((s) => ({ ...s, cpu: null, memory: null })));
+  // `warmPoolSize` (WARM_POOL_SIZE; the test stack's 0) replaces every configured pool's size.
+  return new ListSpecRegistry(
+    parsed.data.map((s) => ({
+      ...s,
+      cpu: null,
+      memory: null,
+      ...(s.warmPool && warmPoolSize !== undefined ? { warmPool: { ...s.warmPool, size: warmPoolSize } } : {}),
+    })),
+  );
 }

@@ -12,6 +12,19 @@ const units = z.lazy(() =>
   z.union([z.number().check(z.int(), z.positive()), z.pipe(z.string().check(z.regex(/^\d+$/)), z.transform(Number))]),
 );
 
+/**
+ * A spec's warm pool (shared/sandboxes/pool.ts): `size` standbys kept ready while starts come, drained
+ * to none after `idleMinutes` without a start; `spot` runs standbys on Fargate Spot (AWS only).
+ */
+export const warmPoolSchema = z.lazy(() =>
+  z.strictObject({
+    size: z.number().check(z.int(), z.gte(0), z.lte(50)),
+    idleMinutes: z._default(z.number().check(z.int(), z.gte(1), z.lte(7 * 24 * 60)), 30),
+    spot: z._default(z.boolean(), false),
+  }),
+);
+export type WarmPoolConfig = z.output<typeof warmPoolSchema>;
+
 /** What both registries share: the OpenHands SandboxSpecInfo members. */
 const specFields = {
   id: specIdSchema,
@@ -19,6 +32,7 @@ const specFields = {
   created_at: z.iso.datetime({ offset: true }),
   initial_env: z._default(z.record(envName, z.string()), {}),
   working_dir: z.string().check(z.minLength(1)),
+  warmPool: z.optional(warmPoolSchema),
 };
 
 /** A local spec (config/sandbox-specs.json): a command run as a child process. */
@@ -48,6 +62,8 @@ export interface SandboxSpec {
   cpu: number | null;
   memory: number | null;
   fargate?: { taskDefinitionArn: string; family: string; spot: boolean; spotFallback?: boolean };
+  /** The spec's warm pool; none (or size 0) means every start is cold. */
+  warmPool?: WarmPoolConfig;
 }
 
 /** SandboxSpecInfo as the API shows it (OpenHands' members plus CPU units and MiB of memory on AWS). */

@@ -22,7 +22,7 @@ export const sandboxCheckIn = defineOperation(
 export const sandboxHeartbeat = defineOperation(
   'sandboxHeartbeat',
   () => ({ params: sandboxParams, body: heartbeatBodySchema, response: heartbeatResponseSchema }),
-  ({ body, sandbox }, { sandboxBridge }) => sandboxBridge.heartbeat(sandbox, body.active),
+  ({ body, sandbox }, { sandboxBridge }) => sandboxBridge.heartbeat(sandbox, body.active, body.restore_ms),
 );
 
 export const sandboxCommands = defineOperation(

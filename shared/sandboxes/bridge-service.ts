@@ -1,7 +1,8 @@
 import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
-import { newToken, SandboxRecords, sameHash, sha256, toPaused } from '#shared/sandboxes/records.ts';
+import { emitStartMetrics, checkedIn, restored } from '#shared/sandboxes/phases.ts';
+import { newToken, SandboxRecords, sameHash, sha256, STANDBY_STATE, toPaused } from '#shared/sandboxes/records.ts';
 import { monthlyLimitReached } from '#shared/plans/limits.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
@@ -28,27 +29,34 @@ export class SandboxBridge extends SandboxRecords {
     if (first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
     const sessionKey = newToken('sbx');
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
-    const t = await this.transition(sandboxId, (rec) =>
-      rec.status === 'STARTING' && sameHash(rec.enrollmentHash, tokenHash)
-        ? {
-            status: 'RUNNING',
-            enrollmentHash: null,
-            sessionKeyHash: sha256(sessionKey),
-            sessionKeySealed: sealed,
-            lastActivityAt: this.iso(),
-            runningAt: this.iso(),
-            detail: null,
-            agentVersion: agent.version,
-          }
-        : 'skip',
-    );
+    const t = await this.transition(sandboxId, (rec) => {
+      if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
+      const at = this.iso();
+      // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
+      const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
+      return {
+        status: 'RUNNING',
+        enrollmentHash: null,
+        sessionKeyHash: sha256(sessionKey),
+        sessionKeySealed: sealed,
+        lastActivityAt: at,
+        // Billing starts here for a cold start, at the claim for a warm one (a standby's wait is never billed).
+        runningAt: rec.phases?.warm && rec.phases.claimed_at ? rec.phases.claimed_at : at,
+        detail: null,
+        agentVersion: agent.version,
+        ...(rec.runtimeState?.[STANDBY_STATE] ? { runtimeState: state } : {}),
+        ...(rec.phases ? { phases: checkedIn(rec.phases, at) } : {}),
+      };
+    });
     if (!t?.changed) throw unauthorized();
     logger.info('sandbox.started', {
       sandboxId,
       userId: t.record.userId,
       generation: t.record.generation,
       startLatencyMs: Date.parse(t.record.lastActivityAt) - Date.parse(t.record.startedAt ?? t.record.lastActivityAt),
+      phases: t.record.phases,
     });
+    if (t.record.phases) emitStartMetrics(t.record.phases);
     return {
       sandbox_id: sandboxId,
       session_api_key: sessionKey,
@@ -92,9 +100,19 @@ export class SandboxBridge extends SandboxRecords {
   async heartbeat(
     caller: SandboxRecord | undefined,
     active: boolean,
+    restoreMs?: number,
   ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
     if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
+    // The start's restore phase, once per generation (the program reports it after its check-in).
+    if (restoreMs !== undefined && rec.status === 'RUNNING' && rec.phases && rec.phases.restore_ms === undefined) {
+      const t = await this.transition(rec.id, (cur) =>
+        cur.generation === rec.generation && cur.phases && cur.phases.restore_ms === undefined
+          ? { phases: restored(cur.phases, restoreMs) }
+          : 'skip',
+      );
+      if (t?.changed && t.record.phases) emitStartMetrics(t.record.phases, ['restore_ms']);
+    }
     const record = rec.status === 'RUNNING' ? await this.accrue(rec) : undefined;
     // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
     const status = record && (await this.enforceMonthly(rec, record)) ? 'PAUSED' : rec.status;
@@ -196,14 +214,6 @@ export class SandboxBridge extends SandboxRecords {
     const ok = await this.deps.store.setCommandSocket(sandboxId, rec.sessionKeyHash, connectionId);
     if (ok) logger.info('sandbox.socket', { sandboxId, userId: rec.userId });
     return ok;
-  }
-
-  /**
-   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
-   * Returns false when the sandbox is not RUNNING.
-   */
-  recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.iso());
   }
 
   /**

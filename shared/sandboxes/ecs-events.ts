@@ -13,6 +13,11 @@ export interface EcsTaskStateChange {
     stopCode?: string;
     stoppedReason?: string;
     containers?: { name?: string; exitCode?: number; reason?: string; lastStatus?: string }[];
+    /** ECS's timestamps (ISO), read from a RUNNING event for the start's phases. */
+    createdAt?: string;
+    pullStartedAt?: string;
+    pullStoppedAt?: string;
+    startedAt?: string;
     overrides?: { containerOverrides?: { name?: string; environment?: { name?: string; value?: string }[] }[] };
   };
 }
@@ -92,15 +97,52 @@ export function parseTaskStateChange(event: EcsTaskStateChange): InstanceStopped
   };
 }
 
+/** A sandbox's own task (not a standby's) from a RUNNING event: its id and generation, as for a stop. */
+function parseTaskStarted(event: EcsTaskStateChange): { sandboxId: string; generation: number } | undefined {
+  const d = event.detail;
+  if (!d?.startedBy || d.startedBy.startsWith('sb_')) return undefined;
+  const stopped = parseTaskStateChange({ ...event, detail: { ...d, lastStatus: 'STOPPED' } });
+  return stopped && { sandboxId: stopped.sandboxId, generation: stopped.generation };
+}
+
 /**
  * The ECS events function: a crash becomes ERROR, a stop that was asked for or a Spot interruption
  * PAUSED, and the last task of a deleted sandbox completes its delete (its snapshots go then).
  * Idempotent, so a redelivered event does no harm; an error is thrown so EventBridge retries (then the DLQ).
  */
-export async function handleTaskStateChange(
-  event: EcsTaskStateChange,
-  { sandboxHousekeeping }: Services,
-): Promise<void> {
+export async function handleTaskStateChange(event: EcsTaskStateChange, services: Services): Promise<void> {
+  const { sandboxHousekeeping } = services;
+  const d = event.detail;
+  // A sandbox's task is RUNNING: its cold start's PROVISIONING and PENDING (the pull), from ECS's timestamps.
+  if (event['detail-type'] === 'ECS Task State Change' && d?.lastStatus === 'RUNNING') {
+    const started = parseTaskStarted(event);
+    if (started) await sandboxHousekeeping.recordTaskTimes(started.sandboxId, started.generation, d);
+    return;
+  }
+  // A warm-pool standby's task (startedBy = its standby id): resolved through its pool item, one GetItem.
+  if (
+    event['detail-type'] === 'ECS Task State Change' &&
+    d?.lastStatus === 'STOPPED' &&
+    d.startedBy?.startsWith('sb_')
+  ) {
+    const standby = await services.warmPool.standbyStopped(d.startedBy);
+    if (!standby || (standby.ref && standby.ref !== d.taskArn)) return;
+    if (standby.sandboxId && standby.generation) {
+      // Claimed: the task is that sandbox's generation, and its stop is the sandbox's.
+      await sandboxHousekeeping.handleInstanceStopped({
+        sandboxId: standby.sandboxId,
+        generation: standby.generation,
+        requested: d.stopCode === 'UserInitiated',
+        resumable: d.stopCode === 'SpotInterruption',
+        detail: stopDetail(d),
+      });
+      await sandboxHousekeeping.continueDelete(standby.sandboxId);
+    } else if (d.stopCode === 'SpotInterruption') {
+      // An interrupted Spot standby is replaced at once rather than at the next sweep.
+      await services.warmPool.refill(standby.specId);
+    }
+    return;
+  }
   const stopped = parseTaskStateChange(event);
   if (!stopped) return;
   await sandboxHousekeeping.handleInstanceStopped(stopped);

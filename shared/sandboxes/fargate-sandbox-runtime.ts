@@ -7,6 +7,7 @@ import {
   RegisterTaskDefinitionCommand,
   RunTaskCommand,
   StopTaskCommand,
+  TagResourceCommand,
   type ContainerDefinition,
   type Failure,
   type KeyValuePair,
@@ -26,6 +27,7 @@ import {
   type RunningInstance,
   type RuntimeState,
   type SandboxRuntime,
+  type StandbyRuntime,
   type StartRequest,
 } from '#shared/sandboxes/sandbox-runtime.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
@@ -176,6 +178,92 @@ export class FargateSandboxRuntime implements SandboxRuntime {
       throw new SandboxStartError(describeAwsError(err), state, errorKind(err) !== 'other');
     }
   }
+
+  /**
+   * Fargate standbys: tasks of the spec's task definition started with `startedBy` = the standby id,
+   * the pool credential and no sandbox in their environment, on the pool's capacity provider. ECS
+   * fixes those at RunTask, so a standby serves only starts of its spec with the default image,
+   * resource factor 1 and the spec's capacity. At the claim the task is tagged with its sandbox and
+   * generation: what `list` (the sweep's MISSING and orphan checks) and operators read.
+   */
+  readonly standbys: StandbyRuntime = {
+    revision: (spec) => spec.fargate?.taskDefinitionArn ?? spec.id,
+    capacity: (spec) => (spec.warmPool?.spot ? 'FARGATE_SPOT' : 'FARGATE'),
+    coldReason: (start) => {
+      const { spec } = start;
+      if (!spec.fargate) return `spec "${spec.id}" is not an ECS task definition`;
+      const cold = spec.fargate.spot ? 'FARGATE_SPOT' : 'FARGATE';
+      if (cold !== this.standbys.capacity(spec))
+        return `the spec starts sandboxes on ${cold} and its standbys run on ${this.standbys.capacity(spec)}`;
+      return undefined;
+    },
+    bindingPaths: () => null,
+    startStandby: async (req) => {
+      const fargate = req.spec.fargate;
+      if (!fargate) throw new SandboxStartError(`Sandbox spec "${req.spec.id}" is not an ECS task definition`);
+      const env: Record<string, string> = {
+        ...req.spec.initial_env,
+        STANDBY_ID: req.standbyId,
+        POOL_TOKEN: req.poolToken,
+        WORKSPACE_DIR: req.spec.working_dir,
+        SANDBOX_SNAPSHOTS: '1',
+        BRIDGE_URL: req.bridgeUrl,
+      };
+      const out = await this.ecs.send(
+        new RunTaskCommand({
+          cluster: this.config.clusterArn,
+          capacityProviderStrategy: [{ capacityProvider: this.standbys.capacity(req.spec), weight: 1 }],
+          networkConfiguration: {
+            awsvpcConfiguration: {
+              subnets: this.config.subnetIds,
+              securityGroups: [this.config.securityGroupId],
+              assignPublicIp: 'ENABLED',
+            },
+          },
+          taskDefinition: fargate.taskDefinitionArn,
+          count: 1,
+          startedBy: req.standbyId,
+          overrides: {
+            containerOverrides: [
+              {
+                name: SANDBOX_CONTAINER,
+                environment: Object.entries(env).map(([name, value]) => ({ name, value })),
+                ...(req.spec.command ? { command: req.spec.command } : {}),
+              },
+            ],
+          },
+          tags: [{ key: 'pool-standby', value: req.standbyId }],
+          enableECSManagedTags: true,
+        }),
+      );
+      const taskArn = out.tasks?.[0]?.taskArn;
+      if (!taskArn) throw new SandboxStartError(describeFailures(out.failures, this.standbys.capacity(req.spec)));
+      return { ref: taskArn };
+    },
+    bindStandby: async (_standbyId, ref, req) => {
+      await this.ecs.send(
+        new TagResourceCommand({
+          resourceArn: ref,
+          tags: [
+            { key: 'sandbox-id', value: req.sandboxId },
+            { key: 'sandbox-generation', value: String(req.generation) },
+            { key: 'user-id', value: req.userId },
+          ],
+        }),
+      );
+      return { ref, state: {} };
+    },
+    stopStandby: async (_standbyId, ref) => {
+      if (!ref) return;
+      try {
+        await this.ecs.send(
+          new StopTaskCommand({ cluster: this.config.clusterArn, task: ref, reason: 'Warm pool: drained' }),
+        );
+      } catch (err) {
+        if (!isGone(err)) throw err;
+      }
+    },
+  };
 
   async stop(instance: InstanceRef): Promise<void> {
     const arns = instance.ref
@@ -369,7 +457,7 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     const out: Task[] = [];
     for (let i = 0; i < arns.length; i += 100) {
       const page = await this.ecs.send(
-        new DescribeTasksCommand({ cluster: this.config.clusterArn, tasks: arns.slice(i, i + 100) }),
+        new DescribeTasksCommand({ cluster: this.config.clusterArn, tasks: arns.slice(i, i + 100), include: ['TAGS'] }),
       );
       out.push(...(page.tasks ?? []));
     }
@@ -398,6 +486,16 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     }
     if (!arns.length) return [];
     return (await this.describe(arns)).flatMap((task) => {
+      // A claimed standby: its sandbox and generation are in the tags the claim put on it.
+      const tags = Object.fromEntries((task.tags ?? []).map((t) => [t.key, t.value]));
+      if (task.startedBy?.startsWith('sb_')) {
+        const bound = Number(tags['sandbox-generation']);
+        if (!task.taskArn || !tags['sandbox-id'] || !Number.isInteger(bound)) return [];
+        if (sandboxId && tags['sandbox-id'] !== sandboxId) return [];
+        return [
+          { taskArn: task.taskArn, sandboxId: tags['sandbox-id'], generation: bound, lastStatus: task.lastStatus },
+        ];
+      }
       const generation = Number(envOf(task).SANDBOX_GENERATION);
       if (!task.taskArn || !task.startedBy || !Number.isInteger(generation)) return [];
       return [{ taskArn: task.taskArn, sandboxId: task.startedBy, generation, lastStatus: task.lastStatus }];

@@ -3,7 +3,9 @@ import type { SandboxStatus } from '#shared/protocol.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import {
   DELETE_RETRY_MS,
+  instanceOf,
   newToken,
+  STANDBY_STATE,
   notLive,
   RETRY_STATE,
   SandboxRecords,
@@ -15,6 +17,8 @@ import {
 import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
+import { emitStartMetrics, fromTaskTimes } from '#shared/sandboxes/phases.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
 export class SandboxHousekeeping extends SandboxRecords {
@@ -24,6 +28,28 @@ export class SandboxHousekeeping extends SandboxRecords {
    * (resumable: the program saved the workspace in the notice ECS gives). Stale generations and sandboxes that
    * were already paused, failed or deleted are left alone, so a repeated event does no harm.
    */
+  /**
+   * ECS's timestamps of a sandbox's cold-started task (its RUNNING event): PROVISIONING and PENDING
+   * on the start's phases, once per generation, with their metrics; and the container start to
+   * check-in when the check-in came first (the event and the check-in race).
+   */
+  async recordTaskTimes(
+    sandboxId: string,
+    generation: number,
+    times: { createdAt?: string; pullStartedAt?: string; pullStoppedAt?: string; startedAt?: string },
+  ): Promise<void> {
+    const t = await this.transition(sandboxId, (rec) => {
+      if (rec.generation !== generation || !rec.phases || rec.phases.warm || rec.phases.provisioning_ms !== undefined)
+        return 'skip';
+      const phases = fromTaskTimes(rec.phases, times);
+      if (rec.runningAt && phases.check_in_ms === undefined && times.startedAt)
+        phases.check_in_ms = Math.max(0, Date.parse(rec.runningAt) - Date.parse(times.startedAt));
+      return { phases };
+    });
+    if (t?.changed && t.record.phases)
+      emitStartMetrics(t.record.phases, ['provisioning_ms', 'pending_ms', 'check_in_ms']);
+  }
+
   async handleInstanceStopped(event: InstanceStopped): Promise<SandboxStatus | undefined> {
     // A Spot task is out of ListTasks from the interruption on, so a sweep may have called it MISSING first.
     const current = (rec: SandboxRecord) =>
@@ -63,6 +89,13 @@ export class SandboxHousekeeping extends SandboxRecords {
         if (rec.deletedAt) {
           if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec)))
             summary.deleted.push(rec.id);
+        } else if (
+          rec.status === 'STARTING' &&
+          rec.runtimeState?.[STANDBY_STATE] &&
+          t - Date.parse(rec.phases?.claimed_at ?? rec.startedAt ?? rec.lastActivityAt) > BINDING_ACK_MS &&
+          !stuck(rec)
+        ) {
+          if (await this.startColdAfterClaim(rec)) summary.retried.push(rec.id);
         } else if (rec.status === 'STARTING' && stuck(rec)) {
           const lastError = rec.runtimeState?.[RETRY_STATE.error];
           const detail = lastError
@@ -113,6 +146,40 @@ export class SandboxHousekeeping extends SandboxRecords {
     }
     if (Object.values(summary).some((list) => list.length)) logger.info('sandbox.sweep', { ...summary });
     return summary;
+  }
+
+  /**
+   * A claimed standby that did not take its binding within 10 s: it is stopped, and the sandbox
+   * starts cold as a new generation (so nothing the standby still does counts), with a new
+   * enrollment token and a detail that says so.
+   */
+  private async startColdAfterClaim(rec: SandboxRecord): Promise<boolean> {
+    const spec = this.deps.specs.get(rec.specId);
+    if (!spec) return this.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+    const standby = rec.runtimeState?.[STANDBY_STATE];
+    const enrollment = newToken('enr');
+    const reason = `the claimed standby did not take its binding within ${BINDING_ACK_MS / 1000} s`;
+    const t = await this.transition(rec.id, (cur) => {
+      if (
+        cur.generation !== rec.generation ||
+        cur.status !== 'STARTING' ||
+        cur.runtimeState?.[STANDBY_STATE] !== standby
+      )
+        return 'skip';
+      const { [STANDBY_STATE]: _s, ...state } = cur.runtimeState ?? {};
+      return {
+        generation: cur.generation + 1,
+        enrollmentHash: sha256(enrollment),
+        runtimeRef: null,
+        runtimeState: state,
+        detail: `Starting cold: ${reason}`,
+      };
+    });
+    if (!t?.changed) return false;
+    logger.warn('pool.binding-timeout', { sandboxId: rec.id, standbyId: standby });
+    await this.stopQuietly(instanceOf(t.previous));
+    await this.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', {}, reason);
+    return true;
   }
 
   /**

@@ -6,6 +6,26 @@ export const isLive = (status: SandboxStatus) => status === 'STARTING' || status
 
 export const exposedUrlSchema = z.lazy(() => z.object({ name: z.string(), url: z.string() }));
 
+/** One start's phases (`StartPhases` of sandbox-store.ts), as `GET /api/v1/sandboxes` shows them. */
+export const startPhasesSchema = z.lazy(() =>
+  z.object({
+    warm: z.boolean(),
+    cold_reason: z.optional(z.string()),
+    requested_at: z.string(),
+    claim_ms: z.optional(z.number()),
+    claimed_at: z.optional(
+      z.string().check(z.meta({ description: 'When a standby became this sandbox: where billing starts' })),
+    ),
+    run_task_ms: z.optional(z.number()),
+    provisioning_ms: z.optional(z.number()),
+    pending_ms: z.optional(z.number()),
+    container_started_at: z.optional(z.string()),
+    check_in_ms: z.optional(z.number()),
+    restore_ms: z.optional(z.number()),
+    total_ms: z.optional(z.number()),
+  }),
+);
+
 /** SandboxInfo, OpenHands' members plus `detail`, `contained`, `updated_at` and `last_activity_at`. */
 export const sandboxInfoSchema = z.lazy(() =>
   z.object({
@@ -38,6 +58,12 @@ export const sandboxInfoSchema = z.lazy(() =>
     last_activity_at: z
       .string()
       .check(z.meta({ description: 'Last agent activity (or start/resume); idle sandboxes are paused' })),
+    start_phases: z.nullable(startPhasesSchema).check(
+      z.meta({
+        description:
+          "How the current generation's start went, in milliseconds: warm (a standby claimed) or cold with the reason",
+      }),
+    ),
   }),
 );
 export type SandboxInfo = z.output<typeof sandboxInfoSchema>;

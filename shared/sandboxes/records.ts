@@ -18,8 +18,10 @@ import {
   type RuntimeState,
   type SandboxRuntime,
 } from '#shared/sandboxes/sandbox-runtime.ts';
-import type { SandboxPatch, SandboxRecord, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
+import type { SandboxPatch, SandboxRecord, SandboxStore, StartPhases } from '#shared/sandboxes/sandbox-store.ts';
 import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
+import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
+import { hasPool } from '#shared/sandboxes/pool-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 
 export interface SandboxServiceDeps {
@@ -45,6 +47,8 @@ export interface SandboxServiceDeps {
   /** The usage ledger and compute prices: read by the heartbeat only. */
   usage?: UsageStore;
   prices?: Prices;
+  /** The warm pool a start claims from (used only for specs that keep one). */
+  pool?: PoolClaims;
   now?: () => Date;
 }
 
@@ -104,6 +108,9 @@ export const RETRY_STATE = {
   bridgeUrl: 'bridgeUrl',
   launch: 'launch',
 } as const;
+/** Where the record names the standby a start claimed (until it checks in, or is replaced by a cold start). */
+export const STANDBY_STATE = 'standby';
+
 /** Back-off between start attempts (the sweeper runs every minute, so later ones land on its ticks). */
 export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 ** (attempt - 1));
 
@@ -128,6 +135,15 @@ export class SandboxRecords {
 
   protected iso(): string {
     return this.now().toISOString();
+  }
+
+  /**
+   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
+   * Returns false when the sandbox is not RUNNING. Here, not on the bridge, so the conversation
+   * functions that call it do not carry the bridge's code (check-in, metering).
+   */
+  recordActivity(sandboxId: string): Promise<boolean> {
+    return this.deps.store.touchActivity(sandboxId, this.iso());
   }
 
   /** The record a session key belongs to, in any state (so a stale program can be told to stop). */
@@ -225,26 +241,54 @@ export class SandboxRecords {
     enrollmentToken: string,
     bridgeUrl: string,
     options: LaunchOptions,
+    /** Start cold for this reason, without asking the pool (a standby that did not take its binding). */
+    coldReason?: string,
   ): Promise<SandboxRecord> {
     const generation = record.generation;
-    let started: { ref: string; state: RuntimeState } | undefined;
+    let started: { ref: string; state: RuntimeState; runningAt?: string } | undefined;
     let failure: SandboxStartError | undefined;
-    try {
-      started = await this.deps.runtime.start({
-        sandboxId: record.id,
-        userId: record.userId,
-        generation,
-        spec,
-        enrollmentToken,
-        bridgeUrl,
-        state: record.runtimeState,
-        options,
-      });
-    } catch (err) {
-      failure =
-        err instanceof SandboxStartError
-          ? err
-          : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
+    const phases: StartPhases = { warm: false, requested_at: record.startedAt ?? record.lastActivityAt };
+    // A spec without a pool never touches the pool's store (or needs its grants).
+    const claim =
+      coldReason === undefined && hasPool(spec) && this.deps.pool
+        ? await this.deps.pool.claim({
+            sandboxId: record.id,
+            userId: record.userId,
+            generation,
+            spec,
+            options,
+            enrollmentToken,
+            bridgeUrl,
+          })
+        : { cold: coldReason ?? `spec "${spec.id}" keeps no warm pool` };
+    if ('standbyId' in claim) {
+      started = {
+        ref: claim.ref,
+        state: { ...record.runtimeState, ...claim.state, [RETRY_STATE.bridgeUrl]: bridgeUrl },
+      };
+      Object.assign(phases, { warm: true, claim_ms: claim.claimMs, claimed_at: claim.claimedAt });
+    } else {
+      phases.cold_reason = claim.cold;
+      const began = performance.now();
+      try {
+        started = await this.deps.runtime.start({
+          sandboxId: record.id,
+          userId: record.userId,
+          generation,
+          spec,
+          enrollmentToken,
+          bridgeUrl,
+          state: record.runtimeState,
+          options,
+        });
+        phases.run_task_ms = Math.round(performance.now() - began);
+        if (started.runningAt) phases.container_started_at = started.runningAt;
+      } catch (err) {
+        failure =
+          err instanceof SandboxStartError
+            ? err
+            : new SandboxStartError(`The sandbox could not be started: ${(err as Error).message}`);
+      }
     }
     const attempt = Number(record.runtimeState?.[RETRY_STATE.attempt] ?? 0) + 1;
     const deadline =
@@ -253,6 +297,9 @@ export class SandboxRecords {
     const retry = retryAt !== undefined && retryAt < deadline;
     const state: RuntimeState = { ...(started?.state ?? failure!.state) };
     for (const key of Object.values(RETRY_STATE)) delete state[key];
+    // A claimed standby keeps what a cold start after it would need (the 10 s binding deadline).
+    if (phases.warm) state[RETRY_STATE.bridgeUrl] = bridgeUrl;
+    else delete state[STANDBY_STATE];
     if (retry) {
       Object.assign(state, {
         [RETRY_STATE.at]: new Date(retryAt).toISOString(),
@@ -268,6 +315,7 @@ export class SandboxRecords {
       current = rec.generation === generation && isLive(rec.status);
       const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
       if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
+      if (current) patch.phases = phases;
       if (current && failure)
         Object.assign(
           patch,

@@ -1,3 +1,4 @@
+import type { PoolBinding } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 
 /** What a runtime keeps per sandbox across generations (stored on the record, opaque to the service). */
@@ -116,7 +117,7 @@ export interface SandboxRuntime {
    * Returns when the process or task exists, not when the program is ready (it checks in).
    * Throws `SandboxStartError` with a readable detail on any failure.
    */
-  start(req: StartRequest): Promise<{ ref: string; state: RuntimeState }>;
+  start(req: StartRequest): Promise<{ ref: string; state: RuntimeState; runningAt?: string }>;
   /** Stops that generation (not a newer one), keeping the workspace. */
   stop(instance: InstanceRef): Promise<void>;
   /** Whether that generation is running (or being provisioned). */
@@ -128,4 +129,54 @@ export interface SandboxRuntime {
   destroy(instance: InstanceRef): Promise<{ done: boolean; state: RuntimeState }>;
   /** Every sandbox process or task the runtime is running, owned or not (for the orphan sweep). */
   list(): Promise<RunningInstance[]>;
+  /** Warm standbys (shared/sandboxes/pool.ts); absent where a runtime keeps none. */
+  readonly standbys?: StandbyRuntime;
+}
+
+/** What starting a standby needs: no user, no sandbox, no workspace, only its pool credential. */
+export interface StandbyRequest {
+  standbyId: string;
+  spec: SandboxSpec;
+  /** The pool credential: it can check in, wait and be claimed, nothing else. */
+  poolToken: string;
+  bridgeUrl: string;
+}
+
+/** A start as the pool judges it: which starts a standby can serve. */
+export interface ClaimCandidate {
+  sandboxId: string;
+  userId: string;
+  spec: SandboxSpec;
+  options?: LaunchOptions;
+  /** The generation being started (1: a new sandbox; more: a resume). */
+  generation: number;
+}
+
+/**
+ * The runtime's side of the warm pool. A standby is the same program as a sandbox's, started before
+ * any user asked, bound to a sandbox at the claim. What the runtime fixes at start (ECS: `startedBy`,
+ * container overrides, capacity provider; locally: bubblewrap's mounts) decides which starts it serves.
+ */
+export interface StandbyRuntime {
+  /** What the spec's standbys are started from now (task definition ARN, ...): a standby of another is drained. */
+  revision(spec: SandboxSpec): string;
+  /** The capacity the spec's standbys run on (`FARGATE_SPOT`, `FARGATE`, `process`). */
+  capacity(spec: SandboxSpec): string;
+  /** Why a standby cannot serve this start (a sentence for the start's phases), or undefined when it can. */
+  coldReason(start: ClaimCandidate): string | undefined;
+  /** Where the bound sandbox's directories are, when the standby sees them under new names (see PoolBinding). */
+  bindingPaths(sandboxId: string): PoolBinding['paths'];
+  startStandby(req: StandbyRequest): Promise<{ ref: string }>;
+  /**
+   * Makes the claimed standby `ref` the sandbox's instance of `generation` (locally: its directory
+   * renamed to the sandbox's, the process filed under the sandbox; AWS: the task tagged with the
+   * sandbox id). Returns the instance's handle and state as `start` would.
+   */
+  bindStandby(
+    standbyId: string,
+    ref: string,
+    req: { sandboxId: string; userId: string; generation: number },
+  ): Promise<{ ref: string; state: RuntimeState }>;
+  /** Stops a standby that was not bound (drained, lost, surplus). Idempotent. */
+  stopStandby(standbyId: string, ref: string | undefined): Promise<void>;
 }

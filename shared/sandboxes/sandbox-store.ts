@@ -51,6 +51,8 @@ export interface SandboxRecord {
    */
   commandSocket?: string;
   agentVersion?: string;
+  /** How the current generation's start went, phase by phase (`GET /api/v1/sandboxes` shows it as `start_phases`). */
+  phases?: StartPhases;
   /** Set when a delete began; the item is hidden from then on and removed when clean-up is done. */
   deletedAt?: string;
 }
@@ -61,6 +63,30 @@ export interface SandboxRecord {
  * state moves the counter with the grant it already has.
  */
 export const runningCounterId = (orgId: string) => `#running#${orgId}`;
+
+/**
+ * One start's phases (milliseconds), as the record keeps and the API shows them. Warm: the claim,
+ * then the claimed standby's check-in with its binding (`check_in_ms`, from the claim); cold: the
+ * RunTask call (locally the spawn), PROVISIONING and PENDING (the image pull; AWS, from ECS's task
+ * timestamps), container start to check-in. `restore_ms` is the snapshot restore after the check-in
+ * (AWS), `total_ms` the request to RUNNING plus the restore. `claimed_at` is when a claimed standby
+ * became the user's: billing starts there, not while it waited in the pool.
+ */
+export interface StartPhases {
+  warm: boolean;
+  /** Why a start was cold (no pool, none ready, another image, a standby that did not take its binding...). */
+  cold_reason?: string;
+  requested_at: string;
+  claim_ms?: number;
+  claimed_at?: string;
+  run_task_ms?: number;
+  provisioning_ms?: number;
+  pending_ms?: number;
+  container_started_at?: string;
+  check_in_ms?: number;
+  restore_ms?: number;
+  total_ms?: number;
+}
 
 /** A set of attribute changes; `null` removes the attribute. */
 export type SandboxPatch = { [K in keyof SandboxRecord]?: SandboxRecord[K] | null };

@@ -313,6 +313,7 @@ export class SandboxService extends SandboxRecords {
       created_at: rec.createdAt,
       updated_at: rec.updatedAt,
       last_activity_at: rec.lastActivityAt,
+      start_phases: rec.phases ?? null,
     };
   }
 }

@@ -23,6 +23,8 @@ import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
+import { warmPool } from '#shared/services/warm-pool.ts';
+import { poolClaims } from '#shared/services/pool-claims.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
 export const allServices: Required<ServiceFactories> = {
@@ -35,6 +37,8 @@ export const allServices: Required<ServiceFactories> = {
   sandboxes,
   sandboxBridge,
   sandboxHousekeeping,
+  warmPool,
+  poolClaims,
   conversations,
   conversationBridge,
   conversationHousekeeping,

@@ -27,5 +27,7 @@ export const sandboxDeps = (
     plans: () => c.adapters.plans,
     usage: () => c.adapters.usageStore,
     prices: () => c.adapters.prices,
+    // Only where the function's entry names the pool (the starts, housekeeping): no other bundle carries it.
+    pool: () => c.named('poolClaims'),
     now: () => () => new Date(),
   });

@@ -78,6 +78,12 @@ export const tables = {
    * item from its id alone ($disconnect, $default); `byUser` counts a user's open connections (the
    * plan's socket cap at `$connect`; suspension closes a user's streams).
    */
+  /**
+   * The warm pool (shared/sandboxes/pool.ts): one pool record per spec (`pool:<spec id>`, the last
+   * start it could have served) and one item per standby (`sb_<hex>`). `bySpec` (sparse: `poolSpec` is
+   * set on standby items only) lists a spec's standbys for the claim, the refill and the sweep.
+   */
+  pool: { pk: 'id', indexes: { bySpec: { pk: 'poolSpec', sk: 'createdAt' } } },
   streamConnections: {
     pk: 'conversationKey',
     sk: 'connectionId',

@@ -13,6 +13,8 @@ import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
+import type { PoolRefill } from '#shared/sandboxes/pool.ts';
+import type { PoolStore } from '#shared/sandboxes/pool-store.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
@@ -48,6 +50,10 @@ export interface Adapters {
   sandboxStore: SandboxStore;
   sandboxRuntime: SandboxRuntime;
   sandboxConfig: SandboxConfig;
+  /** The warm pool's records (table `pool`). */
+  poolStore: PoolStore;
+  /** Refills a spec's pool after a claim (AWS: an asynchronous invoke of the refill function; locally in process). */
+  poolRefill: PoolRefill | null;
   /** The control-plane URL a sandbox calls, given the Host header of the request that starts it. */
   bridgeUrl: (host: string | undefined) => string;
   conversationStore: ConversationStore;
@@ -170,6 +176,17 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     },
   },
   sandboxConfig: { build: {} },
+  poolStore: {
+    build: { tables: { pool: 'read' } },
+    calls: {
+      createStandby: { tables: { pool: 'write' } },
+      updateStandby: { tables: { pool: 'write' } },
+      heartbeat: { tables: { pool: 'write' } },
+      removeStandby: { tables: { pool: 'write' } },
+      touchPool: { tables: { pool: 'write' } },
+    },
+  },
+  poolRefill: { build: { capabilities: ['pool:refill'] } },
   bridgeUrl: { build: {} },
   conversationStore: {
     build: { tables: { conversations: 'read' } },

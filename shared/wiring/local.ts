@@ -23,6 +23,7 @@ import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
@@ -59,6 +60,8 @@ export interface LocalOptions {
   pricesFile?: string;
   /** The platform models (default `config/platform-llms.json`; `PLATFORM_LLMS_FILE` for `npm start`). */
   platformLlmsFile?: string;
+  /** Replaces the size of every spec's warm pool (0: none); the specs file's sizes when undefined. */
+  warmPoolSize?: number;
   /** Where queued commands are pushed (LocalConfig.commandPush); none: programs long-poll. */
   commandPush?: CommandPush;
   /** How sandbox processes are contained and what they run (see ProcessSandboxRuntime). */
@@ -101,6 +104,11 @@ export function localServices(options: LocalOptions): LocalServices {
       void all?.sandboxHousekeeping
         .handleInstanceStopped(event)
         .catch((err: unknown) => logger.error('Recording a sandbox exit failed', { error: err as Error })),
+    // A standby's process ended: its pool item goes (the ECS events function does this on AWS).
+    onStandbyStopped: (standbyId) =>
+      void all?.warmPool
+        .standbyStopped(standbyId)
+        .catch((err: unknown) => logger.error('Recording a standby exit failed', { error: err as Error })),
   });
   // Checked at start, naming the key: a bad plans file stops `npm start` rather than the first capped request.
   const plans = filePlans(options.plansFile ?? join(PROJECT_ROOT, 'config', 'plans.json'));
@@ -116,7 +124,8 @@ export function localServices(options: LocalOptions): LocalServices {
     cursorKey: (): Adapters['cursorKey'] => systemKey('cursor', adapters.sealer),
     conversationKeySecret: (): Adapters['conversationKeySecret'] => systemKey('conversation-keys', adapters.sealer),
     sessionStore: () => new DynamoSessionStore(),
-    specs: () => fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json')),
+    specs: () =>
+      fileSpecRegistry(options.specsFile ?? join(PROJECT_ROOT, 'config', 'sandbox-specs.json'), options.warmPoolSize),
     origins: () => allowedOrigins(),
     plans: () => plans,
     prices: () => prices,
@@ -126,6 +135,18 @@ export function localServices(options: LocalOptions): LocalServices {
     usageStore: () => new DynamoUsageStore(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
+    poolStore: () => new DynamoPoolStore(),
+    // In process: the refill starts local processes right after the claim returns, without delaying it.
+    poolRefill: (): Adapters['poolRefill'] => ({
+      refill: async (specId) => {
+        setImmediate(
+          () =>
+            void all?.warmPool
+              .refill(specId)
+              .catch((err: unknown) => logger.error('Refilling the warm pool failed', { specId, error: err as Error })),
+        );
+      },
+    }),
     sandboxConfig: () => ({
       ...sandboxConfig(process.env, { startTimeoutSeconds: 60, pollMaxSeconds: 20, pollIntervalMs: 200 }),
       ...options.sandboxes,

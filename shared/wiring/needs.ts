@@ -67,6 +67,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'stream:close': ['STREAM_CALLBACK_URL'],
   'stream:resend': ['STREAM_RESEND_FUNCTION'],
   'snapshots:delete': ['SNAPSHOTS_DELETE_FUNCTION'],
+  'pool:refill': ['POOL_REFILL_FUNCTION'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

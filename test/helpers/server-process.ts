@@ -30,6 +30,8 @@ export async function startServerProcess(
       DATA_DIR: dataDir,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       PLANS_FILE: join(ROOT, 'test/fixtures/plans/roomy.json'),
+      // No standbys unless the test asks (the pool tests pass WARM_POOL_SIZE).
+      WARM_POOL_SIZE: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

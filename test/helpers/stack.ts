@@ -70,6 +70,7 @@ export async function startTestStack(
     | 'streamPingMs'
     | 'commandPush'
     | 'devIssuer'
+    | 'warmPoolSize'
   > & { memory?: boolean } = {},
 ): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'acs-test-'));
@@ -84,6 +85,8 @@ export async function startTestStack(
     // Plans roomy enough that a suite about something else never meets a plan's limit; the plan
     // suites (test/integration/plans.test.ts, usage.test.ts) pass their own.
     plansFile: ROOMY_PLANS,
+    // No standbys unless a test asks (pool tests give a specs file with `warmPool` and a size).
+    warmPoolSize: 0,
     ...options,
   });
   const call = apiCaller(stack.url, stack.devKey);

@@ -69,9 +69,11 @@ describe('Lambda bundles (the options CDK uses)', () => {
       expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
       expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(false);
       expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(caps.includes('s3:workspaces'));
-      // The Lambda client where an asynchronous invoke is declared (the stream's resend, a sandbox's snapshot removal).
-      expect(sdkPackage(inputs, 'client-lambda'), 'Lambda').toBe(
-        caps.includes('stream:resend') || caps.includes('snapshots:delete'),
+      // No Lambda client anywhere: the asynchronous invokes (the stream's resend, a sandbox's snapshot
+      // removal, the pool's refill) are one signed POST each (shared/lambda-event.ts), and only there.
+      expect(sdkPackage(inputs, 'client-lambda'), 'Lambda').toBe(false);
+      expect(inputs.includes('shared/lambda-event.ts'), 'Invoke').toBe(
+        caps.includes('stream:resend') || caps.includes('snapshots:delete') || caps.includes('pool:refill'),
       );
       // The presigners only where snapshot requests are signed, not where objects are only checked or deleted.
       const signs = signingEntries.includes(entry);

@@ -354,20 +354,21 @@ describe('event stream (WebSocket API) and CloudFront', () => {
         .filter((r) => r.includes(wsApiId().Ref));
       const granted = onStream.map((r) => /\/sockets\/(POST|GET|DELETE)\/@connections\/\*/.exec(r)?.[1] ?? r);
       expect(granted.sort(), id).toEqual(verbs);
-      // Asynchronous invokes: $connect of the resend function; what finishes a sandbox's delete, of the snapshot-removal function.
+      // Asynchronous invokes: $connect (or the first message of a socket that authenticates by message)
+      // of the resend function; what finishes a sandbox's delete, of the snapshot-removal function; what
+      // claims a standby (or replaces one), of the pool's refill function.
       const invoke = statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
-      const invokes =
-        // $connect, or the first message of a socket that authenticates by message.
-        caps.includes('stream:resend')
-          ? 'streamResend'
-          : caps.includes('snapshots:delete')
-            ? 'sandboxSnapshotsDelete'
-            : undefined;
-      expect(invoke.length > 0, id).toBe(invokes !== undefined);
-      for (const s of invoke)
-        expect(s.Resource).toEqual({
-          'Fn::GetAtt': [logicalId(stack.functions.get(invokes!)!.fn.fn.node.defaultChild), 'Arn'],
-        });
+      const invokes = [
+        ...(caps.includes('stream:resend') ? ['streamResend'] : []),
+        ...(caps.includes('snapshots:delete') ? ['sandboxSnapshotsDelete'] : []),
+        ...(caps.includes('pool:refill') ? ['poolRefill'] : []),
+      ];
+      const arn = (fn: string) => ({
+        'Fn::GetAtt': [logicalId(stack.functions.get(fn)!.fn.fn.node.defaultChild), 'Arn'],
+      });
+      expect(invoke.map((s) => JSON.stringify(s.Resource)).sort(), id).toEqual(
+        invokes.map((fn) => JSON.stringify(arn(fn))).sort(),
+      );
     }
   });
 
@@ -417,6 +418,7 @@ describe('functions', () => {
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
     expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend', 'sandboxSnapshotsDelete');
+    expected.push('poolRefill');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });
@@ -724,7 +726,7 @@ describe('event functions (written on the sandboxes branch)', () => {
           'detail-type': ['ECS Task State Change'],
           detail: {
             clusterArn: [{ 'Fn::GetAtt': [logicalId(stack.sandboxes.cluster.node.defaultChild), 'Arn'] }],
-            lastStatus: ['STOPPED'],
+            lastStatus: ['STOPPED', 'RUNNING'],
           },
         },
         Targets: [{ Arn: { 'Fn::GetAtt': [fnId, 'Arn'] }, DeadLetterConfig: { Arn: queue } }],

@@ -51,6 +51,11 @@ export interface EcsTask {
   stopCode?: string;
   stoppedReason?: string;
   createdAt: number;
+  /** When the image pull began and ended (with start delays). */
+  pullStartedAt?: number;
+  pullStoppedAt?: number;
+  /** When the container started (RUNNING). */
+  startedAt?: number;
   stoppedAt?: number;
   capacityProviderName?: string;
   version: number;
@@ -91,6 +96,24 @@ export interface FakeAwsOptions {
   bridgeSocketUrl?(url: string): string | undefined;
   /** Where a public URL (the service's CloudFront host) is served in the tier, for the sandbox's BRIDGE_URL. */
   publicUrl?(url: string): string | undefined;
+  /** How long each new task stays PROVISIONING and then PENDING (the pull) before its container starts; none by default. */
+  startDelays?: () => StartDelays;
+}
+
+/** One task's emulated start: PROVISIONING (capacity, the network interface), then PENDING (the image pull). */
+export interface StartDelays {
+  provisioningMs: number;
+  pendingMs: number;
+}
+
+/**
+ * Fargate's start for our image as docs/performance.md estimates it ("Fargate on paper"):
+ * PROVISIONING 5-15 s, PENDING (pull and container start) 8-20 s, each uniform, scaled by `scale`
+ * (the tests use a tenth, so a cold start costs seconds, not half a minute, and keeps its shape).
+ */
+export function estimatedStartDelays(scale = 1, random: () => number = Math.random): () => StartDelays {
+  const between = (lo: number, hi: number) => Math.round((lo + (hi - lo) * random()) * 1000 * scale);
+  return () => ({ provisioningMs: between(5, 15), pendingMs: between(8, 20) });
 }
 
 export class FakeAws {
@@ -554,7 +577,28 @@ export class FakeAws {
       version: 1,
     };
     this.tasks.set(taskArn, task);
-    this.launch(task, td);
+    const delays = this.options.startDelays?.();
+    if (!delays) this.launch(task, td);
+    else {
+      // PROVISIONING, then PENDING (with its pull start time, as ECS reports it), then the container.
+      const stoppedMeanwhile = () => {
+        if (task.desiredStatus !== 'STOPPED') return false;
+        this.finish(task, 'UserInitiated', task.stoppedReason ?? '', undefined);
+        return true;
+      };
+      setTimeout(() => {
+        if (stoppedMeanwhile()) return;
+        task.lastStatus = 'PENDING';
+        task.pullStartedAt = Date.now() / 1000;
+        task.version++;
+        this.options.onTaskChange({ ...task });
+        setTimeout(() => {
+          if (stoppedMeanwhile()) return;
+          task.pullStoppedAt = Date.now() / 1000;
+          this.launch(task, td);
+        }, delays.pendingMs).unref();
+      }, delays.provisioningMs).unref();
+    }
     return { tasks: [task], failures: [] };
   }
 
@@ -601,6 +645,7 @@ export class FakeAws {
     this.processes.set(task.taskArn, entry);
     child.once('spawn', () => {
       task.lastStatus = 'RUNNING';
+      task.startedAt = Date.now() / 1000;
       task.containers = task.containers.map((c) => ({ ...c, lastStatus: 'RUNNING' }));
       task.version++;
       this.options.onTaskChange({ ...task });

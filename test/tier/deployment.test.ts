@@ -127,11 +127,11 @@ describe('the seed flows, end to end on the synthesized stack', () => {
       new Set([JSON.stringify([{ sandboxId: sb.id }, true])]),
     );
     expect(removal.length).toBeLessThanOrEqual(2);
-    // The fake ECS reports every state change; the rule's pattern lets only STOPPED ones through.
+    // The fake ECS reports every state change; the rule's pattern lets only RUNNING (a start's phases) and STOPPED through.
     const toHandler = tier.bus.deliveries
       .filter((d) => d.target.includes('ecsEvents'))
       .map((d) => (d.event as any).detail.lastStatus);
-    expect(new Set(toHandler)).toEqual(new Set(['STOPPED']));
+    expect(new Set(toHandler)).toEqual(new Set(['RUNNING', 'STOPPED']));
   }, 180_000);
 
   it("a user's runtime image: its task definition is registered once (RegisterTaskDefinition and PassRole as deployed) and reused; the factor sizes the task", async () => {

@@ -101,7 +101,12 @@ export async function pauseResumeDelete(
   hooks: { paused?: () => Promise<void>; resumed?: () => Promise<void> } = {},
 ): Promise<void> {
   const delivered = () =>
-    tier.bus.deliveries.filter((d) => d.target.includes('ecsEvents') && (d.event as any).detail?.startedBy === id);
+    tier.bus.deliveries.filter(
+      (d) =>
+        d.target.includes('ecsEvents') &&
+        (d.event as any).detail?.startedBy === id &&
+        (d.event as any).detail?.lastStatus === 'STOPPED',
+    );
   await expectOk(tier, 'pause', tier.call('POST', `/api/v1/sandboxes/${id}/pause`, { key }));
   await until(
     tier,

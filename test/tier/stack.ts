@@ -14,7 +14,7 @@ import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { apiCaller, ROOMY_PLANS, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { CloudFrontEmulator } from '#test/tier/cloudfront.ts';
-import { FakeAws, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
+import { FakeAws, OPERATOR_KEY, type EcsTask, type StartDelays } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
 import { rolePolicies } from '#test/tier/iam.ts';
 import { LambdaService } from '#test/tier/lambda.ts';
@@ -127,6 +127,9 @@ const taskStateEvent = (task: EcsTask) => {
     ...detail,
     updatedAt: new Date().toISOString(),
     createdAt: new Date(task.createdAt * 1000).toISOString(),
+    ...(task.pullStartedAt ? { pullStartedAt: new Date(task.pullStartedAt * 1000).toISOString() } : {}),
+    ...(task.pullStoppedAt ? { pullStoppedAt: new Date(task.pullStoppedAt * 1000).toISOString() } : {}),
+    ...(task.startedAt ? { startedAt: new Date(task.startedAt * 1000).toISOString() } : {}),
     ...(task.stoppedAt ? { stoppedAt: new Date(task.stoppedAt * 1000).toISOString() } : {}),
   };
 };
@@ -145,7 +148,13 @@ function roomyPlans(template: Template): void {
   }
 }
 
-export async function startTier(options: { mutate?: (template: Template) => void } = {}): Promise<TierStack> {
+export async function startTier(
+  options: {
+    mutate?: (template: Template) => void;
+    /** The fake ECS's start delays per task (test/tier/aws.ts `estimatedStartDelays`); none by default. */
+    startDelays?: () => StartDelays;
+  } = {},
+): Promise<TierStack> {
   if (!existsSync(join(CDK_OUT, 'manifest.json')))
     throw new Error('cdk.out is missing: run `npm run synth` first (npm test does)');
   const template = loadTemplate();
@@ -171,6 +180,7 @@ export async function startTier(options: { mutate?: (template: Template) => void
       dynaliteEndpoint: dynamo.endpoint,
       workDir,
       sandboxProgram: await buildSandboxProgram(workDir),
+      ...(options.startDelays ? { startDelays: options.startDelays } : {}),
       onTaskChange: (task) => bus?.put('ECS Task State Change', 'aws.ecs', taskStateEvent(task), [task.taskArn]),
       // The sandbox reaches the service at its public (CloudFront) URL.
       publicUrl: (url) =>

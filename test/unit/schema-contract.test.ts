@@ -89,7 +89,10 @@ function texts(schema: Json): (string | string[])[] {
 const short = (_key: string, v: unknown) =>
   typeof v === 'string' && v.length > 60 ? `${v.slice(0, 20)}…(${v.length})` : v;
 
-const services = { sandboxBridge: { admitted: async () => ({ id: 'abc123' }) } } as unknown as Services;
+const services = {
+  sandboxBridge: { admitted: async () => ({ id: 'abc123' }) },
+  warmPool: { admitted: async () => ({ id: 'sb_abc123' }) },
+} as unknown as Services;
 const ctxAuth = { userId: 'alice' };
 
 interface Input {
@@ -100,10 +103,13 @@ interface Input {
   raw?: string;
   headers?: Record<string, string>;
   auth?: { userId: string; refusal?: string };
-  /** A sandbox route called with a key that is not the sandbox's. */
+  /** A sandbox (or pool) route called with a key that is not the sandbox's (or standby's). */
   foreignSandboxKey?: boolean;
 }
-const refusingServices = { sandboxBridge: { admitted: async () => null } } as unknown as Services;
+const refusingServices = {
+  sandboxBridge: { admitted: async () => null },
+  warmPool: { admitted: async () => null },
+} as unknown as Services;
 
 async function answer(op: Operation, input: Input) {
   const echo: Operation = {
@@ -151,7 +157,7 @@ function wrapperCases(op: Operation, base: Input): Input[] {
     out.push({ ...base, auth: { userId: '' } });
     out.push({ ...base, auth: { userId: '', refusal: 'Cross-site request refused' } });
   }
-  if (op.route.auth === 'sandbox') out.push({ ...base, foreignSandboxKey: true });
+  if (op.route.auth === 'sandbox' || op.route.auth === 'standby') out.push({ ...base, foreignSandboxKey: true });
   if (op.schemas.body) {
     out.push({ ...base, raw: 'x'.repeat((op.route.maxBodyBytes ?? 1024 * 1024) + 1) });
     out.push({ ...base, headers: { 'content-type': 'text/plain' } });
@@ -170,6 +176,7 @@ function accepted(schema: z.core.$ZodType | undefined, names: string[]): Record<
     '0123456789abcdef0123456789abcdef',
     randomUUID(),
     'org_0123456789abcdef01234567',
+    'sb_0123456789abcdef0123456789abcdef',
     '1',
     '0',
     'a',

@@ -111,6 +111,9 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     if (wiring.operation.route.auth === 'sandbox') read.add('sandboxBridge');
     // ...and answers repeats of an idempotent create through the idempotency service.
     if (wiring.operation.route.idempotent) read.add('idempotency');
+    // ...and a start claims a standby through the pool's claim service where the route declares the
+    // pool's refill (shared/services/sandbox-deps.ts asks for it by name: no other bundle carries it).
+    if ((declaration.capabilities ?? []).includes('pool:refill')) read.add('poolClaims');
     expect(Object.keys(wiring.services).sort(), `${id}: the services its entry names`).toEqual([...read].sort());
   });
 

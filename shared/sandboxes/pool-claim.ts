@@ -1,0 +1,152 @@
+import { constants, publicEncrypt } from 'node:crypto';
+import { logger } from '#shared/logging.ts';
+import type { PoolBinding } from '#shared/protocol.ts';
+import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
+import { commandQueued } from '#shared/sandboxes/command-signal.ts';
+import type { SandboxConfig } from '#shared/sandboxes/config.ts';
+import { FRESH_HEARTBEAT_MS, hasPool, type PoolStore, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
+import { STANDBY_STATE } from '#shared/sandboxes/records.ts';
+import type { ClaimCandidate, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+
+/** Starts the refill of a spec's pool without waiting for it (AWS: an asynchronous invoke; locally: in process). */
+export interface PoolRefill {
+  refill(specId: string): Promise<void>;
+}
+
+export interface WarmPoolDeps {
+  store: PoolStore;
+  runtime: SandboxRuntime;
+  specs: SpecRegistry;
+  config: SandboxConfig;
+  /** Refills after a claim; null where nothing refills asynchronously (then the sweep tops up). */
+  refill: PoolRefill | null;
+  now?: () => Date;
+}
+
+/** A start served by a standby: the instance's handle and state, as `SandboxRuntime.start` returns them. */
+export interface Claimed {
+  standbyId: string;
+  ref: string;
+  state: RuntimeState;
+  claimedAt: string;
+  claimMs: number;
+}
+
+/** The in-process signal that wakes a standby's long-poll. */
+export const wakeKey = (standbyId: string) => `pool:${standbyId}`;
+
+/**
+ * The warm pool's claim, what the functions that start sandboxes carry of the pool (the standbys'
+ * own routes, the refill and the sweep are \`WarmPool\`'s, shared/sandboxes/pool.ts). The design:
+ * docs/architecture.md ("The warm pool").
+ */
+export class PoolClaims {
+  protected readonly now: () => Date;
+
+  constructor(protected readonly deps: WarmPoolDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async claim(
+    start: ClaimCandidate & { enrollmentToken: string; bridgeUrl: string },
+  ): Promise<Claimed | { cold: string }> {
+    const began = performance.now();
+    const { spec } = start;
+    if (!hasPool(spec)) return { cold: `spec "${spec.id}" keeps no warm pool` };
+    const standbys = this.deps.runtime.standbys;
+    if (!standbys) return { cold: 'this runtime keeps no standbys' };
+    const now = this.now();
+    // Any start of the spec keeps its pool from draining, and tells standbys where the API is.
+    await this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl);
+    // ECS fixes the image, the size overrides and the capacity provider at RunTask: a standby serves the spec as it is.
+    if (start.options?.image)
+      return {
+        cold: `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`,
+      };
+    if ((start.options?.resourceFactor ?? 1) !== 1)
+      return {
+        cold: `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`,
+      };
+    const reason = standbys.coldReason(start);
+    if (reason) return { cold: reason };
+    const heardAfter = new Date(now.getTime() - FRESH_HEARTBEAT_MS).toISOString();
+    const revision = standbys.revision(spec);
+    const candidates = (await this.deps.store.listStandbys(spec.id)).filter(
+      (s) => s.status === 'ready' && s.publicKey && s.revision === revision && (s.heartbeatAt ?? '') > heardAfter,
+    );
+    // Racing starts try the candidates in different orders, so they rarely collide on one.
+    for (const candidate of shuffle(candidates)) {
+      const binding: PoolBinding = {
+        sandbox_id: start.sandboxId,
+        generation: start.generation,
+        enrollment_sealed: seal(candidate.publicKey!, start.enrollmentToken),
+        paths: standbys.bindingPaths(start.sandboxId),
+      };
+      const claimedAt = this.now().toISOString();
+      const claimed = await this.deps.store.updateStandby(
+        candidate.id,
+        undefined,
+        {
+          status: 'claimed',
+          sandboxId: start.sandboxId,
+          generation: start.generation,
+          claimedAt,
+          binding: JSON.stringify(binding),
+        },
+        { heardAfter },
+      );
+      if (!claimed) continue;
+      void this.refillSoon(spec.id);
+      try {
+        const bound = await standbys.bindStandby(claimed.id, claimed.ref ?? '', start);
+        commandQueued(wakeKey(claimed.id));
+        logger.info('pool.claimed', { standbyId: claimed.id, sandboxId: start.sandboxId, specId: spec.id });
+        return {
+          standbyId: claimed.id,
+          ref: bound.ref,
+          state: { ...bound.state, [STANDBY_STATE]: claimed.id },
+          claimedAt,
+          claimMs: Math.round(performance.now() - began),
+        };
+      } catch (err) {
+        // Claimed but not bindable (its process just ended, a rename failed): it serves no one; start cold.
+        logger.warn('pool.bind-failed', { standbyId: claimed.id, error: err as Error });
+        await this.discard(claimed);
+        return { cold: `the claimed standby could not be bound (${(err as Error).message})` };
+      }
+    }
+    void this.refillSoon(spec.id);
+    return { cold: candidates.length ? 'every ready standby was claimed by a racing start' : 'no standby was ready' };
+  }
+
+  /** The standby when `key` is its pool credential and it has not taken a binding yet; else null (401). */
+  protected async refillSoon(specId: string): Promise<void> {
+    try {
+      await (this.deps.refill ? this.deps.refill.refill(specId) : undefined);
+    } catch (err) {
+      logger.warn('Asking for a pool refill failed; the sweep tops the pool up', { specId, error: err as Error });
+    }
+  }
+
+  protected async discard(s: StandbyRecord): Promise<void> {
+    await this.deps.runtime.standbys?.stopStandby(s.id, s.ref);
+    await this.deps.store.removeStandby(s.id);
+  }
+}
+
+/** The enrollment token sealed to the standby's RSA key (OAEP, SHA-256): only that standby can open it. */
+function seal(publicKeyPem: string, token: string): string {
+  return publicEncrypt(
+    { key: publicKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+    Buffer.from(token),
+  ).toString('base64');
+}
+
+function shuffle<T>(items: T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

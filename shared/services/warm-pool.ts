@@ -1,0 +1,18 @@
+import type { WarmPoolDeps } from '#shared/sandboxes/pool-claim.ts';
+import { WarmPool } from '#shared/sandboxes/pool.ts';
+import type { ServiceContext, ServiceFactory } from '#shared/services.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
+
+/** The pool's adapters, built when first used: a spec without a pool never builds the pool's store. */
+export const warmPoolDeps = (c: ServiceContext): WarmPoolDeps =>
+  lazy<WarmPoolDeps>({
+    store: () => c.adapters.poolStore,
+    runtime: () => c.adapters.sandboxRuntime,
+    specs: () => c.adapters.specs,
+    config: () => c.adapters.sandboxConfig,
+    refill: () => c.adapters.poolRefill,
+    now: () => () => new Date(),
+  });
+
+/** The warm pool: the standbys' own routes, the refill, the sweep (and the claim, as `poolClaims`). */
+export const warmPool: ServiceFactory<WarmPool> = (c) => new WarmPool(warmPoolDeps(c));
