@@ -3,6 +3,7 @@ import * as auth from '#shared/auth/operations.ts';
 import * as agentServer from '#shared/conversations/agent-server-operations.ts';
 import * as oidc from '#shared/auth/oidc-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
+import * as legacyConversations from '#shared/conversations/legacy-operations.ts';
 import * as webhooks from '#shared/conversations/webhook-operations.ts';
 import * as agentServerEvents from '#shared/events/agent-server-operations.ts';
 import * as events from '#shared/events/operations.ts';
@@ -31,6 +32,7 @@ export const operations: readonly Operation[] = [
   agentServerEvents,
   oidc,
   conversations,
+  legacyConversations,
   webhooks,
   events,
   service,

@@ -1,4 +1,4 @@
-import { legacyCreateConversation } from '#shared/conversations/operations.ts';
+import { legacyCreateConversation } from '#shared/conversations/legacy-operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';

@@ -1,4 +1,4 @@
-import { legacyDeleteConversation } from '#shared/conversations/operations.ts';
+import { legacyDeleteConversation } from '#shared/conversations/legacy-operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';

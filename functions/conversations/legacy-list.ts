@@ -1,4 +1,4 @@
-import { legacyListConversations } from '#shared/conversations/operations.ts';
+import { legacyListConversations } from '#shared/conversations/legacy-operations.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';

@@ -6,23 +6,16 @@ import {
   conversationSchema,
   conversationSearchQuery,
   initialMessageSchema,
-  legacyConversationPageSchema,
-  legacyConversationSchema,
-  legacyCreateResponseSchema,
-  legacyCreateSchema,
-  legacyListQuery,
-  legacyUpdateSchema,
   startRequestSchema,
   startTaskSchema,
   startTaskSearchQuery,
 } from '#shared/conversations/model.ts';
-import { conversationInfoSchema, wantsAgentServerShape } from '#shared/conversations/agent-server.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { repeated } from '#shared/http/query.ts';
 import { tenantOf } from '#shared/plans/limits.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
 
-/** The user's conversation routes, V1 and legacy (the sandbox's own are in webhook-operations.ts). */
+/** The user's conversation routes, V1 (the legacy ones are in legacy-operations.ts, the sandbox's own in webhook-operations.ts). */
 export const startConversation = defineOperation(
   'startConversation',
   () => ({
@@ -135,55 +128,6 @@ export const respondToConfirmation = defineOperation(
       accept: body.accept,
       reason: body.reason ?? null,
     })),
-);
-
-export const legacyCreateConversation = defineOperation(
-  'legacyCreateConversation',
-  () => ({
-    body: legacyCreateSchema,
-    response: legacyCreateResponseSchema,
-    errors: [402, 404, 409],
-    example: { initial_user_msg: 'Fix the failing test in test/app.test.ts', repository: 'octo-org/hello-world' },
-  }),
-  ({ userId, auth, body, baseUrl }, { conversations }) =>
-    conversations.legacyCreate(userId, body, baseUrl, tenantOf(userId, auth)),
-);
-
-export const legacyListConversations = defineOperation(
-  'legacyListConversations',
-  () => ({ query: legacyListQuery, response: legacyConversationPageSchema }),
-  ({ userId, query, baseUrl }, { conversations }) => conversations.legacyList(userId, query, baseUrl),
-);
-
-export const legacyGetConversation = defineOperation(
-  'legacyGetConversation',
-  // One path, two shapes: a conversation key or a client naming itself (X-OpenHands-Client) gets the agent server's ConversationInfo.
-  () => ({ params: conversationParams, response: z.union([legacyConversationSchema, conversationInfoSchema]) }),
-  ({ userId, params, baseUrl, auth, headers }, { conversations }) =>
-    wantsAgentServerShape(auth?.via, headers)
-      ? conversations.agentServerGet(userId, params.conversation_id)
-      : conversations.legacyGet(userId, params.conversation_id, baseUrl),
-);
-
-export const legacyUpdateConversation = defineOperation(
-  'legacyUpdateConversation',
-  () => ({ params: conversationParams, body: legacyUpdateSchema, response: z.literal(true) }),
-  ({ userId, params, body }, { conversations }) => conversations.rename(userId, params.conversation_id, body.title),
-);
-
-export const legacyConversationConfig = defineOperation(
-  'legacyConversationConfig',
-  () => ({
-    params: conversationParams,
-    response: z.object({ runtime_id: z.nullable(z.string()), session_id: z.string() }),
-  }),
-  ({ userId, params }, { conversations }) => conversations.runtimeConfig(userId, params.conversation_id),
-);
-
-export const legacyDeleteConversation = defineOperation(
-  'legacyDeleteConversation',
-  () => ({ params: conversationParams, response: z.literal(true) }),
-  ({ userId, params }, { conversations }) => conversations.remove(userId, params.conversation_id),
 );
 
 export const revokeConversationKey = defineOperation(

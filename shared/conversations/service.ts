@@ -1,6 +1,5 @@
 import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
 import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
-import { type ConversationInfo, toConversationInfo } from '#shared/conversations/agent-server.ts';
 import { randomUUID } from 'node:crypto';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import {
@@ -439,13 +438,8 @@ export class ConversationService {
 
   /** GET /api/conversations/{id}: the caller's conversation in the legacy shape; 404 otherwise. */
   async legacyGet(userId: string, conversationId: string, baseUrl: string): Promise<LegacyConversation> {
-    const [view] = await this.toLegacy([await this.own(userId, conversationId)], baseUrl);
+    const [view] = await this.toLegacy([await this.owned(userId, conversationId)], baseUrl);
     return view!;
-  }
-
-  /** GET /api/conversations/{id} for agent-server clients: the agent server's ConversationInfo. */
-  async agentServerGet(userId: string, conversationId: string): Promise<ConversationInfo> {
-    return toConversationInfo(await this.own(userId, conversationId));
   }
 
   /** GET /api/conversations/{id}/config (the late-2025 web UI): its sandbox as the runtime, the conversation as the session. */
@@ -453,22 +447,22 @@ export class ConversationService {
     userId: string,
     conversationId: string,
   ): Promise<{ runtime_id: string | null; session_id: string }> {
-    const rec = await this.own(userId, conversationId);
+    const rec = await this.owned(userId, conversationId);
     return { runtime_id: rec.sandbox_id ?? null, session_id: rec.id };
   }
 
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
-    const rec = await this.own(userId, conversationId);
+    const rec = await this.owned(userId, conversationId);
     await this.records.update(userId, rec.id, { title });
     return true;
   }
 
   /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
-    const rec = await this.own(userId, conversationId);
+    const rec = await this.owned(userId, conversationId);
     await this.records.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
-    return { session_api_key: await this.sessionKey(await this.own(userId, rec.id)) };
+    return { session_api_key: await this.sessionKey(await this.owned(userId, rec.id)) };
   }
 
   /**
@@ -476,7 +470,7 @@ export class ConversationService {
    * has one), then the record goes, and with it every conversation-scoped key (they name a record).
    */
   async remove(userId: string, conversationId: string): Promise<true> {
-    const rec = await this.own(userId, conversationId);
+    const rec = await this.owned(userId, conversationId);
     if (rec.sandbox_id) {
       const sandbox = await this.sandboxes.find(userId, rec.sandbox_id);
       if (sandbox && (sandbox.status === 'RUNNING' || sandbox.status === 'STARTING' || sandbox.status === 'PAUSED')) {
@@ -488,7 +482,8 @@ export class ConversationService {
     return true;
   }
 
-  private async own(userId: string, conversationId: string): Promise<ConversationRecord> {
+  /** The caller's conversation by id (dashes and case as any client sends them); 404 otherwise. */
+  async owned(userId: string, conversationId: string): Promise<ConversationRecord> {
     const rec = await this.conversations.get(userId, normalizeId(conversationId));
     if (!rec) throw notFound('Conversation not found');
     return rec;
