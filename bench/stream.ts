@@ -1,6 +1,9 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack } from '#test/helpers/stack.ts';
+import { ROOMY_PLANS, startTestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 import { untilReady } from './conversations.ts';
 import { benchEvents } from './ingest-client.ts';
@@ -19,7 +22,13 @@ const HISTORY = 2000;
  * t0) to its arrival on clients connected to `/sockets/events/{id}`, on the local stack.
  */
 export async function benchStream(): Promise<string> {
-  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+  // The roomy test plans, with room for the fan-out's sockets on one conversation (the built-in cap is 5).
+  const dir = mkdtempSync(join(tmpdir(), 'bench-stream-'));
+  const plansFile = join(dir, 'plans.json');
+  const roomy = JSON.parse(readFileSync(ROOMY_PLANS, 'utf8'));
+  Object.assign(roomy.plans[roomy.default_plan], { max_stream_sockets_per_conversation: FANOUT_CLIENTS + 5 });
+  writeFileSync(plansFile, JSON.stringify(roomy));
+  const stack = await startTestStack({ sweepIntervalMs: 3_600_000, plansFile });
   const llm = await startScriptedLlm();
   const clients: StreamClient[] = [];
   try {

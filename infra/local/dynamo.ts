@@ -35,7 +35,10 @@ export async function startDynalite(path?: string, socketPath?: string): Promise
   rmSync(socket, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(socket, () => resolve());
+    // A unix socket whose listen backlog is full refuses a connect with EAGAIN instead of queueing it
+    // (Node's default backlog, 511, was full when 1,000 stream sockets authorized at once:
+    // bench/neighbours.ts); the kernel caps this at net.core.somaxconn.
+    server.listen({ path: socket, backlog: 4096 }, () => resolve());
   });
   return {
     endpoint: `unix:${socket}`,

@@ -4,15 +4,10 @@ import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynam
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
 
-/**
- * HTTP over a unix socket: every connection goes to `path`, whatever the URL's host says. At most 50
- * connections (the SDK's own default), the rest queue here: dynalite answers one request at a time in
- * this process anyway, and a unix socket whose listen backlog is full refuses a connection with
- * EAGAIN instead of queueing it (1,000 sockets opening at once did that: bench/neighbours.ts).
- */
+/** HTTP over a unix socket: every connection goes to `path`, whatever the URL's host says. */
 class UnixSocketAgent extends Agent {
   constructor(private readonly path: string) {
-    super({ keepAlive: true, maxSockets: 50 });
+    super({ keepAlive: true });
   }
 
   override createConnection(): Socket {

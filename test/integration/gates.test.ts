@@ -80,7 +80,9 @@ describe('options', () => {
     const res = await stack.call('GET', '/api/options/models', { key: null });
     expect(res.status).toBe(200);
     expect(res.body.length).toBeGreaterThan(0);
-    for (const model of res.body) expect(model).toMatch(/^(openai|anthropic)\/\S+$/);
+    // The user-key models by provider, and the platform's own (config/platform-llms.json).
+    for (const model of res.body) expect(model).toMatch(/^(openai|anthropic|platform)\/\S+$/);
+    expect(res.body).toContain('platform/claude-sonnet');
   });
 });
 

@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { RegisterTaskDefinitionCommand, RunTaskCommand, StopTaskCommand } from '@aws-sdk/client-ecs';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Context } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -329,12 +330,35 @@ describe('sandboxes on the AWS path', () => {
 describe('workspace snapshots through the bridge on the AWS path', () => {
   const s3 = new CheckedS3();
   const SNAPSHOTS_DELETE_FUNCTION = 'arn:aws:lambda:eu-west-1:123456789012:function:snapshots-delete';
-  // Lambda's Invoke API at the SDK boundary: an `Event` invocation of the snapshot-removal function runs its handler.
-  const lambda = mockClient(LambdaClient);
+  // Lambda's Invoke API at its HTTP boundary (the functions sign one POST: shared/lambda-event.ts): an
+  // `Event` invocation of the snapshot-removal function, signed, runs its handler; a throttled one is 429.
   const removals: unknown[] = [];
   let failInvokes = 0;
+  const lambda = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      if (failInvokes > 0 && failInvokes--) {
+        res.writeHead(429, { 'x-amzn-errortype': 'TooManyRequestsException' }).end('{"message":"Rate exceeded"}');
+        return;
+      }
+      expect(req.method).toBe('POST');
+      expect(req.url).toBe(`/2015-03-31/functions/${encodeURIComponent(SNAPSHOTS_DELETE_FUNCTION)}/invocations`);
+      expect(req.headers['x-amz-invocation-type']).toBe('Event');
+      expect(req.headers.authorization).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=[^/]+\/\d{8}\/eu-west-1\/lambda\/aws4_request/,
+      );
+      const payload = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      removals.push(payload);
+      const { handler } = await import('../../functions/sandboxes/snapshots-delete.ts');
+      await handler(payload);
+      res.writeHead(202).end();
+    });
+  });
   beforeAll(async () => {
     await s3.start();
+    await new Promise<void>((resolve) => lambda.listen(0, '127.0.0.1', resolve));
+    process.env.AWS_ENDPOINT_URL_LAMBDA = `http://127.0.0.1:${(lambda.address() as AddressInfo).port}`;
     // The snapshot functions' S3 client, as on Lambda: bucket and credentials from the environment.
     Object.assign(process.env, {
       WORKSPACE_BUCKET: BUCKET,
@@ -343,20 +367,10 @@ describe('workspace snapshots through the bridge on the AWS path', () => {
       AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
       SNAPSHOTS_DELETE_FUNCTION,
     });
-    lambda.on(InvokeCommand).callsFake(async ({ FunctionName, InvocationType, Payload }) => {
-      if (failInvokes > 0 && failInvokes--)
-        throw Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' });
-      expect(FunctionName).toBe(SNAPSHOTS_DELETE_FUNCTION);
-      expect(InvocationType).toBe('Event');
-      const payload = JSON.parse(new TextDecoder().decode(Payload));
-      removals.push(payload);
-      const { handler } = await import('../../functions/sandboxes/snapshots-delete.ts');
-      await handler(payload);
-      return { StatusCode: 202 };
-    });
   }, 30_000);
   afterAll(async () => {
-    lambda.restore();
+    lambda.close();
+    delete process.env.AWS_ENDPOINT_URL_LAMBDA;
     await s3.stop();
     for (const name of [
       'WORKSPACE_BUCKET',
