@@ -7,13 +7,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startTestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { benchEvents } from './ingest-client.ts';
 import { REPLAY_EVENTS, type NeighbourPlan } from './neighbours-client.ts';
@@ -64,15 +63,6 @@ async function conversationOf(userId: string, sandboxId: string | null = null): 
   return id;
 }
 
-/** Puts `userId`'s organization on `plan`, as an operator's plan change would. */
-async function onPlan(stack: TestStack, userId: string, key: string, plan: string): Promise<void> {
-  const orgId = (await json(stack, 'GET', '/api/v1/users/me', { key })).org_id as string;
-  const store = new DynamoAccountStore();
-  const org = (await store.getOrg(orgId))!;
-  if (!(await store.replaceOrg({ ...org, plan }))) throw new Error('could not change the plan');
-  stack.services.accounts.forget(userId);
-}
-
 /**
  * One tenant floods, another's `GET /api/settings` is timed: quiet, then during each flood (1,000
  * sockets of one user; 20 `resend_all` replays of a 20,000-event conversation, each started again
@@ -101,7 +91,7 @@ export async function benchNeighbours(): Promise<string> {
   const stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
   try {
     const victimKey = await stack.newUser('victim');
-    await onPlan(stack, 'victim', victimKey, 'victim');
+    await stack.putOnPlan('victim', 'victim', victimKey);
     await json(stack, 'POST', '/api/settings', {
       key: victimKey,
       body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-victim' },
@@ -109,7 +99,7 @@ export async function benchNeighbours(): Promise<string> {
     const hogKey = await stack.newUser('hog');
     const hogConversation = await conversationOf('hog');
     const replayerKey = await stack.newUser('replayer');
-    await onPlan(stack, 'replayer', replayerKey, 'replays');
+    await stack.putOnPlan('replayer', 'replays', replayerKey);
     const replayed = await conversationOf('replayer');
     const events = new DynamoEventStore();
     for (let from = 1; from <= REPLAY_EVENTS; from += 100)

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalConfig } from '#infra/local/config.ts';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { startLocalStack, type LocalStack } from '#infra/local/stack.ts';
@@ -49,6 +50,11 @@ export interface TestStack extends LocalStack {
    * from its record and unsealed, so tests can act as the sandbox on the bridge and webhooks.
    */
   sandboxKey(sandboxId: string): Promise<string | null>;
+  /**
+   * Puts the organization of `userId` (reached with `key`; default: the dev key) on `plan`, stored
+   * directly as an operator's plan change leaves it, and drops the account from the authorizer's cache.
+   */
+  putOnPlan(userId: string, plan: string, key?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -95,6 +101,14 @@ export async function startTestStack(
     dataDir,
     call,
     newUser: async (userId) => (await stack.services.apiKeys.create(userId, 'test')).key,
+    putOnPlan: async (userId, plan, key) => {
+      const orgId = (await call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+      const store = new DynamoAccountStore();
+      const org = await store.getOrg(orgId);
+      if (!org || !(await store.replaceOrg({ ...org, plan })))
+        throw new Error(`Could not put ${orgId} on plan ${plan}`);
+      stack.services.accounts.forget(userId);
+    },
     sandboxKey: async (sandboxId) => {
       const rec = await new DynamoSandboxStore().get(sandboxId);
       return rec?.sessionKeySealed

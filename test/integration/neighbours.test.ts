@@ -3,7 +3,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
@@ -53,15 +52,8 @@ afterAll(async () => {
 /** A user with a key, whose organization is on the small plan (as an operator's plan change leaves it). */
 async function tenant(userId: string): Promise<string> {
   const key = await stack.newUser(userId);
-  await onSmallPlan(userId, key);
+  await stack.putOnPlan(userId, 'small', key);
   return key;
-}
-async function onSmallPlan(userId: string, key?: string, plan = 'small'): Promise<void> {
-  const orgId = (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
-  const store = new DynamoAccountStore();
-  const org = (await store.getOrg(orgId))!;
-  expect(await store.replaceOrg({ ...org, plan })).toBe(true);
-  stack.services.accounts.forget(userId);
 }
 
 /** A conversation record of `userId`, placed on `sandboxId` (none: not placed). */
@@ -162,7 +154,7 @@ describe('stream socket caps (a user opening sockets without end)', () => {
 describe('requests per user per minute (a client calling without pause)', () => {
   it("refuses past the plan's rate with 429 and Retry-After, and another user's requests go on", async () => {
     const key = await stack.newUser('chatty');
-    await onSmallPlan('chatty', key, 'chatty');
+    await stack.putOnPlan('chatty', 'chatty', key);
     const other = await tenant('quiet');
     const answers = await Promise.all(Array.from({ length: 45 }, () => stack.call('GET', '/api/v1/users/me', { key })));
     const refused = answers.filter((a) => a.status === 429);
@@ -260,7 +252,7 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     // Many quick tool calls: far more events than one second of the bucket holds.
     const steps = Array.from({ length: 12 }, (_, i) => reply.bash(`echo step-${i}`));
     llm.enqueue(...steps, reply.finish('all steps done'));
-    await onSmallPlan('dev');
+    await stack.putOnPlan('dev', 'small');
     await stack.call('POST', '/api/settings', {
       body: { llm_model: 'm', llm_api_key: 'sk-n', llm_base_url: llm.baseUrl },
     });
