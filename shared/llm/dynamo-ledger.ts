@@ -123,7 +123,13 @@ export class DynamoLlmLedger implements LlmLedger {
       this.db.send(
         new PutCommand({
           TableName: this.usage,
-          Item: { pk: llmKeys.record(rec.requestId), sk: 'llm', kind: 'llm', ...rec },
+          Item: {
+            pk: llmKeys.record(rec.requestId),
+            sk: 'llm',
+            kind: 'llm',
+            recordKey: usageKeys.recordKey(rec.orgId, rec.at, llmKeys.record(rec.requestId)),
+            ...rec,
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),

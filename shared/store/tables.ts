@@ -125,8 +125,14 @@ export const tables = {
    * interval's start (a repeat is the same key); (organization, day) totals, pk `org#<org id>`, sk
    * `day#<day>`; (user, day) totals, pk `orgusers#<org id>`, sk `day#<day>#<user id>`. `byUser`
    * (`userKey` = `<org id>#<user id>`, `day`) holds only the user totals: one user's month in O(days).
+   * `byDay` (`day`, `recordKey` = `<org id>#<start, ISO>#<record pk>`) holds only the records (compute
+   * and LLM): a day's records for the reconcile, an organization's in time order for the export.
    */
-  usage: { pk: 'pk', sk: 'sk', indexes: { byUser: { pk: 'userKey', sk: 'day' } } },
+  usage: {
+    pk: 'pk',
+    sk: 'sk',
+    indexes: { byUser: { pk: 'userKey', sk: 'day' }, byDay: { pk: 'day', sk: 'recordKey' } },
+  },
 } as const satisfies Record<string, TableDef>;
 
 export type TableKey = keyof typeof tables;

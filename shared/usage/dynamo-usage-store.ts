@@ -1,7 +1,7 @@
-import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
-import type { ComputeRecord, DayTotals, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
+import type { ComputeRecord, DayTotals, UsageAmounts, UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
 
 /** Keys of table `usage` (docs/data-model.md, "usage"). */
 export const usageKeys = {
@@ -11,6 +11,8 @@ export const usageKeys = {
   /** Platform-LLM totals per (organization, day, model), written by the LLM gateway. */
   orgModels: (orgId: string) => `orgmodels#${orgId}`,
   userKey: (orgId: string, userId: string) => `${orgId}#${userId}`,
+  /** Index `byDay`'s sort key, carried by records only (never by totals): organization, then time. */
+  recordKey: (orgId: string, start: string, pk: string) => `${orgId}#${start}#${pk}`,
 };
 
 const ADD_TOTALS =
@@ -39,7 +41,13 @@ export class DynamoUsageStore implements UsageStore {
       this.db.send(
         new PutCommand({
           TableName: this.table,
-          Item: { pk: usageKeys.compute(r.sandboxId, r.generation), sk: r.from, kind: 'compute', ...r },
+          Item: {
+            pk: usageKeys.compute(r.sandboxId, r.generation),
+            sk: r.from,
+            kind: 'compute',
+            recordKey: usageKeys.recordKey(r.orgId, r.from, usageKeys.compute(r.sandboxId, r.generation)),
+            ...r,
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),
@@ -126,6 +134,20 @@ export class DynamoUsageStore implements UsageStore {
     for (const d of await this.orgDays(orgId, `${month}-01`, `${month}-31`))
       for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += Number(d[k] ?? 0);
     return sum;
+  }
+
+  async *dayRecords(day: string, orgId?: string): AsyncGenerator<UsageRecord[]> {
+    const pages = paginateQuery(
+      { client: this.db, pageSize: 500 },
+      {
+        TableName: this.table,
+        IndexName: 'byDay',
+        KeyConditionExpression: orgId ? '#day = :d AND begins_with(recordKey, :o)' : '#day = :d',
+        ExpressionAttributeNames: { '#day': 'day' },
+        ExpressionAttributeValues: { ':d': day, ...(orgId ? { ':o': `${orgId}#` } : {}) },
+      },
+    );
+    for await (const page of pages) yield (page.Items ?? []) as UsageRecord[];
   }
 
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {

@@ -1,3 +1,4 @@
+import type { LlmRecord } from '#shared/llm/ledger.ts';
 import type { ComputePrice } from '#shared/usage/prices.ts';
 
 /** The quantities every record and total carries (integers: seconds, vCPU-seconds, GB-seconds, micro-USD). */
@@ -50,6 +51,9 @@ export interface DayTotals extends UsageAmounts, LlmAmounts {
   records: number;
 }
 
+/** A record of the ledger as index `byDay` returns it: compute or platform LLM, told apart by `kind`. */
+export type UsageRecord = (ComputeRecord & { kind: 'compute' }) | (LlmRecord & { kind: 'llm' });
+
 /**
  * The usage ledger. Writes: the record (conditional), then the (organization, day) and (user, day)
  * totals, only when the record's put succeeded: at most three writes per accruing heartbeat, none for
@@ -70,6 +74,11 @@ export interface UsageStore {
   orgModelDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
   /** An organization's totals for the calendar month (UTC) of `day`, summed from its day totals (platform LLM cost included). */
   monthOf(orgId: string, day: string): Promise<UsageAmounts & { llmMicroUsd: number }>;
+  /**
+   * The records (compute and LLM) of a UTC day, a page at a time (index `byDay`), in (organization,
+   * start) order; with `orgId`, that organization's only.
+   */
+  dayRecords(day: string, orgId?: string): AsyncIterable<UsageRecord[]>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
 }

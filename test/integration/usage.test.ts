@@ -102,6 +102,10 @@ describe('metering sandbox compute at the heartbeat', () => {
       for (const field of ['seconds', 'vcpuSeconds', 'gbSeconds', 'computeMicroUsd'])
         expect(totals[field as 'seconds'], field).toBe(sum(all as never, field));
     expect(orgDay!.records).toBe(2);
+    // Index byDay lists the organization's records (never its totals), in time order.
+    const listed = [];
+    for await (const page of usage.dayRecords(day, orgId)) listed.push(...page);
+    expect(listed.map((r) => [r.kind, (r as { from: string }).from])).toEqual(all.map((r) => ['compute', r.from]));
   }, 60_000);
 
   it('costs at most three DynamoDB writes per accruing heartbeat and none for a duplicate', async () => {
