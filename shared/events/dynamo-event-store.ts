@@ -59,18 +59,16 @@ export class DynamoEventStore implements EventStore {
     // At or below `last` is committed: a retry of it is a no-op, and a rewrite of history is refused by skipping.
     const all = events.map((event, i) => ({ seq: firstSeq + i, event })).filter((e) => e.seq > last);
     // Past the plan's cap nothing is stored; what fits is.
-    const fresh = limits ? all.filter((e) => e.seq <= limits.maxEvents) : all;
+    let fresh = limits ? all.filter((e) => e.seq <= limits.maxEvents) : all;
     const overCap = fresh.length < all.length ? { overCap: true as const } : {};
     if (fresh.length === 0) return { added: 0, lastSeq: last, ...overCap };
-    const now = limits?.now ?? Date.now;
-    /** The bucket after this batch, from the head as read; throws when the batch is over the rate. */
-    const bucket = (h: Head) => {
-      if (!limits) return undefined;
-      const out = charge(h.tat, now(), fresh.length, limits.eventsPerSecond);
-      if ('retryAfterMs' in out) throw new RateLimitedError(out.retryAfterMs);
-      return out.tat;
-    };
-    let tat = bucket(head);
+    if (limits) {
+      head = await this.chargeBucket(conversationKey, head, fresh.length, limits);
+      // Racing posts of these numbers committed some meanwhile (and paid for them): never store those again.
+      const end = head.lastSeq;
+      fresh = fresh.filter((e) => e.seq > end);
+      if (fresh.length === 0) return { added: 0, lastSeq: end, ...overCap };
+    }
     await batchPut(
       this.table,
       fresh.map(({ seq, event }) => ({
@@ -87,82 +85,81 @@ export class DynamoEventStore implements EventStore {
     /** Of this batch, how many a counter move from `moved` to `end` by this call committed. */
     const ours = (moved: { from: number; end: number } | undefined) =>
       moved ? Math.max(0, Math.min(to, moved.end) - Math.max(from - 1, moved.from)) : 0;
-    /** The bucket's part of a counter write: set it, on the condition nobody moved it since it was read. */
-    const withBucket = (update: string, condition: string | undefined, values: Record<string, unknown>) => {
-      if (tat === undefined)
-        return { UpdateExpression: update, ConditionExpression: condition, ExpressionAttributeValues: values };
-      const unchanged = head.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :readTat';
-      return {
-        UpdateExpression: `${update}, tat = :tat`,
-        ConditionExpression: condition ? `(${condition}) AND ${unchanged}` : unchanged,
-        ExpressionAttributeValues: {
-          ...values,
-          ':tat': tat,
-          ...(head.tat === undefined ? {} : { ':readTat': head.tat }),
-        },
-      };
-    };
-    for (let attempt = 0; ; attempt++) {
-      if (from !== last + 1 && from !== head.lastSeq + 1) {
-        // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
-        // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
-        // the counter reached it, or the number after the counter is stored (a filler at work, or one
-        // that died before its catch-up). Stored, not committed: it counts as added only if this call's
-        // catch-up moved the counter over it.
-        let out: { Attributes?: Record<string, unknown> };
-        try {
-          out = await this.db.send(
-            new UpdateCommand({
-              TableName: this.table,
-              Key: { conversationKey, seq: COUNTER },
-              ...withBucket('SET ahead = :mark', undefined, { ':mark': randomUUID() }),
-              ReturnValues: 'ALL_NEW',
-            }),
-          );
-        } catch (err) {
-          if (!isConditionFailure(err)) throw err;
-          // Other batches keep moving the bucket: as busy as a rate refusal; the sandbox retries.
-          if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
-          // Another batch moved the bucket since it was read: charge again from what it left.
-          head = await this.counter(conversationKey);
-          tat = bucket(head);
-          continue;
-        }
-        const at = (out.Attributes?.lastSeq as number | undefined) ?? 0;
-        const open = at + 1 < from && !(await this.stored(conversationKey, at + 1));
-        if (open) return { added: 0, lastSeq: at, ...overCap };
-        const moved = await this.catchUp(conversationKey, at);
-        return { added: ours(moved.moved), lastSeq: moved.end, ...overCap };
-      }
-      // Contiguous with the committed end: move the counter over this batch, forward only. What it
-      // moved over (from the end it held) is what this call committed: a racing post of the same
-      // batch that moved it first leaves this one nothing.
+    if (from !== last + 1 && from !== head.lastSeq + 1) {
+      // Beyond a gap: flag it (after the items are stored), so whoever fills the gap carries the counter
+      // over this batch too. The catch-up is this batch's to do only when the gap is no longer open:
+      // the counter reached it, or the number after the counter is stored (a filler at work, or one
+      // that died before its catch-up). Stored, not committed: it counts as added only if this call's
+      // catch-up moved the counter over it.
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET ahead = :mark',
+          ExpressionAttributeValues: { ':mark': randomUUID() },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      const at = (out.Attributes?.lastSeq as number | undefined) ?? 0;
+      const open = at + 1 < from && !(await this.stored(conversationKey, at + 1));
+      if (open) return { added: 0, lastSeq: at, ...overCap };
+      const moved = await this.catchUp(conversationKey, at);
+      return { added: ours(moved.moved), lastSeq: moved.end, ...overCap };
+    }
+    // Contiguous with the committed end: move the counter over this batch, forward only. What it
+    // moved over (from the end it held) is what this call committed: a racing post of the same
+    // batch that moved it first leaves this one nothing.
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { conversationKey, seq: COUNTER },
+          UpdateExpression: 'SET lastSeq = :to',
+          ConditionExpression: 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below',
+          ExpressionAttributeValues: { ':to': to, ':last': head.lastSeq, ':below': to - 1 },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      const added = to - ((out.Attributes?.lastSeq as number | undefined) ?? 0);
+      const end = out.Attributes?.ahead ? (await this.catchUp(conversationKey, to)).end : to;
+      return { added, lastSeq: end, ...overCap };
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      // Only the end can have failed it: another post of this batch (or a later one) moved it already.
+      return { added: 0, lastSeq: to, ...overCap };
+    }
+  }
+
+  /**
+   * Charges `n` events to the conversation's bucket before anything is stored, in a write conditioned
+   * on the bucket as read: racing posts serialize on it, and one over the rate stores nothing (throws
+   * `RateLimitedError`). Returns the head it charged against. Charging after the store, in the write
+   * that commits, let racing posts store (and a catch-up commit) every batch while most were refused.
+   */
+  private async chargeBucket(conversationKey: string, head: Head, n: number, limits: AppendLimits): Promise<Head> {
+    const now = limits.now ?? Date.now;
+    for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
+      const out = charge(head.tat, now(), n, limits.eventsPerSecond);
+      if ('retryAfterMs' in out) throw new RateLimitedError(out.retryAfterMs);
       try {
-        const out = await this.db.send(
+        await this.db.send(
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            ...withBucket('SET lastSeq = :to', 'attribute_not_exists(lastSeq) OR lastSeq BETWEEN :last AND :below', {
-              ':to': to,
-              ':last': head.lastSeq,
-              ':below': to - 1,
-            }),
-            ReturnValues: 'ALL_OLD',
+            UpdateExpression: 'SET tat = :tat',
+            ConditionExpression: head.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :readTat',
+            ExpressionAttributeValues: { ':tat': out.tat, ...(head.tat === undefined ? {} : { ':readTat': head.tat }) },
           }),
         );
-        const added = to - ((out.Attributes?.lastSeq as number | undefined) ?? 0);
-        const end = out.Attributes?.ahead ? (await this.catchUp(conversationKey, to)).end : to;
-        return { added, lastSeq: end, ...overCap };
+        return head;
       } catch (err) {
         if (!isConditionFailure(err)) throw err;
-        // Without a bucket only the end can have failed it: another post of this batch (or a later one) moved it already.
-        if (tat === undefined) return { added: 0, lastSeq: to, ...overCap };
+        // Another post moved the bucket since it was read: charge again from what it left.
         head = await this.counter(conversationKey);
-        if (head.lastSeq >= to) return { added: 0, lastSeq: head.lastSeq, ...overCap };
-        if (attempt >= CATCH_UP_ATTEMPTS) throw new RateLimitedError(1000);
-        tat = bucket(head);
       }
     }
+    // Other posts keep moving the bucket: as busy as a rate refusal; the sandbox retries.
+    throw new RateLimitedError(1000);
   }
 
   head(conversation: ConversationRef): Promise<Head> {

@@ -110,7 +110,7 @@ const counted = (firstSeq: number, batch: unknown[], k = key, cid = conversation
   );
 
 describe('one webhook batch in DynamoDB requests', () => {
-  it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and one counter update', async () => {
+  it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and two counter updates (the charge before, the commit after)', async () => {
     const first = await counted(1, events(100));
     expect(first.body).toEqual({ success: true, added: 100 });
     const second = await counted(101, events(100));
@@ -121,6 +121,8 @@ describe('one webhook batch in DynamoDB requests', () => {
         'GetItemCommand@conversations',
         'GetItemCommand@events',
         'GetItemCommand@sandboxes',
+        // The rate bucket's charge, before anything is stored (a refused batch stores nothing), and the commit.
+        'UpdateItemCommand@events',
         'UpdateItemCommand@events',
       ]);
     }
@@ -152,7 +154,7 @@ describe('one webhook batch in DynamoDB requests', () => {
     } finally {
       hold = undefined;
     }
-    expect(order).toEqual(['counter read', 'conversation answered', 'write', 'write']);
+    expect(order).toEqual(['counter read', 'conversation answered', 'write', 'write', 'write']);
   });
 
   it('a retried batch (all committed) is three reads and nothing written', async () => {
@@ -188,6 +190,7 @@ describe('one webhook batch in DynamoDB requests', () => {
       'GetItemCommand@events',
       'GetItemCommand@sandboxes',
       'UpdateItemCommand@events',
+      'UpdateItemCommand@events',
     ]);
     const filler = await counted(204, events(10));
     expect(filler.body).toEqual({ success: true, added: 10 });
@@ -198,6 +201,7 @@ describe('one webhook batch in DynamoDB requests', () => {
       'GetItemCommand@events',
       'GetItemCommand@sandboxes',
       'QueryCommand@events',
+      'UpdateItemCommand@events',
       'UpdateItemCommand@events',
       'UpdateItemCommand@events',
     ]);
