@@ -77,7 +77,15 @@ export const sweeperFunction = {
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
   // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
-  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write' },
+  // events, conversations (the events service's reads): stored event bytes summed per organization.
+  tables: {
+    sandboxes: 'write',
+    startTasks: 'write',
+    streamConnections: 'write',
+    pool: 'write',
+    events: 'write',
+    conversations: 'read',
+  },
   capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill'],
 } as const satisfies EventFunctionDef;
 

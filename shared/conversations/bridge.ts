@@ -159,8 +159,27 @@ export class ConversationBridge {
       this.planFor?.(sandbox.plan),
     ]);
     const limits = plan
-      ? { eventsPerSecond: plan.events_per_sandbox_per_second, maxEvents: plan.max_events_per_conversation }
+      ? {
+          eventsPerSecond: plan.events_per_sandbox_per_second,
+          maxEvents: plan.max_events_per_conversation,
+          ...(sandbox.orgId ? { orgId: sandbox.orgId } : {}),
+        }
       : undefined;
+    // The organization's stored bytes as the sweeper last summed them: the cap holds within one sweep.
+    if (plan && head.orgBytes !== undefined && head.orgBytes >= plan.max_event_bytes_per_org) {
+      // Stopped once: the event goes after the committed end, which it moves (a stopped one stays as it is).
+      if (conversation.execution_status !== 'error')
+        await this.stopAtCap(conversation, head.lastSeq, head.lastSeq, {
+          code: 'max_event_bytes_per_org',
+          detail: `This organization's conversations hold its plan's maximum of ${plan.max_event_bytes_per_org} bytes of events; this conversation was stopped.`,
+        });
+      throw planLimit(
+        'max_event_bytes_per_org',
+        plan.max_event_bytes_per_org,
+        head.orgBytes,
+        `The organization's conversations hold its plan's maximum of ${plan.max_event_bytes_per_org} bytes of events; the conversation was stopped`,
+      );
+    }
     const { added, lastSeq, overCap } = await this.events
       .append(ref, firstSeq, events, head, limits)
       .catch((err: unknown) => {
@@ -181,7 +200,11 @@ export class ConversationBridge {
       );
     await this.touch(caller);
     if (overCap && plan) {
-      await this.stopAtCap(conversation, lastSeq, plan.max_events_per_conversation);
+      const max = plan.max_events_per_conversation;
+      await this.stopAtCap(conversation, lastSeq, max, {
+        code: 'max_events_per_conversation',
+        detail: `This conversation reached its plan's maximum of ${max} events and was stopped. Start a new conversation to continue.`,
+      });
       throw planLimit(
         'max_events_per_conversation',
         plan.max_events_per_conversation,
@@ -193,21 +216,26 @@ export class ConversationBridge {
   }
 
   /**
-   * A conversation at its plan's event cap stops: the agent is told to pause, the status says
-   * error, and one event at the number after the cap says why (written once: a retry of it is a no-op).
+   * A conversation at one of its plan's event caps stops: the agent is told to pause, the status says
+   * error, and one event at the number after `at` (the cap, or the committed end) says why (at the
+   * cap: written once, a retry of it is a no-op).
    */
-  private async stopAtCap(conversation: ConversationRecord, lastSeq: number, max: number): Promise<void> {
-    if (lastSeq < max) return; // the end has not reached the cap yet (a batch beyond a gap)
+  private async stopAtCap(
+    conversation: ConversationRecord,
+    lastSeq: number,
+    at: number,
+    why: { code: string; detail: string },
+  ): Promise<void> {
+    if (lastSeq < at) return; // the end has not reached the cap yet (a batch beyond a gap)
     const ref = { userId: conversation.userId, conversationId: conversation.id };
     const event = {
       kind: 'ConversationErrorEvent',
       id: `cap-${conversation.id}`,
       timestamp: new Date(this.now()).toISOString(),
       source: 'environment',
-      code: 'max_events_per_conversation',
-      detail: `This conversation reached its plan's maximum of ${max} events and was stopped. Start a new conversation to continue.`,
+      ...why,
     } as unknown as AgentEventEnvelope;
-    const { lastSeq: end } = await this.events.append(ref, max + 1, [event]);
+    const { lastSeq: end } = await this.events.append(ref, at + 1, [event]);
     await this.feed.committed(ref, end).catch(() => {});
     if (conversation.execution_status !== 'error')
       await this.records.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));

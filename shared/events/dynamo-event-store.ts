@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, paginateScan, QueryCommand, UpdateCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import {
   charge,
   MAX_SEQ_AHEAD,
@@ -15,9 +15,14 @@ import {
 } from '#shared/events/event-store.ts';
 import { logger } from '#shared/logging.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
-import { documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
+import { conditionalWrite, documentClient, isConditionFailure, tableName } from '#shared/store/dynamo.ts';
 import { batchGet, batchPut, queryCount } from '#shared/store/query.ts';
 
+/**
+ * The partition of an organization's stored event bytes (the sweeper's sum). A conversation's is
+ * `<user id>#<conversation id>` with a hex conversation id: the two never meet.
+ */
+const orgBytesKey = (orgId: string) => `#orgbytes#${orgId}`;
 /** The partition of one conversation: conversation ids are unique per user only. */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
 /**
@@ -63,7 +68,8 @@ export class DynamoEventStore implements EventStore {
     const overCap = fresh.length < all.length ? { overCap: true as const } : {};
     if (fresh.length === 0) return { added: 0, lastSeq: last, ...overCap };
     if (limits) {
-      head = await this.chargeBucket(conversationKey, head, fresh.length, limits);
+      const bytes = fresh.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.event)), 0);
+      head = await this.chargeBucket(conversationKey, head, fresh.length, bytes, limits);
       // Racing posts of these numbers committed some meanwhile (and paid for them): never store those again.
       const end = head.lastSeq;
       fresh = fresh.filter((e) => e.seq > end);
@@ -136,7 +142,13 @@ export class DynamoEventStore implements EventStore {
    * `RateLimitedError`). Returns the head it charged against. Charging after the store, in the write
    * that commits, let racing posts store (and a catch-up commit) every batch while most were refused.
    */
-  private async chargeBucket(conversationKey: string, head: Head, n: number, limits: AppendLimits): Promise<Head> {
+  private async chargeBucket(
+    conversationKey: string,
+    head: Head,
+    n: number,
+    bytes: number,
+    limits: AppendLimits,
+  ): Promise<Head> {
     const now = limits.now ?? Date.now;
     for (let attempt = 0; attempt < CATCH_UP_ATTEMPTS; attempt++) {
       const out = charge(head.tat, now(), n, limits.eventsPerSecond);
@@ -146,9 +158,15 @@ export class DynamoEventStore implements EventStore {
           new UpdateCommand({
             TableName: this.table,
             Key: { conversationKey, seq: COUNTER },
-            UpdateExpression: 'SET tat = :tat',
+            // The batch's bytes, and the mark that puts the counter in index `grownBytes` for the sweeper's sum
+            // (the same value every time: the index is written only when the mark appears).
+            UpdateExpression: limits.orgId ? 'SET tat = :tat, bytesOrg = :org ADD bytes :bytes' : 'SET tat = :tat',
             ConditionExpression: head.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :readTat',
-            ExpressionAttributeValues: { ':tat': out.tat, ...(head.tat === undefined ? {} : { ':readTat': head.tat }) },
+            ExpressionAttributeValues: {
+              ':tat': out.tat,
+              ...(head.tat === undefined ? {} : { ':readTat': head.tat }),
+              ...(limits.orgId ? { ':org': limits.orgId, ':bytes': bytes } : {}),
+            },
           }),
         );
         return head;
@@ -242,7 +260,7 @@ export class DynamoEventStore implements EventStore {
   }
 
   /** The counter item (strongly consistent): the committed end and the flag's mark, if set. */
-  private async counter(conversationKey: string): Promise<{ lastSeq: number; ahead?: unknown; tat?: number }> {
+  private async counter(conversationKey: string): Promise<Head & { ahead?: unknown }> {
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: { conversationKey, seq: COUNTER }, ConsistentRead: true }),
     );
@@ -250,7 +268,84 @@ export class DynamoEventStore implements EventStore {
       lastSeq: (out.Item?.lastSeq as number | undefined) ?? 0,
       ahead: out.Item?.ahead,
       tat: out.Item?.tat as number | undefined,
+      ...(typeof out.Item?.orgBytes === 'number' ? { orgBytes: out.Item.orgBytes } : {}),
     };
+  }
+
+  async sweepOrgBytes(maxConversations = 2000): Promise<{ conversations: number; organizations: number }> {
+    // Index `grownBytes` holds only the counters that grew since their last sum: a Scan of it costs what grew.
+    const grown = new Map<string, string[]>();
+    let seen = 0;
+    const pages = paginateScan(
+      { client: this.db, pageSize: 500 },
+      { TableName: this.table, IndexName: 'grownBytes', ProjectionExpression: 'bytesOrg, conversationKey' },
+    );
+    for await (const page of pages) {
+      for (const item of page.Items ?? []) {
+        const orgId = item.bytesOrg as string;
+        grown.set(orgId, [...(grown.get(orgId) ?? []), item.conversationKey as string]);
+        seen++;
+      }
+      if (seen >= maxConversations) break;
+    }
+    for (const [orgId, keys] of grown) await this.sumOrgBytes(orgId, keys);
+    return { conversations: seen, organizations: grown.size };
+  }
+
+  /**
+   * Adds what each grown counter stored since its last sum (`bytes - bytesSwept`) to the organization's
+   * total, and writes that total on each counter, where ingest reads it. The counters are written first
+   * (`bytesSwept` conditioned on the value read, so overlapping sweeps cannot both count a growth), then
+   * the total once: a crash between leaves the total short by this sweep's growth (the cap then errs
+   * toward letting through, never toward refusing what is not stored).
+   */
+  private async sumOrgBytes(orgId: string, keys: string[]): Promise<void> {
+    const totalKey = { conversationKey: orgBytesKey(orgId), seq: COUNTER };
+    const [totalItem, counters] = await Promise.all([
+      this.db.send(new GetCommand({ TableName: this.table, Key: totalKey, ConsistentRead: true })),
+      batchGet<{ bytes?: number; bytesSwept?: number }>(this.table, 'conversationKey', keys, (k) => ({
+        conversationKey: k,
+        seq: COUNTER,
+      })),
+    ]);
+    const grown = [...counters].map(([key, c]) => ({
+      key,
+      bytes: c.bytes ?? 0,
+      swept: c.bytesSwept,
+      delta: (c.bytes ?? 0) - (c.bytesSwept ?? 0),
+    }));
+    const total = ((totalItem.Item?.bytes as number | undefined) ?? 0) + grown.reduce((n, g) => n + g.delta, 0);
+    let added = 0;
+    for (const g of grown) {
+      const swept = g.swept === undefined ? 'attribute_not_exists(bytesSwept)' : 'bytesSwept = :swept';
+      const write = (done: boolean) =>
+        conditionalWrite(() =>
+          this.db.send(
+            new UpdateCommand({
+              TableName: this.table,
+              Key: { conversationKey: g.key, seq: COUNTER },
+              // Out of the index only when nothing was stored since the read; else it stays for the next sweep.
+              UpdateExpression: `SET bytesSwept = :bytes, orgBytes = :total${done ? ' REMOVE bytesOrg' : ''}`,
+              ConditionExpression: done ? `${swept} AND bytes = :bytes` : swept,
+              ExpressionAttributeValues: {
+                ':bytes': g.bytes,
+                ':total': total,
+                ...(g.swept === undefined ? {} : { ':swept': g.swept }),
+              },
+            }),
+          ),
+        );
+      if ((await write(true)) || (await write(false))) added += g.delta;
+    }
+    if (added !== 0)
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: totalKey,
+          UpdateExpression: 'ADD bytes :added',
+          ExpressionAttributeValues: { ':added': added },
+        }),
+      );
   }
 
   private async committed(conversationKey: string): Promise<number> {

@@ -43,6 +43,11 @@ export interface Appended {
 export interface Head {
   lastSeq: number;
   tat?: number;
+  /**
+   * The organization's stored event bytes as the sweeper last summed them (`sweepOrgBytes`): what
+   * ingest holds the plan's `max_event_bytes_per_org` against, within one sweep.
+   */
+  orgBytes?: number;
 }
 
 /** A plan's limits on a sandbox's posts, applied by `append` in the write that commits the batch. */
@@ -51,6 +56,8 @@ export interface AppendLimits {
   eventsPerSecond: number;
   /** Events a conversation may hold: numbers past it are not stored (`overCap`). */
   maxEvents: number;
+  /** The organization the bytes count toward (the sweeper sums them per organization); none: not counted. */
+  orgId?: string;
   now?: () => number;
 }
 
@@ -122,4 +129,10 @@ export interface EventStore {
    */
   query(conversation: ConversationRef, q: EventQuery): Promise<EventPage>;
   count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number>;
+  /**
+   * Sums the stored bytes of the conversations that grew since the last sweep into their
+   * organizations' totals, and gives each of those counters its organization's total (`orgBytes`).
+   * At most `maxConversations` a run; the rest wait for the next.
+   */
+  sweepOrgBytes(maxConversations?: number): Promise<{ conversations: number; organizations: number }>;
 }

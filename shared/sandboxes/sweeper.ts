@@ -3,17 +3,27 @@ import type { PoolSweep } from '#shared/sandboxes/pool.ts';
 import type { SweepSummary } from '#shared/sandboxes/records.ts';
 import type { Services } from '#shared/services.ts';
 
-/** Idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts. */
+/**
+ * Idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts,
+ * the warm pool, and the organizations' stored event bytes.
+ */
 export async function sweepAll(
   services: Services,
   now: Date,
   startTaskTimeout: number,
-): Promise<SweepSummary & { startTasksFailed: number; pool: PoolSweep }> {
+): Promise<
+  SweepSummary & {
+    startTasksFailed: number;
+    pool: PoolSweep;
+    eventBytes: { conversations: number; organizations: number };
+  }
+> {
   const sandboxes = await services.sandboxHousekeeping.sweep(now);
   const startTasksFailed = await services.conversationHousekeeping.sweepStartTasks(now, startTaskTimeout);
   // The warm pool: lost standbys, drains (idle, old revision, surplus) and the top-up.
   const pool = await services.warmPool.sweep(now);
-  return { ...sandboxes, startTasksFailed, pool };
+  const eventBytes = await services.events.sweepOrgBytes();
+  return { ...sandboxes, startTasksFailed, pool, eventBytes };
 }
 
 /** The scheduled function (every minute on AWS); a start step silent for 15 minutes fails by default. */

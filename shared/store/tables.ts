@@ -9,7 +9,7 @@ export interface IndexDef {
   /**
    * Project only the keys and these attributes (INCLUDE); without it the index holds whole items
    * (ALL). A slim index costs a small write per item whatever the item's size, and its reader
-   * fetches the items it needs from the table.
+   * fetches the items it needs from the table. `[]`: the keys only (KEYS_ONLY).
    */
   include?: readonly string[];
 }
@@ -67,7 +67,11 @@ export const tables = {
   events: {
     pk: 'conversationKey',
     sk: 'seq',
-    indexes: { byKind: { pk: 'kindKey', sk: 'seq', include: ['timestamp'] } },
+    indexes: {
+      byKind: { pk: 'kindKey', sk: 'seq', include: ['timestamp'] },
+      // Sparse: counters whose stored bytes grew since the sweeper last summed them (`bytesOrg` = the organization).
+      grownBytes: { pk: 'bytesOrg', sk: 'conversationKey', include: [] },
+    },
   },
   /** Commands queued for a sandbox's program, in order (`seq` from the sandbox's counter); deleted when acknowledged. */
   commands: { pk: 'sandboxId', sk: 'seq', indexes: {} },

@@ -200,7 +200,10 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     build: { tables: { startTasks: 'read' } },
     calls: { create: { tables: { startTasks: 'write' } }, transition: { tables: { startTasks: 'write' } } },
   },
-  eventStore: { build: { tables: { events: 'read' } }, calls: { append: { tables: { events: 'write' } } } },
+  eventStore: {
+    build: { tables: { events: 'read' } },
+    calls: { append: { tables: { events: 'write' } }, sweepOrgBytes: { tables: { events: 'write' } } },
+  },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
   snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },

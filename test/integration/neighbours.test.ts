@@ -28,6 +28,8 @@ const PLAN = {
   events_per_sandbox_per_second: 20,
   max_events_per_conversation: 300,
 };
+/** Plan `bytes`: stored event bytes per organization (a batch of 10 flood events is about 2.2 KB). */
+const BYTES_CAP = 5_000;
 let stack: TestStack;
 let llm: ScriptedLlm;
 const clients: StreamClient[] = [];
@@ -39,7 +41,12 @@ beforeAll(async () => {
     plansFile,
     JSON.stringify({
       default_plan: 'free',
-      plans: { free: {}, small: PLAN, chatty: { requests_per_user_per_minute: 30 } },
+      plans: {
+        free: {},
+        small: PLAN,
+        chatty: { requests_per_user_per_minute: 30 },
+        bytes: { events_per_sandbox_per_second: 1000, max_event_bytes_per_org: BYTES_CAP },
+      },
     }),
   );
   stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
@@ -101,7 +108,7 @@ async function conversationOf(userId: string, sandboxId: string | null = null): 
 }
 
 /** A RUNNING sandbox record of `userId` on the small plan (as a start writes it) with a key only the test (the "agent inside") holds. */
-async function sandboxOf(userId: string): Promise<{ id: string; key: string }> {
+async function sandboxOf(userId: string, plan = 'small', orgId?: string): Promise<{ id: string; key: string }> {
   const id = `sbx-flood-${randomUUID().slice(0, 8)}`;
   const key = `sbx_${randomUUID().replaceAll('-', '')}`;
   const now = new Date().toISOString();
@@ -116,7 +123,8 @@ async function sandboxOf(userId: string): Promise<{ id: string; key: string }> {
     updatedAt: now,
     lastActivityAt: now,
     sessionKeyHash: sha256(key),
-    plan: 'small',
+    plan,
+    ...(orgId ? { orgId } : {}),
   });
   return { id, key };
 }
@@ -233,6 +241,40 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     const bound = PLAN.events_per_sandbox_per_second * (seconds + 1);
     expect(ok * 10).toBeLessThanOrEqual(bound);
     expect(await storedEvents('racer', cid)).toBe(ok * 10);
+  });
+
+  it("holds the organization's stored event bytes within one sweep: 402 with code, limit and used, the conversation stopped; other organizations go on", async () => {
+    const key = await stack.newUser('byter');
+    const orgId = (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+    const sandbox = await sandboxOf('byter', 'bytes', orgId);
+    const [a, b] = [await conversationOf('byter', sandbox.id), await conversationOf('byter', sandbox.id)];
+    const other = await sandboxOf('bystander', 'bytes', `org_other_${randomUUID().slice(0, 8)}`);
+    const otherCid = await conversationOf('bystander', other.id);
+    // Under the cap until a sweep sums it: two conversations of one organization, 4 batches in all.
+    for (const cid of [a, b])
+      for (const first of [1, 11]) expect((await post(sandbox, cid, first, 10)).status).toBe(200);
+    expect((await post(other, otherCid, 1, 10)).status).toBe(200);
+    const swept = await stack.services.events.sweepOrgBytes();
+    expect(swept.organizations).toBeGreaterThanOrEqual(2);
+    // A second sweep finds nothing grown: each counter left the index when its growth was summed.
+    expect(await stack.services.events.sweepOrgBytes()).toEqual({ conversations: 0, organizations: 0 });
+    const refused = await post(sandbox, a, 21, 10);
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'max_event_bytes_per_org', limit: BYTES_CAP });
+    const used = (refused.body as { used: number }).used;
+    // The sum is of what was stored: 4 batches of about 2.2 KB each, counted once.
+    expect(used).toBeGreaterThan(4 * 2_000);
+    expect(used).toBeLessThan(4 * 2_500);
+    const stop = (await allEvents(stack, a, key)).find((e) => e.kind === 'ConversationErrorEvent');
+    expect(stop).toMatchObject({ code: 'max_event_bytes_per_org' });
+    expect((await conversation(stack, a, key)).execution_status).toBe('error');
+    // Nothing of the refused batch was stored; a second refusal adds no second stop event.
+    expect(await storedEvents('byter', a)).toBe(21);
+    expect((await post(sandbox, a, 22, 10)).status).toBe(402);
+    expect(await storedEvents('byter', a)).toBe(21);
+    // The organization's other conversation is refused too (its counter was summed); another organization is not.
+    expect((await post(sandbox, b, 21, 10)).status).toBe(402);
+    expect((await post(other, otherCid, 11, 10)).status).toBe(200);
   });
 
   it('at the cap of events per conversation: 402 with code, limit and used; the conversation stops with an event saying why', async () => {
