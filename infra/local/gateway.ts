@@ -1,3 +1,4 @@
+import { VIEWER_ADDRESS_HEADER } from '#shared/http/client-address.ts';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -155,6 +156,8 @@ function toEvent(
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   // As API Gateway does: the scheme the client used.
   headers['x-forwarded-proto'] = 'http';
+  // No CloudFront in front of this gateway: a client's own viewer address is not believed.
+  delete headers[VIEWER_ADDRESS_HEADER];
   // As payload 2.0 does: cookies in their own list, not in the headers.
   const cookies = headers.cookie
     ?.split(';')

@@ -78,12 +78,11 @@ export const oidcSession = defineOperation(
     body: z.strictObject({ id_token: z.string().check(z.minLength(1), z.maxLength(16_384)) }),
     response: z.object({ success: z.literal(true), user_id: z.string(), expires_at: z.string() }),
   }),
-  async ({ body, headers, baseUrl, requestId: _r }, { oidcSignIn, accounts, sessions, audit }) => {
+  async ({ body, headers, baseUrl, clientAddress: ip }, { oidcSignIn, accounts, sessions, audit }) => {
     const oidc = oidcSignIn.verifier;
     if (!oidc) throw notFound('Sign-in with OpenID is not configured here (OIDC_ISSUER)');
     if (originVerdict('POST', headers, allowedOrigins(), selfOrigins(headers)) !== 'verified')
       throw forbidden('Sign-in must come from an allowed origin (the Origin header)');
-    const ip = headers['x-forwarded-for']?.split(',')[0]?.trim() || headers['x-real-ip'] || 'unknown';
     if (!(await oidcSignIn.limiter.take(`signin-ip:${ip}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
       throw tooManyRequests('Too many sign-in attempts from this address: wait a minute', 60);
     const secure = baseUrl.startsWith('https:');

@@ -26,6 +26,8 @@ export interface Request<R> {
   rawBody: unknown;
   /** Header names in lower case. */
   headers: Record<string, string>;
+  /** The caller's address as per-address limits count it (shared/http/client-address.ts). */
+  clientAddress: string;
   /**
    * On sandbox routes, the record of the sandbox whose credential the request carries, as the
    * wrapper's key check read it (any status; not deleted): the operation need not read it again.

@@ -1,3 +1,4 @@
+import { clientAddress } from '#shared/http/client-address.ts';
 import middy from '@middy/core';
 import type {
   APIGatewayProxyEventV2WithLambdaAuthorizer,
@@ -185,6 +186,7 @@ export async function handle(op: Operation, event: ApiEvent, services: Services)
           auth: auth ?? { userId: '' },
           requestId,
           headers,
+          clientAddress: clientAddress(headers, event.requestContext?.http?.sourceIp),
           baseUrl: baseUrlOf(event, headers),
           sandbox,
           standby,
