@@ -14,7 +14,8 @@ import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-
 import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import type { Plan } from '#shared/plans/model.ts';
-import { isRefusal, SocketCaps } from '#shared/stream/socket-caps.ts';
+import { type CapRefusal, CLOSE_TOO_MANY, isRefusal, type Release, SocketCaps } from '#shared/stream/socket-caps.ts';
+import { ReplayRate } from '#shared/stream/replay-rate.ts';
 import { handler as sendMessageHandler } from '../../functions/conversations/send-message.ts';
 
 /**
@@ -31,6 +32,8 @@ export interface EventStreamOptions {
   pingMs?: number;
   /** The socket counts held to the plans' caps (one per server; tests may pass their own). */
   caps?: SocketCaps;
+  /** Stream opens with history per user (one per server; tests may pass their own). */
+  replays?: ReplayRate;
   /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
   authWaitMs?: number;
 }
@@ -67,6 +70,13 @@ export function attachEventStream(
     sendMessageHandler.wiring.services,
   );
 
+  const replays = options.replays ?? new ReplayRate();
+  /** A slot under the plan's socket caps, for a socket whose replays per minute are within the limit. */
+  const admit = (grant: StreamGrant, plan: Plan): Release | CapRefusal => {
+    const tooMany = replays.take(grant.userId, grant.query);
+    return tooMany ? { code: CLOSE_TOO_MANY, reason: tooMany } : caps.admit(grant.userId, grant.conversationId, plan);
+  };
+
   const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -100,11 +110,7 @@ export function attachEventStream(
               waiting();
               if (!outcome) return;
               // Authenticated: now held to the plan's caps like a socket that came with its credential.
-              const slot = caps.admit(
-                outcome.grant.userId,
-                outcome.grant.conversationId,
-                services.plans.plan(outcome.grant.plan),
-              );
+              const slot = admit(outcome.grant, services.plans.plan(outcome.grant.plan));
               if (isRefusal(slot)) return ws.close(slot.code, slot.reason);
               ws.once('close', slot);
               serve(ws, outcome.grant, outcome.request);
@@ -133,7 +139,7 @@ export function attachEventStream(
           return ws.close(verdict.code, verdict.reason);
         }
         // Over a cap of the user's plan: refused like any other refusal, before anything is read or sent.
-        const slot = caps.admit(verdict.userId, verdict.conversationId, plan!);
+        const slot = admit(verdict, plan!);
         if (isRefusal(slot)) {
           logger.info('stream.refused', { status: 429, reason: slot.reason });
           return ws.close(slot.code, slot.reason);

@@ -16,6 +16,7 @@ import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
 import type { Services } from '#shared/services.ts';
 import { PushDelivery } from '#shared/stream/push-delivery.ts';
+import { type ReplayRate, replayRate } from '#shared/stream/replay-rate.ts';
 import type { Adapters } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 import type { ResendRequest, ResendTrigger } from '#shared/stream/resend-trigger.ts';
@@ -72,6 +73,8 @@ export class SocketStream {
       readonly push: ConnectionPush;
     },
     private readonly now: () => Date = () => new Date(),
+    /** Stream opens with history per user, counted per container (shared/stream/replay-rate.ts). */
+    private readonly replays: ReplayRate = replayRate,
   ) {}
 
   async connect(r: ConnectRequest): Promise<ConnectResult> {
@@ -128,7 +131,9 @@ export class SocketStream {
       return { statusCode: decision.status, body: decision.reason };
     }
     const conversation = { userId: decision.userId, conversationId: decision.conversationId };
-    const capped = await this.overCap(conversation, this.deps.plans.plan(decision.plan));
+    const capped =
+      this.replays.take(decision.userId, decision.query) ??
+      (await this.overCap(conversation, this.deps.plans.plan(decision.plan)));
     if (capped) {
       logger.info('stream.refused', { status: 429, reason: capped });
       return { statusCode: 429, body: capped };

@@ -11,6 +11,7 @@ import { fillPath } from '#shared/protocol.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { REPLAYS_PER_USER_PER_MINUTE } from '#shared/stream/replay-rate.ts';
 import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
 import { allEvents, conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
@@ -129,8 +130,8 @@ async function sandboxOf(userId: string, plan = 'small', orgId?: string): Promis
   return { id, key };
 }
 
-const open = (cid: string, key: string) => {
-  const c = openStream(stack.url, cid, {}, { headers: { 'x-session-api-key': key } });
+const open = (cid: string, key: string, query: Record<string, string> = {}) => {
+  const c = openStream(stack.url, cid, query, { headers: { 'x-session-api-key': key } });
   clients.push(c);
   return c;
 };
@@ -163,6 +164,29 @@ describe('stream socket caps (a user opening sockets without end)', () => {
     expect(await outcome(open(await conversationOf('socket-neighbour'), other))).toBe('open');
     await onA[0]!.close();
     await waitFor('a freed slot', async () => outcome(open(c, key)), { until: (o) => o === 'open', timeoutMs: 5_000 });
+  });
+
+  it(`refuses a user's replays past ${REPLAYS_PER_USER_PER_MINUTE} a minute (4429), not their live opens, nor another user's replays`, async () => {
+    const key = await tenant('replayer');
+    const cid = await conversationOf('replayer');
+    // At once: every open that asks for history takes a replay, whatever the socket caps then say.
+    const burst = Array.from({ length: REPLAYS_PER_USER_PER_MINUTE }, (_, i) =>
+      open(cid, key, i % 2 ? { resend_all: 'true' } : { after_seq: '0' }),
+    );
+    expect((await Promise.all(burst.map(outcome))).filter((o) => o === 'open').length).toBeGreaterThan(0);
+    for (const s of burst) await s.close();
+    // The bucket refills at half a replay a second: within a few more, one is refused.
+    let refused: { code: number; reason: string } | undefined;
+    for (let i = 0; i < 5 && !refused; i++) {
+      const s = open(cid, key, { resend_mode: 'all' });
+      const o = await outcome(s);
+      if (o === CLOSE_TOO_MANY) refused = await s.closed;
+      else await s.close();
+    }
+    expect(refused?.reason).toMatch(/^Too many replays/);
+    expect(await outcome(open(cid, key))).toBe('open');
+    const other = await tenant('replay-neighbour');
+    expect(await outcome(open(await conversationOf('replay-neighbour'), other, { resend_all: 'true' }))).toBe('open');
   });
 
   it('holds under 30 racing opens: exactly the cap gets in', async () => {
