@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type BuildOptions } from 'esbuild';
+import ts from 'typescript';
 import { BUNDLED_CONSOLE_DIR, CONSOLE_FILES } from '#shared/http/console-assets.ts';
 import { BUNDLED_DOCS_DIR, DOCS_ASSETS } from '#shared/http/docs-assets.ts';
 import { buildConsole, CONSOLE_BUILD_DIR } from '#infra/console-build.ts';
@@ -30,6 +31,33 @@ const BANNER =
 const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } as const;
 
 /**
+ * The route table as a Lambda bundle carries it: shared/routes.ts with every `summary` replaced by ''.
+ * A summary is documentation (the OpenAPI document and cdk-nag read it at synthesis, from the real
+ * module); every bundle carries the whole table (an operation finds its route by id), and the summaries
+ * were 34 KB of each. Written under `.build/` (ignored by git) whenever this module is loaded.
+ */
+export const RUNTIME_ROUTES = resolve(REPO_ROOT, '.build/routes.runtime.ts');
+
+function writeRuntimeRoutes(): string {
+  const source = resolve(REPO_ROOT, 'shared/routes.ts');
+  const text = readFileSync(source, 'utf8');
+  const file = ts.createSourceFile(source, text, ts.ScriptTarget.Latest, true);
+  const cuts: [number, number][] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && node.name.text === 'summary')
+      cuts.push([node.initializer.getStart(file), node.initializer.getEnd()]);
+    else ts.forEachChild(node, visit);
+  };
+  visit(file);
+  let out = text;
+  for (const [from, to] of cuts.reverse()) out = `${out.slice(0, from)}''${out.slice(to)}`;
+  mkdirSync(dirname(RUNTIME_ROUTES), { recursive: true });
+  // Written only when it changed: a bundle's input stays the same file for an unchanged table.
+  if (!existsSync(RUNTIME_ROUTES) || readFileSync(RUNTIME_ROUTES, 'utf8') !== out) writeFileSync(RUNTIME_ROUTES, out);
+  return RUNTIME_ROUTES;
+}
+
+/**
  * Lambda's credentials come in the environment: the SDK's default provider chain is swapped for a
  * small reader of those variables (infra/lambda-credentials.ts), the rest of the SDK is bundled as is.
  */
@@ -40,16 +68,25 @@ const ALIAS = {
   '@aws-sdk/client-s3': resolve(REPO_ROOT, 'node_modules/@aws-sdk/client-s3'),
 };
 
-/** The `bundling` of every NodejsFunction. */
-export const cdkBundling: BundlingOptions = {
+/** The function that serves the OpenAPI document builds it from the route table: it keeps the summaries. */
+const KEEPS_SUMMARIES = new Set(['functions/docs/openapi.ts']);
+
+/** The aliases of one entry's bundle: `ALIAS`, and the route table without its summaries. */
+const aliasFor = (entry: string): Record<string, string> =>
+  KEEPS_SUMMARIES.has(entry) ? ALIAS : { ...ALIAS, '#shared/routes.ts': RUNTIME_ROUTES_FILE() };
+let runtimeRoutes: string | undefined;
+const RUNTIME_ROUTES_FILE = () => (runtimeRoutes ??= writeRuntimeRoutes());
+
+/** The `bundling` of a NodejsFunction of `entry`. */
+export const cdkBundling = (entry: string): BundlingOptions => ({
   ...shared,
   mainFields: [...shared.mainFields],
   format: OutputFormat.ESM,
   target: NODE_TARGET,
   externalModules: [],
   sourceMap: false,
-  esbuildArgs: Object.fromEntries(Object.entries(ALIAS).map(([from, to]) => [`--alias:${from}`, to])),
-};
+  esbuildArgs: Object.fromEntries(Object.entries(aliasFor(entry)).map(([from, to]) => [`--alias:${from}`, to])),
+});
 
 /**
  * Files a function reads at run time, copied next to its bundle at bundle time (from the
@@ -72,11 +109,11 @@ export const bundledFiles: Record<string, [string, string][]> = {
 /** The bundling of one function: `cdkBundling`, plus a copy of the files it reads (`bundledFiles`). */
 export function bundlingFor(entry: string): BundlingOptions {
   const files = bundledFiles[entry];
-  if (!files) return cdkBundling;
+  if (!files) return cdkBundling(entry);
   // The console's functions carry its build: make sure it is current before CDK copies it.
   if (files === consoleBuild) buildConsole();
   return {
-    ...cdkBundling,
+    ...cdkBundling(entry),
     commandHooks: {
       beforeBundling: () => [],
       beforeInstall: () => [],
@@ -101,7 +138,7 @@ export function esbuildOptions(entry: string): BuildOptions {
     format: 'esm',
     target: NODE_TARGET,
     external: [],
-    alias: ALIAS,
+    alias: aliasFor(entry),
     logLevel: 'silent',
   };
 }

@@ -50,6 +50,8 @@ export interface GrantTargets {
   bridgeSocket: { connectionsArn: string };
   /** The platform models' upstream key ARNs (SSM parameters, Secrets Manager secrets) from the context `platformLlms`. */
   platformLlmKeys?: string[];
+  /** The events table's index of counters that grew (Scanned by the sweeper alone). */
+  grownBytesIndexArn: string;
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
   stream: { apiId: string; stageName: string; resendFunction?: IFunction };
 }
@@ -212,6 +214,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
+  // Table access grants no Scan; this one index holds only the counters that grew since the last sum.
+  'events:grown-bytes': [{ actions: ['dynamodb:Scan'], resources: (t) => [t.grownBytesIndexArn] }],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
   'pool:refill': [
     { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },

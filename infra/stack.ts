@@ -157,6 +157,7 @@ export class ConversationServiceStack extends Stack {
       },
       bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
       platformLlmKeys: platformLlmKeyArns(config.platformLlms),
+      grownBytesIndexArn: `${this.data.tables.events.tableArn}/index/grownBytes`,
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {

@@ -77,16 +77,10 @@ export const sweeperFunction = {
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
   // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
-  // events, conversations (the events service's reads): stored event bytes summed per organization.
-  tables: {
-    sandboxes: 'write',
-    startTasks: 'write',
-    streamConnections: 'write',
-    pool: 'write',
-    events: 'write',
-    conversations: 'read',
-  },
-  capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill'],
+  // events: stored event bytes summed per organization.
+  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write', events: 'write' },
+  // events:grown-bytes: the Scan of the counters whose stored event bytes grew since the last sum.
+  capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill', 'events:grown-bytes'],
 } as const satisfies EventFunctionDef;
 
 /**

@@ -1,3 +1,4 @@
+import type { OrgEventBytes } from '#shared/events/org-bytes.ts';
 import type { Accounts } from '#shared/accounts/accounts.ts';
 import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
 import type { Organizations } from '#shared/accounts/organizations.ts';
@@ -38,6 +39,8 @@ export interface Services {
   conversationBridge: ConversationBridge;
   conversationHousekeeping: ConversationHousekeeping;
   events: EventService;
+  /** Stored event bytes summed per organization (the sweeper). */
+  eventBytes: OrgEventBytes;
   /** Sandboxes, by audience: the user's API, the bridge the sandbox program calls, housekeeping. */
   sandboxes: SandboxService;
   sandboxBridge: SandboxBridge;
@@ -122,6 +125,7 @@ const serviceNames: Record<ServiceName, true> = {
   conversationBridge: true,
   conversationHousekeeping: true,
   events: true,
+  eventBytes: true,
   sandboxes: true,
   sandboxBridge: true,
   sandboxHousekeeping: true,

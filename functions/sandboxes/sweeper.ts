@@ -1,13 +1,13 @@
 import { sweeperFunction } from '#shared/functions.ts';
 import { sweep } from '#shared/sandboxes/sweeper.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
-import { events } from '#shared/services/events.ts';
+import { eventBytes } from '#shared/services/event-bytes.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
-import { eventStore } from '#shared/wiring/aws/events.ts';
+import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
+import { orgEventBytes } from '#shared/wiring/aws/org-event-bytes.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
@@ -26,14 +26,13 @@ export const handler = awsFunction(
     sandboxConfig,
     snapshotRemoval,
     startTaskStore,
-    conversationStore,
-    eventStore,
+    orgEventBytes,
     streamConnectionStore,
     streamPush,
     poolStore,
     poolRefill,
   },
-  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, events },
+  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, eventBytes },
   // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
   async (event: unknown, services, adapters) => ({
     ...(await sweep(event, services)),

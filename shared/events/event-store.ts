@@ -44,7 +44,7 @@ export interface Head {
   lastSeq: number;
   tat?: number;
   /**
-   * The organization's stored event bytes as the sweeper last summed them (`sweepOrgBytes`): what
+   * The organization's stored event bytes as the sweeper last summed them (`OrgEventBytes`): what
    * ingest holds the plan's `max_event_bytes_per_org` against, within one sweep.
    */
   orgBytes?: number;
@@ -129,10 +129,4 @@ export interface EventStore {
    */
   query(conversation: ConversationRef, q: EventQuery): Promise<EventPage>;
   count(conversation: ConversationRef, q: Omit<EventQuery, 'descending' | 'limit' | 'startKey'>): Promise<number>;
-  /**
-   * Sums the stored bytes of the conversations that grew since the last sweep into their
-   * organizations' totals, and gives each of those counters its organization's total (`orgBytes`).
-   * At most `maxConversations` a run; the rest wait for the next.
-   */
-  sweepOrgBytes(maxConversations?: number): Promise<{ conversations: number; organizations: number }>;
 }

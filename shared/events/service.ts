@@ -23,11 +23,6 @@ export class EventService {
     private readonly cursors: CursorCodec,
   ) {}
 
-  /** The sweeper's sum of stored event bytes per organization (the plan's `max_event_bytes_per_org`). */
-  sweepOrgBytes(): Promise<{ conversations: number; organizations: number }> {
-    return this.events.sweepOrgBytes();
-  }
-
   /** The conversation's normalised id if it is the caller's; 404 otherwise (a foreign id is unknown). */
   async owned(userId: string, conversationId: string): Promise<string> {
     const id = conversationId.replaceAll('-', '').toLowerCase();

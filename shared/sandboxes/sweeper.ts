@@ -22,7 +22,7 @@ export async function sweepAll(
   const startTasksFailed = await services.conversationHousekeeping.sweepStartTasks(now, startTaskTimeout);
   // The warm pool: lost standbys, drains (idle, old revision, surplus) and the top-up.
   const pool = await services.warmPool.sweep(now);
-  const eventBytes = await services.events.sweepOrgBytes();
+  const eventBytes = await services.eventBytes.sweep();
   return { ...sandboxes, startTasksFailed, pool, eventBytes };
 }
 

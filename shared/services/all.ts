@@ -11,6 +11,7 @@ import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { conversations } from '#shared/services/conversations.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { events } from '#shared/services/events.ts';
+import { eventBytes } from '#shared/services/event-bytes.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
@@ -43,6 +44,7 @@ export const allServices: Required<ServiceFactories> = {
   conversationBridge,
   conversationHousekeeping,
   events,
+  eventBytes,
   streamTickets,
   streamAccess,
   idempotency,

@@ -1,3 +1,4 @@
+import type { OrgEventBytes } from '#shared/events/org-bytes.ts';
 import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { OidcVerifier } from '#shared/auth/oidc.ts';
@@ -59,6 +60,8 @@ export interface Adapters {
   conversationStore: ConversationStore;
   startTaskStore: StartTaskStore;
   eventStore: EventStore;
+  /** The sweeper's sum of stored event bytes per organization. */
+  orgEventBytes: OrgEventBytes;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
   /** Removes a deleted sandbox's snapshots (AWS: an asynchronous invoke of the function that holds S3); null locally. */
@@ -200,9 +203,10 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     build: { tables: { startTasks: 'read' } },
     calls: { create: { tables: { startTasks: 'write' } }, transition: { tables: { startTasks: 'write' } } },
   },
+  orgEventBytes: { build: { tables: { events: 'write' }, capabilities: ['events:grown-bytes'] } },
   eventStore: {
     build: { tables: { events: 'read' } },
-    calls: { append: { tables: { events: 'write' } }, sweepOrgBytes: { tables: { events: 'write' } } },
+    calls: { append: { tables: { events: 'write' } } },
   },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
   snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },

@@ -1,3 +1,4 @@
+import { DynamoOrgEventBytes } from '#shared/events/dynamo-org-bytes.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoAccountStore, DynamoAuditReader, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
@@ -155,6 +156,7 @@ export function localServices(options: LocalOptions): LocalServices {
     conversationStore: () => new DynamoConversationStore(),
     startTaskStore: () => new DynamoStartTaskStore(),
     eventStore: () => new DynamoEventStore(),
+    orgEventBytes: () => new DynamoOrgEventBytes(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
     snapshotRemoval: () => null,

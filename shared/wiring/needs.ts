@@ -67,6 +67,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'stream:close': ['STREAM_CALLBACK_URL'],
   'stream:resend': ['STREAM_RESEND_FUNCTION'],
   'snapshots:delete': ['SNAPSHOTS_DELETE_FUNCTION'],
+  // The table's name comes with its table access (TABLE_EVENTS).
+  'events:grown-bytes': [],
   'pool:refill': ['POOL_REFILL_FUNCTION'],
 };
 

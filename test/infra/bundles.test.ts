@@ -121,6 +121,16 @@ describe('Lambda bundles (the options CDK uses)', () => {
     }
   });
 
+  it('carries the route summaries only in the bundle that serves the OpenAPI document', async () => {
+    const text = async (entry: string) =>
+      new TextDecoder().decode(
+        (await build({ ...esbuildOptions(entry), write: false, outdir: 'out' })).outputFiles[0]!.contents,
+      );
+    const summary = (routes as readonly RouteDef[]).find((r) => r.id === 'authenticate')!.summary.slice(0, 40);
+    expect(await text('functions/auth/authenticate.ts')).not.toContain(summary);
+    expect(await text('functions/docs/openapi.ts')).toContain(summary);
+  });
+
   // Every route, the S3 ones included: the bridge's snapshot routes carry the S3 client (their
   // presigners only where they sign), the conversation starts ECS, KMS, DynamoDB and the management
   // client; the sandbox delete carries ECS and not S3 (the snapshot-removal function holds S3).

@@ -278,10 +278,10 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     for (const cid of [a, b])
       for (const first of [1, 11]) expect((await post(sandbox, cid, first, 10)).status).toBe(200);
     expect((await post(other, otherCid, 1, 10)).status).toBe(200);
-    const swept = await stack.services.events.sweepOrgBytes();
+    const swept = await stack.services.eventBytes.sweep();
     expect(swept.organizations).toBeGreaterThanOrEqual(2);
     // A second sweep finds nothing grown: each counter left the index when its growth was summed.
-    expect(await stack.services.events.sweepOrgBytes()).toEqual({ conversations: 0, organizations: 0 });
+    expect(await stack.services.eventBytes.sweep()).toEqual({ conversations: 0, organizations: 0 });
     const refused = await post(sandbox, a, 21, 10);
     expect(refused.status).toBe(402);
     expect(refused.body).toMatchObject({ code: 'max_event_bytes_per_org', limit: BYTES_CAP });

@@ -356,9 +356,6 @@ class MemoryEvents implements EventStore {
     while (this.stored.has(this.last + 1)) this.last++;
     return { added: events.length, lastSeq: this.last };
   }
-  async sweepOrgBytes() {
-    return { conversations: 0, organizations: 0 };
-  }
   async lastSeq() {
     return this.last;
   }
