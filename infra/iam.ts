@@ -7,6 +7,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Capability, RouteDef, TableAccess } from '#shared/http/route.ts';
 import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
+import { BILLING_EXPORT_PREFIX } from '#shared/billing/export.ts';
 
 /**
  * THE map from what a function declares (its route-table `tables` and `capabilities`) to IAM.
@@ -50,6 +51,8 @@ export interface GrantTargets {
   bridgeSocket: { connectionsArn: string };
   /** The platform models' upstream key ARNs (SSM parameters, Secrets Manager secrets) from the context `platformLlms`. */
   platformLlmKeys?: string[];
+  /** The operator's bucket of billing exports (infra/constructs/billing-exports.ts; set once it exists). */
+  billingExports?: IBucket;
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
   stream: { apiId: string; stageName: string; resendFunction?: IFunction };
 }
@@ -212,6 +215,19 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
+  'billing:export': [
+    {
+      // Writes only: a run replaces its period's object; nothing of the bucket is read, listed or deleted.
+      actions: ['s3:PutObject'],
+      resources: (t) => {
+        if (!t.billingExports)
+          throw new Error('The billing-export bucket must exist before a function that writes to it');
+        return [t.billingExports.arnForObjects(`${BILLING_EXPORT_PREFIX}*`)];
+      },
+      wildcard:
+        "Export keys are made per period at run time; the ARN is limited to the export bucket's focus-1.2/ prefix.",
+    },
+  ],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
   'pool:refill': [
     { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },

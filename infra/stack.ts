@@ -20,6 +20,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
+import { BillingExports } from '#infra/constructs/billing-exports.ts';
 import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
 import { PublicFront } from '#infra/constructs/front.ts';
 import { CognitoSignIn } from '#infra/constructs/sign-in.ts';
@@ -31,6 +32,7 @@ import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
 import {
   authorizerFunction,
+  billingExportFunction,
   bridgeSocketConnectFunction,
   ecsEventsFunction,
   fallbackFunction,
@@ -190,6 +192,9 @@ export class ConversationServiceStack extends Stack {
       AUDIT_RETENTION_DAYS: String(config.auditRetentionDays),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
+    const billingExports = new BillingExports(this, 'BillingExports');
+    targets.billingExports = billingExports.bucket;
+    values.BILLING_EXPORT_BUCKET = billingExports.bucket.bucketName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
     const environment = (access: FunctionAccess) => {
       const env: Record<string, string> = {};
@@ -323,6 +328,8 @@ export class ConversationServiceStack extends Stack {
         }),
       });
     }
+
+    billingExports.scheduleDaily(extra(billingExportFunction, Duration.minutes(5)).fn, this.failureQueue);
 
     this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.

@@ -1240,6 +1240,21 @@ export const routes = [
     capabilities: ['signin', 'plans'],
   },
   {
+    id: 'exportBilling',
+    method: 'POST',
+    path: '/api/v1/admin/billing/exports',
+    entry: 'functions/admin/export-billing.ts',
+    auth: 'user',
+    summary:
+      "Operators: write the usage ledger of `from`..`to` (UTC days, at most 31) as a FOCUS 1.2 CSV file to the operator's " +
+      'bucket (a folder locally); the same period is the same key, so a re-run replaces it. Answers where it went',
+    tag: 'admin',
+    // As the daily export function (shared/functions.ts billingExportFunction): records, organizations' names, the bucket.
+    tables: { usage: 'read', users: 'read', orgs: 'read' },
+    capabilities: ['signin', 'billing:export'],
+    timeoutSeconds: 29,
+  },
+  {
     id: 'getUsage',
     method: 'GET',
     path: '/api/v1/usage',

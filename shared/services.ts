@@ -22,6 +22,7 @@ import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 import type { UsageService } from '#shared/usage/service.ts';
+import type { BillingExports } from '#shared/billing/export.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
@@ -61,6 +62,8 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** The FOCUS export of the ledger (the daily schedule, the operators' route). */
+  billingExports: BillingExports;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -137,6 +140,7 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  billingExports: true,
   platformLlms: true,
   llmGateway: true,
 };

@@ -18,6 +18,7 @@ import { filePlatformModels } from '#shared/llm/platform-models.ts';
 import { envKey } from '#shared/llm/keys.ts';
 import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
+import { folderSink } from '#shared/billing/folder-sink.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -133,6 +134,7 @@ export function localServices(options: LocalOptions): LocalServices {
     platformLlmKey: () => envKey(platformModels, process.env),
     llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
+    billingExports: () => folderSink(join(options.dataDir, 'billing-exports')),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     poolStore: () => new DynamoPoolStore(),
