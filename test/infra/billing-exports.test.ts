@@ -1,0 +1,110 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '#infra/stack.ts';
+import { flattenNested, type Template as TierTemplate } from '#test/tier/template.ts';
+
+/**
+ * The billing export on AWS (docs/billing.md): a private, encrypted, retained bucket; the daily EventBridge
+ * schedule on the export function with its dead-letter queue; and `s3:PutObject` on the bucket's focus-1.2/
+ * prefix for exactly the two functions that write (the schedule's and the operators' route), nothing else on
+ * that bucket for anyone. Synthesised without bundling (the tier runs the bundle: test/tier/billing-export.test.ts).
+ */
+const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')).context as Record<
+  string,
+  unknown
+>;
+type Json = Record<string, any>;
+
+const outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-billing-'));
+const app = new App({
+  context: { ...cdkContext, 'aws:cdk:bundling-stacks': [], 'aws:cdk:enable-asset-metadata': true },
+  outdir,
+});
+const stack = buildApp(app);
+const assembly = app.synth();
+const main = Template.fromStack(stack).toJSON().Resources as Record<string, Json>;
+const routeStackOf = (id: string) => Stack.of(stack.functions.get(id)!.fn);
+// The nested route stacks' resources in one template, as the tier reads the deployment.
+const all = flattenNested(assembly.getStackByName(stack.stackName).template as TierTemplate, (file) =>
+  JSON.parse(readFileSync(join(outdir, file), 'utf8')),
+).Resources as Record<string, Json>;
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+const ofType = (r: Record<string, Json>, type: string) => Object.entries(r).filter(([, v]) => v.Type === type);
+const logicalId = (s: Stack, c: { node: { defaultChild?: unknown } }) => s.getLogicalId(c.node.defaultChild as never);
+
+const bucketId = logicalId(stack, {
+  node: { defaultChild: stack.node.findChild('BillingExports').node.findChild('Bucket').node.defaultChild },
+});
+
+describe('the billing export on AWS', () => {
+  it('keeps the files in a private, encrypted, TLS-only bucket that outlives the stack', () => {
+    const bucket = main[bucketId]!;
+    expect(bucket.Type).toBe('AWS::S3::Bucket');
+    expect(bucket.DeletionPolicy).toBe('Retain');
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(
+      bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault,
+    ).toEqual({ SSEAlgorithm: 'AES256' });
+    expect(bucket.Properties.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    const policy = ofType(main, 'AWS::S3::BucketPolicy').find(([, p]) => p.Properties.Bucket.Ref === bucketId);
+    expect(JSON.stringify(policy?.[1].Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
+  });
+
+  it('runs the export function every day at 00:15 UTC, failures to the dead-letter queue', () => {
+    const fn = stack.functions.get('billingExport')!;
+    const fnId = logicalId(stack, fn.fn.fn);
+    const rules = ofType(main, 'AWS::Events::Rule').filter(([, r]) => r.Properties.ScheduleExpression);
+    const daily = rules.filter(([, r]) => r.Properties.Targets.some((t: Json) => t.Arn['Fn::GetAtt']?.[0] === fnId));
+    expect(daily).toHaveLength(1);
+    const [ruleId, rule] = daily[0]!;
+    expect(rule.Properties.ScheduleExpression).toBe('cron(15 0 * * ? *)');
+    expect(rule.Properties.State).toBe('ENABLED');
+    expect(rule.Properties.Targets[0].DeadLetterConfig.Arn['Fn::GetAtt'][0]).toBe(logicalId(stack, stack.failureQueue));
+    // EventBridge may invoke it: for this rule only.
+    const perms = ofType(main, 'AWS::Lambda::Permission').filter(
+      ([, p]) => p.Properties.FunctionName['Fn::GetAtt']?.[0] === fnId,
+    );
+    expect(perms.map(([, p]) => [p.Properties.Principal, p.Properties.SourceArn['Fn::GetAtt'][0]])).toEqual([
+      ['events.amazonaws.com', ruleId],
+    ]);
+    expect(main[fnId]!.Properties.Timeout).toBe(300);
+  });
+
+  it('lets exactly the two exporting functions put objects under focus-1.2/, and nothing else touch the bucket', () => {
+    const writers = ['billingExport', 'exportBilling'].map((id) => {
+      const fn = stack.functions.get(id)!;
+      const s = routeStackOf(id);
+      return { id, role: logicalId(s, fn.fn.role), stack: s };
+    });
+    const onBucket = Object.values(all)
+      .filter((r) => r.Type === 'AWS::IAM::Policy')
+      .flatMap((p) =>
+        p.Properties.PolicyDocument.Statement.filter((st: Json) => JSON.stringify(st.Resource).includes(bucketId)).map(
+          (st: Json) => ({ roles: p.Properties.Roles.map((r: Json) => r.Ref), st }),
+        ),
+      );
+    expect(onBucket).toHaveLength(2);
+    for (const { roles, st } of onBucket) {
+      expect(st.Action).toBe('s3:PutObject');
+      expect(st.Effect).toBe('Allow');
+      expect(JSON.stringify(st.Resource)).toMatch(/"\/focus-1\.2\/\*"/);
+      expect(roles).toHaveLength(1);
+    }
+    // The route function lives in a nested stack: there the bucket is a parameter the parent passes.
+    const roleIds = onBucket.map((x) => x.roles[0]).sort();
+    expect(roleIds).toEqual(writers.map((w) => w.role).sort());
+    for (const w of writers) {
+      const env = all[logicalId(w.stack, stack.functions.get(w.id)!.fn.fn)]!.Properties.Environment.Variables;
+      expect(Object.keys(env), w.id).toContain('BILLING_EXPORT_BUCKET');
+    }
+  });
+});
