@@ -51,6 +51,8 @@ export interface GrantTargets {
   bridgeSocket: { connectionsArn: string };
   /** The platform models' upstream key ARNs (SSM parameters, Secrets Manager secrets) from the context `platformLlms`. */
   platformLlmKeys?: string[];
+  /** The Stripe secret key's ARN (the context `stripe`); unset: no Stripe. */
+  stripeKeyArn?: string;
   /** The operator's bucket of billing exports (infra/constructs/billing-exports.ts; set once it exists). */
   billingExports?: IBucket;
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
@@ -215,6 +217,16 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
     },
   ],
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
+  stripe: [
+    {
+      // The key by ARN only. Without Stripe configured, a parameter name that exists nowhere: the grant is inert.
+      actions: ['ssm:GetParameter', 'secretsmanager:GetSecretValue'],
+      resources: (t, stack) => [
+        t.stripeKeyArn ??
+          stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: 'acs/stripe-not-configured' }),
+      ],
+    },
+  ],
   'billing:export': [
     {
       // Writes only: a run replaces its period's object; nothing of the bucket is read, listed or deleted.

@@ -159,6 +159,7 @@ export class ConversationServiceStack extends Stack {
       },
       bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
       platformLlmKeys: platformLlmKeyArns(config.platformLlms),
+      stripeKeyArn: config.stripe?.apiKeyArn,
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {
@@ -183,6 +184,10 @@ export class ConversationServiceStack extends Stack {
       // Empty: no platform models (docs/platform-llms.md).
       PLATFORM_LLMS: config.platformLlms === undefined ? '' : JSON.stringify(config.platformLlms),
       LLM_CONCURRENT_CALLS_PER_ORG: String(config.llmConcurrentCallsPerOrg),
+      // Empty: no Stripe (docs/billing.md).
+      STRIPE_API_KEY_ARN: config.stripe?.apiKeyArn ?? '',
+      STRIPE_API_BASE: config.stripe?.apiBase ?? '',
+      STRIPE_METER_EVENTS_BASE: config.stripe?.meterEventsBase ?? '',
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',

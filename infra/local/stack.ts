@@ -10,6 +10,7 @@ import { billingExportFunction, sweeperFunction } from '#shared/functions.ts';
 import { handler as awsSweeper } from '../../functions/sandboxes/sweeper.ts';
 import { handler as awsBillingExport } from '../../functions/billing/export.ts';
 import { exportKey, previousDay } from '#shared/billing/export.ts';
+import { dailyBilling } from '#shared/billing/daily.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
@@ -154,8 +155,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       .finally(() => (sweeping = false));
   }, config.sweepIntervalMs ?? 30_000);
   sweeper.unref();
+  const stripeConfigured = () => Boolean(process.env.STRIPE_API_KEY?.trim());
   // The daily FOCUS export (on AWS a schedule at 00:15 UTC): at start and every hour, yesterday's file unless it
-  // is there already, under DATA_DIR/billing-exports/. Held to the export function's declaration, as on AWS.
+  // is there already, under DATA_DIR/billing-exports/, then that day to Stripe when STRIPE_API_KEY is set. Held to
+  // the export function's declaration, as on AWS.
   const exportServices = services.forFunction(
     billingExportFunction.id,
     billingExportFunction,
@@ -166,9 +169,9 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const dailyExport = () => {
     const day = previousDay(new Date());
     if (existsSync(join(config.dataDir, 'billing-exports', exportKey(day, day)))) return;
-    exporting = exportServices.billingExports
-      .run(day, day)
-      .catch((err: unknown) => logger.error('The daily billing export failed', { day, error: err as Error }));
+    exporting = dailyBilling(exportServices, stripeConfigured(), day).catch((err: unknown) =>
+      logger.error('The daily billing export failed', { day, error: err as Error }),
+    );
   };
   dailyExport();
   const exportTimer = setInterval(() => void exporting.then(dailyExport), 3_600_000);
