@@ -19,20 +19,27 @@ const cdkContext = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta
 >;
 type Json = Record<string, any>;
 
-const outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-billing-'));
-const app = new App({
-  context: { ...cdkContext, 'aws:cdk:bundling-stacks': [], 'aws:cdk:enable-asset-metadata': true },
-  outdir,
+const outdirs: string[] = [];
+afterAll(() => {
+  for (const d of outdirs) rmSync(d, { recursive: true, force: true });
 });
-const stack = buildApp(app);
-const assembly = app.synth();
-const main = Template.fromStack(stack).toJSON().Resources as Record<string, Json>;
+/** The app synthesised without bundling, and its resources with the nested route stacks' merged in (as the tier reads them). */
+function synthAll(context: Record<string, unknown> = {}) {
+  const outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-billing-'));
+  outdirs.push(outdir);
+  const app = new App({
+    context: { ...cdkContext, ...context, 'aws:cdk:bundling-stacks': [], 'aws:cdk:enable-asset-metadata': true },
+    outdir,
+  });
+  const built = buildApp(app);
+  const assembly = app.synth();
+  const resources = flattenNested(assembly.getStackByName(built.stackName).template as TierTemplate, (file) =>
+    JSON.parse(readFileSync(join(outdir, file), 'utf8')),
+  ).Resources as Record<string, Json>;
+  return { stack: built, main: Template.fromStack(built).toJSON().Resources as Record<string, Json>, all: resources };
+}
+const { stack, main, all } = synthAll();
 const routeStackOf = (id: string) => Stack.of(stack.functions.get(id)!.fn);
-// The nested route stacks' resources in one template, as the tier reads the deployment.
-const all = flattenNested(assembly.getStackByName(stack.stackName).template as TierTemplate, (file) =>
-  JSON.parse(readFileSync(join(outdir, file), 'utf8')),
-).Resources as Record<string, Json>;
-afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 const ofType = (r: Record<string, Json>, type: string) => Object.entries(r).filter(([, v]) => v.Type === type);
 const logicalId = (s: Stack, c: { node: { defaultChild?: unknown } }) => s.getLogicalId(c.node.defaultChild as never);
 
@@ -106,5 +113,39 @@ describe('the billing export on AWS', () => {
       const env = all[logicalId(w.stack, stack.functions.get(w.id)!.fn.fn)]!.Properties.Environment.Variables;
       expect(Object.keys(env), w.id).toContain('BILLING_EXPORT_BUCKET');
     }
+  });
+});
+
+describe('the Stripe key on AWS', () => {
+  const keyReads = (resources: Record<string, Json>) =>
+    Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy')
+      .flatMap((p) =>
+        p.Properties.PolicyDocument.Statement.filter((st: Json) => [st.Action].flat().includes('ssm:GetParameter')).map(
+          (st: Json) => ({ role: p.Properties.Roles[0].Ref as string, resource: st.Resource }),
+        ),
+      );
+  const stripeRoles = ['billingExport', 'reportStripeUsage'].map((id) =>
+    logicalId(routeStackOf(id), stack.functions.get(id)!.fn.role),
+  );
+
+  it('without the context key: the functions that may call Stripe can read no parameter that exists, and get no key', () => {
+    const reads = keyReads(all).filter((r) => stripeRoles.includes(r.role));
+    expect(reads).toHaveLength(2);
+    for (const r of reads) expect(JSON.stringify(r.resource)).toContain(':parameter/acs/stripe-not-configured');
+    for (const id of ['billingExport', 'reportStripeUsage']) {
+      const env = all[logicalId(routeStackOf(id), stack.functions.get(id)!.fn.fn)]!.Properties.Environment.Variables;
+      expect(env.STRIPE_API_KEY_ARN, id).toBe('');
+    }
+  });
+
+  it('with it: exactly the key ARN, in those functions only; a value that is not an ARN stops the synth', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:acs/stripe-AbCdEf';
+    const { all: resources } = synthAll({ stripe: JSON.stringify({ apiKeyArn: arn }) });
+    const reads = keyReads(resources).filter((r) => JSON.stringify(r.resource).includes('stripe'));
+    expect(reads.map((r) => r.resource)).toEqual([arn, arn]);
+    expect(() =>
+      buildApp(new App({ context: { ...cdkContext, stripe: JSON.stringify({ apiKeyArn: 'sk_live_123' }) } })),
+    ).toThrow(/stripe/);
   });
 });
