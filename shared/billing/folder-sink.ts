@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import type { BillingExportSink } from '#shared/billing/export.ts';
@@ -15,7 +16,7 @@ export function folderSink(dir: string): BillingExportSink {
       if (relative(root, path).startsWith('..') || path === root)
         throw new Error(`Export key outside the folder: ${key}`);
       await mkdir(dirname(path), { recursive: true });
-      const tmp = join(dirname(path), `.${process.pid}.${Date.now()}.tmp`);
+      const tmp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
       await writeFile(tmp, body, { mode: 0o600 });
       await rename(tmp, path);
       return path;
