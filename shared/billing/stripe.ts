@@ -271,8 +271,9 @@ export class StripeReporter {
       const batch = pending.slice(i, i + BATCH);
       await this.client.send(batch.map((p) => p.event));
       out.sent += batch.length;
-      for (const p of batch)
-        await this.store.markReported(p.orgId, p.meter, p.hour, p.event.identifier, p.event.payload.value);
+      await Promise.all(
+        batch.map((p) => this.store.markReported(p.orgId, p.meter, p.hour, p.event.identifier, p.event.payload.value)),
+      );
     }
     return out;
   }

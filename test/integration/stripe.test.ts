@@ -257,9 +257,11 @@ describe('Stripe: report runs', () => {
   it('sends at most 100 events a request', async () => {
     const day = dayBefore(5);
     const day2 = dayBefore(6);
-    for (const d of [day, day2]) for (let h = 0; h < 24; h++) await compute(orgA, d, h, 10);
-    for (let h = 0; h < 24; h++) await llm(orgA, day, h, 10, 10);
-    for (let h = 0; h < 24; h++) await llm(orgA, day2, h, 10, 10);
+    const hours = [...Array(24).keys()];
+    // Written concurrently (each record is its own key; the totals' ADDs commute).
+    await Promise.all(
+      [day, day2].flatMap((d) => hours.flatMap((h) => [compute(orgA, d, h, 10), llm(orgA, d, h, 10, 10)])),
+    );
     const start = stripe.requests.length;
     const res = await report({ from: day2, to: day });
     expect(res.body.sent).toBe(96);
@@ -269,17 +271,21 @@ describe('Stripe: report runs', () => {
     // A third day, and the first two days' marks lost: 144 events, two requests of 100 and 44; the 96 sent
     // before are de-duplicated by their identifiers.
     const day3 = dayBefore(7);
-    for (let h = 0; h < 24; h++) await compute(orgA, day3, h, 10);
-    for (let h = 0; h < 24; h++) await llm(orgA, day3, h, 10, 10);
-    for (const d of [day, day2])
-      for (let h = 0; h < 24; h++)
-        for (const meter of Object.values(STRIPE_METERS))
-          await documentClient().send(
-            new DeleteCommand({
-              TableName: tableName('usage'),
-              Key: { pk: stripeKeys.marks(orgA), sk: `${hourIso(d, h)}#${meter}` },
-            }),
-          );
+    await Promise.all(hours.flatMap((h) => [compute(orgA, day3, h, 10), llm(orgA, day3, h, 10, 10)]));
+    await Promise.all(
+      [day, day2].flatMap((d) =>
+        hours.flatMap((h) =>
+          Object.values(STRIPE_METERS).map((meter) =>
+            documentClient().send(
+              new DeleteCommand({
+                TableName: tableName('usage'),
+                Key: { pk: stripeKeys.marks(orgA), sk: `${hourIso(d, h)}#${meter}` },
+              }),
+            ),
+          ),
+        ),
+      ),
+    );
     const mid = stripe.requests.length;
     const dupes = stripe.duplicates.length;
     const big = await report({ from: day3, to: day });
