@@ -129,6 +129,25 @@ export const configSchema = z.object({
    * that declare `platform-llms`, and its ARNs are all the gateway may read.
    */
   platformLlms: z.preprocess(fromJson, z.unknown()).optional(),
+  /**
+   * The optional Stripe adapter (docs/billing.md, "Stripe"), as JSON: `apiKeyArn` (an SSM SecureString or a Secrets
+   * Manager secret holding the secret key: the ARN, never the value), `apiBase` and `meterEventsBase` (Stripe's own by
+   * default). Unset: no Stripe; reports answer 409.
+   */
+  stripe: z
+    .preprocess(
+      fromJson,
+      z
+        .object({
+          apiKeyArn: z
+            .string()
+            .regex(/^arn:aws[a-z-]*:(ssm|secretsmanager):/, 'an SSM parameter or Secrets Manager ARN'),
+          apiBase: z.string().url().optional(),
+          meterEventsBase: z.string().url().optional(),
+        })
+        .strict(),
+    )
+    .optional(),
   /** Calls in flight per organization at the LLM gateway (429 beyond). */
   llmConcurrentCallsPerOrg: int(1, 10_000).default(32),
   /**

@@ -7,6 +7,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Capability, RouteDef, TableAccess } from '#shared/http/route.ts';
 import { tables as tableDefs, type TableKey } from '#shared/store/tables.ts';
+import { BILLING_EXPORT_PREFIX } from '#shared/billing/export.ts';
 
 /**
  * THE map from what a function declares (its route-table `tables` and `capabilities`) to IAM.
@@ -52,6 +53,10 @@ export interface GrantTargets {
   platformLlmKeys?: string[];
   /** The events table's index of counters that grew (Scanned by the sweeper alone). */
   grownBytesIndexArn: string;
+  /** The Stripe secret key's ARN (the context `stripe`); unset: no Stripe. */
+  stripeKeyArn?: string;
+  /** The operator's bucket of billing exports (infra/constructs/billing-exports.ts; set once it exists). */
+  billingExports?: IBucket;
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
   stream: { apiId: string; stageName: string; resendFunction?: IFunction };
 }
@@ -216,6 +221,29 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
   'stream:resend': [{ actions: ['lambda:InvokeFunction'], resources: resendFunction }],
   // Table access grants no Scan; this one index holds only the counters that grew since the last sum.
   'events:grown-bytes': [{ actions: ['dynamodb:Scan'], resources: (t) => [t.grownBytesIndexArn] }],
+  stripe: [
+    {
+      // The key by ARN only. Without Stripe configured, a parameter name that exists nowhere: the grant is inert.
+      actions: ['ssm:GetParameter', 'secretsmanager:GetSecretValue'],
+      resources: (t, stack) => [
+        t.stripeKeyArn ??
+          stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: 'acs/stripe-not-configured' }),
+      ],
+    },
+  ],
+  'billing:export': [
+    {
+      // Writes only: a run replaces its period's object; nothing of the bucket is read, listed or deleted.
+      actions: ['s3:PutObject'],
+      resources: (t) => {
+        if (!t.billingExports)
+          throw new Error('The billing-export bucket must exist before a function that writes to it');
+        return [t.billingExports.arnForObjects(`${BILLING_EXPORT_PREFIX}*`)];
+      },
+      wildcard:
+        "Export keys are made per period at run time; the ARN is limited to the export bucket's focus-1.2/ prefix.",
+    },
+  ],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
   'pool:refill': [
     { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },

@@ -20,6 +20,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
+import { BillingExports } from '#infra/constructs/billing-exports.ts';
 import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
 import { PublicFront } from '#infra/constructs/front.ts';
 import { CognitoSignIn } from '#infra/constructs/sign-in.ts';
@@ -31,6 +32,7 @@ import { DataTables } from '#infra/constructs/tables.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
 import {
   authorizerFunction,
+  billingExportFunction,
   bridgeSocketConnectFunction,
   ecsEventsFunction,
   fallbackFunction,
@@ -158,6 +160,7 @@ export class ConversationServiceStack extends Stack {
       bridgeSocket: { connectionsArn: this.bridgeSocket.connectionsArn },
       platformLlmKeys: platformLlmKeyArns(config.platformLlms),
       grownBytesIndexArn: `${this.data.tables.events.tableArn}/index/grownBytes`,
+      stripeKeyArn: config.stripe?.apiKeyArn,
     };
     /** Every variable a declaration can call for, by name (shared/wiring/needs.ts says which it gets). */
     const values: Record<string, string> = {
@@ -182,6 +185,10 @@ export class ConversationServiceStack extends Stack {
       // Empty: no platform models (docs/platform-llms.md).
       PLATFORM_LLMS: config.platformLlms === undefined ? '' : JSON.stringify(config.platformLlms),
       LLM_CONCURRENT_CALLS_PER_ORG: String(config.llmConcurrentCallsPerOrg),
+      // Empty: no Stripe (docs/billing.md).
+      STRIPE_API_KEY_ARN: config.stripe?.apiKeyArn ?? '',
+      STRIPE_API_BASE: config.stripe?.apiBase ?? '',
+      STRIPE_METER_EVENTS_BASE: config.stripe?.meterEventsBase ?? '',
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',
@@ -191,6 +198,9 @@ export class ConversationServiceStack extends Stack {
       AUDIT_RETENTION_DAYS: String(config.auditRetentionDays),
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
+    const billingExports = new BillingExports(this, 'BillingExports');
+    targets.billingExports = billingExports.bucket;
+    values.BILLING_EXPORT_BUCKET = billingExports.bucket.bucketName;
     /** Exactly what the declaration calls for: the same derivation the wiring test builds each adapter with. */
     const environment = (access: FunctionAccess) => {
       const env: Record<string, string> = {};
@@ -324,6 +334,8 @@ export class ConversationServiceStack extends Stack {
         }),
       });
     }
+
+    billingExports.scheduleDaily(extra(billingExportFunction, Duration.minutes(5)).fn, this.failureQueue);
 
     this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.

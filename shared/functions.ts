@@ -175,6 +175,20 @@ export const sandboxSnapshotsDeleteFunction = {
   capabilities: ['s3:workspaces'],
 } as const satisfies EventFunctionDef;
 
+/**
+ * The daily FOCUS export (docs/billing.md): an EventBridge schedule just after midnight UTC writes the previous
+ * UTC day's ledger to the operator's bucket. It reads the records (usage), organizations' names (orgs, through
+ * the account store, which reads users and the sign-in settings) and writes one object (billing:export); with
+ * Stripe configured it then reports that day to Stripe (stripe; usage write: the `reported` marks).
+ */
+export const billingExportFunction = {
+  id: 'billingExport',
+  entry: 'functions/billing/export.ts',
+  async: true,
+  tables: { usage: 'write', users: 'read', orgs: 'read' },
+  capabilities: ['signin', 'billing:export', 'stripe'],
+} as const satisfies EventFunctionDef;
+
 export const eventFunctions = [
   authorizerFunction,
   fallbackFunction,
@@ -187,4 +201,5 @@ export const eventFunctions = [
   bridgeSocketConnectFunction,
   sandboxSnapshotsDeleteFunction,
   poolRefillFunction,
+  billingExportFunction,
 ] as const;

@@ -1,5 +1,6 @@
 import * as accounts from '#shared/accounts/operations.ts';
 import * as auth from '#shared/auth/operations.ts';
+import * as billing from '#shared/billing/operations.ts';
 import * as agentServer from '#shared/conversations/agent-server-operations.ts';
 import * as oidc from '#shared/auth/oidc-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
@@ -28,6 +29,7 @@ import * as usage from '#shared/usage/operations.ts';
 export const operations: readonly Operation[] = [
   accounts,
   auth,
+  billing,
   agentServer,
   agentServerEvents,
   oidc,

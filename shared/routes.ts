@@ -1240,6 +1240,51 @@ export const routes = [
     capabilities: ['signin', 'plans'],
   },
   {
+    id: 'exportBilling',
+    method: 'POST',
+    path: '/api/v1/admin/billing/exports',
+    entry: 'functions/admin/export-billing.ts',
+    auth: 'user',
+    summary:
+      "Operators: write the usage ledger of `from`..`to` (UTC days, at most 31) as a FOCUS 1.2 CSV file to the operator's " +
+      'bucket (a folder locally); the same period is the same key, so a re-run replaces it. Answers where it went',
+    tag: 'admin',
+    // As the daily export function (shared/functions.ts billingExportFunction): records, organizations' names, the bucket.
+    tables: { usage: 'read', users: 'read', orgs: 'read' },
+    capabilities: ['signin', 'billing:export'],
+    timeoutSeconds: 29,
+  },
+  {
+    id: 'setOrgBilling',
+    method: 'PUT',
+    path: '/api/v1/admin/orgs/{org_id}/billing',
+    entry: 'functions/admin/set-org-billing.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Operators: map an organization to its Stripe customer (`stripe_customer_id`, cus_...): the Stripe adapter reports its ' +
+      'usage there (docs/billing.md); audited as billing_customer_set; 404 for an unknown organization',
+    tag: 'admin',
+    // users + signin: the account store that reads the organization; usage: the mapping's item.
+    tables: { users: 'read', orgs: 'read', usage: 'write', auditLog: 'append' },
+    capabilities: ['signin'],
+  },
+  {
+    id: 'reportStripeUsage',
+    method: 'POST',
+    path: '/api/v1/admin/billing/stripe-reports',
+    entry: 'functions/admin/report-stripe-usage.ts',
+    auth: 'user',
+    summary:
+      'Operators: send the usage of `from`..`to` (UTC days within the past 35) to Stripe now, one meter event per ' +
+      "organization, meter and hour not reported before; 409 when Stripe is not configured (the daily export sends each day's)",
+    tag: 'admin',
+    // usage: the records, the customer mappings and the `reported` marks (conditional puts).
+    tables: { usage: 'write' },
+    capabilities: ['stripe'],
+    timeoutSeconds: 29,
+  },
+  {
     id: 'getUsage',
     method: 'GET',
     path: '/api/v1/usage',

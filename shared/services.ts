@@ -23,6 +23,9 @@ import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 import type { UsageService } from '#shared/usage/service.ts';
+import type { BillingExports } from '#shared/billing/export.ts';
+import type { BillingCustomers } from '#shared/billing/customers.ts';
+import type { StripeReporter } from '#shared/billing/stripe.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
@@ -64,6 +67,12 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** The FOCUS export of the ledger (the daily schedule, the operators' route). */
+  billingExports: BillingExports;
+  /** Operators map organizations to Stripe customers. */
+  billingCustomers: BillingCustomers;
+  /** The Stripe adapter's report runs (docs/billing.md, "Stripe"). */
+  stripeReports: StripeReporter;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -141,6 +150,9 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  billingExports: true,
+  billingCustomers: true,
+  stripeReports: true,
   platformLlms: true,
   llmGateway: true,
 };

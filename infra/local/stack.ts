@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logger } from '#shared/logging.ts';
 import { detectContainment, type Containment } from '#shared/sandboxes/containment.ts';
@@ -6,8 +6,11 @@ import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-ru
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
 import { sweepAll } from '#shared/sandboxes/sweeper.ts';
-import { sweeperFunction } from '#shared/functions.ts';
+import { billingExportFunction, sweeperFunction } from '#shared/functions.ts';
 import { handler as awsSweeper } from '../../functions/sandboxes/sweeper.ts';
+import { handler as awsBillingExport } from '../../functions/billing/export.ts';
+import { exportKey, previousDay } from '#shared/billing/export.ts';
+import { dailyBilling } from '#shared/billing/daily.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
@@ -152,6 +155,27 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       .finally(() => (sweeping = false));
   }, config.sweepIntervalMs ?? 30_000);
   sweeper.unref();
+  const stripeConfigured = () => Boolean(process.env.STRIPE_API_KEY?.trim());
+  // The daily FOCUS export (on AWS a schedule at 00:15 UTC): at start and every hour, yesterday's file unless it
+  // is there already, under DATA_DIR/billing-exports/, then that day to Stripe when STRIPE_API_KEY is set. Held to
+  // the export function's declaration, as on AWS.
+  const exportServices = services.forFunction(
+    billingExportFunction.id,
+    billingExportFunction,
+    awsBillingExport.wiring.adapters,
+    awsBillingExport.wiring.services,
+  );
+  let exporting: Promise<unknown> = Promise.resolve();
+  const dailyExport = () => {
+    const day = previousDay(new Date());
+    if (existsSync(join(config.dataDir, 'billing-exports', exportKey(day, day)))) return;
+    exporting = dailyBilling(exportServices, stripeConfigured(), day).catch((err: unknown) =>
+      logger.error('The daily billing export failed', { day, error: err as Error }),
+    );
+  };
+  dailyExport();
+  const exportTimer = setInterval(() => void exporting.then(dailyExport), 3_600_000);
+  exportTimer.unref();
   return {
     url: gateway.url,
     devKey,
@@ -172,6 +196,8 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     sandboxRuntime: services.sandboxRuntime,
     close: async () => {
       clearInterval(sweeper);
+      clearInterval(exportTimer);
+      await exporting;
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
       await services.sandboxHousekeeping
         .suspendAll('Paused because the local server stopped')

@@ -37,7 +37,9 @@ export type Capability =
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
   | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim), ecs:TagResource on the sandbox cluster's tasks (a claimed standby is tagged with its sandbox)
   | 'events:grown-bytes' // dynamodb:Scan on the events table's sparse index grownBytes only (the sweeper's sum of stored event bytes)
-  | 'snapshots:delete'; // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
+  | 'snapshots:delete' // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
+  | 'stripe' // reads the Stripe settings (STRIPE_API_BASE, STRIPE_METER_EVENTS_BASE) and ssm:GetParameter / secretsmanager:GetSecretValue on the Stripe key's ARN (STRIPE_API_KEY_ARN, the context `stripe`)
+  | 'billing:export'; // s3:PutObject under the billing-export bucket's focus-1.2/ prefix (the FOCUS CSV files: docs/billing.md)
 
 /** A route function's time-out when its entry names none: enough for its DynamoDB and KMS calls. */
 export const ROUTE_TIMEOUT_SECONDS = 10;

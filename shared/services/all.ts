@@ -22,6 +22,8 @@ import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
+import { billingExports } from '#shared/services/billing-exports.ts';
+import { billingCustomers, stripeReports } from '#shared/services/stripe.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
@@ -54,6 +56,9 @@ export const allServices: Required<ServiceFactories> = {
   organizations,
   oidcSignIn,
   usage,
+  billingExports,
+  billingCustomers,
+  stripeReports,
   platformLlms,
   llmGateway,
 };

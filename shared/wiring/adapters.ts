@@ -11,6 +11,8 @@ import type { Prices } from '#shared/usage/prices.ts';
 import type { PlatformModels } from '#shared/llm/platform-models.ts';
 import type { LlmLedger } from '#shared/llm/ledger.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
+import type { BillingExportSink } from '#shared/billing/export.ts';
+import type { StripeMeterClient, StripeStore } from '#shared/billing/stripe.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -82,6 +84,12 @@ export interface Adapters {
   idempotencyStore: IdempotencyStore;
   /** The usage ledger (table `usage`). */
   usageStore: UsageStore;
+  /** Where FOCUS export files go: the operator's S3 bucket on AWS, DATA_DIR/billing-exports/ locally. */
+  billingExports: BillingExportSink;
+  /** Stripe's meter event stream (our own fetch); null where no Stripe key is configured (optional per deployment). */
+  stripe: StripeMeterClient | null;
+  /** Organizations' Stripe customers and the `reported` marks (table `usage`). */
+  stripeStore: StripeStore;
   /** Compute prices: `config/prices.json` / `PRICES_FILE` locally, the CDK context `prices` on AWS. */
   prices: Prices;
   /** Platform models, their upstreams and prices: `config/platform-llms.json` / `PLATFORM_LLMS_FILE` locally, the CDK context `platformLlms` on AWS. */
@@ -142,6 +150,12 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   origins: { build: { capabilities: ['origins'] } },
   plans: { build: { capabilities: ['plans'] } },
   prices: { build: { capabilities: ['prices'] } },
+  billingExports: { build: { capabilities: ['billing:export'] } },
+  stripe: { build: { capabilities: ['stripe'] } },
+  stripeStore: {
+    build: { tables: { usage: 'read' } },
+    calls: { setCustomer: { tables: { usage: 'write' } }, markReported: { tables: { usage: 'write' } } },
+  },
   platformModels: { build: { capabilities: ['platform-llms'] } },
   platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
   llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },

@@ -19,6 +19,9 @@ import { filePlatformModels } from '#shared/llm/platform-models.ts';
 import { envKey } from '#shared/llm/keys.ts';
 import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
+import { folderSink } from '#shared/billing/folder-sink.ts';
+import { DynamoStripeStore } from '#shared/billing/dynamo-stripe-store.ts';
+import { envStripe } from '#shared/billing/stripe.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
 import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -134,6 +137,10 @@ export function localServices(options: LocalOptions): LocalServices {
     platformLlmKey: () => envKey(platformModels, process.env),
     llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
+    billingExports: () => folderSink(join(options.dataDir, 'billing-exports')),
+    // Optional: STRIPE_API_KEY (read when a report first needs it), STRIPE_API_BASE / STRIPE_METER_EVENTS_BASE to point elsewhere.
+    stripe: () => envStripe(process.env),
+    stripeStore: () => new DynamoStripeStore(),
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     poolStore: () => new DynamoPoolStore(),

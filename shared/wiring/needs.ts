@@ -70,6 +70,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   // The table's name comes with its table access (TABLE_EVENTS).
   'events:grown-bytes': [],
   'pool:refill': ['POOL_REFILL_FUNCTION'],
+  'billing:export': ['BILLING_EXPORT_BUCKET'],
+  stripe: ['STRIPE_API_KEY_ARN', 'STRIPE_API_BASE', 'STRIPE_METER_EVENTS_BASE'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

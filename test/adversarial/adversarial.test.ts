@@ -432,6 +432,25 @@ const foreign: Record<
     body: { plan: 'roomy' },
     expect: [403],
   }),
+  // Operators only: a user's own organization's ledger is not theirs to export either.
+  exportBilling: () => ({
+    path: '/api/v1/admin/billing/exports',
+    method: 'POST',
+    body: { from: '2025-01-01', to: '2025-01-01' },
+    expect: [403],
+  }),
+  setOrgBilling: (v) => ({
+    path: `/api/v1/admin/orgs/${v.orgId}/billing`,
+    method: 'PUT',
+    body: { stripe_customer_id: 'cus_Attacker' },
+    expect: [403],
+  }),
+  reportStripeUsage: () => ({
+    path: '/api/v1/admin/billing/stripe-reports',
+    method: 'POST',
+    body: { from: new Date().toISOString().slice(0, 10), to: new Date().toISOString().slice(0, 10) },
+    expect: [403],
+  }),
   // No parameter names another organization: an org_id in the query is ignored, the caller's own answers.
   getUsage: (v) => ({ path: `/api/v1/usage?org_id=${v.orgId}`, expect: 'own-only' }),
 };

@@ -805,6 +805,13 @@ export class FakeAws {
           `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>${bucket}</Name><Prefix>${xml(prefix)}</Prefix><KeyCount>${found.length}</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>${contents}</ListBucketResult>`,
         );
       }
+      if (req.method === 'PUT' && key && !url.searchParams.has('uploadId')) {
+        // PutObject signed in the Authorization header (the billing export writes its file this way).
+        check('s3:PutObject', [{ action: 's3:PutObject', resource: `${bucketArn}/${key}` }]);
+        const chunked = String(req.headers['content-encoding'] ?? '').includes('aws-chunked');
+        objects.set(key, { body: chunked ? unchunk(raw) : raw, modified: new Date() });
+        return reply(200, '', { etag: '"tier"' });
+      }
       if ((req.method === 'GET' || req.method === 'HEAD') && key) {
         check('s3:GetObject', [{ action: 's3:GetObject', resource: `${bucketArn}/${key}` }]);
         const o = objects.get(key);
@@ -826,6 +833,12 @@ export class FakeAws {
     }
   }
 
+  /** An object's bytes, from whichever bucket holds `key` (for assertions). */
+  objectBody(key: string): Buffer | undefined {
+    for (const objects of this.buckets.values()) if (objects.has(key)) return objects.get(key)!.body;
+    return undefined;
+  }
+
   /** The keys stored in a bucket under `prefix` (for assertions). */
   objectKeys(prefix = ''): string[] {
     return [...this.buckets.values()]
@@ -837,6 +850,21 @@ export class FakeAws {
   /** The local directory a task's container sees at `path` (its own disk: nothing is shared between tasks). */
   taskPath(taskArn: string, path: string): string {
     return join(this.options.workDir, 'tasks', taskArn.split('/').pop()!, 'rootfs', path);
+  }
+}
+
+/** An `aws-chunked` body (the SDK's streaming upload with a trailing checksum) as its payload: `<hex size>[;...]\r\n<bytes>\r\n`... then 0. */
+function unchunk(raw: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = raw.indexOf('\r\n', at);
+    if (eol < 0) throw new Error('aws-chunked: no chunk header');
+    const size = Number.parseInt(raw.subarray(at, eol).toString('latin1').split(';')[0]!, 16);
+    if (!Number.isFinite(size)) throw new Error('aws-chunked: bad chunk size');
+    if (size === 0) return Buffer.concat(parts);
+    parts.push(raw.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
   }
 }
 

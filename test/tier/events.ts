@@ -48,6 +48,8 @@ export class EventBus {
   private readonly pending = new Set<Promise<unknown>>();
   private readonly rules: { arn: string; pattern: any; targets: string[] }[];
   private readonly schedules: { id: string; roleArn: string; target: string; input: unknown }[];
+  /** Rules with a ScheduleExpression (EventBridge's own schedules, as opposed to Scheduler's schedules). */
+  private readonly scheduledRules: { id: string; arn: string; expression: string; targets: string[] }[];
 
   constructor(
     private readonly resolved: Template,
@@ -59,6 +61,14 @@ export class EventBus {
       .map(([id, r]) => ({
         arn: `arn:aws:events:${REGION}:${ACCOUNT}:rule/${id}`,
         pattern: r.Properties.EventPattern,
+        targets: (r.Properties.Targets ?? []).map((t: any) => t.Arn),
+      }));
+    this.scheduledRules = ofType(resolved, 'AWS::Events::Rule')
+      .filter(([, r]) => r.Properties.State !== 'DISABLED' && r.Properties.ScheduleExpression)
+      .map(([id, r]) => ({
+        id,
+        arn: `arn:aws:events:${REGION}:${ACCOUNT}:rule/${id}`,
+        expression: r.Properties.ScheduleExpression,
         targets: (r.Properties.Targets ?? []).map((t: any) => t.Arn),
       }));
     this.schedules = ofType(resolved, 'AWS::Scheduler::Schedule').map(([id, r]) => ({
@@ -101,6 +111,39 @@ export class EventBus {
   /** Waits for every delivery under way. */
   async settle(): Promise<void> {
     while (this.pending.size) await Promise.allSettled([...this.pending]);
+  }
+
+  /** The scheduled rules of the template: logical id and schedule expression (tests find theirs by what it targets). */
+  get ruleSchedules(): { id: string; expression: string; targets: string[] }[] {
+    return this.scheduledRules.map(({ id, expression, targets }) => ({ id, expression, targets }));
+  }
+
+  /**
+   * One firing of a scheduled rule (by logical id) at `time`: a "Scheduled Event" delivered to each target as
+   * EventBridge does, through the function's resource policy (principal events.amazonaws.com, the rule's ARN).
+   */
+  async runRule(id: string, time = new Date()): Promise<Delivery[]> {
+    const rule = this.scheduledRules.find((r) => r.id === id);
+    if (!rule) throw new Error(`No scheduled rule ${id}`);
+    const event = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: ACCOUNT,
+      time: time.toISOString().replace(/\.\d+Z$/, 'Z'),
+      region: REGION,
+      resources: [rule.arn],
+      detail: {},
+    };
+    const out: Delivery[] = [];
+    for (const target of rule.targets) {
+      const result = await this.lambda.invokeAs('events.amazonaws.com', rule.arn, target, event);
+      const delivery = { source: rule.arn, target, event, result };
+      this.deliveries.push(delivery);
+      out.push(delivery);
+    }
+    return out;
   }
 
   /** One run of a schedule (by logical id, or the only one): invoked with the schedule's role, as EventBridge Scheduler does. */

@@ -1,0 +1,28 @@
+import { dailyBilling } from '#shared/billing/daily.ts';
+import { previousDay } from '#shared/billing/export.ts';
+import { billingExportFunction } from '#shared/functions.ts';
+import { billingExports as exportsService } from '#shared/services/billing-exports.ts';
+import { stripeReports } from '#shared/services/stripe.ts';
+import { awsFunction } from '#shared/wiring/aws.ts';
+import { accountStore } from '#shared/wiring/aws/accounts.ts';
+import { billingExports } from '#shared/wiring/aws/billing-exports.ts';
+import { stripe } from '#shared/wiring/aws/stripe.ts';
+import { stripeStore } from '#shared/wiring/aws/stripe-store.ts';
+import { usageStore } from '#shared/wiring/aws/usage.ts';
+
+/**
+ * The daily schedule's target: the previous UTC day's ledger as a FOCUS file, then to Stripe when configured.
+ * The day comes from the scheduled event's own `time`, so a delivery retried after midnight still does its day.
+ */
+export const handler = awsFunction(
+  billingExportFunction,
+  { usageStore, accountStore, billingExports, stripe, stripeStore },
+  { billingExports: exportsService, stripeReports },
+  async (event: { time?: string } | undefined, services, adapters) => {
+    const at = event?.time ? new Date(event.time) : new Date();
+    const day = previousDay(Number.isNaN(at.getTime()) ? new Date() : at);
+    const out = await dailyBilling(services, adapters.stripe !== null, day);
+    // The export's answer as before (what the schedule's tests read), the Stripe report beside it.
+    return { ...out.export, stripe: out.stripe };
+  },
+);

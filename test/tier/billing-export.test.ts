@@ -1,0 +1,152 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CSV_COLUMNS } from '#shared/billing/focus.ts';
+import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { computeCharge, DEFAULT_PRICES_CONFIG, parsePrices } from '#shared/usage/prices.ts';
+import type { ComputeRecord } from '#shared/usage/usage-store.ts';
+import { csvRecords, microOf, parseCsv } from '#test/helpers/csv.ts';
+import { OPERATOR_KEY } from '#test/tier/aws.ts';
+import { startTier, type TierStack } from '#test/tier/stack.ts';
+import { ofType, REGION, withoutAction, type Template } from '#test/tier/template.ts';
+
+/**
+ * The billing export as deployed: the daily EventBridge rule fires the export function's bundle (the
+ * template's environment, its role) which reads the ledger's records from the usage table and puts the FOCUS
+ * file in the export bucket (the fake S3 checks s3:PutObject against the role's policy); the operators' route
+ * through API Gateway and the authorizer does the same for a period. A mutation without the PutObject grant
+ * is caught. Records are put straight into the usage table, shaped as the heartbeat's store writes them.
+ */
+
+/** Sign-up open (the stack's default is invite-only), so a pool member of the `operators` group gets an account. */
+const openSignUp = (t: Template) => {
+  for (const [, r] of ofType(t, 'AWS::Lambda::Function')) {
+    const vars = r.Properties?.Environment?.Variables;
+    if (vars && 'SIGNUP_MODE' in vars) vars.SIGNUP_MODE = 'open';
+  }
+};
+const DAY = '2025-03-10';
+const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('eu-west-1', false);
+
+async function putRecords(tier: TierStack, records: { orgId: string; userId: string; seconds: number }[]) {
+  const db = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: REGION,
+      endpoint: tier.aws.url,
+      credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' },
+    }),
+  );
+  let micro = 0n;
+  let i = 0;
+  for (const { orgId, userId, seconds } of records) {
+    const c = computeCharge(seconds, 1024, 2048, price);
+    const from = `${DAY}T08:00:${String(i).padStart(2, '0')}.000Z`;
+    const r: ComputeRecord = {
+      sandboxId: `sbx-tier-${i++}`,
+      generation: 1,
+      orgId,
+      userId,
+      specId: 'default',
+      day: DAY,
+      from,
+      to: from,
+      seconds,
+      factorSeconds: seconds,
+      vcpuSeconds: c.vcpuSeconds,
+      gbSeconds: c.gbSeconds,
+      computeMicroUsd: c.costMicroUsd,
+      cpuUnits: 1024,
+      memoryMiB: 2048,
+      resourceFactor: 1,
+      price,
+      recordedAt: from,
+    };
+    const pk = usageKeys.compute(r.sandboxId, r.generation);
+    await db.send(
+      new PutCommand({
+        TableName: tier.outputs.UsageTableName!,
+        Item: { pk, sk: r.from, kind: 'compute', recordKey: usageKeys.recordKey(orgId, r.from, pk), ...r },
+      }),
+    );
+    micro += BigInt(c.costMicroUsd);
+  }
+  db.destroy();
+  return micro;
+}
+
+const dailyRule = (tier: TierStack) => {
+  const rules = tier.bus.ruleSchedules.filter((r) => r.expression === 'cron(15 0 * * ? *)');
+  expect(rules).toHaveLength(1);
+  return rules[0]!.id;
+};
+
+describe('the billing export in the tier', () => {
+  let tier: TierStack;
+  beforeAll(async () => {
+    tier = await startTier({ mutate: openSignUp });
+  }, 120_000);
+  afterAll(() => tier?.stop());
+
+  it("the daily rule runs the export bundle, which writes the previous UTC day's file to the bucket under its role", async () => {
+    const micro = await putRecords(tier, [
+      { orgId: 'org_aaaaaaaaaaaaaaaaaaaaaaaa', userId: 'alice', seconds: 3600 },
+      { orgId: 'org_aaaaaaaaaaaaaaaaaaaaaaaa', userId: 'bob', seconds: 61 },
+      { orgId: 'org_bbbbbbbbbbbbbbbbbbbbbbbb', userId: 'carol', seconds: 7 },
+    ]);
+    const [delivery] = await tier.bus.runRule(dailyRule(tier), new Date('2025-03-11T00:15:03Z'));
+    expect(
+      delivery!.result.ok,
+      `${JSON.stringify(delivery!.result.error)}\n${tier.lambda.logsOf(delivery!.target).slice(-3000)}`,
+    ).toBe(true);
+    const key = `focus-1.2/${DAY}_${DAY}.csv`;
+    expect(delivery!.result.result).toMatchObject({ from: DAY, to: DAY, key, records: 3 });
+    expect((delivery!.result.result as { location: string }).location).toMatch(/^s3:\/\/.+\/focus-1\.2\//);
+    const body = tier.aws.objectBody(key)?.toString('utf8');
+    expect(body).toBeDefined();
+    const rows = csvRecords(body!);
+    expect(rows.reduce((a, r) => a + microOf(r.BilledCost!), 0n)).toBe(micro);
+    expect(new Set(rows.map((r) => r.SubAccountId))).toEqual(new Set(['alice', 'bob', 'carol']));
+    // Unknown organizations (records only) have no name: null, not an error.
+    expect(rows.every((r) => r.BillingAccountName === null && r.RegionId === price.region)).toBe(true);
+    expect(tier.aws.denials).toEqual([]);
+  });
+
+  it('the operators route writes a period through API Gateway and the authorizer; a user is refused', async () => {
+    const idp = tier.cognito;
+    const access = (sub: string, groups: string[]) =>
+      idp.sign({ sub, token_use: 'access', client_id: idp.clientId, username: sub, 'cognito:groups': groups });
+    const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
+    const body = { from: '2025-03-09', to: DAY };
+    const refused = await tier.call('POST', '/api/v1/admin/billing/exports', {
+      ...bearer(await access('pool-user', [])),
+      body,
+    });
+    expect(refused.status, refused.text).toBe(403);
+    const res = await tier.call('POST', '/api/v1/admin/billing/exports', {
+      ...bearer(await access('pool-op', ['operators'])),
+      body,
+    });
+    expect(res.status, `${res.text}\n${tier.explain()}`).toBe(200);
+    expect(res.body).toMatchObject({ key: 'focus-1.2/2025-03-09_2025-03-10.csv', records: 3 });
+    const rows = parseCsv(tier.aws.objectBody(res.body.key)!.toString('utf8'));
+    expect(rows[0]).toEqual([...CSV_COLUMNS]);
+    expect(rows.length).toBeGreaterThan(1);
+    expect(tier.aws.denials).toEqual([]);
+  });
+});
+
+describe('mutation: s3:PutObject removed from the export function', () => {
+  let tier: TierStack;
+  beforeAll(async () => {
+    tier = await startTier({ mutate: (t) => expect(withoutAction(t, 's3:PutObject', 'billingExport')).toBe(1) });
+  }, 120_000);
+  afterAll(() => tier?.stop());
+
+  it('the daily run is denied writing, and nothing is in the bucket', async () => {
+    await putRecords(tier, [{ orgId: 'org_aaaaaaaaaaaaaaaaaaaaaaaa', userId: 'alice', seconds: 60 }]);
+    const [delivery] = await tier.bus.runRule(dailyRule(tier), new Date('2025-03-11T00:15:00Z'));
+    expect(delivery!.result.ok).toBe(false);
+    expect(tier.aws.denials.map((d) => d.request.action)).toContain('s3:PutObject');
+    expect(tier.aws.objectKeys('focus-1.2/')).toEqual([]);
+  });
+});
