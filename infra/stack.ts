@@ -28,6 +28,7 @@ import { Observability } from '#infra/constructs/observability.ts';
 import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
+import { UsageReconcileSchedule } from '#infra/constructs/usage-reconcile.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
 import {
   authorizerFunction,
@@ -41,6 +42,7 @@ import {
   streamMessageFunction,
   streamResendFunction,
   sweeperFunction,
+  usageReconcileFunction,
   type EventFunctionDef,
 } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
@@ -323,6 +325,11 @@ export class ConversationServiceStack extends Stack {
         }),
       });
     }
+
+    new UsageReconcileSchedule(this, 'UsageReconcile', {
+      fn: extra(usageReconcileFunction, Duration.minutes(15)).fn,
+      deadLetterQueue: this.failureQueue,
+    });
 
     this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.

@@ -173,6 +173,18 @@ export const sandboxSnapshotsDeleteFunction = {
   capabilities: ['s3:workspaces'],
 } as const satisfies EventFunctionDef;
 
+/**
+ * Every night (infra/constructs/usage-reconcile.ts; locally on a timer): the last two days' usage totals
+ * rewritten where their records differ, the running-slot and conversation counters recounted
+ * (shared/usage/reconcile.ts, docs/billing.md "The daily reconcile").
+ */
+export const usageReconcileFunction = {
+  id: 'usageReconcile',
+  entry: 'functions/usage/reconcile.ts',
+  async: true,
+  tables: { usage: 'write', sandboxes: 'write', conversations: 'write' },
+} as const satisfies EventFunctionDef;
+
 export const eventFunctions = [
   authorizerFunction,
   fallbackFunction,
@@ -185,4 +197,5 @@ export const eventFunctions = [
   bridgeSocketConnectFunction,
   sandboxSnapshotsDeleteFunction,
   poolRefillFunction,
+  usageReconcileFunction,
 ] as const;

@@ -22,6 +22,7 @@ import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 import type { UsageService } from '#shared/usage/service.ts';
+import type { UsageReconcile } from '#shared/usage/reconcile.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
@@ -61,6 +62,8 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** The daily reconcile: totals from their records, running-slot and conversation counters recounted. */
+  usageReconcile: UsageReconcile;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -137,6 +140,7 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  usageReconcile: true,
   platformLlms: true,
   llmGateway: true,
 };

@@ -97,7 +97,9 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
             KeySchema: keySchema(idx.pk, idx.sk),
             Projection:
               'include' in idx && idx.include
-                ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] }
+                ? idx.include.length
+                  ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] }
+                  : { ProjectionType: 'KEYS_ONLY' as const }
                 : { ProjectionType: 'ALL' as const },
           })),
         }

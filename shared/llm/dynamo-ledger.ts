@@ -11,8 +11,9 @@ export const llmKeys = {
   conversation: (conversationId: string) => `llmconv#${conversationId}`,
 };
 
+// lastAt: the wall clock of the write, read by the daily reconcile (docs/billing.md, "The daily reconcile").
 const ADD_LLM =
-  'ADD llmCalls :one, llmInputTokens :i, llmOutputTokens :o, llmCachedTokens :c, llmCacheWriteTokens :w, llmMicroUsd :m SET #day = :day';
+  'ADD llmCalls :one, llmInputTokens :i, llmOutputTokens :o, llmCachedTokens :c, llmCacheWriteTokens :w, llmMicroUsd :m SET #day = :day, lastAt = :now';
 
 export class DynamoLlmLedger implements LlmLedger {
   private readonly db = documentClient();
@@ -143,6 +144,7 @@ export class DynamoLlmLedger implements LlmLedger {
       ':w': rec.cacheWriteInput,
       ':m': rec.costMicroUsd,
       ':day': rec.day,
+      ':now': new Date().toISOString(),
     };
     // Totals only after the record's own put succeeded (a repeat adds nothing), as compute records do.
     await this.db.send(

@@ -160,7 +160,8 @@ export class SandboxBridge extends SandboxRecords {
         memoryMiB,
         resourceFactor: factor,
         price,
-        recordedAt: at.toISOString(),
+        // When it was written (not the interval's end): the reconcile's settled time counts from here.
+        recordedAt: this.iso(),
       };
       return (await usage.recordCompute(record)) ? record : undefined;
     } catch (err) {
