@@ -13,8 +13,10 @@ export interface EventFunctionDef extends Declaration {
   async: boolean;
 }
 
+// prices (and table usage): a sandbox that stops running gets its closing record (docs/billing.md).
 const sandboxHousekeeping = [
   'specs',
+  'prices',
   'ecs:run',
   'ecs:stop',
   'ecs:describe',
@@ -59,7 +61,7 @@ export const ecsEventsFunction = {
   id: 'ecsEvents',
   entry: 'functions/sandboxes/ecs-events.ts',
   async: true,
-  tables: { sandboxes: 'write', pool: 'write' },
+  tables: { sandboxes: 'write', pool: 'write', usage: 'write' },
   capabilities: [...sandboxHousekeeping, 'pool:refill'],
 } as const satisfies EventFunctionDef;
 /** Invoked asynchronously after each claim (and by ECS events for a lost Spot standby): starts standbys up to the pool's size. */
@@ -77,7 +79,8 @@ export const sweeperFunction = {
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
   // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
-  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write' },
+  // usage: closing records, and RUNNING sandboxes that stopped heartbeating metered to their last sign of life.
+  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write', usage: 'write' },
   capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill'],
 } as const satisfies EventFunctionDef;
 
