@@ -183,6 +183,7 @@ export class ConversationServiceStack extends Stack {
       // Empty: no platform models (docs/platform-llms.md).
       PLATFORM_LLMS: config.platformLlms === undefined ? '' : JSON.stringify(config.platformLlms),
       LLM_CONCURRENT_CALLS_PER_ORG: String(config.llmConcurrentCallsPerOrg),
+      USAGE_RETENTION_DAYS: String(config.usageRetentionDays),
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',

@@ -3,6 +3,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { LlmLedger, LlmRecord, Reservation, ReserveRefusal } from '#shared/llm/ledger.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 
 /** Keys of the gateway's items (docs/data-model.md, "usage"). */
 export const llmKeys = {
@@ -19,6 +20,7 @@ export class DynamoLlmLedger implements LlmLedger {
   private readonly db = documentClient();
   private readonly usage = tableName('usage');
   private readonly keys = tableName('keys');
+  private readonly retentionDays = usageRetentionDays();
 
   async reserve(
     r: Reservation,
@@ -129,6 +131,7 @@ export class DynamoLlmLedger implements LlmLedger {
             sk: 'llm',
             kind: 'llm',
             recordKey: usageKeys.recordKey(rec.orgId, rec.at, llmKeys.record(rec.requestId)),
+            expiresAtEpoch: recordExpiry(rec.day, this.retentionDays),
             ...rec,
           },
           ConditionExpression: 'attribute_not_exists(pk)',

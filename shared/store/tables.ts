@@ -137,11 +137,13 @@ export const tables = {
    * (`userKey` = `<org id>#<user id>`, `day`) holds only the user totals: one user's month in O(days).
    * `byDay` (`day`, `recordKey` = `<org id>#<start, ISO>#<record pk>`) holds only the records (compute
    * and LLM): a day's records for the reconcile, an organization's in time order for the export.
+   * Records expire (`expiresAtEpoch`) USAGE_RETENTION_DAYS after their day; totals never do.
    */
   usage: {
     pk: 'pk',
     sk: 'sk',
     indexes: { byUser: { pk: 'userKey', sk: 'day' }, byDay: { pk: 'day', sk: 'recordKey' } },
+    ttl: 'expiresAtEpoch',
   },
 } as const satisfies Record<string, TableDef>;
 

@@ -1,6 +1,7 @@
 import { PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
+import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type {
   ComputeRecord,
   DayTotals,
@@ -30,6 +31,7 @@ const ADD_TOTALS =
 export class DynamoUsageStore implements UsageStore {
   private readonly db = documentClient();
   private readonly table = tableName('usage');
+  private readonly retentionDays = usageRetentionDays();
 
   async lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined> {
     const out = await this.db.send(
@@ -55,6 +57,7 @@ export class DynamoUsageStore implements UsageStore {
             sk: r.from,
             kind: 'compute',
             recordKey: usageKeys.recordKey(r.orgId, r.from, usageKeys.compute(r.sandboxId, r.generation)),
+            expiresAtEpoch: recordExpiry(r.day, this.retentionDays),
             ...r,
           },
           ConditionExpression: 'attribute_not_exists(pk)',

@@ -77,11 +77,15 @@ describe('a closing record at a pause or delete', () => {
       expect(end).toBeLessThanOrEqual(pausedAt);
       expect(pausedAt - end).toBeLessThan(1_000);
       expect(records[1]!.seconds).toBeGreaterThanOrEqual(Math.floor(waitMs / 1000));
+      // Records expire USAGE_RETENTION_DAYS (default 400) after their day; totals do not.
+      const raw = (await usage.computeRecords(id, 1))[0] as unknown as { expiresAtEpoch: number };
+      expect(raw.expiresAtEpoch).toBe(Date.parse(records[0]!.day) / 1000 + 400 * 86_400);
       // Its totals moved with it.
       const day = records[0]!.day;
       const orgId = records[0]!.orgId;
       const [user] = await usage.userDays(orgId, 'close-a', day, day);
       expect(user!.records).toBeGreaterThanOrEqual(records.length);
+      expect(user).not.toHaveProperty('expiresAtEpoch');
       // Paused again (and a late heartbeat of the stopped program): nothing more.
       expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key })).status).toBe(200);
       await heartbeat(id, sessionKey);
