@@ -89,7 +89,9 @@ describe('the usage reconcile through its schedule', () => {
       records: 2,
       userKey: `${orgId}#tier-user`,
     });
-    // The schedule's own target: the reconcile function, with a long time-out (a night's run pages through two days).
+    // Records expire by the table's TTL (docs/billing.md, "Retention"); the totals written here carry none.
+    expect(Object.entries(tier.ttl).find(([name]) => name.includes('usage'))?.[1]).toBe('expiresAtEpoch');
+    expect(await total(`org#${orgId}`, `day#${day}`)).not.toHaveProperty('expiresAtEpoch');
     expect(tier.aws.denials).toEqual([]);
   }, 120_000);
 });
