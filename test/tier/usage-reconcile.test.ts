@@ -1,7 +1,9 @@
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { OPERATOR_KEY } from '#test/tier/aws.ts';
+import { createKey, startSandbox, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 import { REGION } from '#test/tier/template.ts';
 
@@ -93,5 +95,33 @@ describe('the usage reconcile through its schedule', () => {
     expect(Object.entries(tier.ttl).find(([name]) => name.includes('usage'))?.[1]).toBe('expiresAtEpoch');
     expect(await total(`org#${orgId}`, `day#${day}`)).not.toHaveProperty('expiresAtEpoch');
     expect(tier.aws.denials).toEqual([]);
+  }, 120_000);
+
+  it('a pause through the deployed pause bundle writes the closing record (its own role, the template env)', async () => {
+    const key = await createKey(tier, 'closer');
+    const sb = await startSandbox(tier, key);
+    const records = async () =>
+      (
+        await db.send(
+          new QueryCommand({
+            TableName: tier.outputs.UsageTableName!,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': `sbx#${sb.id}#1` },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? [];
+    // Past its check-in by more than a second: the pause has something to bill.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const pausedFrom = Date.now();
+    expect((await tier.call('POST', `/api/v1/sandboxes/${sb.id}/pause`, { key })).status).toBe(200);
+    const ledger = await until(tier, 'the closing record', records, (items) => items.length > 0);
+    const last = ledger.at(-1)!;
+    expect(last.seconds).toBeGreaterThanOrEqual(1);
+    // The ledger reaches the pause (whole seconds: under a second short of it).
+    expect(Date.parse(last.to as string)).toBeGreaterThan(pausedFrom - 1_000);
+    expect(last.expiresAtEpoch).toBeGreaterThan(Date.now() / 1000);
+    expect(tier.aws.denials).toEqual([]);
+    await tier.bus.settle();
   }, 120_000);
 });
