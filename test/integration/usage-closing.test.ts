@@ -60,7 +60,7 @@ async function ledgerOf(id: string) {
 describe('a closing record at a pause or delete', () => {
   it('a pause right after a heartbeat and one a few seconds later: the ledger covers up to the pause, once', async () => {
     const key = await stack.newUser('close-a');
-    for (const waitMs of [1_100, 3_200]) {
+    for (const waitMs of [1_100, 2_100]) {
       const { id, sessionKey } = await runningSandbox(key);
       await sleep(1_100);
       expect((await heartbeat(id, sessionKey)).status).toBe(200);
@@ -112,11 +112,11 @@ describe('a closing record at a pause or delete', () => {
     const { id, sessionKey } = await runningSandbox(key);
     await sleep(1_100);
     await heartbeat(id, sessionKey);
-    // Events posted 2 s later (what the event webhook records as the sandbox's activity), then silence.
-    await sleep(2_000);
+    // Events posted a second later (what the event webhook records as the sandbox's activity), then silence.
+    await sleep(1_200);
     const lastSign = new Date();
     expect(await sandboxStore.touchActivity(id, lastSign.toISOString())).toBe(true);
-    await sleep(2_500);
+    await sleep(1_500);
     for (const pid of sandboxPids(id)) process.kill(pid, 'SIGKILL');
     // The process's exit ends the record (ERROR), as a task's STOPPED event does on AWS.
     await waitFor('the crash recorded', async () =>
@@ -134,8 +134,8 @@ describe('silent sandboxes', () => {
   it('a program that posts events but never heartbeats is metered by the sweeper to its last sign of life', async () => {
     const key = await stack.newUser('silent-a');
     const { id } = await runningSandbox(key);
-    // No heartbeat at all; events keep coming for 3 s.
-    await sleep(3_100);
+    // No heartbeat at all; events keep coming for 2 s.
+    await sleep(2_100);
     const lastSign = new Date();
     await sandboxStore.touchActivity(id, lastSign.toISOString());
     // A sweep within two heartbeat intervals of the check-in leaves it to its heartbeats.
