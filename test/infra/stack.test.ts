@@ -478,8 +478,11 @@ describe('functions', () => {
       ).sort();
     expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'TABLE_SETTINGS']);
     expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'SANDBOX_SPECS']);
-    expect(envOf('pauseSandbox')).toEqual(expect.arrayContaining(SANDBOX_ENV.filter((n) => n !== 'SANDBOX_SPECS')));
-    expect(envOf('pauseSandbox')).not.toContain('SANDBOX_SPECS');
+    // A pause writes the closing record (docs/billing.md): the spec's size, the prices, the ledger and its retention.
+    expect(envOf('pauseSandbox')).toEqual(
+      expect.arrayContaining([...SANDBOX_ENV, 'PRICES', 'TABLE_USAGE', 'USAGE_RETENTION_DAYS']),
+    );
+    expect(envOf('pauseSandbox')).not.toContain('SECRETS_KEY_ID');
   });
 
   it('points every function at the CloudFront host, and only those that push to or close stream sockets at the WebSocket API', () => {
