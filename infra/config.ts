@@ -148,6 +148,8 @@ export const configSchema = z.object({
         .strict(),
     )
     .optional(),
+  /** Days the usage ledger's records are kept (DynamoDB TTL; totals are kept): docs/billing.md, "Retention". */
+  usageRetentionDays: int(1, 3650).default(400),
   /** Calls in flight per organization at the LLM gateway (429 beyond). */
   llmConcurrentCallsPerOrg: int(1, 10_000).default(32),
   /**

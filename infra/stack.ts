@@ -29,6 +29,7 @@ import { Observability } from '#infra/constructs/observability.ts';
 import { SandboxInfra } from '#infra/constructs/sandboxes.ts';
 import { ServiceFunction } from '#infra/constructs/service-function.ts';
 import { DataTables } from '#infra/constructs/tables.ts';
+import { UsageReconcileSchedule } from '#infra/constructs/usage-reconcile.ts';
 import { loadConfig, type Config } from '#infra/config.ts';
 import {
   authorizerFunction,
@@ -43,6 +44,7 @@ import {
   streamMessageFunction,
   streamResendFunction,
   sweeperFunction,
+  usageReconcileFunction,
   type EventFunctionDef,
 } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
@@ -189,6 +191,7 @@ export class ConversationServiceStack extends Stack {
       STRIPE_API_KEY_ARN: config.stripe?.apiKeyArn ?? '',
       STRIPE_API_BASE: config.stripe?.apiBase ?? '',
       STRIPE_METER_EVENTS_BASE: config.stripe?.meterEventsBase ?? '',
+      USAGE_RETENTION_DAYS: String(config.usageRetentionDays),
       // Sign-in: an external issuer's here; the stack's own Cognito pool's are set once it exists (below).
       OIDC_ISSUER: config.oidcIssuer ?? '',
       OIDC_AUDIENCE: config.oidcAudience ?? '',
@@ -336,6 +339,10 @@ export class ConversationServiceStack extends Stack {
     }
 
     billingExports.scheduleDaily(extra(billingExportFunction, Duration.minutes(5)).fn, this.failureQueue);
+    new UsageReconcileSchedule(this, 'UsageReconcile', {
+      fn: extra(usageReconcileFunction, Duration.minutes(15)).fn,
+      deadLetterQueue: this.failureQueue,
+    });
 
     this.front = new PublicFront(this, 'Front', { httpApi: this.api.httpApi, socketHost: this.stream.host });
     // Links (conversation_url), the bridge URL, own origins and the cookie's Secure flag follow the one public host.

@@ -13,8 +13,10 @@ export interface EventFunctionDef extends Declaration {
   async: boolean;
 }
 
+// prices (and table usage): a sandbox that stops running gets its closing record (docs/billing.md).
 const sandboxHousekeeping = [
   'specs',
+  'prices',
   'ecs:run',
   'ecs:stop',
   'ecs:describe',
@@ -59,7 +61,7 @@ export const ecsEventsFunction = {
   id: 'ecsEvents',
   entry: 'functions/sandboxes/ecs-events.ts',
   async: true,
-  tables: { sandboxes: 'write', pool: 'write' },
+  tables: { sandboxes: 'write', pool: 'write', usage: 'write' },
   capabilities: [...sandboxHousekeeping, 'pool:refill'],
 } as const satisfies EventFunctionDef;
 /** Invoked asynchronously after each claim (and by ECS events for a lost Spot standby): starts standbys up to the pool's size. */
@@ -78,7 +80,15 @@ export const sweeperFunction = {
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
   // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
   // events: stored event bytes summed per organization.
-  tables: { sandboxes: 'write', startTasks: 'write', streamConnections: 'write', pool: 'write', events: 'write' },
+  // usage: closing records, and RUNNING sandboxes that stopped heartbeating metered to their last sign of life.
+  tables: {
+    sandboxes: 'write',
+    startTasks: 'write',
+    streamConnections: 'write',
+    pool: 'write',
+    events: 'write',
+    usage: 'write',
+  },
   // events:grown-bytes: the Scan of the counters whose stored event bytes grew since the last sum.
   capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill', 'events:grown-bytes'],
 } as const satisfies EventFunctionDef;
@@ -189,6 +199,18 @@ export const billingExportFunction = {
   capabilities: ['signin', 'billing:export', 'stripe'],
 } as const satisfies EventFunctionDef;
 
+/**
+ * Every night (infra/constructs/usage-reconcile.ts; locally on a timer): the last two days' usage totals
+ * rewritten where their records differ, the running-slot and conversation counters recounted
+ * (shared/usage/reconcile.ts, docs/billing.md "The daily reconcile").
+ */
+export const usageReconcileFunction = {
+  id: 'usageReconcile',
+  entry: 'functions/usage/reconcile.ts',
+  async: true,
+  tables: { usage: 'write', sandboxes: 'write', conversations: 'write' },
+} as const satisfies EventFunctionDef;
+
 export const eventFunctions = [
   authorizerFunction,
   fallbackFunction,
@@ -202,4 +224,5 @@ export const eventFunctions = [
   sandboxSnapshotsDeleteFunction,
   poolRefillFunction,
   billingExportFunction,
+  usageReconcileFunction,
 ] as const;

@@ -10,9 +10,10 @@ const legacyConversationReads = {
   capabilities: ['seal', 'unseal'],
 } as const;
 /** What an operator's suspension (or a removal) does to live work: pauses sandboxes, closes streams. */
-const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close'] as const;
+// specs, prices and table usage: every path that can stop a running sandbox writes its closing record (docs/billing.md).
+const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close', 'specs', 'prices'] as const;
 /** What starting, resuming or removing a sandbox may do on AWS (RunTask, an image's task definition). */
-const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions'] as const;
+const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'prices'] as const;
 /**
  * Starting or resuming: the launch, the plans (the organization's running limit, the resource factor), and for
  * the warm pool claiming a standby (table `pool`) and asking for the refill after it (`pool:refill`).
@@ -169,7 +170,7 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'read', sandboxes: 'write', settings: 'read', idempotency: 'write', pool: 'write' },
+    tables: { usage: 'write', sandboxes: 'write', settings: 'read', idempotency: 'write', pool: 'write' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
     idempotent: true,
@@ -182,8 +183,8 @@ export const routes = [
     auth: 'user',
     summary: 'Stop the sandbox, keeping its workspace; pausing a sandbox that is not running changes nothing',
     tag: 'sandboxes',
-    tables: { sandboxes: 'write' },
-    capabilities: ['ecs:stop', 'ecs:describe'],
+    tables: { usage: 'write', sandboxes: 'write' },
+    capabilities: ['ecs:stop', 'ecs:describe', 'specs', 'prices'],
     timeoutSeconds: 15,
   },
   {
@@ -197,7 +198,7 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'read', sandboxes: 'write', settings: 'read', pool: 'write' },
+    tables: { usage: 'write', sandboxes: 'write', settings: 'read', pool: 'write' },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
   },
@@ -209,7 +210,7 @@ export const routes = [
     auth: 'user',
     summary: 'Stop the sandbox and remove its workspace and record',
     tag: 'sandboxes',
-    tables: { sandboxes: 'write', commands: 'write' },
+    tables: { usage: 'write', sandboxes: 'write', commands: 'write' },
     // Its snapshots go with it, removed by the function that holds S3 (shared/functions.ts) once its tasks stopped.
     capabilities: [...sandboxLaunch, 'snapshots:delete'],
     timeoutSeconds: 29,
@@ -297,7 +298,7 @@ export const routes = [
     summary: 'Start a conversation; returns its start task at once (the start continues asynchronously)',
     tag: 'conversations',
     tables: {
-      usage: 'read',
+      usage: 'write',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',
@@ -424,7 +425,7 @@ export const routes = [
     summary: 'Create a conversation (legacy V0 shape)',
     tag: 'legacy',
     tables: {
-      usage: 'read',
+      usage: 'write',
       conversations: 'write',
       startTasks: 'write',
       settings: 'read',
@@ -1145,6 +1146,7 @@ export const routes = [
       'organization on the default plan, their keys and sessions end, their sandboxes pause; their conversations stay theirs',
     tag: 'organizations',
     tables: {
+      usage: 'write',
       users: 'write',
       orgs: 'write',
       auditLog: 'append',
@@ -1180,7 +1182,14 @@ export const routes = [
       'Operators: suspend a user: their keys, cookies, tokens and conversation keys are refused within 30 s, ' +
       'their open streams close, their sandboxes pause (workspaces kept)',
     tag: 'admin',
-    tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    tables: {
+      usage: 'write',
+      users: 'write',
+      orgs: 'read',
+      auditLog: 'append',
+      sandboxes: 'write',
+      streamConnections: 'read',
+    },
     capabilities: operatorPause,
     timeoutSeconds: 29,
   },
@@ -1193,7 +1202,14 @@ export const routes = [
     managesCredentials: true,
     summary: 'Operators: reactivate a suspended user (their sandboxes stay paused until resumed)',
     tag: 'admin',
-    tables: { users: 'write', orgs: 'read', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    tables: {
+      usage: 'write',
+      users: 'write',
+      orgs: 'read',
+      auditLog: 'append',
+      sandboxes: 'write',
+      streamConnections: 'read',
+    },
     capabilities: operatorPause,
     timeoutSeconds: 29,
   },
@@ -1208,7 +1224,14 @@ export const routes = [
       'Operators: suspend an organization: every member is refused within 30 s, their open streams close, ' +
       'their sandboxes pause',
     tag: 'admin',
-    tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    tables: {
+      usage: 'write',
+      users: 'read',
+      orgs: 'write',
+      auditLog: 'append',
+      sandboxes: 'write',
+      streamConnections: 'read',
+    },
     capabilities: operatorPause,
     timeoutSeconds: 29,
   },
@@ -1221,7 +1244,14 @@ export const routes = [
     managesCredentials: true,
     summary: 'Operators: reactivate a suspended organization',
     tag: 'admin',
-    tables: { users: 'read', orgs: 'write', auditLog: 'append', sandboxes: 'write', streamConnections: 'read' },
+    tables: {
+      usage: 'write',
+      users: 'read',
+      orgs: 'write',
+      auditLog: 'append',
+      sandboxes: 'write',
+      streamConnections: 'read',
+    },
     capabilities: operatorPause,
     timeoutSeconds: 29,
   },

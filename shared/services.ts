@@ -26,6 +26,7 @@ import type { UsageService } from '#shared/usage/service.ts';
 import type { BillingExports } from '#shared/billing/export.ts';
 import type { BillingCustomers } from '#shared/billing/customers.ts';
 import type { StripeReporter } from '#shared/billing/stripe.ts';
+import type { UsageReconcile } from '#shared/usage/reconcile.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
@@ -73,6 +74,8 @@ export interface Services {
   billingCustomers: BillingCustomers;
   /** The Stripe adapter's report runs (docs/billing.md, "Stripe"). */
   stripeReports: StripeReporter;
+  /** The daily reconcile: totals from their records, running-slot and conversation counters recounted. */
+  usageReconcile: UsageReconcile;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -153,6 +156,7 @@ const serviceNames: Record<ServiceName, true> = {
   billingExports: true,
   billingCustomers: true,
   stripeReports: true,
+  usageReconcile: true,
   platformLlms: true,
   llmGateway: true,
 };

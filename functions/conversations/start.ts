@@ -14,7 +14,7 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { platformModels } from '#shared/wiring/aws/llm.ts';
 
 export const handler = awsRoute(
@@ -36,6 +36,7 @@ export const handler = awsRoute(
     idempotencyStore,
     poolStore,
     poolRefill,
+    prices,
   },
   { conversations, idempotency, poolClaims },
 );

@@ -3,6 +3,7 @@ import { handleTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
@@ -12,7 +13,7 @@ import { specs } from '#shared/wiring/aws/specs.ts';
 
 export const handler = awsFunction(
   ecsEventsFunction,
-  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, poolStore, poolRefill },
+  { sandboxStore, sandboxRuntime, specs, sandboxConfig, snapshotRemoval, poolStore, poolRefill, prices, usageStore },
   { sandboxHousekeeping, warmPool },
   handleTaskStateChange,
 );

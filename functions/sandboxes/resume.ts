@@ -9,7 +9,7 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   resumeSandbox,
@@ -24,6 +24,7 @@ export const handler = awsRoute(
     settingsStore,
     poolStore,
     poolRefill,
+    prices,
   },
   { sandboxes, poolClaims },
 );

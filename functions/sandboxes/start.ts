@@ -11,7 +11,7 @@ import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandb
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 
 export const handler = awsRoute(
   startSandbox,
@@ -27,6 +27,7 @@ export const handler = awsRoute(
     idempotencyStore,
     poolStore,
     poolRefill,
+    prices,
   },
   { sandboxes, idempotency, poolClaims },
 );

@@ -6,6 +6,7 @@ import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { orgEventBytes } from '#shared/wiring/aws/org-event-bytes.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
@@ -31,6 +32,8 @@ export const handler = awsFunction(
     streamPush,
     poolStore,
     poolRefill,
+    prices,
+    usageStore,
   },
   { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, eventBytes },
   // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).

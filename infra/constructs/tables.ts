@@ -33,10 +33,11 @@ export class DataTables extends Construct {
           indexName,
           partitionKey: attribute(idx.pk),
           ...(idx.sk ? { sortKey: attribute(idx.sk) } : {}),
-          ...(idx.include?.length === 0 ? { projectionType: ProjectionType.KEYS_ONLY } : {}),
-          ...(idx.include?.length
-            ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...idx.include] }
-            : {}),
+          ...(idx.include?.length === 0
+            ? { projectionType: ProjectionType.KEYS_ONLY }
+            : idx.include
+              ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...idx.include] }
+              : {}),
         })),
       });
     }

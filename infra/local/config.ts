@@ -39,6 +39,8 @@ export type LocalConfig = {
   warmPoolSize?: number;
   /** How often the local sweeper runs (default 30 s). */
   sweepIntervalMs?: number;
+  /** How often the usage reconcile runs (default daily, as on AWS; the first run a day after start). */
+  reconcileIntervalMs?: number;
   /**
    * Where queued commands are pushed, for programs started with a BRIDGE_SOCKET_URL (a spec's
    * initial_env). None by default: local programs long-poll. Tests plug in their emulation of API

@@ -95,11 +95,12 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
           GlobalSecondaryIndexes: indexes.map(([IndexName, idx]) => ({
             IndexName,
             KeySchema: keySchema(idx.pk, idx.sk),
-            Projection: !('include' in idx && idx.include)
-              ? { ProjectionType: 'ALL' as const }
-              : idx.include.length === 0
-                ? { ProjectionType: 'KEYS_ONLY' as const }
-                : { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] },
+            Projection:
+              'include' in idx && idx.include
+                ? idx.include.length
+                  ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...idx.include] }
+                  : { ProjectionType: 'KEYS_ONLY' as const }
+                : { ProjectionType: 'ALL' as const },
           })),
         }
       : {}),

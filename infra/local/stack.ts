@@ -6,11 +6,12 @@ import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-ru
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
 import { sweepAll } from '#shared/sandboxes/sweeper.ts';
-import { billingExportFunction, sweeperFunction } from '#shared/functions.ts';
+import { billingExportFunction, sweeperFunction, usageReconcileFunction } from '#shared/functions.ts';
 import { handler as awsSweeper } from '../../functions/sandboxes/sweeper.ts';
 import { handler as awsBillingExport } from '../../functions/billing/export.ts';
 import { exportKey, previousDay } from '#shared/billing/export.ts';
 import { dailyBilling } from '#shared/billing/daily.ts';
+import { handler as awsReconcile } from '../../functions/usage/reconcile.ts';
 import { localServices } from '#shared/wiring/local.ts';
 import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
@@ -176,6 +177,19 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   dailyExport();
   const exportTimer = setInterval(() => void exporting.then(dailyExport), 3_600_000);
   exportTimer.unref();
+  // The daily usage reconcile, held to its function's declaration and adapters, as on AWS.
+  const reconcileServices = services.forFunction(
+    usageReconcileFunction.id,
+    usageReconcileFunction,
+    awsReconcile.wiring.adapters,
+    awsReconcile.wiring.services,
+  );
+  const reconcile = setInterval(() => {
+    reconcileServices.usageReconcile
+      .run()
+      .catch((err: unknown) => logger.error('Local usage reconcile failed', { error: err as Error }));
+  }, config.reconcileIntervalMs ?? 86_400_000);
+  reconcile.unref();
   return {
     url: gateway.url,
     devKey,
@@ -198,6 +212,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       clearInterval(sweeper);
       clearInterval(exportTimer);
       await exporting;
+      clearInterval(reconcile);
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
       await services.sandboxHousekeeping
         .suspendAll('Paused because the local server stopped')

@@ -38,6 +38,15 @@ export interface ConversationStore {
   update(userId: string, id: string, version: number, changes: Partial<ConversationRecord>): Promise<boolean>;
   /** Removes the record for every reader (counted once however often it runs); the user's id stays taken (its events are still stored). */
   delete(userId: string, id: string): Promise<void>;
+  /** The users whose counter exists, a page at a time (index `counters`: the daily reconcile). */
+  counterUsers(): AsyncIterable<string[]>;
+  /**
+   * The user's counter as stored (strongly consistent) and the live conversations counted from the
+   * table itself (strongly consistent, a page at a time); `counter` undefined when it has not started.
+   */
+  recount(userId: string): Promise<{ counter?: ConversationCounter; live: number }>;
+  /** Sets the counter to `value` if it is still as `seen`; false when a create or delete changed it meanwhile. */
+  setCount(userId: string, seen: ConversationCounter, value: number): Promise<boolean>;
 }
 
 /** Conversation start tasks. Adapters: `DynamoStartTaskStore`. */
@@ -67,6 +76,12 @@ export interface StartTaskStore {
   ): Promise<boolean>;
   /** Unfinished tasks last updated before `before`, oldest first. */
   stalled(before: string, limit: number): Promise<StartTaskRecord[]>;
+}
+
+/** A user's conversation counter as read (`changedAt`: its last change; absent on old items). */
+export interface ConversationCounter {
+  conversations: number;
+  changedAt?: string;
 }
 
 /** The user's count of conversations is at `limit` (the plan's `max_conversations`). */

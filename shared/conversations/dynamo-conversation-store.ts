@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, paginateQuery, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type {
+  ConversationCounter,
   ConversationFilter,
   ConversationStore,
   StartTaskStore,
@@ -49,6 +50,8 @@ function userQuery(table: string, userId: string, f: ConversationFilter) {
  * characters) can equal it, and it has no createdAt, so the byUser index never holds it.
  */
 export const COUNTER_ID = '#count';
+/** The value of `counterShard` on counter items: their one partition of index `counters`. */
+const COUNTERS = 'conversations';
 
 /** The counter remembers its ops in three sets, one per minute in turn; see `countOnce`. */
 const OP_SETS = 3;
@@ -234,6 +237,71 @@ export class DynamoConversationStore implements ConversationStore {
     if (counter && !counter.started) await this.startCounter(userId);
   }
 
+  async *counterUsers(): AsyncGenerator<string[]> {
+    const pages = paginateQuery(
+      { client: this.db, pageSize: 500 },
+      {
+        TableName: this.table,
+        IndexName: 'counters',
+        KeyConditionExpression: 'counterShard = :s',
+        ExpressionAttributeValues: { ':s': COUNTERS },
+      },
+    );
+    for await (const page of pages) yield (page.Items ?? []).map((i) => i.userId as string);
+  }
+
+  async recount(userId: string): Promise<{ counter?: ConversationCounter; live: number }> {
+    const item = (
+      await this.db.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          ConsistentRead: true,
+          ProjectionExpression: 'conversations, started, changedAt',
+        }),
+      )
+    ).Item;
+    // The table, not index byUser: strongly consistent (a conversation just put is counted). Conversations
+    // have createdAt; tombstones and the counter item do not.
+    const live = await queryCount({
+      TableName: this.table,
+      KeyConditionExpression: 'userId = :u',
+      FilterExpression: 'attribute_exists(createdAt)',
+      ExpressionAttributeValues: { ':u': userId },
+      ConsistentRead: true,
+    });
+    return {
+      ...(item?.started
+        ? {
+            counter: {
+              conversations: Number(item.conversations ?? 0),
+              changedAt: item.changedAt as string | undefined,
+            },
+          }
+        : {}),
+      live,
+    };
+  }
+
+  setCount(userId: string, seen: ConversationCounter, value: number): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { userId, id: COUNTER_ID },
+          UpdateExpression: 'SET conversations = :v, changedAt = :now',
+          ConditionExpression: `attribute_exists(started) AND conversations = :seen AND ${seen.changedAt ? 'changedAt = :at' : 'attribute_not_exists(changedAt)'}`,
+          ExpressionAttributeValues: {
+            ':v': value,
+            ':seen': seen.conversations,
+            ':now': new Date(this.now()).toISOString(),
+            ...(seen.changedAt ? { ':at': seen.changedAt } : {}),
+          },
+        }),
+      ),
+    );
+  }
+
   /**
    * The item, if it holds our write: a conditional write whose answer was lost (the SDK retried it
    * and the retry found the condition false) was still ours, and must still be counted.
@@ -308,10 +376,18 @@ export class DynamoConversationStore implements ConversationStore {
         new UpdateCommand({
           TableName: this.table,
           Key: { userId, id: COUNTER_ID },
-          UpdateExpression: 'ADD #n :d, #cur :ops REMOVE #old',
+          // changedAt: the reconcile repairs a counter only when it sat still (docs/billing.md); counterShard lists it.
+          UpdateExpression: 'ADD #n :d, #cur :ops SET changedAt = :now, counterShard = :shard REMOVE #old',
           ConditionExpression: [...seen, ...(condition ? [condition] : [])].join(' AND '),
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ':d': delta, ':ops': new Set([op]), ':op': op, ...values },
+          ExpressionAttributeValues: {
+            ':d': delta,
+            ':ops': new Set([op]),
+            ':op': op,
+            ':now': new Date(this.now()).toISOString(),
+            ':shard': COUNTERS,
+            ...values,
+          },
           ReturnValues: 'ALL_NEW',
         }),
       ),

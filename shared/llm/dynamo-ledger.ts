@@ -3,6 +3,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { LlmLedger, LlmRecord, Reservation, ReserveRefusal } from '#shared/llm/ledger.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 
 /** Keys of the gateway's items (docs/data-model.md, "usage"). */
 export const llmKeys = {
@@ -11,13 +12,15 @@ export const llmKeys = {
   conversation: (conversationId: string) => `llmconv#${conversationId}`,
 };
 
+// lastAt: the wall clock of the write, read by the daily reconcile (docs/billing.md, "The daily reconcile").
 const ADD_LLM =
-  'ADD llmCalls :one, llmInputTokens :i, llmOutputTokens :o, llmCachedTokens :c, llmCacheWriteTokens :w, llmMicroUsd :m SET #day = :day';
+  'ADD llmCalls :one, llmInputTokens :i, llmOutputTokens :o, llmCachedTokens :c, llmCacheWriteTokens :w, llmMicroUsd :m SET #day = :day, lastAt = :now';
 
 export class DynamoLlmLedger implements LlmLedger {
   private readonly db = documentClient();
   private readonly usage = tableName('usage');
   private readonly keys = tableName('keys');
+  private readonly retentionDays = usageRetentionDays();
 
   async reserve(
     r: Reservation,
@@ -128,6 +131,7 @@ export class DynamoLlmLedger implements LlmLedger {
             sk: 'llm',
             kind: 'llm',
             recordKey: usageKeys.recordKey(rec.orgId, rec.at, llmKeys.record(rec.requestId)),
+            expiresAtEpoch: recordExpiry(rec.day, this.retentionDays),
             ...rec,
           },
           ConditionExpression: 'attribute_not_exists(pk)',
@@ -143,6 +147,7 @@ export class DynamoLlmLedger implements LlmLedger {
       ':w': rec.cacheWriteInput,
       ':m': rec.costMicroUsd,
       ':day': rec.day,
+      ':now': new Date().toISOString(),
     };
     // Totals only after the record's own put succeeded (a repeat adds nothing), as compute records do.
     await this.db.send(

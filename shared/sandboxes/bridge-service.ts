@@ -9,12 +9,7 @@ import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-sto
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
-import { CAPACITY_STATE } from '#shared/sandboxes/sandbox-runtime.ts';
-import { computeCharge } from '#shared/usage/prices.ts';
 import type { ComputeRecord } from '#shared/usage/usage-store.ts';
-
-/** The size a sandbox without one (a local process) is metered at: 1 vCPU, 2 GiB (docs/billing.md). */
-export const NOMINAL_SIZE = { cpu: 1024, memory: 2048 } as const;
 
 /** Where the record keeps its current snapshot (runtime state survives pause and resume). */
 export const SNAPSHOT_STATE = 'snapshotKey';
@@ -117,59 +112,6 @@ export class SandboxBridge extends SandboxRecords {
     // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
     const status = record && (await this.enforceMonthly(rec, record)) ? 'PAUSED' : rec.status;
     return { status, command_seq: rec.commandSeq ?? 0 };
-  }
-
-  /**
-   * Meters the compute of a RUNNING sandbox's generation from its last recorded point (its check-in
-   * before the first record) to now, in whole seconds (the remainder carries to the next heartbeat).
-   * The record's key is (sandbox, generation, interval start): the same heartbeat delivered again
-   * reads the same start and its conditional put changes nothing, and the totals move only after
-   * that put succeeded. A sandbox lost before its first heartbeat is never billed; one lost later is
-   * billed to its last heartbeat. Metering never fails a heartbeat (the interval is billed by the next).
-   */
-  async accrue(rec: SandboxRecord, at: Date = this.now()): Promise<ComputeRecord | undefined> {
-    if (rec.status !== 'RUNNING' || !rec.runningAt || !rec.orgId) return undefined;
-    try {
-      const usage = this.deps.usage!;
-      const from = (await usage.lastComputeEnd(rec.id, rec.generation)) ?? rec.runningAt;
-      const seconds = Math.floor((at.getTime() - Date.parse(from)) / 1000);
-      if (seconds < 1) return undefined;
-      const spec = this.deps.specs.get(rec.specId);
-      // Locally the factor does not apply (a process has no size): the nominal size, factor 1.
-      const factor = spec?.fargate ? (rec.resourceFactor ?? 1) : 1;
-      const cpuUnits = (spec?.cpu ?? NOMINAL_SIZE.cpu) * factor;
-      const memoryMiB = (spec?.memory ?? NOMINAL_SIZE.memory) * factor;
-      const spot = !!spec?.fargate?.spot && rec.runtimeState?.[CAPACITY_STATE] !== 'FARGATE';
-      const price = this.deps.prices!.compute(process.env.AWS_REGION, spot);
-      const charge = computeCharge(seconds, cpuUnits, memoryMiB, price);
-      const record: ComputeRecord = {
-        sandboxId: rec.id,
-        generation: rec.generation,
-        orgId: rec.orgId,
-        userId: rec.userId,
-        specId: rec.specId,
-        day: from.slice(0, 10),
-        from,
-        to: new Date(Date.parse(from) + seconds * 1000).toISOString(),
-        seconds,
-        factorSeconds: seconds * factor,
-        vcpuSeconds: charge.vcpuSeconds,
-        gbSeconds: charge.gbSeconds,
-        computeMicroUsd: charge.costMicroUsd,
-        cpuUnits,
-        memoryMiB,
-        resourceFactor: factor,
-        price,
-        recordedAt: at.toISOString(),
-      };
-      return (await usage.recordCompute(record)) ? record : undefined;
-    } catch (err) {
-      logger.error('Metering a heartbeat failed; the next one bills the interval', {
-        sandboxId: rec.id,
-        error: err as Error,
-      });
-      return undefined;
-    }
   }
 
   /**

@@ -3,11 +3,14 @@ import {
   DeleteCommand,
   GetCommand,
   PutCommand,
+  paginateQuery,
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
   LIVE_SHARD,
+  RUNNING_COUNTERS,
+  type RunningCounter,
   type SandboxPatch,
   type SandboxRecord,
   runningCounterId,
@@ -144,9 +147,15 @@ export class DynamoSandboxStore implements SandboxStore {
         new UpdateCommand({
           TableName: this.table,
           Key: { id: runningCounterId(orgId) },
-          UpdateExpression: 'ADD running :one',
+          // changedAt: the reconcile repairs a counter only when it sat still (docs/billing.md); counterShard lists it.
+          UpdateExpression: 'ADD running :one SET changedAt = :now, counterShard = :shard',
           ConditionExpression: 'attribute_not_exists(running) OR running < :limit',
-          ExpressionAttributeValues: { ':one': 1, ':limit': limit },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ':limit': limit,
+            ':now': new Date().toISOString(),
+            ':shard': RUNNING_COUNTERS,
+          },
           ReturnValues: 'UPDATED_NEW',
         }),
       ),
@@ -161,9 +170,9 @@ export class DynamoSandboxStore implements SandboxStore {
         new UpdateCommand({
           TableName: this.table,
           Key: { id: runningCounterId(orgId) },
-          UpdateExpression: 'ADD running :minus',
+          UpdateExpression: 'ADD running :minus SET changedAt = :now',
           ConditionExpression: 'running > :zero',
-          ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+          ExpressionAttributeValues: { ':minus': -1, ':zero': 0, ':now': new Date().toISOString() },
         }),
       ),
     );
@@ -174,6 +183,50 @@ export class DynamoSandboxStore implements SandboxStore {
       new GetCommand({ TableName: this.table, Key: { id: runningCounterId(orgId) }, ConsistentRead: true }),
     );
     return Number(out.Item?.running ?? 0);
+  }
+  async runningCounter(orgId: string): Promise<RunningCounter | undefined> {
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { id: runningCounterId(orgId) }, ConsistentRead: true }),
+    );
+    if (!out.Item) return undefined;
+    return { orgId, running: Number(out.Item.running ?? 0), changedAt: out.Item.changedAt as string | undefined };
+  }
+
+  async *runningCounterOrgs(): AsyncGenerator<string[]> {
+    const prefix = runningCounterId('');
+    const pages = paginateQuery(
+      { client: this.db, pageSize: 500 },
+      {
+        TableName: this.table,
+        IndexName: 'counters',
+        KeyConditionExpression: 'counterShard = :s',
+        ExpressionAttributeValues: { ':s': RUNNING_COUNTERS },
+      },
+    );
+    for await (const page of pages) yield (page.Items ?? []).map((i) => (i.id as string).slice(prefix.length));
+  }
+
+  setRunning(orgId: string, seen: RunningCounter | undefined, value: number): Promise<boolean> {
+    const conditions = seen
+      ? ['running = :seen', seen.changedAt ? 'changedAt = :at' : 'attribute_not_exists(changedAt)']
+      : ['attribute_not_exists(running)'];
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id: runningCounterId(orgId) },
+          UpdateExpression: 'SET running = :v, changedAt = :now, counterShard = :shard',
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeValues: {
+            ':v': value,
+            ':now': new Date().toISOString(),
+            ':shard': RUNNING_COUNTERS,
+            ...(seen ? { ':seen': seen.running } : {}),
+            ...(seen?.changedAt ? { ':at': seen.changedAt } : {}),
+          },
+        }),
+      ),
+    );
   }
 
   async remove(id: string): Promise<void> {

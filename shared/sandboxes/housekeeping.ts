@@ -76,7 +76,15 @@ export class SandboxHousekeeping extends SandboxRecords {
    * tasks that no live record owns. One failing item does not stop the others.
    */
   async sweep(now: Date = this.now()): Promise<SweepSummary> {
-    const summary: SweepSummary = { paused: [], failed: [], missing: [], orphans: [], deleted: [], retried: [] };
+    const summary: SweepSummary = {
+      paused: [],
+      failed: [],
+      missing: [],
+      orphans: [],
+      deleted: [],
+      retried: [],
+      metered: [],
+    };
     const { idleMinutes, startTimeoutSeconds } = this.deps.config;
     const t = now.getTime();
     const idle = (r: SandboxRecord) => t - Date.parse(r.lastActivityAt) > idleMinutes * 60_000;
@@ -123,7 +131,7 @@ export class SandboxHousekeeping extends SandboxRecords {
               : 'skip',
           );
           if (t2?.changed) summary.missing.push(rec.id);
-        }
+        } else if (rec.status === 'RUNNING' && (await this.meterSilent(rec, now))) summary.metered.push(rec.id);
       } catch (err) {
         logger.error('Sweep step failed', { sandboxId: rec.id, error: err as Error });
       }
@@ -146,6 +154,20 @@ export class SandboxHousekeeping extends SandboxRecords {
     }
     if (Object.values(summary).some((list) => list.length)) logger.info('sandbox.sweep', { ...summary });
     return summary;
+  }
+
+  /**
+   * A RUNNING sandbox whose last record is more than two heartbeat intervals old stopped heartbeating;
+   * if it showed life since (events posted, `lastActivityAt`), that time is metered now, up to its last
+   * sign of life (docs/billing.md, "Silent sandboxes"): a program that posts events but never heartbeats
+   * is billed as one that heartbeats. One Query per RUNNING sandbox per sweep; a record only when silent.
+   */
+  private async meterSilent(rec: SandboxRecord, now: Date): Promise<boolean> {
+    const from = (await this.deps.usage!.lastComputeEnd(rec.id, rec.generation)) ?? rec.runningAt;
+    if (!from || now.getTime() - Date.parse(from) <= 2 * this.deps.config.heartbeatSeconds * 1000) return false;
+    const alive = Math.min(Date.parse(rec.lastActivityAt), now.getTime());
+    if (alive - Date.parse(from) < 1000) return false;
+    return (await this.accrue(rec, new Date(alive), from)) !== undefined;
   }
 
   /**

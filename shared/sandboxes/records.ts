@@ -5,13 +5,15 @@ import { logger } from '#shared/logging.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
-import type { UsageStore } from '#shared/usage/usage-store.ts';
+import { computeCharge } from '#shared/usage/prices.ts';
+import type { ComputeRecord, UsageStore } from '#shared/usage/usage-store.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import {
+  CAPACITY_STATE,
   SandboxStartError,
   type InstanceRef,
   type LaunchOptions,
@@ -60,6 +62,8 @@ export interface SweepSummary {
   deleted: string[];
   /** Starts tried again after throttling or missing capacity. */
   retried: string[];
+  /** RUNNING sandboxes that stopped heartbeating, metered to their last sign of life. */
+  metered: string[];
 }
 
 type Decision = SandboxPatch | 'skip';
@@ -92,6 +96,9 @@ export const toPaused = (detail?: string): SandboxPatch => ({ status: 'PAUSED', 
  * deleted, and started since the per-organization limit exists (`orgId` set by the start or resume).
  */
 export const holdsSlot = (r: SandboxRecord) => r.orgId !== undefined && isLive(r.status) && !r.deletedAt;
+
+/** The size a sandbox without one (a local process) is metered at: 1 vCPU, 2 GiB (docs/billing.md). */
+export const NOMINAL_SIZE = { cpu: 1024, memory: 2048 } as const;
 
 /** A delete older than this that is still unfinished is retried by the sweeper. */
 export const DELETE_RETRY_MS = 60_000;
@@ -173,11 +180,88 @@ export class SandboxRecords {
       const updated = await this.deps.store.update(id, rec.version, patch);
       if (updated) {
         await this.releaseIfLeft(rec, updated);
+        await this.closeIfLeft(rec, updated, new Date(updated.updatedAt));
         return { record: updated, previous: rec, changed: true };
       }
       await sleep(2 + Math.random() * 10 * Math.min(attempt + 1, 8));
     }
     throw conflict('The sandbox is being changed by other requests; try again');
+  }
+
+  /**
+   * Meters the compute of a RUNNING sandbox's generation from its last recorded point (its check-in
+   * before the first record) to now, in whole seconds (the remainder carries to the next heartbeat).
+   * The record's key is (sandbox, generation, interval start): the same heartbeat delivered again
+   * reads the same start and its conditional put changes nothing, and the totals move only after
+   * that put succeeded. A sandbox lost before its first heartbeat is never billed; one lost later is
+   * billed to its last heartbeat. Metering never fails a heartbeat (the interval is billed by the next).
+   * `from`: the generation's last recorded point when the caller read it already.
+   */
+  async accrue(rec: SandboxRecord, at: Date = this.now(), from?: string): Promise<ComputeRecord | undefined> {
+    if (rec.status !== 'RUNNING' || !rec.runningAt || !rec.orgId) return undefined;
+    try {
+      const usage = this.deps.usage!;
+      from ??= (await usage.lastComputeEnd(rec.id, rec.generation)) ?? rec.runningAt;
+      const seconds = Math.floor((at.getTime() - Date.parse(from)) / 1000);
+      if (seconds < 1) return undefined;
+      const spec = this.deps.specs.get(rec.specId);
+      // Locally the factor does not apply (a process has no size): the nominal size, factor 1.
+      const factor = spec?.fargate ? (rec.resourceFactor ?? 1) : 1;
+      const cpuUnits = (spec?.cpu ?? NOMINAL_SIZE.cpu) * factor;
+      const memoryMiB = (spec?.memory ?? NOMINAL_SIZE.memory) * factor;
+      const spot = !!spec?.fargate?.spot && rec.runtimeState?.[CAPACITY_STATE] !== 'FARGATE';
+      const price = this.deps.prices!.compute(process.env.AWS_REGION, spot);
+      const charge = computeCharge(seconds, cpuUnits, memoryMiB, price);
+      const record: ComputeRecord = {
+        sandboxId: rec.id,
+        generation: rec.generation,
+        orgId: rec.orgId,
+        userId: rec.userId,
+        specId: rec.specId,
+        day: from.slice(0, 10),
+        from,
+        to: new Date(Date.parse(from) + seconds * 1000).toISOString(),
+        seconds,
+        factorSeconds: seconds * factor,
+        vcpuSeconds: charge.vcpuSeconds,
+        gbSeconds: charge.gbSeconds,
+        computeMicroUsd: charge.costMicroUsd,
+        cpuUnits,
+        memoryMiB,
+        resourceFactor: factor,
+        price,
+        // When it was written (not the interval's end): the reconcile's settled time counts from here.
+        recordedAt: this.iso(),
+      };
+      return (await usage.recordCompute(record)) ? record : undefined;
+    } catch (err) {
+      logger.error('Metering a heartbeat failed; the next one bills the interval', {
+        sandboxId: rec.id,
+        error: err as Error,
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * The closing record (docs/billing.md, "Closing records"): a RUNNING generation that stops running
+   * (paused, deleted, failed, lost) is billed from its last recorded point to the change at `at` when
+   * it was alive then (a sign of life, a heartbeat's record or activity, within two heartbeat intervals),
+   * otherwise only to its last sign of life: a crash or a silent program is never billed to its discovery.
+   * Same key as a heartbeat's (sandbox, generation, start): a heartbeat racing it, or a repeat, writes once.
+   */
+  private async closeIfLeft(before: SandboxRecord, after: SandboxRecord, at: Date): Promise<void> {
+    if (before.status !== 'RUNNING' || !before.runningAt || !before.orgId) return;
+    if (after.status === 'RUNNING' && !after.deletedAt && after.generation === before.generation) return;
+    try {
+      const from = (await this.deps.usage!.lastComputeEnd(before.id, before.generation)) ?? before.runningAt;
+      const alive = Math.max(Date.parse(from), Date.parse(before.lastActivityAt));
+      const stopped = after.status === 'PAUSED' || after.deletedAt !== undefined;
+      const silent = at.getTime() - alive > 2 * this.deps.config.heartbeatSeconds * 1000;
+      await this.accrue(before, stopped && !silent ? at : new Date(Math.min(alive, at.getTime())), from);
+    } catch (err) {
+      logger.error('The closing record failed; that tail is not billed', { sandboxId: before.id, error: err as Error });
+    }
   }
 
   /**

@@ -64,6 +64,16 @@ export interface SandboxRecord {
  */
 export const runningCounterId = (orgId: string) => `#running#${orgId}`;
 
+/** The value of `counterShard` on running-slot counters: their one partition of index `counters`. */
+export const RUNNING_COUNTERS = 'running';
+
+/** An organization's running-slot counter as read (`changedAt`: its last reserve or release; absent on old items). */
+export interface RunningCounter {
+  orgId: string;
+  running: number;
+  changedAt?: string;
+}
+
 /**
  * One start's phases (milliseconds), as the record keeps and the API shows them. Warm: the claim,
  * then the claimed standby's check-in with its binding (`check_in_ms`, from the claim); cold: the
@@ -141,6 +151,15 @@ export interface SandboxStore {
   releaseRunning(orgId: string): Promise<void>;
   /** The organization's slots taken now. */
   runningOf(orgId: string): Promise<number>;
+  /** The organization's counter (strongly consistent), or undefined when it has none. */
+  runningCounter(orgId: string): Promise<RunningCounter | undefined>;
+  /** The organizations that have a counter, a page at a time (index `counters`). */
+  runningCounterOrgs(): AsyncIterable<string[]>;
+  /**
+   * The daily reconcile's repair: sets the counter to `value` if it is still as `seen` (count and
+   * `changedAt`); false when a start or release changed it meanwhile.
+   */
+  setRunning(orgId: string, seen: RunningCounter | undefined, value: number): Promise<boolean>;
   /** Removes the item if it is marked deleted. */
   remove(id: string): Promise<void>;
   /** The next command number of a sandbox that exists and is not being deleted; undefined otherwise. */

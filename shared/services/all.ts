@@ -24,6 +24,7 @@ import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
 import { billingExports } from '#shared/services/billing-exports.ts';
 import { billingCustomers, stripeReports } from '#shared/services/stripe.ts';
+import { usageReconcile } from '#shared/services/usage-reconcile.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
@@ -59,6 +60,7 @@ export const allServices: Required<ServiceFactories> = {
   billingExports,
   billingCustomers,
   stripeReports,
+  usageReconcile,
   platformLlms,
   llmGateway,
 };

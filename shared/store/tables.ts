@@ -9,7 +9,8 @@ export interface IndexDef {
   /**
    * Project only the keys and these attributes (INCLUDE); without it the index holds whole items
    * (ALL). A slim index costs a small write per item whatever the item's size, and its reader
-   * fetches the items it needs from the table. `[]`: the keys only (KEYS_ONLY).
+   * fetches the items it needs from the table. `[]`: the keys only (KEYS_ONLY), written only when
+   * an item enters or leaves the index.
    */
   include?: readonly string[];
 }
@@ -35,6 +36,8 @@ export const tables = {
    * Sandboxes by id; a user's newest first through `byUser`. Two sparse indexes hold only the items
    * that carry their key attributes: `live` (every STARTING/RUNNING sandbox and unfinished deletes,
    * for the sweeper) and `liveByUser` (a user's STARTING/RUNNING ones, for the per-user limit).
+   * `counters` (keys only) lists the organizations' running-slot counters (`counterShard` is set on
+   * them only): the daily reconcile recounts them (docs/billing.md).
    */
   sandboxes: {
     pk: 'id',
@@ -42,13 +45,20 @@ export const tables = {
       byUser: { pk: 'userId', sk: 'createdAt' },
       live: { pk: 'liveShard', sk: 'lastActivityAt' },
       liveByUser: { pk: 'liveUserId', sk: 'lastActivityAt' },
+      counters: { pk: 'counterShard', sk: 'id', include: [] },
     },
   },
   /**
    * Conversations by (user, id): a client may choose a conversation's id, so the id is unique only
    * within its user and another user's equal id neither collides nor shows. Newest first through `byUser`.
+   * `counters` (keys only) lists the users' conversation counters (`counterShard` is set on them only):
+   * the daily reconcile recounts them (docs/billing.md).
    */
-  conversations: { pk: 'userId', sk: 'id', indexes: { byUser: { pk: 'userId', sk: 'createdAt' } } },
+  conversations: {
+    pk: 'userId',
+    sk: 'id',
+    indexes: { byUser: { pk: 'userId', sk: 'createdAt' }, counters: { pk: 'counterShard', sk: 'userId', include: [] } },
+  },
   /** Conversation start tasks by id; a user's through `byUser`; the unfinished ones through `pending`. */
   startTasks: {
     pk: 'id',
@@ -131,11 +141,13 @@ export const tables = {
    * (`userKey` = `<org id>#<user id>`, `day`) holds only the user totals: one user's month in O(days).
    * `byDay` (`day`, `recordKey` = `<org id>#<start, ISO>#<record pk>`) holds only the records (compute
    * and LLM): a day's records for the reconcile, an organization's in time order for the export.
+   * Records expire (`expiresAtEpoch`) USAGE_RETENTION_DAYS after their day; totals never do.
    */
   usage: {
     pk: 'pk',
     sk: 'sk',
     indexes: { byUser: { pk: 'userKey', sk: 'day' }, byDay: { pk: 'day', sk: 'recordKey' } },
+    ttl: 'expiresAtEpoch',
   },
 } as const satisfies Record<string, TableDef>;
 

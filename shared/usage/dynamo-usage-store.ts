@@ -1,7 +1,16 @@
 import { PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
-import type { ComputeRecord, DayTotals, UsageAmounts, UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
+import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
+import type {
+  ComputeRecord,
+  DayTotals,
+  TotalsDelta,
+  TotalsKey,
+  UsageAmounts,
+  UsageRecord,
+  UsageStore,
+} from '#shared/usage/usage-store.ts';
 
 /** Keys of table `usage` (docs/data-model.md, "usage"). */
 export const usageKeys = {
@@ -15,12 +24,14 @@ export const usageKeys = {
   recordKey: (orgId: string, start: string, pk: string) => `${orgId}#${start}#${pk}`,
 };
 
+// lastAt: the wall clock of the write, read by the daily reconcile (docs/billing.md, "The daily reconcile").
 const ADD_TOTALS =
-  'ADD seconds :s, factorSeconds :f, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day';
+  'ADD seconds :s, factorSeconds :f, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day, lastAt = :now';
 
 export class DynamoUsageStore implements UsageStore {
   private readonly db = documentClient();
   private readonly table = tableName('usage');
+  private readonly retentionDays = usageRetentionDays();
 
   async lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined> {
     const out = await this.db.send(
@@ -46,6 +57,7 @@ export class DynamoUsageStore implements UsageStore {
             sk: r.from,
             kind: 'compute',
             recordKey: usageKeys.recordKey(r.orgId, r.from, usageKeys.compute(r.sandboxId, r.generation)),
+            expiresAtEpoch: recordExpiry(r.day, this.retentionDays),
             ...r,
           },
           ConditionExpression: 'attribute_not_exists(pk)',
@@ -61,9 +73,10 @@ export class DynamoUsageStore implements UsageStore {
       ':c': r.computeMicroUsd,
       ':one': 1,
       ':day': r.day,
+      ':now': new Date().toISOString(),
     };
     // Totals only after the record's own put succeeded: a repeat adds nothing. A crash between these
-    // writes leaves a total short of its records (docs/billing.md: the reconcile that repairs it is to come).
+    // writes leaves a total short of its records until the daily reconcile (shared/usage/reconcile.ts).
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
@@ -148,6 +161,54 @@ export class DynamoUsageStore implements UsageStore {
       },
     );
     for await (const page of pages) yield (page.Items ?? []) as UsageRecord[];
+  }
+
+  repairTotals(key: TotalsKey, seen: DayTotals | undefined, delta: TotalsDelta): Promise<boolean> {
+    const names: Record<string, string> = { '#day': 'day' };
+    const values: Record<string, unknown> = { ':day': key.day };
+    const adds = Object.entries(delta)
+      .filter(([, v]) => v)
+      .map(([field, v], i) => {
+        names[`#f${i}`] = field;
+        values[`:f${i}`] = v;
+        return `#f${i} :f${i}`;
+      });
+    const sets = ['#day = :day'];
+    if (key.userId !== undefined) {
+      sets.push('userId = :u', 'userKey = :uk');
+      Object.assign(values, { ':u': key.userId, ':uk': usageKeys.userKey(key.orgId, key.userId) });
+    }
+    if (key.model !== undefined) {
+      sets.push('model = :model');
+      values[':model'] = key.model;
+    }
+    // Every writer ADDs 1 to `records` (compute) or `llmCalls` (LLM): unchanged counts mean no writer came between.
+    const conditions = seen
+      ? (['records', 'llmCalls'] as const).map((f) => {
+          if (seen[f] === undefined) return `attribute_not_exists(${f})`;
+          values[`:seen_${f}`] = seen[f];
+          return `${f} = :seen_${f}`;
+        })
+      : ['attribute_not_exists(pk)'];
+    const pk =
+      key.userId !== undefined
+        ? usageKeys.orgUsers(key.orgId)
+        : key.model !== undefined
+          ? usageKeys.orgModels(key.orgId)
+          : usageKeys.orgDay(key.orgId);
+    const sk = `day#${key.day}${key.userId !== undefined ? `#${key.userId}` : key.model !== undefined ? `#${key.model}` : ''}`;
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk },
+          UpdateExpression: `${adds.length ? `ADD ${adds.join(', ')} ` : ''}SET ${sets.join(', ')}`,
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      ),
+    );
   }
 
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {

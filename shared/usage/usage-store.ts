@@ -48,8 +48,22 @@ export interface DayTotals extends UsageAmounts, LlmAmounts {
   day: string;
   userId?: string;
   model?: string;
+  /** Compute records added (LLM records count in `llmCalls`). */
   records: number;
+  /** When a writer last added to it (wall clock of the write): the reconcile leaves an item that recent alone. */
+  lastAt?: string;
 }
+
+/** Which day total: the organization's, one user's in it, or one platform model's in it. */
+export interface TotalsKey {
+  orgId: string;
+  day: string;
+  userId?: string;
+  model?: string;
+}
+
+/** What a repair adds to a total: the difference between its records' sums and what it holds. */
+export type TotalsDelta = Partial<Record<Exclude<keyof DayTotals, 'day' | 'userId' | 'model' | 'lastAt'>, number>>;
 
 /** A record of the ledger as index `byDay` returns it: compute or platform LLM, told apart by `kind`. */
 export type UsageRecord = (ComputeRecord & { kind: 'compute' }) | (LlmRecord & { kind: 'llm' });
@@ -79,6 +93,12 @@ export interface UsageStore {
    * start) order; with `orgId`, that organization's only.
    */
   dayRecords(day: string, orgId?: string): AsyncIterable<UsageRecord[]>;
+  /**
+   * The daily reconcile's repair: `ADD`s `delta` to the total if its `records` and `llmCalls` are still
+   * what `seen` held (absent: the item must not exist), so a writer that added meanwhile is never lost;
+   * false when one did (the next run looks again).
+   */
+  repairTotals(key: TotalsKey, seen: DayTotals | undefined, delta: TotalsDelta): Promise<boolean>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
 }

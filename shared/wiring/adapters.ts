@@ -161,7 +161,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },
   usageStore: {
     build: { tables: { usage: 'read' } },
-    calls: { recordCompute: { tables: { usage: 'write' } } },
+    calls: { recordCompute: { tables: { usage: 'write' } }, repairTotals: { tables: { usage: 'write' } } },
   },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
@@ -171,6 +171,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       touchActivity: { tables: { sandboxes: 'write' } },
       reserveRunning: { tables: { sandboxes: 'write' } },
       releaseRunning: { tables: { sandboxes: 'write' } },
+      setRunning: { tables: { sandboxes: 'write' } },
       remove: { tables: { sandboxes: 'write' } },
       nextCommandSeq: { tables: { sandboxes: 'write' } },
       putCommand: { tables: { commands: 'write' } },
@@ -211,6 +212,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       create: { tables: { conversations: 'write' } },
       update: { tables: { conversations: 'write' } },
       delete: { tables: { conversations: 'write' } },
+      setCount: { tables: { conversations: 'write' } },
     },
   },
   startTaskStore: {

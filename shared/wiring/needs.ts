@@ -78,6 +78,8 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
 export function environmentNames(declared: Declaration): string[] {
   const names = new Set<string>();
   for (const table of Object.keys(declared.tables) as TableKey[]) names.add(tableEnvVar(table));
+  // Writers of the ledger's records set their expiry (shared/usage/retention.ts).
+  if (declared.tables.usage === 'write') names.add('USAGE_RETENTION_DAYS');
   for (const cap of declared.capabilities ?? []) for (const name of capabilityEnv[cap]) names.add(name);
   return [...names].sort();
 }

@@ -418,7 +418,7 @@ describe('functions', () => {
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
     expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend', 'sandboxSnapshotsDelete');
-    expected.push('poolRefill');
+    expected.push('poolRefill', 'usageReconcile');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });
@@ -478,8 +478,11 @@ describe('functions', () => {
       ).sort();
     expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'TABLE_SETTINGS']);
     expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'SANDBOX_SPECS']);
-    expect(envOf('pauseSandbox')).toEqual(expect.arrayContaining(SANDBOX_ENV.filter((n) => n !== 'SANDBOX_SPECS')));
-    expect(envOf('pauseSandbox')).not.toContain('SANDBOX_SPECS');
+    // A pause writes the closing record (docs/billing.md): the spec's size, the prices, the ledger and its retention.
+    expect(envOf('pauseSandbox')).toEqual(
+      expect.arrayContaining([...SANDBOX_ENV, 'PRICES', 'TABLE_USAGE', 'USAGE_RETENTION_DAYS']),
+    );
+    expect(envOf('pauseSandbox')).not.toContain('SECRETS_KEY_ID');
   });
 
   it('points every function at the CloudFront host, and only those that push to or close stream sockets at the WebSocket API', () => {
@@ -753,6 +756,25 @@ describe('event functions (written on the sandboxes branch)', () => {
       });
     },
   );
+
+  it('runs the usage reconcile every night at 01:15 UTC from EventBridge Scheduler, with retries and a DLQ', () => {
+    const fn = stack.functions.get('usageReconcile')!.fn.fn;
+    const fnId = logicalId(fn.node.defaultChild);
+    const queue = { 'Fn::GetAtt': [logicalId(stack.failureQueue.node.defaultChild), 'Arn'] };
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'cron(15 1 * * ? *)',
+      Target: {
+        Arn: { 'Fn::GetAtt': [fnId, 'Arn'] },
+        DeadLetterConfig: { Arn: queue },
+        RetryPolicy: { MaximumRetryAttempts: 2 },
+      },
+    });
+    // A night's run pages through two days of records and waits out its counters' second look.
+    expect(resources[fnId]!.Properties.Timeout).toBe(900);
+    expect(Object.keys(resources[fnId]!.Properties.Environment.Variables)).toEqual(
+      expect.arrayContaining(['TABLE_USAGE', 'TABLE_SANDBOXES', 'TABLE_CONVERSATIONS']),
+    );
+  });
 
   it.skipIf(!ecsPresent || !sweeperPresent)('gives both event functions the sandbox environment', () => {
     for (const id of ['ecsEvents', 'sweeper']) {

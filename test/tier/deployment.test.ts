@@ -223,7 +223,7 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   }, 240_000);
 
   it('the sweeper runs through its schedule, invoked with the schedule role', async () => {
-    const run = await tier.bus.runSchedule();
+    const run = await tier.bus.runSchedule('SweeperSchedule');
     expect(run.target).toMatch(/sweeper/i);
     expect(run.result.error).toBeUndefined();
     expect(run.result.ok).toBe(true);

@@ -146,10 +146,13 @@ export class EventBus {
     return out;
   }
 
-  /** One run of a schedule (by logical id, or the only one): invoked with the schedule's role, as EventBridge Scheduler does. */
+  /**
+   * One run of a schedule (by logical id or its start, e.g. `SweeperSchedule`; or the only one): invoked
+   * with the schedule's role, as EventBridge Scheduler does.
+   */
   async runSchedule(id?: string): Promise<Delivery> {
     const s = id
-      ? this.schedules.find((x) => x.id === id)
+      ? (this.schedules.find((x) => x.id === id) ?? only(this.schedules.filter((x) => x.id.startsWith(id))))
       : this.schedules.length === 1
         ? this.schedules[0]
         : undefined;
@@ -190,3 +193,5 @@ export class EventBus {
     return delivery;
   }
 }
+
+const only = <T>(list: T[]): T | undefined => (list.length === 1 ? list[0] : undefined);

@@ -142,7 +142,7 @@ describe("API Gateway's own answers, from the template's settings", () => {
     });
     await tier.bus.settle();
     expect(tier.bus.failures.at(-1)!.result.error!.errorMessage).toMatch(/no AWS::Lambda::Permission/);
-    const run = await tier.bus.runSchedule();
+    const run = await tier.bus.runSchedule('SweeperSchedule');
     expect(run.result.ok).toBe(false);
     expect(run.result.error!.errorMessage).toMatch(/may not invoke .*implicit deny/);
   });

@@ -264,7 +264,7 @@ describe('the event stream on the synthesized stack', () => {
     late.ws!.send(auth(conv.scoped));
     await late.closed;
     expect(late.messages).toEqual([]);
-    const run = await tier.bus.runSchedule();
+    const run = await tier.bus.runSchedule('SweeperSchedule');
     expect(run.result.error).toBeUndefined();
     await silent.closed;
     expect(silent.messages).toEqual([]);

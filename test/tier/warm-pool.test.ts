@@ -169,7 +169,7 @@ describe('the warm pool, as deployed', () => {
         ExpressionAttributeValues: { ':t': { S: new Date(Date.now() - 31 * 60_000).toISOString() } },
       }),
     );
-    const run = await tier.bus.runSchedule();
+    const run = await tier.bus.runSchedule('SweeperSchedule');
     expect(run.target).toMatch(/sweeper/i);
     const left = await standbys(tier);
     expect(left.filter((s) => s.status === 'ready' || s.status === 'booting')).toEqual([]);

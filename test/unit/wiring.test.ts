@@ -33,6 +33,7 @@ const sampleValues: Record<string, string> = {
   PLANS: '',
   PRICES: '',
   PLATFORM_LLMS: '',
+  USAGE_RETENTION_DAYS: '400',
 };
 
 async function wiringOf(entry: string): Promise<FunctionWiring | undefined> {
