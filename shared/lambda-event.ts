@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 
 /** SigV4's hash: SHA-256, or HMAC-SHA-256 under `secret` (the contract of the SDK's `@smithy/hash-node`). */
-class Sha256 {
+export class Sha256 {
   private readonly hash;
   constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
     this.hash = secret
@@ -18,7 +18,7 @@ class Sha256 {
 }
 
 /** Lambda's credentials and region, from the environment Lambda gives a function. */
-function fromEnv() {
+export function fromEnv() {
   const accessKeyId = process.env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = process.env.AWS_SECRET_ACCESS_KEY;
   if (!accessKeyId || !secretAccessKey)

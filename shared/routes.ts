@@ -39,7 +39,7 @@ export const llmGatewayRoute = {
   // suspension, a plan change); users + signin: the account store that reads the organization; keys: the
   // credential's signing key (sealed), rate counters, Idempotency-Keys; usage: records, totals, reservations.
   tables: { conversations: 'read', sandboxes: 'read', users: 'read', orgs: 'read', usage: 'write', keys: 'write' },
-  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys'],
+  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys', 'usage:notify'],
   async: false,
   /** A long completion streams for minutes: Lambda's own limit. */
   timeoutSeconds: 900,
@@ -261,7 +261,7 @@ export const routes = [
       "a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger",
     tag: 'bridge',
     tables: { sandboxes: 'write', usage: 'write' },
-    capabilities: ['specs', 'prices', 'plans'],
+    capabilities: ['specs', 'prices', 'plans', 'usage:notify'],
   },
   {
     id: 'sandboxCommands',
@@ -1251,6 +1251,20 @@ export const routes = [
       'members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most',
     tag: 'organizations',
     tables: { usage: 'read' },
+  },
+  {
+    id: 'listNotifications',
+    method: 'GET',
+    path: '/api/v1/notifications',
+    entry: 'functions/usage/notifications.ts',
+    auth: 'user',
+    summary:
+      "The organization's usage notifications (owners, admins): 80% and 100% of sandbox_hours_per_month, " +
+      'monthly_spend_usd and prepaid credits, once per limit, threshold and month; newest month first, paged',
+    tag: 'organizations',
+    // keys: the page cursor's signing key is created on first use.
+    tables: { usage: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
   },
   {
     id: 'listAuditLog',

@@ -5,6 +5,7 @@ import { logger } from '#shared/logging.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
+import type { UsageAlerts } from '#shared/usage/alerts.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
@@ -47,6 +48,8 @@ export interface SandboxServiceDeps {
   /** The usage ledger and compute prices: read by the heartbeat only. */
   usage?: UsageStore;
   prices?: Prices;
+  /** 80% / 100% notices: the heartbeat's, where a record crosses a threshold (shared/usage/alerts.ts). */
+  alerts?: UsageAlerts;
   /** The warm pool a start claims from (used only for specs that keep one). */
   pool?: PoolClaims;
   now?: () => Date;

@@ -1,6 +1,7 @@
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
+import { usageAlerts } from '#shared/services/usage-alerts.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
@@ -27,6 +28,7 @@ export const sandboxDeps = (
     plans: () => c.adapters.plans,
     usage: () => c.adapters.usageStore,
     prices: () => c.adapters.prices,
+    alerts: () => c.use(usageAlerts),
     // Only where the function's entry names the pool (the starts, housekeeping): no other bundle carries it.
     pool: () => c.named('poolClaims'),
     now: () => () => new Date(),

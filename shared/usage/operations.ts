@@ -1,6 +1,7 @@
 import * as z from '#shared/zod.ts';
 import { invalidField } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
+import { pageId, pageLimit } from '#shared/http/query.ts';
 
 const realDay = (v: string) => {
   const t = Date.parse(`${v}T00:00:00Z`);
@@ -65,5 +66,33 @@ export const getUsage = defineOperation(
     if (Date.parse(to) - Date.parse(from) > (MAX_USAGE_DAYS - 1) * 86_400_000)
       throw invalidField(['query', 'to'], `at most ${MAX_USAGE_DAYS} days from from to to`, to);
     return usage.report(userId, auth, { from, to, group_by: query.group_by });
+  },
+);
+
+export const listNotifications = defineOperation(
+  'listNotifications',
+  () => ({
+    query: z.object({ limit: pageLimit, page_id: pageId }),
+    response: z.object({
+      items: z.array(
+        z.object({
+          org_id: z.string(),
+          period: z.string(),
+          limit: z.enum(['sandbox_hours_per_month', 'monthly_spend_usd', 'credits']),
+          threshold: z.number(),
+          used: z.number(),
+          limit_value: z.number(),
+          unit: z.enum(['hours', 'USD']),
+          at: z.string(),
+        }),
+      ),
+      next_page_id: z.nullable(z.string()),
+    }),
+  }),
+  async ({ userId, auth, query }, { usage, cursors }) => {
+    const scope = `notices:${auth.orgId ?? userId}`;
+    const after = (await cursors.decode(query.page_id, scope))?.sk;
+    const page = await usage.notices(userId, auth, query.limit, typeof after === 'string' ? after : undefined);
+    return { items: page.items, next_page_id: await cursors.encode(page.last ? { sk: page.last } : undefined, scope) };
   },
 );

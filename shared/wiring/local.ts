@@ -133,6 +133,8 @@ export function localServices(options: LocalOptions): LocalServices {
     platformLlmKey: () => envKey(platformModels, process.env),
     llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
+    // No bus locally: a notice is the `usage.threshold` log line and the list (GET /api/v1/notifications).
+    usageBus: () => null,
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     poolStore: () => new DynamoPoolStore(),

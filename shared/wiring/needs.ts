@@ -68,6 +68,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'stream:resend': ['STREAM_RESEND_FUNCTION'],
   'snapshots:delete': ['SNAPSHOTS_DELETE_FUNCTION'],
   'pool:refill': ['POOL_REFILL_FUNCTION'],
+  'usage:notify': ['USAGE_EVENT_BUS'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

@@ -28,13 +28,18 @@ const models = parsePlatformModels(
 );
 const plans = parsePlans({ default_plan: 'p', plans: { p: { platform_models: ['platform/m'] } } }, 't');
 
+const ZERO_DAY = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0, records: 0 };
+
 function memoryLedger() {
   const records: LlmRecord[] = [];
   const ledger: LlmLedger = {
     reserve: async () => null,
     settle: async () => {},
     committed: async () => 0,
-    record: async (r) => (records.push(r), true),
+    record: async (r) => {
+      records.push(r);
+      return { day: r.day, ...ZERO_DAY, llmMicroUsd: r.costMicroUsd };
+    },
     takeRate: async () => null,
     addRateTokens: async () => {},
     claimIdempotencyKey: async () => true,
@@ -65,7 +70,7 @@ async function run(
       conversationVersion: async () => 1,
       sandbox: async () => ({ status: 'RUNNING', generation: 1 }),
       org: async () => undefined,
-      computeMonthMicroUsd: async () => 0,
+      standing: async () => ({ days: [], prepaid: false }),
     },
   });
   const credential = await credentials.mint({
