@@ -1240,6 +1240,23 @@ export const routes = [
     capabilities: ['signin', 'plans'],
   },
   {
+    id: 'grantCredits',
+    method: 'POST',
+    path: '/api/v1/admin/orgs/{org_id}/credits',
+    entry: 'functions/admin/grant-credits.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Operators: grant an organization prepaid credits (`amount_usd`, at most 6 decimals); usage debits them, and on a ' +
+      'prepaid plan a spent balance stops sandboxes and platform LLM calls. Honours Idempotency-Key; audited as credits_granted',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'read', usage: 'write', auditLog: 'append', idempotency: 'write' },
+    // managesCredentials (operator actions take a cookie only from an allowed Origin): the kept answer is sealed.
+    capabilities: ['signin', 'plans', 'seal', 'unseal'],
+    idempotent: true,
+    status: 201,
+  },
+  {
     id: 'getUsage',
     method: 'GET',
     path: '/api/v1/usage',
@@ -1248,9 +1265,12 @@ export const routes = [
     summary:
       "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): " +
       "per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, " +
-      'members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most',
+      "members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid " +
+      'credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most',
     tag: 'organizations',
     tables: { usage: 'read' },
+    // The plan's limits and the credits shown to owners and admins beside the usage.
+    capabilities: ['plans'],
   },
   {
     id: 'listNotifications',

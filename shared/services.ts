@@ -21,6 +21,7 @@ import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
+import type { Credits } from '#shared/usage/credits.ts';
 import type { UsageService } from '#shared/usage/service.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
@@ -61,6 +62,8 @@ export interface Services {
   organizations: Organizations;
   /** The usage ledger's totals for `GET /api/v1/usage`. */
   usage: UsageService;
+  /** Operators' grants of prepaid credits. */
+  credits: Credits;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -137,6 +140,7 @@ const serviceNames: Record<ServiceName, true> = {
   organizations: true,
   oidcSignIn: true,
   usage: true,
+  credits: true,
   platformLlms: true,
   llmGateway: true,
 };

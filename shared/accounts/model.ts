@@ -96,5 +96,6 @@ export const auditActions = [
   'org_reactivated',
   'org_updated',
   'plan_changed',
+  'credits_granted',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];

@@ -21,6 +21,7 @@ import { settings } from '#shared/services/settings.ts';
 import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
+import { credits } from '#shared/services/credits.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
@@ -52,6 +53,7 @@ export const allServices: Required<ServiceFactories> = {
   organizations,
   oidcSignIn,
   usage,
+  credits,
   platformLlms,
   llmGateway,
 };

@@ -2,6 +2,7 @@ import * as z from '#shared/zod.ts';
 import { invalidField } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { pageId, pageLimit } from '#shared/http/query.ts';
+import { callerOf } from '#shared/accounts/caller.ts';
 
 const realDay = (v: string) => {
   const t = Date.parse(`${v}T00:00:00Z`);
@@ -57,6 +58,26 @@ export const getUsage = defineOperation(
         }),
       ),
       total: z.object(amounts),
+      limits: z.optional(
+        z.object({
+          plan: z.string(),
+          month: z.string(),
+          on_limit: z.enum(['stop', 'warn']),
+          prepaid: z.boolean(),
+          sandbox_hours_per_month: z.number(),
+          sandbox_hours_used: z.number(),
+          monthly_spend_usd: z.number(),
+          spend_used_usd: z.number(),
+          credits: z.nullable(
+            z.object({
+              total_granted_usd: z.number(),
+              spent_usd: z.number(),
+              balance_usd: z.number(),
+              since: z.nullable(z.string()),
+            }),
+          ),
+        }),
+      ),
     }),
   }),
   ({ userId, auth, query }, { usage }) => {
@@ -95,4 +116,47 @@ export const listNotifications = defineOperation(
     const page = await usage.notices(userId, auth, query.limit, typeof after === 'string' ? after : undefined);
     return { items: page.items, next_page_id: await cursors.encode(page.last ? { sk: page.last } : undefined, scope) };
   },
+);
+
+const MAX_GRANT_USD = 1_000_000;
+/** A JSON number of USD with at most 6 decimals, as exact integer micro-USD (no float arithmetic). */
+function microUsdOf(amount: number): number | undefined {
+  if (!Number.isFinite(amount) || amount <= 0 || amount > MAX_GRANT_USD) return undefined;
+  // Shortest round-trip decimal form; anything in exponent form is below a micro-dollar here.
+  const m = /^(\d+)(?:\.(\d{1,6}))?$/.exec(String(amount));
+  if (!m) return undefined;
+  return Number(m[1]) * 1_000_000 + Number((m[2] ?? '').padEnd(6, '0'));
+}
+
+export const grantCredits = defineOperation(
+  'grantCredits',
+  () => ({
+    params: z.object({
+      org_id: z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)')),
+    }),
+    body: z.strictObject({
+      amount_usd: z
+        .number()
+        .check(
+          z.refine(
+            (n) => microUsdOf(n) !== undefined,
+            `amount_usd must be more than 0 and at most ${MAX_GRANT_USD} USD, with at most 6 decimals`,
+          ),
+        ),
+      note: z.optional(z.string().check(z.maxLength(200))),
+    }),
+    response: z.object({
+      success: z.literal(true),
+      org_id: z.string(),
+      granted_usd: z.number(),
+      total_granted_usd: z.number(),
+      spent_usd: z.number(),
+      balance_usd: z.number(),
+      since: z.nullable(z.string()),
+      prepaid: z.boolean(),
+    }),
+    example: { amount_usd: 25, note: 'invoice 2026-0042' },
+  }),
+  ({ userId, auth, params, body }, { credits }) =>
+    credits.grant(callerOf(userId, auth), params.org_id, microUsdOf(body.amount_usd)!, body.note),
 );

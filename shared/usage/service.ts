@@ -1,5 +1,8 @@
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { forbidden } from '#shared/http/errors.ts';
+import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
+import { creditsView } from '#shared/usage/credits.ts';
+import { readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { DayTotals, LlmAmounts, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
 
 /** Integer micro-USD as a JSON number with at most 6 decimals (exact in its decimal form). */
@@ -59,11 +62,39 @@ function grouped(rows: DayTotals[], key: (d: DayTotals) => string, total: Totals
  * caller's own (from the authorizer): no parameter names another.
  */
 export class UsageService {
-  constructor(private readonly store: UsageStore) {}
+  constructor(
+    private readonly store: UsageStore,
+    /** The plans: the organization's limits and credits shown beside its usage (owners, admins). */
+    private readonly plans?: () => Plans,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /**
+   * The organization's plan limits, what this month used of them, and a prepaid plan's credits (or
+   * any credits granted): what the console draws as bars. One Query of the month (from the first
+   * grant on, with credits) and one GetItem of the credit account.
+   */
+  private async limits(orgId: string, planName: string | undefined) {
+    const plan = (this.plans?.() ?? DEFAULT_PLANS).plan(planName);
+    const day = this.now().toISOString().slice(0, 10);
+    const account = await this.store.credits(orgId);
+    const standing = standingOf(await readStanding(this.store, orgId, day, plan.prepaid || !!account), day);
+    return {
+      plan: planName ?? (this.plans?.() ?? DEFAULT_PLANS).defaultPlan,
+      month: day.slice(0, 7),
+      on_limit: plan.on_limit,
+      prepaid: plan.prepaid,
+      sandbox_hours_per_month: plan.sandbox_hours_per_month,
+      sandbox_hours_used: Math.round((standing.month.factorSeconds / 3600) * 1000) / 1000,
+      monthly_spend_usd: plan.monthly_spend_usd,
+      spend_used_usd: usd(standing.month.computeMicroUsd + standing.month.llmMicroUsd),
+      credits: standing.credits ? creditsView(standing.credits, account?.since ?? null) : null,
+    };
+  }
 
   async report(
     userId: string,
-    auth: Pick<AuthorizerContext, 'orgId' | 'role'>,
+    auth: Pick<AuthorizerContext, 'orgId' | 'role' | 'plan'>,
     query: { from: string; to: string; group_by: 'day' | 'user' | 'model' },
   ) {
     const orgId = auth.orgId ?? userId;
@@ -98,6 +129,8 @@ export class UsageService {
       currency: 'USD' as const,
       items,
       total: view(total),
+      // Owners and admins: the plan's limits and the credits beside the usage.
+      ...(manager ? { limits: await this.limits(orgId, auth.plan) } : {}),
     };
   }
 
