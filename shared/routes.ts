@@ -1264,13 +1264,16 @@ export const routes = [
     auth: 'user',
     summary:
       "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): " +
-      "per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, " +
+      "per day, per member (`group_by=user`) or platform model (`group_by=model`), owners and admins only, or the caller's " +
+      'conversations with the cost their metrics keep (`group_by=conversation`, paged: `limit`, `page_id`). ' +
+      "Owners and admins see their organization's, " +
       "members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid " +
       'credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most',
     tag: 'organizations',
-    tables: { usage: 'read' },
-    // The plan's limits and the credits shown to owners and admins beside the usage.
-    capabilities: ['plans'],
+    // conversations: group_by=conversation reads the caller's conversations' metrics a page at a time; keys
+    // (and seal/unseal): its page cursor's signing key. plans: the limits and credits shown to owners and admins.
+    tables: { usage: 'read', conversations: 'read', keys: 'write' },
+    capabilities: ['plans', 'seal', 'unseal'],
   },
   {
     id: 'listNotifications',

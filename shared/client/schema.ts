@@ -1515,7 +1515,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most */
+        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): per day, per member (`group_by=user`) or platform model (`group_by=model`), owners and admins only, or the caller's conversations with the cost their metrics keep (`group_by=conversation`, paged: `limit`, `page_id`). Owners and admins see their organization's, members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -5915,7 +5915,9 @@ export interface operations {
             query?: {
                 from?: string;
                 to?: string;
-                group_by?: "day" | "user" | "model";
+                group_by?: "day" | "user" | "model" | "conversation";
+                limit?: number;
+                page_id?: string;
             };
             header?: never;
             path?: never;
@@ -5936,10 +5938,10 @@ export interface operations {
                         from: string;
                         to: string;
                         /** @enum {string} */
-                        group_by: "day" | "user" | "model";
+                        group_by: "day" | "user" | "model" | "conversation";
                         /** @constant */
                         currency: "USD";
-                        items: {
+                        items: ({
                             day?: string;
                             user_id?: string;
                             model?: string;
@@ -5953,7 +5955,16 @@ export interface operations {
                             llm_cache_write_input_tokens: number;
                             llm_cost_usd: number;
                             total_cost_usd: number;
-                        }[];
+                        } | {
+                            conversation_id: string;
+                            title: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            reported_llm_cost_usd: number;
+                            reported_llm_input_tokens: number;
+                            reported_llm_output_tokens: number;
+                        })[];
+                        next_page_id: string | null;
                         total: {
                             vcpu_seconds: number;
                             gb_seconds: number;
@@ -5986,6 +5997,7 @@ export interface operations {
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];

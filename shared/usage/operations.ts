@@ -40,23 +40,39 @@ export const getUsage = defineOperation(
     query: z.object({
       from: day('from'),
       to: day('to'),
-      group_by: z._default(z.enum(['day', 'user', 'model']), 'day'),
+      group_by: z._default(z.enum(['day', 'user', 'model', 'conversation']), 'day'),
+      limit: pageLimit,
+      page_id: pageId,
     }),
     response: z.object({
       org_id: z.string(),
       scope: z.enum(['organization', 'user']),
       from: z.string(),
       to: z.string(),
-      group_by: z.enum(['day', 'user', 'model']),
+      group_by: z.enum(['day', 'user', 'model', 'conversation']),
       currency: z.literal('USD'),
       items: z.array(
-        z.object({
-          day: z.optional(z.string()),
-          user_id: z.optional(z.string()),
-          model: z.optional(z.string()),
-          ...amounts,
-        }),
+        z.union([
+          z.object({
+            day: z.optional(z.string()),
+            user_id: z.optional(z.string()),
+            model: z.optional(z.string()),
+            ...amounts,
+          }),
+          // group_by=conversation: what the conversation's `metrics` keep (the agent's report, informational).
+          z.object({
+            conversation_id: z.string(),
+            title: z.nullable(z.string()),
+            created_at: z.string(),
+            updated_at: z.string(),
+            reported_llm_cost_usd: z.number(),
+            reported_llm_input_tokens: z.number(),
+            reported_llm_output_tokens: z.number(),
+          }),
+        ]),
       ),
+      /** group_by=conversation: the next page of conversations; null otherwise or at the end. */
+      next_page_id: z.nullable(z.string()),
       total: z.object(amounts),
       limits: z.optional(
         z.object({
@@ -80,13 +96,26 @@ export const getUsage = defineOperation(
       ),
     }),
   }),
-  ({ userId, auth, query }, { usage }) => {
+  async ({ userId, auth, query }, { usage, cursors }) => {
     const from = query.from ?? `${today().slice(0, 8)}01`;
     const to = query.to ?? today();
     if (to < from) throw invalidField(['query', 'to'], 'to must not be before from', to);
     if (Date.parse(to) - Date.parse(from) > (MAX_USAGE_DAYS - 1) * 86_400_000)
       throw invalidField(['query', 'to'], `at most ${MAX_USAGE_DAYS} days from from to to`, to);
-    return usage.report(userId, auth, { from, to, group_by: query.group_by });
+    if (query.group_by !== 'conversation')
+      return { ...(await usage.report(userId, auth, { from, to, group_by: query.group_by })), next_page_id: null };
+    // The cursor is the caller's (conversations are per user) and this range's: another range's is refused.
+    const scope = `usage-conversations:${userId}:${from}:${to}`;
+    const page = await usage.conversationPage(userId, {
+      from,
+      to,
+      limit: query.limit,
+      after: await cursors.decode(query.page_id, scope),
+    });
+    return {
+      ...(await usage.report(userId, auth, { from, to, group_by: 'conversation' }, page.items)),
+      next_page_id: await cursors.encode(page.lastKey, scope),
+    };
   },
 );
 

@@ -1,5 +1,6 @@
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { forbidden } from '#shared/http/errors.ts';
+import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
 import { creditsView } from '#shared/usage/credits.ts';
 import { readStanding, standingOf } from '#shared/usage/standing.ts';
@@ -67,7 +68,40 @@ export class UsageService {
     /** The plans: the organization's limits and credits shown beside its usage (owners, admins). */
     private readonly plans?: () => Plans,
     private readonly now: () => Date = () => new Date(),
+    /** `group_by=conversation`: the caller's conversations, a page at a time (their `metrics`). */
+    private readonly conversations?: () => ConversationStore,
   ) {}
+
+  /**
+   * `group_by=conversation`: the caller's own conversations updated from `from` to `to`, newest first,
+   * one page of the conversations table at a time, each with the cost and tokens its `metrics` keep
+   * (what the agent reported for its LLM calls: any model, its own price table; informational, not the
+   * ledger's). Conversations are stored per user, so this view is the caller's even for an owner.
+   */
+  async conversationPage(
+    userId: string,
+    query: { from: string; to: string; limit: number; after?: Record<string, unknown> },
+  ) {
+    const next = new Date(Date.parse(`${query.to}T00:00:00Z`) + 86_400_000).toISOString();
+    const page = await this.conversations!().list(
+      userId,
+      { updatedGte: `${query.from}T00:00:00.000Z`, updatedLt: next },
+      query.limit,
+      query.after,
+    );
+    return {
+      items: page.items.map((c) => ({
+        conversation_id: c.id,
+        title: c.title,
+        created_at: c.createdAt,
+        updated_at: c.updatedAt,
+        reported_llm_cost_usd: c.metrics?.accumulated_cost ?? 0,
+        reported_llm_input_tokens: c.metrics?.prompt_tokens ?? 0,
+        reported_llm_output_tokens: c.metrics?.completion_tokens ?? 0,
+      })),
+      lastKey: page.lastKey,
+    };
+  }
 
   /**
    * The organization's plan limits, what this month used of them, and a prepaid plan's credits (or
@@ -95,11 +129,12 @@ export class UsageService {
   async report(
     userId: string,
     auth: Pick<AuthorizerContext, 'orgId' | 'role' | 'plan'>,
-    query: { from: string; to: string; group_by: 'day' | 'user' | 'model' },
+    query: { from: string; to: string; group_by: 'day' | 'user' | 'model' | 'conversation' },
+    conversationItems?: Record<string, unknown>[],
   ) {
     const orgId = auth.orgId ?? userId;
     const manager = auth.role === 'owner' || auth.role === 'admin';
-    if (query.group_by !== 'day' && !manager)
+    if (query.group_by !== 'day' && query.group_by !== 'conversation' && !manager)
       throw forbidden(`Only an owner or admin of the organization sees its usage per ${query.group_by}`);
     let items: Record<string, unknown>[];
     const total = zero();
@@ -111,6 +146,13 @@ export class UsageService {
       items = grouped(await this.store.orgModelDays(orgId, query.from, query.to), (d) => d.model!, total).map(
         ([model, t]) => ({ model, ...view(t) }),
       );
+    } else if (query.group_by === 'conversation') {
+      // The conversations' own reports; the total is the ledger's for the range (the organization's for a manager).
+      items = conversationItems ?? [];
+      const days = manager
+        ? await this.store.orgDays(orgId, query.from, query.to)
+        : await this.store.userDays(orgId, userId, query.from, query.to);
+      for (const d of days) add(total, d);
     } else {
       const days: DayTotals[] = manager
         ? await this.store.orgDays(orgId, query.from, query.to)

@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { logger } from '#shared/logging.ts';
 import { documentClient } from '#shared/store/dynamo.ts';
@@ -315,4 +317,72 @@ describe('prepaid credits', () => {
     expect(resumed.status, resumed.text).toBe(200);
     await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
   }, 60_000);
+});
+
+describe('GET /api/v1/usage?group_by=conversation', () => {
+  it("pages the caller's conversations with the cost their metrics keep; another user's never show", async () => {
+    const key = await stack.newUser('conv-usage');
+    const store = new DynamoConversationStore();
+    const today = new Date().toISOString().slice(0, 10);
+    const conversation = (userId: string, i: number, updatedAt: string): ConversationRecord =>
+      ({
+        id: `${userId.replace(/[^a-z]/g, '')}${String(i).padStart(4, '0')}`.padEnd(32, '0'),
+        userId,
+        createdAt: updatedAt,
+        updatedAt,
+        sandbox_id: null,
+        start_task_id: '',
+        title: `c${i}`,
+        version: 1,
+        metrics: {
+          accumulated_cost: i / 1000,
+          prompt_tokens: 100 * i,
+          completion_tokens: 10 * i,
+          max_budget_per_task: null,
+        },
+      }) as ConversationRecord;
+    const at = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+    for (let i = 1; i <= 5; i++) expect(await store.create(conversation('conv-usage', i, at(100 - i)))).toBe(true);
+    // Outside the range: updated 40 days ago.
+    expect(await store.create(conversation('conv-usage', 9, at(40 * 86_400)))).toBe(true);
+    await stack.newUser('conv-other');
+    expect(await store.create(conversation('conv-other', 7, at(10)))).toBe(true);
+
+    const from = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+    const q = `/api/v1/usage?group_by=conversation&from=${from}&to=${today}&limit=2`;
+    const seen: { conversation_id: string; title: string; reported_llm_cost_usd: number }[] = [];
+    let page = await stack.call('GET', q, { key });
+    expect(page.status, page.text).toBe(200);
+    expect(page.body.items[0]).toEqual({
+      conversation_id: expect.any(String),
+      title: 'c5',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      reported_llm_cost_usd: 0.005,
+      reported_llm_input_tokens: 500,
+      reported_llm_output_tokens: 50,
+    });
+    for (;;) {
+      seen.push(...page.body.items);
+      if (!page.body.next_page_id) break;
+      expect(page.body.items.length).toBeLessThanOrEqual(2);
+      page = await stack.call('GET', `${q}&page_id=${page.body.next_page_id}`, { key });
+      expect(page.status, page.text).toBe(200);
+    }
+    // Newest first, each once, none of the other user's, none outside the range.
+    expect(seen.map((c) => c.title)).toEqual(['c5', 'c4', 'c3', 'c2', 'c1']);
+    // The cursor is this caller's and this range's.
+    const first = await stack.call('GET', q, { key });
+    const otherKey = await stack.newUser('conv-thief');
+    expect((await stack.call('GET', `${q}&page_id=${first.body.next_page_id}`, { key: otherKey })).status).toBe(400);
+    expect(
+      (
+        await stack.call('GET', `${q.replace(`from=${from}`, `from=${today}`)}&page_id=${first.body.next_page_id}`, {
+          key,
+        })
+      ).status,
+    ).toBe(400);
+    // Other groupings carry no cursor.
+    expect((await stack.call('GET', '/api/v1/usage', { key })).body.next_page_id).toBeNull();
+  });
 });
