@@ -1246,12 +1246,9 @@ export const routes = [
     entry: 'functions/admin/grant-credits.ts',
     auth: 'user',
     managesCredentials: true,
-    summary:
-      'Operators: grant an organization prepaid credits (`amount_usd`, at most 6 decimals); usage debits them, and on a ' +
-      'prepaid plan a spent balance stops sandboxes and platform LLM calls. Honours Idempotency-Key; audited as credits_granted',
+    summary: 'Operators: grant an organization prepaid credits (`amount_usd`); audited as credits_granted',
     tag: 'admin',
     tables: { users: 'read', orgs: 'read', usage: 'write', auditLog: 'append', idempotency: 'write' },
-    // managesCredentials (operator actions take a cookie only from an allowed Origin): the kept answer is sealed.
     capabilities: ['signin', 'plans', 'seal', 'unseal'],
     idempotent: true,
     status: 201,
@@ -1263,15 +1260,9 @@ export const routes = [
     entry: 'functions/usage/get.ts',
     auth: 'user',
     summary:
-      "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): " +
-      "per day, per member (`group_by=user`) or platform model (`group_by=model`), owners and admins only, or the caller's " +
-      'conversations with the cost their metrics keep (`group_by=conversation`, paged: `limit`, `page_id`). ' +
-      "Owners and admins see their organization's, " +
-      "members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid " +
-      'credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most',
+      "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days; default this month) per day, " +
+      'user, model (owners, admins) or conversation (paged); owners and admins also get the limits and credits',
     tag: 'organizations',
-    // conversations: group_by=conversation reads the caller's conversations' metrics a page at a time; keys
-    // (and seal/unseal): its page cursor's signing key. plans: the limits and credits shown to owners and admins.
     tables: { usage: 'read', conversations: 'read', keys: 'write' },
     capabilities: ['plans', 'seal', 'unseal'],
   },
@@ -1281,11 +1272,8 @@ export const routes = [
     path: '/api/v1/notifications',
     entry: 'functions/usage/notifications.ts',
     auth: 'user',
-    summary:
-      "The organization's usage notifications (owners, admins): 80% and 100% of sandbox_hours_per_month, " +
-      'monthly_spend_usd and prepaid credits, once per limit, threshold and month; newest month first, paged',
+    summary: "The organization's usage notifications (owners, admins): 80% and 100% of a limit, once a month; paged",
     tag: 'organizations',
-    // keys: the page cursor's signing key is created on first use.
     tables: { usage: 'read', keys: 'write' },
     capabilities: ['seal', 'unseal'],
   },

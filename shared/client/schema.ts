@@ -1498,7 +1498,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Operators: grant an organization prepaid credits (`amount_usd`, at most 6 decimals); usage debits them, and on a prepaid plan a spent balance stops sandboxes and platform LLM calls. Honours Idempotency-Key; audited as credits_granted
+         * Operators: grant an organization prepaid credits (`amount_usd`); audited as credits_granted
          * @description Idempotent with an `Idempotency-Key` header: a repeat with the same key and body within 24 hours gets the first answer.
          */
         post: operations["grantCredits"];
@@ -1515,7 +1515,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): per day, per member (`group_by=user`) or platform model (`group_by=model`), owners and admins only, or the caller's conversations with the cost their metrics keep (`group_by=conversation`, paged: `limit`, `page_id`). Owners and admins see their organization's, members their own; owners and admins also get the plan's limits, this month's use of them and the prepaid credits (`limits`). Sandbox compute and platform LLM calls (storage is not metered yet); USD as numbers, 6 decimals at most */
+        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days; default this month) per day, user, model (owners, admins) or conversation (paged); owners and admins also get the limits and credits */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -1532,7 +1532,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's usage notifications (owners, admins): 80% and 100% of sandbox_hours_per_month, monthly_spend_usd and prepaid credits, once per limit, threshold and month; newest month first, paged */
+        /** The organization's usage notifications (owners, admins): 80% and 100% of a limit, once a month; paged */
         get: operations["listNotifications"];
         put?: never;
         post?: never;

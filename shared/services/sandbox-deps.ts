@@ -1,7 +1,6 @@
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
-import { usageAlerts } from '#shared/services/usage-alerts.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
@@ -28,7 +27,6 @@ export const sandboxDeps = (
     plans: () => c.adapters.plans,
     usage: () => c.adapters.usageStore,
     prices: () => c.adapters.prices,
-    alerts: () => c.use(usageAlerts),
     // Only where the function's entry names the pool (the starts, housekeeping): no other bundle carries it.
     pool: () => c.named('poolClaims'),
     now: () => () => new Date(),

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalTables } from '#infra/local/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
@@ -466,8 +467,8 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
   it("shows the usage page: the ledger's figures per day and per member, the plan's limits as bars, the notifications", async () => {
     // Put into the running server's ledger through its own store (the dynalite it serves, on its socket).
     const me = (await api('GET', '/api/v1/users/me')).body;
-    const saved = process.env.DYNAMODB_ENDPOINT;
-    process.env.DYNAMODB_ENDPOINT = readFileSync(join(dataDir, 'dynamodb-endpoint'), 'utf8').trim();
+    const saved = { ...process.env };
+    useLocalTables(readFileSync(join(dataDir, 'dynamodb-endpoint'), 'utf8').trim());
     try {
       const store = new DynamoUsageStore();
       const price = {
@@ -512,8 +513,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
         }),
       ).toBe(true);
     } finally {
-      if (saved === undefined) delete process.env.DYNAMODB_ENDPOINT;
-      else process.env.DYNAMODB_ENDPOINT = saved;
+      process.env = saved;
     }
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('heading', { name: 'Usage' }).waitFor();

@@ -1,5 +1,5 @@
 import { SignatureV4 } from '@smithy/signature-v4';
-import { fromEnv, Sha256 } from '#shared/lambda-event.ts';
+import { fromEnv, Sha256 } from '#shared/aws-sign.ts';
 import { NOTICE_DETAIL_TYPE, NOTICE_SOURCE } from '#shared/usage/alerts.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
