@@ -148,7 +148,8 @@ function App() {
   else if (section === 'specs') page = <SpecsPage />;
   else if (section === 'settings') page = <SettingsPage onSaved={() => void loadMe()} />;
   else if (section === 'keys') page = <KeysPage />;
-  else if (section === 'usage') page = <UsagePage from={id} to={route[2]} />;
+  // Keyed by its range: a new `#/usage/<from>/<to>` starts the page over with that range.
+  else if (section === 'usage') page = <UsagePage key={route.join('/')} from={id} to={route[2]} />;
   else page = <ConversationsPage />;
   return (
     <>

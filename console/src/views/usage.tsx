@@ -20,7 +20,8 @@ interface UserItem extends Omit<DayItem, 'day'> {
   user_id: string;
 }
 
-const dollars = (n: number) => `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 6 : 2)}`;
+/** USD as the ledger keeps it (micro-dollars): 2 to 6 decimals, never rounded away. */
+const dollars = (n: number) => `$${n.toFixed(6).replace(/0{1,4}$/, '')}`;
 const today = () => new Date().toISOString().slice(0, 10);
 const monthStart = () => `${today().slice(0, 8)}01`;
 /** Every day from `from` to `to` (inclusive): a day without usage is a gap in the chart, not a missing column. */
