@@ -114,7 +114,11 @@ export class UsageService {
     const account = await this.store.credits(orgId);
     const standing = standingOf(await readStanding(this.store, orgId, day, plan.prepaid || !!account), day);
     return {
-      plan: planName ?? (this.plans?.() ?? DEFAULT_PLANS).defaultPlan,
+      // The plan that applies: a name no longer configured means the default plan.
+      plan:
+        planName && (this.plans?.() ?? DEFAULT_PLANS).has(planName)
+          ? planName
+          : (this.plans?.() ?? DEFAULT_PLANS).defaultPlan,
       month: day.slice(0, 7),
       on_limit: plan.on_limit,
       prepaid: plan.prepaid,
