@@ -3,6 +3,7 @@ import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import type { ICluster } from 'aws-cdk-lib/aws-ecs';
 import { PolicyStatement, type IRole } from 'aws-cdk-lib/aws-iam';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { Capability, RouteDef, TableAccess } from '#shared/http/route.ts';
@@ -59,6 +60,8 @@ export interface GrantTargets {
   billingExports?: IBucket;
   /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
   stream: { apiId: string; stageName: string; resendFunction?: IFunction };
+  /** The operator's EventBridge bus for usage notices (infra/constructs/usage-bus.ts). */
+  usageBus?: IEventBus;
 }
 
 interface Grant {
@@ -106,6 +109,10 @@ const poolRefillFunction = (t: GrantTargets) => {
   if (!t.sandbox.poolRefillFunction)
     throw new Error('The pool refill function must exist before a function that invokes it');
   return [t.sandbox.poolRefillFunction.functionArn];
+};
+const usageBus = (t: GrantTargets) => {
+  if (!t.usageBus) throw new Error('The usage bus must exist before a function that sends to it');
+  return [t.usageBus.eventBusArn];
 };
 /** Each capability's statements. Keep in step with the `Capability` comments in shared/http/route.ts. */
 export const capabilityGrants: Record<Capability, readonly Grant[]> = {
@@ -244,6 +251,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
         "Export keys are made per period at run time; the ARN is limited to the export bucket's focus-1.2/ prefix.",
     },
   ],
+  // The operator's usage bus only (infra/constructs/usage-bus.ts), not the account's default bus.
+  'usage:notify': [{ actions: ['events:PutEvents'], resources: usageBus }],
   'snapshots:delete': [{ actions: ['lambda:InvokeFunction'], resources: snapshotsDeleteFunction }],
   'pool:refill': [
     { actions: ['lambda:InvokeFunction'], resources: poolRefillFunction },

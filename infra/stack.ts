@@ -49,6 +49,7 @@ import {
 } from '#shared/functions.ts';
 import { acknowledgeFindings } from '#infra/nag.ts';
 import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
+import { UsageBus } from '#infra/constructs/usage-bus.ts';
 import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { llmGatewayRoute, routes } from '#shared/routes.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
@@ -150,7 +151,9 @@ export class ConversationServiceStack extends Stack {
       config,
       accessLogs: new LogGroup(this, 'StreamAccessLogs', { retention, removalPolicy: RemovalPolicy.DESTROY }),
     });
+    const usageBus = new UsageBus(this, 'UsageBus').bus;
     const targets: GrantTargets = {
+      usageBus,
       stream: { apiId: this.stream.api.apiId, stageName: STREAM_STAGE },
       secretsKey: this.secretsKey,
       sandbox: {
@@ -199,6 +202,7 @@ export class ConversationServiceStack extends Stack {
       SIGNUP_MODE: config.signupMode,
       OPERATORS: config.operators.join(','),
       AUDIT_RETENTION_DAYS: String(config.auditRetentionDays),
+      USAGE_EVENT_BUS: usageBus.eventBusArn,
     };
     for (const key of tableKeys) values[tableEnvVar(key)] = this.data.tables[key].tableName;
     const billingExports = new BillingExports(this, 'BillingExports');

@@ -1,34 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
-
-/** SigV4's hash: SHA-256, or HMAC-SHA-256 under `secret` (the contract of the SDK's `@smithy/hash-node`). */
-class Sha256 {
-  private readonly hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret
-      ? createHmac('sha256', typeof secret === 'string' ? secret : Buffer.from(secret as ArrayBuffer))
-      : createHash('sha256');
-  }
-  update(data: string | ArrayBufferView): void {
-    this.hash.update(data as string);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-}
-
-/** Lambda's credentials and region, from the environment Lambda gives a function. */
-function fromEnv() {
-  const accessKeyId = process.env.AWS_ACCESS_KEY_ID;
-  const secretAccessKey = process.env.AWS_SECRET_ACCESS_KEY;
-  if (!accessKeyId || !secretAccessKey)
-    throw new Error('No AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them)');
-  return {
-    accessKeyId,
-    secretAccessKey,
-    ...(process.env.AWS_SESSION_TOKEN ? { sessionToken: process.env.AWS_SESSION_TOKEN } : {}),
-  };
-}
+import { fromEnv, Sha256 } from '#shared/aws-sign.ts';
 
 /**
  * Lambda's Invoke API with the `Event` invocation type: queued, retried by Lambda (then its

@@ -40,7 +40,7 @@ export const llmGatewayRoute = {
   // suspension, a plan change); users + signin: the account store that reads the organization; keys: the
   // credential's signing key (sealed), rate counters, Idempotency-Keys; usage: records, totals, reservations.
   tables: { conversations: 'read', sandboxes: 'read', users: 'read', orgs: 'read', usage: 'write', keys: 'write' },
-  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys'],
+  capabilities: ['seal', 'unseal', 'signin', 'plans', 'platform-llms', 'platform-llm-keys', 'usage:notify'],
   async: false,
   /** A long completion streams for minutes: Lambda's own limit. */
   timeoutSeconds: 900,
@@ -262,7 +262,7 @@ export const routes = [
       "a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger",
     tag: 'bridge',
     tables: { sandboxes: 'write', usage: 'write' },
-    capabilities: ['specs', 'prices', 'plans'],
+    capabilities: ['specs', 'prices', 'plans', 'usage:notify'],
   },
   {
     id: 'sandboxCommands',
@@ -1315,17 +1315,42 @@ export const routes = [
     timeoutSeconds: 29,
   },
   {
+    id: 'grantCredits',
+    method: 'POST',
+    path: '/api/v1/admin/orgs/{org_id}/credits',
+    entry: 'functions/admin/grant-credits.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary: 'Operators: grant an organization prepaid credits (`amount_usd`); audited as credits_granted',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'read', usage: 'write', auditLog: 'append', idempotency: 'write' },
+    capabilities: ['signin', 'plans', 'seal', 'unseal'],
+    idempotent: true,
+    status: 201,
+  },
+  {
     id: 'getUsage',
     method: 'GET',
     path: '/api/v1/usage',
     entry: 'functions/usage/get.ts',
     auth: 'user',
     summary:
-      "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): " +
-      "per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, " +
-      'members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most',
+      "The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days; default this month) per day, " +
+      'user, model (owners, admins) or conversation (paged); owners and admins also get the limits and credits',
     tag: 'organizations',
-    tables: { usage: 'read' },
+    tables: { usage: 'read', conversations: 'read', keys: 'write' },
+    capabilities: ['plans', 'seal', 'unseal'],
+  },
+  {
+    id: 'listNotifications',
+    method: 'GET',
+    path: '/api/v1/notifications',
+    entry: 'functions/usage/notifications.ts',
+    auth: 'user',
+    summary: "The organization's usage notifications (owners, admins): 80% and 100% of a limit, once a month; paged",
+    tag: 'organizations',
+    tables: { usage: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
   },
   {
     id: 'listAuditLog',

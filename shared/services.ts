@@ -22,6 +22,7 @@ import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
+import type { Credits } from '#shared/usage/credits.ts';
 import type { UsageService } from '#shared/usage/service.ts';
 import type { BillingExports } from '#shared/billing/export.ts';
 import type { BillingCustomers } from '#shared/billing/customers.ts';
@@ -76,6 +77,8 @@ export interface Services {
   stripeReports: StripeReporter;
   /** The daily reconcile: totals from their records, running-slot and conversation counters recounted. */
   usageReconcile: UsageReconcile;
+  /** Operators' grants of prepaid credits. */
+  credits: Credits;
   /** Platform models: which exist, which the caller's plan allows. */
   platformLlms: PlatformLlmPolicy;
   /** The LLM gateway (not an HTTP API route: a streaming function, shared/routes.ts `llmGatewayRoute`). */
@@ -157,6 +160,7 @@ const serviceNames: Record<ServiceName, true> = {
   billingCustomers: true,
   stripeReports: true,
   usageReconcile: true,
+  credits: true,
   platformLlms: true,
   llmGateway: true,
 };

@@ -7,6 +7,7 @@ import { ConversationPage } from './views/conversation.tsx';
 import { ConversationsPage, NewConversationPage } from './views/conversations.tsx';
 import { KeysPage, SandboxesPage, SpecsPage } from './views/resources.tsx';
 import { SettingsPage } from './views/settings.tsx';
+import { UsagePage } from './views/usage.tsx';
 
 /** The page's location: the part of the URL after `#`, so `/` is the only path the server serves. */
 function useRoute(): string[] {
@@ -82,6 +83,7 @@ const NAV: [string, string][] = [
   ['specs', 'Sandbox specs'],
   ['settings', 'Settings'],
   ['keys', 'API keys'],
+  ['usage', 'Usage'],
 ];
 
 function App() {
@@ -146,6 +148,8 @@ function App() {
   else if (section === 'specs') page = <SpecsPage />;
   else if (section === 'settings') page = <SettingsPage onSaved={() => void loadMe()} />;
   else if (section === 'keys') page = <KeysPage />;
+  // Keyed by its range: a new `#/usage/<from>/<to>` starts the page over with that range.
+  else if (section === 'usage') page = <UsagePage key={route.join('/')} from={id} to={route[2]} />;
   else page = <ConversationsPage />;
   return (
     <>

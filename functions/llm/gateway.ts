@@ -9,6 +9,7 @@ import { sealer } from '#shared/wiring/aws/kms.ts';
 import { llmLedger, platformModels } from '#shared/wiring/aws/llm.ts';
 import { platformLlmKey } from '#shared/wiring/aws/llm-keys.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
+import { usageBus } from '#shared/wiring/aws/usage-bus.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { usageStore } from '#shared/wiring/aws/usage.ts';
 
@@ -26,6 +27,7 @@ const gateway = awsFunction<FunctionUrlCall, void>(
     platformLlmKey,
     llmLedger,
     usageStore,
+    usageBus,
   },
   { llmGateway },
   (call, services) => serveFunctionUrl(call, services.llmGateway),

@@ -97,5 +97,6 @@ export const auditActions = [
   'org_updated',
   'plan_changed',
   'billing_customer_set',
+  'credits_granted',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];

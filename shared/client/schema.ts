@@ -1539,6 +1539,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/orgs/{org_id}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: grant an organization prepaid credits (`amount_usd`); audited as credits_granted
+         * @description Idempotent with an `Idempotency-Key` header: a repeat with the same key and body within 24 hours gets the first answer.
+         */
+        post: operations["grantCredits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/usage": {
         parameters: {
             query?: never;
@@ -1546,8 +1566,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days, inclusive; default this month): per day, or per member (`group_by=user`, owners and admins only). Owners and admins see their organization's, members their own. Sandbox compute only (LLM and storage are not metered yet); USD as numbers, 6 decimals at most */
+        /** The usage ledger's totals (docs/billing.md) from `from` to `to` (UTC days; default this month) per day, user, model (owners, admins) or conversation (paged); owners and admins also get the limits and credits */
         get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's usage notifications (owners, admins): 80% and 100% of a limit, once a month; paged */
+        get: operations["listNotifications"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5988,12 +6025,76 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    grantCredits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry: a repeat with the same key and body within 24 hours answers the first answer (status and body, `Idempotent-Replayed: true`) and creates nothing; the same key with another body is 422; a repeat while the first is in progress is 409 with `Retry-After`. Keys are the caller's own (another user's equal key is another key). Only successful answers are kept. A UUID per logical request is the usual choice.
+                 * @example 4f3c2b1a-9d8e-4c7b-a6f5-e4d3c2b1a098
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_usd": 25,
+                 *       "note": "invoice 2026-0042"
+                 *     }
+                 */
+                "application/json": {
+                    amount_usd: number;
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description `true` when this is the stored first answer to a request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        org_id: string;
+                        granted_usd: number;
+                        total_granted_usd: number;
+                        spent_usd: number;
+                        balance_usd: number;
+                        since: string | null;
+                        prepaid: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     getUsage: {
         parameters: {
             query?: {
                 from?: string;
                 to?: string;
-                group_by?: "day" | "user" | "model";
+                group_by?: "day" | "user" | "model" | "conversation";
+                limit?: number;
+                page_id?: string;
             };
             header?: never;
             path?: never;
@@ -6014,10 +6115,10 @@ export interface operations {
                         from: string;
                         to: string;
                         /** @enum {string} */
-                        group_by: "day" | "user" | "model";
+                        group_by: "day" | "user" | "model" | "conversation";
                         /** @constant */
                         currency: "USD";
-                        items: {
+                        items: ({
                             day?: string;
                             user_id?: string;
                             model?: string;
@@ -6031,7 +6132,16 @@ export interface operations {
                             llm_cache_write_input_tokens: number;
                             llm_cost_usd: number;
                             total_cost_usd: number;
-                        }[];
+                        } | {
+                            conversation_id: string;
+                            title: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            reported_llm_cost_usd: number;
+                            reported_llm_input_tokens: number;
+                            reported_llm_output_tokens: number;
+                        })[];
+                        next_page_id: string | null;
                         total: {
                             vcpu_seconds: number;
                             gb_seconds: number;
@@ -6044,9 +6154,69 @@ export interface operations {
                             llm_cost_usd: number;
                             total_cost_usd: number;
                         };
+                        limits?: {
+                            plan: string;
+                            month: string;
+                            /** @enum {string} */
+                            on_limit: "stop" | "warn";
+                            prepaid: boolean;
+                            sandbox_hours_per_month: number;
+                            sandbox_hours_used: number;
+                            monthly_spend_usd: number;
+                            spend_used_usd: number;
+                            credits: {
+                                total_granted_usd: number;
+                                spent_usd: number;
+                                balance_usd: number;
+                                since: string | null;
+                            } | null;
+                        };
                     };
                 };
             };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: {
+                limit?: number;
+                page_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            org_id: string;
+                            period: string;
+                            /** @enum {string} */
+                            limit: "sandbox_hours_per_month" | "monthly_spend_usd" | "credits";
+                            threshold: number;
+                            used: number;
+                            limit_value: number;
+                            /** @enum {string} */
+                            unit: "hours" | "USD";
+                            at: string;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
@@ -6393,4 +6563,4 @@ export interface operations {
 }
 
 /** The creates that take an `Idempotency-Key` (the client adds one, so their retries are safe). */
-export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/app-conversations","POST /api/v1/orgs/{org_id}/invitations","POST /api/v1/sandboxes"];
+export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/admin/orgs/{org_id}/credits","POST /api/v1/app-conversations","POST /api/v1/orgs/{org_id}/invitations","POST /api/v1/sandboxes"];

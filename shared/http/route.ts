@@ -39,7 +39,8 @@ export type Capability =
   | 'events:grown-bytes' // dynamodb:Scan on the events table's sparse index grownBytes only (the sweeper's sum of stored event bytes)
   | 'snapshots:delete' // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
   | 'stripe' // reads the Stripe settings (STRIPE_API_BASE, STRIPE_METER_EVENTS_BASE) and ssm:GetParameter / secretsmanager:GetSecretValue on the Stripe key's ARN (STRIPE_API_KEY_ARN, the context `stripe`)
-  | 'billing:export'; // s3:PutObject under the billing-export bucket's focus-1.2/ prefix (the FOCUS CSV files: docs/billing.md)
+  | 'billing:export' // s3:PutObject under the billing-export bucket's focus-1.2/ prefix (the FOCUS CSV files: docs/billing.md)
+  | 'usage:notify'; // events:PutEvents on the operator's usage bus (infra/constructs/usage-bus.ts): 80% / 100% notices
 
 /** A route function's time-out when its entry names none: enough for its DynamoDB and KMS calls. */
 export const ROUTE_TIMEOUT_SECONDS = 10;

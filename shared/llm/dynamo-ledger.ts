@@ -4,6 +4,7 @@ import type { LlmLedger, LlmRecord, Reservation, ReserveRefusal } from '#shared/
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
+import type { DayTotals } from '#shared/usage/usage-store.ts';
 
 /** Keys of the gateway's items (docs/data-model.md, "usage"). */
 export const llmKeys = {
@@ -121,7 +122,7 @@ export class DynamoLlmLedger implements LlmLedger {
     return Number(out.Item?.committed ?? 0);
   }
 
-  async record(rec: LlmRecord): Promise<boolean> {
+  async record(rec: LlmRecord): Promise<DayTotals | undefined> {
     const put = await conditionalWrite(() =>
       this.db.send(
         new PutCommand({
@@ -138,7 +139,7 @@ export class DynamoLlmLedger implements LlmLedger {
         }),
       ),
     );
-    if (!put) return false;
+    if (!put) return undefined;
     const values = {
       ':one': 1,
       ':i': rec.input,
@@ -159,13 +160,15 @@ export class DynamoLlmLedger implements LlmLedger {
         ExpressionAttributeValues: { ...values, ':u': rec.userId, ':uk': usageKeys.userKey(rec.orgId, rec.userId) },
       }),
     );
-    await this.db.send(
+    const orgDay = await this.db.send(
       new UpdateCommand({
         TableName: this.usage,
         Key: { pk: usageKeys.orgDay(rec.orgId), sk: `day#${rec.day}` },
         UpdateExpression: ADD_LLM,
         ExpressionAttributeNames: { '#day': 'day' },
         ExpressionAttributeValues: values,
+        // The total after this ADD (no extra request): who crosses a threshold.
+        ReturnValues: 'ALL_NEW',
       }),
     );
     await this.db.send(
@@ -177,7 +180,7 @@ export class DynamoLlmLedger implements LlmLedger {
         ExpressionAttributeValues: { ...values, ':model': rec.model },
       }),
     );
-    return true;
+    return orgDay.Attributes as DayTotals;
   }
 
   async takeRate(

@@ -4,7 +4,9 @@ import type { LlmLedger, LlmRecord, Reservation } from '#shared/llm/ledger.ts';
 import { modelsHash, type PlatformModel } from '#shared/llm/platform-models.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import { logger } from '#shared/logging.ts';
-import type { Plans } from '#shared/plans/model.ts';
+import type { Plan, Plans } from '#shared/plans/model.ts';
+import type { UsageAlerts } from '#shared/usage/alerts.ts';
+import { aroundWrite, type StandingInput, standingOf } from '#shared/usage/standing.ts';
 
 /*
  * The LLM gateway: the agent in a sandbox calls it with its conversation's `acsl.` credential; it
@@ -53,8 +55,11 @@ export interface GatewayLookup {
   sandbox(sandboxId: string): Promise<{ status: string; generation: number } | undefined>;
   /** The organization's plan and status (undefined: a user without an organization record: the default plan). */
   org(orgId: string): Promise<{ plan?: string; status: string } | undefined>;
-  /** The organization's compute spend this month (micro-USD), which the spend limit counts beside LLM spend. */
-  computeMonthMicroUsd(orgId: string, day: string): Promise<number>;
+  /**
+   * What the organization's standing on `day` is computed from (shared/usage/standing.ts): its month's
+   * day totals (compute, which the spend limit counts beside LLM spend), and on a prepaid plan its credits.
+   */
+  standing(orgId: string, day: string, prepaid: boolean): Promise<StandingInput>;
 }
 
 export interface GatewayDeps {
@@ -64,6 +69,8 @@ export interface GatewayDeps {
   key: (model: string) => Promise<string>;
   ledger: LlmLedger;
   lookup: GatewayLookup;
+  /** 80% / 100% notices, where a call's record crosses a threshold. */
+  alerts?: UsageAlerts;
   /** Calls in flight per organization. */
   concurrency: number;
   fetch?: typeof fetch;
@@ -300,13 +307,16 @@ export class LlmGateway {
 
     const minute = Math.floor(started / 60_000);
     // Side by side (each is a round trip before the first token): the rate, and the month's compute spend.
-    const [rate, compute] = await Promise.all([
+    const day = nowIso.slice(0, 10);
+    const [rate, standingInput] = await Promise.all([
       this.deps.ledger.takeRate(claims.o, minute, {
         requests: plan.llm_requests_per_minute,
         tokens: plan.llm_tokens_per_minute,
       }),
-      this.deps.lookup.computeMonthMicroUsd(claims.o, nowIso.slice(0, 10)),
+      this.deps.lookup.standing(claims.o, day, plan.prepaid),
     ]);
+    const standing = standingOf(standingInput, day);
+    const compute = standing.month.computeMicroUsd;
     if (rate)
       throw new Refusal(
         429,
@@ -316,6 +326,18 @@ export class LlmGateway {
         { 'retry-after': String(Math.max(1, 60 - Math.floor((started / 1000) % 60))) },
       );
 
+    // Prepaid: a spent balance refuses at once; otherwise this month's LLM spend may grow by at most the
+    // balance (the month's committed counter holds its settled calls and the reservations in flight).
+    const credits = plan.prepaid ? standing.credits : undefined;
+    if (credits && credits.balanceMicroUsd <= 0)
+      throw new Refusal(
+        402,
+        'budget_exceeded',
+        `The organization's prepaid credits are spent (${credits.grantedMicroUsd / 1e6} USD granted); an operator grants more`,
+        'credits_exhausted',
+      );
+    const monthMax = Math.round(plan.monthly_spend_usd * 1_000_000) - compute;
+    const creditMax = credits ? standing.month.llmMicroUsd + credits.balanceMicroUsd : Number.POSITIVE_INFINITY;
     const inputEstimate = Math.ceil(req.body.length / 3);
     const reservation: Reservation = {
       orgId: claims.o,
@@ -324,7 +346,7 @@ export class LlmGateway {
       microUsd: llmReservation(inputEstimate, maxTokens, model),
     };
     const refused = await this.deps.ledger.reserve(reservation, {
-      orgMaxMicroUsd: Math.round(plan.monthly_spend_usd * 1_000_000) - compute,
+      orgMaxMicroUsd: Math.min(monthMax, creditMax),
       concurrency: this.deps.concurrency,
       conversationMaxMicroUsd: claims.b === undefined || claims.b === null ? null : claims.b,
     });
@@ -341,9 +363,11 @@ export class LlmGateway {
         402,
         'budget_exceeded',
         refused.refused === 'monthly_spend_usd'
-          ? `The organization's plan allows ${plan.monthly_spend_usd} USD per month; this call could cost up to ${reservation.microUsd / 1e6} USD more than is left`
+          ? creditMax < monthMax
+            ? `The organization's prepaid credits have ${credits!.balanceMicroUsd / 1e6} USD left; this call could cost up to ${reservation.microUsd / 1e6} USD`
+            : `The organization's plan allows ${plan.monthly_spend_usd} USD per month; this call could cost up to ${reservation.microUsd / 1e6} USD more than is left`
           : `The conversation's budget (max_budget_per_task, ${claims.b! / 1e6} USD) is spent; this call could cost up to ${reservation.microUsd / 1e6} USD`,
-        refused.refused,
+        refused.refused === 'monthly_spend_usd' && creditMax < monthMax ? 'credits_exhausted' : refused.refused,
       );
 
     // Claimed only once the call may go ahead: a retry after a 429 or a 402 with the same key is not a repeat.
@@ -361,7 +385,7 @@ export class LlmGateway {
       outcome = await this.forward(api, req, sink, model, upstream, stream);
     } finally {
       try {
-        await this.meter(req, claims, model, reservation, outcome, started, minute);
+        await this.meter(req, claims, model, reservation, outcome, started, minute, { plan, standingInput });
       } finally {
         // The answer ends once the call is metered: a client that saw the end sees its charge and its tokens counted.
         if (!sink.begun) sink.head(499, { 'x-request-id': req.requestId });
@@ -484,6 +508,7 @@ export class LlmGateway {
     outcome: { reported?: Reported; estimatedChars?: number; status: number },
     started: number,
     minute: number,
+    org: { plan: Plan; standingInput: StandingInput },
   ): Promise<void> {
     let tokens: LlmTokens | undefined;
     const r = outcome.reported;
@@ -520,7 +545,18 @@ export class LlmGateway {
           day: at.slice(0, 10),
           at,
         };
-        await this.deps.ledger.record(record);
+        const orgDay = await this.deps.ledger.record(record);
+        if (orgDay && this.deps.alerts) {
+          // The standing around this record's ADD (the month's other days as read before the call).
+          const around = aroundWrite(org.standingInput, orgDay, { llmMicroUsd: cost });
+          await this.deps.alerts.check(
+            claims.o,
+            org.plan,
+            standingOf(around.before, record.day),
+            standingOf(around.after, record.day),
+            record.day,
+          );
+        }
         await this.deps.ledger.addRateTokens(
           claims.o,
           minute,

@@ -1,4 +1,5 @@
 import type { LlmTokens } from '#shared/llm/cost.ts';
+import type { DayTotals } from '#shared/usage/usage-store.ts';
 
 /**
  * One upstream call of the LLM gateway, as the ledger keeps it (table `usage`, pk `llm#<request id>`):
@@ -51,8 +52,11 @@ export interface LlmLedger {
   settle(r: Reservation, actualMicroUsd: number): Promise<void>;
   /** The organization's committed LLM spend this month (settled and reserved), micro-USD. */
   committed(orgId: string, month: string): Promise<number>;
-  /** Puts the record if its request id is new, then adds it to the day totals; false for a repeat. */
-  record(rec: LlmRecord): Promise<boolean>;
+  /**
+   * Puts the record if its request id is new, then adds it to the day totals; undefined for a repeat,
+   * else the organization's day totals as its ADD left them (who crosses a threshold: shared/usage/alerts.ts).
+   */
+  record(rec: LlmRecord): Promise<DayTotals | undefined>;
   /** Counts a request in the organization's minute; the refusal says which limit, else null. */
   takeRate(
     orgId: string,

@@ -15,6 +15,8 @@ export const limitCodes = [
   'max_paused_sandboxes',
   'max_events_per_conversation',
   'max_event_bytes_per_org',
+  // A prepaid plan's balance is spent (`limit`: USD granted, `used`: USD spent since the first grant).
+  'credits_exhausted',
 ] as const;
 export type LimitCode = (typeof limitCodes)[number];
 

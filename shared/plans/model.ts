@@ -18,6 +18,11 @@ export const PLAN_DEFAULTS = {
   monthly_spend_usd: 5,
   /** At a limit: `stop` (pause, refuse) or `warn` (tell, keep going). */
   on_limit: 'stop' as 'stop' | 'warn',
+  /**
+   * Prepaid credits: usage (compute and platform LLM cost) debits the organization's balance, which an
+   * operator grants; at zero the hard stop applies whatever `on_limit` says (docs/billing.md, "Prepaid credits").
+   */
+  prepaid: false,
   /** The platform models this plan may use. */
   platform_models: ['platform/claude-sonnet'] as string[],
   llm_requests_per_minute: 60,
@@ -51,6 +56,7 @@ export const planSchema = z.strictObject({
   max_resource_factor: z.optional(z.number().check(z.gt(0))),
   monthly_spend_usd: z.optional(z.number().check(z.gte(0))),
   on_limit: z.optional(z.enum(['stop', 'warn'])),
+  prepaid: z.optional(z.boolean()),
   platform_models: z.optional(z.array(z.string().check(z.minLength(1)))),
   llm_requests_per_minute: z.optional(count),
   llm_tokens_per_minute: z.optional(count),

@@ -3,13 +3,13 @@ import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
 import { emitStartMetrics, checkedIn, restored } from '#shared/sandboxes/phases.ts';
 import { newToken, SandboxRecords, sameHash, sha256, STANDBY_STATE, toPaused } from '#shared/sandboxes/records.ts';
-import { monthlyLimitReached } from '#shared/plans/limits.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
-import type { ComputeRecord } from '#shared/usage/usage-store.ts';
+import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
+import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
 
 /** Where the record keeps its current snapshot (runtime state survives pause and resume). */
 export const SNAPSHOT_STATE = 'snapshotKey';
@@ -108,26 +108,43 @@ export class SandboxBridge extends SandboxRecords {
       );
       if (t?.changed && t.record.phases) emitStartMetrics(t.record.phases, ['restore_ms']);
     }
-    const record = rec.status === 'RUNNING' ? await this.accrue(rec) : undefined;
     // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
-    const status = record && (await this.enforceMonthly(rec, record)) ? 'PAUSED' : rec.status;
+    const status = rec.status === 'RUNNING' && (await this.meter(rec)) ? 'PAUSED' : rec.status;
     return { status, command_seq: rec.commandSeq ?? 0 };
   }
 
   /**
-   * After a record: the organization's month so far against its plan's `sandbox_hours_per_month` and
-   * `monthly_spend_usd`. Reached with `on_limit: stop`: the sandbox is paused (workspace kept) with a
-   * detail saying why, and its running slot goes back; with `warn`, a log line only. True when paused.
-   * Racing sandboxes each pause at their own next heartbeat: the overshoot is at most one heartbeat
-   * interval of compute per sandbox.
+   * A heartbeat's metering: the interval's record (`accrue`), then the organization's standing against
+   * its plan (`enforceMonthly`: notices, pause). True when the sandbox was paused.
    */
-  async enforceMonthly(rec: SandboxRecord, record: ComputeRecord): Promise<boolean> {
+  async meter(rec: SandboxRecord, at: Date = this.now()): Promise<boolean> {
+    const metered = await this.accrueWithTotals(rec, at);
+    return metered ? this.enforceMonthly(rec, metered.record, metered.orgDay) : false;
+  }
+
+  /**
+   * After a record: the organization's standing (its month, and a prepaid plan's credits) against its
+   * plan. The thresholds the record's ADD moved it across are noticed (80% / 100%, once per month:
+   * shared/usage/alerts.ts; `orgDay` is the total that ADD returned, so among racing heartbeats exactly
+   * one crosses). A monthly limit reached with `on_limit: stop`, or spent credits (always): the sandbox
+   * is paused (workspace kept) with a detail saying why, and its running slot goes back; with `warn`, a
+   * log line only. True when paused. Racing sandboxes each pause at their own next heartbeat: the
+   * overshoot is at most one heartbeat interval of compute per sandbox.
+   */
+  async enforceMonthly(rec: SandboxRecord, record: ComputeRecord, orgDay?: DayTotals): Promise<boolean> {
     try {
       const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(rec.plan);
-      const reached = monthlyLimitReached(plan, await this.deps.usage!.monthOf(record.orgId, record.day));
+      const input = await readStanding(this.deps.usage!, record.orgId, record.day, plan.prepaid);
+      let after = standingOf(input, record.day);
+      if (orgDay) {
+        const around = aroundWrite(input, orgDay, record);
+        after = standingOf(around.after, record.day);
+        await this.deps.alerts?.check(record.orgId, plan, standingOf(around.before, record.day), after, record.day);
+      }
+      const reached = limitReached(plan, after);
       if (!reached) return false;
       logger.warn('plan.limit', { orgId: record.orgId, sandboxId: rec.id, code: reached.code, onLimit: plan.on_limit });
-      if (plan.on_limit !== 'stop') return false;
+      if (plan.on_limit !== 'stop' && reached.code !== 'credits_exhausted') return false;
       const detail = `Paused: ${reached.message}`;
       const t = await this.transition(rec.id, (cur) =>
         cur.status === 'RUNNING' && cur.generation === rec.generation ? toPaused(detail) : 'skip',

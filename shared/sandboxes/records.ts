@@ -6,7 +6,8 @@ import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
 import { computeCharge } from '#shared/usage/prices.ts';
-import type { ComputeRecord, UsageStore } from '#shared/usage/usage-store.ts';
+import type { UsageAlerts } from '#shared/usage/alerts.ts';
+import type { ComputeRecord, DayTotals, UsageStore } from '#shared/usage/usage-store.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -49,6 +50,8 @@ export interface SandboxServiceDeps {
   /** The usage ledger and compute prices: read by the heartbeat only. */
   usage?: UsageStore;
   prices?: Prices;
+  /** 80% / 100% notices: the heartbeat's, where a record crosses a threshold (shared/usage/alerts.ts). */
+  alerts?: UsageAlerts;
   /** The warm pool a start claims from (used only for specs that keep one). */
   pool?: PoolClaims;
   now?: () => Date;
@@ -198,6 +201,15 @@ export class SandboxRecords {
    * `from`: the generation's last recorded point when the caller read it already.
    */
   async accrue(rec: SandboxRecord, at: Date = this.now(), from?: string): Promise<ComputeRecord | undefined> {
+    return (await this.accrueWithTotals(rec, at, from))?.record;
+  }
+
+  /** `accrue`, with the organization's day totals as the record's ADD left them (the heartbeat's notices and limits read them). */
+  protected async accrueWithTotals(
+    rec: SandboxRecord,
+    at: Date = this.now(),
+    from?: string,
+  ): Promise<{ record: ComputeRecord; orgDay: DayTotals } | undefined> {
     if (rec.status !== 'RUNNING' || !rec.runningAt || !rec.orgId) return undefined;
     try {
       const usage = this.deps.usage!;
@@ -233,7 +245,8 @@ export class SandboxRecords {
         // When it was written (not the interval's end): the reconcile's settled time counts from here.
         recordedAt: this.iso(),
       };
-      return (await usage.recordCompute(record)) ? record : undefined;
+      const orgDay = await usage.recordCompute(record);
+      return orgDay ? { record, orgDay } : undefined;
     } catch (err) {
       logger.error('Metering a heartbeat failed; the next one bills the interval', {
         sandboxId: rec.id,

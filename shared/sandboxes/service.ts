@@ -8,7 +8,8 @@ import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
-import { limitRefusal, monthlyLimitReached, type Tenant } from '#shared/plans/limits.ts';
+import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
+import { limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
@@ -276,10 +277,13 @@ export class SandboxService extends SandboxRecords {
           `Your plan keeps at most ${plan.max_paused_sandboxes} paused sandboxes per user and you have ${paused}: delete one (or resume one) first`,
         );
     }
-    if (plan.on_limit === 'stop') {
-      const month = await this.deps.usage!.monthOf(tenant.orgId, this.iso().slice(0, 10));
-      const reached = monthlyLimitReached(plan, month);
-      if (reached) throw limitRefusal(reached.code, reached.limit, reached.used, `Refused: ${reached.message}`);
+    // Spent prepaid credits refuse whatever on_limit says; the monthly limits only with `stop`.
+    if (plan.on_limit === 'stop' || plan.prepaid) {
+      const day = this.iso().slice(0, 10);
+      const standing = standingOf(await readStanding(this.deps.usage!, tenant.orgId, day, plan.prepaid), day);
+      const reached = limitReached(plan, standing);
+      if (reached && (plan.on_limit === 'stop' || reached.code === 'credits_exhausted'))
+        throw limitRefusal(reached.code, reached.limit, reached.used, `Refused: ${reached.message}`);
     }
     const { granted, used } = await this.deps.store.reserveRunning(tenant.orgId, plan.max_running_sandboxes);
     if (!granted)

@@ -25,6 +25,7 @@ import { usage } from '#shared/services/usage.ts';
 import { billingExports } from '#shared/services/billing-exports.ts';
 import { billingCustomers, stripeReports } from '#shared/services/stripe.ts';
 import { usageReconcile } from '#shared/services/usage-reconcile.ts';
+import { credits } from '#shared/services/credits.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
@@ -61,6 +62,7 @@ export const allServices: Required<ServiceFactories> = {
   billingCustomers,
   stripeReports,
   usageReconcile,
+  credits,
   platformLlms,
   llmGateway,
 };

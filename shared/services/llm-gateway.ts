@@ -2,6 +2,8 @@ import { LlmGateway } from '#shared/llm/gateway.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { llmCredentials } from '#shared/services/llm-credentials.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
+import { usageAlerts } from '#shared/services/usage-alerts.ts';
+import { readStanding } from '#shared/usage/standing.ts';
 
 /** Calls in flight per organization at the gateway (LLM_CONCURRENT_CALLS_PER_ORG, default 32). */
 export const llmConcurrency = (env: NodeJS.ProcessEnv = process.env): number => {
@@ -20,6 +22,7 @@ export const llmGateway: ServiceFactory<LlmGateway> = (c) =>
     key: (model) => c.adapters.platformLlmKey(model),
     ledger: c.adapter('llmLedger'),
     concurrency: llmConcurrency(),
+    alerts: c.use(usageAlerts),
     lookup: {
       conversationVersion: async (userId, conversationId) => {
         const rec = await c.adapters.conversationStore.get(userId, conversationId);
@@ -33,6 +36,6 @@ export const llmGateway: ServiceFactory<LlmGateway> = (c) =>
         const org = await c.adapters.accountStore.getOrg(orgId);
         return org ? { plan: org.plan, status: org.status } : undefined;
       },
-      computeMonthMicroUsd: async (orgId, day) => (await c.adapters.usageStore.monthOf(orgId, day)).computeMicroUsd,
+      standing: (orgId, day, prepaid) => readStanding(c.adapters.usageStore, orgId, day, prepaid),
     },
   });

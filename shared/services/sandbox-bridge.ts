@@ -1,5 +1,11 @@
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { sandboxDeps } from '#shared/services/sandbox-deps.ts';
+import { usageAlerts } from '#shared/services/usage-alerts.ts';
 
-export const sandboxBridge: ServiceFactory<SandboxBridge> = (c) => new SandboxBridge(sandboxDeps(c));
+/** The bridge alone meters (the heartbeat): only its bundles carry the notices' code. */
+export const sandboxBridge: ServiceFactory<SandboxBridge> = (c) => {
+  const deps = sandboxDeps(c);
+  Object.defineProperty(deps, 'alerts', { get: () => c.use(usageAlerts), enumerable: true });
+  return new SandboxBridge(deps);
+};

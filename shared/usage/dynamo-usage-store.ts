@@ -1,13 +1,15 @@
-import { PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type {
   ComputeRecord,
+  CreditAccount,
   DayTotals,
   TotalsDelta,
   TotalsKey,
   UsageAmounts,
+  UsageNotice,
   UsageRecord,
   UsageStore,
 } from '#shared/usage/usage-store.ts';
@@ -22,6 +24,10 @@ export const usageKeys = {
   userKey: (orgId: string, userId: string) => `${orgId}#${userId}`,
   /** Index `byDay`'s sort key, carried by records only (never by totals): organization, then time. */
   recordKey: (orgId: string, start: string, pk: string) => `${orgId}#${start}#${pk}`,
+  /** A prepaid organization's grants (sk `account`). */
+  credits: (orgId: string) => `credits#${orgId}`,
+  /** 80% / 100% notices (sk `<period>#<limit>#<threshold>`). */
+  notices: (orgId: string) => `notice#${orgId}`,
 };
 
 // lastAt: the wall clock of the write, read by the daily reconcile (docs/billing.md, "The daily reconcile").
@@ -47,7 +53,7 @@ export class DynamoUsageStore implements UsageStore {
     return out.Items?.[0]?.to as string | undefined;
   }
 
-  async recordCompute(r: ComputeRecord): Promise<boolean> {
+  async recordCompute(r: ComputeRecord): Promise<DayTotals | undefined> {
     const put = await conditionalWrite(() =>
       this.db.send(
         new PutCommand({
@@ -64,7 +70,7 @@ export class DynamoUsageStore implements UsageStore {
         }),
       ),
     );
-    if (!put) return false;
+    if (!put) return undefined;
     const values = {
       ':s': r.seconds,
       ':f': r.factorSeconds,
@@ -86,16 +92,18 @@ export class DynamoUsageStore implements UsageStore {
         ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
       }),
     );
-    await this.db.send(
+    const out = await this.db.send(
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
         UpdateExpression: ADD_TOTALS,
         ExpressionAttributeNames: { '#day': 'day' },
         ExpressionAttributeValues: values,
+        // The total after this ADD (no extra request): who crosses a threshold (shared/usage/alerts.ts).
+        ReturnValues: 'ALL_NEW',
       }),
     );
-    return true;
+    return out.Attributes as DayTotals;
   }
 
   orgDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
@@ -219,4 +227,67 @@ export class DynamoUsageStore implements UsageStore {
       ConsistentRead: true,
     });
   }
+
+  async credits(orgId: string): Promise<CreditAccount | undefined> {
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: usageKeys.credits(orgId), sk: 'account' },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item ? account(out.Item) : undefined;
+  }
+
+  async grantCredits(orgId: string, microUsd: number, day: string, openingMicroUsd: number): Promise<CreditAccount> {
+    const out = await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: usageKeys.credits(orgId), sk: 'account' },
+        UpdateExpression:
+          'ADD grantedMicroUsd :m, grants :one SET since = if_not_exists(since, :day), openingMicroUsd = if_not_exists(openingMicroUsd, :open)',
+        ExpressionAttributeValues: { ':m': microUsd, ':one': 1, ':day': day, ':open': openingMicroUsd },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return account(out.Attributes!);
+  }
+
+  claimNotice(n: UsageNotice): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { pk: usageKeys.notices(n.orgId), sk: noticeSk(n), kind: 'notice', ...n },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+  }
+
+  async notices(orgId: string, limit: number, after?: string): Promise<{ items: UsageNotice[]; last?: string }> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': usageKeys.notices(orgId) },
+        ScanIndexForward: false,
+        Limit: limit,
+        ...(after ? { ExclusiveStartKey: { pk: usageKeys.notices(orgId), sk: after } } : {}),
+      }),
+    );
+    const items = (out.Items ?? []).map(({ pk: _pk, sk: _sk, kind: _kind, ...n }) => n as UsageNotice);
+    return { items, ...(out.LastEvaluatedKey ? { last: out.LastEvaluatedKey.sk as string } : {}) };
+  }
 }
+
+/** `<period>#<limit>#<threshold>`, the threshold as 3 digits: within a period, 100% sorts (newest first) before 80%. */
+const noticeSk = (n: Pick<UsageNotice, 'period' | 'limit' | 'threshold'>) =>
+  `${n.period}#${n.limit}#${String(n.threshold).padStart(3, '0')}`;
+
+const account = (item: Record<string, unknown>): CreditAccount => ({
+  grantedMicroUsd: Number(item.grantedMicroUsd ?? 0),
+  since: String(item.since),
+  openingMicroUsd: Number(item.openingMicroUsd ?? 0),
+  grants: Number(item.grants ?? 0),
+});

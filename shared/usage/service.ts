@@ -1,5 +1,9 @@
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { forbidden } from '#shared/http/errors.ts';
+import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
+import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
+import { creditsView } from '#shared/usage/credits.ts';
+import { readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { DayTotals, LlmAmounts, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
 
 /** Integer micro-USD as a JSON number with at most 6 decimals (exact in its decimal form). */
@@ -59,16 +63,82 @@ function grouped(rows: DayTotals[], key: (d: DayTotals) => string, total: Totals
  * caller's own (from the authorizer): no parameter names another.
  */
 export class UsageService {
-  constructor(private readonly store: UsageStore) {}
+  constructor(
+    private readonly store: UsageStore,
+    /** The plans: the organization's limits and credits shown beside its usage (owners, admins). */
+    private readonly plans?: () => Plans,
+    private readonly now: () => Date = () => new Date(),
+    /** `group_by=conversation`: the caller's conversations, a page at a time (their `metrics`). */
+    private readonly conversations?: () => ConversationStore,
+  ) {}
+
+  /**
+   * `group_by=conversation`: the caller's own conversations updated from `from` to `to`, newest first,
+   * one page of the conversations table at a time, each with the cost and tokens its `metrics` keep
+   * (what the agent reported for its LLM calls: any model, its own price table; informational, not the
+   * ledger's). Conversations are stored per user, so this view is the caller's even for an owner.
+   */
+  async conversationPage(
+    userId: string,
+    query: { from: string; to: string; limit: number; after?: Record<string, unknown> },
+  ) {
+    const next = new Date(Date.parse(`${query.to}T00:00:00Z`) + 86_400_000).toISOString();
+    const page = await this.conversations!().list(
+      userId,
+      { updatedGte: `${query.from}T00:00:00.000Z`, updatedLt: next },
+      query.limit,
+      query.after,
+    );
+    return {
+      items: page.items.map((c) => ({
+        conversation_id: c.id,
+        title: c.title,
+        created_at: c.createdAt,
+        updated_at: c.updatedAt,
+        reported_llm_cost_usd: c.metrics?.accumulated_cost ?? 0,
+        reported_llm_input_tokens: c.metrics?.prompt_tokens ?? 0,
+        reported_llm_output_tokens: c.metrics?.completion_tokens ?? 0,
+      })),
+      lastKey: page.lastKey,
+    };
+  }
+
+  /**
+   * The organization's plan limits, what this month used of them, and a prepaid plan's credits (or
+   * any credits granted): what the console draws as bars. One Query of the month (from the first
+   * grant on, with credits) and one GetItem of the credit account.
+   */
+  private async limits(orgId: string, planName: string | undefined) {
+    const plan = (this.plans?.() ?? DEFAULT_PLANS).plan(planName);
+    const day = this.now().toISOString().slice(0, 10);
+    const account = await this.store.credits(orgId);
+    const standing = standingOf(await readStanding(this.store, orgId, day, plan.prepaid || !!account), day);
+    return {
+      // The plan that applies: a name no longer configured means the default plan.
+      plan:
+        planName && (this.plans?.() ?? DEFAULT_PLANS).has(planName)
+          ? planName
+          : (this.plans?.() ?? DEFAULT_PLANS).defaultPlan,
+      month: day.slice(0, 7),
+      on_limit: plan.on_limit,
+      prepaid: plan.prepaid,
+      sandbox_hours_per_month: plan.sandbox_hours_per_month,
+      sandbox_hours_used: Math.round((standing.month.factorSeconds / 3600) * 1000) / 1000,
+      monthly_spend_usd: plan.monthly_spend_usd,
+      spend_used_usd: usd(standing.month.computeMicroUsd + standing.month.llmMicroUsd),
+      credits: standing.credits ? creditsView(standing.credits, account?.since ?? null) : null,
+    };
+  }
 
   async report(
     userId: string,
-    auth: Pick<AuthorizerContext, 'orgId' | 'role'>,
-    query: { from: string; to: string; group_by: 'day' | 'user' | 'model' },
+    auth: Pick<AuthorizerContext, 'orgId' | 'role' | 'plan'>,
+    query: { from: string; to: string; group_by: 'day' | 'user' | 'model' | 'conversation' },
+    conversationItems?: Record<string, unknown>[],
   ) {
     const orgId = auth.orgId ?? userId;
     const manager = auth.role === 'owner' || auth.role === 'admin';
-    if (query.group_by !== 'day' && !manager)
+    if (query.group_by !== 'day' && query.group_by !== 'conversation' && !manager)
       throw forbidden(`Only an owner or admin of the organization sees its usage per ${query.group_by}`);
     let items: Record<string, unknown>[];
     const total = zero();
@@ -80,6 +150,13 @@ export class UsageService {
       items = grouped(await this.store.orgModelDays(orgId, query.from, query.to), (d) => d.model!, total).map(
         ([model, t]) => ({ model, ...view(t) }),
       );
+    } else if (query.group_by === 'conversation') {
+      // The conversations' own reports; the total is the ledger's for the range (the organization's for a manager).
+      items = conversationItems ?? [];
+      const days = manager
+        ? await this.store.orgDays(orgId, query.from, query.to)
+        : await this.store.userDays(orgId, userId, query.from, query.to);
+      for (const d of days) add(total, d);
     } else {
       const days: DayTotals[] = manager
         ? await this.store.orgDays(orgId, query.from, query.to)
@@ -98,6 +175,33 @@ export class UsageService {
       currency: 'USD' as const,
       items,
       total: view(total),
+      // Owners and admins: the plan's limits and the credits beside the usage.
+      ...(manager ? { limits: await this.limits(orgId, auth.plan) } : {}),
     };
+  }
+
+  /**
+   * `GET /api/v1/notifications`: the 80% / 100% notices of the caller's organization (owners and
+   * admins; a member is 403), newest month first, paged by the store's key (`after`).
+   */
+  async notices(userId: string, auth: Pick<AuthorizerContext, 'orgId' | 'role'>, limit: number, after?: string) {
+    const orgId = auth.orgId ?? userId;
+    if (auth.role !== 'owner' && auth.role !== 'admin')
+      throw forbidden('Only an owner or admin of the organization sees its usage notifications');
+    const page = await this.store.notices(orgId, limit, after);
+    // Within a month the key orders by limit; the page shows them by when they were crossed.
+    const items = page.items
+      .sort((a, b) => b.period.localeCompare(a.period) || b.at.localeCompare(a.at))
+      .map((n) => ({
+        org_id: n.orgId,
+        period: n.period,
+        limit: n.limit,
+        threshold: n.threshold,
+        used: n.used,
+        limit_value: n.limitValue,
+        unit: n.unit,
+        at: n.at,
+      }));
+    return { orgId, items, last: page.last };
   }
 }

@@ -76,8 +76,12 @@ export type UsageRecord = (ComputeRecord & { kind: 'compute' }) | (LlmRecord & {
 export interface UsageStore {
   /** The end of the last recorded interval of a sandbox's generation, or undefined before its first. */
   lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined>;
-  /** Puts the record if its key is new, then adds it to its totals; false (nothing written) for a repeat. */
-  recordCompute(record: ComputeRecord): Promise<boolean>;
+  /**
+   * Puts the record if its key is new, then adds it to its totals; undefined (nothing written) for a
+   * repeat, else the organization's day totals as its `ADD` left them (DynamoDB serializes the ADDs on
+   * that item, so racing writers each see a different total: who crosses a threshold is decided there).
+   */
+  recordCompute(record: ComputeRecord): Promise<DayTotals | undefined>;
   /** An organization's day totals from `fromDay` to `toDay` inclusive, in day order. */
   orgDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]>;
   /** One user's day totals within an organization. */
@@ -101,4 +105,50 @@ export interface UsageStore {
   repairTotals(key: TotalsKey, seen: DayTotals | undefined, delta: TotalsDelta): Promise<boolean>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
+  /** A prepaid organization's credit account (its grants), or undefined before the first grant. */
+  credits(orgId: string): Promise<CreditAccount | undefined>;
+  /**
+   * Adds a grant to the account (one `ADD`; the first grant also sets `since` and `openingMicroUsd`,
+   * which later grants keep). Returns the account after it.
+   */
+  grantCredits(orgId: string, microUsd: number, day: string, openingMicroUsd: number): Promise<CreditAccount>;
+  /** Puts a notice if none exists for its (organization, period, limit, threshold): true for the one writer that did. */
+  claimNotice(notice: UsageNotice): Promise<boolean>;
+  /** An organization's notices, newest period first; `after` is the last page's last key. */
+  notices(orgId: string, limit: number, after?: string): Promise<{ items: UsageNotice[]; last?: string }>;
+}
+
+/**
+ * A prepaid organization's credits (table `usage`, pk `credits#<org>`, sk `account`). The balance is
+ * never stored: it is `grantedMicroUsd` minus what the organization's day totals hold from `since` on
+ * (less `openingMicroUsd`, what the first grant's day held before it), so no heartbeat writes a debit:
+ * the debit rides on the organization-day item the record already adds to (docs/billing.md).
+ */
+export interface CreditAccount {
+  grantedMicroUsd: number;
+  /** The UTC day of the first grant: usage from then on debits the credits. */
+  since: string;
+  /** The organization's usage on `since` before the first grant (not debited). */
+  openingMicroUsd: number;
+  grants: number;
+}
+
+/** The limits a notice is about: the plan's monthly ones and the prepaid balance. */
+export type NoticeLimit = 'sandbox_hours_per_month' | 'monthly_spend_usd' | 'credits';
+
+/**
+ * An 80% / 100% notice (table `usage`, pk `notice#<org>`, sk `<period>#<limit>#<threshold>`): one per
+ * (organization, limit, threshold, month), the key decided by a conditional put among racing writers.
+ */
+export interface UsageNotice {
+  orgId: string;
+  /** The calendar month (UTC, `YYYY-MM`) it was crossed in. */
+  period: string;
+  limit: NoticeLimit;
+  threshold: 80 | 100;
+  /** What was used when it was crossed, and the limit: hours for `sandbox_hours_per_month`, USD otherwise. */
+  used: number;
+  limitValue: number;
+  unit: 'hours' | 'USD';
+  at: string;
 }

@@ -10,6 +10,7 @@ import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
 import type { PlatformModels } from '#shared/llm/platform-models.ts';
 import type { LlmLedger } from '#shared/llm/ledger.ts';
+import type { UsageBus } from '#shared/usage/alerts.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
 import type { BillingExportSink } from '#shared/billing/export.ts';
 import type { StripeMeterClient, StripeStore } from '#shared/billing/stripe.ts';
@@ -90,6 +91,8 @@ export interface Adapters {
   stripe: StripeMeterClient | null;
   /** Organizations' Stripe customers and the `reported` marks (table `usage`). */
   stripeStore: StripeStore;
+  /** Where 80% / 100% usage notices go beyond the ledger: the operator's EventBridge bus on AWS; null locally (a log line). */
+  usageBus: UsageBus | null;
   /** Compute prices: `config/prices.json` / `PRICES_FILE` locally, the CDK context `prices` on AWS. */
   prices: Prices;
   /** Platform models, their upstreams and prices: `config/platform-llms.json` / `PLATFORM_LLMS_FILE` locally, the CDK context `platformLlms` on AWS. */
@@ -161,8 +164,14 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },
   usageStore: {
     build: { tables: { usage: 'read' } },
-    calls: { recordCompute: { tables: { usage: 'write' } }, repairTotals: { tables: { usage: 'write' } } },
+    calls: {
+      recordCompute: { tables: { usage: 'write' } },
+      repairTotals: { tables: { usage: 'write' } },
+      grantCredits: { tables: { usage: 'write' } },
+      claimNotice: { tables: { usage: 'write' } },
+    },
   },
+  usageBus: { build: { capabilities: ['usage:notify'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },
     calls: {

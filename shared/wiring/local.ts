@@ -141,6 +141,8 @@ export function localServices(options: LocalOptions): LocalServices {
     // Optional: STRIPE_API_KEY (read when a report first needs it), STRIPE_API_BASE / STRIPE_METER_EVENTS_BASE to point elsewhere.
     stripe: () => envStripe(process.env),
     stripeStore: () => new DynamoStripeStore(),
+    // No bus locally: a notice is the `usage.threshold` log line and the list (GET /api/v1/notifications).
+    usageBus: () => null,
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     poolStore: () => new DynamoPoolStore(),

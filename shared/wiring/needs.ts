@@ -72,6 +72,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'pool:refill': ['POOL_REFILL_FUNCTION'],
   'billing:export': ['BILLING_EXPORT_BUCKET'],
   stripe: ['STRIPE_API_KEY_ARN', 'STRIPE_API_BASE', 'STRIPE_METER_EVENTS_BASE'],
+  'usage:notify': ['USAGE_EVENT_BUS'],
 };
 
 /** The environment variables a declaration gives its function, derived from it alone. */

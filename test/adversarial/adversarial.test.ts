@@ -453,6 +453,14 @@ const foreign: Record<
   }),
   // No parameter names another organization: an org_id in the query is ignored, the caller's own answers.
   getUsage: (v) => ({ path: `/api/v1/usage?org_id=${v.orgId}`, expect: 'own-only' }),
+  grantCredits: (v) => ({
+    path: `/api/v1/admin/orgs/${v.orgId}/credits`,
+    method: 'POST',
+    body: { amount_usd: 1000 },
+    expect: [403],
+  }),
+  // The caller's own organization's notices (an owner's; a member would get 403): no parameter names another.
+  listNotifications: (v) => ({ path: `/api/v1/notifications?org_id=${v.orgId}`, expect: [200, 403] }),
 };
 
 /**

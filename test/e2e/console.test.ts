@@ -1,8 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalTables } from '#infra/local/dynamo.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
@@ -460,6 +462,76 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     });
     expect(refused).toEqual(['insertAdjacentHTML', 'innerHTML', 'handlerAttribute', 'scriptText']);
     expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+  });
+
+  it("shows the usage page: the ledger's figures per day and per member, the plan's limits as bars, the notifications", async () => {
+    // Put into the running server's ledger through its own store (the dynalite it serves, on its socket).
+    const me = (await api('GET', '/api/v1/users/me')).body;
+    const saved = { ...process.env };
+    useLocalTables(readFileSync(join(dataDir, 'dynamodb-endpoint'), 'utf8').trim());
+    try {
+      const store = new DynamoUsageStore();
+      const price = {
+        region: 'us-east-1',
+        spot: false,
+        vcpu_hour_usd: '0.04048',
+        gb_hour_usd: '0.004445',
+        markup_percent: '0',
+      };
+      expect(
+        await store.recordCompute({
+          sandboxId: 'e2e-usage',
+          generation: 1,
+          orgId: me.org_id,
+          userId: me.id,
+          specId: 'default',
+          day: '2026-01-15',
+          from: '2026-01-15T10:00:00.000Z',
+          to: '2026-01-15T10:20:34.000Z',
+          seconds: 1234,
+          factorSeconds: 1234,
+          vcpuSeconds: 1234,
+          gbSeconds: 2468,
+          computeMicroUsd: 1_234_567,
+          cpuUnits: 1024,
+          memoryMiB: 2048,
+          resourceFactor: 1,
+          price,
+          recordedAt: '2026-01-15T10:20:34.000Z',
+        }),
+      ).toBeTruthy();
+      expect(
+        await store.claimNotice({
+          orgId: me.org_id,
+          period: new Date().toISOString().slice(0, 7),
+          limit: 'monthly_spend_usd',
+          threshold: 80,
+          used: 4.2,
+          limitValue: 5,
+          unit: 'USD',
+          at: new Date().toISOString(),
+        }),
+      ).toBe(true);
+    } finally {
+      process.env = saved;
+    }
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    // This month's limits as bars (the roomy plan), the notification.
+    await page.locator('[data-limit="hours"]').waitFor();
+    await page.locator('[data-limit="spend"]').waitFor();
+    await page.getByRole('table', { name: 'Usage notifications, newest first' }).getByText('80%').waitFor();
+    // January 2026, where the test's record is: its figures, to the micro-dollar, in the total, the chart and per member.
+    await page.evaluate(() => (window.location.hash = '#/usage/2026-01-01/2026-01-31'));
+    await page.getByTestId('usage-compute').filter({ hasText: '$1.234567' }).waitFor();
+    expect(await page.getByTestId('usage-total').textContent()).toBe('$1.234567');
+    expect(await page.locator('figure.chart svg title').allTextContents()).toContain(
+      '2026-01-15: compute $1.234567, LLM $0.00',
+    );
+    const row = page.getByRole('table', { name: 'Usage per member' }).getByRole('row').nth(1);
+    expect(await row.textContent()).toContain('$1.234567');
+    expect(await unlabelledControls()).toEqual([]);
+    await browser.shot('09-usage');
   });
 
   it('signs out: the cookie stops working and the sign-in form is back, which works from the keyboard', async () => {

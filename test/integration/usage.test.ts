@@ -248,7 +248,7 @@ describe('GET /api/v1/usage', () => {
       ['?to=2026-02-30', 'to'],
       ['?from=2026-05-02&to=2026-05-01', 'to'],
       ['?from=2020-01-01&to=2026-01-01', 'to'],
-      ['?group_by=conversation', 'group_by'],
+      ['?group_by=week', 'group_by'],
     ];
     for (const [q, field] of cases) {
       const res = await get(key, q);

@@ -138,6 +138,8 @@ export class FakeAws {
   invoker?: (functionArn: string, payload: unknown) => Promise<InvokeResult>;
   /** The WebSocket APIs whose @connections this serves. */
   readonly webSocketApis: Pick<WebSocketApiEmulator, 'apiId' | 'stage' | 'manage'>[] = [];
+  /** Every event put on a bus through PutEvents (the usage notices), in order. */
+  readonly busEvents: { id: string; bus: string; source: string; detailType: string; detail: any }[] = [];
   /** Every `Event` invocation through the Invoke API, with its result (Lambda's retries are not emulated). */
   readonly asyncInvocations: { functionArn: string; payload: unknown; result: InvokeResult }[] = [];
 
@@ -204,6 +206,7 @@ export class FakeAws {
       let out: unknown;
       if (prefix === 'TrentService') out = this.kms(op!, body, check);
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
+      else if (prefix === 'AWSEvents') out = this.putEvents(op!, body, check);
       else if (req.url?.startsWith('/2015-03-31/functions/')) {
         const r = await this.lambdaInvoke(req, raw, check);
         return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
@@ -232,6 +235,37 @@ export class FakeAws {
         .writeHead(e.status, { 'content-type': 'application/json', 'x-amzn-errortype': e.type })
         .end(JSON.stringify(body));
     }
+  }
+
+  /**
+   * EventBridge's PutEvents (the usage notices' bus): `events:PutEvents` on each entry's bus ARN (a name
+   * is the account's bus of that name), recorded in `busEvents`; no rule delivers them on.
+   */
+  private putEvents(op: string, body: any, check: (operation: string, requests: AuthzRequest[]) => void) {
+    if (op !== 'PutEvents') throw new AwsError('UnknownOperationException', `The tier fakes no AWSEvents.${op}`);
+    const entries = (body.Entries ?? []) as {
+      EventBusName?: string;
+      Source: string;
+      DetailType: string;
+      Detail: string;
+    }[];
+    const busArn = (name = 'default') => (name.startsWith('arn:') ? name : arn('events', `event-bus/${name}`));
+    check(
+      'events:PutEvents',
+      entries.map((e) => ({ action: 'events:PutEvents', resource: busArn(e.EventBusName) })),
+    );
+    const ids = entries.map((e) => {
+      const id = randomBytes(8).toString('hex');
+      this.busEvents.push({
+        id,
+        bus: busArn(e.EventBusName),
+        source: e.Source,
+        detailType: e.DetailType,
+        detail: JSON.parse(e.Detail),
+      });
+      return { EventId: id };
+    });
+    return { FailedEntryCount: 0, Entries: ids };
   }
 
   /** Throws AccessDeniedException unless every request is allowed for the principal. */

@@ -92,6 +92,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
       };
     case 'AWS::SNS::Topic':
       return { ref: arn('sns', id), atts: { TopicArn: arn('sns', id) } };
+    case 'AWS::Events::EventBus': {
+      const name = p.Name ?? `${stack}-${id}`;
+      return { ref: name, atts: { Arn: arn('events', `event-bus/${name}`), Name: name } };
+    }
     case 'AWS::Events::Rule':
       return { ref: id, atts: { Arn: arn('events', `rule/${id}`) } };
     case 'AWS::Logs::LogGroup':

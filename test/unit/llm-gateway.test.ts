@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { type GatewaySink, LlmGateway } from '#shared/llm/gateway.ts';
 import type { LlmLedger, LlmRecord } from '#shared/llm/ledger.ts';
+import type { StandingInput } from '#shared/usage/standing.ts';
 import { modelsHash, parsePlatformModels } from '#shared/llm/platform-models.ts';
 import { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import { parsePlans } from '#shared/plans/model.ts';
@@ -26,7 +27,15 @@ const models = parsePlatformModels(
   ],
   't',
 );
-const plans = parsePlans({ default_plan: 'p', plans: { p: { platform_models: ['platform/m'] } } }, 't');
+const plans = parsePlans(
+  {
+    default_plan: 'p',
+    plans: { p: { platform_models: ['platform/m'] }, pre: { platform_models: ['platform/m'], prepaid: true } },
+  },
+  't',
+);
+
+const ZERO_DAY = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0, records: 0 };
 
 function memoryLedger() {
   const records: LlmRecord[] = [];
@@ -34,7 +43,10 @@ function memoryLedger() {
     reserve: async () => null,
     settle: async () => {},
     committed: async () => 0,
-    record: async (r) => (records.push(r), true),
+    record: async (r) => {
+      records.push(r);
+      return { day: r.day, ...ZERO_DAY, llmMicroUsd: r.costMicroUsd };
+    },
     takeRate: async () => null,
     addRateTokens: async () => {},
     claimIdempotencyKey: async () => true,
@@ -47,6 +59,7 @@ async function run(
   upstream: () => Promise<Response>,
   over: Partial<LlmLedger> = {},
   headers: Record<string, string> = {},
+  org: { plan?: string; standing?: StandingInput } = {},
 ) {
   const credentials = new LlmCredentials(async () => Buffer.alloc(32, 1));
   const policy = new PlatformLlmPolicy(models, () => plans);
@@ -64,8 +77,8 @@ async function run(
     lookup: {
       conversationVersion: async () => 1,
       sandbox: async () => ({ status: 'RUNNING', generation: 1 }),
-      org: async () => undefined,
-      computeMonthMicroUsd: async () => 0,
+      org: async () => (org.plan ? { plan: org.plan, status: 'active' } : undefined),
+      standing: async (_o, _d, prepaid) => org.standing ?? { days: [], prepaid },
     },
   });
   const credential = await credentials.mint({
@@ -167,5 +180,49 @@ describe('Idempotency-Key', () => {
     const repeat = await run(answer, ledger, { 'idempotency-key': 'k1' });
     expect(repeat.out.head![0]).toBe(409);
     expect(repeat.records).toEqual([]);
+  });
+});
+
+describe('prepaid credits at the gateway', () => {
+  const today = new Date().toISOString().slice(0, 10);
+  const account = { grantedMicroUsd: 1_000_000, since: today, openingMicroUsd: 0, grants: 1 };
+  const spent = (micro: number): StandingInput => ({
+    days: [
+      { day: today, seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: micro, records: 1 },
+    ],
+    account,
+    prepaid: true,
+  });
+  const never = () => Promise.reject(new Error('the upstream must not be called'));
+
+  it('refuses a call once the balance is spent: 402 credits_exhausted in the provider shape, nothing forwarded', async () => {
+    const { out, records } = await run(never, {}, {}, { plan: 'pre', standing: spent(1_000_000) });
+    expect(out.head![0]).toBe(402);
+    expect(JSON.parse(out.writes.join(''))).toEqual({
+      error: {
+        message: expect.stringMatching(/prepaid credits are spent/),
+        type: 'budget_exceeded',
+        code: 'credits_exhausted',
+      },
+    });
+    expect(records).toEqual([]);
+  });
+
+  it("holds this month's LLM spend to the balance left: the reservation's limit, and its refusal named credits_exhausted", async () => {
+    let limit = 0;
+    const ledger: Partial<LlmLedger> = {
+      reserve: async (_r, l) => {
+        limit = l.orgMaxMicroUsd;
+        return { refused: 'monthly_spend_usd', used: 0 };
+      },
+    };
+    const { out } = await run(never, ledger, {}, { plan: 'pre', standing: spent(999_000) });
+    // 1000 micro-USD left (and no LLM spend this month yet): the month's committed LLM spend may reach it.
+    expect(limit).toBe(1000);
+    expect(out.head![0]).toBe(402);
+    expect(JSON.parse(out.writes.join('')).error.code).toBe('credits_exhausted');
+    // Not prepaid: the plan's monthly spend is the limit, as before.
+    await run(never, ledger, {}, {});
+    expect(limit).toBe(5_000_000);
   });
 });

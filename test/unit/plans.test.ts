@@ -34,8 +34,10 @@ const CONTRACT = {
 describe('plans', () => {
   it("config/plans.json is the contract's free plan, and the defaults are that plan, member for member", () => {
     expect(JSON.parse(readFileSync(new URL('../../config/plans.json', import.meta.url), 'utf8'))).toEqual(CONTRACT);
-    expect(PLAN_DEFAULTS).toEqual(CONTRACT.plans.free);
-    expect(DEFAULT_PLANS.plan(undefined)).toEqual(CONTRACT.plans.free);
+    // Beyond the contract's members, the ones "Pay per use" added, off by default: prepaid credits.
+    const free = { ...CONTRACT.plans.free, prepaid: false };
+    expect(PLAN_DEFAULTS).toEqual(free);
+    expect(DEFAULT_PLANS.plan(undefined)).toEqual(free);
   });
 
   it('fills every member a plan omits from its default; an unknown plan name gets the default plan', async () => {

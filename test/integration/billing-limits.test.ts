@@ -1,0 +1,388 @@
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { logger } from '#shared/logging.ts';
+import { documentClient } from '#shared/store/dynamo.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import { PROJECT_ROOT } from '#shared/wiring/local.ts';
+import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
+import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
+import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { waitFor } from '#test/helpers/wait.ts';
+
+/**
+ * Notices and prepaid credits over the local stack. Notices: many heartbeats crossing a threshold together send exactly
+ * one notice (the conditional put on the notice's key decides), the console's list is the
+ * organization's owners' and admins' only, newest month first and paged with a signed cursor.
+ * The racers are the heartbeat's own metering (`SandboxBridge.meter`) on sandbox records of the
+ * test's making: their intervals are the test's to choose, and no process needs to run.
+ */
+let stack: TestStack;
+let idp: TestIssuer;
+const AUD = 'acs-api';
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  idp = await startTestIssuer();
+  process.env.OIDC_ISSUER = idp.issuer;
+  process.env.OIDC_AUDIENCE = AUD;
+  process.env.OPERATORS = 'op@example.com';
+  delete process.env.SIGNUP_MODE;
+  stack = await startTestStack({
+    plansFile: join(PROJECT_ROOT, 'test/fixtures/plans/credits.json'),
+    specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json'),
+    sweepIntervalMs: 3_600_000,
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack?.stop();
+  await idp?.close();
+  process.env = saved;
+});
+const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
+const operator = async () =>
+  bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+
+/** `n` RUNNING sandboxes of the organization, on `plan`, each checked in at `runningAt` (records only). */
+function racers(orgId: string, userId: string, plan: string, n: number, runningAt: string): SandboxRecord[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `race-${orgId.slice(-6)}-${i}`,
+    userId,
+    orgId,
+    specId: 'default',
+    status: 'RUNNING',
+    version: 1,
+    generation: 1,
+    createdAt: runningAt,
+    updatedAt: runningAt,
+    lastActivityAt: runningAt,
+    runningAt,
+    plan,
+  }));
+}
+/** A new user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
+async function joinAsMember(userId: string, orgId: string): Promise<string> {
+  const key = await stack.newUser(userId);
+  await orgOf(key);
+  const accounts = new DynamoAccountStore();
+  const user = (await accounts.getUser(userId))!;
+  expect(await accounts.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
+  stack.services.accounts.forget(userId);
+  return key;
+}
+const thresholdLines = (spy: { mock: { calls: unknown[][] } }) =>
+  spy.mock.calls.filter((c) => c[0] === 'usage.threshold').map((c) => c[1] as Record<string, unknown>);
+
+describe('80% and 100% notices', () => {
+  it('a heartbeat that crosses nothing reads nothing more: the notice rides on the ADD it makes anyway', async () => {
+    const key = await stack.newUser('notice-quiet');
+    const orgId = await orgOf(key);
+    const [rec] = racers(orgId, 'notice-quiet', 'roomy', 1, new Date(Date.now() - 600_000).toISOString());
+    const sent: string[] = [];
+    const client = documentClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        sent.push(
+          `${context.commandName}@${((args.input as { TableName?: string }).TableName ?? '').replace(/^acs-/, '')}`,
+        );
+        return next(args);
+      },
+      { step: 'initialize', name: 'countNoticeRequests' },
+    );
+    try {
+      await stack.services.sandboxBridge.meter(rec!, new Date(Date.parse(rec!.runningAt!) + 60_000));
+    } finally {
+      client.middlewareStack.remove('countNoticeRequests');
+    }
+    // The interval's start, the record, its two totals, the month: as before notices existed.
+    expect(sent).toEqual([
+      'QueryCommand@usage',
+      'PutItemCommand@usage',
+      'UpdateItemCommand@usage',
+      'UpdateItemCommand@usage',
+      'QueryCommand@usage',
+    ]);
+  });
+
+  it('20 heartbeats crossing together send each threshold exactly once; later crossings send nothing', async () => {
+    const key = await stack.newUser('notice-owner');
+    const orgId = await orgOf(key);
+    await stack.putOnPlan('notice-owner', 'quarter-hour', key);
+    const warn = vi.spyOn(logger, 'warn').mockImplementation(() => {});
+    // 0.25 hours = 900 s: 80% at 720 s, 100% at 900 s; 20 racers of 60 s each make 1200 s.
+    const t0 = new Date(Date.now() - 3600_000);
+    const recs = racers(orgId, 'notice-owner', 'quarter-hour', 20, t0.toISOString());
+    const at = new Date(t0.getTime() + 60_000);
+    await Promise.all(recs.map((r) => stack.services.sandboxBridge.meter(r, at)));
+    const sent = thresholdLines(warn);
+    expect(sent.map((n) => `${n.limit}@${n.threshold}`).sort()).toEqual([
+      'sandbox_hours_per_month@100',
+      'sandbox_hours_per_month@80',
+    ]);
+    expect(sent.every((n) => n.orgId === orgId && n.period === t0.toISOString().slice(0, 7))).toBe(true);
+    // The crossing heartbeat saw the total its own ADD left: 80% is noticed at 720 s (12 records) exactly.
+    expect(sent.find((n) => n.threshold === 80)).toMatchObject({ used: 0.2, limitValue: 0.25, unit: 'hours' });
+    expect(sent.find((n) => n.threshold === 100)).toMatchObject({ used: 0.25 });
+    // More heartbeats above the limit, racing again: nothing more (once per month).
+    warn.mockClear();
+    const later = new Date(at.getTime() + 60_000);
+    await Promise.all(recs.map((r) => stack.services.sandboxBridge.meter(r, later)));
+    expect(thresholdLines(warn)).toEqual([]);
+
+    const list = await stack.call('GET', '/api/v1/notifications', { key });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.items.map((n: { threshold: number }) => n.threshold)).toEqual([100, 80]);
+    expect(list.body.items[0]).toEqual({
+      org_id: orgId,
+      period: t0.toISOString().slice(0, 7),
+      limit: 'sandbox_hours_per_month',
+      threshold: 100,
+      used: 0.25,
+      limit_value: 0.25,
+      unit: 'hours',
+      at: expect.any(String),
+    });
+    expect(list.body.next_page_id).toBeNull();
+    // Paged: one a page, the cursor signed for this organization's list.
+    const first = await stack.call('GET', '/api/v1/notifications?limit=1', { key });
+    expect(first.body.items).toHaveLength(1);
+    expect(first.body.next_page_id).toEqual(expect.any(String));
+    const second = await stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
+      key,
+    });
+    expect(second.body.items.map((n: { threshold: number }) => n.threshold)).toEqual([80]);
+
+    // Another organization sees none of it, and cannot use this one's cursor.
+    const otherKey = await stack.newUser('notice-stranger');
+    const other = await stack.call('GET', '/api/v1/notifications', { key: otherKey });
+    expect(other.status).toBe(200);
+    expect(other.body.items).toEqual([]);
+    const replay = await stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
+      key: otherKey,
+    });
+    expect(replay.status).toBe(400);
+    // A member of the organization: 403.
+    const memberKey = await joinAsMember('notice-member', orgId);
+    expect((await stack.call('GET', '/api/v1/notifications', { key: memberKey })).status).toBe(403);
+    expect((await stack.call('GET', '/api/v1/notifications?limit=0', { key })).status).toBe(422);
+    expect((await stack.call('GET', '/api/v1/notifications', { key: null })).status).toBe(401);
+  }, 60_000);
+});
+
+const grant = (
+  orgId: string,
+  body: unknown,
+  auth: { key: string | null; headers: Record<string, string> },
+  idem?: string,
+) =>
+  stack.call('POST', `/api/v1/admin/orgs/${orgId}/credits`, {
+    ...auth,
+    body,
+    headers: { ...auth.headers, ...(idem ? { 'idempotency-key': idem } : {}) },
+  });
+
+describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
+  it('is for operators only; a foreign org is 404; bad amounts are 422 naming amount_usd; audited', async () => {
+    const key = await stack.newUser('credit-owner');
+    const orgId = await orgOf(key);
+    const op = await operator();
+    // The organization's own owner, a member, a user key, an operator's email unverified: not operators.
+    expect((await grant(orgId, { amount_usd: 5 }, { key, headers: {} })).status).toBe(403);
+    const memberKey = await joinAsMember('credit-member', orgId);
+    expect((await grant(orgId, { amount_usd: 5 }, { key: memberKey, headers: {} })).status).toBe(403);
+    const fake = bearer(await idp.sign({ sub: 'fake', aud: AUD, email: 'op@example.com', email_verified: false }));
+    expect((await grant(orgId, { amount_usd: 5 }, fake)).status).toBe(403);
+    expect((await grant('org_000000000000000000000000', { amount_usd: 5 }, op)).status).toBe(404);
+    expect((await grant('not-an-org', { amount_usd: 5 }, op)).status).toBe(422);
+    for (const amount of [0, -1, 1.0000001, 0.0000001, '5', null, 1e7, 1e21]) {
+      const res = await grant(orgId, { amount_usd: amount }, op);
+      expect(res.status, `${amount}: ${res.text}`).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', 'amount_usd']);
+    }
+    expect((await grant(orgId, {}, op)).body.detail[0].loc).toEqual(['body', 'amount_usd']);
+    expect((await grant(orgId, { amount_usd: 1, extra: true }, op)).status).toBe(422);
+    expect((await grant(orgId, { amount_usd: 1, note: 'x'.repeat(201) }, op)).body.detail[0].loc).toEqual([
+      'body',
+      'note',
+    ]);
+
+    const ok = await grant(orgId, { amount_usd: 12.345678, note: 'invoice 42' }, op);
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.body).toEqual({
+      success: true,
+      org_id: orgId,
+      granted_usd: 12.345678,
+      total_granted_usd: 12.345678,
+      spent_usd: 0,
+      balance_usd: 12.345678,
+      since: new Date().toISOString().slice(0, 10),
+      prepaid: false,
+    });
+    const again = await grant(orgId, { amount_usd: 0.000001 }, op);
+    expect(again.body).toMatchObject({ granted_usd: 0.000001, total_granted_usd: 12.345679, balance_usd: 12.345679 });
+    const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    expect(log.body.items.filter((e: { action: string }) => e.action === 'credits_granted')).toEqual([
+      expect.objectContaining({ detail: '+0.000001 USD', target: orgId }),
+      expect.objectContaining({ detail: '+12.345678 USD: invoice 42', target: orgId }),
+    ]);
+  });
+
+  it('Idempotency-Key: a repeat answers the first answer, another body is 422, 20 racing repeats grant once', async () => {
+    const key = await stack.newUser('credit-idem');
+    const orgId = await orgOf(key);
+    const op = await operator();
+    const idem = randomUUID();
+    const first = await grant(orgId, { amount_usd: 3 }, op, idem);
+    expect(first.status, first.text).toBe(201);
+    const repeat = await grant(orgId, { amount_usd: 3 }, op, idem);
+    expect(repeat.status).toBe(201);
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    expect(repeat.text).toBe(first.text);
+    const other = await grant(orgId, { amount_usd: 4 }, op, idem);
+    expect(other.status).toBe(422);
+    expect(other.body.detail[0].loc).toEqual(['header', 'Idempotency-Key']);
+
+    const raceKey = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 20 }, () => grant(orgId, { amount_usd: 2 }, op, raceKey)));
+    expect(
+      answers.every((a) => a.status === 201 || a.status === 409),
+      answers.map((a) => a.status).join(),
+    ).toBe(true);
+    expect(answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    const usage = await stack.call('GET', '/api/v1/usage', { key });
+    // 3 + 2: the racing key granted once.
+    expect(usage.body.limits.credits).toMatchObject({ total_granted_usd: 5, balance_usd: 5 });
+  }, 30_000);
+});
+
+describe('prepaid credits', () => {
+  it('usage debits the balance; at zero a start is 402 credits_exhausted and a running sandbox pauses at its heartbeat', async () => {
+    const key = await stack.newUser('prepaid-owner');
+    const orgId = await orgOf(key);
+    await stack.putOnPlan('prepaid-owner', 'prepaid', key);
+    // No credits yet: a prepaid plan runs nothing.
+    const none = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    expect(none.status, none.text).toBe(402);
+    expect(none.body).toEqual({ detail: expect.any(String), code: 'credits_exhausted', limit: 0, used: 0 });
+    const op = await operator();
+    expect((await grant(orgId, { amount_usd: 0.05 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.05 });
+
+    // A RUNNING sandbox (checked in as its program would), billed an hour: 0.04937 USD of 0.05.
+    const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    expect(started.status, started.text).toBe(200);
+    const id = started.body.id as string;
+    const token = await waitFor('the enrollment token', () => {
+      const pid = sandboxPids(id)[0];
+      return pid ? processEnv(pid)?.ENROLLMENT_TOKEN : undefined;
+    });
+    const checkIn = await stack.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, {
+      key: token,
+      body: { version: 'test' },
+    });
+    expect(checkIn.status, checkIn.text).toBe(200);
+    const sandboxes = new DynamoSandboxStore();
+    const warn = vi.spyOn(logger, 'warn').mockImplementation(() => {});
+    let rec = (await sandboxes.get(id))!;
+    const t0 = Date.parse(rec.runningAt!);
+    expect(await stack.services.sandboxBridge.meter(rec, new Date(t0 + 3600_000))).toBe(false);
+    const usage = await stack.call('GET', '/api/v1/usage', { key });
+    expect(usage.body.limits).toMatchObject({
+      plan: 'prepaid',
+      prepaid: true,
+      credits: { total_granted_usd: 0.05, spent_usd: 0.04937, balance_usd: 0.00063 },
+    });
+    expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80']);
+    // 60 s more (0.000823 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
+    rec = (await sandboxes.get(id))!;
+    expect(await stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
+    expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80', 'credits@100']);
+    const paused = (await sandboxes.get(id))!;
+    expect(paused.status).toBe('PAUSED');
+    expect(paused.detail).toMatch(/prepaid credits are spent/);
+    const refused = await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.05, used: 0.050193 });
+    // A top-up lets it resume.
+    await grant(orgId, { amount_usd: 1 }, op);
+    const resumed = await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
+    expect(resumed.status, resumed.text).toBe(200);
+    await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
+  }, 60_000);
+});
+
+describe('GET /api/v1/usage?group_by=conversation', () => {
+  it("pages the caller's conversations with the cost their metrics keep; another user's never show", async () => {
+    const key = await stack.newUser('conv-usage');
+    const store = new DynamoConversationStore();
+    const today = new Date().toISOString().slice(0, 10);
+    const conversation = (userId: string, i: number, updatedAt: string): ConversationRecord =>
+      ({
+        id: `${userId.replace(/[^a-z]/g, '')}${String(i).padStart(4, '0')}`.padEnd(32, '0'),
+        userId,
+        createdAt: updatedAt,
+        updatedAt,
+        sandbox_id: null,
+        start_task_id: '',
+        title: `c${i}`,
+        version: 1,
+        metrics: {
+          accumulated_cost: i / 1000,
+          prompt_tokens: 100 * i,
+          completion_tokens: 10 * i,
+          max_budget_per_task: null,
+        },
+      }) as ConversationRecord;
+    const at = (s: number) => new Date(Date.now() - s * 1000).toISOString();
+    for (let i = 1; i <= 5; i++) expect(await store.create(conversation('conv-usage', i, at(100 - i)))).toBe(true);
+    // Outside the range: updated 40 days ago.
+    expect(await store.create(conversation('conv-usage', 9, at(40 * 86_400)))).toBe(true);
+    await stack.newUser('conv-other');
+    expect(await store.create(conversation('conv-other', 7, at(10)))).toBe(true);
+
+    const from = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+    const q = `/api/v1/usage?group_by=conversation&from=${from}&to=${today}&limit=2`;
+    const seen: { conversation_id: string; title: string; reported_llm_cost_usd: number }[] = [];
+    let page = await stack.call('GET', q, { key });
+    expect(page.status, page.text).toBe(200);
+    expect(page.body.items[0]).toEqual({
+      conversation_id: expect.any(String),
+      title: 'c5',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      reported_llm_cost_usd: 0.005,
+      reported_llm_input_tokens: 500,
+      reported_llm_output_tokens: 50,
+    });
+    for (;;) {
+      seen.push(...page.body.items);
+      if (!page.body.next_page_id) break;
+      expect(page.body.items.length).toBeLessThanOrEqual(2);
+      page = await stack.call('GET', `${q}&page_id=${page.body.next_page_id}`, { key });
+      expect(page.status, page.text).toBe(200);
+    }
+    // Newest first, each once, none of the other user's, none outside the range.
+    expect(seen.map((c) => c.title)).toEqual(['c5', 'c4', 'c3', 'c2', 'c1']);
+    // The cursor is this caller's and this range's.
+    const first = await stack.call('GET', q, { key });
+    const otherKey = await stack.newUser('conv-thief');
+    expect((await stack.call('GET', `${q}&page_id=${first.body.next_page_id}`, { key: otherKey })).status).toBe(400);
+    expect(
+      (
+        await stack.call('GET', `${q.replace(`from=${from}`, `from=${today}`)}&page_id=${first.body.next_page_id}`, {
+          key,
+        })
+      ).status,
+    ).toBe(400);
+    // Other groupings carry no cursor.
+    expect((await stack.call('GET', '/api/v1/usage', { key })).body.next_page_id).toBeNull();
+  });
+});
