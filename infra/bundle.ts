@@ -31,11 +31,12 @@ const BANNER =
 const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } as const;
 
 /**
- * The route table as a Lambda bundle carries it: shared/routes.ts with every `summary` replaced by ''.
- * A summary is documentation (the OpenAPI document and cdk-nag read it at synthesis, from the real
- * module); every bundle carries the whole table (an operation finds its route by id), and the summaries
- * were 34 KB of each. Written under `.build/` (ignored by git) whenever this module is loaded.
+ * The route table as a Lambda bundle carries it: shared/routes.ts with the members only synthesis and
+ * the OpenAPI document read (`summary`, `tag`, `entry`) replaced by ''. Every bundle carries the whole
+ * table (an operation finds its route by id), and those strings were about 12 KB of each. Written under
+ * `.build/` (ignored by git) when a bundle is first asked for.
  */
+const SYNTH_ONLY = new Set(['summary', 'tag', 'entry']);
 export const RUNTIME_ROUTES = resolve(REPO_ROOT, '.build/routes.runtime.ts');
 
 function writeRuntimeRoutes(): string {
@@ -44,7 +45,7 @@ function writeRuntimeRoutes(): string {
   const file = ts.createSourceFile(source, text, ts.ScriptTarget.Latest, true);
   const cuts: [number, number][] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && node.name.text === 'summary')
+    if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && SYNTH_ONLY.has(node.name.text))
       cuts.push([node.initializer.getStart(file), node.initializer.getEnd()]);
     else ts.forEachChild(node, visit);
   };

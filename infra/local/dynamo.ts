@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   ListTablesCommand,
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
+import { logger } from '#shared/logging.ts';
 import dynalite from 'dynalite';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
@@ -113,7 +115,23 @@ export async function createTables(endpoint: string, prefix = 'acs'): Promise<vo
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   for (const key of tableKeys) {
     const name = `${prefix}-${key}`;
-    if (!existing.has(name)) await client.send(new CreateTableCommand(createInput(name, tables[key])));
+    if (!existing.has(name)) {
+      await client.send(new CreateTableCommand(createInput(name, tables[key])));
+      continue;
+    }
+    // dynalite cannot add an index to a table: a data dir made before an index existed lacks it until remade.
+    const have = new Set(
+      ((await client.send(new DescribeTableCommand({ TableName: name }))).Table?.GlobalSecondaryIndexes ?? []).map(
+        (i) => i.IndexName,
+      ),
+    );
+    const missing = Object.keys(tables[key].indexes).filter((i) => !have.has(i));
+    if (missing.length)
+      logger.warn('This data dir was made before these indexes existed; what reads them fails until it is remade', {
+        table: name,
+        missing,
+        fix: 'stop the server, delete the data dir (DATA_DIR, default .data), start again',
+      });
   }
   client.destroy();
 }

@@ -68,7 +68,10 @@ describe('Lambda bundles (the options CDK uses)', () => {
       const runtime = caps.includes('ecs:run') || caps.includes('ecs:stop') || caps.includes('ecs:describe');
       expect(sdkPackage(inputs, 'client-ecs'), 'ECS').toBe(runtime);
       expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(false);
-      expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(caps.includes('s3:workspaces'));
+      // S3: the workspace snapshots, and the billing export's files.
+      expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(
+        caps.includes('s3:workspaces') || caps.includes('billing:export'),
+      );
       // No Lambda client anywhere: the asynchronous invokes (the stream's resend, a sandbox's snapshot
       // removal, the pool's refill) are one signed POST each (shared/lambda-event.ts), and only there.
       expect(sdkPackage(inputs, 'client-lambda'), 'Lambda').toBe(false);

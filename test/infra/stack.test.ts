@@ -418,7 +418,7 @@ describe('functions', () => {
     if (entryExists(ecsEventsFunction.entry)) expected.push('ecsEvents');
     if (entryExists(sweeperFunction.entry)) expected.push('sweeper');
     expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend', 'sandboxSnapshotsDelete');
-    expected.push('poolRefill', 'usageReconcile');
+    expected.push('poolRefill', 'usageReconcile', 'billingExport');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
     expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
   });
