@@ -55,6 +55,8 @@ export interface TestStack extends LocalStack {
    * directly as an operator's plan change leaves it, and drops the account from the authorizer's cache.
    */
   putOnPlan(userId: string, plan: string, key?: string): Promise<void>;
+  /** The organization of the caller whose key this is (as `GET /api/v1/users/me` answers it). */
+  orgOf(key?: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -96,13 +98,15 @@ export async function startTestStack(
     ...options,
   });
   const call = apiCaller(stack.url, stack.devKey);
+  const orgOf = async (key?: string) => (await call('GET', '/api/v1/users/me', { key })).body.org_id as string;
   return {
     ...stack,
     dataDir,
     call,
     newUser: async (userId) => (await stack.services.apiKeys.create(userId, 'test')).key,
+    orgOf,
     putOnPlan: async (userId, plan, key) => {
-      const orgId = (await call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+      const orgId = await orgOf(key);
       const store = new DynamoAccountStore();
       const org = await store.getOrg(orgId);
       if (!org || !(await store.replaceOrg({ ...org, plan })))

@@ -45,7 +45,6 @@ afterAll(async () => {
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
 const operator = async () =>
   bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
 const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', false);
 const spot = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', true);
 const model = {
@@ -120,8 +119,8 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
   it('writes the period to the folder; BilledCost sums to the ledger to the micro-USD; a re-run is the same file', async () => {
     const aliceKey = await stack.newUser('alice-export');
     const bobKey = await stack.newUser('bob-export');
-    const orgA = await orgOf(aliceKey);
-    const orgB = await orgOf(bobKey);
+    const orgA = await stack.orgOf(aliceKey);
+    const orgB = await stack.orgOf(bobKey);
     // A hostile owner names their organization to break the file or run a formula in the operator's spreadsheet.
     const hostile = '=HYPERLINK("http://evil"),"x"\nnext, line';
     const store = new DynamoAccountStore();

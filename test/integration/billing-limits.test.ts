@@ -50,8 +50,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
-
 /** `n` RUNNING sandboxes of the organization, on `plan`, each checked in at `runningAt` (records only). */
 function racers(orgId: string, userId: string, plan: string, n: number, runningAt: string): SandboxRecord[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -72,7 +70,7 @@ function racers(orgId: string, userId: string, plan: string, n: number, runningA
 /** A new user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
 async function joinAsMember(userId: string, orgId: string): Promise<string> {
   const key = await stack.newUser(userId);
-  await orgOf(key);
+  await stack.orgOf(key);
   const accounts = new DynamoAccountStore();
   const user = (await accounts.getUser(userId))!;
   expect(await accounts.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
@@ -85,7 +83,7 @@ const thresholdLines = (spy: { mock: { calls: unknown[][] } }) =>
 describe('80% and 100% notices', () => {
   it('a heartbeat that crosses nothing reads nothing more: the notice rides on the ADD it makes anyway', async () => {
     const key = await stack.newUser('notice-quiet');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const [rec] = racers(orgId, 'notice-quiet', 'roomy', 1, new Date(Date.now() - 600_000).toISOString());
     const sent: string[] = [];
     const client = documentClient();
@@ -115,7 +113,7 @@ describe('80% and 100% notices', () => {
 
   it('20 heartbeats crossing together send each threshold exactly once; later crossings send nothing', async () => {
     const key = await stack.newUser('notice-owner');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await stack.putOnPlan('notice-owner', 'quarter-hour', key);
     const warn = vi.spyOn(logger, 'warn').mockImplementation(() => {});
     // 0.25 hours = 900 s: 80% at 720 s, 100% at 900 s; 20 racers of 60 s each make 1200 s.
@@ -193,7 +191,7 @@ const grant = (
 describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
   it('is for operators only; a foreign org is 404; bad amounts are 422 naming amount_usd; audited', async () => {
     const key = await stack.newUser('credit-owner');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const op = await operator();
     // The organization's own owner, a member, a user key, an operator's email unverified: not operators.
     expect((await grant(orgId, { amount_usd: 5 }, { key, headers: {} })).status).toBe(403);
@@ -238,7 +236,7 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
 
   it('Idempotency-Key: a repeat answers the first answer, another body is 422, 20 racing repeats grant once', async () => {
     const key = await stack.newUser('credit-idem');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const op = await operator();
     const idem = randomUUID();
     const first = await grant(orgId, { amount_usd: 3 }, op, idem);
@@ -267,7 +265,7 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
 describe('prepaid credits', () => {
   it('usage debits the balance; at zero a start is 402 credits_exhausted and a running sandbox pauses at its heartbeat', async () => {
     const key = await stack.newUser('prepaid-owner');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await stack.putOnPlan('prepaid-owner', 'prepaid', key);
     // No credits yet: a prepaid plan runs nothing.
     const none = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });

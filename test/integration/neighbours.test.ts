@@ -269,7 +269,7 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
 
   it("holds the organization's stored event bytes within one sweep: 402 with code, limit and used, the conversation stopped; other organizations go on", async () => {
     const key = await stack.newUser('byter');
-    const orgId = (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
+    const orgId = await stack.orgOf(key);
     const sandbox = await sandboxOf('byter', 'bytes', orgId);
     const [a, b] = [await conversationOf('byter', sandbox.id), await conversationOf('byter', sandbox.id)];
     const other = await sandboxOf('bystander', 'bytes', `org_other_${randomUUID().slice(0, 8)}`);

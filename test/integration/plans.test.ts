@@ -43,7 +43,6 @@ afterAll(async () => {
 
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
 const operator = () => idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true });
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
 
 async function start(key: string, expected = 200) {
   const res = await stack.call('POST', '/api/v1/sandboxes', { key });
@@ -64,7 +63,7 @@ function expectRefused(res: { status: number; body: any }, limit: number, used: 
 }
 /** A user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
 async function joinOrg(userId: string, key: string, orgId: string) {
-  await orgOf(key); // made on first use
+  await stack.orgOf(key); // made on first use
   const store = new DynamoAccountStore();
   const user = (await store.getUser(userId))!;
   expect(await store.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
@@ -82,7 +81,7 @@ async function setPlan(orgId: string, plan: string) {
 describe('max_running_sandboxes per organization', () => {
   it('refuses a start over the limit with 402; pause, delete, a crash and a loss each give the slot back', async () => {
     const key = await stack.newUser('org-a');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const a = await startRunning(key);
     const b = await startRunning(key);
     expect(await sandboxes.runningOf(orgId)).toBe(2);
@@ -120,10 +119,10 @@ describe('max_running_sandboxes per organization', () => {
 
   it('counts every member of the organization; another organization is not affected', async () => {
     const ownerKey = await stack.newUser('org-b-owner');
-    const orgId = await orgOf(ownerKey);
+    const orgId = await stack.orgOf(ownerKey);
     const memberKey = await stack.newUser('org-b-member');
     await joinOrg('org-b-member', memberKey, orgId);
-    expect(await orgOf(memberKey)).toBe(orgId);
+    expect(await stack.orgOf(memberKey)).toBe(orgId);
     await start(ownerKey);
     await start(memberKey);
     expectRefused(await start(memberKey, 402), 2, 2);
@@ -149,7 +148,7 @@ describe('max_running_sandboxes per organization', () => {
 
   it('keeps the per-user cap beneath: a start over it pauses the least recently active, the org count stays right', async () => {
     const key = await stack.newUser('org-e');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await setPlan(orgId, 'wide');
     // Each RUNNING before the next starts: check-in sets the activity time the cap orders by.
     const first = (await startRunning(key)).id;
@@ -162,7 +161,7 @@ describe('max_running_sandboxes per organization', () => {
 
   it('20 racing starts for the last slot: exactly one runs, 19 get 402', async () => {
     const key = await stack.newUser('org-race');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await setPlan(orgId, 'race');
     await start(key);
     await start(key);
@@ -192,7 +191,7 @@ describe('max_resource_factor', () => {
       limit: 1,
       used: 4,
     });
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     expect(await sandboxes.runningOf(orgId)).toBe(0);
     await setPlan(orgId, 'wide');
     await start(key);
@@ -202,7 +201,7 @@ describe('max_resource_factor', () => {
 describe('max_paused_sandboxes', () => {
   it("refuses a new sandbox while the user keeps the plan's paused ones (402); resuming one is allowed", async () => {
     const key = await stack.newUser('org-kept');
-    await setPlan(await orgOf(key), 'kept');
+    await setPlan(await stack.orgOf(key), 'kept');
     const a = await startRunning(key);
     expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key })).status).toBe(200);
     await waitForSandboxStatus(stack, a.id, 'PAUSED', key);
@@ -222,7 +221,7 @@ describe('max_paused_sandboxes', () => {
 describe('max_conversations', () => {
   it('refuses a V1 or legacy start past the plan (402) before anything starts, and a delete frees a slot', async () => {
     const key = await stack.newUser('org-few');
-    await setPlan(await orgOf(key), 'few');
+    await setPlan(await stack.orgOf(key), 'few');
     await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-few' } });
     const store = new DynamoConversationStore();
     const kept = ['a', 'b'].map((c) => c.repeat(32));
@@ -247,7 +246,7 @@ describe('max_conversations', () => {
     expect(legacy.status).toBe(402);
     expect(legacy.body).toEqual(refusal);
     // Nothing was started for them, and nothing was stored.
-    expect(await sandboxes.runningOf(await orgOf(key))).toBe(0);
+    expect(await sandboxes.runningOf(await stack.orgOf(key))).toBe(0);
     expect(await store.count('org-few', {})).toBe(2);
     expect((await stack.call('DELETE', `/api/conversations/${kept[0]}`, { key })).status).toBe(200);
     expect((await stack.call('POST', '/api/v1/app-conversations', { key, body: {} })).status).toBe(200);
@@ -257,7 +256,7 @@ describe('max_conversations', () => {
 describe('PUT /api/v1/admin/orgs/{org_id}/plan', () => {
   it('is for operators only; names an unknown plan; audits the change; a foreign org id is 404', async () => {
     const key = await stack.newUser('plan-target');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     // The organization's own owner is not an operator.
     const self = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { key, body: { plan: 'wide' } });
     expect(self.status).toBe(403);
@@ -296,7 +295,7 @@ describe('PUT /api/v1/admin/orgs/{org_id}/plan', () => {
 describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
   it('on_limit stop: the heartbeat that crosses pauses, every sandbox pauses at its next heartbeat, new starts get 402', async () => {
     const key = await stack.newUser('org-metered');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await setPlan(orgId, 'metered');
     const a = await startRunning(key);
     const b = await startRunning(key);
@@ -325,7 +324,7 @@ describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
 
   it('on_limit warn: over the spend, the sandbox keeps running and starts are allowed', async () => {
     const key = await stack.newUser('org-warned');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await setPlan(orgId, 'warned');
     const c = await startRunning(key);
     const rec = (await sandboxes.get(c.id))!;

@@ -207,8 +207,6 @@ afterAll(async () => {
   process.env = saved;
 });
 
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
-
 /** Moves an organization onto `plan` (stored directly: the operator route is plans.test.ts's). */
 async function setPlan(orgId: string, plan: string) {
   const store = new DynamoAccountStore();
@@ -421,7 +419,7 @@ describe('the gateway', () => {
     const rec = await waitFor('the record', () => ledger().get(cut.requestId), { until: (r) => !!r, timeoutMs: 5000 });
     expect(rec).toEqual(expect.objectContaining({ estimated: true, output: 10 }));
 
-    const before = await ledger().committed(await orgOf(p.key), month());
+    const before = await ledger().committed(await stack.orgOf(p.key), month());
     upstream.next.openai.push((_b, res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: 'upstream broke', type: 'server_error' } }));
@@ -431,7 +429,7 @@ describe('the gateway', () => {
     expect(failed.body.error.message).toBe('upstream broke');
     expect(await ledger().get(failed.requestId)).toBeUndefined();
     // The reservation was given back whole.
-    expect(await ledger().committed(await orgOf(p.key), month())).toBe(before);
+    expect(await ledger().committed(await stack.orgOf(p.key), month())).toBe(before);
   });
 
   it('answers a repeated Idempotency-Key with 409 and charges nothing for it', async () => {
@@ -504,7 +502,7 @@ describe('budgets and rates', () => {
 
   it('holds the organization spend limit under 20 racing calls: never over it, nothing left reserved', async () => {
     const p = await platformConversation('budget-race');
-    const orgId = await orgOf(p.key);
+    const orgId = await stack.orgOf(p.key);
     await setPlan(orgId, 'budget'); // 10000 micro-USD; a reservation is ~3000, a call costs 3000 x (100/1500)
     const results = await Promise.all(
       Array.from({ length: 20 }, () => llm(p.credential, { ...ask, max_tokens: 1000 })),
@@ -525,7 +523,7 @@ describe('budgets and rates', () => {
 
   it('answers 429 with Retry-After over the requests per minute, and over the tokens per minute', async () => {
     const p = await platformConversation('rate-user');
-    const orgId = await orgOf(p.key);
+    const orgId = await stack.orgOf(p.key);
     await setPlan(orgId, 'tight');
     const codes = [];
     for (let i = 0; i < 3; i++) codes.push(await llm(p.credential, ask));
@@ -534,7 +532,7 @@ describe('budgets and rates', () => {
     expect(codes[2]!.body.error.code).toBe('llm_requests_per_minute');
 
     const q = await platformConversation('token-user');
-    await setPlan(await orgOf(q.key), 'tokens');
+    await setPlan(await stack.orgOf(q.key), 'tokens');
     expect((await llm(q.credential, ask)).status).toBe(200); // 1500 tokens: over 100 from now on
     const over = await llm(q.credential, ask);
     expect(over.status).toBe(429);
@@ -571,7 +569,7 @@ describe('a hostile agent', () => {
   }, 120_000);
 
   it('gets 401 with no credential, a forged or altered one, or any other kind of key; and is metered nothing', async () => {
-    const orgId = await orgOf(p.key);
+    const orgId = await stack.orgOf(p.key);
     const before = await ledger().committed(orgId, month());
     const calls = upstream.requests.length;
     const [, body, mac] = p.credential.split('.');
@@ -604,7 +602,7 @@ describe('a hostile agent', () => {
     expect(premium.body.error).toEqual(
       expect.objectContaining({ type: 'permission_error', code: 'model_not_in_plan' }),
     );
-    const orgId = await orgOf(p.key);
+    const orgId = await stack.orgOf(p.key);
     await setPlan(orgId, 'claude_only');
     expect((await llm(p.credential, ask)).status).toBe(401);
     await setPlan(orgId, 'test');

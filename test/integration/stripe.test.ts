@@ -49,7 +49,6 @@ afterAll(async () => {
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
 const operator = async () =>
   bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
 const dayBefore = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', false);
 const model = { model: 'platform/claude-sonnet', usd_per_mtok: { input: 3, output: 15 }, markup: 0 } as PlatformModel;
@@ -106,7 +105,7 @@ const hourIso = (day: string, hour: number) => `${day}T${String(hour).padStart(2
 describe('Stripe: the customer mapping', () => {
   it('operators map an organization (audited); others are refused; an unknown organization is 404; bad ids 422', async () => {
     const key = await stack.newUser('stripe-owner');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const body = { stripe_customer_id: 'cus_Owner1' };
     expect((await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key, body })).status).toBe(403);
     expect((await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key: null, body })).status).toBe(401);
@@ -155,8 +154,8 @@ describe('Stripe: report runs', () => {
   };
 
   beforeAll(async () => {
-    orgA = await orgOf(await stack.newUser('stripe-a'));
-    orgB = await orgOf(await stack.newUser('stripe-b'));
+    orgA = await stack.orgOf(await stack.newUser('stripe-a'));
+    orgB = await stack.orgOf(await stack.newUser('stripe-b'));
     const op = await operator();
     const mapped = await stack.call('PUT', `/api/v1/admin/orgs/${orgA}/billing`, {
       ...op,

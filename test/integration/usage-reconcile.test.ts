@@ -52,8 +52,6 @@ afterAll(async () => {
 const reconcile = (aheadMs = SETTLED_MS + 60_000, settleMs = 200) =>
   new UsageReconcile({ usage, sandboxes, conversations, now: () => new Date(Date.now() + aheadMs), settleMs });
 
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
-
 /** A RUNNING sandbox record as the bridge reads it (the metering path needs no process). */
 const running = (orgId: string, userId: string, runningAt: string): SandboxRecord => ({
   id: randomUUID().replaceAll('-', ''),
@@ -130,7 +128,7 @@ const llmRecord = (orgId: string, userId: string, at: string): LlmRecord => ({
 describe('the daily reconcile repairs totals from their records', () => {
   it('a writer killed between the record and its totals: the reconcile makes the totals equal the records', async () => {
     const key = await stack.newUser('rec-a');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const bridge = stack.services.sandboxBridge;
     // Today (UTC), as the LLM records written now are.
     const start = Math.max(Date.now() - 3_600_000, Date.parse(new Date().toISOString().slice(0, 10)) + 1000);
@@ -191,7 +189,7 @@ describe('the daily reconcile repairs totals from their records', () => {
 
   it('20 heartbeats racing the reconcile on one organization-day item: no writer lost, totals equal the records', async () => {
     const key = await stack.newUser('rec-b');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const bridge = stack.services.sandboxBridge;
     // Within one UTC day whatever the hour: the day's start plus a few minutes.
     const start = Date.parse(new Date().toISOString().slice(0, 10)) + 120_000;
@@ -242,7 +240,7 @@ describe('the daily reconcile repairs totals from their records', () => {
 describe('the daily reconcile recounts the counters that can drift', () => {
   it('a running-slot counter left one high by a start that died after its reserve comes back down', async () => {
     const key = await stack.newUser('rec-slots');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     // A start took a slot and died before writing its sandbox: nothing holds it.
     expect((await sandboxes.reserveRunning(orgId, 5)).granted).toBe(true);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
@@ -253,7 +251,7 @@ describe('the daily reconcile recounts the counters that can drift', () => {
 
   it('a counter that moves between the two looks is left alone (a start in flight is never undone)', async () => {
     const key = await stack.newUser('rec-slots2');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     await sandboxes.reserveRunning(orgId, 5);
     const run = reconcile(SETTLED_MS + 60_000, 1_000).run({ days: [] });
     // A live start takes a slot during the reconcile's settle.

@@ -43,7 +43,6 @@ afterAll(async () => {
 });
 
 const bridge = (id: string, path: string) => `/api/v1/sandboxes/${id}/bridge/${path}`;
-const orgOf = async (key: string) => (await stack.call('GET', '/api/v1/users/me', { key })).body.org_id as string;
 
 /** A RUNNING sandbox of `key`'s user whose session key the test holds (it checked in as the program would). */
 async function runningSandbox(key: string): Promise<{ id: string; sessionKey: string }> {
@@ -66,7 +65,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('metering sandbox compute at the heartbeat', () => {
   it('counts the same heartbeat delivered 3 times once; totals equal the sum of the records', async () => {
     const key = await stack.newUser('meter-a');
-    const orgId = await orgOf(key);
+    const orgId = await stack.orgOf(key);
     const { id, sessionKey } = await runningSandbox(key);
     // Nothing is billed before the first heartbeat.
     expect(await usage.computeRecords(id, 1)).toEqual([]);
@@ -161,9 +160,9 @@ describe('GET /api/v1/usage', () => {
 
   it('owners see the organization per day and per member; a member sees only their own; another org sees nothing', async () => {
     const ownerKey = await stack.newUser('usage-owner');
-    const orgId = await orgOf(ownerKey);
+    const orgId = await stack.orgOf(ownerKey);
     const memberKey = await stack.newUser('usage-member');
-    await orgOf(memberKey);
+    await stack.orgOf(memberKey);
     const accounts = new (await import('#shared/accounts/dynamo-account-store.ts')).DynamoAccountStore();
     const member = (await accounts.getUser('usage-member'))!;
     expect(await accounts.replaceUser({ ...member, orgId, role: 'member' })).toBe(true);
