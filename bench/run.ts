@@ -12,6 +12,7 @@ import { benchNeighbours } from './neighbours.ts';
 import { benchSandboxes } from './sandboxes.ts';
 import { benchSettings } from './settings.ts';
 import { benchStream } from './stream.ts';
+import { benchMetering, benchUsage } from './usage.ts';
 import { benchWarmPool } from './warm-pool.ts';
 
 /**
@@ -27,6 +28,8 @@ const sections: [string, () => Promise<string>][] = [
   ['conversations', benchConversations],
   ['events', benchEventRoutes],
   ['lists', benchLists],
+  ['usage', benchUsage],
+  ['metering', benchMetering],
   ['agent', benchAgent],
   ['console', benchConsole],
   ['stream', benchStream],

@@ -17,6 +17,19 @@ export const llmKeys = {
 const ADD_LLM =
   'ADD llmCalls :one, llmInputTokens :i, llmOutputTokens :o, llmCachedTokens :c, llmCacheWriteTokens :w, llmMicroUsd :m SET #day = :day, lastAt = :now';
 
+/** An LLM record as table `usage` holds it (also what the usage bench writes in bulk). */
+export function llmRecordItem(rec: LlmRecord, retentionDays: number): Record<string, unknown> {
+  const pk = llmKeys.record(rec.requestId);
+  return {
+    pk,
+    sk: 'llm',
+    kind: 'llm',
+    recordKey: usageKeys.recordKey(rec.orgId, rec.at, pk),
+    expiresAtEpoch: recordExpiry(rec.day, retentionDays),
+    ...rec,
+  };
+}
+
 export class DynamoLlmLedger implements LlmLedger {
   private readonly db = documentClient();
   private readonly usage = tableName('usage');
@@ -127,14 +140,7 @@ export class DynamoLlmLedger implements LlmLedger {
       this.db.send(
         new PutCommand({
           TableName: this.usage,
-          Item: {
-            pk: llmKeys.record(rec.requestId),
-            sk: 'llm',
-            kind: 'llm',
-            recordKey: usageKeys.recordKey(rec.orgId, rec.at, llmKeys.record(rec.requestId)),
-            expiresAtEpoch: recordExpiry(rec.day, this.retentionDays),
-            ...rec,
-          },
+          Item: llmRecordItem(rec, this.retentionDays),
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),

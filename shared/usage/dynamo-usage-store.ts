@@ -34,6 +34,19 @@ export const usageKeys = {
 const ADD_TOTALS =
   'ADD seconds :s, factorSeconds :f, vcpuSeconds :v, gbSeconds :g, computeMicroUsd :c, records :one SET #day = :day, lastAt = :now';
 
+/** A compute record as table `usage` holds it (also what the usage bench writes in bulk). */
+export function computeRecordItem(r: ComputeRecord, retentionDays: number): Record<string, unknown> {
+  const pk = usageKeys.compute(r.sandboxId, r.generation);
+  return {
+    pk,
+    sk: r.from,
+    kind: 'compute',
+    recordKey: usageKeys.recordKey(r.orgId, r.from, pk),
+    expiresAtEpoch: recordExpiry(r.day, retentionDays),
+    ...r,
+  };
+}
+
 export class DynamoUsageStore implements UsageStore {
   private readonly db = documentClient();
   private readonly table = tableName('usage');
@@ -58,14 +71,7 @@ export class DynamoUsageStore implements UsageStore {
       this.db.send(
         new PutCommand({
           TableName: this.table,
-          Item: {
-            pk: usageKeys.compute(r.sandboxId, r.generation),
-            sk: r.from,
-            kind: 'compute',
-            recordKey: usageKeys.recordKey(r.orgId, r.from, usageKeys.compute(r.sandboxId, r.generation)),
-            expiresAtEpoch: recordExpiry(r.day, this.retentionDays),
-            ...r,
-          },
+          Item: computeRecordItem(r, this.retentionDays),
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       ),
