@@ -39,7 +39,7 @@ async function victim(plan: Extract<NeighbourPlan, { role: 'victim' }>) {
  * all but a few) is opened again at once, as a hostile client in a loop would.
  */
 function socketFlood(plan: Extract<NeighbourPlan, { role: 'sockets' | 'replays' }>, stop: Promise<void>) {
-  const counts = { opened: 0, refused: 0, messages: 0, replays: 0 };
+  const counts = { opened: 0, refused: 0, limited: 0, messages: 0, replays: 0 };
   let stopping = false;
   const query = plan.role === 'replays' ? 'resend_all=true' : '';
   const open = () => {
@@ -56,6 +56,11 @@ function socketFlood(plan: Extract<NeighbourPlan, { role: 'sockets' | 'replays' 
         counts.replays++;
         ws.close();
       }
+    });
+    // Over the request rate the upgrade itself is answered 429 (no socket): refused too, and opened again at once.
+    ws.on('unexpected-response', (_req, res) => {
+      if (res.statusCode === 429) counts.limited++;
+      ws.terminate(); // while connecting: aborts the handshake and closes (which opens again)
     });
     ws.on('error', () => undefined);
     ws.on('close', (code) => {

@@ -139,7 +139,8 @@ export async function benchNeighbours(): Promise<string> {
       {
         name: '1,000 sockets of one user (each refused one opened again at once)',
         plan: { role: 'sockets', url: stack.url, key: hogKey, conversationId: hogConversation, sockets: 1000 },
-        did: (r) => `${count(r.opened)} opened, ${count(r.refused)} refused (4429)`,
+        did: (r) =>
+          `${count(r.opened)} opened, ${count(r.refused)} closed over a cap (4429), ${count(r.limited)} refused over the request rate (HTTP 429)`,
       },
       {
         name: `20 \`resend_all\` replays of ${count(REPLAY_EVENTS)} events, each started again when done`,

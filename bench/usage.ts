@@ -218,7 +218,6 @@ export async function benchMetering(): Promise<string> {
   });
   try {
     await json(stack, 'POST', '/api/settings', { body: { llm_model: 'platform/exact' } });
-    const orgId = await stack.orgOf();
     step(`starting ${SANDBOXES} conversations`);
     const runs = await Promise.all(
       Array.from({ length: SANDBOXES }, async (_, i) => {

@@ -39,10 +39,11 @@ export interface EventStreamOptions {
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
-function answer(socket: Duplex, status: string, body: unknown): void {
+function answer(socket: Duplex, status: string, body: unknown, retryAfterSeconds?: number): void {
   const text = JSON.stringify(body);
+  const retry = retryAfterSeconds === undefined ? '' : `retry-after: ${Math.max(1, Math.ceil(retryAfterSeconds))}\r\n`;
   socket.end(
-    `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n${retry}connection: close\r\n\r\n${text}`,
   );
 }
 
@@ -131,6 +132,12 @@ export function attachEventStream(
       } catch (err) {
         logger.error('stream.authorize-failed', { error: err as Error });
         verdict = 'error';
+      }
+      // Over the request rate: answered before the handshake (as API Gateway's `$connect` answers 429),
+      // so an open in a loop costs the server a key check, not a WebSocket upgrade.
+      if (verdict !== 'error' && !verdict.allowed && verdict.status === 429) {
+        logger.info('stream.refused', { status: 429, reason: verdict.reason });
+        return answer(socket, '429 Too Many Requests', { detail: verdict.reason }, verdict.retryAfter);
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
         if (verdict === 'error') return ws.close(CLOSE.internalError, 'Internal error');

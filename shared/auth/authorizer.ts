@@ -17,7 +17,7 @@ export interface AuthDeps {
   oidc: OidcVerifier | null;
   /** The explicitly allowed browser origins (`CORS_ORIGINS`). */
   allowedOrigins: readonly string[];
-  /** The plans, where the caller's `requests_per_user_per_minute` is enforced (HTTP routes; not the stream's opens). */
+  /** The plans, where the caller's `requests_per_user_per_minute` is enforced (HTTP routes; stream opens take it in shared/stream/access.ts). */
   plans?: Plans;
 }
 

@@ -7,12 +7,16 @@ import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { StreamAccess } from '#shared/stream/access.ts';
 
 export const streamAccess: ServiceFactory<StreamAccess> = (c) =>
-  new StreamAccess({
-    apiKeys: c.use(apiKeys),
-    sessions: c.use(sessions),
-    conversationKeys: c.use(conversationKeys),
-    accounts: c.use(accounts),
-    oidc: c.adapters.oidc,
-    tickets: c.use(streamTickets),
-    conversations: c.adapter('conversationStore'),
-  });
+  new StreamAccess(
+    {
+      apiKeys: c.use(apiKeys),
+      sessions: c.use(sessions),
+      conversationKeys: c.use(conversationKeys),
+      accounts: c.use(accounts),
+      oidc: c.adapters.oidc,
+      tickets: c.use(streamTickets),
+      conversations: c.adapter('conversationStore'),
+    },
+    // Read at an open only (every function that opens streams has the plans adapter): its request rate.
+    () => c.adapters.plans,
+  );

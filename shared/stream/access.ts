@@ -1,13 +1,22 @@
 import { authorizeRequest, CROSS_SITE_REFUSAL, type AuthDeps } from '#shared/auth/authorizer.ts';
 import { isConversationKey } from '#shared/auth/conversation-keys.ts';
+import { requestRate } from '#shared/auth/request-rate.ts';
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
+import type { Plans } from '#shared/plans/model.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
 import { CLOSE, streamQuerySchema, type StreamQuery } from '#shared/stream/messages.ts';
+import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
 import type { StreamTickets } from '#shared/stream/tickets.ts';
 
 export interface StreamAccessDeps extends AuthDeps {
   tickets: StreamTickets;
   conversations: Pick<ConversationStore, 'get'>;
+  /**
+   * An open counts as one of the user's authenticated requests (the plan's `requests_per_user_per_minute`):
+   * the seconds until one is allowed, or undefined. Taken once the user is known and before the
+   * conversation is read, so an open in a loop is refused for the price of a key check. Not on re-checks.
+   */
+  openRate?: (userId: string, plan: string | undefined) => number | undefined;
 }
 
 /** What a stream request carries: the path's conversation id as written, the query, the headers (cookie included). */
@@ -30,16 +39,24 @@ export interface StreamGrant {
 /** Why a stream may not open: the HTTP status ($connect answers it) and the close code with its reason (the local socket sends them). */
 export interface StreamRefusal {
   allowed: false;
-  status: 400 | 401 | 403 | 404;
-  code: (typeof CLOSE)[keyof typeof CLOSE];
+  status: 400 | 401 | 403 | 404 | 429;
+  code: (typeof CLOSE)[keyof typeof CLOSE] | typeof CLOSE_TOO_MANY;
   /** At most 123 bytes: a WebSocket close reason's limit. */
   reason: string;
+  /** For a 429: the seconds until an open is allowed again. */
+  retryAfter?: number;
 }
 
 const refuse = (status: StreamRefusal['status'], reason: string): StreamRefusal => ({
   allowed: false,
   status,
-  code: { 400: CLOSE.badRequest, 401: CLOSE.unauthorized, 403: CLOSE.forbidden, 404: CLOSE.notFound }[status],
+  code: {
+    400: CLOSE.badRequest,
+    401: CLOSE.unauthorized,
+    403: CLOSE.forbidden,
+    404: CLOSE.notFound,
+    429: CLOSE_TOO_MANY,
+  }[status],
   reason,
 });
 
@@ -121,6 +138,12 @@ export async function authorizeStream(
     if (user.status !== 'active' || org.status !== 'active') return refuse(401, REFUSALS.suspended);
     plan = org.plan;
   }
+  const retryAfter = deps.openRate?.(userId, plan);
+  if (retryAfter !== undefined)
+    return {
+      ...refuse(429, "Too many requests: streams opened count against your plan's requests per minute"),
+      retryAfter,
+    };
   // The owner's, still there: a ticket or key may outlive its conversation by a moment.
   const conversation = await deps.conversations.get(userId, conversationId);
   if (!conversation || conversation.userId !== userId) return refuse(404, REFUSALS.notFound);
@@ -129,10 +152,20 @@ export async function authorizeStream(
 
 /** `authorizeStream` over one function's services (Services.streamAccess): the allowed origins come from its configuration. */
 export class StreamAccess {
-  constructor(private readonly deps: Omit<StreamAccessDeps, 'allowedOrigins'>) {}
+  constructor(
+    private readonly deps: Omit<StreamAccessDeps, 'allowedOrigins' | 'openRate'>,
+    /** The plans, for the request rate an open counts against (absent: opens are not rate-limited). */
+    private readonly plans?: () => Plans,
+  ) {}
 
+  /** Whether a stream may open: a grant, or why not (an open counts as one of the user's requests). */
   authorize(input: StreamRequest, allowedOrigins: readonly string[]): Promise<StreamGrant | StreamRefusal> {
-    return authorizeStream(input, { ...this.deps, allowedOrigins });
+    const plans = this.plans;
+    const openRate = plans
+      ? (userId: string, plan: string | undefined) =>
+          requestRate.take(userId, plans().plan(plan).requests_per_user_per_minute)
+      : undefined;
+    return authorizeStream(input, { ...this.deps, allowedOrigins, ...(openRate ? { openRate } : {}) });
   }
 
   /**
@@ -143,7 +176,8 @@ export class StreamAccess {
   async stillValid(grant: StreamGrant, input: StreamRequest, allowedOrigins: readonly string[]): Promise<boolean> {
     if (grant.via === 'ticket')
       return (await this.deps.conversations.get(grant.userId, grant.conversationId))?.userId === grant.userId;
-    const again = await this.authorize(input, allowedOrigins);
+    // A re-check is not a request of the user's: no rate.
+    const again = await authorizeStream(input, { ...this.deps, allowedOrigins });
     return again.allowed && again.userId === grant.userId && again.conversationId === grant.conversationId;
   }
 }

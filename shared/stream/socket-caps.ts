@@ -1,7 +1,7 @@
 import type { Plan } from '#shared/plans/model.ts';
 
 /** Close code of a socket over a cap (the HTTP status 429 in the private range, as the other close codes). */
-export const CLOSE_TOO_MANY = 4429;
+export const CLOSE_TOO_MANY = 4429 as const;
 
 /** Sockets one address may hold while they are not yet authenticated (first-message auth pending). */
 export const MAX_PENDING_SOCKETS_PER_IP = 10;

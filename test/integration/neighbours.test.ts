@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -213,6 +214,50 @@ describe('requests per user per minute (a client calling without pause)', () => 
     expect(refused[0]!.body.detail).toBe('Too many requests: your plan allows 30 per minute');
     expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await stack.call('GET', '/api/v1/users/me', { key: other })).status).toBe(200);
+  });
+});
+
+/** A raw WebSocket upgrade of a stream: 101 (the socket is dropped at once) or the HTTP answer that refused it. */
+function upgrade(cid: string, key: string): Promise<{ status: number; retryAfter?: string; body?: any }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${stack.url}/sockets/events/${cid}`, {
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        'x-session-api-key': key,
+      },
+    });
+    req.on('upgrade', (_res, socket) => {
+      socket.destroy();
+      resolve({ status: 101 });
+    });
+    req.on('response', async (res) => {
+      let text = '';
+      for await (const chunk of res) text += chunk;
+      resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('stream opens count as requests (a client reopening sockets in a loop)', () => {
+  it("past the plan's rate the upgrade is answered 429 with Retry-After before any handshake; another user's opens go on", async () => {
+    const key = await stack.newUser('chatty-streams');
+    await stack.putOnPlan('chatty-streams', 'chatty', key);
+    const cid = await conversationOf('chatty-streams');
+    const answers = await Promise.all(Array.from({ length: 45 }, () => upgrade(cid, key)));
+    // 30 a minute: the set-up's request and about 29 opens pass (upgraded; the socket caps close most).
+    expect(answers.filter((a) => a.status === 101).length).toBeLessThanOrEqual(31);
+    const limited = answers.filter((a) => a.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(14);
+    for (const a of answers) expect([101, 429]).toContain(a.status);
+    expect(limited[0]!.body.detail).toMatch(/^Too many requests/);
+    expect(Number(limited[0]!.retryAfter)).toBeGreaterThanOrEqual(1);
+    const other = await tenant('chatty-neighbour');
+    expect((await upgrade(await conversationOf('chatty-neighbour'), other)).status).toBe(101);
   });
 });
 
