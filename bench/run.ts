@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, type } from 'node:os';
 import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
@@ -39,7 +39,14 @@ const sections: [string, () => Promise<string>][] = [
   ['fargate', benchFargate],
 ];
 
-const only = process.argv.slice(2);
+// `--update`: the named sections replace theirs in docs/performance.md (new ones go before the last
+// section), and the header says when they were re-run: for a section added or changed since the full run.
+const update = process.argv.includes('--update');
+const only = process.argv.slice(2).filter((a) => a !== '--update');
+if (update && !only.length) {
+  process.stderr.write('bench: --update needs the sections to re-run\n');
+  process.exit(2);
+}
 const unknown = only.filter((name) => !sections.some(([s]) => s === name));
 if (unknown.length) {
   process.stderr.write(
@@ -87,5 +94,24 @@ const doc = [
   '',
   ...parts,
 ].join('\n');
-if (!only.length) writeFileSync(new URL('../docs/performance.md', import.meta.url), doc);
+const docUrl = new URL('../docs/performance.md', import.meta.url);
+if (!only.length) writeFileSync(docUrl, doc);
+else if (update) writeFileSync(docUrl, updated(readFileSync(docUrl, 'utf8'), parts, load));
+
+/** The doc with each `## ` block of `texts` in place of the block of the same heading (or before the last block). */
+function updated(current: string, texts: string[], loadAverage: number): string {
+  const blocks = (text: string) => text.split(/\n(?=## )/);
+  const [head, ...rest] = blocks(current);
+  const byHeading = (b: string) => b.slice(0, b.indexOf('\n'));
+  for (const block of texts.flatMap(blocks)) {
+    const at = rest.findIndex((b) => byHeading(b) === byHeading(block));
+    if (at >= 0) rest[at] = block.trimEnd() + '\n';
+    else rest.splice(Math.max(0, rest.length - 1), 0, block.trimEnd() + '\n');
+  }
+  const stamp = `- Re-run since, alone: ${only.join(', ')} on ${new Date().toISOString().slice(0, 10)} (load average ${loadAverage.toFixed(2)} when they began)`;
+  const lines = head!.split('\n').filter((l) => !l.startsWith('- Re-run since, alone:'));
+  const runTime = lines.findIndex((l) => l.startsWith('- Run time:'));
+  lines.splice(runTime + 1, 0, stamp);
+  return [lines.join('\n'), ...rest].join('\n');
+}
 process.exit(0);
