@@ -23,9 +23,9 @@ const LARGE = Number(process.env.BENCH_USAGE_RECORDS ?? 100_000);
 const RUNS = Number(process.env.BENCH_USAGE_RUNS ?? 200);
 const DAYS = 30;
 const MONTH = '2026-10';
-const USERS = 10;
+const USERS = 3;
 const MODELS = ['platform/bench-a', 'platform/bench-b', 'platform/bench-c'];
-const step = (what: string) => process.stderr.write(`bench: usage: ${what}\n`);
+const step = (what: string, section = 'usage') => process.stderr.write(`bench: ${section}: ${what}\n`);
 
 /** What the written records add up to: the route must answer exactly this. */
 interface Truth {
@@ -35,24 +35,27 @@ interface Truth {
 }
 
 /**
- * `n` records of one organization over the month's 30 days, 10 users, every third an LLM call of one of
- * three models, the rest compute intervals of 60 s: written in bulk in the ledger's own item shape.
+ * `n` records of one organization over the month's 30 days and 3 users, on odd days LLM calls of one
+ * of three models, on even days compute intervals of 60 s: written in bulk in the ledger's own item shape.
  */
 async function writeRecords(orgId: string, owner: string, n: number): Promise<Truth> {
   const retention = usageRetentionDays();
   const truth: Truth = { vcpuSeconds: 0, llmInputTokens: 0, llmMicroUsd: 0 };
   const items: Record<string, unknown>[] = [];
   for (let i = 0; i < n; i++) {
+    // Both organizations get the same days, user-days and model-days (the first 90 records cover them
+    // all), so the two answers hold the same number of totals and only the records behind them differ.
     const day = `${MONTH}-${String(1 + (i % DAYS)).padStart(2, '0')}`;
-    const start = Date.parse(`${day}T00:00:00Z`) + Math.floor(i / DAYS) * 60_000;
-    const userId = i % USERS === 0 ? owner : `${orgId}-member-${i % USERS}`;
-    if (i % 3 === 2) {
+    const block = Math.floor(i / DAYS);
+    const start = Date.parse(`${day}T00:00:00Z`) + block * 60_000;
+    const userId = block % USERS === 0 ? owner : `${orgId}-member-${block % USERS}`;
+    if (i % 2 === 1) {
       const rec: LlmRecord = {
         requestId: `bench-${orgId}-${i}`,
         orgId,
         userId,
         conversationId: `bench-conversation-${i % 50}`,
-        model: MODELS[i % MODELS.length]!,
+        model: MODELS[block % MODELS.length]!,
         upstreamModel: 'bench-upstream',
         input: 1000 + (i % 7),
         output: 200,
@@ -166,7 +169,7 @@ export async function benchUsage(): Promise<string> {
     return [
       `## Usage: a month of ${count(SMALL)} and of ${count(LARGE)} records`,
       '',
-      `\`GET /api/v1/usage\` for October of an organization with ${count(SMALL)} ledger records and of one with ${count(LARGE)}, both over ${DAYS} days, ${USERS} users and ${MODELS.length} platform models (a third of the records LLM calls, the rest compute intervals). The records are written in bulk in the ledger's own item shape (${(fillMs / 1000).toFixed(0)} s) and their day totals built by the daily reconcile from them (${(reconcileMs / 1000).toFixed(1)} s for the ${count(SMALL + LARGE)} records of ${DAYS} days, ${count(repaired)} totals written: the reconcile's own cost at this size). The route reads totals only (one Query per organization-day, user-day or model-day range), never records, so its cost follows days × users or models, not records: target within 1.2× (issue 22). Both answers are checked against the records' sums first. ${RUNS} rounds after 20 warm-up ones, interleaved, p50 / p99.`,
+      `\`GET /api/v1/usage\` for October of an organization with ${count(SMALL)} ledger records and of one with ${count(LARGE)}, both over ${DAYS} days, ${USERS} users and ${MODELS.length} platform models (LLM calls on odd days, compute intervals on even days; the first 90 records cover every organization-day, user-day and model-day, so both answers hold the same totals and only the records behind them differ). The records are written in bulk in the ledger's own item shape (${(fillMs / 1000).toFixed(0)} s) and their day totals built by the daily reconcile from them (${(reconcileMs / 1000).toFixed(1)} s for the ${count(SMALL + LARGE)} records of ${DAYS} days, ${count(repaired)} totals written: the reconcile's own cost at this size). The route reads totals only (one Query per organization-day, user-day or model-day range), never records, so its cost follows days × users or models, not records: target within 1.2× (issue 22). Both answers are checked against the records' sums first. ${RUNS} rounds after 20 warm-up ones, interleaved, p50 / p99.`,
       '',
       `| grouping | ${count(SMALL)} records | ${count(LARGE)} records | p50 ratio |`,
       '|---|---|---|---|',
@@ -218,7 +221,7 @@ export async function benchMetering(): Promise<string> {
   });
   try {
     await json(stack, 'POST', '/api/settings', { body: { llm_model: 'platform/exact' } });
-    step(`starting ${SANDBOXES} conversations`);
+    step(`starting ${SANDBOXES} conversations`, 'metering');
     const runs = await Promise.all(
       Array.from({ length: SANDBOXES }, async (_, i) => {
         const postedAt = Date.now();
@@ -233,7 +236,7 @@ export async function benchMetering(): Promise<string> {
     );
     const last = Math.max(...runs.map((r) => r.readyAt));
     await new Promise((r) => setTimeout(r, Math.max(0, last + HOLD_MS - Date.now())));
-    step('pausing them together');
+    step('pausing them together', 'metering');
     const paused = await Promise.all(
       runs.map(async (r) => {
         const sentAt = Date.now();
@@ -265,7 +268,7 @@ export async function benchMetering(): Promise<string> {
       );
     const windows = paused.map((r) => (r.answeredAt - r.postedAt - (r.sentAt - r.readyAt)) / 1000);
     return [
-      '## Metering exactness: 20 sandboxes',
+      `## Metering exactness: ${SANDBOXES} sandboxes`,
       '',
       `${SANDBOXES} conversations of one organization on a platform model, each sandbox held RUNNING about ${HOLD_MS / 1000} s and paused together; the scripted upstream reports ${TOKENS.prompt_tokens} input and ${TOKENS.completion_tokens} output tokens per call. A sandbox's true running time is only known to the client as a window (from the start posted to the pause answered, at most; from the conversation READY to the pause sent, at least: ${ms(percentile(windows, 50) * 1000, 0)} wide p50). Compute is accrued at each heartbeat (every 30 s) and closed by the pause.`,
       '',
