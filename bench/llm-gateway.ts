@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fetchWithKey } from '#sandbox/agent/llm-credential.ts';
 import { protocolPaths } from '#shared/protocol.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { untilReady } from './conversations.ts';
@@ -16,7 +17,9 @@ const KEY = 'sk-bench-platform';
  * `npm run bench -- llm`: the LLM gateway's cost to a stream's first token (docs/platform-llms.md: at
  * most 50 ms p50 added locally). A scripted upstream on loopback writes its first chunk as soon as a
  * request arrives; the time to that chunk is measured straight from the upstream and through the
- * gateway (credential check, revocation reads, rate, reservation, forwarding), side by side.
+ * gateway (credential check, revocation reads, rate, reservation, forwarding), side by side, the
+ * gateway's calls made with the agent's own fetch (sandbox/agent/llm-credential.ts) from the host's
+ * loopback, which is the network a local sandbox reaches the gateway on.
  */
 export async function benchLlmGateway(): Promise<string> {
   const upstream = createServer((req, res) => {
@@ -76,9 +79,11 @@ export async function benchLlmGateway(): Promise<string> {
       headers: { 'x-session-api-key': (await stack.sandboxKey(task.sandbox_id))! },
     }).then((r) => r.json() as Promise<any>);
     const body = JSON.stringify({ model: 'platform/bench', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    // Through the gateway with the sandbox's own fetch (its credential headers and the body's SHA-256, as the agent sends them).
+    const agentFetch = fetchWithKey(async () => config.llm.api_key);
     const firstChunk = async (url: string, key: string) => {
       const t = performance.now();
-      const res = await fetch(url, {
+      const res = await (key === KEY ? fetch : agentFetch)(url, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body,

@@ -256,7 +256,14 @@ export class ConversationRunner {
       onDelivered: (next) => writeFileSync(seqFile, String(next)),
     });
     // The session masks what it knows (custom secrets, the LLM key); this also covers the git token and the MCP secrets.
-    const maskAll = secretMasker(startConfigSecrets(config));
+    let maskAll = secretMasker(startConfigSecrets(config));
+    const renewedCredentials: string[] = [];
+    // A renewed gateway credential is masked like the first: in events here, and by the session in tool results.
+    const masksRenewed = (credential: string) => {
+      renewedCredentials.push(credential);
+      maskAll = secretMasker([...startConfigSecrets(config), ...renewedCredentials]);
+      session.addSecret(credential);
+    };
     const emit = async (unmasked: AgentEvent[]) => {
       const events = maskAll(unmasked);
       this.o.markActive();
@@ -292,7 +299,12 @@ export class ConversationRunner {
         // A platform model's gateway credential lasts an hour: fetched again from the start configuration before it ends.
         ...(config.llm.api_key.startsWith('acsl.')
           ? {
-              renewKey: renewingKey(config.llm.api_key, async () => (await this.o.bridge.startConfig(cid)).llm.api_key),
+              renewKey: renewingKey(
+                config.llm.api_key,
+                async () => (await this.o.bridge.startConfig(cid)).llm.api_key,
+                Date.now,
+                masksRenewed,
+              ),
             }
           : {}),
       },

@@ -13,7 +13,10 @@ if [ $# -gt 0 ]; then
 fi
 if [ "$synth" = 1 ]; then
   log=$(mktemp)
-  if ! npm run --silent synth >"$log" 2>&1; then
+  # With the tier's platform models (test/fixtures/platform-llms/tier.json), so the LLM gateway, its
+  # function URL and CloudFront behaviour are synthesized and run (test/tier/llm-gateway.test.ts).
+  # (On one line: the CLI's `-c key=value` keeps a value only up to its first newline.)
+  if ! npm run --silent synth -- -c platformLlms="$(node -p 'JSON.stringify(require("./test/fixtures/platform-llms/tier.json"))')" >"$log" 2>&1; then
     cat "$log"
     rm -f "$log"
     echo "npm run synth failed: the tier cannot run"

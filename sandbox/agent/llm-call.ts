@@ -1,4 +1,10 @@
-import { describeLlmError, isContextWindowError, retryDelayMs, type RetryPolicy } from '#sandbox/agent/llm.ts';
+import {
+  describeLlmError,
+  isBudgetRefusal,
+  isContextWindowError,
+  retryDelayMs,
+  type RetryPolicy,
+} from '#sandbox/agent/llm.ts';
 
 export interface LlmRetry {
   attempt: number;
@@ -25,7 +31,8 @@ export interface ResilientCallOptions<T> {
   onRetry: (retry: LlmRetry) => Promise<void>;
 }
 
-export type ResilientCallOutcome<T> = { result: T } | { paused: true } | { error: string };
+/** `budget`: the model's gateway refused the call for money (402): the conversation pauses, it does not fail. */
+export type ResilientCallOutcome<T> = { result: T } | { paused: true } | { error: string; budget?: true };
 
 /**
  * A model call that holds up: 429, 408, 5xx, time-outs and dropped connections are retried with
@@ -52,6 +59,7 @@ export async function callResiliently<T>(o: ResilientCallOptions<T>): Promise<Re
             error: `The LLM did not answer within ${o.timeoutMs / 1000} s${attempt ? ` (${attempt + 1} attempts)` : ''} (model ${o.model}).`,
           };
         const why = describeLlmError(err, o.model, attempt + 1);
+        if (isBudgetRefusal(err)) return { error: why, budget: true };
         return {
           error: isContextWindowError(err)
             ? `${why} The conversation is too long for the model's context window even after condensing it.`

@@ -16,7 +16,7 @@ export interface LlmConfig {
   /** `anthropic`: `baseUrl` speaks Anthropic's Messages API (a platform model behind the control plane's LLM gateway). */
   api?: 'anthropic';
   /** A platform model's gateway credential, renewed before it expires (sandbox/agent/llm-credential.ts). */
-  renewKey?: () => Promise<string>;
+  renewKey?: (force?: boolean) => Promise<string>;
 }
 
 /** A configuration the agent cannot work with; the message says what to change. */
@@ -165,6 +165,15 @@ export function llmStatus(err: unknown): number | undefined {
   return APICallError.isInstance(e) ? e.statusCode : undefined;
 }
 
+/**
+ * A refusal for money (HTTP 402): the platform's LLM gateway over the organization's spend limit, its
+ * prepaid credits or the conversation's max_budget_per_task (docs/platform-llms.md), or a provider's
+ * "insufficient credits". Retrying cannot help until someone raises the budget: the session pauses.
+ */
+export function isBudgetRefusal(err: unknown): boolean {
+  return llmStatus(err) === 402;
+}
+
 /** A request too large for the model's context window (each provider words it its own way). */
 export function isContextWindowError(err: unknown): boolean {
   const e = RetryError.isInstance(err) ? err.lastError : err;
@@ -223,11 +232,13 @@ export function describeLlmError(err: unknown, model: string, attempts = 1): str
     const hint =
       status === 401 || status === 403
         ? ' Check llm_api_key.'
-        : status === 429
-          ? ' The provider is rate-limiting or the quota is used up.'
-          : status === undefined
-            ? ` Check that llm_base_url (${e.url}) is reachable.`
-            : '';
+        : status === 402
+          ? ' The budget is spent: the conversation is paused; run it again once the budget allows.'
+          : status === 429
+            ? ' The provider is rate-limiting or the quota is used up.'
+            : status === undefined
+              ? ` Check that llm_base_url (${e.url}) is reachable.`
+              : '';
     return `LLM request for ${model} failed${tries}${status ? ` (HTTP ${status})` : ''}: ${e.message}.${hint}`;
   }
   return `LLM request for ${model} failed${tries}: ${(e as Error)?.message ?? String(e)}`;

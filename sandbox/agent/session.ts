@@ -135,7 +135,8 @@ export class AgentSession {
   readonly conversationId: string;
   readonly #o: AgentSessionOptions;
   readonly #events = new EventFactory();
-  readonly #mask: <T>(v: T) => T;
+  #mask: <T>(v: T) => T;
+  readonly #secretValues: string[];
   readonly #metrics: MetricsCounter;
   readonly #terminal: Terminal;
   readonly #s: Omit<LoopState, 'metrics' | 'pending'> = {
@@ -164,11 +165,12 @@ export class AgentSession {
   constructor(options: AgentSessionOptions) {
     this.#o = options;
     this.conversationId = options.conversationId;
-    this.#mask = secretMasker([
+    this.#secretValues = [
       ...Object.values(options.secrets ?? {}),
       ...(options.llm.apiKey ? [options.llm.apiKey] : []),
       ...(options.search?.apiKey ? [options.search.apiKey] : []),
-    ]);
+    ];
+    this.#mask = secretMasker(this.#secretValues);
     this.#metrics = new MetricsCounter(options.llm, options.maxBudgetPerTask ?? null);
     this.#terminal = new Terminal({
       cwd: options.workspaceDir,
@@ -294,6 +296,12 @@ export class AgentSession {
     if (this.#s.status === 'finished' || this.#s.status === 'stuck' || this.#s.status === 'error')
       await this.#setStatus('idle');
     if (message.run) await this.run();
+  }
+
+  /** Masks one more value from now on (a renewed LLM gateway credential), in events and tool results. */
+  addSecret(value: string): void {
+    this.#secretValues.push(value);
+    this.#mask = secretMasker(this.#secretValues);
   }
 
   /**
@@ -575,7 +583,7 @@ export class AgentSession {
   /**
    * One model call: retried with back-off on 429, 5xx, time-outs and dropped connections (each retry
    * an event), and after a condensation when the context window overflows. Past the bounds: an
-   * AgentErrorEvent saying why, and status `error`.
+   * AgentErrorEvent saying why, and status `error` (`paused` for a 402: a budget refusal).
    */
   async #callModel(model: LanguageModel) {
     const abort = new AbortController();
@@ -609,7 +617,9 @@ export class AgentSession {
         return 'paused' as const;
       }
       if ('error' in outcome) {
-        await this.#fail(outcome.error);
+        // A budget refusal is not an iteration: the same call is made again on `run`.
+        if (outcome.budget) this.#s.iterations -= 1;
+        await this.#fail(outcome.error, outcome.budget ? 'paused' : 'error');
         return 'failed' as const;
       }
       this.#metrics.add(outcome.result.usage);
@@ -807,9 +817,10 @@ export class AgentSession {
     );
   }
 
-  async #fail(error: string): Promise<void> {
+  /** An AgentErrorEvent, then `error` (or `paused`: a budget refusal, which `run` tries again once raised). */
+  async #fail(error: string, status: 'error' | 'paused' = 'error'): Promise<void> {
     await this.#emit(this.#event('AgentErrorEvent', 'agent', { error, tool_name: null, tool_call_id: null }));
-    await this.#setStatus('error');
+    await this.#setStatus(status);
   }
 
   /** Writes the state file (atomically: a reader never sees half of it). */

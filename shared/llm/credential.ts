@@ -9,11 +9,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  *
  * Revocation is by state the gateway reads at every call (docs/platform-llms.md): a bumped conversation
  * key version (revoke, delete), a sandbox no longer RUNNING or in another generation (pause, suspension,
- * stop: a resume mints a new one), an organization suspended, a plan whose allowed models changed.
+ * stop: a resume mints a new one), the owner or the organization suspended, a plan whose allowed models changed.
  */
 const PREFIX = 'acsl.';
 const PATTERN = /^acsl\.([A-Za-z0-9_-]{10,1400})\.([A-Za-z0-9_-]{43})$/;
-/** How long a credential is valid: an hour; the start configuration and each heartbeat answer carry a fresh one. */
+/** How long a credential is valid: an hour; the sandbox fetches its start configuration again for a fresh one. */
 export const LLM_CREDENTIAL_SECONDS = 3600;
 
 export interface LlmClaims {
@@ -30,6 +30,8 @@ export interface LlmClaims {
   g: number;
   /** Expiry, epoch seconds. */
   e: number;
+  /** Issued at, epoch seconds: the sandbox renews when a sixth of the lifetime (at most ten minutes) is left. */
+  i?: number;
   /** modelsHash of the plan's allowed platform models at minting. */
   m: string;
   /** The conversation's budget (`max_budget_per_task`) in micro-USD; absent: none. */
@@ -44,8 +46,9 @@ export class LlmCredentials {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async mint(claims: Omit<LlmClaims, 'e'>, seconds = LLM_CREDENTIAL_SECONDS): Promise<string> {
-    const full: LlmClaims = { ...claims, e: Math.floor(this.now() / 1000) + seconds };
+  async mint(claims: Omit<LlmClaims, 'e' | 'i'>, seconds = LLM_CREDENTIAL_SECONDS): Promise<string> {
+    const issued = Math.floor(this.now() / 1000);
+    const full: LlmClaims = { ...claims, e: issued + seconds, i: issued };
     const body = Buffer.from(JSON.stringify(full), 'utf8').toString('base64url');
     return `${PREFIX}${body}.${await this.mac(body)}`;
   }

@@ -5,6 +5,7 @@ import { conditionalWrite, documentClient, tableName } from '#shared/store/dynam
 import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type { DayTotals } from '#shared/usage/usage-store.ts';
+import { logger } from '#shared/logging.ts';
 
 /** Keys of the gateway's items (docs/data-model.md, "usage"). */
 export const llmKeys = {
@@ -30,66 +31,148 @@ export function llmRecordItem(rec: LlmRecord, retentionDays: number): Record<str
   };
 }
 
+/** An open reservation as its counter item's `open` set holds it. */
+export const openMember = (r: Reservation) => `${r.requestId}|${r.expiresAtEpoch}|${r.microUsd}`;
+
+function parseMember(m: string): { expiresAtEpoch: number; microUsd: number } {
+  const parts = m.split('|');
+  return { expiresAtEpoch: Number(parts.at(-2)), microUsd: Number(parts.at(-1)) };
+}
+
 export class DynamoLlmLedger implements LlmLedger {
   private readonly db = documentClient();
   private readonly usage = tableName('usage');
   private readonly keys = tableName('keys');
   private readonly retentionDays = usageRetentionDays();
 
+  /*
+   * Each counter item (the organization's month, the conversation's budget) holds its open reservations
+   * in a string set `open` beside the counters (`<request id>|<expiry epoch s>|<micro-USD>`), changed in
+   * the same write as the counters: adding one, settling one and releasing a leaked one are each a single
+   * conditional update on one item, so whoever removes a member is the one who moves its counters, once.
+   */
   async reserve(
     r: Reservation,
     limits: { orgMaxMicroUsd: number; concurrency: number; conversationMaxMicroUsd: number | null },
   ): Promise<ReserveRefusal | null> {
-    const orgKey = { pk: llmKeys.orgMonth(r.orgId), sk: `month#${r.month}` };
+    const orgKey = this.orgKey(r);
+    const member = openMember(r);
     // A call that alone exceeds what is left is refused before any write (the conditions below see only counters).
     if (r.microUsd > limits.orgMaxMicroUsd)
       return { refused: 'monthly_spend_usd', used: await this.committed(r.orgId, r.month) };
-    if (limits.conversationMaxMicroUsd !== null && r.microUsd > limits.conversationMaxMicroUsd)
+    const conversationMax = r.conversationBudget ? limits.conversationMaxMicroUsd : null;
+    if (conversationMax !== null && r.microUsd > conversationMax)
       return { refused: 'max_budget_per_task', used: await this.conversationCommitted(r.conversationId) };
     // One conditional ADD: holds under any number of racing calls (each sees the others' reservations).
-    const org = await conditionalWrite(() =>
+    // Refused: release what leaked (expired reservations) and try once more.
+    const org = await this.withRepair(orgKey, true, () =>
+      conditionalWrite(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.usage,
+            Key: orgKey,
+            UpdateExpression: 'ADD committed :r, inflight :one, #open :m',
+            ConditionExpression:
+              '(attribute_not_exists(committed) OR committed <= :max) AND (attribute_not_exists(inflight) OR inflight < :cap)',
+            ExpressionAttributeNames: { '#open': 'open' },
+            ExpressionAttributeValues: {
+              ':r': r.microUsd,
+              ':one': 1,
+              ':m': new Set([member]),
+              ':max': limits.orgMaxMicroUsd - r.microUsd,
+              ':cap': limits.concurrency,
+            },
+          }),
+        ),
+      ),
+    );
+    if (!org.ok) {
+      const inflight = Number(org.item?.inflight ?? 0);
+      return inflight >= limits.concurrency
+        ? { refused: 'concurrency', used: inflight }
+        : { refused: 'monthly_spend_usd', used: Number(org.item?.committed ?? 0) };
+    }
+    if (conversationMax === null) return null;
+    const convKey = this.convKey(r);
+    const conv = await this.withRepair(convKey, false, () =>
+      conditionalWrite(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.usage,
+            Key: convKey,
+            UpdateExpression: 'ADD committed :r, #open :m',
+            ConditionExpression: 'attribute_not_exists(committed) OR committed <= :max',
+            ExpressionAttributeNames: { '#open': 'open' },
+            ExpressionAttributeValues: {
+              ':r': r.microUsd,
+              ':m': new Set([member]),
+              ':max': conversationMax - r.microUsd,
+            },
+          }),
+        ),
+      ),
+    );
+    if (conv.ok) return null;
+    await this.close(orgKey, member, -r.microUsd, true);
+    return { refused: 'max_budget_per_task', used: Number(conv.item?.committed ?? 0) };
+  }
+
+  /**
+   * Runs the conditional write; when refused, reads the item and releases its expired open reservations
+   * (each by the conditional update that removes it: racing repairers release it once), then tries once
+   * more (also when another caller released them between the refusal and the read).
+   */
+  private async withRepair(
+    Key: Record<string, string>,
+    inflight: boolean,
+    write: () => Promise<boolean>,
+  ): Promise<{ ok: boolean; item?: Record<string, any> }> {
+    if (await write()) return { ok: true };
+    const read = async () =>
+      (await this.db.send(new GetCommand({ TableName: this.usage, Key, ConsistentRead: true }))).Item;
+    let item = await read();
+    const now = Math.floor(Date.now() / 1000);
+    let released = false;
+    for (const m of (item?.open as Set<string> | undefined) ?? []) {
+      const open = parseMember(m);
+      if (open.expiresAtEpoch > now) continue;
+      if (await this.close(Key, m, -open.microUsd, inflight)) {
+        released = true;
+        logger.warn('llm.reservation released', { key: Key.pk, reservation: m });
+      }
+    }
+    if (await write()) return { ok: true };
+    // What the refusal says (which limit, how much is used): the item as it is now.
+    if (released) item = await read();
+    return { ok: false, ...(item ? { item } : {}) };
+  }
+
+  /**
+   * Removes an open reservation and moves the counters by `delta` (and ends its call in flight) in one
+   * conditional update; false when it was no longer open (settled, or released by someone else).
+   */
+  private close(Key: Record<string, string>, member: string, delta: number, inflight: boolean): Promise<boolean> {
+    return conditionalWrite(() =>
       this.db.send(
         new UpdateCommand({
           TableName: this.usage,
-          Key: orgKey,
-          UpdateExpression: 'ADD committed :r, inflight :one',
-          ConditionExpression:
-            '(attribute_not_exists(committed) OR committed <= :max) AND (attribute_not_exists(inflight) OR inflight < :cap)',
+          Key,
+          UpdateExpression: `ADD committed :d${inflight ? ', inflight :minus' : ''} DELETE #open :m`,
+          ConditionExpression: 'contains(#open, :id)',
+          ExpressionAttributeNames: { '#open': 'open' },
           ExpressionAttributeValues: {
-            ':r': r.microUsd,
-            ':one': 1,
-            ':max': limits.orgMaxMicroUsd - r.microUsd,
-            ':cap': limits.concurrency,
+            ':d': delta,
+            ':m': new Set([member]),
+            ':id': member,
+            ...(inflight ? { ':minus': -1 } : {}),
           },
         }),
       ),
     );
-    if (!org) {
-      const item = (await this.db.send(new GetCommand({ TableName: this.usage, Key: orgKey, ConsistentRead: true })))
-        .Item;
-      const inflight = Number(item?.inflight ?? 0);
-      return inflight >= limits.concurrency
-        ? { refused: 'concurrency', used: inflight }
-        : { refused: 'monthly_spend_usd', used: Number(item?.committed ?? 0) };
-    }
-    if (limits.conversationMaxMicroUsd === null) return null;
-    const conv = await conditionalWrite(() =>
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.usage,
-          Key: { pk: llmKeys.conversation(r.conversationId), sk: 'budget' },
-          UpdateExpression: 'ADD committed :r',
-          ConditionExpression: 'attribute_not_exists(committed) OR committed <= :max',
-          ExpressionAttributeValues: { ':r': r.microUsd, ':max': limits.conversationMaxMicroUsd! - r.microUsd },
-        }),
-      ),
-    );
-    if (conv) return null;
-    await this.addOrg(r, -r.microUsd, -1);
-    return { refused: 'max_budget_per_task', used: await this.conversationCommitted(r.conversationId) };
   }
 
-  private async conversationCommitted(conversationId: string): Promise<number> {
+  /** The conversation's committed LLM spend (settled and reserved) against its budget, micro-USD. */
+  async conversationCommitted(conversationId: string): Promise<number> {
     const out = await this.db.send(
       new GetCommand({
         TableName: this.usage,
@@ -100,28 +183,30 @@ export class DynamoLlmLedger implements LlmLedger {
     return Number(out.Item?.committed ?? 0);
   }
 
-  private addOrg(r: Reservation, micro: number, inflight: number) {
-    return this.db.send(
-      new UpdateCommand({
-        TableName: this.usage,
-        Key: { pk: llmKeys.orgMonth(r.orgId), sk: `month#${r.month}` },
-        UpdateExpression: 'ADD committed :m, inflight :n',
-        ExpressionAttributeValues: { ':m': micro, ':n': inflight },
-      }),
-    );
+  private orgKey(r: Reservation) {
+    return { pk: llmKeys.orgMonth(r.orgId), sk: `month#${r.month}` };
+  }
+
+  private convKey(r: Reservation) {
+    return { pk: llmKeys.conversation(r.conversationId), sk: 'budget' };
   }
 
   async settle(r: Reservation, actualMicroUsd: number): Promise<void> {
-    const delta = actualMicroUsd - r.microUsd;
-    await this.addOrg(r, delta, -1);
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.usage,
-        Key: { pk: llmKeys.conversation(r.conversationId), sk: 'budget' },
-        UpdateExpression: 'ADD committed :m',
-        ExpressionAttributeValues: { ':m': delta },
-      }),
-    );
+    const member = openMember(r);
+    // Released meanwhile as leaked (its counters already given back): the cost alone is added.
+    const add = (Key: Record<string, string>) =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.usage,
+          Key,
+          UpdateExpression: 'ADD committed :m',
+          ExpressionAttributeValues: { ':m': actualMicroUsd },
+        }),
+      );
+    if (!(await this.close(this.orgKey(r), member, actualMicroUsd - r.microUsd, true))) await add(this.orgKey(r));
+    // Only a conversation with a budget keeps a counter (none is written for one without).
+    if (r.conversationBudget && !(await this.close(this.convKey(r), member, actualMicroUsd - r.microUsd, false)))
+      await add(this.convKey(r));
   }
 
   async committed(orgId: string, month: string): Promise<number> {

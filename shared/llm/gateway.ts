@@ -27,6 +27,12 @@ export const llmGatewayPaths: Record<string, LlmApi> = {
 
 /** A request over Lambda's 6 MB payload cannot reach the function: refused here alike (413). */
 export const LLM_MAX_REQUEST_BYTES = 6 * 1024 * 1024;
+/**
+ * How long a reservation is held before it is taken for leaked (the gateway died between reserve and
+ * settle) and released by the next call it stands in the way of: longer than the gateway function's
+ * 15-minute time-out on AWS, with a margin. A call that outlives it locally is still charged exactly.
+ */
+export const RESERVATION_SECONDS = 20 * 60;
 /** While the upstream has not answered a stream, an SSE comment this often (CloudFront's origin read timeout is 60 s). */
 export const KEEPALIVE_MS = 15_000;
 
@@ -53,6 +59,8 @@ export interface GatewayLookup {
   /** The conversation's key version if `userId` owns it (undefined: gone). */
   conversationVersion(userId: string, conversationId: string): Promise<number | undefined>;
   sandbox(sandboxId: string): Promise<{ status: string; generation: number } | undefined>;
+  /** The conversation owner's account status (undefined: no user record). */
+  user(userId: string): Promise<{ status: string } | undefined>;
   /** The organization's plan and status (undefined: a user without an organization record: the default plan). */
   org(orgId: string): Promise<{ plan?: string; status: string } | undefined>;
   /**
@@ -232,12 +240,15 @@ export class LlmGateway {
     if (!key) throw unauthorized('none given (Authorization: Bearer, X-Session-API-Key or x-api-key)');
     const claims = await this.deps.credentials.verify(key);
     if (!claims) throw unauthorized('malformed, forged or expired');
-    const [version, sandbox, org] = await Promise.all([
+    // Read side by side at every call: a suspension refuses at once, before its sandboxes are paused.
+    const [version, sandbox, user, org] = await Promise.all([
       this.deps.lookup.conversationVersion(claims.u, claims.c),
       this.deps.lookup.sandbox(claims.s),
+      this.deps.lookup.user(claims.u),
       this.deps.lookup.org(claims.o),
     ]);
     if (version !== claims.v) throw unauthorized('revoked (the conversation was deleted or its keys revoked)');
+    if (user && user.status !== 'active') throw unauthorized('revoked (the account is suspended)');
     if (sandbox?.status !== 'RUNNING' || sandbox.generation !== claims.g)
       throw unauthorized('revoked (the sandbox was paused or stopped)');
     if (org && org.status !== 'active') throw unauthorized('revoked (the organization is suspended)');
@@ -339,16 +350,20 @@ export class LlmGateway {
     const monthMax = Math.round(plan.monthly_spend_usd * 1_000_000) - compute;
     const creditMax = credits ? standing.month.llmMicroUsd + credits.balanceMicroUsd : Number.POSITIVE_INFINITY;
     const inputEstimate = Math.ceil(req.body.length / 3);
+    const conversationMax = claims.b === undefined || claims.b === null ? null : claims.b;
     const reservation: Reservation = {
+      requestId: req.requestId,
       orgId: claims.o,
       month: month(nowIso),
       conversationId: claims.c,
       microUsd: llmReservation(inputEstimate, maxTokens, model),
+      conversationBudget: conversationMax !== null,
+      expiresAtEpoch: Math.floor(started / 1000) + RESERVATION_SECONDS,
     };
     const refused = await this.deps.ledger.reserve(reservation, {
       orgMaxMicroUsd: Math.min(monthMax, creditMax),
       concurrency: this.deps.concurrency,
-      conversationMaxMicroUsd: claims.b === undefined || claims.b === null ? null : claims.b,
+      conversationMaxMicroUsd: conversationMax,
     });
     if (refused?.refused === 'concurrency')
       throw new Refusal(

@@ -27,11 +27,20 @@ export interface LlmRecord extends LlmTokens {
 export type ReserveRefusal = { refused: 'monthly_spend_usd' | 'max_budget_per_task' | 'concurrency'; used: number };
 
 export interface Reservation {
+  /** The call's request id: names the reservation among the open ones (one call, one reservation). */
+  requestId: string;
   orgId: string;
   /** `YYYY-MM` (UTC): the month whose committed spend holds the reservation. */
   month: string;
   conversationId: string;
   microUsd: number;
+  /** Whether it is also held against the conversation's budget (only a conversation with a budget keeps a counter). */
+  conversationBudget: boolean;
+  /**
+   * Epoch seconds after which a reservation still open is taken for leaked (its gateway died before
+   * settling) and released by the next call it stands in the way of; a settle after that adds the cost.
+   */
+  expiresAtEpoch: number;
 }
 
 /**
@@ -41,14 +50,18 @@ export interface Reservation {
 export interface LlmLedger {
   /**
    * Reserves `r.microUsd` against the organization's month (committed LLM spend + reservations at
-   * most `orgMaxMicroUsd`, calls in flight below `concurrency`) and the conversation's budget (its
-   * committed spend at most `conversationMaxMicroUsd`; null: none). All or nothing.
+   * most `orgMaxMicroUsd`, calls in flight below `concurrency`) and, with `r.conversationBudget`, the
+   * conversation's budget (its committed spend at most `conversationMaxMicroUsd`). All or nothing.
+   * Before refusing, releases the open reservations that expired (leaked: their settle never came).
    */
   reserve(
     r: Reservation,
     limits: { orgMaxMicroUsd: number; concurrency: number; conversationMaxMicroUsd: number | null },
   ): Promise<ReserveRefusal | null>;
-  /** Replaces the reservation by the actual cost (0 for an uncharged call) and ends the call in flight. */
+  /**
+   * Replaces the reservation by the actual cost (0 for an uncharged call) and ends the call in flight;
+   * if it was released meanwhile as leaked, adds the actual cost alone. Either way exact, counted once.
+   */
   settle(r: Reservation, actualMicroUsd: number): Promise<void>;
   /** The organization's committed LLM spend this month (settled and reserved), micro-USD. */
   committed(orgId: string, month: string): Promise<number>;

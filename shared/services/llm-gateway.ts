@@ -32,6 +32,10 @@ export const llmGateway: ServiceFactory<LlmGateway> = (c) =>
         const rec = await c.adapters.sandboxStore.get(sandboxId);
         return rec && !rec.deletedAt ? { status: rec.status, generation: rec.generation } : undefined;
       },
+      user: async (userId) => {
+        const user = await c.adapters.accountStore.getUser(userId);
+        return user ? { status: user.status } : undefined;
+      },
       org: async (orgId) => {
         const org = await c.adapters.accountStore.getOrg(orgId);
         return org ? { plan: org.plan, status: org.status } : undefined;

@@ -434,6 +434,16 @@ describe('AgentSession when the LLM fails', () => {
     expectError(h, /HTTP 401.*Incorrect API key provided.*llm_api_key/);
   });
 
+  it('402 (a spent budget at the LLM gateway): paused, not retried, and run() makes the same call again', async () => {
+    const h = await harness([reply.error(402, 'The conversation budget is spent'), reply.finish('done')]);
+    await h.session.sendMessage(say('hi'));
+    expect(h.session.status).toBe('paused');
+    expect(h.of('AgentErrorEvent').at(-1)!.error).toMatch(/HTTP 402.*budget is spent: the conversation is paused/);
+    expect(h.statuses().at(-1)).toBe('paused');
+    await h.session.run();
+    expect(h.session.status).toBe('finished');
+  });
+
   it('a 429 is retried; one that persists is an error after the retries', async () => {
     const retryFast = { 'retry-after-ms': '10' };
     const llm = await startScriptedLlm([

@@ -1,13 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
-import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { LlmCredentials } from '#shared/llm/credential.ts';
+import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { protocolPaths } from '#shared/protocol.ts';
-import { allEvents, startConversation } from '#test/helpers/conversations.ts';
+import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -55,6 +59,32 @@ function openAiAnswer(body: any, res: ServerResponse, usage = { prompt_tokens: 1
   if (body.stream_options?.include_usage)
     res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
   res.end('data: [DONE]\n\n');
+}
+
+/** An assistant turn that calls one tool (the agent's SDK calls without streaming). */
+function toolCallAnswer(res: ServerResponse, name: string, args: object) {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(
+    JSON.stringify({
+      id: 'chatcmpl-tool',
+      object: 'chat.completion',
+      model: 'up-gpt',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: `call_${randomUUID()}`, type: 'function', function: { name, arguments: JSON.stringify(args) } },
+            ],
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
+      usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
+    }),
+  );
 }
 
 function anthropicAnswer(body: any, res: ServerResponse) {
@@ -271,6 +301,13 @@ async function llm(
 }
 
 const ask = { model: 'platform/gpt', messages: [{ role: 'user', content: 'say hello' }] };
+/** The gateway's month item of an organization, as stored (committed, inflight, the open reservations). */
+const monthItem = async (orgId: string) =>
+  (
+    await documentClient().send(
+      new GetCommand({ TableName: tableName('usage'), Key: { pk: llmKeys.orgMonth(orgId), sk: `month#${month()}` } }),
+    )
+  ).Item;
 const month = () => new Date().toISOString().slice(0, 7);
 
 describe('platform models in options, settings and the start', () => {
@@ -358,6 +395,8 @@ describe('the gateway', () => {
     // Capped at the model's max_output_tokens; the tools pass through.
     expect(sent.body).toEqual(expect.objectContaining({ model: 'up-gpt', max_tokens: 1000, tools: expect.any(Array) }));
     const rec = await ledger().get(res.requestId);
+    // A conversation without a budget keeps no counter of its own (one settled into unreserved would drift).
+    expect(await ledger().conversationCommitted(p.conversationId)).toBe(0);
     // (1000 x 1 + 500 x 2) x 1.5 = 3000 micro-USD.
     expect(rec).toEqual(
       expect.objectContaining({
@@ -477,6 +516,60 @@ describe('the gateway', () => {
   });
 });
 
+describe('renewal', () => {
+  it("keeps the agent calling the model past its first credential's expiry, the renewed one masked", async () => {
+    // Credentials of a few seconds instead of an hour: the test shortens every mint itself.
+    const TTL = 5;
+    const mint = LlmCredentials.prototype.mint;
+    const verify = LlmCredentials.prototype.verify;
+    const accepted: { c: string; e: number; key: string; at: number }[] = [];
+    vi.spyOn(LlmCredentials.prototype, 'mint').mockImplementation(function (this: LlmCredentials, claims) {
+      return mint.call(this, claims, TTL);
+    });
+    vi.spyOn(LlmCredentials.prototype, 'verify').mockImplementation(async function (this: LlmCredentials, key) {
+      const claims = await verify.call(this, key);
+      if (claims) accepted.push({ c: claims.c, e: claims.e, key, at: Date.now() });
+      return claims;
+    });
+    try {
+      let conversationId = '';
+      const used = () => accepted.filter((a) => a.c === conversationId);
+      // 1: a command that outlasts the credential; 2 (on a renewed one): echo the credential it came with; 3: done.
+      upstream.next.openai.push(
+        (_b, res) => toolCallAnswer(res, 'execute_bash', { command: `sleep ${TTL + 1}` }),
+        (_b, res) => toolCallAnswer(res, 'execute_bash', { command: `echo ${used().at(-1)!.key}` }),
+        (b, res) => {
+          openAiAnswer(b, res);
+        },
+      );
+      const p = await platformConversation(
+        'renewal-user',
+        {},
+        { initial_message: { role: 'user', content: [{ type: 'text', text: 'Take your time' }], run: true } },
+      );
+      conversationId = p.conversationId;
+      const done = await waitForExecutionStatus(stack, p.conversationId, ['finished', 'error', 'paused'], p.key);
+      expect(done.execution_status).toBe('finished');
+      const [first, ...later] = used();
+      // A call went through after the first credential expired, on another one the sandbox fetched itself.
+      expect(later.some((a) => a.key !== first!.key && a.at > first!.e * 1000)).toBe(true);
+      const renewed = [...new Set(later.map((a) => a.key))].filter((k) => k !== first!.key);
+      const events = await allEvents(stack, p.conversationId, p.key);
+      const echoed = events.find((e) => e.kind === 'ObservationEvent' && JSON.stringify(e).includes('<secret hidden>'));
+      expect(echoed, JSON.stringify(events)).toBeDefined();
+      // Masked in every event (the command the model wrote included) and in the result the model read.
+      const toolResults = JSON.stringify(upstream.requests.at(-1)!.body.messages.filter((m: any) => m.role === 'tool'));
+      expect(toolResults).toContain('<secret hidden>');
+      for (const k of [first!.key, ...renewed]) {
+        expect(JSON.stringify(events)).not.toContain(k);
+        expect(toolResults).not.toContain(k);
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+  }, 90_000);
+});
+
 describe('budgets and rates', () => {
   it("refuses over the conversation's max_budget_per_task with 402 in OpenAI's shape", async () => {
     // A reservation is (bytes / 3) x 1 + 1000 x 2, x 1.5: over 3000 micro-USD, above a 0.002 USD budget.
@@ -491,13 +584,19 @@ describe('budgets and rates', () => {
     expect(res.body).toEqual({
       error: { message: expect.any(String), type: 'budget_exceeded', code: 'max_budget_per_task' },
     });
-    // The agent's own call got the same 402: an AgentErrorEvent and an error status, not a crash or a hang.
-    const events = await waitFor('the agent reporting the refusal', () => allEvents(stack, p.conversationId, p.key), {
-      until: (es) => es.some((e) => e.kind === 'AgentErrorEvent'),
-      timeoutMs: 60_000,
-    });
-    expect(JSON.stringify(events.find((e) => e.kind === 'AgentErrorEvent'))).toMatch(/402|budget/i);
+    // The agent's own call got the same 402: an AgentErrorEvent and a paused conversation, not a crash or a hang.
+    const paused = await waitForExecutionStatus(stack, p.conversationId, ['paused', 'error'], p.key);
+    expect(paused.execution_status).toBe('paused');
+    const events = await allEvents(stack, p.conversationId, p.key);
+    const error = events.find((e) => e.kind === 'AgentErrorEvent');
+    expect(error?.error).toMatch(/HTTP 402.*budget is spent: the conversation is paused/);
+    // Tried once, not retried (a 402 cannot pass by waiting), and never forwarded upstream.
+    expect(events.filter((e) => e.key === 'llm_retry')).toEqual([]);
     expect(upstream.requests.length).toBe(calls);
+    // The sandbox goes on: the conversation is paused, not its sandbox.
+    expect((await stack.call('GET', `/api/v1/sandboxes?id=${p.sandboxId}`, { key: p.key })).body[0].status).toBe(
+      'RUNNING',
+    );
   });
 
   it('holds the organization spend limit under 20 racing calls: never over it, nothing left reserved', async () => {
@@ -521,6 +620,55 @@ describe('budgets and rates', () => {
     expect(await ledger().committed(orgId, month())).toBe(spent);
   });
 
+  it('releases a reservation whose settle never came (its gateway died) once expired, exactly once under 10 racing calls', async () => {
+    const p = await platformConversation('leak-user', { max_budget_per_task: 0.012 });
+    const orgId = await stack.orgOf(p.key);
+    await setPlan(orgId, 'budget'); // 10,000 micro-USD a month; a call reserves about 3,050 and costs 3,000
+    const nowS = Math.floor(Date.now() / 1000);
+    // What a gateway killed between reserve and settle leaves behind: the counters moved, the reservation
+    // open, and no settle ever. One whose expiry has not come (it may still be a live call), one past it.
+    const planted = (requestId: string, expiresAtEpoch: number) => ({
+      requestId,
+      orgId,
+      month: month(),
+      conversationId: p.conversationId,
+      microUsd: 9_000,
+      conversationBudget: true,
+      expiresAtEpoch,
+    });
+    const anyLimit = { orgMaxMicroUsd: 1e12, concurrency: 1000, conversationMaxMicroUsd: 1e12 };
+    const RACERS = 10;
+    expect(await ledger().reserve(planted('killed-live', nowS + 600), anyLimit)).toBeNull();
+    expect(await ledger().reserve(planted('killed-expired', nowS - 1), anyLimit)).toBeNull();
+    const race = () => Promise.all(Array.from({ length: RACERS }, () => llm(p.credential, ask)));
+
+    // The unexpired one still holds the budget: every racer is refused; the expired one is released once.
+    const held = await race();
+    expect(held.map((r) => r.status)).toEqual(Array(RACERS).fill(402));
+    expect(await monthItem(orgId)).toEqual(
+      expect.objectContaining({ committed: 9_000, inflight: 1, open: new Set([`killed-live|${nowS + 600}|9000`]) }),
+    );
+
+    // Its call ends (charged nothing): now the budget takes calls up to the limit, never over it.
+    await ledger().settle(planted('killed-live', nowS + 600), 0);
+    const results = await race();
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(results.filter((r) => r.status !== 200).map((r) => r.status)).toEqual(Array(RACERS - ok.length).fill(402));
+    const spent = (await Promise.all(ok.map((r) => ledger().get(r.requestId)))).reduce(
+      (t, r) => t + r!.costMicroUsd,
+      0,
+    );
+    expect(spent).toBeLessThanOrEqual(10_000);
+    // Exact: the organization's counter is what was charged, nothing in flight, nothing open; the
+    // conversation's (whose expired reservation was released when it stood in the way) the same.
+    const item = await monthItem(orgId);
+    expect(item?.committed).toBe(spent);
+    expect(item?.inflight).toBe(0);
+    expect(item?.open).toBeUndefined();
+    expect(await ledger().conversationCommitted(p.conversationId)).toBe(spent);
+  });
+
   it('answers 429 with Retry-After over the requests per minute, and over the tokens per minute', async () => {
     const p = await platformConversation('rate-user');
     const orgId = await stack.orgOf(p.key);
@@ -542,13 +690,23 @@ describe('budgets and rates', () => {
 
 describe('limits of the gateway itself', () => {
   it('caps calls in flight per organization (a conditional counter), and gives the slot back on settle', async () => {
-    const r = { orgId: 'org-concurrency', month: month(), conversationId: 'c'.repeat(32), microUsd: 10 };
+    const expiresAtEpoch = Math.floor(Date.now() / 1000) + 600;
+    const r = (i: number) => ({
+      requestId: `conc-${i}`,
+      orgId: 'org-concurrency',
+      month: month(),
+      conversationId: 'c'.repeat(32),
+      microUsd: 10,
+      conversationBudget: false,
+      expiresAtEpoch,
+    });
     const limits = { orgMaxMicroUsd: 1_000_000, concurrency: 3, conversationMaxMicroUsd: null };
-    const results = await Promise.all(Array.from({ length: 10 }, () => ledger().reserve(r, limits)));
-    expect(results.filter((x) => x === null)).toHaveLength(3);
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => ledger().reserve(r(i), limits)));
+    const admitted = results.flatMap((x, i) => (x === null ? [i] : []));
+    expect(admitted).toHaveLength(3);
     for (const x of results.filter((x) => x !== null)) expect(x).toEqual({ refused: 'concurrency', used: 3 });
-    await ledger().settle(r, 4);
-    expect(await ledger().reserve(r, limits)).toBeNull();
+    await ledger().settle(r(admitted[0]!), 4);
+    expect(await ledger().reserve(r(10), limits)).toBeNull();
     expect(await ledger().committed('org-concurrency', month())).toBe(10 + 10 + 4 + 10);
   });
 
@@ -596,6 +754,45 @@ describe('a hostile agent', () => {
     expect(await ledger().committed(orgId, month())).toBe(before);
   });
 
+  it('is refused at once for a suspended user or organization (their sandbox still RUNNING), and metered nothing', async () => {
+    const q = p;
+    expect((await llm(q.credential, ask)).status).toBe(200);
+    const orgId = await stack.orgOf(q.key);
+    const store = new DynamoAccountStore();
+    // Stored directly, as the operator routes leave them but before they pause the sandboxes: only the
+    // gateway's own check can refuse here (the sandbox is RUNNING in the credential's generation).
+    const status = async (kind: 'user' | 'org', to: 'active' | 'suspended') => {
+      if (kind === 'user') {
+        const user = (await store.getUser('hostile-user'))!;
+        expect(await store.replaceUser({ ...user, status: to })).toBe(true);
+      } else {
+        const org = (await store.getOrg(orgId))!;
+        expect(await store.replaceOrg({ ...org, status: to })).toBe(true);
+      }
+    };
+    const calls = upstream.requests.length;
+    const before = await ledger().committed(orgId, month());
+    for (const [kind, why] of [
+      ['user', /account is suspended/],
+      ['org', /organization is suspended/],
+    ] as const) {
+      await status(kind, 'suspended');
+      const refused = await llm(q.credential, { ...ask, stream: true });
+      expect(refused.status, kind).toBe(401);
+      expect(refused.body.error).toEqual(
+        expect.objectContaining({ type: 'authentication_error', message: expect.stringMatching(why) }),
+      );
+      expect(await ledger().get(refused.requestId)).toBeUndefined();
+      await status(kind, 'active');
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(before);
+    expect((await stack.call('GET', `/api/v1/sandboxes?id=${q.sandboxId}`, { key: q.key })).body[0].status).toBe(
+      'RUNNING',
+    );
+    // Reactivated: the same credential works again (nothing else revoked it).
+    expect((await llm(q.credential, ask)).status).toBe(200);
+  });
   it('gets 403 model_not_in_plan for a model its plan forbids, and 401 once a plan change, a revoke or a pause revokes the credential', async () => {
     const premium = await llm(p.credential, { ...ask, model: 'platform/premium' });
     expect(premium.status).toBe(403);

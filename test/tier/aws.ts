@@ -128,6 +128,8 @@ export class FakeAws {
   private readonly taskDefinitions = new Map<string, any>();
   private readonly clusters = new Map<string, string>();
   private readonly kmsKeys = new Map<string, Buffer>();
+  /** SSM parameters and Secrets Manager secrets by ARN (the platform's LLM keys): set by the tests. */
+  readonly keyValues = new Map<string, string>();
   /** S3 buckets of the template by name: key -> object. */
   private readonly buckets = new Map<string, Map<string, { body: Buffer; modified: Date }>>();
   private readonly keyRoles = new Map<string, string>();
@@ -207,6 +209,7 @@ export class FakeAws {
       if (prefix === 'TrentService') out = this.kms(op!, body, check);
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
       else if (prefix === 'AWSEvents') out = this.putEvents(op!, body, check);
+      else if (prefix === 'AmazonSSM' || prefix === 'secretsmanager') out = this.keyRead(prefix, op!, body, check);
       else if (req.url?.startsWith('/2015-03-31/functions/')) {
         const r = await this.lambdaInvoke(req, raw, check);
         return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
@@ -266,6 +269,39 @@ export class FakeAws {
       return { EventId: id };
     });
     return { FailedEntryCount: 0, Entries: ids };
+  }
+
+  /**
+   * SSM Parameter Store's GetParameter and Secrets Manager's GetSecretValue (the LLM gateway's upstream
+   * keys, by ARN): `ssm:GetParameter` on `arn:aws:ssm:<region>:<account>:parameter/<name>`,
+   * `secretsmanager:GetSecretValue` on the secret's ARN; the values are what a test put in `keyValues`.
+   */
+  private keyRead(prefix: string, op: string, body: any, check: (operation: string, requests: AuthzRequest[]) => void) {
+    if (prefix === 'AmazonSSM') {
+      if (op !== 'GetParameter') throw new AwsError('UnknownOperationException', `The tier fakes no AmazonSSM.${op}`);
+      const name = String(body.Name ?? '');
+      const resource = name.startsWith('arn:') ? name : arn('ssm', `parameter/${name.replace(/^\//, '')}`);
+      check('ssm:GetParameter', [{ action: 'ssm:GetParameter', resource }]);
+      const value = this.keyValues.get(resource);
+      if (value === undefined) throw new AwsError('ParameterNotFound', `Parameter ${name} not found.`);
+      return {
+        Parameter: {
+          Name: name,
+          Type: 'SecureString',
+          Value: body.WithDecryption ? value : 'AQICAH-sealed',
+          Version: 1,
+          ARN: resource,
+        },
+      };
+    }
+    if (op !== 'GetSecretValue')
+      throw new AwsError('UnknownOperationException', `The tier fakes no secretsmanager.${op}`);
+    const id = String(body.SecretId ?? '');
+    check('secretsmanager:GetSecretValue', [{ action: 'secretsmanager:GetSecretValue', resource: id }]);
+    const value = this.keyValues.get(id);
+    if (value === undefined)
+      throw new AwsError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+    return { ARN: id, Name: id.split(':').pop(), SecretString: value, VersionId: 'tier-1' };
   }
 
   /** Throws AccessDeniedException unless every request is allowed for the principal. */

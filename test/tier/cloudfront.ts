@@ -2,6 +2,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { connect, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { runInNewContext } from 'node:vm';
+import { signOac } from '#test/tier/function-url.ts';
 import { names, ofType, STACK, type Template } from '#test/tier/template.ts';
 
 /**
@@ -38,6 +39,9 @@ export class CloudFrontEmulator {
   private readonly behaviours: Behaviour[] = [];
   private readonly fallback: Behaviour;
   private readonly originDomains = new Map<string, string>();
+  /** Origins with origin access control (lambda, SigV4, always): each request to them is signed (test/tier/function-url.ts). */
+  private readonly signedOrigins = new Set<string>();
+  private readonly distributionId: string;
   private server!: Server;
   /** Upgraded connections, which the HTTP server no longer tracks. */
   private readonly tunnels = new Set<Duplex>();
@@ -53,10 +57,27 @@ export class CloudFrontEmulator {
     if (dists.length !== 1) throw new Error(`Expected one CloudFront distribution; the template has ${dists.length}`);
     const [id, dist] = dists[0]!;
     this.domainName = names(STACK, id, dist).atts.DomainName!;
+    this.distributionId = names(STACK, id, dist).atts.Id!;
     const config = dist.Properties.DistributionConfig;
+    const oacs = new Map(
+      ofType(resolved, 'AWS::CloudFront::OriginAccessControl').map(([oid, r]) => [
+        names(STACK, oid, r).atts.Id!,
+        r.Properties.OriginAccessControlConfig,
+      ]),
+    );
     for (const o of config.Origins) {
       if (o.OriginPath) throw new Error(`Origin ${o.Id}: an origin path is not emulated`);
       this.originDomains.set(o.Id, o.DomainName);
+      if (o.OriginAccessControlId) {
+        const oac = oacs.get(o.OriginAccessControlId);
+        if (
+          oac?.OriginAccessControlOriginType !== 'lambda' ||
+          oac.SigningBehavior !== 'always' ||
+          oac.SigningProtocol !== 'sigv4'
+        )
+          throw new Error(`Origin ${o.Id}: only origin access control for lambda, sigv4, always is emulated`);
+        this.signedOrigins.add(o.Id);
+      }
     }
     const functions = new Map(
       ofType(resolved, 'AWS::CloudFront::Function').map(([fid, r]) => {
@@ -181,6 +202,10 @@ export class CloudFrontEmulator {
     if (!base) throw new Error(`No tier server for origin ${domain}`);
     // CloudFront sends the origin's own host when the viewer's Host is not forwarded.
     headers.host = domain;
-    return { target: `${base}${uri}${search}`, headers };
+    // Origin access control: the viewer's Authorization replaced by CloudFront's own SigV4 signature.
+    const signed = this.signedOrigins.has(b.origin)
+      ? signOac(req.method ?? 'GET', new URL(`https://${domain}${uri}${search}`), headers, this.distributionId)
+      : headers;
+    return { target: `${base}${uri}${search}`, headers: signed };
   }
 }

@@ -24,6 +24,12 @@ export interface InvokeResult {
   error?: { errorType: string; errorMessage: string };
 }
 
+/** Where a response-streaming invocation's output goes (a function URL in RESPONSE_STREAM mode). */
+export interface ResponseStreamSink {
+  contentType(type: string): void;
+  write(chunk: Buffer): void;
+}
+
 interface Instance {
   child: ChildProcess;
   ready: Promise<void>;
@@ -67,12 +73,12 @@ export class LambdaService {
     return this.logs.get(arn) ?? '';
   }
 
-  /** Whether the function's resource policy lets `principal` (a service) invoke it from `sourceArn`. */
-  mayInvoke(arn: string, principal: string, sourceArn: string): boolean {
+  /** Whether the function's resource policy lets `principal` (a service) do `action` on it from `sourceArn`. */
+  mayInvoke(arn: string, principal: string, sourceArn: string, action = 'lambda:InvokeFunction'): boolean {
     return this.permissions.some(
       (p) =>
         (p.fn === arn || p.fn === arn.split(':').pop()) &&
-        wildcard(p.action, 'lambda:InvokeFunction', true) &&
+        wildcard(p.action, action, true) &&
         p.principal === principal &&
         (!p.sourceArn || wildcard(p.sourceArn, sourceArn)),
     );
@@ -92,8 +98,11 @@ export class LambdaService {
     return this.invoke(arn, event);
   }
 
-  /** Runs one invocation of the function. */
-  async invoke(arn: string, event: unknown): Promise<InvokeResult> {
+  /**
+   * Runs one invocation of the function. A response-streaming handler's writes go to `stream` as they
+   * come (its content type first, as the runtime sets it), before the invocation's result.
+   */
+  async invoke(arn: string, event: unknown, stream?: ResponseStreamSink): Promise<InvokeResult> {
     const fn = this.byArn.get(arn);
     if (!fn)
       return {
@@ -106,7 +115,7 @@ export class LambdaService {
     instance.busy = true;
     try {
       await instance.ready;
-      return await this.run(fn, instance, event);
+      return await this.run(fn, instance, event, stream);
     } finally {
       instance.busy = false;
     }
@@ -166,7 +175,7 @@ export class LambdaService {
     return { child, ready, busy: false };
   }
 
-  private run(fn: FunctionDef, instance: Instance, event: unknown): Promise<InvokeResult> {
+  private run(fn: FunctionDef, instance: Instance, event: unknown, stream?: ResponseStreamSink): Promise<InvokeResult> {
     const id = randomUUID();
     const context = {
       awsRequestId: id,
@@ -187,8 +196,18 @@ export class LambdaService {
         child.off('exit', onExit);
         resolve(r);
       };
-      const onMessage = (m: { id?: string; ok: boolean; result?: unknown; error?: InvokeResult['error'] }) => {
-        if (m.id === id) done({ ok: m.ok, result: m.result, error: m.error });
+      const onMessage = (m: {
+        id?: string;
+        ok: boolean;
+        result?: unknown;
+        error?: InvokeResult['error'];
+        chunk?: string;
+        contentType?: string;
+      }) => {
+        if (m.id !== id) return;
+        if (m.contentType !== undefined) return stream?.contentType(m.contentType);
+        if (m.chunk !== undefined) return stream?.write(Buffer.from(m.chunk, 'base64'));
+        done({ ok: m.ok, result: m.result, error: m.error });
       };
       const onExit = (code: number | null, signal: string | null) =>
         done({

@@ -14,6 +14,7 @@ import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { apiCaller, ROOMY_PLANS, type ApiCall } from '#test/helpers/stack.ts';
 import { HttpApiEmulator } from '#test/tier/api-gateway.ts';
 import { CloudFrontEmulator } from '#test/tier/cloudfront.ts';
+import { FunctionUrlEmulator } from '#test/tier/function-url.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask, type StartDelays } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
 import { rolePolicies } from '#test/tier/iam.ts';
@@ -51,6 +52,8 @@ export interface TierStack {
   webSockets: WebSocketApiEmulator[];
   /** CloudFront in front of both APIs: `front.url` is the service's one public host. */
   front: CloudFrontEmulator;
+  /** The function URLs (the LLM gateway's, behind CloudFront `/llm/*` with origin access control). */
+  functionUrls: FunctionUrlEmulator;
   aws: FakeAws;
   /**
    * Cognito's OpenID side for the stack's user pool (infra/constructs/sign-in.ts): discovery and JWKS on
@@ -153,6 +156,11 @@ export async function startTier(
     mutate?: (template: Template) => void;
     /** The fake ECS's start delays per task (test/tier/aws.ts `estimatedStartDelays`); none by default. */
     startDelays?: () => StartDelays;
+    /**
+     * URLs of outside services in the functions' environment and where the tier serves them (a platform
+     * model's upstream `base_url` inside PLATFORM_LLMS: the scripted upstream on loopback).
+     */
+    outside?: [from: string, to: string][];
   } = {},
 ): Promise<TierStack> {
   if (!existsSync(join(CDK_OUT, 'manifest.json')))
@@ -212,7 +220,8 @@ export async function startTier(
       throw new Error('No Cognito user pool and client in the template (context cognito: true)');
     cognito = Object.assign(await startTestIssuer({ path: poolId }), { clientId });
     const cognitoIssuer = `https://cognito-idp.${REGION}.amazonaws.com/${poolId}`;
-    const rewrite = (value: string) => (value === cognitoIssuer ? cognito!.issuer : callbackUrl(value));
+    const outside = (value: string) => (options.outside ?? []).reduce((v, [from, to]) => v.replaceAll(from, to), value);
+    const rewrite = (value: string) => (value === cognitoIssuer ? cognito!.issuer : callbackUrl(outside(value)));
     const functions = functionsOf(template, resolved).map((f) => ({
       ...f,
       environment: Object.fromEntries(Object.entries(f.environment).map(([k, v]) => [k, rewrite(String(v))])),
@@ -239,10 +248,13 @@ export async function startTier(
     bridge = webSockets[wsIds.findIndex((id) => id.startsWith('BridgeSocket'))];
     if (!bridge) throw new Error('No bridge socket WebSocket API in the template');
     const bridgeSocket = bridge;
+    const functionUrls = new FunctionUrlEmulator(resolved, lambda);
+    await functionUrls.start();
     front = new CloudFrontEmulator(
       resolved,
       new Map([
         [`${api.apiId}.execute-api.${REGION}.amazonaws.com`, api.url],
+        ...functionUrls.urls.map((u) => [u.domain, functionUrls.url] as [string, string]),
         ...webSockets.map(
           (ws) =>
             [`${ws.apiId}.execute-api.${REGION}.amazonaws.com`, ws.url.replace(/^ws:/, 'http:')] as [string, string],
@@ -264,6 +276,7 @@ export async function startTier(
       bridgeSocket,
       webSockets,
       front: cdn,
+      functionUrls,
       aws,
       cognito: idp,
       lambda,
@@ -322,6 +335,7 @@ export async function startTier(
       },
       stop: async () => {
         await cdn.close();
+        await functionUrls.close();
         for (const ws of webSockets) await ws.close();
         await api.close();
         await lambda.close();

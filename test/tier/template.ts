@@ -112,6 +112,17 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
         ref: `E${hex(id, 13).toUpperCase()}`,
         atts: { DomainName: `d${hex(id, 13)}.cloudfront.net`, Id: `E${hex(id, 13).toUpperCase()}` },
       };
+    case 'AWS::Lambda::Url':
+      // A function URL's host is `<url id>.lambda-url.<region>.on.aws` (its TargetFunctionArn is the function's).
+      return {
+        ref: id,
+        atts: {
+          FunctionUrl: `https://${hex(id, 32)}.lambda-url.${REGION}.on.aws/`,
+          FunctionArn: arn('lambda', `function:${p.TargetFunctionArn?.['Fn::GetAtt']?.[0] ?? id}`),
+        },
+      };
+    case 'AWS::CloudFront::OriginAccessControl':
+      return { ref: `E${hex(id, 13).toUpperCase()}`, atts: { Id: `E${hex(id, 13).toUpperCase()}` } };
     case 'AWS::CloudFront::Function':
       return {
         ref: arn('cloudfront', `function/${id}`, ''),

@@ -77,6 +77,7 @@ async function run(
     lookup: {
       conversationVersion: async () => 1,
       sandbox: async () => ({ status: 'RUNNING', generation: 1 }),
+      user: async () => ({ status: 'active' }),
       org: async () => (org.plan ? { plan: org.plan, status: 'active' } : undefined),
       standing: async (_o, _d, prepaid) => org.standing ?? { days: [], prepaid },
     },

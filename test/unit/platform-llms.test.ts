@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { credentialExpiry, fetchWithKey, renewingKey } from '#sandbox/agent/llm-credential.ts';
+import { credentialTimes, fetchWithKey, renewalMargin, renewingKey } from '#sandbox/agent/llm-credential.ts';
 import { llmCharge, llmReservation } from '#shared/llm/cost.ts';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { arnKeys } from '#shared/llm/keys.ts';
@@ -90,7 +90,7 @@ describe('gateway credentials (acsl.)', () => {
     const creds = new LlmCredentials(secret, () => now);
     const key = await creds.mint(claims);
     expect(key.startsWith('acsl.')).toBe(true);
-    expect(await creds.verify(key)).toEqual({ ...claims, e: 1_000_000_000 + 3600 });
+    expect(await creds.verify(key)).toEqual({ ...claims, e: 1_000_000_000 + 3600, i: 1_000_000_000 });
     const [, body, mac] = key.split('.');
     const forgedBody = Buffer.from(JSON.stringify({ ...claims, c: 'd'.repeat(32), e: 2e9 })).toString('base64url');
     expect(await creds.verify(`acsl.${forgedBody}.${mac}`)).toBeNull();
@@ -130,8 +130,8 @@ describe('upstream keys on AWS', () => {
 });
 
 describe('the sandbox renews its gateway credential', () => {
-  const key = (e: number) =>
-    `acsl.${Buffer.from(JSON.stringify({ c: 'x', e })).toString('base64url')}.${'A'.repeat(43)}`;
+  const key = (e: number, i?: number) =>
+    `acsl.${Buffer.from(JSON.stringify({ c: 'x', e, ...(i === undefined ? {} : { i }) })).toString('base64url')}.${'A'.repeat(43)}`;
   it('keeps the one it holds until ten minutes before it expires, then fetches one (once for racing calls)', async () => {
     let now = 1_000_000_000_000;
     let fetches = 0;
@@ -146,7 +146,56 @@ describe('the sandbox renews its gateway credential', () => {
     now += 51 * 60_000;
     expect(await Promise.all([current(), current(), current()])).toEqual([second, second, second]);
     expect(fetches).toBe(1);
-    expect(credentialExpiry('sk-not-a-credential')).toBe(Number.POSITIVE_INFINITY);
+    expect(credentialTimes('sk-not-a-credential').expiry).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('renews a short-lived one when a sixth of its lifetime is left, and tells who masks it', async () => {
+    let now = 1_000_000_000_000;
+    const first = key(now / 1000 + 60, now / 1000);
+    expect(renewalMargin(first)).toBe(10_000);
+    expect(renewalMargin(key(now / 1000 + 3600, now / 1000))).toBe(600_000);
+    const renewed: string[] = [];
+    let n = 0;
+    const current = renewingKey(
+      first,
+      async () => key(now / 1000 + 60 + ++n, now / 1000),
+      () => now,
+      (k) => renewed.push(k),
+    );
+    now += 49_000;
+    expect(await current()).toBe(first);
+    now += 2_000;
+    const second = await current();
+    expect(second).not.toBe(first);
+    expect(renewed).toEqual([second]);
+    // Forced (the gateway refused it): fetched again at once, whatever is left of it.
+    const third = await current(true);
+    expect(renewed).toEqual([second, third]);
+  });
+
+  it('tries once more with a fresh credential when the gateway answers 401, never more', async () => {
+    const sent: string[] = [];
+    let fresh = 0;
+    const f = fetchWithKey(
+      async (force) => (force ? `acsl.fresh-${++fresh}` : 'acsl.held'),
+      async (_u, init) => {
+        sent.push(new Headers(init?.headers).get('x-session-api-key')!);
+        return new Response('{}', { status: 401 });
+      },
+    );
+    expect((await f('http://x/v1/chat/completions', { method: 'POST', body: '{}' })).status).toBe(401);
+    expect(sent).toEqual(['acsl.held', 'acsl.fresh-1']);
+    // Nothing fresher to offer (the refetch failed or gave the same): the 401 as it came, no second try.
+    let calls = 0;
+    const same = fetchWithKey(
+      async () => 'acsl.held',
+      async () => {
+        calls++;
+        return new Response('{}', { status: 401 });
+      },
+    );
+    expect((await same('http://x', { body: '{}' })).status).toBe(401);
+    expect(calls).toBe(1);
   });
 
   it('keeps the old one when the fetch fails (the gateway then says what is wrong), and sends the current one in the SDK header', async () => {
