@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { RouteDef } from '#shared/http/route.ts';
+import { clientAddress } from '#shared/http/client-address.ts';
 import { logger } from '#shared/logging.ts';
 import { routes } from '#shared/routes.ts';
 import { relayClientMessage } from '#shared/stream/client-messages.ts';
@@ -97,8 +98,9 @@ export function attachEventStream(
       if (!carriesCredentials({ query, headers })) {
         // No credential in the URL or the headers: open, then wait for the auth frame (stream-auth.ts).
         const pendingRequest = { conversationId: match[1]!, query, headers };
-        // Sockets still waiting for their auth frame are held to a cap per address (no user is known yet).
-        const waiting = caps.admitPending(req.socket.remoteAddress ?? 'unknown');
+        // Sockets still waiting for their auth frame are held to a cap per address (no user is known yet),
+        // the address as on AWS (an IPv6 address as its /64); no CloudFront here, so no viewer header is read.
+        const waiting = caps.admitPending(clientAddress({}, req.socket.remoteAddress));
         return wss.handleUpgrade(req, socket, head, (ws) => {
           if (isRefusal(waiting)) return ws.close(waiting.code, waiting.reason);
           awaitFirstMessageAuth(ws, pendingRequest, {

@@ -16,11 +16,13 @@ export interface StreamConnection {
 /**
  * A connection that opened without credentials and has not yet sent its auth frame (first-message
  * auth on AWS, shared/stream/first-message-auth.ts). Kept in one partition `pending` (no user is
- * known yet); the per-conversation socket caps count them with `countPending`.
+ * known yet), and counted per client address (`addPending` refuses one past the limit).
  */
 export interface PendingConnection {
   conversationId: string;
   connectionId: string;
+  /** The client's address as limits count it (shared/http/client-address.ts `clientAddress`). */
+  address: string;
   /** The stream query of the handshake (resend position), used once the key is accepted. */
   query: Record<string, string | undefined>;
   deadline: string;
@@ -42,12 +44,15 @@ export interface ConnectionStore {
     expiresAt: Date;
   }): Promise<void>;
   get(conversation: ConversationRef, connectionId: string): Promise<StreamConnection | undefined>;
-  /** Records a connection waiting for its auth frame until `deadline`. */
-  addPending(p: PendingConnection): Promise<void>;
+  /**
+   * Records a connection waiting for its auth frame until `deadline`, unless its address already
+   * holds `maxPerAddress` pending connections: then nothing stays recorded and the answer is false.
+   * Recorded first, counted after (a consistent read), so racing connections from one address never
+   * pass the limit together (they may all be refused instead).
+   */
+  addPending(p: PendingConnection, maxPerAddress: number): Promise<boolean>;
   /** The pending record of a connection, removed as it is read (only one caller gets it); undefined when there is none. */
   takePending(connectionId: string): Promise<PendingConnection | undefined>;
-  /** Pending connections naming this conversation id (the hook for the per-conversation socket caps). */
-  countPending(conversationId: string): Promise<number>;
   /** Pending connections past their deadline (a Query of the pending partition, which holds connections of the last seconds only). */
   expiredPending(now: Date): Promise<PendingConnection[]>;
   /** The connection's conversation, from its id alone ($disconnect knows nothing else); undefined for a pending one. */

@@ -10,6 +10,19 @@ import type { ConnectionStore, PendingConnection, StreamConnection } from '#shar
  */
 const PENDING = 'pending';
 
+/**
+ * A pending connection's marker in the partition of its client address (`pendingfrom#<address>`), which
+ * `addPending` counts: a Query of a few items, where a filter on the one `pending` partition would read
+ * every pending connection of every address on each `$connect`.
+ */
+const fromAddressKey = (address: string, connectionId: string) => ({
+  conversationKey: `pendingfrom#${address}`,
+  connectionId: `from#${connectionId}`,
+});
+
+/** How long after its deadline a marker still counts (the sweeper runs every minute; beyond this it is a leak). */
+const STALE_MARKER_MS = 10 * 60_000;
+
 /** The conversation's partition, as in the events table (conversation ids are unique per user only). */
 const partitionOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
 
@@ -223,7 +236,18 @@ export class DynamoConnectionStore implements ConnectionStore {
     return item ? fromItem(item) : undefined;
   }
 
-  async addPending(p: PendingConnection): Promise<void> {
+  async addPending(p: PendingConnection, maxPerAddress: number): Promise<boolean> {
+    const marker = fromAddressKey(p.address, p.connectionId);
+    const expiresAtEpoch = Math.ceil(Date.parse(p.deadline) / 1000) + 3600;
+    // The address's marker first, then the count: of racing connections from one address, each counts
+    // the others' markers that were written before its own count, so they never all pass together.
+    await this.db.send(
+      new PutCommand({ TableName: this.table, Item: { ...marker, deadline: p.deadline, expiresAtEpoch } }),
+    );
+    if ((await this.pendingFrom(p.address, p.deadline, maxPerAddress)) > maxPerAddress) {
+      await this.db.send(new DeleteCommand({ TableName: this.table, Key: marker }));
+      return false;
+    }
     await this.db.send(
       new PutCommand({
         TableName: this.table,
@@ -232,14 +256,43 @@ export class DynamoConnectionStore implements ConnectionStore {
           connectionId: p.connectionId,
           pending: true,
           conversationId: p.conversationId,
+          address: p.address,
           query: JSON.stringify(p.query),
           deadline: p.deadline,
-          // TTL only as a backstop: the message function or the sweeper removes it past its deadline.
-          expiresAtEpoch: Math.ceil(Date.parse(p.deadline) / 1000) + 3600,
+          // TTL only as a backstop: the message function, $disconnect or the sweeper removes it.
+          expiresAtEpoch,
         },
         ConditionExpression: 'attribute_not_exists(connectionId)',
       }),
     );
+    return true;
+  }
+
+  /**
+   * The markers of an address's pending connections, counted up to `upTo + 1` with a consistent read.
+   * A marker whose deadline is long past is a leak (a function that died between removing a pending
+   * record and its marker) and is not counted: the sweeper removes live ones within a run or two.
+   */
+  private async pendingFrom(address: string, deadline: string, upTo: number): Promise<number> {
+    const since = new Date(Date.parse(deadline) - STALE_MARKER_MS).toISOString();
+    let n = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'conversationKey = :a',
+          FilterExpression: 'deadline > :since',
+          ExpressionAttributeValues: { ':a': fromAddressKey(address, '').conversationKey, ':since': since },
+          Select: 'COUNT',
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      n += out.Count ?? 0;
+      start = out.LastEvaluatedKey;
+    } while (start && n <= upTo);
+    return n;
   }
 
   async takePending(connectionId: string): Promise<PendingConnection | undefined> {
@@ -255,11 +308,13 @@ export class DynamoConnectionStore implements ConnectionStore {
         }),
       ),
     );
-    return removed ? pendingOf(item) : undefined;
-  }
-
-  async countPending(conversationId: string): Promise<number> {
-    return (await this.pendingWhere('conversationId = :id', { ':id': conversationId })).length;
+    if (!removed) return undefined;
+    const pending = pendingOf(item);
+    if (pending.address)
+      await this.db.send(
+        new DeleteCommand({ TableName: this.table, Key: fromAddressKey(pending.address, connectionId) }),
+      );
+    return pending;
   }
 
   expiredPending(now: Date): Promise<PendingConnection[]> {
@@ -281,6 +336,7 @@ export class DynamoConnectionStore implements ConnectionStore {
 const pendingOf = (item: Record<string, unknown>): PendingConnection => ({
   conversationId: item.conversationId as string,
   connectionId: item.connectionId as string,
+  address: (item.address as string | undefined) ?? '',
   query: JSON.parse(item.query as string) as Record<string, string | undefined>,
   deadline: item.deadline as string,
 });

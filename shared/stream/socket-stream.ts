@@ -14,6 +14,8 @@ import type { ConnectionStore } from '#shared/stream/connection-store.ts';
 import { startAfter } from '#shared/stream/messages.ts';
 import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
+import { clientAddress } from '#shared/http/client-address.ts';
+import { MAX_PENDING_SOCKETS_PER_IP, tooManyPending } from '#shared/stream/socket-caps.ts';
 import type { Services } from '#shared/services.ts';
 import { PushDelivery } from '#shared/stream/push-delivery.ts';
 import { type ReplayRate, replayRate } from '#shared/stream/replay-rate.ts';
@@ -42,6 +44,8 @@ export interface ConnectRequest {
   connectionId: string;
   query: Record<string, string | undefined>;
   headers: Record<string, string | undefined>;
+  /** The connection's source address as API Gateway saw it (CloudFront's, behind the distribution). */
+  sourceIp?: string | undefined;
 }
 
 /** The answer `$connect` returns: 200 opens the connection, anything else refuses the handshake with that status. */
@@ -85,7 +89,13 @@ export class SocketStream {
       if (!conversationIdSchema.safeParse(id ?? '').success)
         return { statusCode: 400, body: 'conversation_id must be a UUID (32 hex characters, dashes optional)' };
       const deadline = new Date(this.now().getTime() + FIRST_MESSAGE_AUTH_MS).toISOString();
-      await this.deps.connections.addPending({ conversationId: id!, connectionId: r.connectionId, query, deadline });
+      // No user is known yet: held to a number per client address, as the local gateway holds them.
+      const address = clientAddress(r.headers, r.sourceIp);
+      const pending = { conversationId: id!, connectionId: r.connectionId, address, query, deadline };
+      if (!(await this.deps.connections.addPending(pending, MAX_PENDING_SOCKETS_PER_IP))) {
+        logger.info('stream.refused', { status: 429, reason: 'pending per address' });
+        return { statusCode: 429, body: tooManyPending() };
+      }
       return { statusCode: 200 };
     }
     return this.open(r.connectionId, { conversationId: id ?? '', query, headers: r.headers });
@@ -173,6 +183,8 @@ export class SocketStream {
   async disconnect(connectionId: string): Promise<void> {
     const conversation = await this.deps.connections.find(connectionId);
     if (conversation) await this.deps.connections.remove(conversation, connectionId);
+    // A pending one closed before its auth frame gives its address's slot back now, not at the next sweep.
+    else await this.deps.connections.takePending(connectionId);
   }
 
   /** The conversation a connection streams (for a message it sends). */
@@ -207,7 +219,7 @@ export function socketStreamOf(services: Services, adapters: Adapters): SocketSt
 
 /** The parts of API Gateway's `$connect` event the stream reads (header names as sent: any case). */
 export interface WebSocketConnectEvent {
-  requestContext: { connectionId: string };
+  requestContext: { connectionId: string; identity?: { sourceIp?: string } };
   headers?: Record<string, string | undefined> | null;
   queryStringParameters?: Record<string, string | undefined> | null;
 }
@@ -215,5 +227,10 @@ export interface WebSocketConnectEvent {
 export function connectRequestOf(event: WebSocketConnectEvent): ConnectRequest {
   const headers: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(event.headers ?? {})) headers[k.toLowerCase()] = v;
-  return { connectionId: event.requestContext.connectionId, query: { ...event.queryStringParameters }, headers };
+  return {
+    connectionId: event.requestContext.connectionId,
+    query: { ...event.queryStringParameters },
+    headers,
+    sourceIp: event.requestContext.identity?.sourceIp,
+  };
 }

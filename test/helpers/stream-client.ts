@@ -32,12 +32,14 @@ export function openStream(
   baseUrl: string,
   conversationId: string,
   query: Record<string, string> = {},
-  options: { headers?: Record<string, string>; autoPong?: boolean } = {},
+  /** `localAddress`: the loopback address to connect from (any of 127.0.0.0/8): a client address of its own. */
+  options: { headers?: Record<string, string>; autoPong?: boolean; localAddress?: string } = {},
 ): StreamClient {
   const qs = new URLSearchParams(query).toString();
   const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/sockets/events/${conversationId}${qs ? `?${qs}` : ''}`, {
     headers: options.headers,
     autoPong: options.autoPong ?? true,
+    ...(options.localAddress ? { localAddress: options.localAddress } : {}),
   });
   const messages: StreamMessage[] = [];
   const arrivals: number[] = [];

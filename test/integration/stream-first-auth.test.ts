@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLOSE } from '#shared/stream/messages.ts';
+import { CLOSE_TOO_MANY, MAX_PENDING_SOCKETS_PER_IP, tooManyPending } from '#shared/stream/socket-caps.ts';
 import { conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
@@ -132,6 +133,37 @@ describe('first-message auth on the event socket', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(9_500);
     expect(c.messages).toEqual([]);
   }, 20_000);
+});
+
+describe('sockets pending their auth frame, per client address', () => {
+  const from = (address: string) => {
+    const c = openStream(stack.url, cid, { resend_mode: 'all' }, { localAddress: address });
+    clients.push(c);
+    return c;
+  };
+  /** 'open' once open and still open a moment later, else the close code. */
+  const outcome = async (c: StreamClient): Promise<'open' | number> => {
+    const closed = c.closed.then((x) => x.code);
+    await Promise.race([c.opened, closed]);
+    return Promise.race([closed, new Promise<'open'>((r) => setTimeout(() => r('open'), 200))]);
+  };
+
+  it(`holds them to ${MAX_PENDING_SOCKETS_PER_IP} an address (4429, as \`$connect\`'s 429 on AWS); another address is not held; an authenticated or closed one gives its slot back`, async () => {
+    const first = Array.from({ length: MAX_PENDING_SOCKETS_PER_IP }, () => from('127.0.0.2'));
+    expect(await Promise.all(first.map(outcome))).toEqual(first.map(() => 'open'));
+    const over = from('127.0.0.2');
+    expect(await outcome(over)).toBe(CLOSE_TOO_MANY);
+    expect((await over.closed).reason).toBe(tooManyPending());
+    expect(await outcome(from('127.0.0.3'))).toBe('open');
+    // Authenticated, a socket is no longer pending; closed, it gives its slot back: two more fit, not three.
+    await auth(first[0]!, scoped);
+    await first[0]!.until(1);
+    await first[1]!.close();
+    const again = [from('127.0.0.2'), from('127.0.0.2')];
+    expect(await Promise.all(again.map(outcome))).toEqual(['open', 'open']);
+    expect(await outcome(from('127.0.0.2'))).toBe(CLOSE_TOO_MANY);
+    for (const c of [...first, ...again]) c.ws.terminate();
+  });
 });
 
 describe('resend_mode=since&after_timestamp=', () => {

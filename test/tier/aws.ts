@@ -621,7 +621,8 @@ export class FakeAws {
             {
               action: 'ecs:TagResource',
               resource: taskArn,
-              context: { 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn, ...tagContext(tags) },
+              // No `ecs:cluster`: TagResource has no such key (the Service Authorization Reference; the cross-check found it here).
+              context: { 'ecs:CreateAction': 'RunTask', ...tagContext(tags) },
             },
           ]
         : []),

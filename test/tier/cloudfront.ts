@@ -173,13 +173,17 @@ export class CloudFrontEmulator {
     let search = url.search;
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && k !== 'host') headers[k] = v;
+    // CloudFront's own header, replacing any a viewer sent: the viewer's address and source port (IPv6 unbracketed),
+    // forwarded by the behaviours' AllViewerExceptHostHeader policy (shared/http/client-address.ts).
+    const viewerIp = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    headers['cloudfront-viewer-address'] = `${viewerIp}:${req.socket.remotePort}`;
     if (b.viewerRequest) {
       const querystring: Record<string, { value: string }> = {};
       for (const [k, v] of url.searchParams) querystring[k] = { value: v };
       const event = {
         version: '1.0',
         context: { eventType: 'viewer-request', distributionDomainName: this.domainName },
-        viewer: { ip: '127.0.0.1' },
+        viewer: { ip: viewerIp },
         request: {
           method: req.method,
           uri,

@@ -1,3 +1,4 @@
+import { crossCheck } from '#test/tier/iam-crosscheck.ts';
 import { ACCOUNT, ofType, type Template } from '#test/tier/template.ts';
 
 /**
@@ -124,6 +125,13 @@ function matches(s: Statement, req: AuthzRequest): boolean {
 
 /** AWS's decision for one request against a principal's statements. */
 export function evaluate(statements: readonly Statement[], req: AuthzRequest): Decision {
+  const decision = decide(statements, req);
+  // Every decision is asked again of AWS's authorization data (test/tier/iam-crosscheck.ts); `stop` fails on a difference.
+  crossCheck(statements, req, decision);
+  return decision;
+}
+
+function decide(statements: readonly Statement[], req: AuthzRequest): Decision {
   const hits = statements.filter((s) => matches(s, req));
   const deny = hits.find((s) => s.Effect === 'Deny');
   if (deny) return { allowed: false, reason: `explicitly denied by ${JSON.stringify(deny)}` };

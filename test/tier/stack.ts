@@ -18,6 +18,7 @@ import { FunctionUrlEmulator } from '#test/tier/function-url.ts';
 import { FakeAws, OPERATOR_KEY, type EcsTask, type StartDelays } from '#test/tier/aws.ts';
 import { EventBus } from '#test/tier/events.ts';
 import { rolePolicies } from '#test/tier/iam.ts';
+import { crossCheckFindings, describeFindings, useKeyPolicies } from '#test/tier/iam-crosscheck.ts';
 import { LambdaService } from '#test/tier/lambda.ts';
 import {
   CDK_OUT,
@@ -174,6 +175,12 @@ export async function startTier(
   );
   const workDir = mkdtempSync(join(tmpdir(), 'acs-tier-'));
   const policies = rolePolicies(resolved);
+  useKeyPolicies(
+    ofType(resolved, 'AWS::KMS::Key').map(([id, r]) => ({
+      arn: names(STACK, id, r).atts.Arn!,
+      policy: r.Properties.KeyPolicy,
+    })),
+  );
   let dynamo: EmbeddedDynamo | undefined;
   let bus: EventBus | undefined;
   let front: CloudFrontEmulator | undefined;
@@ -343,6 +350,12 @@ export async function startTier(
         await idp.close();
         await dyn.close();
         rmSync(workDir, { recursive: true, force: true });
+        // Every IAM decision this stack made, asked again of AWS's authorization data (test/tier/iam-crosscheck.ts).
+        const findings = await crossCheckFindings();
+        if (findings.length)
+          throw new Error(
+            `The tier's IAM evaluator and iam-simulate disagree (test/tier/iam-crosscheck.ts):\n${describeFindings(findings)}`,
+          );
       },
     };
   } catch (err) {

@@ -16,9 +16,14 @@ export interface StreamClient {
   close(): Promise<void>;
 }
 
-export function openStream(url: string, headers: Record<string, string> = {}): Promise<StreamClient> {
+/** `localAddress`: the loopback address to connect from (any of 127.0.0.0/8), a client address of its own. */
+export function openStream(
+  url: string,
+  headers: Record<string, string> = {},
+  options: { localAddress?: string } = {},
+): Promise<StreamClient> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
+    const ws = new WebSocket(url, { headers, ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
     const messages: any[] = [];
     const waiters: (() => void)[] = [];
     let onClose!: (v: { code: number; reason: string }) => void;

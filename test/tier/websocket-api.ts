@@ -222,7 +222,7 @@ export class WebSocketApiEmulator {
       open: false,
       connectedAt: now,
       lastActiveAt: now,
-      sourceIp: '127.0.0.1',
+      sourceIp: (req.socket.remoteAddress ?? '').replace(/^::ffff:/, ''),
       userAgent: String(req.headers['user-agent'] ?? ''),
       frameSizes: [],
     };
