@@ -112,6 +112,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
         ref: `E${hex(id, 13).toUpperCase()}`,
         atts: { DomainName: `d${hex(id, 13)}.cloudfront.net`, Id: `E${hex(id, 13).toUpperCase()}` },
       };
+    case 'AWS::StepFunctions::StateMachine': {
+      const machine = arn('states', `stateMachine:${p.StateMachineName ?? id}`);
+      return { ref: machine, atts: { Arn: machine, Name: p.StateMachineName ?? id } };
+    }
     case 'AWS::CloudFront::Function':
       return {
         ref: arn('cloudfront', `function/${id}`, ''),
