@@ -818,8 +818,10 @@ export class FakeAws {
     if (!p) return;
     p.stopRequested = true;
     p.child.kill('SIGTERM');
-    // Fargate's stop timeout: SIGKILL if the program does not exit.
-    setTimeout(() => p.child.kill('SIGKILL'), 30_000).unref();
+    // The container's stop timeout (ECS's default 30 s; ours asks 120 s for the last snapshot): SIGKILL if the program does not exit.
+    const containers = (this.taskDefinitions.get(task.taskDefinitionArn)?.containerDefinitions ?? []) as any[];
+    const essential = containers.find((c) => c.essential !== false) ?? containers[0];
+    setTimeout(() => p.child.kill('SIGKILL'), Number(essential?.stopTimeout ?? 30) * 1000).unref();
   }
 
   // ---- S3 (REST, path style): the workspace bucket, in memory. Every request is authorized as S3

@@ -101,7 +101,7 @@ describe('the warm pool, as deployed', () => {
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
     expect(warm.phases.cold_reason).toBeUndefined();
-    expect(warm.ms).toBeLessThan(1_500);
+    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
     // The claimed task is the sandbox's now: tagged with it, still started by its standby id.
     const claimed = (await standbys(tier)).find((s) => s.status === 'delivered' || s.status === 'claimed');
     const task = tier.aws.tasks.get(claimed!.ref!)!;
@@ -149,7 +149,7 @@ describe('the warm pool, as deployed', () => {
       'the 50 MB snapshot saved at the pause',
       async () => (task.lastStatus === 'STOPPED' ? tier.aws.objectKeys(`sandboxes/${first.id}/`) : []),
       (k) => k.length === 1,
-      60_000,
+      120_000,
     );
     expect(snapshot).toBeDefined();
     await ready(tier, POOL.size);
@@ -165,7 +165,7 @@ describe('the warm pool, as deployed', () => {
     const ms = Date.now() - began;
     expect(running.status, tier.explain()).toBe('RUNNING');
     expect(running.start_phases, JSON.stringify(running.start_phases)).toMatchObject({ warm: true });
-    expect(ms).toBeLessThan(1_500);
+    expect(ms, JSON.stringify(running.start_phases)).toBeLessThan(1_500);
     // The restore follows the acknowledged binding and is reported once, as its own phase, into the total.
     const phases = await until(
       tier,
@@ -181,7 +181,7 @@ describe('the warm pool, as deployed', () => {
     expect(statSync(join(tier.aws.taskPath(next.taskArn, '/workspace'), 'big.bin')).size).toBe(50 * 1024 * 1024);
     expect((await tier.call('DELETE', `/api/v1/sandboxes/${first.id}`, { key })).status).toBe(200);
     expect(tier.aws.denials).toEqual([]);
-  }, 120_000);
+  }, 240_000);
 
   it('a claimed standby that never takes its binding: its deadline (a state machine: 10 s, then the sweeper) starts the sandbox cold', async () => {
     const list = await ready(tier, POOL.size);
@@ -209,8 +209,9 @@ describe('the warm pool, as deployed', () => {
       );
       expect(runs).toHaveLength(1);
       expect(runs[0]).toMatchObject({ status: 'SUCCEEDED', input: { bindingDeadline: { generation: 1 } } });
+      // The sweeper's answer: that sandbox started cold again (`retried`, as a full sweep reports it).
       expect(runs[0]!.results).toEqual([
-        expect.objectContaining({ ok: true, result: expect.objectContaining({ startedCold: true }) }),
+        expect.objectContaining({ ok: true, result: expect.objectContaining({ retried: [res.body.id] }) }),
       ]);
       expect((await tier.call('DELETE', `/api/v1/sandboxes/${res.body.id}`, { key })).status).toBe(200);
     } finally {
