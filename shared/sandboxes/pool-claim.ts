@@ -80,26 +80,26 @@ export class PoolClaims {
     if (!hasPool(spec)) return { cold: `spec "${spec.id}" keeps no warm pool` };
     const standbys = this.deps.runtime.standbys;
     if (!standbys) return { cold: 'this runtime keeps no standbys' };
-    // Before anything else: a suspended account neither takes a standby nor starts cold instead.
-    const suspended = await this.deps.store.suspension(start.userId, start.orgId);
-    if (suspended) return { refused: suspended };
-    const now = this.now();
-    // Any start of the spec keeps its pool from draining, and tells standbys where the API is.
-    await this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl);
     // ECS fixes the image, the size overrides and the capacity provider at RunTask: a standby serves the spec as it is.
-    if (start.options?.image)
-      return {
-        cold: `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`,
-      };
-    if ((start.options?.resourceFactor ?? 1) !== 1)
-      return {
-        cold: `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`,
-      };
-    const reason = standbys.coldReason(start);
+    const reason = start.options?.image
+      ? `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`
+      : (start.options?.resourceFactor ?? 1) !== 1
+        ? `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`
+        : standbys.coldReason(start);
+    const now = this.now();
+    // At once, each one request: the account's status; the pool's last start (any start of the spec keeps
+    // its pool from draining, and tells standbys where the API is); the standbys, when one could serve.
+    const [suspended, , listed] = await Promise.all([
+      this.deps.store.suspension(start.userId, start.orgId),
+      this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl),
+      reason ? [] : this.deps.store.listStandbys(spec.id),
+    ]);
+    // A suspended account neither takes a standby nor starts cold instead.
+    if (suspended) return { refused: suspended };
     if (reason) return { cold: reason };
     const heardAfter = new Date(now.getTime() - FRESH_HEARTBEAT_MS).toISOString();
     const revision = standbys.revision(spec);
-    const candidates = (await this.deps.store.listStandbys(spec.id)).filter(
+    const candidates = listed.filter(
       (s) => s.status === 'ready' && s.publicKey && s.revision === revision && (s.heartbeatAt ?? '') > heardAfter,
     );
     // Racing starts try the candidates in different orders, so they rarely collide on one.
