@@ -1,3 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { estimatedStartDelays } from '#test/tier/aws.ts';
+import { createKey } from '#test/tier/flows.ts';
+import { ready, withPool } from '#test/tier/pool.ts';
+import { startTier, type TierStack } from '#test/tier/stack.ts';
+import { ms as msDigits, p50p99, percentile } from './stats.ts';
+
+/** Timed warm starts with an empty workspace (`BENCH_TIER_STARTS` for a quick check). */
+const TIER_STARTS = Number(process.env.BENCH_TIER_STARTS ?? 8);
+/** Timed warm resumes with a 50 MB workspace. */
+const TIER_RESTORES = Number(process.env.BENCH_TIER_RESTORES ?? 3);
+/** The fake ECS's start delays, as a share of docs/performance.md's estimates (1: the default distribution). */
+const TIER_SCALE = Number(process.env.BENCH_TIER_SCALE ?? 1);
+const MB50 = 50 * 1024 * 1024;
+const ms = (n: number) => msDigits(n, 0);
+
+/** GET the sandbox every 20 ms until `done` (the figures' resolution). */
+async function poll(tier: TierStack, key: string, id: string, done: (s: any) => boolean, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = (await tier.call('GET', `/api/v1/sandboxes?id=${id}`, { key })).body?.[0];
+    if (s?.status === 'ERROR') throw new Error(`bench: sandbox ${id} failed: ${s.detail}`);
+    if (done(s)) return s;
+    if (Date.now() > deadline) throw new Error(`bench: sandbox ${id} timed out: ${JSON.stringify(s)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** POST (a start or a resume) until the API shows RUNNING: the ms and the sandbox as then. */
+async function timed(tier: TierStack, key: string, path: string, id?: string) {
+  const t = performance.now();
+  const res = await tier.call('POST', path, { key });
+  if (res.status !== 200) throw new Error(`bench: ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  const sandbox = await poll(tier, key, id ?? res.body.id, (s) => s?.status === 'RUNNING');
+  return { ms: performance.now() - t, sandbox };
+}
+
+/**
+ * The tier (test/tier/README.md: the synthesized stack's bundles under its IAM, the fake ECS running the
+ * real sandbox program after start delays drawn from docs/performance.md's estimates): start → RUNNING
+ * of a cold start, of starts served by the warm pool with an empty workspace, and of resumes served by
+ * the pool with a 50 MB workspace (its restore, after RUNNING, a phase of its own). Needs `npm run synth`.
+ */
+export async function benchFargateTier(): Promise<string> {
+  // Every timed start finds a ready standby: the pool is as large as the starts, filled once.
+  const size = Math.max(TIER_STARTS, TIER_RESTORES * 2, 1);
+  const tier = await startTier({
+    mutate: (t) => {
+      if (!withPool(t, { size, idleMinutes: 30, spot: false }))
+        throw new Error('bench: no function reads SANDBOX_SPECS');
+    },
+    startDelays: estimatedStartDelays(TIER_SCALE),
+  });
+  try {
+    const key = await createKey(tier, 'bench-tier');
+    // The first start finds the pool empty (cold, the configured delays), and opens it.
+    const cold = await timed(tier, key, '/api/v1/sandboxes');
+    if (cold.sandbox.start_phases?.warm) throw new Error('bench: the first start was warm');
+    const empty: number[] = [];
+    const claims: number[] = [];
+    for (let i = 0; i < TIER_STARTS; i++) {
+      await ready(tier, 1, 180_000);
+      const warm = await timed(tier, key, '/api/v1/sandboxes');
+      if (!warm.sandbox.start_phases?.warm)
+        throw new Error(`bench: start ${i} was cold: ${warm.sandbox.start_phases?.cold_reason}`);
+      empty.push(warm.ms);
+      claims.push(warm.sandbox.start_phases.claim_ms);
+    }
+    const resumes: number[] = [];
+    const restores: number[] = [];
+    for (let i = 0; i < TIER_RESTORES; i++) {
+      await ready(tier, 1, 180_000);
+      const first = await timed(tier, key, '/api/v1/sandboxes');
+      const task = [...tier.aws.tasks.values()].find(
+        (t) =>
+          t.desiredStatus === 'RUNNING' && t.tags?.some((g) => g.key === 'sandbox-id' && g.value === first.sandbox.id),
+      )!;
+      writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'big.bin'), randomBytes(MB50));
+      await tier.call('POST', `/api/v1/sandboxes/${first.sandbox.id}/pause`, { key });
+      const saved = Date.now() + 120_000;
+      while (task.lastStatus !== 'STOPPED' || tier.aws.objectKeys(`sandboxes/${first.sandbox.id}/`).length !== 1) {
+        if (Date.now() > saved) throw new Error('bench: the 50 MB snapshot was not saved');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await ready(tier, 1, 180_000);
+      const resumed = await timed(tier, key, `/api/v1/sandboxes/${first.sandbox.id}/resume`, first.sandbox.id);
+      if (!resumed.sandbox.start_phases?.warm) throw new Error(`bench: resume ${i} was cold`);
+      resumes.push(resumed.ms);
+      const phases = (await poll(tier, key, first.sandbox.id, (s) => s?.start_phases?.restore_ms !== undefined))
+        .start_phases;
+      restores.push(phases.restore_ms);
+      await tier.call('DELETE', `/api/v1/sandboxes/${first.sandbox.id}`, { key });
+    }
+    const scale = TIER_SCALE === 1 ? 'the default distribution' : `${TIER_SCALE} × the default distribution`;
+    return [
+      '## Sandboxes in the tier: cold, and from the warm pool',
+      '',
+      `The tier (test/tier/README.md) runs the synthesized stack: each function's bundle under its role, API Gateway's routes and authorizer, the fake ECS running the real sandbox program after PROVISIONING and PENDING delays drawn from ${scale} (docs/performance.md's estimates, "Fargate on paper": 5-15 s and 8-20 s, uniform). A pool of ${size} is filled before the timed starts. A start is the POST until \`GET /api/v1/sandboxes?id=\` shows RUNNING (polled every 20 ms); a warm one is a claim (one conditional write), the binding pushed to the waiting standby through its long-poll (read every second), and the standby's check-in. The 50 MB case pauses a sandbox after writing 50 MB of random bytes into its workspace (a 50 MB snapshot in the emulated S3), then resumes it into a standby: RUNNING comes at the check-in, the restore follows as its own phase.`,
+      '',
+      '| Measure | Value |',
+      '|---|---|',
+      `| cold start → RUNNING (the first, the pool empty), 1 start | ${ms(cold.ms)} |`,
+      `| warm start → RUNNING, empty workspace, p50 / p99 of ${empty.length} | ${p50p99(empty, 0)} |`,
+      `| of which the claim (\`claim_ms\`), p50 | ${ms(percentile(claims, 50))} |`,
+      `| warm resume → RUNNING, 50 MB workspace, p50 / p99 of ${resumes.length} | ${resumes.length ? p50p99(resumes, 0) : 'none'} |`,
+      `| its restore after RUNNING (\`restore_ms\`), p50 | ${restores.length ? ms(percentile(restores, 50)) : 'none'} |`,
+      '',
+    ].join('\n');
+  } finally {
+    await tier.bus.settle();
+    await tier.aws.settle();
+    await tier.stop();
+  }
+}
+
 /**
  * Fargate start-to-RUNNING on paper: no AWS account runs here, so this section is an estimate with
  * its sources, kept beside the measured figures (it measures nothing and runs at once).
@@ -23,8 +140,8 @@ export async function benchFargate(): Promise<string> {
     '**What each lever gives our image:**',
     '',
     "- **ARM64** (what the stack uses): the same start path; Fargate's ARM64 price is lower per vCPU and GB than x86 [5]. Spot takes ARM64 tasks on platform 1.4.0 or later (below).",
-    '- **SOCI index** (lazy loading): AWS recommends it for images above about 250 MB [2]; ours is ~100 MB of mostly small layers, which gain little, and at launch SOCI on Fargate covered X86_64 only [6]. Worth it only if the image grows (language toolchains for the agent): then index it and keep the large layers last. Whether Fargate now lazy-loads ARM64 images: verify at the first deployment.',
-    "- **zstd-compressed layers**: up to 27 % shorter task starts in AWS's tests, larger images gaining most [7]; a build flag (`--output type=image,compression=zstd`), no runtime change.",
+    '- **SOCI index** (lazy loading): AWS recommends it for images above about 250 MB [2]; ours is ~100 MB of mostly small layers, which gain little, and at launch SOCI on Fargate covered X86_64 only [6]. Worth it only if the image grows (language toolchains for the agent): then gzip layers and a SOCI index manifest v2 built at deploy time (`SociIndexV2Build` of `@cdklabs/deploy-time-build`, docs/deploy.md), the large layers last. Whether Fargate now lazy-loads ARM64 images: verify at the first deployment.',
+    '- **zstd-compressed layers**: up to 27 % shorter task starts in AWS\'s tests, larger images gaining most [7]; the stack builds the image so (`--output type=image,compression=zstd,force-compression=true,oci-mediatypes=true`, docs/deploy.md "The sandbox image"), no runtime change; the layers reach ECR as zstd only from Docker\'s containerd image store: verify at the first deployment.',
     '- **Fargate Spot**: cheaper; the ECS API reference (CapacityProviderStrategyItem) now says FARGATE_SPOT takes Linux ARM64 tasks on platform 1.4.0 or later, where older guides and translations still say X86_64 only [8], and a spec may ask for it (`spot`, with `spot_fallback` to on-demand); in times of high demand Spot capacity may be unavailable and starts are delayed [9], and a task gets a two-minute warning before it is reclaimed [8] (our stop timeout is 120 s for that reason). Spot lowers the price of an hour, never the start time.',
     '- **Smaller image**: the base is most of the bytes; a distroless Node base is about 140 MB uncompressed instead of 220 [1], but the agent needs git, bash and tmux, which distroless lacks.',
     '',

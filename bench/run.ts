@@ -4,7 +4,7 @@ import { benchAgent } from './agent.ts';
 import { benchBundles } from './bundles.ts';
 import { benchConsole } from './console.ts';
 import { benchConversations, benchEventRoutes } from './conversations.ts';
-import { benchFargate } from './fargate.ts';
+import { benchFargate, benchFargateTier } from './fargate.ts';
 import { benchLists } from './lists.ts';
 import { benchLlmGateway } from './llm-gateway.ts';
 import { benchLoad } from './load.ts';
@@ -36,6 +36,7 @@ const sections: [string, () => Promise<string>][] = [
   ['llm', benchLlmGateway],
   ['load', benchLoad],
   ['neighbours', benchNeighbours],
+  ['fargate-tier', benchFargateTier],
   ['fargate', benchFargate],
 ];
 

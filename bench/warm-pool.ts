@@ -1,6 +1,8 @@
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
+import { reply, startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { untilReady } from './conversations.ts';
 import { json } from './http.ts';
 import { ms as msDigits, p50p99, percentile } from './stats.ts';
 
@@ -29,6 +31,32 @@ async function untilRunning(stack: TestStack, id: string): Promise<{ start_phase
     },
     { timeoutMs: 60_000, intervalMs: 10 },
   );
+}
+
+const isAgentReply = (e: { source?: string; kind?: string }) => e.source === 'agent' && e.kind !== 'SystemPromptEvent';
+
+/**
+ * A conversation start with its first message whose new sandbox a standby serves: `POST
+ * /api/v1/app-conversations` until the agent's first event of its own shows in the events search
+ * (polled every 10 ms), as bench/conversations.ts times a fresh sandbox's; the LLM answers at once.
+ * Returns the time, or undefined when the sandbox started cold (no standby was ready).
+ */
+async function conversationFromPool(stack: TestStack): Promise<number | undefined> {
+  const t = performance.now();
+  const task = await json(stack, 'POST', '/api/v1/app-conversations', {
+    body: { initial_message: { role: 'user', content: [{ type: 'text', text: 'Finish at once.' }], run: true } },
+  });
+  const ready = await untilReady(stack, task.id);
+  const cid = ready.app_conversation_id as string;
+  await waitFor(
+    `the agent's first event in ${cid}`,
+    async () => (await json(stack, 'GET', `/api/v1/events/search?conversation_id__eq=${cid}`)).items.find(isAgentReply),
+    { timeoutMs: 60_000, intervalMs: 10 },
+  );
+  const elapsed = performance.now() - t;
+  const [sandbox] = await json(stack, 'GET', `/api/v1/sandboxes?id=${ready.sandbox_id}`);
+  await json(stack, 'DELETE', `/api/v1/sandboxes/${ready.sandbox_id}`);
+  return sandbox.start_phases?.warm ? elapsed : undefined;
 }
 
 /**
@@ -60,6 +88,26 @@ export async function benchWarmPool(): Promise<string> {
       checkIn.push(s.start_phases.check_in_ms!);
     }
     if (!total.length) throw new Error('bench: no start was served by the pool');
+    // Conversation starts whose sandbox a standby serves, to the agent's first event (one unmeasured first).
+    const llm = await startScriptedLlm();
+    const conversations: number[] = [];
+    let coldConversations = 0;
+    try {
+      await json(stack, 'POST', '/api/settings', {
+        body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
+      });
+      for (let i = -1; i < STARTS; i++) {
+        await standbyReady();
+        llm.enqueue(reply.finish('Done.'));
+        const elapsed = await conversationFromPool(stack);
+        if (i < 0) continue;
+        if (elapsed === undefined) coldConversations++;
+        else conversations.push(elapsed);
+      }
+    } finally {
+      await llm.close();
+    }
+    if (!conversations.length) throw new Error('bench: no conversation start was served by the pool');
     return [
       '## Sandboxes from the warm pool (local)',
       '',
@@ -74,6 +122,7 @@ export async function benchWarmPool(): Promise<string> {
       `| start → RUNNING from the pool, p50 / p99 of ${total.length} | ${p50p99(total, 0)} |`,
       `| of which the claim (\`claim_ms\`), p50 | ${ms(percentile(claim, 50))} |`,
       `| of which claim → acknowledged binding (\`check_in_ms\`), p50 | ${ms(percentile(checkIn, 50))} |`,
+      `| conversation start → the agent's first event, its sandbox from the pool, p50 / p99 of ${conversations.length}${coldConversations ? ` (${coldConversations} cold left out)` : ''} | ${p50p99(conversations, 0)} |`,
       '',
     ].join('\n');
   } finally {

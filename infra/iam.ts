@@ -47,6 +47,8 @@ export interface GrantTargets {
     snapshotsDeleteFunction?: IFunction;
     /** The warm pool's refill function (set once it exists). */
     poolRefillFunction?: IFunction;
+    /** The warm pool's binding-deadline state machine's ARN (set once it exists). */
+    poolDeadlineArn?: string;
   };
   /** The bridge socket (infra/constructs/bridge-socket.ts): the ARN of posting to its connections. */
   bridgeSocket: { connectionsArn: string };
@@ -109,6 +111,11 @@ const poolRefillFunction = (t: GrantTargets) => {
   if (!t.sandbox.poolRefillFunction)
     throw new Error('The pool refill function must exist before a function that invokes it');
   return [t.sandbox.poolRefillFunction.functionArn];
+};
+const poolDeadline = (t: GrantTargets) => {
+  if (!t.sandbox.poolDeadlineArn)
+    throw new Error('The binding-deadline state machine must exist before a function that starts it');
+  return [t.sandbox.poolDeadlineArn];
 };
 const usageBus = (t: GrantTargets) => {
   if (!t.usageBus) throw new Error('The usage bus must exist before a function that sends to it');
@@ -265,6 +272,8 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       wildcard: 'Standby task ids are not known in advance; the ARN is limited to tasks of the sandbox cluster.',
     },
   ],
+  // That state machine only (infra/constructs/binding-deadline.ts): each claim starts one execution.
+  'pool:deadline': [{ actions: ['states:StartExecution'], resources: poolDeadline }],
 };
 
 /** Why a statement's resource holds a `*`, by action; the acknowledgements in infra/nag.ts read this. */

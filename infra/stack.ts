@@ -21,6 +21,7 @@ import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { Api } from '#infra/constructs/api.ts';
 import { BillingExports } from '#infra/constructs/billing-exports.ts';
+import { BindingDeadline } from '#infra/constructs/binding-deadline.ts';
 import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
 import { PublicFront } from '#infra/constructs/front.ts';
 import { CognitoSignIn } from '#infra/constructs/sign-in.ts';
@@ -52,6 +53,7 @@ import type { FunctionAccess, GrantTargets } from '#infra/iam.ts';
 import { UsageBus } from '#infra/constructs/usage-bus.ts';
 import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { llmGatewayRoute, routes } from '#shared/routes.ts';
+import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 import { tableEnvVar, tableKeys } from '#shared/store/tables.ts';
 import { environmentNames } from '#shared/wiring/needs.ts';
 import { LlmGatewayFront, platformLlmKeyArns } from '#infra/constructs/llm-gateway.ts';
@@ -250,6 +252,7 @@ export class ConversationServiceStack extends Stack {
 
     const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) =>
       addFunction(this, f.id, f.entry, f, { async: f.async, timeout, env });
+    let bindingDeadline: BindingDeadline;
     {
       // Before the routes: the sandbox delete's grant and environment name it (as ECS events' and the sweeper's do).
       const snapshotsDelete = extra(sandboxSnapshotsDeleteFunction, Duration.seconds(60));
@@ -259,6 +262,10 @@ export class ConversationServiceStack extends Stack {
       const poolRefill = extra(poolRefillFunction, Duration.seconds(60));
       targets.sandbox.poolRefillFunction = poolRefill.fn;
       values.POOL_REFILL_FUNCTION = poolRefill.fn.functionArn;
+      // A claim's 10 s binding deadline, which the starting routes set off (the sweeper is its target, below).
+      bindingDeadline = new BindingDeadline(this, 'BindingDeadline', { seconds: BINDING_ACK_MS / 1000 });
+      targets.sandbox.poolDeadlineArn = bindingDeadline.arn;
+      values.POOL_DEADLINE_STATE_MACHINE = bindingDeadline.arn;
     }
     const stackNames = routeStackNames(table);
     const routeStack = (name: string) => {
@@ -330,6 +337,7 @@ export class ConversationServiceStack extends Stack {
     }
     {
       const sweeper = extra(sweeperFunction, Duration.seconds(60));
+      bindingDeadline.invokes(sweeper.fn);
       new Schedule(this, 'SweeperSchedule', {
         description: 'Sweeper: sandbox start time-outs, idle sandboxes, orphan tasks, stalled conversation starts',
         schedule: ScheduleExpression.rate(Duration.minutes(1)),

@@ -78,7 +78,8 @@ export const sweeperFunction = {
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
-  // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
+  // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced; users, orgs: a
+  // retried start claims, and a suspended account never does.
   // events: stored event bytes summed per organization.
   // usage: closing records, and RUNNING sandboxes that stopped heartbeating metered to their last sign of life.
   tables: {
@@ -86,6 +87,8 @@ export const sweeperFunction = {
     startTasks: 'write',
     streamConnections: 'write',
     pool: 'write',
+    users: 'read',
+    orgs: 'read',
     events: 'write',
     usage: 'write',
   },

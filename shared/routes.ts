@@ -18,7 +18,9 @@ const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task
  * Starting or resuming: the launch, the plans (the organization's running limit, the resource factor), and for
  * the warm pool claiming a standby (table `pool`) and asking for the refill after it (`pool:refill`).
  */
-const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill'] as const;
+const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill', 'pool:deadline'] as const;
+/** The warm pool's claim: the standby's item, and the user's and organization's status (a suspended account never claims). */
+const poolClaim = { pool: 'write', users: 'read', orgs: 'read' } as const;
 
 /**
  * The LLM gateway (docs/platform-llms.md): a route of its own kind, `llm-stream`, since it streams
@@ -170,7 +172,7 @@ export const routes = [
       'running, the least recently active is paused first and named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'write', sandboxes: 'write', settings: 'read', idempotency: 'write', pool: 'write' },
+    tables: { usage: 'write', sandboxes: 'write', settings: 'read', idempotency: 'write', ...poolClaim },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
     idempotent: true,
@@ -198,7 +200,7 @@ export const routes = [
       'stay within MAX_RUNNING_SANDBOXES are named in the X-Paused-Sandbox-Ids header.',
     tag: 'sandboxes',
     // The user's sandbox images and resource factor.
-    tables: { usage: 'write', sandboxes: 'write', settings: 'read', pool: 'write' },
+    tables: { usage: 'write', sandboxes: 'write', settings: 'read', ...poolClaim },
     capabilities: sandboxStart,
     timeoutSeconds: 29,
   },
@@ -305,7 +307,7 @@ export const routes = [
       sandboxes: 'write',
       commands: 'write',
       idempotency: 'write',
-      pool: 'write',
+      ...poolClaim,
     },
     capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
@@ -432,7 +434,7 @@ export const routes = [
       sandboxes: 'write',
       commands: 'write',
       idempotency: 'write',
-      pool: 'write',
+      ...poolClaim,
     },
     capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,

@@ -10,6 +10,7 @@ import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
+import { poolDeadline } from '#shared/wiring/aws/pool-deadline.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -36,6 +37,7 @@ export const handler = awsRoute(
     idempotencyStore,
     poolStore,
     poolRefill,
+    poolDeadline,
     prices,
   },
   { conversations, idempotency, poolClaims },

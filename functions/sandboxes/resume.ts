@@ -5,6 +5,7 @@ import { awsRoute } from '#shared/wiring/aws.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
+import { poolDeadline } from '#shared/wiring/aws/pool-deadline.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -24,6 +25,7 @@ export const handler = awsRoute(
     settingsStore,
     poolStore,
     poolRefill,
+    poolDeadline,
     prices,
   },
   { sandboxes, poolClaims },

@@ -7,6 +7,7 @@ import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
+import { poolDeadline } from '#shared/wiring/aws/pool-deadline.ts';
 import { bridgeUrl, sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { specs } from '#shared/wiring/aws/specs.ts';
@@ -27,6 +28,7 @@ export const handler = awsRoute(
     idempotencyStore,
     poolStore,
     poolRefill,
+    poolDeadline,
     prices,
   },
   { sandboxes, idempotency, poolClaims },

@@ -1,10 +1,10 @@
 import { sweeperFunction } from '#shared/functions.ts';
-import { sweep } from '#shared/sandboxes/sweeper.ts';
+import { deadlineOf, sweep } from '#shared/sandboxes/sweeper.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { eventBytes } from '#shared/services/event-bytes.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
-import { poolClaims } from '#shared/services/pool-claims.ts';
+import { sweepPoolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
@@ -35,10 +35,14 @@ export const handler = awsFunction(
     prices,
     usageStore,
   },
-  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, eventBytes },
-  // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
-  async (event: unknown, services, adapters) => ({
-    ...(await sweep(event, services)),
-    pendingStreamsDropped: await socketStreamOf(services, adapters).sweepPending(new Date()),
-  }),
+  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims: sweepPoolClaims, eventBytes },
+  // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth);
+  // a claim's binding deadline (the state machine's call) looks at that claim alone.
+  async (event: unknown, services, adapters) =>
+    deadlineOf(event)
+      ? sweep(event, services)
+      : {
+          ...(await sweep(event, services)),
+          pendingStreamsDropped: await socketStreamOf(services, adapters).sweepPending(new Date()),
+        },
 );

@@ -36,6 +36,7 @@ export type Capability =
   | 'stream:close' // execute-api:ManageConnections DELETE (DeleteConnection) on the event stream's stage @connections, and the streamConnections byUser index: closes a suspended or removed person's streams
   | 'stream:resend' // lambda:InvokeFunction (asynchronous) on the stream's resend function, which sends a new connection what it asked for
   | 'pool:refill' // lambda:InvokeFunction (asynchronous) on the warm pool's refill function (after a claim), ecs:TagResource on the sandbox cluster's tasks (a claimed standby is tagged with its sandbox)
+  | 'pool:deadline' // states:StartExecution on the warm pool's binding-deadline state machine (a claim's 10 s, then the sweeper)
   | 'events:grown-bytes' // dynamodb:Scan on the events table's sparse index grownBytes only (the sweeper's sum of stored event bytes)
   | 'snapshots:delete' // lambda:InvokeFunction (asynchronous) on the function that removes a deleted sandbox's snapshot objects (it holds s3:workspaces)
   | 'stripe' // reads the Stripe settings (STRIPE_API_BASE, STRIPE_METER_EVENTS_BASE) and ssm:GetParameter / secretsmanager:GetSecretValue on the Stripe key's ARN (STRIPE_API_KEY_ARN, the context `stripe`)

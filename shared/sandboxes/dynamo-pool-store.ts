@@ -1,10 +1,19 @@
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandInput,
+  type BatchGetCommandOutput,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import {
   poolRecordId,
   type PoolRecord,
   type PoolStore,
   type StandbyPatch,
   type StandbyRecord,
+  SUSPENDED_DETAIL,
 } from '#shared/sandboxes/pool-store.ts';
 import { conditionalReturn, conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
@@ -117,5 +126,27 @@ export class DynamoPoolStore implements PoolStore {
         }),
       ),
     );
+  }
+
+  async suspension(userId: string, orgId: string | undefined): Promise<string | undefined> {
+    const users = tableName('users');
+    const orgs = tableName('orgs');
+    const status = { ProjectionExpression: '#s', ExpressionAttributeNames: { '#s': 'status' }, ConsistentRead: true };
+    let request: BatchGetCommandInput['RequestItems'] = {
+      [users]: { ...status, Keys: [{ userId }] },
+      ...(orgId ? { [orgs]: { ...status, Keys: [{ orgId }] } } : {}),
+    };
+    const found: { user?: string; org?: string } = {};
+    // BatchGetItem may leave keys unprocessed (throttling): asked again, a few times, then it throws.
+    for (let attempt = 0; request && Object.keys(request).length; attempt++) {
+      if (attempt === 5) throw new Error("The account's status could not be read");
+      const out: BatchGetCommandOutput = await this.db.send(new BatchGetCommand({ RequestItems: request }));
+      for (const item of out.Responses?.[users] ?? []) found.user = item.status as string;
+      for (const item of out.Responses?.[orgs] ?? []) found.org = item.status as string;
+      request = out.UnprocessedKeys;
+    }
+    if (found.user === 'suspended') return SUSPENDED_DETAIL.user;
+    if (found.org === 'suspended') return SUSPENDED_DETAIL.org;
+    return undefined;
   }
 }

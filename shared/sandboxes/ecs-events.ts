@@ -119,14 +119,15 @@ export async function handleTaskStateChange(event: EcsTaskStateChange, services:
     if (started) await sandboxHousekeeping.recordTaskTimes(started.sandboxId, started.generation, d);
     return;
   }
-  // A warm-pool standby's task (startedBy = its standby id): resolved through its pool item, one GetItem.
+  // A warm-pool standby's task: its pool item by the `startedBy` ECS fixed at RunTask (the standby id),
+  // one GetItem, and only if the item names this task ARN (docs/architecture.md, "The warm pool").
   if (
     event['detail-type'] === 'ECS Task State Change' &&
     d?.lastStatus === 'STOPPED' &&
     d.startedBy?.startsWith('sb_')
   ) {
-    const standby = await services.warmPool.standbyStopped(d.startedBy);
-    if (!standby || (standby.ref && standby.ref !== d.taskArn)) return;
+    const standby = await services.warmPool.standbyStopped(d.startedBy, d.taskArn ?? '');
+    if (!standby) return;
     if (standby.sandboxId && standby.generation) {
       // Claimed: the task is that sandbox's generation, and its stop is the sandbox's.
       await sandboxHousekeeping.handleInstanceStopped({

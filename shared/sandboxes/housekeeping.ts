@@ -18,6 +18,7 @@ import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
+import type { BindingClaim } from '#shared/sandboxes/pool-claim.ts';
 import { emitStartMetrics, fromTaskTimes } from '#shared/sandboxes/phases.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
@@ -168,6 +169,25 @@ export class SandboxHousekeeping extends SandboxRecords {
     const alive = Math.min(Date.parse(rec.lastActivityAt), now.getTime());
     if (alive - Date.parse(from) < 1000) return false;
     return (await this.accrue(rec, new Date(alive), from)) !== undefined;
+  }
+
+  /**
+   * A claim's deadline (the state machine's call, BINDING_ACK_MS after the claim; locally a timer):
+   * if the sandbox is still STARTING in that generation and still names that standby, the standby has
+   * not acknowledged its binding, and the sandbox starts cold. Anything else (checked in, paused,
+   * deleted, already started cold) changes nothing, so a repeated or late call does no harm.
+   */
+  async bindingDeadline(claim: BindingClaim): Promise<boolean> {
+    const rec = await this.deps.store.get(claim.sandbox_id);
+    if (
+      !rec ||
+      rec.deletedAt ||
+      rec.status !== 'STARTING' ||
+      rec.generation !== claim.generation ||
+      rec.runtimeState?.[STANDBY_STATE] !== claim.standby_id
+    )
+      return false;
+    return this.startColdAfterClaim(rec);
   }
 
   /**

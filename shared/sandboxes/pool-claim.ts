@@ -13,6 +13,22 @@ export interface PoolRefill {
   refill(specId: string): Promise<void>;
 }
 
+/** A claim whose standby must acknowledge its binding (check in as the sandbox) within BINDING_ACK_MS. */
+export interface BindingClaim {
+  sandbox_id: string;
+  generation: number;
+  standby_id: string;
+}
+
+/**
+ * Sets off a claim's binding deadline without waiting for it: after BINDING_ACK_MS the sweeper's
+ * `bindingDeadline` looks at that claim alone (AWS: a Step Functions execution, a Wait then the sweeper
+ * invoked; locally a timer in the server). Without one, the per-minute sweep finds the overdue claim.
+ */
+export interface PoolDeadline {
+  schedule(claim: BindingClaim): Promise<void>;
+}
+
 export interface WarmPoolDeps {
   store: PoolStore;
   runtime: SandboxRuntime;
@@ -20,6 +36,8 @@ export interface WarmPoolDeps {
   config: SandboxConfig;
   /** Refills after a claim; null where nothing refills asynchronously (then the sweep tops up). */
   refill: PoolRefill | null;
+  /** The claims' binding deadline; null where the sweep alone finds overdue claims (the sweeper's own retried starts). */
+  deadline: PoolDeadline | null;
   now?: () => Date;
 }
 
@@ -47,31 +65,41 @@ export class PoolClaims {
     this.now = deps.now ?? (() => new Date());
   }
 
+  /**
+   * A standby for the start, or why it starts cold, or (`refused`) why it must not start at all: a
+   * suspended account. That check reads the user and organization after the sandbox's record was
+   * written, and a suspension writes the status before it pauses the user's live sandboxes; so a claim
+   * racing a suspension is either refused here or its sandbox is paused by the suspension, which stops
+   * the claimed standby (docs/architecture.md, "The warm pool").
+   */
   async claim(
-    start: ClaimCandidate & { enrollmentToken: string; bridgeUrl: string },
-  ): Promise<Claimed | { cold: string }> {
+    start: ClaimCandidate & { enrollmentToken: string; bridgeUrl: string; orgId?: string },
+  ): Promise<Claimed | { cold: string } | { refused: string }> {
     const began = performance.now();
     const { spec } = start;
     if (!hasPool(spec)) return { cold: `spec "${spec.id}" keeps no warm pool` };
     const standbys = this.deps.runtime.standbys;
     if (!standbys) return { cold: 'this runtime keeps no standbys' };
-    const now = this.now();
-    // Any start of the spec keeps its pool from draining, and tells standbys where the API is.
-    await this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl);
     // ECS fixes the image, the size overrides and the capacity provider at RunTask: a standby serves the spec as it is.
-    if (start.options?.image)
-      return {
-        cold: `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`,
-      };
-    if ((start.options?.resourceFactor ?? 1) !== 1)
-      return {
-        cold: `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`,
-      };
-    const reason = standbys.coldReason(start);
+    const reason = start.options?.image
+      ? `the settings ask for their own sandbox image (sandbox_${start.options.image.kind}_container_image)`
+      : (start.options?.resourceFactor ?? 1) !== 1
+        ? `the settings ask for resource factor ${start.options!.resourceFactor} (standbys run the spec's size)`
+        : standbys.coldReason(start);
+    const now = this.now();
+    // At once, each one request: the account's status; the pool's last start (any start of the spec keeps
+    // its pool from draining, and tells standbys where the API is); the standbys, when one could serve.
+    const [suspended, , listed] = await Promise.all([
+      this.deps.store.suspension(start.userId, start.orgId),
+      this.deps.store.touchPool(spec.id, now.toISOString(), start.bridgeUrl),
+      reason ? [] : this.deps.store.listStandbys(spec.id),
+    ]);
+    // A suspended account neither takes a standby nor starts cold instead.
+    if (suspended) return { refused: suspended };
     if (reason) return { cold: reason };
     const heardAfter = new Date(now.getTime() - FRESH_HEARTBEAT_MS).toISOString();
     const revision = standbys.revision(spec);
-    const candidates = (await this.deps.store.listStandbys(spec.id)).filter(
+    const candidates = listed.filter(
       (s) => s.status === 'ready' && s.publicKey && s.revision === revision && (s.heartbeatAt ?? '') > heardAfter,
     );
     // Racing starts try the candidates in different orders, so they rarely collide on one.
@@ -96,10 +124,15 @@ export class PoolClaims {
         { heardAfter },
       );
       if (!claimed) continue;
-      void this.refillSoon(spec.id);
+      // Asked for beside the binding and awaited before answering (Lambda may freeze what is left running).
+      const asked = Promise.all([
+        this.refillSoon(spec.id),
+        this.deadlineSoon({ sandbox_id: start.sandboxId, generation: start.generation, standby_id: claimed.id }),
+      ]);
       try {
         const bound = await standbys.bindStandby(claimed.id, claimed.ref ?? '', start);
         commandQueued(wakeKey(claimed.id));
+        await asked;
         logger.info('pool.claimed', { standbyId: claimed.id, sandboxId: start.sandboxId, specId: spec.id });
         return {
           standbyId: claimed.id,
@@ -111,15 +144,27 @@ export class PoolClaims {
       } catch (err) {
         // Claimed but not bindable (its process just ended, a rename failed): it serves no one; start cold.
         logger.warn('pool.bind-failed', { standbyId: claimed.id, error: err as Error });
+        await asked;
         await this.discard(claimed);
         return { cold: `the claimed standby could not be bound (${(err as Error).message})` };
       }
     }
-    void this.refillSoon(spec.id);
+    await this.refillSoon(spec.id);
     return { cold: candidates.length ? 'every ready standby was claimed by a racing start' : 'no standby was ready' };
   }
 
-  /** The standby when `key` is its pool credential and it has not taken a binding yet; else null (401). */
+  /** Best effort: without its deadline a claim not acknowledged is found by the per-minute sweep. */
+  protected async deadlineSoon(claim: BindingClaim): Promise<void> {
+    try {
+      await this.deps.deadline?.schedule(claim);
+    } catch (err) {
+      logger.warn('Setting off the binding deadline failed; the sweep finds the claim if it is not acknowledged', {
+        sandboxId: claim.sandbox_id,
+        error: err as Error,
+      });
+    }
+  }
+
   protected async refillSoon(specId: string): Promise<void> {
     try {
       await (this.deps.refill ? this.deps.refill.refill(specId) : undefined);

@@ -94,4 +94,16 @@ export interface PoolStore {
   getPool(specId: string): Promise<PoolRecord | undefined>;
   /** Sets the pool's `lastStartAt` and `bridgeUrl` (creating the record), never moving it backwards. */
   touchPool(specId: string, at: string, bridgeUrl: string): Promise<void>;
+  /**
+   * Why the account may not be given a sandbox (its user or organization is suspended), read strongly
+   * consistent (the `users` and `orgs` items in one BatchGetItem); undefined when it may. The claim's
+   * check, so it lives with the claim's store: only the functions that claim read those tables.
+   */
+  suspension(userId: string, orgId: string | undefined): Promise<string | undefined>;
 }
+
+/** The pause detail of a start refused at the claim: the same words as the suspension's own pause. */
+export const SUSPENDED_DETAIL = {
+  user: 'Paused: the account is suspended',
+  org: 'Paused: the organization is suspended',
+} as const;

@@ -72,10 +72,15 @@ export interface PoolSweep {
     }
   }
 
-  /** A standby's process or task ended: it leaves the pool (a bound one's sandbox is told by the runtime). */
-  async standbyStopped(standbyId: string): Promise<StandbyRecord | undefined> {
+  /**
+   * A standby's process or task ended: it leaves the pool (a bound one's sandbox is told by the runtime).
+   * With `ref` (the task ARN of an ECS event), only if it is that item's task: the item is read by the
+   * `startedBy` ECS keeps on every event of the task, one GetItem, and the ARN must match.
+   */
+  async standbyStopped(standbyId: string, ref?: string): Promise<StandbyRecord | undefined> {
     const rec = await this.deps.store.getStandby(standbyId);
-    if (rec) await this.deps.store.removeStandby(standbyId);
+    if (!rec || (ref !== undefined && rec.ref !== undefined && rec.ref !== ref)) return undefined;
+    await this.deps.store.removeStandby(standbyId);
     return rec;
   }
 

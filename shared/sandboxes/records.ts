@@ -351,6 +351,7 @@ export class SandboxRecords {
         ? await this.deps.pool.claim({
             sandboxId: record.id,
             userId: record.userId,
+            orgId: record.orgId,
             generation,
             spec,
             options,
@@ -358,6 +359,14 @@ export class SandboxRecords {
             bridgeUrl,
           })
         : { cold: coldReason ?? `spec "${spec.id}" keeps no warm pool` };
+    if ('refused' in claim) {
+      // A suspended account: paused as the suspension pauses (its slot given back), nothing started.
+      logger.warn('sandbox.refused', { sandboxId: record.id, userId: record.userId, detail: claim.refused });
+      const t = await this.transition(record.id, (rec) =>
+        rec.generation === generation && isLive(rec.status) ? toPaused(claim.refused) : 'skip',
+      );
+      return t?.record ?? record;
+    }
     if ('standbyId' in claim) {
       started = {
         ref: claim.ref,

@@ -2,5 +2,8 @@ import { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { warmPoolDeps } from '#shared/services/warm-pool.ts';
 
-/** The warm pool's claim, for the functions that start sandboxes (they carry no standby-side pool code). */
-export const poolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c));
+/** The warm pool's claim, for the functions that start sandboxes (they carry no standby-side pool code), with its binding deadline. */
+export const poolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, true));
+
+/** The sweeper's claims (a retried start): the same, without a deadline of their own (the next sweep finds them). */
+export const sweepPoolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c));

@@ -3,14 +3,19 @@ import { WarmPool } from '#shared/sandboxes/pool.ts';
 import type { ServiceContext, ServiceFactory } from '#shared/services.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
-/** The pool's adapters, built when first used: a spec without a pool never builds the pool's store. */
-export const warmPoolDeps = (c: ServiceContext): WarmPoolDeps =>
+/**
+ * The pool's adapters, built when first used: a spec without a pool never builds the pool's store.
+ * `deadline`: the claims' binding deadline, for the functions that start sandboxes on a request; the
+ * sweeper's own claims (a retried start) have none, its next sweep being their deadline.
+ */
+export const warmPoolDeps = (c: ServiceContext, deadline = false): WarmPoolDeps =>
   lazy<WarmPoolDeps>({
     store: () => c.adapters.poolStore,
     runtime: () => c.adapters.sandboxRuntime,
     specs: () => c.adapters.specs,
     config: () => c.adapters.sandboxConfig,
     refill: () => c.adapters.poolRefill,
+    deadline: () => (deadline ? c.adapters.poolDeadline : null),
     now: () => () => new Date(),
   });
 

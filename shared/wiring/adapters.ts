@@ -18,6 +18,7 @@ import type { IdempotencyStore } from '#shared/http/idempotency.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { PoolRefill } from '#shared/sandboxes/pool.ts';
+import type { PoolDeadline } from '#shared/sandboxes/pool-claim.ts';
 import type { PoolStore } from '#shared/sandboxes/pool-store.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
@@ -58,6 +59,8 @@ export interface Adapters {
   poolStore: PoolStore;
   /** Refills a spec's pool after a claim (AWS: an asynchronous invoke of the refill function; locally in process). */
   poolRefill: PoolRefill | null;
+  /** Sets off a claim's 10 s binding deadline (AWS: a Step Functions execution; locally a timer). */
+  poolDeadline: PoolDeadline | null;
   /** The control-plane URL a sandbox calls, given the Host header of the request that starts it. */
   bridgeUrl: (host: string | undefined) => string;
   conversationStore: ConversationStore;
@@ -211,9 +214,11 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       heartbeat: { tables: { pool: 'write' } },
       removeStandby: { tables: { pool: 'write' } },
       touchPool: { tables: { pool: 'write' } },
+      suspension: { tables: { users: 'read', orgs: 'read' } },
     },
   },
   poolRefill: { build: { capabilities: ['pool:refill'] } },
+  poolDeadline: { build: { capabilities: ['pool:deadline'] } },
   bridgeUrl: { build: {} },
   conversationStore: {
     build: { tables: { conversations: 'read' } },

@@ -28,6 +28,7 @@ import { sandboxConfig, type SandboxConfig } from '#shared/sandboxes/config.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
+import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
@@ -155,6 +156,20 @@ export function localServices(options: LocalOptions): LocalServices {
               .refill(specId)
               .catch((err: unknown) => logger.error('Refilling the warm pool failed', { specId, error: err as Error })),
         );
+      },
+    }),
+    // A timer in the server, as the state machine waits on AWS; it never keeps the process alive.
+    poolDeadline: (): Adapters['poolDeadline'] => ({
+      schedule: async (claim) => {
+        setTimeout(
+          () =>
+            void all?.sandboxHousekeeping
+              .bindingDeadline(claim)
+              .catch((err: unknown) =>
+                logger.error('A binding deadline failed', { sandboxId: claim.sandbox_id, error: err as Error }),
+              ),
+          BINDING_ACK_MS,
+        ).unref();
       },
     }),
     sandboxConfig: () => ({

@@ -70,6 +70,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   // The table's name comes with its table access (TABLE_EVENTS).
   'events:grown-bytes': [],
   'pool:refill': ['POOL_REFILL_FUNCTION'],
+  'pool:deadline': ['POOL_DEADLINE_STATE_MACHINE'],
   'billing:export': ['BILLING_EXPORT_BUCKET'],
   stripe: ['STRIPE_API_KEY_ARN', 'STRIPE_API_BASE', 'STRIPE_METER_EVENTS_BASE'],
   'usage:notify': ['USAGE_EVENT_BUS'],

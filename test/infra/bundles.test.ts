@@ -78,6 +78,11 @@ describe('Lambda bundles (the options CDK uses)', () => {
       expect(inputs.includes('shared/lambda-event.ts'), 'Invoke').toBe(
         caps.includes('stream:resend') || caps.includes('snapshots:delete') || caps.includes('pool:refill'),
       );
+      // Nor a Step Functions client: a claim's binding deadline is one signed StartExecution, where claims are made.
+      expect(sdkPackage(inputs, 'client-sfn'), 'Step Functions').toBe(false);
+      expect(inputs.includes('shared/wiring/aws/pool-deadline.ts'), 'StartExecution').toBe(
+        caps.includes('pool:deadline'),
+      );
       // The presigners only where snapshot requests are signed, not where objects are only checked or deleted.
       const signs = signingEntries.includes(entry);
       expect(sdkPackage(inputs, 's3-presigned-post'), 'presigned POST').toBe(signs);

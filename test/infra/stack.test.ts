@@ -369,6 +369,13 @@ describe('event stream (WebSocket API) and CloudFront', () => {
       expect(invoke.map((s) => JSON.stringify(s.Resource)).sort(), id).toEqual(
         invokes.map((fn) => JSON.stringify(arn(fn))).sort(),
       );
+      // What claims a standby starts its binding deadline: that one state machine, nothing else.
+      const machineId = ofType('AWS::StepFunctions::StateMachine')[0]![0];
+      const executions = statements.filter((s) => [s.Action].flat().includes('states:StartExecution'));
+      expect(
+        executions.map((s) => JSON.stringify(s.Resource)),
+        id,
+      ).toEqual(caps.includes('pool:deadline') ? [JSON.stringify({ 'Fn::GetAtt': [machineId, 'Arn'] })] : []);
     }
   });
 
@@ -654,6 +661,46 @@ describe('sandbox infrastructure', () => {
       // Time after SIGTERM for the last workspace snapshot: Fargate's maximum, Spot's notice.
       expect(def.ContainerDefinitions[0].StopTimeout).toBe(120);
     }
+  });
+
+  it('gives each claim its binding deadline: a state machine that waits 10 s, then invokes the sweeper, started by the starting routes alone', () => {
+    const machines = ofType('AWS::StepFunctions::StateMachine');
+    expect(machines).toHaveLength(1);
+    const [, machine] = machines[0]!;
+    // The definition as CloudFormation joins it, each reference in it named by the resource it points at.
+    const refs: string[] = [];
+    const joined = (machine.Properties.DefinitionString['Fn::Join'][1] as unknown[])
+      .map((part) => {
+        if (typeof part === 'string') return part;
+        refs.push(JSON.stringify(part));
+        return `REF${refs.length - 1}`;
+      })
+      .join('');
+    const definition = JSON.parse(joined);
+    expect(definition.States.Wait).toEqual({ Type: 'Wait', Seconds: 10, Next: 'Sweeper' });
+    const sweeperId = logicalId(stack.functions.get(sweeperFunction.id)!.fn.fn.node.defaultChild);
+    expect(refs[Number(definition.States.Sweeper.Resource.slice(3))]).toBe(
+      JSON.stringify({ 'Fn::GetAtt': [sweeperId, 'Arn'] }),
+    );
+    expect(machine.Properties.StateMachineType).toBe('STANDARD');
+  });
+
+  it('builds the sandbox image for linux/arm64 with zstd layers (cdk-assets passes the output to docker build)', () => {
+    const manifest = JSON.parse(readFileSync(join(outdir, `${stack.artifactId}.assets.json`), 'utf8'));
+    const images = Object.values(manifest.dockerImages as Record<string, { source: Json }>).filter(
+      (i) => i.source.dockerFile === 'sandbox/Dockerfile',
+    );
+    expect(images).toHaveLength(1);
+    expect(images[0]!.source.platform).toBe('linux/arm64');
+    const outputs = images[0]!.source.dockerOutputs as string[];
+    expect(outputs).toHaveLength(1);
+    const options = Object.fromEntries(outputs[0]!.split(',').map((kv) => kv.split('=')));
+    expect(options).toMatchObject({
+      type: 'image',
+      compression: 'zstd',
+      'force-compression': 'true',
+      'oci-mediatypes': 'true',
+    });
   });
 
   it('keeps workspace snapshots in a private, encrypted, TLS-only, lifecycle-managed bucket', () => {

@@ -2,6 +2,9 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import type { Caller } from '#shared/accounts/organizations.ts';
+import { isLive } from '#shared/sandboxes/model.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
@@ -256,6 +259,74 @@ describe('the local warm pool', () => {
       (await stack.call('POST', `/api/v1/pool/standbys/${standby!.id}/check-in`, { key: token!, body: {} })).status,
     ).toBe(401);
   });
+
+  it('a suspended user or organization never claims a standby nor starts cold, while the authorizer still holds the account', async () => {
+    const [standby] = await ready('pool-one');
+    const accounts = new DynamoAccountStore();
+    const sandboxes = new DynamoSandboxStore();
+    for (const which of ['user', 'org'] as const) {
+      const userId = `pool-suspended-${which}`;
+      const key = await stack.newUser(userId);
+      // The authorizer now holds the account, active, for its 30 s.
+      const orgId = await stack.orgOf(key);
+      // Suspended in the tables only: how another container's suspension looks to this one on AWS.
+      if (which === 'user') {
+        const user = (await accounts.getUser(userId))!;
+        expect(await accounts.replaceUser({ ...user, status: 'suspended' })).toBe(true);
+      } else {
+        const org = (await accounts.getOrg(orgId))!;
+        expect(await accounts.replaceOrg({ ...org, status: 'suspended' })).toBe(true);
+      }
+      const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one', { key });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        status: 'PAUSED',
+        detail: which === 'user' ? 'Paused: the account is suspended' : 'Paused: the organization is suspended',
+      });
+      // Nothing ran for it: no standby bound, no cold process, its running slot given back.
+      const rec = (await sandboxes.get(res.body.id))!;
+      expect(rec.runtimeRef).toBeUndefined();
+      expect(rec.runtimeState?.standby).toBeUndefined();
+      expect(await sandboxes.runningOf(orgId)).toBe(0);
+      expect((await pools().getStandby(standby!.id))!.status).toBe('ready');
+    }
+  });
+
+  it('starts racing a suspension of their user leave nothing live and no standby bound to the suspended account', async () => {
+    await ready('pool-race', 5);
+    const userId = 'pool-racing-suspended';
+    const key = await stack.newUser(userId);
+    await stack.orgOf(key);
+    const operator: Caller = { userId: 'pool-operator', orgId: 'operators', role: 'owner', operator: true };
+    const sandboxes = new DynamoSandboxStore();
+    const starts = Array.from({ length: 10 }, () =>
+      stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-race', { key }),
+    );
+    // The suspension lands while the starts are under way: once the first record exists.
+    await waitFor(
+      'a start under way',
+      async () => ((await sandboxes.listLiveByUser(userId)).length ? true : undefined),
+      {
+        intervalMs: 1,
+      },
+    );
+    const suspended = await stack.services.organizations.setUserStatus(operator, userId, true);
+    expect(suspended.status).toBe('suspended');
+    const ids = (await Promise.all(starts)).filter((r) => r.status === 200).map((r) => r.body.id as string);
+    expect(ids.length).toBeGreaterThan(0);
+    // Whatever the interleaving: refused at the claim, or paused by the suspension and its standby stopped.
+    await waitFor(
+      "nothing of the suspended user's running or bound",
+      async () => {
+        const recs = await Promise.all(ids.map((id) => sandboxes.get(id)));
+        if (recs.some((r) => r && isLive(r.status))) return undefined;
+        if (recs.some((r) => r?.runtimeRef && processEnv(Number(r.runtimeRef)))) return undefined;
+        const bound = (await pools().listStandbys('pool-race')).filter((s) => ids.includes(s.sandboxId ?? ''));
+        return bound.length ? undefined : true;
+      },
+      { timeoutMs: 30_000 },
+    );
+  }, 60_000);
 
   it('50 racing starts by 10 users on a pool of 5: 5 claims, 45 cold starts, no standby shared', async () => {
     await ready('pool-race', 5);

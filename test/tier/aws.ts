@@ -144,6 +144,13 @@ export class FakeAws {
   readonly busEvents: { id: string; bus: string; source: string; detailType: string; detail: any }[] = [];
   /** Every `Event` invocation through the Invoke API, with its result (Lambda's retries are not emulated). */
   readonly asyncInvocations: { functionArn: string; payload: unknown; result: InvokeResult }[] = [];
+  /** Step Functions executions by ARN: their input, status and each Task's result. */
+  readonly executions = new Map<
+    string,
+    { stateMachineArn: string; input: unknown; status: 'RUNNING' | 'SUCCEEDED' | 'FAILED'; results: InvokeResult[] }
+  >();
+  /** The template's state machines by ARN: definition and role. */
+  private readonly stateMachines = new Map<string, { definition: any; roleArn: string }>();
 
   constructor(private readonly options: FakeAwsOptions) {
     const { resolved } = options;
@@ -163,6 +170,11 @@ export class FakeAws {
       });
     }
     for (const k of named('AWS::KMS::Key')) this.kmsKeys.set(k.atts.Arn!, randomBytes(32));
+    for (const [id, r] of ofType(resolved, 'AWS::StepFunctions::StateMachine'))
+      this.stateMachines.set(names(STACK, id, r).ref, {
+        definition: JSON.parse(r.Properties.DefinitionString),
+        roleArn: r.Properties.RoleArn,
+      });
     for (const b of named('AWS::S3::Bucket')) this.buckets.set(b.ref, new Map());
   }
 
@@ -210,6 +222,7 @@ export class FakeAws {
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
       else if (prefix === 'AWSEvents') out = this.putEvents(op!, body, check);
       else if (prefix === 'AmazonSSM' || prefix === 'secretsmanager') out = this.keyRead(prefix, op!, body, check);
+      else if (prefix === 'AWSStepFunctions') out = this.startExecution(op!, body, check);
       else if (req.url?.startsWith('/2015-03-31/functions/')) {
         const r = await this.lambdaInvoke(req, raw, check);
         return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
@@ -302,6 +315,80 @@ export class FakeAws {
     if (value === undefined)
       throw new AwsError('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
     return { ARN: id, Name: id.split(':').pop(), SecretString: value, VersionId: 'tier-1' };
+  }
+
+  /**
+   * Step Functions' StartExecution (`states:StartExecution` on the state machine's ARN) of a template's
+   * state machine; the execution runs on its own: `Wait` states for their `Seconds`, `Task` states whose
+   * `Resource` is a Lambda ARN invoked as the state machine's role (its trust of states.amazonaws.com and
+   * `lambda:InvokeFunction` checked; a denial fails the execution and is recorded), with `Retry` not
+   * emulated. Any other state type fails the execution. A name already used answers its execution
+   * again for the same input (ExecutionAlreadyExists otherwise), as Standard workflows do.
+   */
+  private startExecution(op: string, body: any, check: (operation: string, requests: AuthzRequest[]) => void) {
+    if (op !== 'StartExecution')
+      throw new AwsError('UnknownOperationException', `The tier fakes no AWSStepFunctions.${op}`);
+    const stateMachineArn = String(body.stateMachineArn ?? '');
+    check('states:StartExecution', [{ action: 'states:StartExecution', resource: stateMachineArn }]);
+    const machine = this.stateMachines.get(stateMachineArn);
+    if (!machine) throw new AwsError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${stateMachineArn}'`);
+    const name = String(body.name ?? randomBytes(16).toString('hex'));
+    const executionArn = `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+    const input = JSON.parse(String(body.input ?? '{}'));
+    const seen = this.executions.get(executionArn);
+    if (seen) {
+      if (JSON.stringify(seen.input) !== JSON.stringify(input))
+        throw new AwsError('ExecutionAlreadyExists', `Execution Already Exists: '${executionArn}'`);
+      return { executionArn, startDate: Date.now() / 1000 };
+    }
+    const execution = {
+      stateMachineArn,
+      input,
+      status: 'RUNNING' as 'RUNNING' | 'SUCCEEDED' | 'FAILED',
+      results: [] as InvokeResult[],
+    };
+    this.executions.set(executionArn, execution);
+    const run = this.runExecution(machine, execution).catch(() => {
+      execution.status = 'FAILED';
+    });
+    this.pending.add(run);
+    void run.finally(() => this.pending.delete(run));
+    return { executionArn, startDate: Date.now() / 1000 };
+  }
+
+  private async runExecution(
+    machine: { definition: any; roleArn: string },
+    execution: { input: unknown; status: string; results: InvokeResult[] },
+  ): Promise<void> {
+    const roleId = machine.roleArn.split('/').pop()!;
+    const trust = this.options.resolved.Resources[roleId]?.Properties?.AssumeRolePolicyDocument?.Statement ?? [];
+    const trusted = trust.some(
+      (t: any) => t.Effect === 'Allow' && [t.Principal?.Service].flat().includes('states.amazonaws.com'),
+    );
+    let data: unknown = execution.input;
+    let name: string | undefined = machine.definition.StartAt;
+    for (let steps = 0; name; steps++) {
+      const state = machine.definition.States?.[name];
+      if (!state || steps > 50) throw new Error(`The tier's Step Functions found no state ${name}`);
+      if (state.Type === 'Wait') await new Promise((r) => setTimeout(r, Number(state.Seconds) * 1000));
+      else if (state.Type === 'Task') {
+        if (!trusted) throw new Error(`Role ${machine.roleArn} does not trust states.amazonaws.com`);
+        this.authorize(machine.roleArn, 'lambda:InvokeFunction', [
+          { action: 'lambda:InvokeFunction', resource: state.Resource },
+        ]);
+        const result = await this.invoker!(state.Resource, data);
+        execution.results.push(result);
+        if (!result.ok) throw new Error(result.error?.errorMessage);
+        data = result.result;
+      } else throw new Error(`The tier's Step Functions runs no ${state.Type} state`);
+      name = state.End ? undefined : state.Next;
+    }
+    execution.status = 'SUCCEEDED';
+  }
+
+  /** Sends a signal to a running task's process (a test's frozen standby: SIGSTOP, then SIGCONT). */
+  signalTask(taskArn: string, signal: NodeJS.Signals): void {
+    this.processes.get(taskArn)?.child.kill(signal);
   }
 
   /** Throws AccessDeniedException unless every request is allowed for the principal. */
@@ -768,8 +855,10 @@ export class FakeAws {
     if (!p) return;
     p.stopRequested = true;
     p.child.kill('SIGTERM');
-    // Fargate's stop timeout: SIGKILL if the program does not exit.
-    setTimeout(() => p.child.kill('SIGKILL'), 30_000).unref();
+    // The container's stop timeout (ECS's default 30 s; ours asks 120 s for the last snapshot): SIGKILL if the program does not exit.
+    const containers = (this.taskDefinitions.get(task.taskDefinitionArn)?.containerDefinitions ?? []) as any[];
+    const essential = containers.find((c) => c.essential !== false) ?? containers[0];
+    setTimeout(() => p.child.kill('SIGKILL'), Number(essential?.stopTimeout ?? 30) * 1000).unref();
   }
 
   // ---- S3 (REST, path style): the workspace bucket, in memory. Every request is authorized as S3

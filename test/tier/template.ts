@@ -123,6 +123,10 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
       };
     case 'AWS::CloudFront::OriginAccessControl':
       return { ref: `E${hex(id, 13).toUpperCase()}`, atts: { Id: `E${hex(id, 13).toUpperCase()}` } };
+    case 'AWS::StepFunctions::StateMachine': {
+      const machine = arn('states', `stateMachine:${p.StateMachineName ?? id}`);
+      return { ref: machine, atts: { Arn: machine, Name: p.StateMachineName ?? id } };
+    }
     case 'AWS::CloudFront::Function':
       return {
         ref: arn('cloudfront', `function/${id}`, ''),

@@ -1,9 +1,13 @@
-import { DynamoDBClient, ScanCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, until } from '#test/tier/flows.ts';
-import { estimatedStartDelays, OPERATOR_KEY, type EcsTask } from '#test/tier/aws.ts';
+import { estimatedStartDelays, type EcsTask } from '#test/tier/aws.ts';
+import { operator, ready, standbys, withPool as poolIn } from '#test/tier/pool.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { ofType, REGION, withoutAction, type Template } from '#test/tier/template.ts';
+import { withoutAction, type Template } from '#test/tier/template.ts';
 
 /*
  * The warm pool on the synthesized stack (test/tier/README.md): the default spec given a pool of 2
@@ -15,43 +19,9 @@ import { ofType, REGION, withoutAction, type Template } from '#test/tier/templat
 const POOL = { size: 2, idleMinutes: 30, spot: false };
 const COLD_MIN_MS = 1_300;
 
-/** The default spec (the first of SANDBOX_SPECS, a JSON array, possibly joined with task definition ARNs) gets `warmPool`. */
-function withPool(t: Template): void {
-  let changed = 0;
-  for (const [, r] of ofType(t, 'AWS::Lambda::Function')) {
-    const vars = r.Properties?.Environment?.Variables;
-    if (!vars?.SANDBOX_SPECS) continue;
-    const add = (s: string) => s.replace(/^\[\{/, `[{"warmPool":${JSON.stringify(POOL)},`);
-    const v = vars.SANDBOX_SPECS;
-    if (typeof v === 'string') vars.SANDBOX_SPECS = add(v);
-    else v['Fn::Join'][1][0] = add(v['Fn::Join'][1][0]);
-    changed++;
-  }
-  expect(changed).toBeGreaterThan(0);
-}
-
-const operator = (tier: TierStack) =>
-  new DynamoDBClient({
-    region: REGION,
-    endpoint: tier.aws.url,
-    credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' },
-  });
-const standbys = async (tier: TierStack) =>
-  (await operator(tier).send(new ScanCommand({ TableName: tier.outputs.PoolTableName!, ConsistentRead: true })))
-    .Items!.filter((i) => i.id!.S!.startsWith('sb_'))
-    .map((i) => ({
-      id: i.id!.S!,
-      status: i.status!.S!,
-      ref: i.ref?.S,
-    }));
-const ready = (tier: TierStack, n: number) =>
-  until(
-    tier,
-    `${n} ready standby(s)`,
-    async () => (await standbys(tier)).filter((s) => s.status === 'ready'),
-    (l) => l.length >= n,
-    30_000,
-  );
+const withPool = (t: Template): void => {
+  expect(poolIn(t, POOL)).toBeGreaterThan(0);
+};
 const envOf = (task: EcsTask) =>
   Object.fromEntries(
     (task.overrides?.containerOverrides?.[0]?.environment ?? []).map((e: { name: string; value: string }) => [
@@ -131,7 +101,7 @@ describe('the warm pool, as deployed', () => {
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
     expect(warm.phases.cold_reason).toBeUndefined();
-    expect(warm.ms).toBeLessThan(1_500);
+    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
     // The claimed task is the sandbox's now: tagged with it, still started by its standby id.
     const claimed = (await standbys(tier)).find((s) => s.status === 'delivered' || s.status === 'claimed');
     const task = tier.aws.tasks.get(claimed!.ref!)!;
@@ -158,6 +128,97 @@ describe('the warm pool, as deployed', () => {
       expect([401, 403], `${method} ${path}`).toContain(res.status);
     }
   }, 60_000);
+
+  it('a resume with a 50 MB workspace claims a standby: RUNNING within 1.5 s, the restore a phase of its own after it', async () => {
+    await ready(tier, POOL.size);
+    const first = await timedStart(tier, key);
+    const taskOf = (id: string, generation: number) =>
+      [...tier.aws.tasks.values()].find(
+        (t) =>
+          t.desiredStatus === 'RUNNING' &&
+          t.tags?.some((g) => g.key === 'sandbox-id' && g.value === id) &&
+          t.tags?.some((g) => g.key === 'sandbox-generation' && g.value === String(generation)),
+      );
+    const task = taskOf(first.id, 1)!;
+    // 50 MB that gzip cannot shrink, on the task's own disk: the snapshot the pause saves is that big.
+    const big = join(tier.aws.taskPath(task.taskArn, '/workspace'), 'big.bin');
+    writeFileSync(big, randomBytes(50 * 1024 * 1024));
+    expect((await tier.call('POST', `/api/v1/sandboxes/${first.id}/pause`, { key })).status).toBe(200);
+    const [snapshot] = await until(
+      tier,
+      'the 50 MB snapshot saved at the pause',
+      async () => (task.lastStatus === 'STOPPED' ? tier.aws.objectKeys(`sandboxes/${first.id}/`) : []),
+      (k) => k.length === 1,
+      120_000,
+    );
+    expect(snapshot).toBeDefined();
+    await ready(tier, POOL.size);
+    const began = Date.now();
+    expect((await tier.call('POST', `/api/v1/sandboxes/${first.id}/resume`, { key })).status).toBe(200);
+    const running = await until(
+      tier,
+      'the resume RUNNING',
+      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${first.id}`, { key })).body?.[0],
+      (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+      30_000,
+    );
+    const ms = Date.now() - began;
+    expect(running.status, tier.explain()).toBe('RUNNING');
+    expect(running.start_phases, JSON.stringify(running.start_phases)).toMatchObject({ warm: true });
+    expect(ms, JSON.stringify(running.start_phases)).toBeLessThan(1_500);
+    // The restore follows the acknowledged binding and is reported once, as its own phase, into the total.
+    const phases = await until(
+      tier,
+      'the restore phase',
+      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${first.id}`, { key })).body[0].start_phases,
+      (p) => p.restore_ms !== undefined,
+      60_000,
+    );
+    expect(phases.restore_ms).toBeGreaterThan(0);
+    expect(phases.total_ms).toBeGreaterThanOrEqual(phases.check_in_ms + phases.restore_ms);
+    const next = taskOf(first.id, 2)!;
+    expect(next.startedBy).toMatch(/^sb_/);
+    expect(statSync(join(tier.aws.taskPath(next.taskArn, '/workspace'), 'big.bin')).size).toBe(50 * 1024 * 1024);
+    expect((await tier.call('DELETE', `/api/v1/sandboxes/${first.id}`, { key })).status).toBe(200);
+    expect(tier.aws.denials).toEqual([]);
+  }, 240_000);
+
+  it('a claimed standby that never takes its binding: its deadline (a state machine: 10 s, then the sweeper) starts the sandbox cold', async () => {
+    const list = await ready(tier, POOL.size);
+    // Every ready standby frozen: whichever the start claims never takes its binding.
+    for (const s of list) tier.aws.signalTask(s.ref!, 'SIGSTOP');
+    try {
+      const began = Date.now();
+      const res = await tier.call('POST', '/api/v1/sandboxes', { key });
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('STARTING');
+      const sb = await until(
+        tier,
+        'the cold start after the deadline',
+        async () => (await tier.call('GET', `/api/v1/sandboxes?id=${res.body.id}`, { key })).body?.[0],
+        (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+        40_000,
+      );
+      expect(sb.status, tier.explain()).toBe('RUNNING');
+      expect(Date.now() - began).toBeGreaterThanOrEqual(10_000);
+      expect(sb.start_phases).toMatchObject({ warm: false });
+      expect(sb.start_phases.cold_reason).toMatch(/did not take its binding within 10 s/);
+      // One execution for that claim, which invoked the sweeper under the state machine's own role.
+      const runs = [...tier.aws.executions.values()].filter(
+        (e) => (e.input as any).bindingDeadline?.sandbox_id === res.body.id,
+      );
+      expect(runs).toHaveLength(1);
+      expect(runs[0]).toMatchObject({ status: 'SUCCEEDED', input: { bindingDeadline: { generation: 1 } } });
+      // The sweeper's answer: that sandbox started cold again (`retried`, as a full sweep reports it).
+      expect(runs[0]!.results).toEqual([
+        expect.objectContaining({ ok: true, result: expect.objectContaining({ retried: [res.body.id] }) }),
+      ]);
+      expect((await tier.call('DELETE', `/api/v1/sandboxes/${res.body.id}`, { key })).status).toBe(200);
+    } finally {
+      for (const s of list) tier.aws.signalTask(s.ref!, 'SIGCONT');
+    }
+    expect(tier.aws.denials).toEqual([]);
+  }, 90_000);
 
   it('drains to zero after idleMinutes without a start (the sweeper, through its schedule): an idle pool costs nothing', async () => {
     await ready(tier, POOL.size);

@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseTaskStateChange, type EcsTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
+import { handleTaskStateChange, parseTaskStateChange, type EcsTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
+import { WarmPool, type WarmPoolDeps } from '#shared/sandboxes/pool.ts';
+import type { PoolStore, StandbyRecord } from '#shared/sandboxes/pool-store.ts';
+import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { Services } from '#shared/services.ts';
 
 const SID = '0123456789abcdef0123456789abcdef';
 const fixture = (name: string) =>
@@ -106,5 +110,63 @@ describe('parseTaskStateChange (EventBridge "ECS Task State Change")', () => {
     noGeneration.detail!.overrides!.containerOverrides![0]!.environment = [{ name: 'SANDBOX_ID', value: SID }];
     expect(parseTaskStateChange(noGeneration)).toBeUndefined();
     expect(parseTaskStateChange({})).toBeUndefined();
+  });
+});
+
+describe("a warm-pool standby's task events (resolved by startedBy, one GetItem, and the task ARN)", () => {
+  const TASK = 'arn:aws:ecs:eu-west-1:123456789012:task/sandboxes/0123456789abcdef';
+  const standby: StandbyRecord = {
+    id: `sb_${'a'.repeat(32)}`,
+    specId: 'default',
+    poolSpec: 'default',
+    status: 'delivered',
+    version: 4,
+    createdAt: '2026-11-26T08:00:00.000Z',
+    updatedAt: '2026-11-26T08:01:00.000Z',
+    ref: TASK,
+    revision: 'arn:aws:ecs:eu-west-1:123456789012:task-definition/sandbox-default:1',
+    capacity: 'FARGATE',
+    sandboxId: SID,
+    generation: 3,
+  };
+  /** The pool's item in a map (the two calls a stop makes), the housekeeping's calls recorded. */
+  function world() {
+    const items = new Map([[standby.id, { ...standby }]]);
+    const reads: string[] = [];
+    const store = {
+      getStandby: async (id: string) => {
+        reads.push(id);
+        return items.get(id);
+      },
+      removeStandby: async (id: string) => void items.delete(id),
+    } as unknown as PoolStore;
+    const stopped: InstanceStopped[] = [];
+    const services = {
+      warmPool: new WarmPool({ store } as unknown as WarmPoolDeps),
+      sandboxHousekeeping: {
+        handleInstanceStopped: async (e: InstanceStopped) => void stopped.push(e),
+        continueDelete: async () => false,
+      },
+    } as unknown as Services;
+    return { items, reads, stopped, services };
+  }
+  const stoppedEvent = (taskArn: string): EcsTaskStateChange => ({
+    'detail-type': 'ECS Task State Change',
+    detail: { taskArn, lastStatus: 'STOPPED', startedBy: standby.id, stopCode: 'SpotInterruption', stoppedReason: 'x' },
+  });
+
+  it("a claimed standby's stop is its sandbox generation's (the generation from the claim, not the task's overrides)", async () => {
+    const w = world();
+    await handleTaskStateChange(stoppedEvent(TASK), w.services);
+    expect(w.reads).toEqual([standby.id]);
+    expect(w.items.has(standby.id)).toBe(false);
+    expect(w.stopped).toEqual([expect.objectContaining({ sandboxId: SID, generation: 3, resumable: true })]);
+  });
+
+  it("another task's event with the standby's startedBy changes nothing: the item stays, no sandbox is told", async () => {
+    const w = world();
+    await handleTaskStateChange(stoppedEvent(`${TASK}ff`), w.services);
+    expect(w.items.has(standby.id)).toBe(true);
+    expect(w.stopped).toEqual([]);
   });
 });
