@@ -271,6 +271,20 @@ export const canvasListOrgLlmProfiles = defineOperation(
   },
 );
 
+export const canvasListProviderConnections = defineOperation(
+  'canvasListProviderConnections',
+  () => ({
+    params: z.object({ org_id: z.string().check(z.minLength(1), z.maxLength(128)) }),
+    response: z.object({ connections: z.array(z.never()) }),
+    errors: [404],
+  }),
+  async ({ auth, params }) => {
+    // LLM provider connections (subscription sign-ins) are not a concept here: the model's key is in the settings.
+    if (auth.orgId !== params.org_id) throw notFound('Organization not found');
+    return { connections: [] };
+  },
+);
+
 /** Agent profiles (`GET /api/agent-profiles`): none here (one agent setting per user); Canvas then starts from the settings. */
 export const canvasListAgentProfiles = defineOperation(
   'canvasListAgentProfiles',
