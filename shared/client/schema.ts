@@ -3057,6 +3057,8 @@ export interface operations {
                         }[];
                     } | null;
                     conversation_id?: string | null;
+                    plugins?: unknown[] | null;
+                    agent_profile_id?: string | null;
                 };
             };
         };

@@ -142,10 +142,10 @@ describe('settings as Agent Canvas reads and writes them (/api/v1/settings)', ()
     expect(model.choices.map((c: any) => c.value)).toEqual((await call('GET', '/api/options/models')).body as string[]);
     expect(agent.body.sections[0].fields.find((f: any) => f.key === 'llm.api_key').secret).toBe(true);
     const conv = await call('GET', '/api/v1/settings/conversation-schema');
-    expect(conv.body.sections[0].fields.map((f: any) => f.key)).toEqual([
-      'confirmation_mode',
-      'security_analyzer',
-      'max_iterations',
+    // Sectioned as the SDK's ConversationSettings: Canvas's Verification page shows the `verification` section.
+    expect(conv.body.sections.map((s: any) => [s.key, s.fields.map((f: any) => f.key)])).toEqual([
+      ['verification', ['confirmation_mode', 'security_analyzer']],
+      ['general', ['max_iterations']],
     ]);
   });
 });
@@ -206,6 +206,44 @@ describe('models, profiles and skills: served, empty where we have none (never a
     expect((await call('GET', `/api/organizations/${mine}/provider-connections`)).body).toEqual({ connections: [] });
     expect((await call('GET', `/api/organizations/${malloryOrg}/provider-connections`)).status).toBe(404);
     expect((await call('GET', `/api/organizations/${mine}/provider-connections`, { key: mallory })).status).toBe(404);
+  });
+});
+
+describe("a new conversation from Canvas's home composer: POST /api/v1/app-conversations as it sends it", () => {
+  it('accepts its null plugins and agent profile, and refuses a value for either naming the field', async () => {
+    const body = (extra: Record<string, unknown>) => ({
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'from the home composer' }] },
+      title: null,
+      selected_repository: null,
+      selected_branch: null,
+      git_provider: null,
+      plugins: null,
+      parent_conversation_id: null,
+      sandbox_id: null,
+      agent_profile_id: null,
+      trigger: 'gui',
+      ...extra,
+    });
+    // Validated before anything starts: the refusals first, so no conversation is made by them.
+    const plugin = await call('POST', '/api/v1/app-conversations', { body: body({ plugins: [{ name: 'x' }] }) });
+    expect(plugin.status).toBe(422);
+    expect(JSON.stringify(plugin.body.detail)).toContain('plugins');
+    const profile = await call('POST', '/api/v1/app-conversations', { body: body({ agent_profile_id: 'p1' }) });
+    expect(profile.status).toBe(422);
+    expect(JSON.stringify(profile.body.detail)).toContain('agent_profile_id');
+    const before = (await call('GET', '/api/v1/app-conversations/count')).body;
+    llm.enqueue(reply.finish('started from the composer'));
+    const started = await call('POST', '/api/v1/app-conversations', { body: body({}) });
+    expect(started.status).toBe(200);
+    const task = await waitFor(
+      'the start task',
+      async () => (await call('GET', `/api/v1/app-conversations/start-tasks?ids=${started.body.id}`)).body[0],
+      { until: (t: any) => t.status === 'READY' || t.status === 'ERROR', timeoutMs: 30_000 },
+    );
+    expect(task.status).toBe('READY');
+    expect((await call('GET', '/api/v1/app-conversations/count')).body).toBe(before + 1);
+    // Gone again, so the counts of the other tests stay as they were.
+    expect((await call('DELETE', `/api/conversations/${task.app_conversation_id}`)).status).toBe(200);
   });
 });
 
