@@ -2126,6 +2126,12 @@ export interface operations {
                         llm_model: string | null;
                         agent: string;
                         confirmation_mode: boolean;
+                        misc_settings: {
+                            app_preferences: {
+                                /** @constant */
+                                user_consents_to_analytics: false;
+                            };
+                        };
                     };
                 };
             };

@@ -91,7 +91,7 @@ export const wantsAgentServerShape = (via: string | undefined, headers: Record<s
  * `GET /api/settings` for a conversation key (Agent Canvas's local mode reads it before anything else):
  * that conversation's model and agent and the owner's confirmation mode, in the agent server's
  * members (`agent_settings`, `conversation_settings`) and the legacy names; nothing else of the
- * owner's settings: no secret, no `*_set` flag, no other field.
+ * owner's settings: no secret, no `*_set` flag, no other field (Canvas's analytics consent: declined).
  */
 export function conversationSettingsView(
   c: ConversationRecord,
@@ -107,6 +107,9 @@ export function conversationSettingsView(
     llm_model: c.llm_model,
     agent,
     confirmation_mode: confirmationMode,
+    // No analytics consent is stored here: Canvas would ask on every load and fail to save the answer
+    // with this key. Declined, so it asks nothing and sends no telemetry for this backend.
+    misc_settings: { app_preferences: { user_consents_to_analytics: false } },
   };
 }
 
@@ -117,5 +120,6 @@ export const conversationSettingsSchema = z.lazy(() =>
     llm_model: z.nullable(z.string()),
     agent: z.string(),
     confirmation_mode: z.boolean(),
+    misc_settings: z.object({ app_preferences: z.object({ user_consents_to_analytics: z.literal(false) }) }),
   }),
 );

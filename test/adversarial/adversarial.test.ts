@@ -795,6 +795,7 @@ describe('conversation-scoped key misuse', () => {
       'confirmation_mode',
       'conversation_settings',
       'llm_model',
+      'misc_settings',
     ]);
     // Every user route that does not take a conversation key, aimed at the key owner's own resources.
     for (const route of userRoutes.filter((r) => !r.conversationKey)) {

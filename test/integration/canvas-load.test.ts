@@ -257,6 +257,7 @@ describe("Canvas's local mode: the agent server's reads with a conversation's ke
       llm_model: 'm',
       agent: 'CodeActAgent',
       confirmation_mode: false,
+      misc_settings: { app_preferences: { user_consents_to_analytics: false } },
     });
     expect((await call('GET', '/api/settings')).body).toMatchObject({ llm_model: 'm', llm_api_key_set: true });
     // Another user's key: their own settings (none stored), nothing of the dev user's.
