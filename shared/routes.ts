@@ -92,9 +92,11 @@ export const routes = [
     path: '/api/settings',
     entry: 'functions/settings/get.ts',
     auth: 'user',
-    summary: "The caller's settings, secrets masked; 404 before any were stored",
+    summary:
+      "The caller's settings, secrets masked; 404 before any were stored. A conversation key gets its conversation's model, agent and confirmation mode only",
     tag: 'settings',
-    tables: { settings: 'read' },
+    conversationKey: 'own',
+    tables: { settings: 'read', conversations: 'read' },
   },
   {
     id: 'saveSettings',
@@ -582,6 +584,32 @@ export const routes = [
     tables: {},
     capabilities: ['platform-llms'],
   },
+  // The agent server's conversation search and count (Agent Canvas's local mode), before `{conversation_id}`.
+  {
+    id: 'agentServerSearchConversations',
+    method: 'GET',
+    path: '/api/conversations/search',
+    entry: 'functions/agent-server/search-conversations.ts',
+    auth: 'user',
+    summary:
+      "Conversations as the agent server's ConversationInfo, newest first (status and sort_order within a page); a conversation key sees its own only",
+    tag: 'agent-server',
+    conversationKey: 'own',
+    tables: { conversations: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
+  },
+  {
+    id: 'agentServerCountConversations',
+    method: 'GET',
+    path: '/api/conversations/count',
+    entry: 'functions/agent-server/count-conversations.ts',
+    auth: 'user',
+    summary: 'How many conversations (status filters); a conversation key counts its own only',
+    tag: 'agent-server',
+    conversationKey: 'own',
+    tables: { conversations: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
+  },
   {
     id: 'legacyListConversations',
     method: 'GET',
@@ -589,8 +617,9 @@ export const routes = [
     entry: 'functions/conversations/legacy-list.ts',
     auth: 'user',
     summary:
-      "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key",
+      "The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key. With ids: the agent server's batch get (ConversationInfo or null, in order; a conversation key gets its own only)",
     tag: 'legacy',
+    conversationKey: 'own',
     ...legacyConversationReads,
   },
   {
@@ -864,6 +893,17 @@ export const routes = [
     auth: 'user',
     summary:
       "Named LLM profiles of the caller's organization (Agent Canvas asks here once it picked one): always empty; another organization is a 404",
+    tag: 'canvas',
+    tables: {},
+  },
+  {
+    id: 'canvasListProviderConnections',
+    method: 'GET',
+    path: '/api/organizations/{org_id}/provider-connections',
+    entry: 'functions/canvas/provider-connections.ts',
+    auth: 'user',
+    summary:
+      "LLM provider connections of the caller's organization (Agent Canvas's LLM settings page reads them): always empty; another organization is a 404",
     tag: 'canvas',
     tables: {},
   },

@@ -4,7 +4,8 @@ import type { RouteDef } from '#shared/http/route.ts';
 
 /**
  * What a route lets each kind of principal do, from its declaration: a conversation-scoped key
- * only on routes that declare `conversationKey`, and only for the conversation named there; on
+ * only on routes that declare `conversationKey`, and only for the conversation named there (or, on
+ * an `'own'` route, the operation's answer is about the key's conversation alone); on
  * routes that manage credentials (`managesCredentials`), a session writes only with a verified Origin
  * (and reads from a page of this origin, the web console).
  * Runs after validation, so the conversation id is already normalised (the wrapper answers 401
@@ -20,6 +21,7 @@ export function checkPrincipal(
   if (auth.via === 'conversation') {
     const field = route.conversationKey;
     if (!field) throw forbidden("A conversation key is valid only on its own conversation's routes");
+    if (field === 'own') return; // the operation answers about auth.conversationId only
     const named =
       (params as Record<string, unknown> | undefined)?.[field] ??
       (query as Record<string, unknown> | undefined)?.[field];

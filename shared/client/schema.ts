@@ -58,7 +58,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's settings, secrets masked; 404 before any were stored */
+        /**
+         * The caller's settings, secrets masked; 404 before any were stored. A conversation key gets its conversation's model, agent and confirmation mode only
+         * @description Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key.
+         */
         get: operations["getSettings"];
         put?: never;
         /** Store (merge) the caller's settings */
@@ -487,7 +490,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key */
+        /**
+         * The caller's conversations in the legacy shape, newest first; session_api_key is each one's conversation-scoped key. With ids: the agent server's batch get (ConversationInfo or null, in order; a conversation key gets its own only)
+         * @description Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key.
+         */
         get: operations["legacyListConversations"];
         put?: never;
         /**
@@ -686,6 +692,46 @@ export interface paths {
         };
         /** LLM models the agent can call without a base URL (LLM_MODELS replaces the list) */
         get: operations["getOptionsModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Conversations as the agent server's ConversationInfo, newest first (status and sort_order within a page); a conversation key sees its own only
+         * @description Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key.
+         */
+        get: operations["agentServerSearchConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many conversations (status filters); a conversation key counts its own only
+         * @description Also accepts the conversation's own `session_api_key` (a conversation-scoped key) as the key.
+         */
+        get: operations["agentServerCountConversations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1038,6 +1084,23 @@ export interface paths {
         };
         /** Named LLM profiles of the caller's organization (Agent Canvas asks here once it picked one): always empty; another organization is a 404 */
         get: operations["canvasListOrgLlmProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/{org_id}/provider-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** LLM provider connections of the caller's organization (Agent Canvas's LLM settings page reads them): always empty; another organization is a 404 */
+        get: operations["canvasListProviderConnections"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2050,6 +2113,25 @@ export interface operations {
                         provider_tokens_set: {
                             [key: string]: string | null;
                         };
+                    } | {
+                        agent_settings: {
+                            agent: string;
+                            llm: {
+                                model: string | null;
+                            };
+                        };
+                        conversation_settings: {
+                            confirmation_mode: boolean;
+                        };
+                        llm_model: string | null;
+                        agent: string;
+                        confirmation_mode: boolean;
+                        misc_settings: {
+                            app_preferences: {
+                                /** @constant */
+                                user_consents_to_analytics: false;
+                            };
+                        };
                     };
                 };
             };
@@ -2981,6 +3063,8 @@ export interface operations {
                         }[];
                     } | null;
                     conversation_id?: string | null;
+                    plugins?: unknown[] | null;
+                    agent_profile_id?: string | null;
                 };
             };
         };
@@ -3368,11 +3452,12 @@ export interface operations {
     };
     legacyListConversations: {
         parameters: {
-            query?: {
+            query: {
                 selected_repository?: string;
                 conversation_trigger?: string;
                 page_id?: string;
                 limit?: number;
+                ids: string[];
             };
             header?: never;
             path?: never;
@@ -3407,7 +3492,45 @@ export interface operations {
                             sub_conversation_ids: string[];
                         }[];
                         next_page_id: string | null;
-                    };
+                    } | ({
+                        id: string;
+                        title: string | null;
+                        execution_status: string;
+                        agent: {
+                            kind: string;
+                            llm: {
+                                model: string | null;
+                                usage_id: string;
+                            };
+                        };
+                        workspace: {
+                            kind: string;
+                            working_dir: string;
+                        };
+                        persistence_dir: null;
+                        max_iterations: number;
+                        stuck_detection: boolean;
+                        confirmation_policy: {
+                            kind: string;
+                        };
+                        security_analyzer: null;
+                        activated_knowledge_skills: string[];
+                        metrics: {
+                            [key: string]: unknown;
+                        } | null;
+                        stats: {
+                            usage_to_metrics: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        tags: {
+                            [key: string]: string;
+                        };
+                        parent_conversation_id: string | null;
+                        sub_conversation_ids: string[];
+                        created_at: string;
+                        updated_at: string;
+                    } | null)[];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3876,6 +3999,103 @@ export interface operations {
                     "application/json": string[];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    agentServerSearchConversations: {
+        parameters: {
+            query?: {
+                page_id?: string;
+                limit?: number;
+                status?: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck";
+                sort_order?: "CREATED_AT" | "CREATED_AT_DESC" | "UPDATED_AT" | "UPDATED_AT_DESC";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            title: string | null;
+                            execution_status: string;
+                            agent: {
+                                kind: string;
+                                llm: {
+                                    model: string | null;
+                                    usage_id: string;
+                                };
+                            };
+                            workspace: {
+                                kind: string;
+                                working_dir: string;
+                            };
+                            persistence_dir: null;
+                            max_iterations: number;
+                            stuck_detection: boolean;
+                            confirmation_policy: {
+                                kind: string;
+                            };
+                            security_analyzer: null;
+                            activated_knowledge_skills: string[];
+                            metrics: {
+                                [key: string]: unknown;
+                            } | null;
+                            stats: {
+                                usage_to_metrics: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            tags: {
+                                [key: string]: string;
+                            };
+                            parent_conversation_id: string | null;
+                            sub_conversation_ids: string[];
+                            created_at: string;
+                            updated_at: string;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    agentServerCountConversations: {
+        parameters: {
+            query?: {
+                status?: "idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -4805,6 +5025,35 @@ export interface operations {
                     "application/json": {
                         profiles: unknown[];
                         active_profile: string | null;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    canvasListProviderConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        connections: unknown[];
                     };
                 };
             };

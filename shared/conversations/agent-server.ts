@@ -86,3 +86,40 @@ export function toConversationInfo(c: ConversationRecord): ConversationInfo {
 /** Whether a request wants the agent server's shape: a conversation key, or a client that names itself (`X-OpenHands-Client`). */
 export const wantsAgentServerShape = (via: string | undefined, headers: Record<string, string>): boolean =>
   via === 'conversation' || Boolean(headers['x-openhands-client']);
+
+/**
+ * `GET /api/settings` for a conversation key (Agent Canvas's local mode reads it before anything else):
+ * that conversation's model and agent and the owner's confirmation mode, in the agent server's
+ * members (`agent_settings`, `conversation_settings`) and the legacy names; nothing else of the
+ * owner's settings: no secret, no `*_set` flag, no other field (Canvas's analytics consent: declined).
+ */
+export function conversationSettingsView(
+  c: ConversationRecord,
+  owner: { agent?: string | null; confirmation_mode?: boolean | null } | null,
+) {
+  // As the start configuration chose it (shared/conversations/start-config.ts).
+  const agent =
+    c.agent_type === 'plan' ? 'PlanningAgent' : owner?.agent === 'PlanningAgent' ? owner.agent : 'CodeActAgent';
+  const confirmationMode = owner?.confirmation_mode ?? false;
+  return {
+    agent_settings: { agent, llm: { model: c.llm_model } },
+    conversation_settings: { confirmation_mode: confirmationMode },
+    llm_model: c.llm_model,
+    agent,
+    confirmation_mode: confirmationMode,
+    // No analytics consent is stored here: Canvas would ask on every load and fail to save the answer
+    // with this key. Declined, so it asks nothing and sends no telemetry for this backend.
+    misc_settings: { app_preferences: { user_consents_to_analytics: false } },
+  };
+}
+
+export const conversationSettingsSchema = z.lazy(() =>
+  z.object({
+    agent_settings: z.object({ agent: z.string(), llm: z.object({ model: z.nullable(z.string()) }) }),
+    conversation_settings: z.object({ confirmation_mode: z.boolean() }),
+    llm_model: z.nullable(z.string()),
+    agent: z.string(),
+    confirmation_mode: z.boolean(),
+    misc_settings: z.object({ app_preferences: z.object({ user_consents_to_analytics: z.literal(false) }) }),
+  }),
+);

@@ -13,8 +13,11 @@ import {
   legacyListQuery,
   legacyUpdateSchema,
 } from '#shared/conversations/model.ts';
+import { invalidField } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
+import { repeated } from '#shared/http/query.ts';
 import { tenantOf } from '#shared/plans/limits.ts';
+import { conversationIdSchema } from '#shared/protocol.ts';
 
 /**
  * The legacy (V0) conversation routes the OpenHands web UI of late 2025 and agent-server clients call,
@@ -34,8 +37,21 @@ export const legacyCreateConversation = defineOperation(
 
 export const legacyListConversations = defineOperation(
   'legacyListConversations',
-  () => ({ query: legacyListQuery, response: legacyConversationPageSchema }),
-  ({ userId, query, baseUrl }, { conversations }) => conversations.legacyList(userId, query, baseUrl),
+  // One path, two shapes: with `ids` (the agent server's batch get) an ordered array of its
+  // ConversationInfo, null for an id not the caller's (for a conversation key: any but its own).
+  () => ({
+    query: z.extend(z.unlazy(legacyListQuery), { ids: repeated('ids', conversationIdSchema) }),
+    response: z.union([legacyConversationPageSchema, z.array(z.nullable(conversationInfoSchema))]),
+  }),
+  async ({ userId, auth, query: { ids, ...query }, baseUrl }, { conversations }) => {
+    if (auth.via === 'conversation' && !ids.length)
+      throw invalidField(['query', 'ids'], "a conversation key lists only by ids (the agent server's batch get)");
+    if (!ids.length) return conversations.legacyList(userId, query, baseUrl);
+    const mine = await conversations.ownedMany(userId, ids);
+    return mine.map((c) =>
+      c && (auth.via !== 'conversation' || c.id === auth.conversationId) ? toConversationInfo(c) : null,
+    );
+  },
 );
 
 export const legacyGetConversation = defineOperation(

@@ -93,6 +93,12 @@ export const startRequestSchema = z.lazy(() =>
     suggested_task: z.nullish(suggestedTask),
     mcp_config: z.nullish(mcpConfigSchema),
     conversation_id: z.nullish(conversationIdSchema),
+    // Agent Canvas sends both on every start (null unless chosen). This API has neither plugins nor agent
+    // profiles (GET /api/agent-profiles lists none), so only none is accepted: a value is refused, never dropped.
+    plugins: z.nullish(z.array(z.unknown()).check(z.maxLength(0, 'plugins are not supported here'))),
+    agent_profile_id: z.nullish(
+      z.string().check(z.refine(() => false, 'no agent profiles here (GET /api/agent-profiles lists none)')),
+    ),
   }),
 );
 export type StartRequest = z.output<typeof startRequestSchema>;

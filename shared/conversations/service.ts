@@ -489,6 +489,29 @@ export class ConversationService {
     return rec;
   }
 
+  /** The caller's conversation records by id, in request order (null for one not theirs); the agent-server routes shape them. */
+  async ownedMany(userId: string, ids: string[]): Promise<(ConversationRecord | null)[]> {
+    const normalized = ids.map(normalizeId);
+    const found = await this.conversations.getMany(userId, normalized);
+    return normalized.map((id) => found.get(id) ?? null);
+  }
+
+  /** A page of the caller's conversation records, newest first, and the next page's cursor (the agent-server search). */
+  async recordPage(
+    userId: string,
+    limit: number,
+    pageId: string | undefined,
+  ): Promise<{ items: ConversationRecord[]; next_page_id: string | null }> {
+    const scope = `${userId}:agent-server-conversations`;
+    const page = await this.conversations.list(userId, {}, limit, await this.cursors.decode(pageId, scope));
+    return { items: page.items, next_page_id: await this.cursors.encode(page.lastKey, scope) };
+  }
+
+  /** How many conversations the caller has (the per-user counter). */
+  countAll(userId: string): Promise<number> {
+    return this.conversations.count(userId, {});
+  }
+
   private async toLegacy(recs: ConversationRecord[], baseUrl: string): Promise<LegacyConversation[]> {
     const [sandboxes, tasks] = await Promise.all([
       this.sandboxes.statuses(recs.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : []))),

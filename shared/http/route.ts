@@ -82,9 +82,12 @@ interface RouteFields {
   timeoutSeconds?: number;
   /**
    * The route also accepts a conversation-scoped key, for the conversation named by this validated
-   * path or query field (the OpenHands UI calls these with the conversation's `session_api_key`).
+   * path or query field (the OpenHands UI calls these with the conversation's `session_api_key`);
+   * `'own'`: on a route that names no conversation, whose operation answers such a key about its own
+   * conversation only (the agent server's settings, conversation search, count and batch get, which
+   * Agent Canvas's local mode reads with the conversation's key).
    */
-  conversationKey?: 'conversation_id' | 'conversation_id__eq';
+  conversationKey?: 'conversation_id' | 'conversation_id__eq' | 'own';
   /** The route manages credentials (API keys): a session cookie counts only with an allowed Origin. */
   managesCredentials?: boolean;
 }

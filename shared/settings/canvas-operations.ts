@@ -165,7 +165,7 @@ const fieldSchema = (
   secret: extra.secret ?? false,
   description: extra.description ?? null,
   depends_on: [] as string[],
-  prominence: 'major' as const,
+  prominence: 'major' as 'major' | 'critical',
 });
 
 const settingsSchemaSchema = z.lazy(() =>
@@ -225,16 +225,28 @@ export const canvasConversationSettingsSchema = defineOperation(
   () => ({ response: settingsSchemaSchema }),
   async () => ({
     model_name: 'ConversationSettings',
+    // The section keys Canvas's settings pages pick (its Verification page shows `verification`), as the SDK's schema has them.
     sections: [
       {
-        key: 'conversation',
-        label: 'Conversation',
+        key: 'verification',
+        label: 'Verification',
         variant: null,
         fields: [
-          fieldSchema('confirmation_mode', 'Confirm actions', 'boolean', { default: false }),
-          fieldSchema('security_analyzer', 'Security analyzer', 'string', { choices: securityAnalyzerChoices }),
-          fieldSchema('max_iterations', 'Maximum iterations', 'integer', { default: 100 }),
+          {
+            ...fieldSchema('confirmation_mode', 'Confirmation mode', 'boolean', { default: false }),
+            prominence: 'critical' as const,
+          },
+          {
+            ...fieldSchema('security_analyzer', 'Security analyzer', 'string', { choices: securityAnalyzerChoices }),
+            depends_on: ['confirmation_mode'],
+          },
         ],
+      },
+      {
+        key: 'general',
+        label: 'General',
+        variant: null,
+        fields: [fieldSchema('max_iterations', 'Maximum iterations', 'integer', { default: 100 })],
       },
     ],
   }),
@@ -268,6 +280,20 @@ export const canvasListOrgLlmProfiles = defineOperation(
       throw notFound('Organization not found');
     }
     return { profiles: [], active_profile: null };
+  },
+);
+
+export const canvasListProviderConnections = defineOperation(
+  'canvasListProviderConnections',
+  () => ({
+    params: z.object({ org_id: z.string().check(z.minLength(1), z.maxLength(128)) }),
+    response: z.object({ connections: z.array(z.never()) }),
+    errors: [404],
+  }),
+  async ({ auth, params }) => {
+    // LLM provider connections (subscription sign-ins) are not a concept here: the model's key is in the settings.
+    if (auth.orgId !== params.org_id) throw notFound('Organization not found');
+    return { connections: [] };
   },
 );
 

@@ -1,4 +1,6 @@
 import * as z from '#shared/zod.ts';
+import { conversationSettingsSchema, conversationSettingsView } from '#shared/conversations/agent-server.ts';
+import { ApiError, notFound } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { auditSave } from '#shared/settings/audit-save.ts';
 import {
@@ -13,8 +15,21 @@ import {
 /** The settings routes: each maps a validated request onto the settings service. */
 export const getSettings = defineOperation(
   'getSettings',
-  () => ({ response: maskedSettingsSchema, errors: [404] }),
-  ({ userId }, { settings }) => settings.get(userId),
+  () => ({ response: z.union([maskedSettingsSchema, conversationSettingsSchema]), errors: [404] }),
+  async ({ userId, auth }, { settings, conversations }) => {
+    if (auth.via !== 'conversation') return settings.get(userId);
+    // A conversation key (Agent Canvas's local mode): its conversation's view, never the owner's settings.
+    const [conversation] = await conversations.ownedMany(userId, [auth.conversationId!]);
+    if (!conversation) throw notFound('Conversation not found');
+    const owner = await settings.get(userId).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) return null;
+      throw err;
+    });
+    return conversationSettingsView(
+      conversation,
+      owner as { agent?: string | null; confirmation_mode?: boolean | null },
+    );
+  },
 );
 
 export const saveSettings = defineOperation(

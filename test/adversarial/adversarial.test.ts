@@ -300,6 +300,8 @@ const foreign: Record<
   // Signs the attacker in as the attacker.
   authenticate: () => ({ path: '/api/authenticate', method: 'POST', expect: 'own-only' }),
   legacyListConversations: () => ({ path: '/api/conversations', expect: 'own-only' }),
+  agentServerSearchConversations: () => ({ path: '/api/conversations/search', expect: 'own-only' }),
+  agentServerCountConversations: () => ({ path: '/api/conversations/count', expect: 'own-only' }),
   legacyGetConversation: (v) => ({ path: `/api/conversations/${v.conversationId}`, expect: 404 }),
   legacyUpdateConversation: (v) => ({
     path: `/api/conversations/${v.conversationId}`,
@@ -365,6 +367,7 @@ const foreign: Record<
   canvasConversationSettingsSchema: () => ({ path: '/api/v1/settings/conversation-schema', expect: 'own-only' }),
   canvasListLlmProfiles: () => ({ path: '/api/v1/settings/profiles', expect: 'own-only' }),
   canvasListOrgLlmProfiles: (v) => ({ path: `/api/organizations/${v.orgId}/profiles`, expect: 404 }),
+  canvasListProviderConnections: (v) => ({ path: `/api/organizations/${v.orgId}/provider-connections`, expect: 404 }),
   canvasOrgMe: (v) => ({ path: `/api/organizations/${v.orgId}/me`, expect: 404 }),
   canvasListAgentProfiles: () => ({ path: '/api/agent-profiles', expect: 'own-only' }),
   canvasSearchModels: () => ({ path: '/api/v1/config/models/search', expect: 'own-only' }),
@@ -773,6 +776,27 @@ describe('conversation-scoped key misuse', () => {
         content: [{ type: 'text', text: 'hi' }],
       });
     }
+    // The agent server's reads that name no conversation (declared 'own'): the key's own conversation only.
+    const search = await call('GET', '/api/conversations/search', { key: scoped });
+    expect(search.body.items.map((c: { id: string }) => c.id)).toEqual([alice.conversationId]);
+    expect((await call('GET', '/api/conversations/count', { key: scoped })).body).toBe(1);
+    const batch = await call(
+      'GET',
+      `/api/conversations?ids=${alice.conversationId}&ids=${alice.legacyConversationId}&ids=${bob.conversationId}`,
+      { key: scoped },
+    );
+    expect(batch.body.map((c: { id: string } | null) => c?.id ?? null)).toEqual([alice.conversationId, null, null]);
+    expect((await call('GET', '/api/conversations', { key: scoped })).status).toBe(422); // the owner's list: only by ids
+    const view = await call('GET', '/api/settings', { key: scoped });
+    expect(view.status).toBe(200);
+    expect(Object.keys(view.body).sort()).toEqual([
+      'agent',
+      'agent_settings',
+      'confirmation_mode',
+      'conversation_settings',
+      'llm_model',
+      'misc_settings',
+    ]);
     // Every user route that does not take a conversation key, aimed at the key owner's own resources.
     for (const route of userRoutes.filter((r) => !r.conversationKey)) {
       const r = foreign[route.id]!(alice);

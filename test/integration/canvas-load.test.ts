@@ -142,10 +142,10 @@ describe('settings as Agent Canvas reads and writes them (/api/v1/settings)', ()
     expect(model.choices.map((c: any) => c.value)).toEqual((await call('GET', '/api/options/models')).body as string[]);
     expect(agent.body.sections[0].fields.find((f: any) => f.key === 'llm.api_key').secret).toBe(true);
     const conv = await call('GET', '/api/v1/settings/conversation-schema');
-    expect(conv.body.sections[0].fields.map((f: any) => f.key)).toEqual([
-      'confirmation_mode',
-      'security_analyzer',
-      'max_iterations',
+    // Sectioned as the SDK's ConversationSettings: Canvas's Verification page shows the `verification` section.
+    expect(conv.body.sections.map((s: any) => [s.key, s.fields.map((f: any) => f.key)])).toEqual([
+      ['verification', ['confirmation_mode', 'security_analyzer']],
+      ['general', ['max_iterations']],
     ]);
   });
 });
@@ -202,6 +202,102 @@ describe('models, profiles and skills: served, empty where we have none (never a
     expect(me.body).toMatchObject({ org_id: mine, user_id: 'dev', permissions: [] });
     expect((await call('GET', `/api/organizations/${malloryOrg}/me`)).status).toBe(404);
     expect((await call('GET', '/api/organizations/not-an-org/profiles')).status).toBe(404);
+    // Its LLM settings page reads the organization's provider connections: none here, never a 404 for its own.
+    expect((await call('GET', `/api/organizations/${mine}/provider-connections`)).body).toEqual({ connections: [] });
+    expect((await call('GET', `/api/organizations/${malloryOrg}/provider-connections`)).status).toBe(404);
+    expect((await call('GET', `/api/organizations/${mine}/provider-connections`, { key: mallory })).status).toBe(404);
+  });
+});
+
+describe("a new conversation from Canvas's home composer: POST /api/v1/app-conversations as it sends it", () => {
+  it('accepts its null plugins and agent profile, and refuses a value for either naming the field', async () => {
+    const body = (extra: Record<string, unknown>) => ({
+      initial_message: { role: 'user', content: [{ type: 'text', text: 'from the home composer' }] },
+      title: null,
+      selected_repository: null,
+      selected_branch: null,
+      git_provider: null,
+      plugins: null,
+      parent_conversation_id: null,
+      sandbox_id: null,
+      agent_profile_id: null,
+      trigger: 'gui',
+      ...extra,
+    });
+    // Validated before anything starts: the refusals first, so no conversation is made by them.
+    const plugin = await call('POST', '/api/v1/app-conversations', { body: body({ plugins: [{ name: 'x' }] }) });
+    expect(plugin.status).toBe(422);
+    expect(JSON.stringify(plugin.body.detail)).toContain('plugins');
+    const profile = await call('POST', '/api/v1/app-conversations', { body: body({ agent_profile_id: 'p1' }) });
+    expect(profile.status).toBe(422);
+    expect(JSON.stringify(profile.body.detail)).toContain('agent_profile_id');
+    const before = (await call('GET', '/api/v1/app-conversations/count')).body;
+    llm.enqueue(reply.finish('started from the composer'));
+    const started = await call('POST', '/api/v1/app-conversations', { body: body({}) });
+    expect(started.status).toBe(200);
+    const task = await waitFor(
+      'the start task',
+      async () => (await call('GET', `/api/v1/app-conversations/start-tasks?ids=${started.body.id}`)).body[0],
+      { until: (t: any) => t.status === 'READY' || t.status === 'ERROR', timeoutMs: 30_000 },
+    );
+    expect(task.status).toBe('READY');
+    expect((await call('GET', '/api/v1/app-conversations/count')).body).toBe(before + 1);
+    // Gone again, so the counts of the other tests stay as they were.
+    expect((await call('DELETE', `/api/conversations/${task.app_conversation_id}`)).status).toBe(200);
+  });
+});
+
+describe("Canvas's local mode: the agent server's reads with a conversation's key", () => {
+  it('GET /api/settings answers the conversation key with its conversation only; the user key keeps the masked settings', async () => {
+    const view = await call('GET', '/api/settings', { key: keyA });
+    expect(view.status).toBe(200);
+    expect(view.body).toEqual({
+      agent_settings: { agent: 'CodeActAgent', llm: { model: 'm' } },
+      conversation_settings: { confirmation_mode: false },
+      llm_model: 'm',
+      agent: 'CodeActAgent',
+      confirmation_mode: false,
+      misc_settings: { app_preferences: { user_consents_to_analytics: false } },
+    });
+    expect((await call('GET', '/api/settings')).body).toMatchObject({ llm_model: 'm', llm_api_key_set: true });
+    // Another user's key: their own settings (none stored), nothing of the dev user's.
+    const malloryView = await call('GET', '/api/settings', { key: mallory });
+    expect(malloryView.status).toBe(404); // mallory stored none
+  });
+
+  it('search, count and ?ids= with the conversation key: its own conversation, in the agent server shape', async () => {
+    const search = await call('GET', '/api/conversations/search?sort_order=UPDATED_AT_DESC&limit=20', { key: keyA });
+    expect(search.status).toBe(200);
+    expect(search.body.items.map((c: any) => c.id)).toEqual([a]);
+    expect(search.body.items[0]).toMatchObject({ execution_status: 'finished', agent: { llm: { model: 'm' } } });
+    expect(search.body.next_page_id).toBeNull();
+    expect((await call('GET', '/api/conversations/search?status=running', { key: keyA })).body.items).toEqual([]);
+    expect((await call('GET', '/api/conversations/count', { key: keyA })).body).toBe(1);
+    expect((await call('GET', '/api/conversations/count?status=running', { key: keyA })).body).toBe(0);
+    const batch = await call('GET', `/api/conversations?ids=${b}&ids=${a}`, { key: keyA });
+    expect(batch.body.map((c: any) => c?.id ?? null)).toEqual([null, a]);
+    const list = await call('GET', '/api/conversations', { key: keyA });
+    expect(list.status).toBe(422);
+    expect(list.text).toContain('ids');
+  });
+
+  it("with the user's key: every conversation, sorted as asked within the page; ?ids= in order, null for a foreign one", async () => {
+    const created = await call('GET', '/api/conversations/search?sort_order=CREATED_AT');
+    const ids = created.body.items.map((c: any) => c.id);
+    expect([...ids].sort()).toEqual([a, b].sort());
+    const times = created.body.items.map((c: any) => c.created_at);
+    expect(times).toEqual([...times].sort());
+    expect((await call('GET', '/api/conversations/count')).body).toBe(2);
+    expect((await call('GET', '/api/conversations/count?status=finished')).body).toBe(2);
+    expect((await call('GET', '/api/conversations/search?sort_order=SIDEWAYS')).status).toBe(422);
+    const batch = await call('GET', `/api/conversations?ids=${b}&ids=0123456789abcdef0123456789abcdef&ids=${a}`);
+    expect(batch.body.map((c: any) => c?.id ?? null)).toEqual([b, null, a]);
+    // Another user: none of the dev user's conversations.
+    expect((await call('GET', '/api/conversations/search', { key: mallory })).body.items).toEqual([]);
+    expect((await call('GET', `/api/conversations?ids=${a}`, { key: mallory })).body).toEqual([null]);
+    expect((await call('GET', '/api/conversations/count', { key: mallory })).body).toBe(0);
+    // The legacy list without ids keeps its shape (the late-2025 UI).
+    expect((await call('GET', '/api/conversations')).body.results).toHaveLength(2);
   });
 });
 
@@ -415,6 +511,7 @@ describe('hostile callers on the new paths', () => {
     '/api/v1/settings',
     '/api/organizations/x/me',
     '/api/organizations/x/profiles',
+    '/api/organizations/x/provider-connections',
     '/api/v1/settings/agent-schema',
     '/api/v1/settings/conversation-schema',
     '/api/v1/settings/profiles',

@@ -136,8 +136,11 @@ describe('@openhands/typescript-client on conversation_url with the conversation
     expect(await refused(remote(scoped, other).state.events.search())).toBe(403);
     expect(await refused(remote(scoped, other).setTitle('hijacked'))).toBe(403);
     expect(await refused(new ConversationClient({ host, apiKey: scoped }).getConversation(other))).toBe(403);
-    for (const path of ['/api/conversations', '/api/v1/app-conversations/search', '/api/keys', '/api/v1/users/me'])
+    for (const path of ['/api/v1/app-conversations/search', '/api/keys', '/api/v1/users/me'])
       expect((await stack.call('GET', path, { key: scoped })).status, path).toBe(403);
+    // The owner's list: a conversation key lists only by ids (the agent server's batch get), its own conversation only.
+    expect((await stack.call('GET', '/api/conversations', { key: scoped })).status).toBe(422);
+    expect((await stack.call('GET', `/api/conversations?ids=${other}`, { key: scoped })).body).toEqual([null]);
     expect((await stack.call('DELETE', `/api/conversations/${cid}`, { key: scoped })).status).toBe(403);
     expect((await stack.call('GET', `/api/conversations/${other}/events/search`, { key: otherScoped })).status).toBe(
       200,

@@ -185,7 +185,10 @@ describe('the seed flows, end to end on the synthesized stack', () => {
     expect(saved.status, saved.text).toBe(200);
     expect((await get('/api/settings')).max_iterations).toBe(42);
     expect((await get('/api/v1/settings/agent-schema')).sections.length).toBeGreaterThan(0);
-    expect((await get('/api/v1/settings/conversation-schema')).sections.length).toBe(1);
+    expect((await get('/api/v1/settings/conversation-schema')).sections.map((s: any) => s.key)).toEqual([
+      'verification',
+      'general',
+    ]);
     expect((await get('/api/v1/config/models/search')).items.length).toBeGreaterThan(0);
     expect(await get('/api/agent-profiles')).toEqual({ profiles: [], active_agent_profile_id: null });
     expect(await get('/api/v1/settings/profiles')).toEqual({ profiles: [], active_profile: null });

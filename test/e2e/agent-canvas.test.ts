@@ -1,0 +1,282 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { reserveCanvasOrigin, startAgentCanvas, type AgentCanvas } from '#test/helpers/agent-canvas.ts';
+import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
+import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
+import { apiCaller, type ApiCall } from '#test/helpers/stack.ts';
+import { waitFor } from '#test/helpers/wait.ts';
+
+/**
+ * Agent Canvas itself (`@openhands/agent-canvas` 1.20.0, `agent-canvas --frontend-only`, its own build)
+ * in Debian's Chromium against `npm start` as a child process, with the scripted LLM: its cloud mode
+ * through its main screens, and its local mode on one conversation's `conversation_url` and key.
+ * The page reaches nothing but loopback (every other request is aborted: Canvas asks Google Fonts and
+ * the npm registry). Screenshots go to test-artifacts/agent-canvas/.
+ */
+declare const localStorage: { getItem(k: string): string | null; setItem(k: string, v: string): void };
+
+let llm: ScriptedLlm;
+let server: ServerProcess;
+let canvas: AgentCanvas;
+let browser: Browser;
+let page: Page;
+let dataDir: string;
+let api: ApiCall;
+/** What Canvas's page asked of the API and what it answered, `STATUS METHOD path`. */
+const calls: string[] = [];
+/** Errors the page logged (fonts and the registry, which the test blocks, left out). */
+const pageErrors: string[] = [];
+/** The conversation the cloud tests open; the one the local mode opens. */
+let opened = '';
+
+/** The agent server's own services Canvas's local mode asks for, which this API does not serve (docs/openhands-clients.md). */
+const LOCAL_NOT_SERVED = [
+  ' /api/llm/models/verified',
+  ' /api/file/',
+  ' /api/profiles',
+  ' /api/agent-profiles', // the user's, not a conversation key's (403)
+  ' /api/skills',
+  ' /api/canvas-extensions/',
+  ' /api/workspaces',
+  ' /api/bash/',
+  ' /api/auth/workspace-session',
+  'PATCH /api/settings', // a conversation key writes no settings (405)
+];
+const CLOUD = 'acs-cloud';
+const LOCAL = 'acs-local';
+
+/** The conversation's record as the V1 API shows it (its status, sandbox, key). */
+const v1 = async (id: string) => (await api('GET', `/api/v1/app-conversations?ids=${id}`)).body[0];
+
+async function startConversation(text: string, title: string): Promise<string> {
+  const started = await api('POST', '/api/v1/app-conversations', {
+    body: { initial_message: { content: [{ type: 'text', text }] }, title },
+  });
+  expect(started.status).toBe(200);
+  const task = await waitFor(
+    'the start task',
+    async () => (await api('GET', `/api/v1/app-conversations/start-tasks?ids=${started.body.id}`)).body[0],
+    { until: (t) => t.status === 'READY' || t.status === 'ERROR', timeoutMs: 60_000 },
+  );
+  expect(task.status).toBe('READY');
+  return task.app_conversation_id;
+}
+
+const untilStatus = (id: string, statuses: string[]) =>
+  waitFor(`${id} ${statuses.join('|')}`, () => v1(id), {
+    until: (c) => statuses.includes(c?.execution_status),
+    timeoutMs: 60_000,
+  });
+
+/** Opens Canvas on `path` with backend `backend` active (its own `?backend=` selection). */
+async function open(path: string, backend = CLOUD): Promise<void> {
+  await page.goto(`${canvas.origin}${path}${path.includes('?') ? '&' : '?'}backend=${backend}`);
+}
+
+/** The composer (a contenteditable), typed into and sent with Enter as a person does. */
+async function send(text: string): Promise<void> {
+  const input = page.getByTestId('chat-input');
+  await input.click();
+  await input.pressSequentially(text);
+  await input.press('Enter');
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does)`);
+  llm = await startScriptedLlm();
+  const ports = await reserveCanvasOrigin();
+  dataDir = mkdtempSync(join(tmpdir(), 'acs-canvas-e2e-'));
+  // The API allows Canvas's origin (CORS), as docs/openhands-clients.md tells a user to.
+  // The API first (its start has a deadline of its own), then Canvas and the browser together; all
+  // settled before a failure is thrown, so afterAll stops whatever did start.
+  server = await startServerProcess(dataDir, ['--memory'], { CORS_ORIGINS: ports.origin });
+  const started = await Promise.allSettled([
+    startAgentCanvas(ports).then((c) => (canvas = c)),
+    launchBrowser('agent-canvas').then((b) => (browser = b)),
+  ]);
+  for (const result of started) if (result.status === 'rejected') throw result.reason;
+  page = browser.page;
+  api = apiCaller(server.url, server.key);
+  expect(
+    (
+      await api('POST', '/api/settings', {
+        body: { llm_model: 'openai/m', llm_api_key: 'sk-e2e', llm_base_url: llm.baseUrl },
+      })
+    ).status,
+  ).toBe(200);
+  await browser.context.route(
+    (url) => !/^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(url.toString()),
+    (route) => route.abort(),
+  );
+  page.on('response', (r) => {
+    if (r.url().startsWith(server.url))
+      calls.push(`${r.status()} ${r.request().method()} ${r.url().slice(server.url.length)}`);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(m.text());
+  });
+  // Canvas keeps its backends in localStorage, as its "Add backend" dialog stores them: the API as a
+  // cloud backend with the user's key (health check GET /api/keys/current). The local one is added in its test.
+  await browser.context.addInitScript(
+    ({ host, key }) => {
+      if (localStorage.getItem('openhands-backends')) return;
+      localStorage.setItem(
+        'openhands-backends',
+        JSON.stringify([{ id: 'acs-cloud', name: 'ACS', host, apiKey: key, kind: 'cloud', authMode: 'api-key' }]),
+      );
+    },
+    { host: server.url, key: server.key },
+  );
+}, 120_000);
+
+afterEach(async (context) => {
+  if (context.task.result?.state === 'fail') await browser?.shot(`failed-${context.task.name.slice(0, 40)}`);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await canvas?.close();
+  await server?.interrupt();
+  await llm?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('Agent Canvas 1.20 in Chromium, cloud mode (this API as its backend)', { timeout: 120_000 }, () => {
+  it('connects (its health check), lists the conversations, and shows its settings from this API', async () => {
+    llm.enqueue(reply.finish('Hello from the seeded conversation'));
+    opened = await startConversation('say hello', 'Seeded by the API');
+    await open('/');
+    // First visit: its onboarding; a person skips it.
+    await page.getByText('Skip for now').click();
+    await page.getByText('Seeded by the API').first().waitFor();
+    await browser.shot('01-home-connected');
+    expect(calls).toContain('200 GET /api/keys/current');
+    // The settings: its Verification page is built from this API's conversation schema.
+    await open('/settings/verification');
+    await page.getByText('Confirmation mode').first().waitFor();
+    await browser.shot('02-settings-verification');
+    await open('/settings/llm');
+    await page.getByText('No profiles saved yet').waitFor();
+    await browser.shot('03-settings-llm');
+    expect(failedCalls()).toEqual([]);
+  });
+
+  it('opens a conversation: its history, then a message from the composer reaches the agent and its command, file edit and answer appear live', async () => {
+    await open('/');
+    await page.getByText('Seeded by the API').first().click();
+    await page.waitForURL(new RegExp(`/conversations/${opened}`));
+    await page.getByText('Hello from the seeded conversation').waitFor();
+    llm.enqueue(
+      reply.bash('echo canvas-$((6*7))'),
+      reply.tool('str_replace_editor', { command: 'create', path: 'notes.md', file_text: '# Notes\n' }),
+      reply.finish('The notes are written'),
+    );
+    const before = llm.requests.length;
+    await send('write the notes');
+    await page.getByText('The notes are written').waitFor();
+    // The message went over Canvas's event socket to the agent, which the model saw.
+    expect(JSON.stringify(llm.requests[before]!.body)).toContain('write the notes');
+    await browser.shot('04-conversation-live');
+    // The file edit, and the command whose output unfolds under it.
+    await page.getByText('Wrote to').first().waitFor();
+    // Its chevron unfolds the command's output.
+    await page
+      .locator('div', { hasText: /^Ran echo canvas-\$\(\(6\*7\)\)$/ })
+      .last()
+      .locator('svg')
+      .last()
+      .click();
+    await page.getByText('canvas-42').first().waitFor();
+    await browser.shot('05-conversation-actions');
+    expect(failedCalls()).toEqual([]);
+  });
+
+  it('pauses the running agent (its sandbox) and resumes it', async () => {
+    llm.enqueue(reply.bash('sleep 15 && echo slept'), reply.finish('Resumed and finished'));
+    await send('take your time');
+    const stop = page.getByTestId('stop-button');
+    await stop.waitFor();
+    await browser.shot('06-running');
+    await stop.click();
+    const sandbox = (await v1(opened)).sandbox_id as string;
+    await waitFor(
+      'the sandbox paused',
+      async () => (await api('GET', `/api/v1/sandboxes?id=${sandbox}`)).body[0]?.status,
+      {
+        until: (s) => s === 'PAUSED',
+        timeoutMs: 30_000,
+      },
+    );
+    await browser.shot('07-paused');
+    await page.getByTestId('play-button').click();
+    await page.getByText('Resumed and finished').waitFor({ timeout: 60_000 });
+    await browser.shot('08-resumed');
+    expect(failedCalls()).toEqual([]);
+  });
+
+  it('starts a new conversation from the home composer, and the answer appears', async () => {
+    llm.enqueue(reply.finish('A fresh answer'));
+    await open('/');
+    await send('start something new');
+    await page.waitForURL(/\/conversations\/[0-9a-f]{32}/, { timeout: 60_000 });
+    await page.getByText('A fresh answer').waitFor({ timeout: 60_000 });
+    await browser.shot('09-new-conversation');
+    expect(calls).toContain('200 POST /api/v1/app-conversations');
+    expect(failedCalls()).toEqual([]);
+  });
+});
+
+describe("Agent Canvas 1.20, local mode: a conversation's conversation_url origin and its key", {
+  timeout: 120_000,
+}, () => {
+  it('connects with the conversation key, renders the conversation, and answers its confirmation', async () => {
+    // Confirmation mode on for this conversation's start, so its command waits for the person.
+    await api('POST', '/api/settings', { body: { confirmation_mode: true } });
+    llm.enqueue(reply.bash('echo confirmed-$((40+2))'), reply.finish('Ran it after the confirmation'));
+    const id = await startConversation('run the command', 'Needs a confirmation');
+    await api('POST', '/api/settings', { body: { confirmation_mode: false } });
+    await untilStatus(id, ['waiting_for_confirmation']);
+    const view = await v1(id);
+    const host = new URL(view.conversation_url).origin;
+    const key = view.session_api_key as string;
+    await page.evaluate(
+      ({ host, key }) => {
+        const list = JSON.parse(localStorage.getItem('openhands-backends') ?? '[]');
+        list.push({ id: 'acs-local', name: 'ACS conversation', host, apiKey: key, kind: 'local' });
+        localStorage.setItem('openhands-backends', JSON.stringify(list));
+      },
+      { host, key },
+    );
+    const mark = calls.length;
+    await open(`/conversations/${id}`, LOCAL);
+    await page.getByText('run the command').first().waitFor();
+    await page.getByText('Do you want to continue with this action?').waitFor();
+    // The conversation key's settings view declines Canvas's analytics: no consent dialog over the page.
+    expect(await page.getByTestId('telemetry-consent-form').count()).toBe(0);
+    await browser.shot('10-local-mode');
+    await page.getByText(/^Continue/).click();
+    await page.getByText('Ran it after the confirmation').waitFor({ timeout: 60_000 });
+    await browser.shot('11-local-confirmed');
+    const local = calls.slice(mark);
+    expect(local).toContain('200 GET /api/settings');
+    expect(local).toContain('200 GET /server_info');
+    expect(local.some((c) => c.startsWith('200 POST') && c.endsWith('/events/respond_to_confirmation'))).toBe(true);
+    // Beyond the conversation, Canvas's local mode reads the agent server's own services (LLM profiles,
+    // skills, workspaces, its bash API...): not served (docs/openhands-clients.md), none of them needed to render.
+    expect(failedCalls(local).filter((c) => !LOCAL_NOT_SERVED.some((p) => c.includes(p)))).toEqual([]);
+  });
+});
+
+/**
+ * Calls the page made that this API failed, apart from what docs/openhands-clients.md lists as not
+ * served: automations (`/api/automation/*`) and the workspace reads (another branch builds them).
+ */
+function failedCalls(from = calls): string[] {
+  return from.filter(
+    (c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/') && !/\/files\?|\/file\?|\/git\//.test(c),
+  );
+}

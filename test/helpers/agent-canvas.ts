@@ -1,0 +1,107 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+
+/**
+ * Agent Canvas (`@openhands/agent-canvas`, installed as a dev dependency) as its users run it against
+ * a remote backend: `agent-canvas --frontend-only`, its static build behind its own ingress, on Node 20
+ * (it declares Node >= 24; the frontend-only launcher runs on 20). Its state directory is a temporary
+ * one and its telemetry is off (the page would otherwise call PostHog on the internet).
+ */
+export interface AgentCanvas {
+  /** The origin Canvas is served from, e.g. `http://127.0.0.1:PORT` (give it to CORS_ORIGINS). */
+  origin: string;
+  output(): string;
+  close(): Promise<void>;
+}
+
+const BIN = new URL('../../node_modules/@openhands/agent-canvas/bin/agent-canvas.mjs', import.meta.url).pathname;
+
+/** A port free on 127.0.0.1 now (the launcher takes fixed ports and checks they are free). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Canvas's origin is chosen before it starts, so the API can be started with it in CORS_ORIGINS. */
+export async function reserveCanvasOrigin(): Promise<{ origin: string; port: number; staticPort: number }> {
+  const port = await freePort();
+  let staticPort = await freePort();
+  while (staticPort === port) staticPort = await freePort();
+  return { origin: `http://127.0.0.1:${port}`, port, staticPort };
+}
+
+/** Starts `agent-canvas --frontend-only --port <port>` and resolves once its ingress serves the page. */
+export async function startAgentCanvas(ports: { port: number; staticPort: number }): Promise<AgentCanvas> {
+  const state = mkdtempSync(join(tmpdir(), 'acs-canvas-state-'));
+  const child: ChildProcess = spawn(process.execPath, [BIN, '--frontend-only', '--port', String(ports.port)], {
+    env: {
+      ...process.env,
+      OH_CANVAS_SAFE_VITE_PORT: String(ports.staticPort),
+      OH_CANVAS_SAFE_STATE_DIR: state,
+      AGENT_CANVAS_DISABLE_TELEMETRY: '1',
+      NO_COLOR: '1',
+      FORCE_COLOR: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // its own process group: the launcher's children (static server, ingress) end with it
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }, 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    rmSync(state, { recursive: true, force: true });
+  };
+  // Ready when its static server and its ingress both say they listen (the launcher's own banner comes
+  // after a fixed delay, not after the ingress listens), then the page must answer.
+  const banner = new Promise<void>((resolve, reject) => {
+    const onData = () => {
+      // The launcher colours its banner whatever NO_COLOR says.
+      const plain = stripVTControlCharacters(out);
+      if (
+        plain.includes('Static-server + proxy listening on') &&
+        plain.includes(`Listening on: http://localhost:${ports.port}/`)
+      )
+        resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`agent-canvas exited (${code}) before it served:\n${out}`)));
+  });
+  const timer = setTimeout(() => void close(), 30_000);
+  try {
+    await banner;
+  } finally {
+    clearTimeout(timer);
+  }
+  const origin = `http://127.0.0.1:${ports.port}`;
+  const page = await fetch(`${origin}/`);
+  if (page.status !== 200) throw new Error(`agent-canvas: GET / answered ${page.status}:\n${out}`);
+  return { origin, output: () => out, close };
+}
