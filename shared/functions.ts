@@ -81,6 +81,7 @@ export const sweeperFunction = {
   // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced.
   // events: stored event bytes summed per organization.
   // usage: closing records, and RUNNING sandboxes that stopped heartbeating metered to their last sign of life.
+  // users, conversations, keys, settings (and events, startTasks): deleted accounts' data removed (AccountPurge).
   tables: {
     sandboxes: 'write',
     startTasks: 'write',
@@ -88,6 +89,10 @@ export const sweeperFunction = {
     pool: 'write',
     events: 'write',
     usage: 'write',
+    users: 'write',
+    conversations: 'write',
+    keys: 'write',
+    settings: 'write',
   },
   // events:grown-bytes: the Scan of the counters whose stored event bytes grew since the last sum.
   capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill', 'events:grown-bytes'],
