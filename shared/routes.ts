@@ -147,7 +147,7 @@ export const routes = [
     summary:
       'Delete your account (`{"confirm": "<your user id>"}`; 409 for the last owner of an organization with other ' +
       'members): refused at once, keys revoked, sandboxes deleted; conversations, events, settings and secrets ' +
-      'removed by the sweeper; usage records and the audit log stay with the organization',
+      'removed by the daily purge; usage records and the audit log stay with the organization',
     tag: 'users',
     // As removeMember (the account, keys, streams) and deleteSandbox (every sandbox of theirs, with its snapshots).
     tables: {

@@ -39,7 +39,7 @@ export interface Services {
   apiKeys: ApiKeys;
   /** A person's own data, paged (`GET /api/v1/users/me/export`). */
   accountExport: AccountExport;
-  /** `DELETE /api/v1/users/me`, and the sweeper's removal of a deleted account's data. */
+  /** `DELETE /api/v1/users/me`, and the daily removal of a deleted account's data. */
   accountDeletion: AccountDeletion;
   accountPurge: AccountPurge;
   sessions: Sessions;

@@ -1,13 +1,11 @@
 import { sweeperFunction } from '#shared/functions.ts';
 import { sweep } from '#shared/sandboxes/sweeper.ts';
-import { accountPurge } from '#shared/services/account-deletion.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { eventBytes } from '#shared/services/event-bytes.ts';
 import { sandboxHousekeeping } from '#shared/services/sandbox-housekeeping.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { accountPurgeStore } from '#shared/wiring/aws/account-purge.ts';
 import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { orgEventBytes } from '#shared/wiring/aws/org-event-bytes.ts';
@@ -36,9 +34,8 @@ export const handler = awsFunction(
     poolRefill,
     prices,
     usageStore,
-    accountPurgeStore,
   },
-  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, eventBytes, accountPurge },
+  { sandboxHousekeeping, conversationHousekeeping, warmPool, poolClaims, eventBytes },
   // Then the event stream's connections still waiting for their auth frame past the deadline (first-message auth).
   async (event: unknown, services, adapters) => ({
     ...(await sweep(event, services)),

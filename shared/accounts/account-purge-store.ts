@@ -6,8 +6,8 @@ import { queryPage } from '#shared/store/query.ts';
 
 /**
  * The deletion of a person's data after `DELETE /api/v1/users/me` (docs/sign-in.md, "Export and
- * deletion"): every item of theirs, a bounded number per call, so the sweeper finishes a large
- * account over several runs. An adapter of its own, so only the sweeper's bundle carries it.
+ * deletion"): every item of theirs, a bounded number per call, so the daily run finishes a large
+ * account over several runs. An adapter of its own, so only the usage reconcile's bundle carries it.
  */
 export interface AccountPurgeStore {
   /** Up to `limit` people marked for deletion and not yet purged (the sparse index `purging`). */

@@ -25,7 +25,7 @@ export interface DeletionWork {
  * streams closed, their sandboxes deleted (stopped, workspaces and snapshots removed), their
  * organization closed if they were its only member, and `account_deleted` audited. Their stored data
  * (conversations, events, start tasks, key items, settings and secrets) is removed afterwards by the
- * sweeper (`AccountPurge`), a bounded amount a run, since it can be large (principle 8).
+ * daily reconcile's function (`AccountPurge`), a bounded amount a run, since it can be large (principle 8).
  */
 export class AccountDeletion {
   constructor(
@@ -84,17 +84,20 @@ export class AccountDeletion {
   }
 }
 
-/** How many items one sweep removes at most (over every account being purged). */
-export const PURGE_ITEMS_PER_SWEEP = 5000;
+/**
+ * How many items one run removes at most (over every account being purged): the daily usage reconcile's
+ * function runs it after the reconcile, within its 15 minutes (a BatchWriteItem deletes 25).
+ */
+export const PURGE_ITEMS_PER_RUN = 50_000;
 
-/** The sweeper's part of a deletion: removes the person's stored data, a bounded amount a run. */
+/** The scheduled part of a deletion (the daily reconcile's function): removes the person's stored data, a bounded amount a run. */
 export class AccountPurge {
   constructor(
     private readonly store: AccountPurgeStore,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async sweep(budget = PURGE_ITEMS_PER_SWEEP): Promise<{ items: number; purged: number }> {
+  async sweep(budget = PURGE_ITEMS_PER_RUN): Promise<{ items: number; purged: number }> {
     let items = 0;
     let purged = 0;
     for (const user of await this.store.purging(10)) {

@@ -30,7 +30,7 @@ function withShards<T extends { status: string; purgedAt?: string }>(record: T, 
     ...(rest as T),
     listShard: shard,
     ...(record.status === 'suspended' ? { suspendedShard: shard } : {}),
-    // A deleted account whose data the sweeper has still to remove (sparse index `purging`, users only).
+    // A deleted account whose data the daily purge has still to remove (sparse index `purging`, users only).
     ...(record.status === 'deleted' && !record.purgedAt ? { purgeShard: shard } : {}),
   };
 }

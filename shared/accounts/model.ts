@@ -19,7 +19,7 @@ export interface UserRecord {
   emailVerified?: boolean;
   /** Keys and sessions made before this instant are refused (set when the person leaves or is removed). */
   credentialsNotBefore?: string;
-  /** When the person deleted their account (`status` deleted), and when the sweeper finished removing their data. */
+  /** When the person deleted their account (`status` deleted), and when the daily purge finished removing their data. */
   deletedAt?: string;
   purgedAt?: string;
   createdAt: string;

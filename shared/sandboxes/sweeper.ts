@@ -5,7 +5,7 @@ import type { Services } from '#shared/services.ts';
 
 /**
  * Idle pauses, stuck starts, missing and orphan tasks, unfinished deletes, stalled conversation starts,
- * the warm pool, the organizations' stored event bytes, and deleted accounts' data.
+ * the warm pool, and the organizations' stored event bytes.
  */
 export async function sweepAll(
   services: Services,
@@ -16,7 +16,6 @@ export async function sweepAll(
     startTasksFailed: number;
     pool: PoolSweep;
     eventBytes: { conversations: number; organizations: number };
-    accountsPurge: { items: number; purged: number };
   }
 > {
   const sandboxes = await services.sandboxHousekeeping.sweep(now);
@@ -24,9 +23,7 @@ export async function sweepAll(
   // The warm pool: lost standbys, drains (idle, old revision, surplus) and the top-up.
   const pool = await services.warmPool.sweep(now);
   const eventBytes = await services.eventBytes.sweep();
-  // Deleted accounts: their stored data, a bounded amount a run (shared/accounts/deletion.ts).
-  const accountsPurge = await services.accountPurge.sweep();
-  return { ...sandboxes, startTasksFailed, pool, eventBytes, accountsPurge };
+  return { ...sandboxes, startTasksFailed, pool, eventBytes };
 }
 
 /** The scheduled function (every minute on AWS); a start step silent for 15 minutes fails by default. */

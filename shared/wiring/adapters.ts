@@ -103,7 +103,7 @@ export interface Adapters {
   /** The LLM gateway's records, reservations and rate counters (tables `usage` and `keys`). */
   llmLedger: LlmLedger;
   /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
-  /** The removal of a deleted account's data (the sweeper alone). */
+  /** The removal of a deleted account's data (the daily usage reconcile's function alone). */
   accountPurgeStore: AccountPurgeStore;
   accountStore: AccountStore;
   /** The audit log's writer: new entries only (table access `append`). */

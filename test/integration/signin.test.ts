@@ -578,7 +578,7 @@ describe('a person exports their data', () => {
 });
 
 describe('a person deletes their account', () => {
-  it("refused at once, data removed by the sweeper in bounded runs; nobody else's touched; the last owner stays", async () => {
+  it("refused at once, data removed by the scheduled purge in bounded runs; nobody else's touched; the last owner stays", async () => {
     const token = await access('leaver');
     const userId = (await me(token)).body.id as string;
     const orgId = (await me(token)).body.org_id as string;
@@ -651,7 +651,7 @@ describe('a person deletes their account', () => {
     const box = await new DynamoSandboxStore().get(sandboxId);
     expect(box === undefined || box.deletedAt !== undefined).toBe(true);
 
-    // The sweeper removes the data, a bounded amount a run.
+    // The scheduled purge (the daily reconcile's function) removes the data, a bounded amount a run.
     const events = new DynamoEventStore();
     let runs = 0;
     for (; runs < 20; runs++) {

@@ -135,7 +135,7 @@ describe('the billing export in the tier', () => {
   });
 
   // This tier (open sign-up, a Cognito operator) also runs, as deployed, the sign-in routes that people and operators call rarely.
-  it("the operators' lists, a person's export and deletion, and the sweeper's purge run through their bundles under their roles", async () => {
+  it("the operators' lists, a person's export and deletion, and the nightly purge run through their bundles under their roles", async () => {
     const idp = tier.cognito;
     const access = (sub: string, groups: string[]) =>
       idp.sign({ sub, token_use: 'access', client_id: idp.clientId, username: sub, 'cognito:groups': groups });
@@ -161,7 +161,8 @@ describe('the billing export in the tier', () => {
     const deleted = await tier.call('DELETE', '/api/v1/users/me', { ...person, body: { confirm: me.body.id } });
     expect(deleted.status, `${deleted.text}\n${tier.explain()}`).toBe(202);
     expect((await tier.call('GET', '/api/v1/users/me', person)).status).toBe(401);
-    const run = await tier.bus.runSchedule('SweeperSchedule');
+    // The usage reconcile's schedule, then its purge of the deleted account's data, under its role.
+    const run = await tier.bus.runSchedule('UsageReconcile');
     expect(run.result.ok, JSON.stringify(run.result.error)).toBe(true);
     expect((run.result.result as { accountsPurge: { purged: number } }).accountsPurge.purged).toBe(1);
     expect(tier.aws.denials).toEqual([]);
