@@ -114,7 +114,7 @@ export interface paths {
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
-        /** Delete your account (`{"confirm": "<your user id>"}`; 409 for the last owner of an organization with other members): refused at once, keys revoked, sandboxes deleted; conversations, events, settings and secrets removed by the sweeper; usage records and the audit log stay with the organization */
+        /** Delete your account (`{"confirm": "<your user id>"}`; 409 for the last owner of an organization with other members): refused at once, keys revoked, sandboxes deleted; conversations, events, settings and secrets removed by the daily purge; usage records and the audit log stay with the organization */
         delete: operations["deleteMyAccount"];
         options?: never;
         head?: never;
