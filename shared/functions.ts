@@ -211,7 +211,18 @@ export const usageReconcileFunction = {
   id: 'usageReconcile',
   entry: 'functions/usage/reconcile.ts',
   async: true,
-  tables: { usage: 'write', sandboxes: 'write', conversations: 'write' },
+  // users, events, startTasks, keys, settings (and conversations): deleted accounts' data removed after the
+  // reconcile (AccountPurge, docs/sign-in.md). Here, not in the sweeper: the sweeper's role policy is at its size limit.
+  tables: {
+    usage: 'write',
+    sandboxes: 'write',
+    conversations: 'write',
+    users: 'write',
+    events: 'write',
+    startTasks: 'write',
+    keys: 'write',
+    settings: 'write',
+  },
 } as const satisfies EventFunctionDef;
 
 export const eventFunctions = [

@@ -142,6 +142,49 @@ export const routes = [
     tables: { settings: 'read' },
   },
   {
+    id: 'deleteMyAccount',
+    method: 'DELETE',
+    path: '/api/v1/users/me',
+    entry: 'functions/users/delete.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      'Delete your account (`{"confirm": "<your user id>"}`; 409 for the last owner of an organization with other ' +
+      'members): refused at once, keys revoked, sandboxes deleted; conversations, events, settings and secrets ' +
+      'removed by the daily purge; usage records and the audit log stay with the organization',
+    tag: 'users',
+    // As removeMember (the account, keys, streams) and deleteSandbox (every sandbox of theirs, with its snapshots).
+    tables: {
+      usage: 'write',
+      users: 'write',
+      orgs: 'write',
+      auditLog: 'append',
+      keys: 'write',
+      sandboxes: 'write',
+      commands: 'write',
+      streamConnections: 'read',
+    },
+    capabilities: ['signin', 'stream:close', ...sandboxLaunch, 'snapshots:delete'],
+    timeoutSeconds: 29,
+    status: 202,
+  },
+  {
+    id: 'exportMyData',
+    method: 'GET',
+    path: '/api/v1/users/me/export',
+    entry: 'functions/users/export.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      "The caller's own data, paged: account, organization and role, settings without secret values, keys without " +
+      'hashes (first page); conversations newest first with their events (at most 500 events or about 4 MB a page)',
+    tag: 'users',
+    // keys: the keys listed (never a hash) and the page cursor's signing key, created on first use.
+    tables: { settings: 'read', conversations: 'read', events: 'read', keys: 'write' },
+    capabilities: ['seal', 'unseal'],
+    timeoutSeconds: 29,
+  },
+  {
     id: 'searchSandboxes',
     method: 'GET',
     path: '/api/v1/sandboxes/search',
@@ -1212,6 +1255,33 @@ export const routes = [
     tag: 'organizations',
     tables: { users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
     capabilities: ['signin'],
+  },
+  {
+    id: 'adminListUsers',
+    method: 'GET',
+    path: '/api/v1/admin/users',
+    entry: 'functions/admin/list-users.ts',
+    auth: 'user',
+    summary:
+      "Operators: people newest first, paged (`org_id`: one organization's, by user id; `status`: active, suspended or deleted), " +
+      'through an index, never a Scan; no keys or settings. Audited as users_listed',
+    tag: 'admin',
+    // keys: the page cursor's signing key (created on first use); auditLog: the read, naming the operator.
+    tables: { users: 'read', auditLog: 'append', keys: 'write' },
+    capabilities: ['signin', 'seal', 'unseal'],
+  },
+  {
+    id: 'adminListOrgs',
+    method: 'GET',
+    path: '/api/v1/admin/orgs',
+    entry: 'functions/admin/list-orgs.ts',
+    auth: 'user',
+    summary:
+      'Operators: organizations newest first, paged (`status`: active, suspended or closed), through an index. ' +
+      'Audited as orgs_listed',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'read', auditLog: 'append', keys: 'write' },
+    capabilities: ['signin', 'seal', 'unseal'],
   },
   {
     id: 'suspendUser',

@@ -1,5 +1,7 @@
 import type { OrgEventBytes } from '#shared/events/org-bytes.ts';
 import type { Accounts } from '#shared/accounts/accounts.ts';
+import type { AccountExport } from '#shared/accounts/export.ts';
+import type { AccountDeletion, AccountPurge } from '#shared/accounts/deletion.ts';
 import type { Audit, AuditLog } from '#shared/accounts/audit.ts';
 import type { Organizations } from '#shared/accounts/organizations.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
@@ -35,6 +37,11 @@ import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/ada
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
 export interface Services {
   apiKeys: ApiKeys;
+  /** A person's own data, paged (`GET /api/v1/users/me/export`). */
+  accountExport: AccountExport;
+  /** `DELETE /api/v1/users/me`, and the daily removal of a deleted account's data. */
+  accountDeletion: AccountDeletion;
+  accountPurge: AccountPurge;
   sessions: Sessions;
   conversationKeys: ConversationKeys;
   settings: SettingsService;
@@ -132,6 +139,9 @@ function deferred<T extends object>(get: () => T): T {
 /** Every service name, so a service the entry does not name is refused by name (the compiler keeps the list whole). */
 const serviceNames: Record<ServiceName, true> = {
   apiKeys: true,
+  accountExport: true,
+  accountDeletion: true,
+  accountPurge: true,
   sessions: true,
   conversationKeys: true,
   settings: true,

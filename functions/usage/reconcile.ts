@@ -1,19 +1,25 @@
 import { usageReconcileFunction } from '#shared/functions.ts';
+import { accountPurge } from '#shared/services/account-deletion.ts';
 import { usageReconcile } from '#shared/services/usage-reconcile.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
+import { accountPurgeStore } from '#shared/wiring/aws/account-purge.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { usageStore } from '#shared/wiring/aws/usage.ts';
 
-/** The schedule's invocation: the default days (the two before today, UTC); `{"days": [...]}` names others. */
+/**
+ * The schedule's invocation: the default days (the two before today, UTC); `{"days": [...]}` names others.
+ * Then deleted accounts' data, a bounded amount a night (shared/accounts/deletion.ts).
+ */
 export const handler = awsFunction(
   usageReconcileFunction,
-  { usageStore, sandboxStore, conversationStore },
-  { usageReconcile },
-  (event: { days?: unknown } | null | undefined, services) => {
+  { usageStore, sandboxStore, conversationStore, accountPurgeStore },
+  { usageReconcile, accountPurge },
+  async (event: { days?: unknown } | null | undefined, services) => {
     const days = Array.isArray(event?.days)
       ? event.days.filter((d): d is string => typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d))
       : undefined;
-    return services.usageReconcile.run(days?.length ? { days } : {});
+    const reconciled = await services.usageReconcile.run(days?.length ? { days } : {});
+    return { ...reconciled, accountsPurge: await services.accountPurge.sweep() };
   },
 );

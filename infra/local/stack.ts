@@ -188,6 +188,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     reconcileServices.usageReconcile
       .run()
       .catch((err: unknown) => logger.error('Local usage reconcile failed', { error: err as Error }));
+    // Deleted accounts' data, as the AWS function does after its reconcile (docs/sign-in.md).
+    reconcileServices.accountPurge
+      .sweep()
+      .catch((err: unknown) => logger.error('Local account purge failed', { error: err as Error }));
   }, config.reconcileIntervalMs ?? 86_400_000);
   reconcile.unref();
   return {

@@ -1,4 +1,17 @@
-import type { AuditEntry, InvitationRecord, OrgRecord, UserRecord } from '#shared/accounts/model.ts';
+import type {
+  AccountStatus,
+  AuditEntry,
+  InvitationRecord,
+  OrgRecord,
+  OrgStatus,
+  UserRecord,
+} from '#shared/accounts/model.ts';
+
+/** A page of a listing and where the next one starts (a store key, signed into a cursor by the route). */
+export interface StorePage<T> {
+  items: T[];
+  next?: Record<string, unknown>;
+}
 
 /**
  * Storage of people, organizations and invitations (tables `users`, `orgs`, `invitations`). Every
@@ -11,6 +24,18 @@ export interface AccountStore {
   /** Writes the record with `version + 1`, if the stored one still has `record.version`; false otherwise. */
   replaceUser(record: UserRecord): Promise<boolean>;
   listMembers(orgId: string): Promise<UserRecord[]>;
+  /**
+   * Operators' listing, never a Scan: every user newest first (index `listed`), the suspended ones
+   * (sparse index `suspended`), or one organization's (`byOrg`, by user id); `status` filters.
+   */
+  listUsers(q: {
+    orgId?: string;
+    status?: AccountStatus;
+    limit: number;
+    after?: Record<string, unknown>;
+  }): Promise<StorePage<UserRecord>>;
+  /** Operators' listing of organizations newest first (`listed`; the suspended ones through `suspended`). */
+  listOrgs(q: { status?: OrgStatus; limit: number; after?: Record<string, unknown> }): Promise<StorePage<OrgRecord>>;
   getOrg(orgId: string): Promise<OrgRecord | undefined>;
   createOrg(record: OrgRecord): Promise<boolean>;
   replaceOrg(record: OrgRecord): Promise<boolean>;

@@ -105,7 +105,12 @@ export class Accounts {
       } else {
         account = await this.createPersonal({ userId, claims, email });
       }
-    } else if (claims.emailVerified && claims.email && claims.email.toLowerCase() !== account.user.email) {
+    } else if (
+      account.user.status !== 'deleted' &&
+      claims.emailVerified &&
+      claims.email &&
+      claims.email.toLowerCase() !== account.user.email
+    ) {
       // The issuer vouches for a new email: keep the latest (invitations match it).
       const user = { ...account.user, email: claims.email.toLowerCase(), emailVerified: true };
       if (await this.store.replaceUser(user)) account = { ...account, user: { ...user, version: user.version + 1 } };

@@ -1,8 +1,39 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
-import type { AuditEntry, InvitationRecord, OrgRecord, UserRecord } from '#shared/accounts/model.ts';
+import type { AccountStore, AuditReader, AuditStore, StorePage } from '#shared/accounts/account-store.ts';
+import type {
+  AccountStatus,
+  AuditEntry,
+  InvitationRecord,
+  OrgRecord,
+  OrgStatus,
+  UserRecord,
+} from '#shared/accounts/model.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import { queryAll, queryPage } from '#shared/store/query.ts';
+import { queryAll, queryFilled, queryPage } from '#shared/store/query.ts';
+
+/**
+ * The operators' listings (docs/data-model.md, "users, orgs, invitations"): every user and
+ * organization carries `listShard` (one constant partition per table, index `listed`, by creation),
+ * and a suspended one also `suspendedShard` (the sparse index `suspended`). Set here on every write,
+ * so no caller can forget them; a reactivation removes `suspendedShard`.
+ */
+const USERS_SHARD = 'users';
+const ORGS_SHARD = 'orgs';
+function withShards<T extends { status: string; purgedAt?: string }>(record: T, shard: string): T {
+  const {
+    listShard: _l,
+    suspendedShard: _s,
+    purgeShard: _p,
+    ...rest
+  } = record as T & { listShard?: string; suspendedShard?: string; purgeShard?: string };
+  return {
+    ...(rest as T),
+    listShard: shard,
+    ...(record.status === 'suspended' ? { suspendedShard: shard } : {}),
+    // A deleted account whose data the daily purge has still to remove (sparse index `purging`, users only).
+    ...(record.status === 'deleted' && !record.purgedAt ? { purgeShard: shard } : {}),
+  };
+}
 
 /** Tables `users`, `orgs`, `invitations`: each change a single-item conditional write. */
 export class DynamoAccountStore implements AccountStore {
@@ -20,7 +51,7 @@ export class DynamoAccountStore implements AccountStore {
       this.db.send(
         new PutCommand({
           TableName: tableName('users'),
-          Item: record,
+          Item: withShards(record, USERS_SHARD),
           ConditionExpression: 'attribute_not_exists(userId)',
         }),
       ),
@@ -32,7 +63,7 @@ export class DynamoAccountStore implements AccountStore {
       this.db.send(
         new PutCommand({
           TableName: tableName('users'),
-          Item: { ...record, version: record.version + 1 },
+          Item: { ...withShards(record, USERS_SHARD), version: record.version + 1 },
           ConditionExpression: 'version = :v',
           ExpressionAttributeValues: { ':v': record.version },
         }),
@@ -49,6 +80,60 @@ export class DynamoAccountStore implements AccountStore {
     });
   }
 
+  async listUsers(q: {
+    orgId?: string;
+    status?: AccountStatus;
+    limit: number;
+    after?: Record<string, unknown>;
+  }): Promise<StorePage<UserRecord>> {
+    const filter = q.status && !(q.status === 'suspended' && !q.orgId);
+    const { index, pk, sk, value } = q.orgId
+      ? { index: 'byOrg', pk: 'orgId', sk: 'userId', value: q.orgId }
+      : q.status === 'suspended'
+        ? { index: 'suspended', pk: 'suspendedShard', sk: 'createdAt', value: USERS_SHARD }
+        : { index: 'listed', pk: 'listShard', sk: 'createdAt', value: USERS_SHARD };
+    const page = await queryFilled<UserRecord>(
+      {
+        TableName: tableName('users'),
+        IndexName: index,
+        KeyConditionExpression: '#pk = :p',
+        ...(filter ? { FilterExpression: '#st = :s' } : {}),
+        ExpressionAttributeNames: { '#pk': pk, ...(filter ? { '#st': 'status' } : {}) },
+        ExpressionAttributeValues: { ':p': value, ...(filter ? { ':s': q.status } : {}) },
+        ScanIndexForward: !!q.orgId,
+        ExclusiveStartKey: q.after,
+      },
+      q.limit,
+      [...new Set(['userId', pk, sk])],
+    );
+    return { items: page.items, next: page.lastKey };
+  }
+
+  async listOrgs(q: {
+    status?: OrgStatus;
+    limit: number;
+    after?: Record<string, unknown>;
+  }): Promise<StorePage<OrgRecord>> {
+    const sparse = q.status === 'suspended';
+    const filter = q.status && !sparse;
+    const pk = sparse ? 'suspendedShard' : 'listShard';
+    const page = await queryFilled<OrgRecord>(
+      {
+        TableName: tableName('orgs'),
+        IndexName: sparse ? 'suspended' : 'listed',
+        KeyConditionExpression: '#pk = :p',
+        ...(filter ? { FilterExpression: '#st = :s' } : {}),
+        ExpressionAttributeNames: { '#pk': pk, ...(filter ? { '#st': 'status' } : {}) },
+        ExpressionAttributeValues: { ':p': ORGS_SHARD, ...(filter ? { ':s': q.status } : {}) },
+        ScanIndexForward: false,
+        ExclusiveStartKey: q.after,
+      },
+      q.limit,
+      ['orgId', pk, 'createdAt'],
+    );
+    return { items: page.items, next: page.lastKey };
+  }
+
   async getOrg(orgId: string): Promise<OrgRecord | undefined> {
     const out = await this.db.send(
       new GetCommand({ TableName: tableName('orgs'), Key: { orgId }, ConsistentRead: true }),
@@ -61,7 +146,7 @@ export class DynamoAccountStore implements AccountStore {
       this.db.send(
         new PutCommand({
           TableName: tableName('orgs'),
-          Item: record,
+          Item: withShards(record, ORGS_SHARD),
           ConditionExpression: 'attribute_not_exists(orgId)',
         }),
       ),
@@ -70,14 +155,16 @@ export class DynamoAccountStore implements AccountStore {
 
   replaceOrg(record: OrgRecord): Promise<boolean> {
     // The owner count is not the replacer's to set: it is kept as stored (adjustOwners alone moves it).
-    const { owners: _owners, ...rest } = record;
+    const { owners: _owners, ...rest } = withShards(record, ORGS_SHARD) as OrgRecord & { suspendedShard?: string };
     const names = Object.keys(rest).filter((k) => k !== 'orgId' && k !== 'version');
+    // No longer suspended: out of the sparse index.
+    const remove = rest.suspendedShard ? '' : ' REMOVE suspendedShard';
     return conditionalWrite(() =>
       this.db.send(
         new UpdateCommand({
           TableName: tableName('orgs'),
           Key: { orgId: record.orgId },
-          UpdateExpression: `SET ${names.map((_n, i) => `#n${i} = :v${i}`).join(', ')}, version = :next`,
+          UpdateExpression: `SET ${names.map((_n, i) => `#n${i} = :v${i}`).join(', ')}, version = :next${remove}`,
           ConditionExpression: 'version = :v',
           ExpressionAttributeNames: Object.fromEntries(names.map((n, i) => [`#n${i}`, n])),
           ExpressionAttributeValues: {

@@ -3,7 +3,8 @@
 export const roles = ['owner', 'admin', 'member'] as const;
 export type Role = (typeof roles)[number];
 
-export type AccountStatus = 'active' | 'suspended';
+/** `deleted`: the person deleted their account; the record stays as a tombstone (the id stays taken). */
+export type AccountStatus = 'active' | 'suspended' | 'deleted';
 
 export interface UserRecord {
   userId: string;
@@ -18,6 +19,9 @@ export interface UserRecord {
   emailVerified?: boolean;
   /** Keys and sessions made before this instant are refused (set when the person leaves or is removed). */
   credentialsNotBefore?: string;
+  /** When the person deleted their account (`status` deleted), and when the daily purge finished removing their data. */
+  deletedAt?: string;
+  purgedAt?: string;
   createdAt: string;
   updatedAt: string;
   /** Every replace is conditioned on the version it read. */
@@ -94,6 +98,9 @@ export const auditActions = [
   'user_reactivated',
   'org_suspended',
   'org_reactivated',
+  'users_listed',
+  'orgs_listed',
+  'account_deleted',
   'org_updated',
   'plan_changed',
   'billing_customer_set',

@@ -1,10 +1,14 @@
 import * as z from '#shared/zod.ts';
 import { auditView } from '#shared/accounts/audit.ts';
+import type { ExportPosition } from '#shared/accounts/export.ts';
 import { roles } from '#shared/accounts/model.ts';
 import { callerOf } from '#shared/accounts/caller.ts';
 import { forbidden, notFound } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { pageId, pageLimit } from '#shared/http/query.ts';
+import { apiKeyView } from '#shared/auth/model.ts';
+import { eventSchema } from '#shared/protocol.ts';
+import { maskedSettingsSchema } from '#shared/settings/model.ts';
 
 const orgIdParam = z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)'));
 const userIdParam = z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a user id'));
@@ -214,4 +218,156 @@ export const listAuditLog = defineOperation(
     const page = await auditLog.list(orgId, query.limit, await cursors.decode(query.page_id, scope));
     return { items: page.items.map(auditView), next_page_id: await cursors.encode(page.next, scope) };
   },
+);
+
+const adminUserSchema = z.object({
+  user_id: z.string(),
+  email: z.nullable(z.string()),
+  email_verified: z.boolean(),
+  issuer: z.nullable(z.string()),
+  org_id: z.string(),
+  role: z.string(),
+  status: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+/**
+ * `GET /api/v1/admin/users` (operators): people newest first, or one organization's (`org_id`, by
+ * user id), optionally only `status` active, suspended or deleted. A cursor is signed for its operator and
+ * filters, so it cannot be replayed under others.
+ */
+export const adminListUsers = defineOperation(
+  'adminListUsers',
+  () => ({
+    query: z.object({
+      org_id: z.optional(orgIdParam),
+      status: z.optional(z.enum(['active', 'suspended', 'deleted'], 'status must be active, suspended or deleted')),
+      limit: pageLimit,
+      page_id: pageId,
+    }),
+    response: z.object({ items: z.array(adminUserSchema), next_page_id: z.nullable(z.string()) }),
+  }),
+  async ({ userId, auth, query }, { organizations, cursors }) => {
+    const caller = callerOf(userId, auth);
+    organizations.requireOperator(caller);
+    const scope = `admin-users:${caller.userId}:${query.org_id ?? ''}:${query.status ?? ''}`;
+    const page = await organizations.listUsers(caller, {
+      ...(query.org_id ? { orgId: query.org_id } : {}),
+      ...(query.status ? { status: query.status } : {}),
+      limit: query.limit,
+      after: await cursors.decode(query.page_id, scope),
+    });
+    return { items: page.items, next_page_id: await cursors.encode(page.next, scope) };
+  },
+);
+
+/** `GET /api/v1/admin/orgs` (operators): organizations newest first, optionally only one `status`. */
+export const adminListOrgs = defineOperation(
+  'adminListOrgs',
+  () => ({
+    query: z.object({
+      status: z.optional(z.enum(['active', 'suspended', 'closed'], 'status must be active, suspended or closed')),
+      limit: pageLimit,
+      page_id: pageId,
+    }),
+    response: z.object({
+      items: z.array(z.extend(orgSchema, { owners: z.number(), updated_at: z.string() })),
+      next_page_id: z.nullable(z.string()),
+    }),
+  }),
+  async ({ userId, auth, query }, { organizations, cursors }) => {
+    const caller = callerOf(userId, auth);
+    organizations.requireOperator(caller);
+    const scope = `admin-orgs:${caller.userId}:${query.status ?? ''}`;
+    const page = await organizations.listOrgs(caller, {
+      ...(query.status ? { status: query.status } : {}),
+      limit: query.limit,
+      after: await cursors.decode(query.page_id, scope),
+    });
+    return { items: page.items, next_page_id: await cursors.encode(page.next, scope) };
+  },
+);
+
+/**
+ * `GET /api/v1/users/me/export`: the caller's own data, paged (docs/sign-in.md, "Export and
+ * deletion"). The first page: the account (organization and role), settings masked (secret names and
+ * `*_set` flags only), keys (no hashes); every page: conversations newest first with their events in
+ * order, at most 500 events (about 4 MB) and 100 conversations a page. The cursor is signed for the
+ * caller alone.
+ */
+export const exportMyData = defineOperation(
+  'exportMyData',
+  () => ({
+    query: z.object({ page_id: pageId }),
+    response: z.object({
+      account: z.nullable(
+        z.object({
+          user_id: z.string(),
+          email: z.nullable(z.string()),
+          org_id: z.nullable(z.string()),
+          role: z.nullable(z.string()),
+        }),
+      ),
+      settings: z.nullable(maskedSettingsSchema),
+      api_keys: z.nullable(z.array(apiKeyView)),
+      conversations: z.array(
+        z.object({
+          id: z.string(),
+          title: z.nullable(z.string()),
+          created_at: z.string(),
+          updated_at: z.string(),
+          sandbox_id: z.nullable(z.string()),
+          selected_repository: z.nullable(z.string()),
+          selected_branch: z.nullable(z.string()),
+          git_provider: z.nullable(z.string()),
+          trigger: z.nullable(z.string()),
+          pr_number: z.array(z.number()),
+          llm_model: z.nullable(z.string()),
+          parent_conversation_id: z.nullable(z.string()),
+          agent_type: z.string(),
+          execution_status: z.nullable(z.string()),
+          metrics: z.unknown(),
+          events: z.array(eventSchema),
+          events_continue: z.boolean(),
+        }),
+      ),
+      next_page_id: z.nullable(z.string()),
+    }),
+  }),
+  async ({ userId, auth, query }, { accountExport, cursors }) => {
+    const scope = `export:${userId}`;
+    // Signed for this caller: a position this service wrote.
+    const at = (await cursors.decode(query.page_id, scope)) as ExportPosition | undefined;
+    const page = await accountExport.page(userId, at);
+    return {
+      account: at
+        ? null
+        : { user_id: userId, email: auth.email ?? null, org_id: auth.orgId ?? null, role: auth.role ?? null },
+      settings: page.settings,
+      api_keys: page.api_keys,
+      conversations: page.conversations,
+      next_page_id: await cursors.encode(page.next, scope),
+    };
+  },
+);
+
+/**
+ * `DELETE /api/v1/users/me`: the caller deletes their account, confirming with their own user id
+ * (`{"confirm": "<user id>"}`). 409 for the last owner of an organization with other members. The
+ * account is refused at once; its stored data goes over the next sweeps (docs/sign-in.md).
+ */
+export const deleteMyAccount = defineOperation(
+  'deleteMyAccount',
+  () => ({
+    body: z.strictObject({ confirm: z.string().check(z.minLength(1), z.maxLength(200)) }),
+    response: z.object({
+      success: z.literal(true),
+      user_id: z.string(),
+      status: z.literal('deleting'),
+      deleted_sandbox_ids: z.array(z.string()),
+    }),
+    errors: [409],
+  }),
+  ({ userId, auth, body }, { accountDeletion }) => accountDeletion.request(callerOf(userId, auth), body.confirm),
 );

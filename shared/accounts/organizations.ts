@@ -2,7 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AccountStore } from '#shared/accounts/account-store.ts';
 import type { Accounts } from '#shared/accounts/accounts.ts';
 import type { Audit } from '#shared/accounts/audit.ts';
-import type { InvitationRecord, OrgRecord, Role, UserRecord } from '#shared/accounts/model.ts';
+import type {
+  AccountStatus,
+  InvitationRecord,
+  OrgRecord,
+  OrgStatus,
+  Role,
+  UserRecord,
+} from '#shared/accounts/model.ts';
 import type { ApiKeys } from '#shared/auth/api-keys.ts';
 import { ApiError, conflict, forbidden, invalidField, notFound } from '#shared/http/errors.ts';
 import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
@@ -37,6 +44,19 @@ export const memberView = (u: UserRecord) => ({
   role: u.role,
   status: u.status,
 });
+/** A person as operators list them: who, where, in what state; never a key, a hash or a setting. */
+export const adminUserView = (u: UserRecord) => ({
+  user_id: u.userId,
+  email: u.email ?? null,
+  email_verified: u.emailVerified === true,
+  issuer: u.issuer ?? null,
+  org_id: u.orgId,
+  role: u.role,
+  status: u.status,
+  created_at: u.createdAt,
+  updated_at: u.updatedAt,
+});
+export const adminOrgView = (o: OrgRecord) => ({ ...orgView(o), owners: o.owners, updated_at: o.updatedAt });
 const invitationView = (i: InvitationRecord, now: string) => ({
   id: i.tokenHash.slice(0, 16),
   email: i.email,
@@ -82,7 +102,7 @@ export class Organizations {
 
   async get(caller: Caller, orgId: string) {
     const org = await this.visible(caller, orgId);
-    const members = await this.store.listMembers(orgId);
+    const members = (await this.store.listMembers(orgId)).filter((m) => m.status !== 'deleted');
     return { ...orgView(org), role: caller.orgId === orgId ? caller.role : null, members: members.map(memberView) };
   }
 
@@ -210,7 +230,9 @@ export class Organizations {
     const current = await this.accounts.read(caller.userId);
     if (!current) throw notFound('Invitation not found, expired or already used');
     const { user, org } = current;
-    const others = (await this.store.listMembers(org.orgId)).filter((m) => m.userId !== user.userId);
+    const others = (await this.store.listMembers(org.orgId)).filter(
+      (m) => m.userId !== user.userId && m.status !== 'deleted',
+    );
     if (user.role === 'owner' && others.length > 0 && !(await this.store.adjustOwners(org.orgId, -1, 1)))
       throw conflict(LAST_OWNER);
     if (!(await this.store.acceptInvitation(invitation.tokenHash, user.userId, at))) {
@@ -259,6 +281,34 @@ export class Organizations {
     throw conflict('The organization changed meanwhile; try again');
   }
 
+  /**
+   * `GET /api/v1/admin/users`: a page of people, newest first (one organization's: by user id),
+   * through an index, never a Scan. Each page read is audited as `users_listed`, naming the operator:
+   * in the listed organization's log when filtered by one, else in the operator's own.
+   */
+  async listUsers(
+    caller: Caller,
+    q: { orgId?: string; status?: AccountStatus; limit: number; after?: Record<string, unknown> },
+  ) {
+    this.requireOperator(caller);
+    const page = await this.store.listUsers(q);
+    const detail = [q.status && `status=${q.status}`, q.after && 'a later page'].filter(Boolean).join(', ');
+    await this.audit.record(q.orgId ?? caller.orgId, `operator:${caller.userId}`, 'users_listed', {
+      ...(q.orgId ? { target: q.orgId } : {}),
+      ...(detail ? { detail } : {}),
+    });
+    return { items: page.items.map(adminUserView), next: page.next };
+  }
+
+  /** `GET /api/v1/admin/orgs`: a page of organizations, newest first; audited as `orgs_listed` in the operator's own log. */
+  async listOrgs(caller: Caller, q: { status?: OrgStatus; limit: number; after?: Record<string, unknown> }) {
+    this.requireOperator(caller);
+    const page = await this.store.listOrgs(q);
+    const detail = [q.status && `status=${q.status}`, q.after && 'a later page'].filter(Boolean).join(', ');
+    await this.audit.record(caller.orgId, `operator:${caller.userId}`, 'orgs_listed', detail ? { detail } : {});
+    return { items: page.items.map(adminOrgView), next: page.next };
+  }
+
   /** 422 naming `plan` unless it is one of the configured plans (a typo would silently mean the default plan). */
   private knownPlan(plan: string): void {
     if (!this.plans().has(plan))
@@ -272,7 +322,7 @@ export class Organizations {
   async setUserStatus(caller: Caller, userId: string, suspend: boolean) {
     this.requireOperator(caller);
     const user = await this.store.getUser(userId);
-    if (!user) throw notFound('User not found');
+    if (!user || user.status === 'deleted') throw notFound('User not found');
     const status = suspend ? 'suspended' : 'active';
     if (user.status !== status) {
       if (!(await this.store.replaceUser({ ...user, status, updatedAt: this.now().toISOString() })))
@@ -325,7 +375,7 @@ export class Organizations {
 
   private async member(orgId: string, userId: string): Promise<UserRecord> {
     const user = await this.store.getUser(userId);
-    if (!user || user.orgId !== orgId) throw notFound('Member not found');
+    if (!user || user.orgId !== orgId || user.status === 'deleted') throw notFound('Member not found');
     return user;
   }
 
@@ -334,7 +384,8 @@ export class Organizations {
     if (caller.orgId !== orgId || caller.role === 'member') throw forbidden('Only an owner or admin can do this');
   }
 
-  private requireOperator(caller: Caller): void {
+  /** A 403 for anyone but an operator (as every admin route answers). */
+  requireOperator(caller: Caller): void {
     if (!caller.operator) throw new ApiError(403, { detail: 'Only an operator can do this' });
   }
 

@@ -54,6 +54,7 @@ export const CROSS_SITE_REFUSAL =
   'Cross-site request refused: a request signed in with the session cookie must come from an allowed origin';
 export const SUSPENDED_USER = 'This account is suspended';
 export const SUSPENDED_ORG = "This account's organization is suspended";
+export const DELETED_USER = 'This account was deleted';
 
 const refused = (refusal: string): AuthorizerContext => ({ userId: '', refusal, refusalStatus: 401 });
 
@@ -149,6 +150,7 @@ function withAccount(
   groups: readonly string[] = [],
 ): AuthorizerContext {
   if (user.status === 'suspended') return refused(SUSPENDED_USER);
+  if (user.status === 'deleted') return refused(DELETED_USER);
   if (org.status === 'suspended') return refused(SUSPENDED_ORG);
   // Keys and sessions end when their person leaves or is removed from an organization.
   if (issuedAt && user.credentialsNotBefore && issuedAt < user.credentialsNotBefore) return { userId: '' };

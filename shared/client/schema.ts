@@ -117,6 +117,24 @@ export interface paths {
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
+        /** Delete your account (`{"confirm": "<your user id>"}`; 409 for the last owner of an organization with other members): refused at once, keys revoked, sandboxes deleted; conversations, events, settings and secrets removed by the daily purge; usage records and the audit log stay with the organization */
+        delete: operations["deleteMyAccount"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's own data, paged: account, organization and role, settings without secret values, keys without hashes (first page); conversations newest first with their events (at most 500 events or about 4 MB a page) */
+        get: operations["exportMyData"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1466,6 +1484,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operators: people newest first, paged (`org_id`: one organization's, by user id; `status`: active, suspended or deleted), through an index, never a Scan; no keys or settings. Audited as users_listed */
+        get: operations["adminListUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/orgs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operators: organizations newest first, paged (`status`: active, suspended or closed), through an index. Audited as orgs_listed */
+        get: operations["adminListOrgs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/users/{user_id}/suspend": {
         parameters: {
             query?: never;
@@ -2390,6 +2442,187 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    deleteMyAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    confirm: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        user_id: string;
+                        /** @constant */
+                        status: "deleting";
+                        deleted_sandbox_ids: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    exportMyData: {
+        parameters: {
+            query?: {
+                page_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: {
+                            user_id: string;
+                            email: string | null;
+                            org_id: string | null;
+                            role: string | null;
+                        } | null;
+                        settings: {
+                            language?: string | null;
+                            agent?: string | null;
+                            max_iterations?: number | null;
+                            security_analyzer?: string | null;
+                            confirmation_mode?: boolean | null;
+                            llm_model?: string | null;
+                            llm_api_key?: string | null;
+                            llm_base_url?: (string | "") | null;
+                            remote_runtime_resource_factor?: number | null;
+                            secrets_store?: {
+                                provider_tokens?: {
+                                    [key: string]: {
+                                        token?: string | null;
+                                        host?: string | null;
+                                        user_id?: string | null;
+                                    } | null;
+                                };
+                                custom_secrets?: {
+                                    [key: string]: (string | {
+                                        secret?: string | null;
+                                        description?: string | null;
+                                    }) | null;
+                                };
+                            };
+                            enable_default_condenser?: boolean;
+                            condenser_max_size?: number | null;
+                            enable_sound_notifications?: boolean;
+                            enable_proactive_conversation_starters?: boolean;
+                            enable_solvability_analysis?: boolean;
+                            user_consents_to_analytics?: boolean | null;
+                            sandbox_base_container_image?: string | null;
+                            sandbox_runtime_container_image?: string | null;
+                            mcp_config?: {
+                                /** @default [] */
+                                sse_servers: {
+                                    url: string;
+                                    api_key?: string | null;
+                                }[];
+                                /** @default [] */
+                                stdio_servers: {
+                                    name: string;
+                                    command: string;
+                                    /** @default [] */
+                                    args: string[];
+                                    /** @default {} */
+                                    env: {
+                                        [key: string]: string | null;
+                                    };
+                                }[];
+                                /** @default [] */
+                                shttp_servers: {
+                                    url: string;
+                                    api_key?: string | null;
+                                }[];
+                            };
+                            search_api_key?: string | null;
+                            sandbox_api_key?: string | null;
+                            max_budget_per_task?: number | null;
+                            email?: string | null;
+                            email_verified?: boolean | null;
+                            git_user_name?: string | null;
+                            git_user_email?: string | null;
+                            llm_api_key_set: boolean;
+                            search_api_key_set: boolean;
+                            sandbox_api_key_set: boolean;
+                            provider_tokens_set: {
+                                [key: string]: string | null;
+                            };
+                        } | null;
+                        api_keys: {
+                            id: string;
+                            name: string;
+                            prefix: string;
+                            created_at: string;
+                            last_used_at: string | null;
+                            expires_at: string | null;
+                        }[] | null;
+                        conversations: {
+                            id: string;
+                            title: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            sandbox_id: string | null;
+                            selected_repository: string | null;
+                            selected_branch: string | null;
+                            git_provider: string | null;
+                            trigger: string | null;
+                            pr_number: number[];
+                            llm_model: string | null;
+                            parent_conversation_id: string | null;
+                            agent_type: string;
+                            execution_status: string | null;
+                            metrics: unknown;
+                            events: ({
+                                kind: string;
+                                id: string;
+                                timestamp: string;
+                                /** @enum {string} */
+                                source: "agent" | "user" | "environment";
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            events_continue: boolean;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -5970,6 +6203,90 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    adminListUsers: {
+        parameters: {
+            query?: {
+                org_id?: string;
+                status?: "active" | "suspended" | "deleted";
+                limit?: number;
+                page_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            user_id: string;
+                            email: string | null;
+                            email_verified: boolean;
+                            issuer: string | null;
+                            org_id: string;
+                            role: string;
+                            status: string;
+                            created_at: string;
+                            updated_at: string;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    adminListOrgs: {
+        parameters: {
+            query?: {
+                status?: "active" | "suspended" | "closed";
+                limit?: number;
+                page_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: string;
+                            name: string;
+                            plan: string;
+                            status: string;
+                            is_personal: boolean;
+                            created_at: string;
+                            owners: number;
+                            updated_at: string;
+                        }[];
+                        next_page_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
         };

@@ -101,6 +101,22 @@ export class SandboxService extends SandboxRecords {
     return paused;
   }
 
+  /** Deletes every sandbox of the user (their account is being deleted): stopped, workspaces and snapshots removed. */
+  async deleteAll(userId: string): Promise<string[]> {
+    const deleted: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.deps.store.listByUser(userId, 100, startKey);
+      for (const rec of page.items)
+        if (!rec.deletedAt) {
+          await this.delete(userId, rec.id);
+          deleted.push(rec.id);
+        }
+      startKey = page.lastKey;
+    } while (startKey);
+    return deleted;
+  }
+
   /**
    * Resumes on the same workspace (the plan's limits refuse as for a start). Resuming a live sandbox
    * changes nothing.

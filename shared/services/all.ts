@@ -1,4 +1,6 @@
 import type { ServiceFactories } from '#shared/services.ts';
+import { accountDeletion, accountPurge } from '#shared/services/account-deletion.ts';
+import { accountExport } from '#shared/services/account-export.ts';
 import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { audit } from '#shared/services/audit.ts';
@@ -53,6 +55,9 @@ export const allServices: Required<ServiceFactories> = {
   streamAccess,
   idempotency,
   accounts,
+  accountExport,
+  accountDeletion,
+  accountPurge,
   audit,
   auditLog,
   organizations,

@@ -115,11 +115,31 @@ export const tables = {
   /**
    * People, by user id: an OpenID person's id is `oidc_<hash of issuer and sub>`, a keys-CLI user's
    * the id the CLI named. Each holds `orgId`, `role` (owner/admin/member) and `status`
-   * (active/suspended); an organization's members through `byOrg`.
+   * (active/suspended); an organization's members through `byOrg`. Operators list them through
+   * `listed` (one constant partition, `listShard` = `users` on every item, newest first) and
+   * `suspended` (sparse: `suspendedShard` only on suspended users).
    */
-  users: { pk: 'userId', indexes: { byOrg: { pk: 'orgId', sk: 'userId' } } },
-  /** Organizations by id: `plan` (a plan's name), `status`, `owners` (the count the last-owner rule reads). */
-  orgs: { pk: 'orgId', indexes: {} },
+  users: {
+    pk: 'userId',
+    indexes: {
+      byOrg: { pk: 'orgId', sk: 'userId' },
+      listed: { pk: 'listShard', sk: 'createdAt' },
+      suspended: { pk: 'suspendedShard', sk: 'createdAt' },
+      // Sparse: accounts deleted whose data the sweeper is still removing (`purgeShard` until then).
+      purging: { pk: 'purgeShard', sk: 'userId' },
+    },
+  },
+  /**
+   * Organizations by id: `plan` (a plan's name), `status`, `owners` (the count the last-owner rule
+   * reads). Operators list them through `listed` and `suspended`, as users.
+   */
+  orgs: {
+    pk: 'orgId',
+    indexes: {
+      listed: { pk: 'listShard', sk: 'createdAt' },
+      suspended: { pk: 'suspendedShard', sk: 'createdAt' },
+    },
+  },
   /**
    * Invitations by the SHA-256 of their token (the token itself is never stored); an organization's
    * through `byOrg`, an email's through `byEmail` (invite-only sign-up). Removed by TTL after expiry.

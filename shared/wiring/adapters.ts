@@ -1,5 +1,6 @@
 import type { OrgEventBytes } from '#shared/events/org-bytes.ts';
 import type { AccountStore, AuditReader, AuditStore } from '#shared/accounts/account-store.ts';
+import type { AccountPurgeStore } from '#shared/accounts/account-purge-store.ts';
 import type { KeyStore } from '#shared/auth/key-store.ts';
 import type { OidcVerifier } from '#shared/auth/oidc.ts';
 import type { RateLimiter } from '#shared/auth/rate-limit.ts';
@@ -105,6 +106,8 @@ export interface Adapters {
   /** The LLM gateway's records, reservations and rate counters (tables `usage` and `keys`). */
   llmLedger: LlmLedger;
   /** People, organizations, invitations (tables `users`, `orgs`, `invitations`). */
+  /** The removal of a deleted account's data (the daily usage reconcile's function alone). */
+  accountPurgeStore: AccountPurgeStore;
   accountStore: AccountStore;
   /** The audit log's writer: new entries only (table access `append`). */
   auditStore: AuditStore;
@@ -260,6 +263,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     build: { tables: { users: 'read' }, capabilities: ['signin'] },
     calls: {
       getOrg: { tables: { orgs: 'read' } },
+      listOrgs: { tables: { orgs: 'read' } },
       createUser: { tables: { users: 'write' } },
       replaceUser: { tables: { users: 'write' } },
       createOrg: { tables: { orgs: 'write' } },
@@ -273,6 +277,18 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     },
   },
   auditStore: { build: { tables: { auditLog: 'append' }, capabilities: ['signin'] } },
+  accountPurgeStore: {
+    build: {
+      tables: {
+        users: 'write',
+        conversations: 'write',
+        events: 'write',
+        startTasks: 'write',
+        keys: 'write',
+        settings: 'write',
+      },
+    },
+  },
   auditReader: { build: { tables: { auditLog: 'read' } } },
   oidc: { build: { capabilities: ['signin'] } },
   signInLimiter: { build: { tables: { keys: 'write' } } },

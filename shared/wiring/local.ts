@@ -2,6 +2,7 @@ import { DynamoOrgEventBytes } from '#shared/events/dynamo-org-bytes.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoAccountStore, DynamoAuditReader, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoAccountPurgeStore } from '#shared/accounts/account-purge-store.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { oidcVerifier } from '#shared/auth/oidc.ts';
 import { DynamoRateLimiter } from '#shared/auth/rate-limit.ts';
@@ -194,6 +195,7 @@ export function localServices(options: LocalOptions): LocalServices {
     streamResendTrigger: awsOnly('streamResendTrigger'),
     idempotencyStore: () => dynamoIdempotencyStore(),
     accountStore: () => new DynamoAccountStore(),
+    accountPurgeStore: () => new DynamoAccountPurgeStore(),
     auditStore: () => new DynamoAuditStore(),
     auditReader: () => new DynamoAuditReader(),
     oidc: () => oidcVerifier(),

@@ -246,6 +246,9 @@ const foreign: Record<
   getSettings: () => ({ path: '/api/settings', expect: 'own-only' }),
   saveSettings: () => ({ path: '/api/settings', method: 'POST', body: {}, expect: 'own-only' }),
   getCurrentUser: () => ({ path: '/api/v1/users/me', expect: 'own-only' }),
+  exportMyData: () => ({ path: '/api/v1/users/me/export', expect: 'own-only' }),
+  // The victim's id as the confirmation deletes no one: it is not the caller's own.
+  deleteMyAccount: (v) => ({ path: '/api/v1/users/me', method: 'DELETE', body: { confirm: v.userId }, expect: [422] }),
   searchSandboxes: () => ({ path: '/api/v1/sandboxes/search', expect: 'own-only' }),
   getSandboxes: (v) => ({ path: `/api/v1/sandboxes?id=${v.sandbox.id}`, expect: 'null-list' }),
   startSandbox: (v) => ({
@@ -355,6 +358,8 @@ const foreign: Record<
   }),
   removeMember: (v) => ({ path: `/api/v1/orgs/${v.orgId}/members/${v.userId}`, method: 'DELETE', expect: 404 }),
   acceptInvitation: () => ({ path: `/api/v1/invitations/acsi_${'A'.repeat(43)}/accept`, method: 'POST', expect: 404 }),
+  adminListUsers: (v) => ({ path: `/api/v1/admin/users?org_id=${v.orgId}`, expect: [403] }),
+  adminListOrgs: () => ({ path: '/api/v1/admin/orgs?status=active', expect: [403] }),
   suspendUser: (v) => ({ path: `/api/v1/admin/users/${v.userId}/suspend`, method: 'POST', expect: [403] }),
   reactivateUser: (v) => ({ path: `/api/v1/admin/users/${v.userId}/reactivate`, method: 'POST', expect: [403] }),
   suspendOrg: (v) => ({ path: `/api/v1/admin/orgs/${v.orgId}/suspend`, method: 'POST', expect: [403] }),

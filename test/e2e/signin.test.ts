@@ -5,13 +5,20 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
+import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
 /**
  * Signing in to the web console through the development OpenID provider `npm start` runs (no
  * OIDC_ISSUER): Chromium (playwright-core) against `npm start` as a child process, one for the file.
  */
 declare const sessionStorage: { length: number };
-declare const document: { cookie: string };
+declare const document: {
+  cookie: string;
+  addEventListener(
+    type: 'securitypolicyviolation',
+    fn: (e: { blockedURI: string; effectiveDirective: string }) => void,
+  ): void;
+};
 
 let server: ServerProcess;
 let browser: Browser;
@@ -103,5 +110,85 @@ describe('signing in to the console with the development OpenID provider', { tim
     expect(new URL(page.url()).host).toBe(new URL(local).host);
     expect(await page.locator('header .user').textContent()).toBe('lee@example.com');
     expect(violations).toEqual([]);
+  });
+});
+
+/**
+ * The same with an external issuer of the test's own on another origin (its own loopback port): the
+ * console's Content-Security-Policy names exactly that origin in `connect-src` (the code's redemption
+ * at its token endpoint) and nothing wider, and the sign-in goes through with no policy violation.
+ */
+describe('signing in to the console with an external issuer on another origin', { timeout: 90_000 }, () => {
+  let external: ServerProcess;
+  let idp: TestIssuer;
+  let externalDir: string;
+
+  beforeAll(async () => {
+    idp = await startTestIssuer();
+    externalDir = mkdtempSync(join(tmpdir(), 'acs-signin-ext-e2e-'));
+    external = await startServerProcess(externalDir, ['--memory'], {
+      OIDC_ISSUER: idp.issuer,
+      OIDC_AUDIENCE: 'acs-api',
+      OIDC_CLIENT_ID: 'acs-console',
+      SIGNUP_MODE: '',
+    });
+    idp.corsOrigins.push(new URL(external.url).origin);
+    await browser.context.clearCookies();
+  }, 120_000);
+
+  afterAll(async () => {
+    await external?.interrupt();
+    await idp?.close();
+    if (externalDir) rmSync(externalDir, { recursive: true, force: true });
+  });
+
+  it("the policy names the issuer's origin for connect-src and nothing wider; forms stay on this origin", async () => {
+    const csp = (await fetch(`${external.url}/`)).headers.get('content-security-policy') ?? '';
+    const directive = (name: string) =>
+      csp
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .find(([n]) => n === name)
+        ?.slice(1);
+    const host = new URL(external.url).host;
+    expect(directive('connect-src')?.sort()).toEqual(
+      ["'self'", `ws://${host}`, `wss://${host}`, new URL(idp.issuer).origin].sort(),
+    );
+    // The page reaches the issuer by navigation (location.assign), which form-action does not govern: no form goes there.
+    expect(directive('form-action')).toEqual(["'self'"]);
+    expect(directive('default-src')).toEqual(["'none'"]);
+  });
+
+  it('redeems the code at the external token endpoint from the page and comes back signed in, with no violation', async () => {
+    idp.login = { sub: 'ext-ann', email: 'ann@ext.example' };
+    const violations: string[] = [];
+    page.on('console', (m) => void (m.type() === 'error' && violations.push(m.text())));
+    await page.goto(external.url);
+    await page.getByRole('button', { name: 'Sign in with OpenID' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    expect(await page.locator('header .user').textContent()).toBe('ann@ext.example');
+    expect(new URL(page.url()).origin).toBe(new URL(external.url).origin);
+    // The page itself called the token endpoint, cross-origin, with its PKCE verifier.
+    expect(idp.tokenRequests).toEqual([{ origin: new URL(external.url).origin, pkce: true }]);
+    expect(violations).toEqual([]);
+    const me = await page.evaluate(async () => (await fetch('/api/v1/users/me')).json());
+    expect(me).toMatchObject({ email: 'ann@ext.example', role: 'owner' });
+    await browser.shot('04-external-issuer');
+  });
+
+  it('the same issuer on another origin (localhost for 127.0.0.1) is blocked by the policy', async () => {
+    const other = idp.issuer.replace('127.0.0.1', 'localhost');
+    const blocked = await page.evaluate(async (url: string) => {
+      const violation = new Promise<string>((resolve) =>
+        document.addEventListener('securitypolicyviolation', (e) => resolve(`${e.effectiveDirective} ${e.blockedURI}`)),
+      );
+      const result = await fetch(`${url}/.well-known/openid-configuration`).then(
+        () => 'fetched',
+        () => 'refused',
+      );
+      return { result, seen: await violation };
+    }, other);
+    expect(blocked.result).toBe('refused');
+    expect(blocked.seen).toMatch(/^connect-src http:\/\/localhost:/);
   });
 });

@@ -23,6 +23,23 @@ export class MemoryAccountStore implements AccountStore {
   async listMembers(orgId: string) {
     return [...this.users.values()].filter((u) => u.orgId === orgId).map((u) => structuredClone(u));
   }
+  /** Newest first (by user id within an organization); `after` is the last item's id. */
+  async listUsers(q: { orgId?: string; status?: string; limit: number; after?: Record<string, unknown> }) {
+    const all = [...this.users.values()]
+      .filter((u) => (!q.orgId || u.orgId === q.orgId) && (!q.status || u.status === q.status))
+      .sort((a, b) => (q.orgId ? a.userId.localeCompare(b.userId) : b.createdAt.localeCompare(a.createdAt)));
+    const from = q.after ? all.findIndex((u) => u.userId === q.after!.userId) + 1 : 0;
+    const items = all.slice(from, from + q.limit).map((u) => structuredClone(u));
+    return { items, ...(from + q.limit < all.length ? { next: { userId: items.at(-1)!.userId } } : {}) };
+  }
+  async listOrgs(q: { status?: string; limit: number; after?: Record<string, unknown> }) {
+    const all = [...this.orgs.values()]
+      .filter((o) => !q.status || o.status === q.status)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    const from = q.after ? all.findIndex((o) => o.orgId === q.after!.orgId) + 1 : 0;
+    const items = all.slice(from, from + q.limit).map((o) => structuredClone(o));
+    return { items, ...(from + q.limit < all.length ? { next: { orgId: items.at(-1)!.orgId } } : {}) };
+  }
   async getOrg(id: string) {
     return structuredClone(this.orgs.get(id));
   }

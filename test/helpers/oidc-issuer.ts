@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
@@ -19,6 +19,15 @@ export interface TestIssuer {
   unsigned(claims: JWTPayload): string;
   /** An HS256 token whose HMAC key is the issuer's public RSA key (the algorithm-confusion attack). */
   hmacWithPublicKey(claims: JWTPayload): string;
+  /**
+   * Who the authorization endpoint signs in (no page of its own: it answers at once with a code for
+   * this person, as an issuer with a remembered session does); `undefined` answers `access_denied`.
+   */
+  login: { sub: string; email: string } | undefined;
+  /** Origins whose token requests get CORS headers (a browser console of another origin). */
+  corsOrigins: string[];
+  /** Token requests received, with whether the PKCE verifier matched. */
+  tokenRequests: { origin: string | undefined; pkce: boolean }[];
   close(): Promise<void>;
 }
 
@@ -34,8 +43,84 @@ export async function startTestIssuer(options: { path?: string } = {}): Promise<
   const ecJwk: JWK = { ...(await exportJWK(ec.publicKey)), kid: 'ec-1', alg: 'ES256', use: 'sig' };
   const state = { jwksFetches: 0 };
   let issuer = '';
+  const codes = new Map<
+    string,
+    { clientId: string; redirectUri: string; nonce: string; challenge: string; sub: string; email: string }
+  >();
+  const flow = {
+    login: undefined as { sub: string; email: string } | undefined,
+    corsOrigins: [] as string[],
+    tokenRequests: [] as { origin: string | undefined; pkce: boolean }[],
+  };
+  const nowS = () => Math.floor(Date.now() / 1000);
+  const signRs = (claims: JWTPayload) =>
+    new SignJWT({ iss: issuer, iat: nowS(), exp: nowS() + 600, ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid: 'rsa-1', typ: 'JWT' })
+      .sign(rsa.privateKey);
   const server: Server = createServer((req, res) => {
-    if (req.url === `${path}/.well-known/openid-configuration`) {
+    const url = new URL(req.url ?? '/', 'http://issuer');
+    // Authorization code + PKCE, as the console uses it: a code for `flow.login`, bound to the challenge and nonce.
+    if (url.pathname === `${path}/auth` && req.method === 'GET') {
+      const q = url.searchParams;
+      const redirect = new URL(q.get('redirect_uri') ?? 'http://invalid/');
+      redirect.search = '';
+      if (q.get('state')) redirect.searchParams.set('state', q.get('state')!);
+      if (!flow.login || q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256') {
+        redirect.searchParams.set('error', 'access_denied');
+      } else {
+        const code = randomBytes(16).toString('hex');
+        codes.set(code, {
+          clientId: q.get('client_id') ?? '',
+          redirectUri: q.get('redirect_uri') ?? '',
+          nonce: q.get('nonce') ?? '',
+          challenge: q.get('code_challenge') ?? '',
+          ...flow.login,
+        });
+        redirect.searchParams.set('code', code);
+      }
+      res.statusCode = 302;
+      res.setHeader('location', redirect.href);
+      return res.end();
+    }
+    if (url.pathname === `${path}/token`) {
+      const origin = req.headers.origin;
+      if (origin && flow.corsOrigins.includes(origin)) res.setHeader('access-control-allow-origin', origin);
+      if (req.method === 'OPTIONS') {
+        res.setHeader('access-control-allow-methods', 'POST');
+        res.setHeader('access-control-allow-headers', 'content-type');
+        res.statusCode = 204;
+        return res.end();
+      }
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        const grant = codes.get(form.get('code') ?? '');
+        codes.delete(form.get('code') ?? '');
+        const verifier = form.get('code_verifier') ?? '';
+        const pkce = !!grant && createHash('sha256').update(verifier).digest('base64url') === grant.challenge;
+        flow.tokenRequests.push({ origin, pkce });
+        res.setHeader('content-type', 'application/json');
+        if (
+          !grant ||
+          !pkce ||
+          form.get('redirect_uri') !== grant.redirectUri ||
+          form.get('client_id') !== grant.clientId
+        ) {
+          res.statusCode = 400;
+          return res.end(JSON.stringify({ error: 'invalid_grant' }));
+        }
+        void signRs({
+          sub: grant.sub,
+          aud: grant.clientId,
+          nonce: grant.nonce,
+          email: grant.email,
+          email_verified: true,
+        }).then((idToken) => res.end(JSON.stringify({ id_token: idToken, token_type: 'Bearer', expires_in: 600 })));
+      });
+      return;
+    }
+    if (url.pathname === `${path}/.well-known/openid-configuration`) {
       res.setHeader('content-type', 'application/json');
       return res.end(
         JSON.stringify({
@@ -59,6 +144,14 @@ export async function startTestIssuer(options: { path?: string } = {}): Promise<
   const now = () => Math.floor(Date.now() / 1000);
   return {
     issuer,
+    get login() {
+      return flow.login;
+    },
+    set login(who) {
+      flow.login = who;
+    },
+    corsOrigins: flow.corsOrigins,
+    tokenRequests: flow.tokenRequests,
     get jwksFetches() {
       return state.jwksFetches;
     },

@@ -1,5 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
@@ -270,6 +278,145 @@ describe('operators', () => {
   });
 });
 
+describe('operators list users and organizations', () => {
+  it('through an index, paged, filtered; never to an owner, an admin or a member; no secrets; audited', async () => {
+    const op = await access('op', { email: 'op@example.com' });
+    const opOrg = (await me(op)).body.org_id;
+    // An organization with an owner, an admin and a member: each hostile to the operators' lists.
+    const owner = await access('lister-owner');
+    const orgId = (await me(owner)).body.org_id;
+    const join = async (sub: string, role: string) => {
+      const inv = await stack.call('POST', `/api/v1/orgs/${orgId}/invitations`, {
+        ...bearer(owner),
+        body: { email: `${sub}@example.com`, role },
+      });
+      const token = await access(sub);
+      expect((await stack.call('POST', `/api/v1/invitations/${inv.body.token}/accept`, bearer(token))).status).toBe(
+        200,
+      );
+      return token;
+    };
+    const admin = await join('lister-admin', 'admin');
+    const member = await join('lister-member', 'member');
+    const key = (await stack.call('POST', '/api/keys', { ...bearer(member), body: { name: 'k' } })).body.key as string;
+    await stack.call('POST', '/api/settings', {
+      ...bearer(member),
+      body: { llm_model: 'm', llm_api_key: 'sk-lister-planted-0123456789' },
+    });
+    for (const who of [owner, admin, member]) {
+      for (const path of [
+        '/api/v1/admin/users',
+        `/api/v1/admin/users?org_id=${orgId}`,
+        '/api/v1/admin/users?status=suspended',
+        '/api/v1/admin/orgs',
+      ]) {
+        const res = await stack.call('GET', path, bearer(who));
+        expect(res.status, path).toBe(403);
+        expect(res.text).not.toContain('lister-');
+      }
+    }
+    expect((await stack.call('GET', '/api/v1/admin/users', { key })).status).toBe(403);
+    // An unverified operator email is no operator.
+    const fake = await access('fake-lister', { email: 'op@example.com', email_verified: false });
+    expect((await stack.call('GET', '/api/v1/admin/orgs', bearer(fake))).status).toBe(403);
+
+    // One organization's members, by user id; nothing of keys or settings.
+    const inOrg = await stack.call('GET', `/api/v1/admin/users?org_id=${orgId}`, bearer(op));
+    expect(inOrg.status).toBe(200);
+    const ids = ['lister-owner', 'lister-admin', 'lister-member'].map((s) => personUserId(idp.issuer, s)).sort();
+    expect(inOrg.body.items.map((u: { user_id: string }) => u.user_id)).toEqual(ids);
+    expect(inOrg.body.items.find((u: { role: string }) => u.role === 'admin')).toMatchObject({
+      email: 'lister-admin@example.com',
+      email_verified: true,
+      org_id: orgId,
+      status: 'active',
+    });
+    for (const secret of [key, key.split('_')[2]!, 'sk-lister-planted', 'hash', 'sealed'])
+      expect(inOrg.text).not.toContain(secret);
+
+    // Everyone, newest first, paged: the fake operator signed up last.
+    const first = await stack.call('GET', '/api/v1/admin/users?limit=2', bearer(op));
+    expect(first.body.items.length).toBe(2);
+    expect(first.body.items[0].user_id).toBe(personUserId(idp.issuer, 'fake-lister'));
+    const listed: { user_id: string; created_at: string }[] = [];
+    let page = first;
+    for (let i = 0; i < 100 && page.body.next_page_id; i++) {
+      listed.push(...page.body.items);
+      page = await stack.call('GET', `/api/v1/admin/users?limit=7&page_id=${page.body.next_page_id}`, bearer(op));
+      expect(page.status).toBe(200);
+    }
+    listed.push(...page.body.items);
+    const seen = listed.map((u) => u.user_id);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual(expect.arrayContaining([...ids, personUserId(idp.issuer, 'op')]));
+    const times = listed.map((u) => u.created_at);
+    expect(times).toEqual([...times].sort().reverse());
+    // A cursor replayed under other filters, or by a non-operator: refused.
+    const cursor = first.body.next_page_id;
+    expect((await stack.call('GET', `/api/v1/admin/users?status=active&page_id=${cursor}`, bearer(op))).status).toBe(
+      400,
+    );
+    expect((await stack.call('GET', `/api/v1/admin/users?page_id=${cursor}`, bearer(admin))).status).toBe(403);
+    expect((await stack.call('GET', `/api/v1/admin/orgs?page_id=${cursor}`, bearer(op))).status).toBe(400);
+    // Bad filters name their field.
+    const bad = await stack.call('GET', '/api/v1/admin/users?status=gone', bearer(op));
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body)).toContain('status');
+    expect((await stack.call('GET', '/api/v1/admin/users?org_id=nope', bearer(op))).status).toBe(422);
+
+    // Suspended people and organizations: in the sparse index while suspended, out of it once reactivated.
+    const memberId = personUserId(idp.issuer, 'lister-member');
+    const suspendedIds = async () =>
+      (await stack.call('GET', '/api/v1/admin/users?status=suspended', bearer(op))).body.items.map(
+        (u: { user_id: string }) => u.user_id,
+      );
+    expect(await suspendedIds()).not.toContain(memberId);
+    expect((await stack.call('POST', `/api/v1/admin/users/${memberId}/suspend`, bearer(op))).status).toBe(200);
+    expect(await suspendedIds()).toContain(memberId);
+    const activeInOrg = await stack.call('GET', `/api/v1/admin/users?org_id=${orgId}&status=active`, bearer(op));
+    expect(activeInOrg.body.items.map((u: { user_id: string }) => u.user_id)).not.toContain(memberId);
+    expect(activeInOrg.body.items.length).toBe(2);
+    expect((await stack.call('POST', `/api/v1/admin/users/${memberId}/reactivate`, bearer(op))).status).toBe(200);
+    expect(await suspendedIds()).not.toContain(memberId);
+
+    const suspendedOrgs = async () =>
+      (await stack.call('GET', '/api/v1/admin/orgs?status=suspended', bearer(op))).body.items.map(
+        (o: { id: string }) => o.id,
+      );
+    expect((await stack.call('POST', `/api/v1/admin/orgs/${orgId}/suspend`, bearer(op))).status).toBe(200);
+    expect(await suspendedOrgs()).toContain(orgId);
+    expect((await stack.call('POST', `/api/v1/admin/orgs/${orgId}/reactivate`, bearer(op))).status).toBe(200);
+    expect(await suspendedOrgs()).not.toContain(orgId);
+    const orgs = await stack.call('GET', '/api/v1/admin/orgs?limit=100', bearer(op));
+    expect(orgs.status).toBe(200);
+    expect(orgs.body.items.find((o: { id: string }) => o.id === orgId)).toMatchObject({
+      status: 'active',
+      owners: 1,
+      is_personal: true,
+    });
+    // Newest first: the lister-owner's organization is newer than the operator's own.
+    const order = orgs.body.items.map((o: { id: string }) => o.id);
+    expect(order.indexOf(orgId)).toBeLessThan(order.indexOf(opOrg));
+    // The personal organizations the admin and member left are closed, and listed as such.
+    const closed = await stack.call('GET', '/api/v1/admin/orgs?status=closed', bearer(op));
+    expect(closed.body.items.length).toBeGreaterThanOrEqual(2);
+    expect(closed.body.items.every((o: { status: string }) => o.status === 'closed')).toBe(true);
+
+    // Audited, naming the operator: an organization's listing in its own log, the rest in the operator's.
+    const opId = personUserId(idp.issuer, 'op');
+    const theirs = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}&limit=100`, bearer(op));
+    expect(theirs.body.items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ action: 'users_listed', actor: `operator:${opId}`, target: orgId }),
+      ]),
+    );
+    const mine = await stack.call('GET', '/api/v1/audit-log?limit=100', bearer(op));
+    const actions = mine.body.items.map((e: { action: string }) => e.action);
+    expect(actions).toEqual(expect.arrayContaining(['users_listed', 'orgs_listed']));
+    expect(mine.body.items.find((e: { detail: string | null }) => e.detail === 'status=suspended')).toBeDefined();
+  }, 60_000);
+});
+
 describe('API key expiry', () => {
   it('refuses an expired key at once, cached or not; refuses a past or far expiry with 422', async () => {
     const at = new Date(Date.now() + 1500).toISOString();
@@ -331,5 +478,238 @@ describe('audit log', () => {
     expect(
       (await stack.call('GET', `/api/v1/audit-log?page_id=${page1.body.next_page_id}`, bearer(stranger))).status,
     ).toBe(400);
+  });
+});
+
+/** A conversation of `userId` with `n` events, written through the stores as the start and the sandbox's posts leave them. */
+async function conversationWithEvents(userId: string, n: number, title: string): Promise<string> {
+  const id = randomUUID().replaceAll('-', '');
+  const at = new Date().toISOString();
+  await new DynamoConversationStore().create({
+    id,
+    userId,
+    createdAt: at,
+    updatedAt: at,
+    sandbox_id: null,
+    start_task_id: randomUUID(),
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    title,
+    trigger: null,
+    pr_number: [],
+    llm_model: null,
+    parent_conversation_id: null,
+    agent_type: 'default',
+    execution_status: null,
+    metrics: null,
+    version: 1,
+  });
+  const store = new DynamoEventStore();
+  const batches = [];
+  for (let first = 1; first <= n; first += 100) {
+    const events = Array.from({ length: Math.min(100, n - first + 1) }, (_, i) => ({
+      kind: 'MessageEvent',
+      id: `${title}-${first + i}`,
+      timestamp: at,
+      source: 'agent',
+      llm_message: { role: 'assistant', content: [{ type: 'text', text: `${title} ${first + i}` }] },
+    })) as unknown as AgentEventEnvelope[];
+    batches.push(store.append({ userId, conversationId: id }, first, events));
+  }
+  await Promise.all(batches);
+  return id;
+}
+
+describe('a person exports their data', () => {
+  it("paged: account, settings without secret values, keys without hashes, conversations with every event; nobody else's", async () => {
+    const token = await access('exporter');
+    const userId = (await me(token)).body.id as string;
+    const secret = 'sk-export-planted-0123456789';
+    await stack.call('POST', '/api/settings', { ...bearer(token), body: { llm_model: 'm', llm_api_key: secret } });
+    const key = (await stack.call('POST', '/api/keys', { ...bearer(token), body: { name: 'export-key' } })).body;
+    const neighbour = await access('export-neighbour');
+    const neighbourId = (await me(neighbour)).body.id as string;
+    const older = await conversationWithEvents(userId, 520, 'older');
+    const newer = await conversationWithEvents(userId, 3, 'newer');
+    await conversationWithEvents(neighbourId, 2, 'theirs');
+
+    const pages = [];
+    let page = await stack.call('GET', '/api/v1/users/me/export', bearer(token));
+    for (let i = 0; i < 10; i++) {
+      expect(page.status, page.text).toBe(200);
+      pages.push(page);
+      if (!page.body.next_page_id) break;
+      page = await stack.call('GET', `/api/v1/users/me/export?page_id=${page.body.next_page_id}`, bearer(token));
+    }
+    const [first] = pages;
+    expect(first!.body.account).toMatchObject({ user_id: userId, email: 'exporter@example.com', role: 'owner' });
+    expect(first!.body.settings).toMatchObject({ llm_model: 'm', llm_api_key: null, llm_api_key_set: true });
+    expect(first!.body.api_keys.map((k: { id: string }) => k.id)).toContain(key.id);
+    for (const p of pages) {
+      for (const leak of [secret, key.key, 'theirs', 'hash', 'sealed']) expect(p.text).not.toContain(leak);
+      const events = p.body.conversations.reduce((a: number, c: { events: unknown[] }) => a + c.events.length, 0);
+      expect(events).toBeLessThanOrEqual(500);
+    }
+    expect(pages.slice(1).every((p) => p.body.account === null && p.body.api_keys === null)).toBe(true);
+    expect(pages.length).toBeGreaterThanOrEqual(2);
+    // Newest first, each conversation's events whole and in order across pages.
+    const byId = new Map<string, string[]>();
+    const order: string[] = [];
+    for (const p of pages)
+      for (const c of p.body.conversations) {
+        if (!byId.has(c.id)) order.push(c.id);
+        byId.set(c.id, [...(byId.get(c.id) ?? []), ...c.events.map((e: { id: string }) => e.id)]);
+      }
+    expect(order).toEqual([newer, older]);
+    expect(byId.get(newer)).toEqual(['newer-1', 'newer-2', 'newer-3']);
+    expect(byId.get(older)).toEqual(Array.from({ length: 520 }, (_, i) => `older-${i + 1}`));
+
+    // The cursor is the caller's alone; a conversation key exports nothing.
+    const cursor = pages[0]!.body.next_page_id;
+    expect((await stack.call('GET', `/api/v1/users/me/export?page_id=${cursor}`, bearer(neighbour))).status).toBe(400);
+    const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${newer}`, bearer(token))).body[0]
+      ?.session_api_key as string;
+    expect(scoped).toMatch(/^acsc\./);
+    expect((await stack.call('GET', '/api/v1/users/me/export', { key: scoped })).status).toBe(403);
+    const theirs = await stack.call('GET', '/api/v1/users/me/export', bearer(neighbour));
+    expect(theirs.body.conversations.map((c: { title: string }) => c.title)).toEqual(['theirs']);
+  }, 60_000);
+});
+
+describe('a person deletes their account', () => {
+  it("refused at once, data removed by the scheduled purge in bounded runs; nobody else's touched; the last owner stays", async () => {
+    const token = await access('leaver');
+    const userId = (await me(token)).body.id as string;
+    const orgId = (await me(token)).body.org_id as string;
+    const secret = 'sk-leaver-planted-0123456789';
+    await stack.call('POST', '/api/settings', { ...bearer(token), body: { llm_model: 'm', llm_api_key: secret } });
+    const key = (await stack.call('POST', '/api/keys', { ...bearer(token), body: { name: 'leaver-key' } })).body.key;
+    const cookie = (await stack.call('POST', '/api/authenticate', { key })).headers.get('set-cookie')!.split(';')[0]!;
+    const withCookie = { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } };
+    const conv = await conversationWithEvents(userId, 120, 'leaving');
+    const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${conv}`, bearer(token))).body[0]
+      .session_api_key as string;
+    // A sandbox of theirs, as its program holds it: its own key.
+    const sandboxId = `sbx-leaver-${randomUUID().slice(0, 8)}`;
+    const sandboxKeyValue = `sbx_${randomUUID().replaceAll('-', '')}`;
+    const at = new Date().toISOString();
+    await new DynamoSandboxStore().create({
+      id: sandboxId,
+      userId,
+      specId: 'default',
+      status: 'PAUSED',
+      version: 1,
+      generation: 1,
+      createdAt: at,
+      updatedAt: at,
+      lastActivityAt: at,
+      sessionKeyHash: sha256(sandboxKeyValue),
+    });
+    // A neighbour whose data must stay.
+    const stayer = await access('stayer');
+    const stayerId = (await me(stayer)).body.id as string;
+    await stack.call('POST', '/api/settings', { ...bearer(stayer), body: { llm_model: 'kept' } });
+    const stayerConv = await conversationWithEvents(stayerId, 5, 'staying');
+    const confirm = { confirm: userId };
+
+    // Hostile: the conversation's key and the sandbox's key cannot delete their owner; a wrong or missing confirmation is a 422.
+    expect((await stack.call('DELETE', '/api/v1/users/me', { key: scoped, body: confirm })).status).toBe(403);
+    expect((await stack.call('DELETE', '/api/v1/users/me', { key: sandboxKeyValue, body: confirm })).status).toBe(401);
+    expect(
+      (
+        await stack.call('DELETE', '/api/v1/users/me', {
+          key: null,
+          headers: { 'x-session-api-key': sandboxKeyValue },
+          body: confirm,
+        })
+      ).status,
+    ).toBe(401);
+    for (const body of [{ confirm: stayerId }, {}, { confirm: userId, extra: 1 }]) {
+      const res = await stack.call('DELETE', '/api/v1/users/me', { ...bearer(token), body });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+    }
+    const wrong = await stack.call('DELETE', '/api/v1/users/me', { ...bearer(token), body: { confirm: stayerId } });
+    expect(JSON.stringify(wrong.body)).toContain('confirm');
+    // Another person's confirmation from the neighbour deletes only the neighbour's own... which it refuses (not their id).
+    expect((await stack.call('DELETE', '/api/v1/users/me', { ...bearer(stayer), body: confirm })).status).toBe(422);
+    expect((await me(token)).status).toBe(200);
+
+    const res = await stack.call('DELETE', '/api/v1/users/me', { ...bearer(token), body: confirm });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toEqual({ success: true, user_id: userId, status: 'deleting', deleted_sandbox_ids: [sandboxId] });
+    // Refused at once: token, key, cookie, conversation key.
+    const refusedToken = await me(token);
+    expect(refusedToken.status).toBe(401);
+    expect(refusedToken.body.detail).toBe('This account was deleted');
+    expect((await stack.call('GET', '/api/v1/users/me', { key })).status).toBe(401);
+    expect((await stack.call('GET', '/api/v1/users/me', withCookie)).status).toBe(401);
+    expect((await stack.call('GET', `/api/v1/events/search?conversation_id__eq=${conv}`, { key: scoped })).status).toBe(
+      401,
+    );
+    // Deleted: the record gone, or marked deleted while its task stops.
+    const box = await new DynamoSandboxStore().get(sandboxId);
+    expect(box === undefined || box.deletedAt !== undefined).toBe(true);
+
+    // The scheduled purge (the daily reconcile's function) removes the data, a bounded amount a run.
+    const events = new DynamoEventStore();
+    let runs = 0;
+    for (; runs < 20; runs++) {
+      const swept = await stack.services.accountPurge.sweep(50);
+      expect(swept.items).toBeLessThanOrEqual(50);
+      if (swept.purged) break;
+    }
+    expect(runs).toBeGreaterThanOrEqual(2);
+    expect((await events.query({ userId, conversationId: conv }, { descending: false, limit: 10 })).items).toEqual([]);
+    expect(await new DynamoConversationStore().get(userId, conv)).toBeUndefined();
+    expect(await new DynamoSettingsStore().get(userId)).toBeUndefined();
+    const tombstone = await new DynamoAccountStore().getUser(userId);
+    expect(tombstone).toMatchObject({ status: 'deleted', userId });
+    expect(tombstone?.email).toBeUndefined();
+    expect(tombstone?.purgedAt).toBeDefined();
+    expect((await stack.services.accountPurge.sweep(50)).items).toBe(0);
+    // Still refused after the purge; the identity's id stays taken.
+    expect((await me(token)).body.detail).toBe('This account was deleted');
+
+    // The neighbour's data is whole.
+    expect((await stack.call('GET', '/api/settings', bearer(stayer))).body.llm_model).toBe('kept');
+    expect(
+      (await events.query({ userId: stayerId, conversationId: stayerConv }, { descending: false, limit: 10 })).items
+        .length,
+    ).toBe(5);
+
+    // Kept: the audit entry, in the organization's log (read by an operator: the organization closed with its only member).
+    const op = await access('op', { email: 'op@example.com' });
+    const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}&limit=100`, bearer(op));
+    expect(log.body.items.map((e: { action: string }) => e.action)).toContain('account_deleted');
+    expect(log.text).not.toContain(secret);
+    const listed = await stack.call('GET', '/api/v1/admin/users?status=deleted&limit=100', bearer(op));
+    expect(listed.body.items.find((u: { user_id: string }) => u.user_id === userId)).toMatchObject({ email: null });
+  }, 60_000);
+
+  it('the last owner of an organization with other members is refused with 409; a member leaves and is out of its list', async () => {
+    const boss = await access('last-boss');
+    const orgId = (await me(boss)).body.org_id as string;
+    const inv = await stack.call('POST', `/api/v1/orgs/${orgId}/invitations`, {
+      ...bearer(boss),
+      body: { email: 'worker@example.com', role: 'member' },
+    });
+    const worker = await access('worker');
+    expect((await stack.call('POST', `/api/v1/invitations/${inv.body.token}/accept`, bearer(worker))).status).toBe(200);
+    const bossId = (await me(boss)).body.id as string;
+    const workerId = (await me(worker)).body.id as string;
+    const refused = await stack.call('DELETE', '/api/v1/users/me', { ...bearer(boss), body: { confirm: bossId } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toMatch(/last owner/);
+    expect((await me(boss)).status).toBe(200);
+    expect(
+      (await stack.call('DELETE', '/api/v1/users/me', { ...bearer(worker), body: { confirm: workerId } })).status,
+    ).toBe(202);
+    const org = await stack.call('GET', `/api/v1/orgs/${orgId}`, bearer(boss));
+    expect(org.body.members.map((m: { user_id: string }) => m.user_id)).toEqual([bossId]);
+    // Now alone, the owner may go: the organization closes.
+    expect(
+      (await stack.call('DELETE', '/api/v1/users/me', { ...bearer(boss), body: { confirm: bossId } })).status,
+    ).toBe(202);
   });
 });

@@ -133,6 +133,40 @@ describe('the billing export in the tier', () => {
     expect(rows.length).toBeGreaterThan(1);
     expect(tier.aws.denials).toEqual([]);
   });
+
+  // This tier (open sign-up, a Cognito operator) also runs, as deployed, the sign-in routes that people and operators call rarely.
+  it("the operators' lists, a person's export and deletion, and the nightly purge run through their bundles under their roles", async () => {
+    const idp = tier.cognito;
+    const access = (sub: string, groups: string[]) =>
+      idp.sign({ sub, token_use: 'access', client_id: idp.clientId, username: sub, 'cognito:groups': groups });
+    const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
+    const person = bearer(await access('pool-leaver', []));
+    const me = await tier.call('GET', '/api/v1/users/me', person);
+    expect(me.status, me.text).toBe(200);
+    const op = bearer(await access('pool-op', ['operators']));
+    for (const path of [
+      '/api/v1/admin/users?limit=5',
+      '/api/v1/admin/users?status=suspended',
+      `/api/v1/admin/users?org_id=${me.body.org_id}&status=active`,
+      '/api/v1/admin/orgs',
+      '/api/v1/admin/orgs?status=closed',
+    ]) {
+      const res = await tier.call('GET', path, op);
+      expect(res.status, `${path}: ${res.text}\n${tier.explain()}`).toBe(200);
+    }
+    expect((await tier.call('GET', '/api/v1/admin/users', person)).status).toBe(403);
+    const exported = await tier.call('GET', '/api/v1/users/me/export', person);
+    expect(exported.status, `${exported.text}\n${tier.explain()}`).toBe(200);
+    expect(exported.body.account.user_id).toBe(me.body.id);
+    const deleted = await tier.call('DELETE', '/api/v1/users/me', { ...person, body: { confirm: me.body.id } });
+    expect(deleted.status, `${deleted.text}\n${tier.explain()}`).toBe(202);
+    // (Refused by the authorizer's container once its 30 s account cache lets go, as a suspension: not asserted here.)
+    // The usage reconcile's schedule, then its purge of the deleted account's data, under its role.
+    const run = await tier.bus.runSchedule('UsageReconcile');
+    expect(run.result.ok, JSON.stringify(run.result.error)).toBe(true);
+    expect((run.result.result as { accountsPurge: { purged: number } }).accountsPurge.purged).toBe(1);
+    expect(tier.aws.denials).toEqual([]);
+  });
 });
 
 describe('mutation: s3:PutObject removed from the export function', () => {
