@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
@@ -493,6 +493,7 @@ describe('workspace reads (Files and Changes tabs, the late UI git routes)', () 
     const capped = await files(a, 'many');
     expect(capped.body).toHaveLength(2000);
     expect(capped.body[0]).toBe('f0000');
+    rmSync(many, { recursive: true });
   });
 
   it('reads a file: text as text/plain, bytes as application/octet-stream, at most 256 KiB, never through a link out', async () => {
