@@ -216,6 +216,15 @@ export const capabilityGrants: Record<Capability, readonly Grant[]> = {
       conditions: () => ({ StringLike: { 's3:prefix': ['sandboxes/*'] } }),
     },
   ],
+  // Reading a paused sandbox's snapshot (its workspace reads): nothing else of the bucket.
+  's3:workspaces:read': [
+    {
+      actions: ['s3:GetObject'],
+      resources: (t) => [t.sandbox.workspaces.arnForObjects('sandboxes/*')],
+      wildcard:
+        'Snapshot keys are made per snapshot at run time; the ARN is limited to the sandboxes/ prefix of the workspace bucket.',
+    },
+  ],
   'stream:push': [
     {
       actions: ['execute-api:ManageConnections'],

@@ -17,6 +17,7 @@ import {
   type SnapshotDownload,
   type SnapshotUpload,
   type StartConfig,
+  type WorkspaceReplyBody,
 } from '#shared/protocol.ts';
 import type { SnapshotBridge } from './snapshots.ts';
 
@@ -87,6 +88,11 @@ export class BridgeClient implements SnapshotBridge {
   /** Not aborted by the stop signal: the command that stopped the program is still acknowledged. */
   async ack(seq: number): Promise<void> {
     await this.call('POST', 'ack', { params: { seq }, abortable: false });
+  }
+
+  /** The answer to a workspace read (command `seq`): the route that queued it is waiting for it. */
+  async reply(seq: number, body: WorkspaceReplyBody): Promise<void> {
+    await this.call('POST', 'reply', { params: { seq }, body, timeoutMs: 10_000 });
   }
 
   /** Workspace snapshots (AWS): not aborted by the stop signal, since stopping is when the last one is saved. */

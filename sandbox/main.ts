@@ -21,7 +21,8 @@ import { BridgeClient, isUnauthorized, PoolClient, type BridgeCommand } from './
 import { CommandChannel, sleep } from './command-channel.ts';
 import { missingTool } from './image-check.ts';
 import { Snapshotter } from './snapshots.ts';
-import { conversationCommands, type PoolBinding } from '#shared/protocol.ts';
+import { parsePayload, readWorkspace, replyBody } from './workspace-reads.ts';
+import { conversationCommands, WORKSPACE_READ_COMMAND, type PoolBinding } from '#shared/protocol.ts';
 
 export const VERSION = '0.1.0';
 
@@ -52,7 +53,17 @@ export const commandHandlers: Record<string, CommandHandler> = {
     const reason = (command.payload as { reason?: string } | null)?.reason ?? 'asked by the control plane';
     ctx.stop(`stop command: ${reason}`);
   },
+  // A read of the workspace (workspace-reads.ts), answered on the bridge; one whose route gave up is skipped.
+  [WORKSPACE_READ_COMMAND]: async (command, ctx) => {
+    const payload = parsePayload(command.payload);
+    if (!payload || Date.parse(payload.expires_at) < Date.now()) return;
+    const result = await readWorkspace(ctx.workspaceDir, payload.op, payload.path);
+    await ctx.bridge.reply(command.seq, replyBody(payload, result));
+  },
 };
+
+/** Commands that are not the agent's work: they neither keep the sandbox from idling nor trigger a snapshot. */
+const passive: ReadonlySet<string> = new Set(['stop', WORKSPACE_READ_COMMAND]);
 
 /** Runs one command; an unknown type or a failing handler is logged, never fatal. */
 export async function dispatch(command: BridgeCommand, ctx: SandboxContext, handlers = commandHandlers): Promise<void> {
@@ -62,7 +73,7 @@ export async function dispatch(command: BridgeCommand, ctx: SandboxContext, hand
     return;
   }
   try {
-    if (command.type !== 'stop') ctx.markActive();
+    if (!passive.has(command.type)) ctx.markActive();
     await handler(command, ctx);
   } catch (err) {
     log('error', 'Command failed', { seq: command.seq, type: command.type, error: (err as Error).message });

@@ -13,6 +13,7 @@ import * as service from '#shared/http/service-operations.ts';
 import * as options from '#shared/options/operations.ts';
 import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
 import * as bridge from '#shared/sandboxes/bridge-operations.ts';
+import * as workspace from '#shared/sandboxes/workspace-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
 import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
 import * as canvasSettings from '#shared/settings/canvas-operations.ts';
@@ -49,4 +50,5 @@ export const operations: readonly Operation[] = [
   secrets,
   stream,
   usage,
+  workspace,
 ].flatMap((module) => Object.values(module) as Operation[]);

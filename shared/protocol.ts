@@ -15,6 +15,7 @@ export const protocolPaths = {
   heartbeat: '/api/v1/sandboxes/{sandbox_id}/bridge/heartbeat',
   commands: '/api/v1/sandboxes/{sandbox_id}/bridge/commands',
   ack: '/api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/ack',
+  reply: '/api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/reply',
   snapshotUpload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
   snapshotComplete: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
   snapshotDownload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
@@ -200,6 +201,101 @@ export const commandInputSchema = z.lazy(() =>
   }),
 );
 export type CommandInput = z.output<typeof commandInputSchema>;
+
+// --- workspace reads: a request/reply command (shared/sandboxes/workspace-reads.ts, sandbox/workspace-reads.ts) ---
+
+/**
+ * The command a workspace read is: the control plane queues it (pushed on AWS, long-polled locally),
+ * the program answers by posting a reply to the `reply` path of the same `seq` with the same
+ * `request_id`, and the route that queued it waits for that reply (at most WORKSPACE_READ_WAIT_MS).
+ */
+export const WORKSPACE_READ_COMMAND = 'workspace_read';
+/** How long a route waits for a reply (under API Gateway's 30 s); a program skips a read queued earlier than this. */
+export const WORKSPACE_READ_WAIT_MS = 10_000;
+/** Largest reply body the bridge takes (a DynamoDB item holds it until the waiting route reads it: 400 KB). */
+export const WORKSPACE_REPLY_MAX_BYTES = 384 * 1024;
+/** Largest file served by `/file` (bytes); a larger one is a 413 naming its size. */
+export const WORKSPACE_FILE_MAX_BYTES = 256 * 1024;
+/** Largest side of a diff (`original`, `modified`) in bytes; a larger one is a 413. */
+export const WORKSPACE_DIFF_MAX_BYTES = 128 * 1024;
+/** Most entries of a listing or of git changes (Agent Canvas shows at most 2000 files). */
+export const WORKSPACE_LIST_MAX = 2000;
+/** Longest workspace path accepted (bytes, as Linux's PATH_MAX). */
+export const WORKSPACE_PATH_MAX_BYTES = 4096;
+
+/** Directories a listing does not descend into (as Agent Canvas's own listing: build output, caches, `.git`). */
+export const WORKSPACE_LIST_PRUNED: readonly string[] = [
+  '.git',
+  'node_modules',
+  '.venv',
+  'venv',
+  '__pycache__',
+  'dist',
+  'build',
+  '.next',
+  '.cache',
+  '.pytest_cache',
+  '.mypy_cache',
+  '.turbo',
+  '.parcel-cache',
+  'target',
+  '.sandbox-state',
+];
+
+export const workspaceReadOps = ['list', 'file', 'git_changes', 'git_diff'] as const;
+export type WorkspaceReadOp = (typeof workspaceReadOps)[number];
+
+/** The command's payload: `path` is relative to the workspace root (`/workspace/project`), already confined. */
+export interface WorkspaceReadPayload {
+  request_id: string;
+  conversation_id: string;
+  op: WorkspaceReadOp;
+  path: string;
+  /** After this the program skips the read (the route has answered 504 and removed it from the queue). */
+  expires_at: string;
+}
+
+const relPath = z.lazy(() => z.string().check(z.maxLength(WORKSPACE_PATH_MAX_BYTES)));
+const gitStatus = z.lazy(() => z.enum(['ADDED', 'DELETED', 'UPDATED', 'MOVED']));
+
+/**
+ * What the program posts. `error`: `not_found` (no such file or directory in the workspace, or one a
+ * symlink leads out of), `too_large` (`size` says how large), `not_a_file`, `failed` (`message`).
+ */
+export const workspaceReplySchema = z.lazy(() =>
+  z.object({
+    request_id: z.string().check(z.regex(/^[0-9a-f]{32}$/, 'request_id: 32 hex characters')),
+    conversation_id: conversationIdSchema,
+    result: z.union([
+      z.object({
+        op: z.literal('list'),
+        files: z.array(relPath).check(z.maxLength(WORKSPACE_LIST_MAX)),
+        truncated: z.boolean(),
+      }),
+      z.object({
+        op: z.literal('file'),
+        /** The file's bytes, base64. */
+        content_base64: z.string().check(z.maxLength(Math.ceil(WORKSPACE_FILE_MAX_BYTES / 3) * 4)),
+      }),
+      z.object({
+        op: z.literal('git_changes'),
+        changes: z.array(z.object({ status: gitStatus, path: relPath })).check(z.maxLength(WORKSPACE_LIST_MAX)),
+      }),
+      z.object({
+        op: z.literal('git_diff'),
+        original: z.nullable(z.string().check(z.maxLength(WORKSPACE_DIFF_MAX_BYTES))),
+        modified: z.nullable(z.string().check(z.maxLength(WORKSPACE_DIFF_MAX_BYTES))),
+      }),
+      z.object({
+        error: z.enum(['not_found', 'too_large', 'not_a_file', 'failed']),
+        size: z.optional(z.number().check(z.int(), z.gte(0))),
+        message: z.optional(z.string().check(z.maxLength(500))),
+      }),
+    ]),
+  }),
+);
+export type WorkspaceReply = z.output<typeof workspaceReplySchema>;
+export type WorkspaceReplyBody = z.input<typeof workspaceReplySchema>;
 
 // --- workspace snapshots (AWS only: locally a workspace is a directory that stays) ----------------
 

@@ -21,6 +21,18 @@ const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task
 const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill', 'pool:deadline'] as const;
 /** The warm pool's claim: the standby's item, and the user's and organization's status (a suspended account never claims). */
 const poolClaim = { pool: 'write', users: 'read', orgs: 'read' } as const;
+/**
+ * A workspace read (shared/sandboxes/workspace-reads.ts): the conversation's sandbox, a command queued
+ * for it (and pushed), its reply taken from the commands table, or a paused sandbox's snapshot read;
+ * the wait for the reply (10 s) and the calls around it stay under API Gateway's 30 s.
+ */
+const workspaceRead = {
+  auth: 'user',
+  tag: 'workspace',
+  tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
+  capabilities: ['commands:push', 's3:workspaces:read'],
+  timeoutSeconds: 15,
+} as const;
 
 /**
  * The LLM gateway (docs/platform-llms.md): a route of its own kind, `llm-stream`, since it streams
@@ -335,6 +347,19 @@ export const routes = [
     tag: 'bridge',
     tables: { sandboxes: 'read', commands: 'write' },
   },
+  {
+    id: 'sandboxCommandReply',
+    method: 'POST',
+    path: protocolPaths.reply,
+    entry: 'functions/bridge/reply.ts',
+    auth: 'sandbox',
+    summary:
+      "Bridge: the program's reply to a workspace read (`workspace_read` command `seq`): kept until the route waiting for it takes it",
+    tag: 'bridge',
+    tables: { sandboxes: 'read', commands: 'write' },
+    // A file of 256 KiB, base64, in JSON (WORKSPACE_REPLY_MAX_BYTES in shared/protocol.ts).
+    maxBodyBytes: 384 * 1024,
+  },
   // --- conversations (V1) ---------------------------------------------------------------------
   {
     id: 'startConversation',
@@ -461,6 +486,66 @@ export const routes = [
     tag: 'conversations',
     tables: { conversations: 'read', sandboxes: 'write', commands: 'write' },
     capabilities: ['commands:push'],
+  },
+  // --- workspace reads: over the bridge as a request/reply command, or a paused sandbox's snapshot ----
+  {
+    id: 'workspaceFiles',
+    method: 'GET',
+    path: '/api/v1/app-conversations/{conversation_id}/files',
+    entry: 'functions/workspace/files.ts',
+    conversationKey: 'conversation_id',
+    summary:
+      "The files under a directory of the conversation's workspace (`path`, default its root), recursively, as paths relative to it (build and cache directories skipped; at most 2000)",
+    ...workspaceRead,
+  },
+  {
+    id: 'workspaceFile',
+    method: 'GET',
+    path: '/api/v1/app-conversations/{conversation_id}/file',
+    entry: 'functions/workspace/file.ts',
+    conversationKey: 'conversation_id',
+    summary:
+      "One file of the conversation's workspace (`file_path`): text as text/plain, other bytes as application/octet-stream; at most 256 KiB",
+    ...workspaceRead,
+  },
+  {
+    id: 'workspaceGitChanges',
+    method: 'GET',
+    path: '/api/v1/app-conversations/{conversation_id}/git/changes',
+    entry: 'functions/workspace/git-changes.ts',
+    conversationKey: 'conversation_id',
+    summary:
+      "The git changes of a repository in the conversation's workspace (`path`), as the agent server reports them",
+    ...workspaceRead,
+  },
+  {
+    id: 'workspaceGitDiff',
+    method: 'GET',
+    path: '/api/v1/app-conversations/{conversation_id}/git/diff',
+    entry: 'functions/workspace/git-diff.ts',
+    conversationKey: 'conversation_id',
+    summary: "One changed file's `original` and `modified` text (`path`), as the agent server reports them",
+    ...workspaceRead,
+  },
+  {
+    id: 'agentGitChanges',
+    method: 'GET',
+    path: '/api/git/changes/{path}',
+    entry: 'functions/workspace/agent-git-changes.ts',
+    conversationKey: 'key',
+    summary:
+      "The agent server's git changes on the conversation host (the late-2025 web UI): `/workspace/project/...` is the conversation's workspace; the conversation is the key's own (or `conversation_id` for user credentials)",
+    ...workspaceRead,
+  },
+  {
+    id: 'agentGitDiff',
+    method: 'GET',
+    path: '/api/git/diff/{path}',
+    entry: 'functions/workspace/agent-git-diff.ts',
+    conversationKey: 'key',
+    summary:
+      "The agent server's diff of one file on the conversation host (the late-2025 web UI); the conversation is the key's own (or `conversation_id`)",
+    ...workspaceRead,
   },
   // --- conversations (legacy) --------------------------------------------------------------------
   {

@@ -20,6 +20,7 @@ import type { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 import type { WarmPool } from '#shared/sandboxes/pool.ts';
+import type { WorkspaceReads } from '#shared/sandboxes/workspace-reads.ts';
 import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
 import type { StreamAccess } from '#shared/stream/access.ts';
@@ -57,6 +58,8 @@ export interface Services {
   sandboxes: SandboxService;
   sandboxBridge: SandboxBridge;
   sandboxHousekeeping: SandboxHousekeeping;
+  /** Reads of a conversation's workspace: over the bridge (a request/reply command), or a paused sandbox's snapshot. */
+  workspaceReads: WorkspaceReads;
   /** The warm pool: claims (through the sandbox services), the standbys' own routes, refill and sweep. */
   warmPool: WarmPool;
   /** The pool's claim alone, what the functions that start sandboxes name (shared/services/sandbox-deps.ts). */
@@ -154,6 +157,7 @@ const serviceNames: Record<ServiceName, true> = {
   sandboxes: true,
   sandboxBridge: true,
   sandboxHousekeeping: true,
+  workspaceReads: true,
   warmPool: true,
   poolClaims: true,
   sandboxSpecs: true,

@@ -114,7 +114,8 @@ function send(res: ServerResponse, result: ApiResult, cors: Record<string, strin
   const headers: Record<string, string> = { ...cors };
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
   res.writeHead(result.statusCode ?? 200, headers);
-  res.end(result.body ?? '');
+  // A binary answer (a workspace file) comes base64-encoded, as API Gateway takes it from Lambda.
+  res.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
 }
 
 const jsonResult = (

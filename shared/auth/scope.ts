@@ -22,9 +22,12 @@ export function checkPrincipal(
     const field = route.conversationKey;
     if (!field) throw forbidden("A conversation key is valid only on its own conversation's routes");
     if (field === 'own') return; // the operation answers about auth.conversationId only
+    // `key`: the path names no conversation; one named in the query must still be the key's own.
     const named =
-      (params as Record<string, unknown> | undefined)?.[field] ??
-      (query as Record<string, unknown> | undefined)?.[field];
+      field === 'key'
+        ? ((query as Record<string, unknown> | undefined)?.conversation_id ?? auth.conversationId)
+        : ((params as Record<string, unknown> | undefined)?.[field] ??
+          (query as Record<string, unknown> | undefined)?.[field]);
     const id = typeof named === 'string' ? named.replaceAll('-', '').toLowerCase() : undefined;
     if (id !== auth.conversationId) throw forbidden('A conversation key is valid only for its own conversation');
   }

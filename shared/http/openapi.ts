@@ -118,6 +118,14 @@ const errorResponses = {
     description: 'Invalid input: one entry per bad field, `loc` naming it (`body`, `query`, `path` or `header`)',
     content: json({ $ref: '#/components/schemas/ValidationError' }),
   },
+  BadGateway: {
+    description: "The sandbox's answer was not a valid one (a workspace read over the bridge)",
+    content: json({ $ref: '#/components/schemas/Error' }),
+  },
+  GatewayTimeout: {
+    description: 'The sandbox did not answer in time (a workspace read over the bridge waits at most 10 s)',
+    content: json({ $ref: '#/components/schemas/Error' }),
+  },
   TooManyRequests: {
     description: 'Too many requests: wait `Retry-After` seconds',
     headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
@@ -137,6 +145,8 @@ const byStatus: Record<number, ErrorResponse> = {
   415: 'UnsupportedMediaType',
   422: 'ValidationFailed',
   429: 'TooManyRequests',
+  502: 'BadGateway',
+  504: 'GatewayTimeout',
 };
 
 /** The members of an object schema (empty for anything else). */

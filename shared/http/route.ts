@@ -31,6 +31,7 @@ export type Capability =
   | 'ecs:describe' // ecs:DescribeTasks, ecs:ListTasks in the sandbox cluster
   | 'ecs:task-definitions' // ecs:RegisterTaskDefinition, ecs:DescribeTaskDefinition (a revision per user image, registered once; IAM takes no resource ARN for either), iam:PassRole to the sandbox roles
   | 'commands:push' // execute-api:ManageConnections on the bridge socket's @connections (pushes queued commands to sandbox programs)
+  | 's3:workspaces:read' // s3:GetObject under the workspace bucket's sandboxes/ prefix only (a paused sandbox's workspace reads)
   | 's3:workspaces' // s3:PutObject/GetObject/DeleteObject under the workspace bucket's sandboxes/ prefix, ListBucket of that prefix (signs the sandboxes' presigned requests)
   | 'stream:push' // execute-api:ManageConnections (PostToConnection, GetConnection) on the event stream's WebSocket API, its stage's @connections only
   | 'stream:close' // execute-api:ManageConnections DELETE (DeleteConnection) on the event stream's stage @connections, and the streamConnections byUser index: closes a suspended or removed person's streams
@@ -49,7 +50,7 @@ export const ROUTE_TIMEOUT_SECONDS = 10;
 export const MAX_ROUTE_TIMEOUT_SECONDS = 29;
 
 /** The error statuses an operation may answer beyond those the wrapper derives (see shared/http/openapi.ts). */
-export type ErrorStatus = 400 | 402 | 404 | 409 | 429;
+export type ErrorStatus = 400 | 402 | 404 | 409 | 413 | 429 | 502 | 504;
 
 interface RouteFields {
   /** Stable id, also the OpenAPI operationId and the Lambda's logical name. */
@@ -85,9 +86,12 @@ interface RouteFields {
    * path or query field (the OpenHands UI calls these with the conversation's `session_api_key`);
    * `'own'`: on a route that names no conversation, whose operation answers such a key about its own
    * conversation only (the agent server's settings, conversation search, count and batch get, which
-   * Agent Canvas's local mode reads with the conversation's key).
+   * Agent Canvas's local mode reads with the conversation's key);
+   * `'key'`: a path that names no conversation (the agent server's `/api/git/...` on the conversation
+   * host): the conversation is the one the key was issued for, and user credentials name it in the
+   * `conversation_id` query.
    */
-  conversationKey?: 'conversation_id' | 'conversation_id__eq' | 'own';
+  conversationKey?: 'conversation_id' | 'conversation_id__eq' | 'own' | 'key';
   /** The route manages credentials (API keys): a session cookie counts only with an allowed Origin. */
   managesCredentials?: boolean;
 }

@@ -49,6 +49,14 @@ function json(status: number, body: unknown, requestId: string, headers: Record<
 
 function toResult(value: unknown, requestId: string, defaultStatus: number): ApiResult {
   if (!(value instanceof Reply)) return json(defaultStatus, value ?? null, requestId);
+  // Bytes (a binary workspace file): base64, as API Gateway expects a binary answer from Lambda.
+  if (Buffer.isBuffer(value.body))
+    return {
+      statusCode: value.status,
+      headers: { 'x-request-id': requestId, ...value.headers },
+      body: value.body.toString('base64'),
+      isBase64Encoded: true,
+    };
   if (
     typeof value.body === 'string' &&
     value.headers['content-type'] &&

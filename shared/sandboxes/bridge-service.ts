@@ -5,14 +5,11 @@ import { emitStartMetrics, checkedIn, restored } from '#shared/sandboxes/phases.
 import { newToken, SandboxRecords, sameHash, sha256, STANDBY_STATE, toPaused } from '#shared/sandboxes/records.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
-import { ownsSnapshot } from '#shared/sandboxes/snapshot-model.ts';
+import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
 import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
-
-/** Where the record keeps its current snapshot (runtime state survives pause and resume). */
-export const SNAPSHOT_STATE = 'snapshotKey';
 
 /** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
 export class SandboxBridge extends SandboxRecords {

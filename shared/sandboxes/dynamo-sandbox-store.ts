@@ -318,4 +318,44 @@ export class DynamoSandboxStore implements SandboxStore {
       }
     }
   }
+
+  async getCommand(sandboxId: string, seq: number): Promise<StoredCommand | undefined> {
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.commands, Key: { sandboxId, seq }, ConsistentRead: true }),
+    );
+    return out.Item as StoredCommand | undefined;
+  }
+
+  // Replies live in the commands table under their own partition (`reply#<sandbox id>`), so the
+  // queue's Query never lists them and no other table or grant is needed.
+  async putReply(sandboxId: string, seq: number, body: string, at: string): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.commands,
+          Item: { sandboxId: replyPartition(sandboxId), seq, body, createdAt: at },
+          ConditionExpression: 'attribute_not_exists(seq)',
+        }),
+      ),
+    );
+  }
+
+  async getReply(sandboxId: string, seq: number): Promise<string | undefined> {
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.commands,
+        Key: { sandboxId: replyPartition(sandboxId), seq },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item?.body as string | undefined;
+  }
+
+  async deleteReply(sandboxId: string, seq: number): Promise<void> {
+    await this.db.send(
+      new DeleteCommand({ TableName: this.commands, Key: { sandboxId: replyPartition(sandboxId), seq } }),
+    );
+  }
 }
+
+const replyPartition = (sandboxId: string) => `reply#${sandboxId}`;

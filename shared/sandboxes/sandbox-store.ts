@@ -174,4 +174,15 @@ export interface SandboxStore {
   /** Idempotent. */
   deleteCommand(sandboxId: string, seq: number): Promise<void>;
   deleteAllCommands(sandboxId: string): Promise<void>;
+  /** One queued command, or undefined once it was acknowledged or removed. */
+  getCommand(sandboxId: string, seq: number): Promise<StoredCommand | undefined>;
+  /**
+   * Keeps the program's reply to command `seq` (a workspace read) until the route waiting for it
+   * takes it; false when a reply is there already (the first one counts).
+   */
+  putReply(sandboxId: string, seq: number, body: string, at: string): Promise<boolean>;
+  /** The reply to command `seq`, or undefined while there is none. */
+  getReply(sandboxId: string, seq: number): Promise<string | undefined>;
+  /** Idempotent. */
+  deleteReply(sandboxId: string, seq: number): Promise<void>;
 }

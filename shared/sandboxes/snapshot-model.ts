@@ -1,3 +1,6 @@
+/** Where a sandbox record keeps its current snapshot's key (`runtimeState`; survives pause and resume). */
+export const SNAPSHOT_STATE = 'snapshotKey';
+
 export class SnapshotKeyError extends Error {
   override name = 'SnapshotKeyError';
 }

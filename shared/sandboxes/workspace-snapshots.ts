@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -95,6 +96,13 @@ export class WorkspaceSnapshots {
       expiresIn: this.limits.expiresSeconds,
     });
     return { url, expires_at: new Date(Date.now() + this.limits.expiresSeconds * 1000).toISOString() };
+  }
+
+  /** One of the sandbox's own snapshots as a stream (a paused sandbox's workspace reads: workspace-archive.ts). */
+  async read(sandboxId: string, key: string): Promise<Readable> {
+    if (!ownsSnapshot(sandboxId, key)) throw new SnapshotKeyError('Not a snapshot of this sandbox');
+    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return out.Body as Readable;
   }
 
   /** The snapshot's size once its upload completed; null when there is no such object (yet). */

@@ -31,6 +31,7 @@ import { credits } from '#shared/services/credits.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { llmGateway } from '#shared/services/llm-gateway.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
+import { workspaceReads } from '#shared/services/workspace-reads.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 
 /** Every factory: what the local stack's process-wide services are built from (no Lambda entry imports it). */
@@ -44,6 +45,7 @@ export const allServices: Required<ServiceFactories> = {
   sandboxes,
   sandboxBridge,
   sandboxHousekeeping,
+  workspaceReads,
   warmPool,
   poolClaims,
   conversations,

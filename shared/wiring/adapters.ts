@@ -26,6 +26,7 @@ import type { SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
 import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import type { WorkspaceArchives } from '#shared/sandboxes/workspace-archive.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { SettingsStore } from '#shared/settings/settings-store.ts';
 import type { ConnectionPush } from '#shared/stream/connection-push.ts';
@@ -71,6 +72,8 @@ export interface Adapters {
   orgEventBytes: OrgEventBytes;
   /** Signs sandboxes' snapshot requests (AWS); null locally, where a workspace is a directory. */
   workspaceSnapshots: WorkspaceSnapshots | null;
+  /** A paused sandbox's workspace as a tar.gz: its latest snapshot (AWS), `tar` of its directory (locally). */
+  workspaceArchives: WorkspaceArchives;
   /** Removes a deleted sandbox's snapshots (AWS: an asynchronous invoke of the function that holds S3); null locally. */
   snapshotRemoval: SnapshotRemoval | null;
   /** Pushes queued commands to sandbox programs' sockets (AWS); null locally, where programs long-poll. */
@@ -195,6 +198,10 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       listCommands: { tables: { commands: 'read' } },
       deleteCommand: { tables: { commands: 'write' } },
       deleteAllCommands: { tables: { commands: 'write' } },
+      getCommand: { tables: { commands: 'read' } },
+      putReply: { tables: { commands: 'write' } },
+      getReply: { tables: { commands: 'read' } },
+      deleteReply: { tables: { commands: 'write' } },
     },
   },
   sandboxRuntime: {
@@ -242,6 +249,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     calls: { append: { tables: { events: 'write' } } },
   },
   workspaceSnapshots: { build: { capabilities: ['s3:workspaces'] } },
+  workspaceArchives: { build: { capabilities: ['s3:workspaces:read'] } },
   snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },
   eventFeed: { build: {} },

@@ -31,6 +31,7 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { directoryArchive } from '#shared/sandboxes/workspace-archive.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
 import { allServices } from '#shared/services/all.ts';
@@ -184,6 +185,10 @@ export function localServices(options: LocalOptions): LocalServices {
     orgEventBytes: () => new DynamoOrgEventBytes(),
     // Local workspaces are directories that outlive their process: nothing to snapshot.
     workspaceSnapshots: () => null,
+    // A paused sandbox's workspace reads: its directory, archived by the same tar the AWS snapshots are made with.
+    workspaceArchives: (): Adapters['workspaceArchives'] => ({
+      open: async (rec) => directoryArchive(sandboxRuntime.workspaceDir(rec.id)),
+    }),
     snapshotRemoval: () => null,
     // Local programs long-poll (the HTTP path every deployment keeps as the fallback), unless a test plugs in a socket.
     commandPush: () => options.commandPush ?? null,

@@ -62,6 +62,7 @@ const capabilityEnv: Record<Capability, readonly string[]> = {
   'ecs:describe': sandboxRuntimeEnv,
   'ecs:task-definitions': sandboxRuntimeEnv,
   's3:workspaces': ['WORKSPACE_BUCKET'],
+  's3:workspaces:read': ['WORKSPACE_BUCKET'],
   'commands:push': ['BRIDGE_SOCKET_ENDPOINT'],
   'stream:push': ['STREAM_CALLBACK_URL'],
   'stream:close': ['STREAM_CALLBACK_URL'],

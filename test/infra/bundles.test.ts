@@ -70,7 +70,7 @@ describe('Lambda bundles (the options CDK uses)', () => {
       expect(sdkPackage(inputs, 'client-efs'), 'EFS').toBe(false);
       // S3: the workspace snapshots, and the billing export's files.
       expect(sdkPackage(inputs, 'client-s3'), 'S3').toBe(
-        caps.includes('s3:workspaces') || caps.includes('billing:export'),
+        caps.includes('s3:workspaces') || caps.includes('s3:workspaces:read') || caps.includes('billing:export'),
       );
       // No Lambda client anywhere: the asynchronous invokes (the stream's resend, a sandbox's snapshot
       // removal, the pool's refill) are one signed POST each (shared/lambda-event.ts), and only there.

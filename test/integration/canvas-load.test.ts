@@ -1,4 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
+import { fillPath } from '#shared/protocol.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { llmModels } from '#shared/options/model.ts';
 import { conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
@@ -19,6 +25,8 @@ let stack: TestStack;
 let llm: ScriptedLlm;
 let a: string; // the dev user's two conversations
 let b: string;
+let sandboxA: string; // their sandboxes
+let sandboxB: string;
 let keyA: string; // conversation A's own key
 let mallory: string; // another user's key
 const answers: string[] = []; // every answer text, swept for planted secrets at the end
@@ -47,6 +55,7 @@ beforeAll(async () => {
     startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
   ]);
   [a, b] = started.map((t) => t.app_conversation_id) as [string, string];
+  [sandboxA, sandboxB] = started.map((t) => t.sandbox_id) as [string, string];
   for (const id of [a, b])
     await waitFor('condition', () => conversation(stack, id), {
       until: (c) => c.execution_status === 'finished',
@@ -499,6 +508,255 @@ describe("the late-2025 web UI's remaining calls", () => {
       ).status,
     ).toBe(403);
     expect((await call('GET', '/api/secrets')).body.custom_secrets.map((s: any) => s.name)).toEqual(['PLANTED']);
+  });
+});
+
+// The Files and Changes tabs (Canvas cloud mode) and the late-2025 UI's git routes: reads of the
+// workspace over the bridge (a request/reply command the real sandbox program answers), a paused
+// sandbox's read from its archived workspace, and what a hostile user, member or agent gets.
+describe('workspace reads (Files and Changes tabs, the late UI git routes)', () => {
+  const workspaceOf = (sandboxId: string) => join(stack.dataDir, 'sandboxes', sandboxId, 'workspace');
+  const files = (id: string, path: string, key?: string | null) =>
+    call('GET', `/api/v1/app-conversations/${id}/files?path=${encodeURIComponent(path)}`, { key });
+  const file = (id: string, path: string, key?: string | null) =>
+    call('GET', `/api/v1/app-conversations/${id}/file?file_path=${encodeURIComponent(path)}`, { key });
+  const gitEnv = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@x',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@x',
+  };
+  const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: gitEnv, stdio: 'ignore' });
+  const binary = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d, 0xff, 0xfe]);
+
+  /** What the agent left in a workspace: text, bytes, a large file, links out of it, a repository with changes. */
+  function plant(dir: string) {
+    mkdirSync(join(dir, 'src'), { recursive: true });
+    mkdirSync(join(dir, 'node_modules', 'x'), { recursive: true });
+    writeFileSync(join(dir, 'hello.txt'), 'hello\n');
+    writeFileSync(join(dir, 'src', 'app.ts'), 'export const x = 1;\n');
+    writeFileSync(join(dir, 'node_modules', 'x', 'index.js'), '');
+    writeFileSync(join(dir, 'image.png'), binary);
+    writeFileSync(join(dir, 'big.txt'), 'x'.repeat(300 * 1024));
+    symlinkSync('/etc/hostname', join(dir, 'leak'));
+    symlinkSync('/etc', join(dir, 'etcdir'));
+    symlinkSync('../..', join(dir, 'up'));
+    // A link to the program's own state (the conversations' agent state) is no way into it either.
+    symlinkSync('.sandbox-state', join(dir, 'state'));
+    const repo = join(dir, 'repo');
+    mkdirSync(repo);
+    git(repo, 'init', '-q');
+    writeFileSync(join(repo, 'a.txt'), 'one\n');
+    writeFileSync(join(repo, 'c.txt'), 'gone\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-qm', 'first');
+    writeFileSync(join(repo, 'a.txt'), 'two\n');
+    writeFileSync(join(repo, 'b.txt'), 'new\n');
+    git(repo, 'rm', '-q', 'c.txt');
+  }
+
+  beforeAll(() => {
+    plant(workspaceOf(sandboxA));
+    plant(workspaceOf(sandboxB));
+  });
+
+  it('lists the workspace as Canvas reads it: files under a directory, relative, sorted, build output and the program state skipped, links not followed', async () => {
+    const root = await files(a, '/workspace/project');
+    expect(root.status, root.text).toBe(200);
+    expect(root.body).toEqual(
+      expect.arrayContaining(['hello.txt', 'src/app.ts', 'image.png', 'repo/a.txt', 'repo/b.txt']),
+    );
+    expect(root.body).not.toContain('leak');
+    expect(
+      root.body.some(
+        (f: string) => f.startsWith('node_modules/') || f.startsWith('.sandbox-state') || f.startsWith('repo/.git/'),
+      ),
+    ).toBe(false);
+    expect([...root.body].sort()).toEqual(root.body);
+    expect((await files(a, 'src')).body).toEqual(['app.ts']);
+    expect((await files(a, '/workspace/project/src', keyA)).body).toEqual(['app.ts']);
+    expect((await files(a, 'nothing-here')).status).toBe(404);
+    expect((await files(a, 'hello.txt')).status).toBe(400);
+    // A link that leads out of the workspace is not a way out, as a directory either.
+    expect((await files(a, 'etcdir')).status).toBe(404);
+    expect((await files(a, 'up')).status).toBe(404);
+    expect((await files(a, 'state')).status).toBe(404);
+    // A listing stops at 2000 files (what Canvas shows at most).
+    const many = join(workspaceOf(sandboxA), 'many');
+    mkdirSync(many);
+    for (let i = 0; i < 2001; i++) writeFileSync(join(many, `f${String(i).padStart(4, '0')}`), '');
+    const capped = await files(a, 'many');
+    expect(capped.body).toHaveLength(2000);
+    expect(capped.body[0]).toBe('f0000');
+    rmSync(many, { recursive: true });
+  });
+
+  it('reads a file: text as text/plain, bytes as application/octet-stream, at most 256 KiB, never through a link out', async () => {
+    const text = await file(a, '/workspace/project/hello.txt');
+    expect(text.status).toBe(200);
+    expect(text.headers.get('content-type')).toContain('text/plain');
+    expect(text.text).toBe('hello\n');
+    expect((await file(a, 'src/app.ts', keyA)).text).toBe('export const x = 1;\n');
+    const res = await fetch(`${stack.url}/api/v1/app-conversations/${a}/file?file_path=image.png`, {
+      headers: { 'x-session-api-key': stack.devKey },
+    });
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(Buffer.from(await res.arrayBuffer())).toEqual(binary);
+    const big = await file(a, 'big.txt');
+    expect(big.status).toBe(413);
+    expect(big.body.detail).toContain(String(300 * 1024));
+    // `up` leads to the sandboxes' folder (uncontained) or out of the sandbox's mounts (contained): never followed.
+    for (const path of [
+      'leak',
+      'etcdir/hostname',
+      `up/${sandboxB}/workspace/hello.txt`,
+      `.sandbox-state/conversations/${a}/ready`,
+      `state/conversations/${a}/ready`,
+      'missing.txt',
+    ])
+      expect((await file(a, path)).status, path).toBe(404);
+    expect((await file(a, 'src')).status).toBe(400);
+  });
+
+  it('refuses paths that are not in the workspace, naming the field (422)', async () => {
+    for (const path of [
+      '../secret',
+      '/etc/passwd',
+      '/workspace/project/../../etc/passwd',
+      'a\0b',
+      `${'d/'.repeat(2100)}f`,
+    ]) {
+      const res = await file(a, path);
+      expect(res.status, path.slice(0, 40)).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['query', 'file_path']);
+    }
+    expect((await files(a, '/workspace/other')).status).toBe(422);
+  });
+
+  it("serves git changes and a file's diff: Canvas's routes and the late UI's on the conversation host", async () => {
+    const expected = [
+      { status: 'ADDED', path: 'b.txt' },
+      { status: 'DELETED', path: 'c.txt' },
+      { status: 'UPDATED', path: 'a.txt' },
+    ];
+    const canvas = await call('GET', `/api/v1/app-conversations/${a}/git/changes?path=/workspace/project/repo`);
+    expect(canvas.status, canvas.text).toBe(200);
+    expect(canvas.body).toEqual(expect.arrayContaining(expected));
+    expect(canvas.body).toHaveLength(3);
+    // The workspace root is no repository: the one below it is reported under its folder.
+    const root = await call('GET', `/api/v1/app-conversations/${a}/git/changes?path=/workspace/project`);
+    expect(root.body).toEqual(expect.arrayContaining([{ status: 'UPDATED', path: 'repo/a.txt' }]));
+    const diff = await call('GET', `/api/v1/app-conversations/${a}/git/diff?path=/workspace/project/repo/a.txt`);
+    expect(diff.body).toEqual({ original: 'one\n', modified: 'two\n' });
+    // The late UI: encodeURIComponent of the path, the conversation's own key.
+    const late = await call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project/repo')}`, { key: keyA });
+    expect(late.status, late.text).toBe(200);
+    expect(late.body).toEqual(expect.arrayContaining(expected));
+    const lateDiff = await call('GET', `/api/git/diff/${encodeURIComponent('/workspace/project/repo/c.txt')}`, {
+      key: keyA,
+    });
+    expect(lateDiff.body).toEqual({ original: 'gone\n', modified: '' });
+    // User credentials name the conversation; a conversation key may not name another.
+    expect((await call('GET', `/api/git/changes/${encodeURIComponent('/workspace/project/repo')}`)).status).toBe(422);
+    expect((await call('GET', `/api/git/changes/repo?conversation_id=${a}`)).body).toEqual(
+      expect.arrayContaining(expected),
+    );
+    expect((await call('GET', `/api/git/changes/repo?conversation_id=${b}`, { key: keyA })).status).toBe(403);
+    expect((await call('GET', `/api/git/changes/${encodeURIComponent('/etc')}`, { key: keyA })).status).toBe(422);
+  });
+
+  it("another user and another member of the same organization get 404 for the conversation; A's key is refused on B's", async () => {
+    const memberKey = await stack.newUser('canvas-member');
+    const orgId = await stack.orgOf();
+    await stack.orgOf(memberKey);
+    const accounts = new DynamoAccountStore();
+    const member = (await accounts.getUser('canvas-member'))!;
+    expect(await accounts.replaceUser({ ...member, orgId, role: 'member' })).toBe(true);
+    stack.services.accounts.forget('canvas-member');
+    expect(await stack.orgOf(memberKey)).toBe(orgId);
+    for (const key of [mallory, memberKey]) {
+      expect((await files(a, '')).status).toBe(200);
+      expect((await files(a, '', key)).status).toBe(404);
+      expect((await file(a, 'hello.txt', key)).status).toBe(404);
+      expect((await call('GET', `/api/v1/app-conversations/${a}/git/changes?path=repo`, { key })).status).toBe(404);
+      expect((await call('GET', `/api/git/changes/repo?conversation_id=${a}`, { key })).status).toBe(404);
+    }
+    expect((await files(b, '', keyA)).status).toBe(403);
+    expect((await file(b, 'hello.txt', keyA)).status).toBe(403);
+    expect((await files(a, '', null)).status).toBe(401);
+  });
+
+  it("a hostile agent's replies are refused (another request, conversation or sandbox's key, too large, twice); a silent one is a 504", async () => {
+    const store = new DynamoSandboxStore();
+    const pid = Number((await store.get(sandboxA))!.runtimeRef);
+    const keyOfA = (await stack.sandboxKey(sandboxA))!;
+    const keyOfB = (await stack.sandboxKey(sandboxB))!;
+    const reply = (seq: number, body: unknown, key = keyOfA, sandboxId = sandboxA) =>
+      call('POST', fillPath('reply', { sandbox_id: sandboxId, seq }), { key, body });
+    // The program stops answering (as a hung or hostile one would); this test answers in its place.
+    process.kill(-pid, 'SIGSTOP');
+    try {
+      const silent = file(a, 'hello.txt');
+      const answered = file(a, 'src/app.ts');
+      const queued = await waitFor('two queued reads', () => store.listCommands(sandboxA, 10), {
+        until: (cs) => cs.filter((c) => c.type === 'workspace_read').length === 2,
+      });
+      const reads = queued
+        .filter((c) => c.type === 'workspace_read')
+        .map((c) => ({ seq: c.seq, ...JSON.parse(c.payload!) }));
+      const first = reads.find((r) => r.path === 'hello.txt')!;
+      const second = reads.find((r) => r.path === 'src/app.ts')!;
+      const good = {
+        request_id: second.request_id,
+        conversation_id: a,
+        result: { op: 'file', content_base64: Buffer.from('from the agent').toString('base64') },
+      };
+      expect((await reply(second.seq, { ...good, request_id: first.request_id })).status).toBe(409);
+      expect((await reply(second.seq, { ...good, conversation_id: b })).status).toBe(409);
+      expect((await reply(second.seq, good, keyOfB)).status).toBe(401);
+      expect((await reply(second.seq, good, keyOfB, sandboxB)).status).toBe(404);
+      expect((await reply(second.seq, good, keyA)).status).toBe(401);
+      const huge = { ...good, result: { op: 'file', content_base64: 'A'.repeat(400 * 1024) } };
+      expect((await reply(second.seq, huge)).status).toBe(413);
+      expect(
+        (await reply(second.seq, { ...good, result: { op: 'list', files: ['../../etc/passwd'.repeat(2000)] } })).status,
+      ).toBe(422);
+      expect((await reply(999_999, good)).status).toBe(404);
+      expect((await reply(second.seq, good)).status).toBe(200);
+      expect((await answered).text).toBe('from the agent');
+      // Taken: the command left the queue with it, so a second reply finds nothing to answer.
+      expect((await reply(second.seq, good)).status).toBe(404);
+      const timedOut = await silent;
+      expect(timedOut.status).toBe(504);
+      expect(timedOut.body.detail).toContain('did not answer');
+      // Both left the queue: a program that comes back does not read for nobody.
+      expect((await store.listCommands(sandboxA, 10)).filter((c) => c.type === 'workspace_read')).toEqual([]);
+    } finally {
+      process.kill(-pid, 'SIGCONT');
+    }
+    expect((await file(a, 'hello.txt')).text).toBe('hello\n');
+  }, 30_000);
+
+  it("a paused sandbox's workspace is read from its archive: files yes, git changes 409 (resume first)", async () => {
+    expect((await call('POST', `/api/v1/sandboxes/${sandboxB}/pause`)).status).toBe(200);
+    await waitFor('B paused', async () => (await new DynamoSandboxStore().get(sandboxB))?.status, {
+      until: (s) => s === 'PAUSED',
+    });
+    const listed = await files(b, '/workspace/project');
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body).toEqual(expect.arrayContaining(['hello.txt', 'src/app.ts', 'repo/a.txt']));
+    expect(
+      listed.body.some((f: string) => f.startsWith('node_modules/') || f.startsWith('.sandbox-state') || f === 'leak'),
+    ).toBe(false);
+    expect((await files(b, 'src')).body).toEqual(['app.ts']);
+    expect((await file(b, 'hello.txt')).text).toBe('hello\n');
+    expect((await file(b, 'big.txt')).status).toBe(413);
+    for (const path of ['leak', 'etcdir/hostname', 'missing.txt', '.sandbox-state/conversations'])
+      expect((await file(b, path)).status, path).toBe(404);
+    expect((await file(b, 'src')).status).toBe(400);
+    expect((await call('GET', `/api/v1/app-conversations/${b}/git/changes?path=repo`)).status).toBe(409);
+    expect((await files(b, '', mallory)).status).toBe(404);
   });
 });
 

@@ -1,7 +1,9 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { createKey, settingsRoundTrip, startConversationV1, startSandbox, until } from '#test/tier/flows.ts';
+import { createKey, sandboxOf, settingsRoundTrip, startConversationV1, startSandbox, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 
 /**
@@ -15,6 +17,7 @@ describe('commands over the bridge socket on the synthesized stack', () => {
   let tier: TierStack;
   let llm: ScriptedLlm;
   let key: string;
+  let conversationId: string; // the first test's, its sandbox on the socket
   const commandFetches = (sandboxId: string) =>
     tier.api.records.filter((r) => r.path === `/api/v1/sandboxes/${sandboxId}/bridge/commands`).length;
   const openConnections = () => [...tier.bridgeSocket.connections.values()].filter((c) => c.open).length;
@@ -31,7 +34,7 @@ describe('commands over the bridge socket on the synthesized stack', () => {
 
   it('a command from the user API reaches the sandbox by push: no fetch, no long-poll, no denial', async () => {
     llm.enqueue(reply.finish('first answer'));
-    const { conversationId } = await startConversationV1(tier, key, 'hello socket');
+    ({ conversationId } = await startConversationV1(tier, key, 'hello socket'));
     const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
     await until(
       tier,
@@ -60,6 +63,55 @@ describe('commands over the bridge socket on the synthesized stack', () => {
     expect(commandFetches(c.sandbox_id)).toBe(before);
     expect(tier.aws.denials).toEqual([]);
   }, 240_000);
+
+  it('workspace reads: a command pushed to the task, its reply through the reply bundle; paused, the snapshot read with GetObject only', async () => {
+    const [c] = (await tier.call('GET', `/api/v1/app-conversations?ids=${conversationId}`, { key })).body;
+    const task = [...tier.aws.tasks.values()].find(
+      (t) => t.startedBy === c.sandbox_id && t.desiredStatus === 'RUNNING',
+    )!;
+    // The workspace is the task's own disk: only the program inside can read it.
+    writeFileSync(join(tier.aws.taskPath(task.taskArn, '/workspace'), 'tier.txt'), 'from the task\n');
+    const before = commandFetches(c.sandbox_id);
+    const listed = await tier.call('GET', `/api/v1/app-conversations/${conversationId}/files?path=/workspace/project`, {
+      key,
+    });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body).toContain('tier.txt');
+    const read = await tier.call('GET', `/api/v1/app-conversations/${conversationId}/file?file_path=tier.txt`, { key });
+    expect(read.text).toBe('from the task\n');
+    expect(read.headers.get('content-type')).toContain('text/plain');
+    // Pushed over the socket (no fetch of the queue), answered on the reply route's bundle.
+    expect(commandFetches(c.sandbox_id)).toBe(before);
+    const replies = tier.api.records.filter(
+      (r) => r.routeKey === 'POST /api/v1/sandboxes/{sandbox_id}/bridge/commands/{seq}/reply',
+    );
+    expect(replies.map((r) => r.status)).toEqual([200, 200]);
+    // Paused: the task is gone, its workspace is the snapshot the pause saved.
+    expect((await tier.call('POST', `/api/v1/sandboxes/${c.sandbox_id}/pause`, { key })).status).toBe(200);
+    expect((await sandboxOf(tier, key, c.sandbox_id))?.status).toBe('PAUSED');
+    // 409 until the stopping task's snapshot is complete, then the file from it.
+    const paused = await until(
+      tier,
+      "the paused sandbox's file from its snapshot",
+      () =>
+        tier.call('GET', `/api/v1/app-conversations/${conversationId}/file?file_path=/workspace/project/tier.txt`, {
+          key,
+        }),
+      (res) => res.status !== 409,
+    );
+    expect(paused.status, paused.text).toBe(200);
+    expect(paused.text).toBe('from the task\n');
+    expect((await tier.call('GET', `/api/v1/app-conversations/${conversationId}/git/changes`, { key })).status).toBe(
+      409,
+    );
+    const roleOf = (id: string) => tier.lambda.byName(id).roleArn;
+    expect(tier.aws.calls).toContainEqual({
+      principal: roleOf('workspaceFile'),
+      operation: 's3:GetObject',
+      allowed: true,
+    });
+    expect(tier.aws.denials).toEqual([]);
+  }, 120_000);
 
   it("refuses another sandbox's key, a user key and no key; a sandbox's own key connects", async () => {
     const a = await startSandbox(tier, key);

@@ -4,6 +4,7 @@ import {
   WorkspaceSnapshots,
   type SnapshotSigning,
 } from '#shared/sandboxes/workspace-snapshots.ts';
+import { SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/wiring/lazy.ts';
 
@@ -21,3 +22,14 @@ export const bucketSnapshots = (signing?: SnapshotSigning) =>
  * (the bridge's snapshot completion, sandbox deletion). The signing routes use `./s3-signing.ts`.
  */
 export const workspaceSnapshots: Builder<'workspaceSnapshots'> = () => bucketSnapshots();
+
+/** A paused sandbox's workspace for its reads: its current snapshot, read with GetObject only (`s3:workspaces:read`). */
+export const workspaceArchives: Builder<'workspaceArchives'> = () => {
+  const snapshots = bucketSnapshots();
+  return {
+    open: async (rec) => {
+      const key = rec.runtimeState?.[SNAPSHOT_STATE];
+      return key ? snapshots.read(rec.id, key) : null;
+    },
+  };
+};
