@@ -228,8 +228,14 @@ async function disagreements(d: { paths: Record<string, unknown> }, only?: strin
     // Each status documented from the wrapper alone was answered (the others come from the operation or the gateway).
     const listed = (d.paths[op.route.path] as Record<string, { responses: Responses }>)[op.route.method.toLowerCase()]!
       .responses;
+    // (A status the operation declares itself, e.g. a workspace file over its cap's 413, is its own to answer.)
+    const own = new Set<number>(op.schemas.errors ?? []);
     for (const status of [401, 403, 413, 415])
-      if (!seen.has(status) && (listed[String(status)] || errorStatuses(op.route, op.schemas).includes(status)))
+      if (
+        !seen.has(status) &&
+        !own.has(status) &&
+        (listed[String(status)] || errorStatuses(op.route, op.schemas).includes(status))
+      )
         problems.push(`${op.route.id}: documents ${status}, never answered`);
   }
   return problems;
