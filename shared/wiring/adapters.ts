@@ -157,7 +157,12 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   stripe: { build: { capabilities: ['stripe'] } },
   stripeStore: {
     build: { tables: { usage: 'read' } },
-    calls: { setCustomer: { tables: { usage: 'write' } }, markReported: { tables: { usage: 'write' } } },
+    calls: {
+      setCustomer: { tables: { usage: 'write' } },
+      markReported: { tables: { usage: 'write' } },
+      claimCorrection: { tables: { usage: 'write' } },
+      confirmCorrection: { tables: { usage: 'write' } },
+    },
   },
   platformModels: { build: { capabilities: ['platform-llms'] } },
   platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
@@ -169,6 +174,9 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       repairTotals: { tables: { usage: 'write' } },
       grantCredits: { tables: { usage: 'write' } },
       claimNotice: { tables: { usage: 'write' } },
+      moveHolding: { tables: { usage: 'write' } },
+      recordStorage: { tables: { usage: 'write' } },
+      recordAgentReport: { tables: { usage: 'write' } },
     },
   },
   usageBus: { build: { capabilities: ['usage:notify'] } },

@@ -140,6 +140,8 @@ export class FakeAws {
   readonly webSocketApis: Pick<WebSocketApiEmulator, 'apiId' | 'stage' | 'manage'>[] = [];
   /** Every event put on a bus through PutEvents (the usage notices), in order. */
   readonly busEvents: { id: string; bus: string; source: string; detailType: string; detail: any }[] = [];
+  /** SSM parameters by ARN (the Stripe key as `stripe` configures it: a SecureString read by ARN), set by tests. */
+  readonly ssmParameters = new Map<string, string>();
   /** Every `Event` invocation through the Invoke API, with its result (Lambda's retries are not emulated). */
   readonly asyncInvocations: { functionArn: string; payload: unknown; result: InvokeResult }[] = [];
 
@@ -207,6 +209,7 @@ export class FakeAws {
       if (prefix === 'TrentService') out = this.kms(op!, body, check);
       else if (prefix === 'AmazonEC2ContainerServiceV20141113') out = this.ecs(op!, body, check);
       else if (prefix === 'AWSEvents') out = this.putEvents(op!, body, check);
+      else if (prefix === 'AmazonSSM') out = this.ssm(op!, body, check);
       else if (req.url?.startsWith('/2015-03-31/functions/')) {
         const r = await this.lambdaInvoke(req, raw, check);
         return void res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body ?? '');
@@ -266,6 +269,20 @@ export class FakeAws {
       return { EventId: id };
     });
     return { FailedEntryCount: 0, Entries: ids };
+  }
+
+  /**
+   * SSM's GetParameter (the Stripe key): `ssm:GetParameter` on the parameter's ARN (a name is the account's
+   * parameter of that name), from `ssmParameters`; an unknown one is ParameterNotFound.
+   */
+  private ssm(op: string, body: any, check: (operation: string, requests: AuthzRequest[]) => void) {
+    if (op !== 'GetParameter') throw new AwsError('UnknownOperationException', `The tier fakes no AmazonSSM.${op}`);
+    const name = String(body.Name ?? '');
+    const parameterArn = name.startsWith('arn:') ? name : arn('ssm', `parameter/${name.replace(/^\//, '')}`);
+    check('ssm:GetParameter', [{ action: 'ssm:GetParameter', resource: parameterArn }]);
+    const value = this.ssmParameters.get(parameterArn);
+    if (value === undefined) throw new AwsError('ParameterNotFound', `Parameter ${name} not found.`);
+    return { Parameter: { Name: name, Type: 'SecureString', Value: value, Version: 1, ARN: parameterArn } };
   }
 
   /** Throws AccessDeniedException unless every request is allowed for the principal. */
