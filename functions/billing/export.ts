@@ -9,7 +9,8 @@ import { billingExports } from '#shared/wiring/aws/billing-exports.ts';
 import { stripe } from '#shared/wiring/aws/stripe.ts';
 import { stripeStore } from '#shared/wiring/aws/stripe-store.ts';
 import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
-import { StorageMeter } from '#shared/usage/storage.ts';
+import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
+import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';
 
 /**
  * The daily schedule's target: the storage holdings closed at midnight, the previous UTC day's ledger as a FOCUS
@@ -23,7 +24,7 @@ export const handler = awsFunction(
   async (event: { time?: string } | undefined, services, adapters) => {
     const at = event?.time ? new Date(event.time) : new Date();
     const day = previousDay(Number.isNaN(at.getTime()) ? new Date() : at);
-    const storage = new StorageMeter(adapters.usageStore, adapters.prices);
+    const storage = new DailyStorageMeter(adapters.usageStore, adapters.prices, dynamoStorageHoldings);
     const out = await dailyBilling(services, adapters.stripe !== null, day, storage);
     // The export's answer as before (what the schedule's tests read), the Stripe report beside it.
     return { ...out.export, stripe: out.stripe };

@@ -9,7 +9,7 @@ import { plans } from '#shared/wiring/aws/plans.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
 import { platformModels } from '#shared/wiring/aws/llm.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { agentReports } from '#shared/wiring/aws/agent-reports.ts';
 
 export const handler = awsRoute(
   postEvents,
@@ -22,7 +22,7 @@ export const handler = awsRoute(
     streamPush,
     plans,
     commandPush,
-    usageStore,
+    agentReports,
     platformModels,
   },
   { sandboxBridge, conversationBridge },

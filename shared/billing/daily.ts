@@ -1,7 +1,7 @@
 import type { ExportResult } from '#shared/billing/export.ts';
 import type { StripeReport } from '#shared/billing/stripe.ts';
 import type { Services } from '#shared/services.ts';
-import type { StorageMeter } from '#shared/usage/storage.ts';
+import type { DailyStorageMeter } from '#shared/usage/storage-close.ts';
 
 /**
  * The daily run for `day`: the open storage holdings closed at midnight, its FOCUS file, then (Stripe configured) its usage to Stripe. A failure throws,
@@ -12,7 +12,7 @@ export async function dailyBilling(
   stripeConfigured: boolean,
   day: string,
   /** Where snapshots exist (AWS): the storage holdings still open are recorded up to midnight first, so the day's file has them. */
-  storage?: StorageMeter,
+  storage?: DailyStorageMeter,
 ): Promise<{ export: ExportResult; stripe: StripeReport | null }> {
   if (storage) await storage.closeDay();
   const file = await services.billingExports.run(day, day);

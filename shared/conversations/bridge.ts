@@ -25,7 +25,7 @@ export interface PlatformStart {
   gatewayUrl(): string;
 }
 import type { EventFeed } from '#shared/stream/feed.ts';
-import type { UsageStore } from '#shared/usage/usage-store.ts';
+import type { AgentReports } from '#shared/usage/usage-store.ts';
 
 /** The members of an agent's `metrics` state update the ledger keeps (the agent's cumulative count). */
 interface AgentMetricsReport {
@@ -86,7 +86,7 @@ export class ConversationBridge {
     /** Platform models: their start configuration points the agent at the LLM gateway with a credential of its own. */
     private readonly platform?: PlatformStart,
     /** The ledger the agent's own LLM usage reports go to (informational; docs/billing.md); none: not kept. */
-    private readonly agentUsage?: UsageStore,
+    private readonly agentUsage?: AgentReports,
   ) {}
 
   /**

@@ -37,6 +37,6 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
         }),
     },
     // The ingest keeps the agent's own LLM usage reports (informational; built when first used).
-    c.adapter('usageStore'),
+    c.adapter('agentReports'),
   );
 };

@@ -10,7 +10,6 @@ import { conditionalWrite, documentClient, tableName } from '#shared/store/dynam
 import { queryAll } from '#shared/store/query.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type {
-  AgentReport,
   ComputeRecord,
   CreditAccount,
   StorageHolding,
@@ -259,121 +258,11 @@ export class DynamoUsageStore implements UsageStore {
     );
   }
 
-  async recordAgentReport(r: AgentReport): Promise<boolean> {
-    let old: Record<string, unknown> | undefined;
-    const kept = await conditionalWrite(async () => {
-      const out = await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: usageKeys.agentConversation(r.userId, r.conversationId), sk: 'latest' },
-          // `at` and others are reserved words: every member by name.
-          UpdateExpression:
-            'SET #seq = :seq, #model = :model, #calls = :c, #in = :i, #out = :o, #micro = :m, #org = :org, #at = :at',
-          ConditionExpression: 'attribute_not_exists(#seq) OR #seq < :seq',
-          ExpressionAttributeNames: {
-            '#seq': 'seq',
-            '#model': 'model',
-            '#calls': 'calls',
-            '#in': 'inputTokens',
-            '#out': 'outputTokens',
-            '#micro': 'microUsd',
-            '#org': 'orgId',
-            '#at': 'at',
-          },
-          ExpressionAttributeValues: {
-            ':seq': r.seq,
-            ':model': r.model,
-            ':c': r.calls,
-            ':i': r.inputTokens,
-            ':o': r.outputTokens,
-            ':m': r.microUsd,
-            ':org': r.orgId,
-            ':at': r.at,
-          },
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      old = out.Attributes;
-    });
-    if (!kept) return false;
-    // The increase over the highest report so far; a report lower than it (a restarted count, a lie) adds
-    // nothing, and the highest stays the mark (restored in a second write, only when a member went down).
-    const up = (now: number, field: string) => Math.max(0, now - Number(old?.[field] ?? 0));
-    const fields = [
-      ['calls', r.calls],
-      ['inputTokens', r.inputTokens],
-      ['outputTokens', r.outputTokens],
-      ['microUsd', r.microUsd],
-    ] as const;
-    const lower = fields.filter(([f, v]) => v < Number(old?.[f] ?? 0));
-    if (lower.length)
-      await this.db
-        .send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { pk: usageKeys.agentConversation(r.userId, r.conversationId), sk: 'latest' },
-            UpdateExpression: `SET ${lower.map(([f]) => `#${f} = :${f}`).join(', ')}`,
-            ConditionExpression: '#seq = :seq',
-            ExpressionAttributeNames: { '#seq': 'seq', ...Object.fromEntries(lower.map(([f]) => [`#${f}`, f])) },
-            ExpressionAttributeValues: {
-              ':seq': r.seq,
-              ...Object.fromEntries(lower.map(([f]) => [`:${f}`, Number(old![f])])),
-            },
-          }),
-        )
-        .catch((err: unknown) => {
-          // A later report replaced it meanwhile: that one's values stand.
-          if ((err as { name?: string }).name !== 'ConditionalCheckFailedException') throw err;
-        });
-    const values = {
-      ':c': up(r.calls, 'calls'),
-      ':i': up(r.inputTokens, 'inputTokens'),
-      ':o': up(r.outputTokens, 'outputTokens'),
-      ':m': up(r.microUsd, 'microUsd'),
-      ':day': r.day,
-    };
-    if (!values[':c'] && !values[':i'] && !values[':o'] && !values[':m']) return true;
-    // Members of their own: nothing that bills, limits or the reconcile counts ever reads them.
-    const ADD_AGENT = 'ADD agentCalls :c, agentInputTokens :i, agentOutputTokens :o, agentMicroUsd :m SET #day = :day';
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
-        UpdateExpression: `${ADD_AGENT}, userId = :u, userKey = :uk`,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
-      }),
-    );
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
-        UpdateExpression: ADD_AGENT,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-      }),
-    );
-    return true;
-  }
-
   async storageHolding(sandboxId: string): Promise<StorageHolding | undefined> {
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: { pk: usageKeys.holdings, sk: sandboxId }, ConsistentRead: true }),
     );
-    return out.Item ? holding(out.Item) : undefined;
-  }
-
-  async *storageHoldings(): AsyncGenerator<StorageHolding[]> {
-    const pages = paginateQuery(
-      { client: this.db, pageSize: 500 },
-      {
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': usageKeys.holdings },
-        ConsistentRead: true,
-      },
-    );
-    for await (const page of pages) yield (page.Items ?? []).map(holding);
+    return out.Item as StorageHolding | undefined;
   }
 
   moveHolding(sandboxId: string, seen: StorageHolding | undefined, next: StorageHolding | null): Promise<boolean> {
@@ -409,34 +298,21 @@ export class DynamoUsageStore implements UsageStore {
       ':now': new Date().toISOString(),
     };
     // As compute: the totals only after the record's own put succeeded; the reconcile repairs a crash between.
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
-        UpdateExpression: `${ADD_STORAGE}, userId = :u, userKey = :uk`,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
-      }),
-    );
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
-        UpdateExpression: ADD_STORAGE,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-      }),
-    );
+    const user = { ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) };
+    for (const [pk, sk, set, more] of [
+      [usageKeys.orgUsers(r.orgId), `day#${r.day}#${r.userId}`, ', userId = :u, userKey = :uk', user],
+      [usageKeys.orgDay(r.orgId), `day#${r.day}`, '', {}],
+    ] as const)
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk },
+          UpdateExpression: ADD_STORAGE + set,
+          ExpressionAttributeNames: { '#day': 'day' },
+          ExpressionAttributeValues: { ...values, ...more },
+        }),
+      );
     return true;
-  }
-
-  storageRecords(sandboxId: string): Promise<StorageRecord[]> {
-    return queryAll<StorageRecord>({
-      TableName: this.table,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': usageKeys.storage(sandboxId) },
-      ConsistentRead: true,
-    });
   }
 
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {
@@ -510,13 +386,4 @@ const account = (item: Record<string, unknown>): CreditAccount => ({
   since: String(item.since),
   openingMicroUsd: Number(item.openingMicroUsd ?? 0),
   grants: Number(item.grants ?? 0),
-});
-
-const holding = (item: Record<string, unknown>): StorageHolding => ({
-  sandboxId: String(item.sandboxId),
-  orgId: String(item.orgId),
-  userId: String(item.userId),
-  bytes: Number(item.bytes ?? 0),
-  since: String(item.since),
-  key: String(item.key ?? ''),
 });

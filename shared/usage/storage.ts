@@ -2,10 +2,10 @@ import { logger } from '#shared/logging.ts';
 import { type Prices, storageCharge } from '#shared/usage/prices.ts';
 import type { StorageHolding, UsageStore } from '#shared/usage/usage-store.ts';
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** Whole seconds: every holding and record boundary is one, so day ends (whole seconds too) split them exactly. */
 const wholeSecond = (t: number) => Math.floor(t / 1000) * 1000;
-const iso = (t: number) => new Date(t).toISOString();
+export const iso = (t: number) => new Date(t).toISOString();
 
 /** Who a holding belongs to: the sandbox and the organization and user billed for it. */
 export interface StorageOwner {
@@ -22,13 +22,13 @@ export interface StorageOwner {
  */
 export class StorageMeter {
   constructor(
-    private readonly usage: UsageStore,
+    protected readonly usage: UsageStore,
     private readonly prices: Prices,
-    private readonly now: () => Date = () => new Date(),
+    protected readonly now: () => Date = () => new Date(),
   ) {}
 
   /** Records the holding's bytes from its `since` to `end` (whole seconds), one record per UTC day. */
-  private async close(h: StorageHolding, end: number): Promise<void> {
+  protected async close(h: StorageHolding, end: number): Promise<void> {
     let from = Date.parse(h.since);
     const price = this.prices.storage(process.env.AWS_REGION);
     while (from < end) {
@@ -74,23 +74,5 @@ export class StorageMeter {
       if (await this.usage.moveHolding(owner.id, held, next)) return;
     }
     logger.warn('usage.storage-raced', { sandboxId: owner.id });
-  }
-
-  /**
-   * The daily close: every holding open since before today's UTC midnight is recorded up to it and
-   * moved to it, so each day's storage is in its records by the time the day's export runs. Idempotent
-   * (the records' keys; the move is conditional). Returns how many holdings were closed.
-   */
-  async closeDay(): Promise<number> {
-    const midnight = Math.floor(this.now().getTime() / DAY_MS) * DAY_MS;
-    let closed = 0;
-    for await (const page of this.usage.storageHoldings())
-      for (const h of page) {
-        if (Date.parse(h.since) >= midnight) continue;
-        await this.close(h, midnight);
-        // Lost to a snapshot or a delete meanwhile: that writer closed the same records (same keys).
-        if (await this.usage.moveHolding(h.sandboxId, h, { ...h, since: iso(midnight) })) closed++;
-      }
-    return closed;
   }
 }

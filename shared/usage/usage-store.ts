@@ -122,6 +122,16 @@ export interface AgentReport {
   at: string;
 }
 
+/** The agent's own reports' store (adapter `agentReports`: only the ingest carries it). */
+export interface AgentReports {
+  /**
+   * Keeps the agent's report if its `seq` is later than the conversation's last, and adds its increase
+   * over the highest so far (never negative) to the (user, day) and (organization, day) totals' `agent*`
+   * members: one conditional write, two more when it increased; a repeat or an older report nothing more.
+   */
+  recordAgentReport(report: AgentReport): Promise<boolean>;
+}
+
 /** A day's totals (of an organization, or of one user in it, or of one model); LLM members once it had calls. */
 export interface DayTotals extends UsageAmounts, LlmAmounts, StorageAmounts, AgentAmounts {
   day: string;
@@ -185,16 +195,8 @@ export interface UsageStore {
    * false when one did (the next run looks again).
    */
   repairTotals(key: TotalsKey, seen: DayTotals | undefined, delta: TotalsDelta): Promise<boolean>;
-  /**
-   * Keeps the agent's report if its `seq` is later than the conversation's last, and adds its increase
-   * over that one (never negative) to the (user, day) and (organization, day) totals' `agent*` members:
-   * one conditional write, two more when it increased; a repeat or an older report writes nothing more.
-   */
-  recordAgentReport(report: AgentReport): Promise<boolean>;
   /** A sandbox's storage holding, or undefined when it holds no snapshot. */
   storageHolding(sandboxId: string): Promise<StorageHolding | undefined>;
-  /** Every holding, a page at a time (the daily close of open holdings). */
-  storageHoldings(): AsyncIterable<StorageHolding[]>;
   /**
    * Replaces the holding (`next`; null removes it) if it is still as `seen` (its `since`; undefined: none
    * exists); false when another writer moved it first.
@@ -202,8 +204,6 @@ export interface UsageStore {
   moveHolding(sandboxId: string, seen: StorageHolding | undefined, next: StorageHolding | null): Promise<boolean>;
   /** Puts the storage record if its key is new, then adds it to its day totals; false (nothing written) for a repeat. */
   recordStorage(record: StorageRecord): Promise<boolean>;
-  /** A sandbox's storage records (tests). */
-  storageRecords(sandboxId: string): Promise<StorageRecord[]>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
   /** A prepaid organization's credit account (its grants), or undefined before the first grant. */

@@ -11,7 +11,7 @@ import type { Prices } from '#shared/usage/prices.ts';
 import type { PlatformModels } from '#shared/llm/platform-models.ts';
 import type { LlmLedger } from '#shared/llm/ledger.ts';
 import type { UsageBus } from '#shared/usage/alerts.ts';
-import type { UsageStore } from '#shared/usage/usage-store.ts';
+import type { AgentReports, UsageStore } from '#shared/usage/usage-store.ts';
 import type { BillingExportSink } from '#shared/billing/export.ts';
 import type { StripeMeterClient, StripeStore } from '#shared/billing/stripe.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
@@ -85,6 +85,7 @@ export interface Adapters {
   idempotencyStore: IdempotencyStore;
   /** The usage ledger (table `usage`). */
   usageStore: UsageStore;
+  agentReports: AgentReports;
   /** Where FOCUS export files go: the operator's S3 bucket on AWS, DATA_DIR/billing-exports/ locally. */
   billingExports: BillingExportSink;
   /** Stripe's meter event stream (our own fetch); null where no Stripe key is configured (optional per deployment). */
@@ -176,9 +177,9 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       claimNotice: { tables: { usage: 'write' } },
       moveHolding: { tables: { usage: 'write' } },
       recordStorage: { tables: { usage: 'write' } },
-      recordAgentReport: { tables: { usage: 'write' } },
     },
   },
+  agentReports: { build: { tables: { usage: 'write' } } },
   usageBus: { build: { capabilities: ['usage:notify'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { StorageRecord } from '#shared/usage/usage-store.ts';
 import { FocusLedger } from '#shared/billing/focus.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
@@ -9,9 +10,10 @@ import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
-import { DynamoUsageStore, storageRecordItem } from '#shared/usage/dynamo-usage-store.ts';
+import { DynamoUsageStore, storageRecordItem, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { UsageReconcile } from '#shared/usage/reconcile.ts';
-import { StorageMeter } from '#shared/usage/storage.ts';
+import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
+import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { waitFor } from '#test/helpers/wait.ts';
@@ -305,6 +307,19 @@ describe('GET /api/v1/usage', () => {
   });
 });
 
+/** A sandbox's storage records, in time order (pk `stor#<sandbox id>`). */
+const storageRecords = async (sandboxId: string) =>
+  ((
+    await documentClient().send(
+      new QueryCommand({
+        TableName: tableName('usage'),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': usageKeys.storage(sandboxId) },
+        ConsistentRead: true,
+      }),
+    )
+  ).Items ?? []) as StorageRecord[];
+
 describe('workspace storage as GB-hours', () => {
   it('a snapshot held is recorded when its bytes change, at the day end and at the delete, once however often; in the usage route, the FOCUS lines and the reconcile', async () => {
     const key = await stack.newUser('storage-a');
@@ -342,7 +357,7 @@ describe('workspace storage as GB-hours', () => {
       since: '2026-03-04T10:00:00.000Z',
       key: k1,
     });
-    expect(await usage.storageRecords(id)).toEqual([]);
+    expect(await storageRecords(id)).toEqual([]);
     // Two hours later a smaller snapshot, three times: the 1 GiB held is recorded once.
     clock += 2 * 3600_000;
     await Promise.all([1, 2, 3].map(() => bridge.snapshotComplete(rec, k2)));
@@ -350,7 +365,7 @@ describe('workspace storage as GB-hours', () => {
     await bridge.snapshotComplete(rec, k1);
     const price = { region: 'us-east-1', gb_month_usd: '0.023', markup_percent: '0' };
     // 1 GB x 2 h / 730 h x 0.023 USD = 63.01 micro-USD.
-    expect(await usage.storageRecords(id)).toMatchObject([
+    expect(await storageRecords(id)).toMatchObject([
       {
         from: '2026-03-04T10:00:00.000Z',
         to: '2026-03-04T12:00:00.000Z',
@@ -364,7 +379,7 @@ describe('workspace storage as GB-hours', () => {
     ]);
     // The day's end: the daily close records what is held up to midnight, once however often it runs.
     clock = Date.parse('2026-03-05T00:15:00Z');
-    const meter = new StorageMeter(usage, deps.prices!, () => new Date(clock));
+    const meter = new DailyStorageMeter(usage, deps.prices!, dynamoStorageHoldings, () => new Date(clock));
     await Promise.all([meter.closeDay(), meter.closeDay(), meter.closeDay()]);
     expect(await meter.closeDay()).toBe(0);
     expect((await usage.storageHolding(id))?.since).toBe('2026-03-05T00:00:00.000Z');
@@ -374,7 +389,7 @@ describe('workspace storage as GB-hours', () => {
     const finish = (bridge as unknown as { finishDelete(r: SandboxRecord): Promise<boolean> }).finishDelete;
     expect(await finish.call(bridge, (await sandboxStore.get(id))!)).toBe(true);
     expect(await usage.storageHolding(id)).toBeUndefined();
-    const records = await usage.storageRecords(id);
+    const records = await storageRecords(id);
     // 0.5 GB x 12 h -> 189.04; 0.5 GB x 6 h -> 94.52 micro-USD.
     expect(records.map((r) => [r.from, r.to, r.bytes, r.mibSeconds, r.storageMicroUsd])).toEqual([
       ['2026-03-04T10:00:00.000Z', '2026-03-04T12:00:00.000Z', 2 ** 30, 7_372_800, 63],
