@@ -349,7 +349,7 @@ describe('workspace storage as GB-hours', () => {
     const rec = (await sandboxStore.get(id))!;
     // Reported three times at once: one holding, from the whole second.
     await Promise.all([1, 2, 3].map(() => bridge.snapshotComplete(rec, k1)));
-    expect(await usage.storageHolding(id)).toEqual({
+    expect(await usage.storageHolding(id)).toMatchObject({
       sandboxId: id,
       orgId,
       userId: 'storage-a',
