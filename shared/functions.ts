@@ -199,7 +199,8 @@ export const billingExportFunction = {
   entry: 'functions/billing/export.ts',
   async: true,
   tables: { usage: 'write', users: 'read', orgs: 'read' },
-  capabilities: ['signin', 'billing:export', 'stripe'],
+  // prices: the daily close of open storage holdings (docs/billing.md, "Workspace storage").
+  capabilities: ['signin', 'billing:export', 'stripe', 'prices'],
 } as const satisfies EventFunctionDef;
 
 /**

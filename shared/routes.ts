@@ -320,8 +320,9 @@ export const routes = [
       'Bridge: the program is alive; `active: true` records agent activity (what the idle sweep looks at); ' +
       "a RUNNING sandbox's compute since the last heartbeat goes into the usage ledger",
     tag: 'bridge',
-    tables: { sandboxes: 'write', usage: 'write' },
-    capabilities: ['specs', 'prices', 'plans', 'usage:notify'],
+    // conversations, events, the stream: at a hard limit's pause, an event on each of its conversations saying why.
+    tables: { sandboxes: 'write', usage: 'write', conversations: 'read', events: 'write', streamConnections: 'write' },
+    capabilities: ['specs', 'prices', 'plans', 'usage:notify', 'stream:push'],
   },
   {
     id: 'sandboxCommands',
@@ -612,8 +613,10 @@ export const routes = [
       sandboxes: 'write',
       commands: 'write',
       streamConnections: 'write',
+      // The agent's own LLM usage reports (informational; docs/billing.md), skipped for platform models.
+      usage: 'write',
     },
-    capabilities: ['stream:push', 'plans', 'commands:push'],
+    capabilities: ['stream:push', 'plans', 'commands:push', 'platform-llms'],
     maxBodyBytes: 6 * 1024 * 1024,
   },
   {
@@ -1630,8 +1633,9 @@ export const routes = [
       "Bridge: the upload of `key` completed; the sandbox's current snapshot moves to it once the object is seen " +
       '(409 if it is not there), and older snapshots are removed.',
     tag: 'bridge',
-    tables: { sandboxes: 'write' },
-    capabilities: ['s3:workspaces'],
+    // usage, prices: the storage held changes here (docs/billing.md, "Workspace storage").
+    tables: { sandboxes: 'write', usage: 'write' },
+    capabilities: ['s3:workspaces', 'prices'],
   },
   {
     id: 'sandboxSnapshotDownload',

@@ -8,20 +8,24 @@ import { accountStore } from '#shared/wiring/aws/accounts.ts';
 import { billingExports } from '#shared/wiring/aws/billing-exports.ts';
 import { stripe } from '#shared/wiring/aws/stripe.ts';
 import { stripeStore } from '#shared/wiring/aws/stripe-store.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
+import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
+import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
+import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';
 
 /**
- * The daily schedule's target: the previous UTC day's ledger as a FOCUS file, then to Stripe when configured.
+ * The daily schedule's target: the storage holdings closed at midnight, the previous UTC day's ledger as a FOCUS
+ * file, then to Stripe when configured.
  * The day comes from the scheduled event's own `time`, so a delivery retried after midnight still does its day.
  */
 export const handler = awsFunction(
   billingExportFunction,
-  { usageStore, accountStore, billingExports, stripe, stripeStore },
+  { usageStore, accountStore, billingExports, stripe, stripeStore, prices },
   { billingExports: exportsService, stripeReports },
   async (event: { time?: string } | undefined, services, adapters) => {
     const at = event?.time ? new Date(event.time) : new Date();
     const day = previousDay(Number.isNaN(at.getTime()) ? new Date() : at);
-    const out = await dailyBilling(services, adapters.stripe !== null, day);
+    const storage = new DailyStorageMeter(adapters.usageStore, adapters.prices, dynamoStorageHoldings);
+    const out = await dailyBilling(services, adapters.stripe !== null, day, storage);
     // The export's answer as before (what the schedule's tests read), the Stripe report beside it.
     return { ...out.export, stripe: out.stripe };
   },

@@ -6,9 +6,26 @@ import { specs } from '#shared/wiring/aws/specs.ts';
 import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
 import { usageBus } from '#shared/wiring/aws/usage-bus.ts';
+import { conversationStore } from '#shared/wiring/aws/conversations.ts';
+import { eventStore } from '#shared/wiring/aws/events.ts';
+import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
 
 export const handler = awsRoute(
   sandboxHeartbeat,
-  { sandboxStore, sandboxConfig, specs, usageStore, prices, plans, usageBus },
+  {
+    sandboxStore,
+    sandboxConfig,
+    specs,
+    usageStore,
+    prices,
+    plans,
+    usageBus,
+    // A hard limit's pause: an event on each of the sandbox's conversations (shared/conversations/pause-notices.ts).
+    conversationStore,
+    eventStore,
+    eventFeed,
+    streamConnectionStore,
+    streamPush,
+  },
   { sandboxBridge },
 );

@@ -8,9 +8,22 @@ import { eventStore } from '#shared/wiring/aws/events.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
 import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 import { eventFeed, streamConnectionStore, streamPush } from '#shared/wiring/aws/stream.ts';
+import { platformModels } from '#shared/wiring/aws/llm.ts';
+import { agentReports } from '#shared/wiring/aws/agent-reports.ts';
 
 export const handler = awsRoute(
   postEvents,
-  { conversationStore, eventStore, sandboxStore, eventFeed, streamConnectionStore, streamPush, plans, commandPush },
+  {
+    conversationStore,
+    eventStore,
+    sandboxStore,
+    eventFeed,
+    streamConnectionStore,
+    streamPush,
+    plans,
+    commandPush,
+    agentReports,
+    platformModels,
+  },
   { sandboxBridge, conversationBridge },
 );

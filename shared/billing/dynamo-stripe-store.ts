@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { StripeStore } from '#shared/billing/stripe.ts';
+import type { ReportedAggregate, StripeStore } from '#shared/billing/stripe.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
 
@@ -34,15 +34,70 @@ export class DynamoStripeStore implements StripeStore {
     return out.Attributes?.customerId as string | undefined;
   }
 
-  async reported(orgId: string, fromHour: string, toHour: string): Promise<Set<string>> {
-    const items = await queryAll<{ meter: string; hour: string }>({
+  async reported(orgId: string, fromHour: string, toHour: string): Promise<Map<string, ReportedAggregate>> {
+    const items = await queryAll<{
+      meter: string;
+      hour: string;
+      value: string;
+      identifier: string;
+      reportedBefore?: string;
+      sent?: boolean;
+    }>({
       TableName: this.table,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
-      // sk `<hour>#<meter>`: an hour range is one key range.
+      // sk `<hour>#<meter>` (and `<hour>#<meter>#+<before>` for corrections): an hour range is one key range.
       ExpressionAttributeValues: { ':pk': stripeKeys.marks(orgId), ':a': `${fromHour}#`, ':b': `${toHour}#~` },
       ConsistentRead: true,
     });
-    return new Set(items.map((i) => `${i.meter}#${i.hour}`));
+    const out = new Map<string, ReportedAggregate>();
+    for (const i of items) {
+      const key = `${i.meter}#${i.hour}`;
+      const agg = out.get(key) ?? out.set(key, { micro: 0n, pending: [] }).get(key)!;
+      agg.micro += BigInt(i.value);
+      if (i.reportedBefore !== undefined && !i.sent)
+        agg.pending.push({ identifier: i.identifier, value: i.value, reportedBefore: i.reportedBefore });
+    }
+    return out;
+  }
+
+  claimCorrection(
+    orgId: string,
+    meter: string,
+    hour: string,
+    reportedBefore: string,
+    identifier: string,
+    value: string,
+  ): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            pk: stripeKeys.marks(orgId),
+            sk: `${hour}#${meter}#+${reportedBefore}`,
+            meter,
+            hour,
+            identifier,
+            value,
+            reportedBefore,
+            sent: false,
+            claimedAt: new Date().toISOString(),
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+  }
+
+  async confirmCorrection(orgId: string, meter: string, hour: string, reportedBefore: string): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: stripeKeys.marks(orgId), sk: `${hour}#${meter}#+${reportedBefore}` },
+        UpdateExpression: 'SET sent = :t, reportedAt = :now',
+        ExpressionAttributeValues: { ':t': true, ':now': new Date().toISOString() },
+      }),
+    );
   }
 
   markReported(orgId: string, meter: string, hour: string, identifier: string, value: string): Promise<boolean> {

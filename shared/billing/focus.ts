@@ -4,7 +4,8 @@ import type { UsageRecord } from '#shared/usage/usage-store.ts';
 /*
  * The ledger as FOCUS 1.2 (FinOps Open Cost and Usage Specification) lines, and those lines as CSV.
  * One line per (organization, user, UTC day, SKU, region): compute as two SKUs (vCPU and memory, on-demand
- * or Spot), each platform model's tokens as up to four (input, output, cached input, cache-write input).
+ * or Spot) and a third for an AWS task's public IPv4, storage as one, each platform model's tokens as up to
+ * four (input, output, cached input, cache-write input).
  * Money stays integer micro-USD until it is written as an exact decimal string; no float touches it.
  * docs/billing.md ("The FOCUS export") says what each column holds.
  */
@@ -96,7 +97,7 @@ export function allocate(total: number, parts: { n: bigint; d: bigint }[]): numb
 interface Charge {
   sku: string;
   region: string | null;
-  service: 'compute' | 'llm';
+  service: 'compute' | 'llm' | 'storage';
   description: string;
   unit: string;
   quantity: number;
@@ -115,10 +116,29 @@ function computeCharges(r: Extract<UsageRecord, { kind: 'compute' }>): Charge[] 
     n: s * BigInt(units) * p.n * (100n * m.d + m.n) * 1_000_000n,
     d: 3600n * 1024n * p.d * 100n * m.d,
   });
-  const [cpu, mem] = allocate(r.computeMicroUsd, [part(r.cpuUnits, v), part(r.memoryMiB, g)]);
+  // The task's public IPv4 address, priced in with the compute (an AWS task's records only): seconds x price.
+  const ipv4 = r.price.ipv4_hour_usd !== undefined ? fraction(r.price.ipv4_hour_usd) : undefined;
+  const parts = [part(r.cpuUnits, v), part(r.memoryMiB, g)];
+  if (ipv4) parts.push(part(1024, ipv4));
+  const [cpu, mem, ip] = allocate(r.computeMicroUsd, parts);
   const capacity = r.price.spot ? 'spot' : 'on-demand';
   const region = r.price.region;
+  const address: Charge[] = ipv4
+    ? [
+        {
+          sku: 'compute/public-ipv4',
+          region,
+          service: 'compute',
+          description: "Sandbox compute: the task's public IPv4 address, per address-second",
+          unit: 'IPv4-Seconds',
+          quantity: r.seconds,
+          microUsd: ip!,
+          estimated: false,
+        },
+      ]
+    : [];
   return [
+    ...address,
     {
       sku: `compute/vcpu/${capacity}`,
       region,
@@ -183,8 +203,29 @@ function llmCharges(r: Extract<UsageRecord, { kind: 'llm' }>): Charge[] {
   );
 }
 
+/** A storage record's one charge: the snapshot bytes held, in MiB-seconds, at the price it was charged at. */
+function storageCharges(r: Extract<UsageRecord, { kind: 'storage' }>): Charge[] {
+  return [
+    {
+      sku: 'storage/workspace-snapshots',
+      region: r.price.region,
+      service: 'storage',
+      description: 'Workspace snapshots held, per MiB-second',
+      unit: 'MiB-Seconds',
+      quantity: r.mibSeconds,
+      microUsd: r.storageMicroUsd,
+      estimated: false,
+    },
+  ];
+}
+
+/** A record's cost in micro-USD, whatever its kind. */
+export const recordMicroUsd = (r: UsageRecord): number =>
+  r.kind === 'compute' ? r.computeMicroUsd : r.kind === 'llm' ? r.costMicroUsd : r.storageMicroUsd;
+
 const SERVICES = {
   compute: { name: 'Sandbox compute', category: 'Compute', subcategory: 'Containers' },
+  storage: { name: 'Workspace storage', category: 'Storage', subcategory: 'Object Storage' },
   llm: { name: 'Platform LLM', category: 'AI and Machine Learning', subcategory: 'Generative AI' },
 } as const;
 
@@ -223,9 +264,9 @@ export class FocusLedger {
 
   add(records: Iterable<UsageRecord>): void {
     for (const r of records) {
-      const charges = r.kind === 'compute' ? computeCharges(r) : llmCharges(r);
+      const charges = r.kind === 'compute' ? computeCharges(r) : r.kind === 'llm' ? llmCharges(r) : storageCharges(r);
       this.records++;
-      this.recordsMicroUsd += r.kind === 'compute' ? r.computeMicroUsd : r.costMicroUsd;
+      this.recordsMicroUsd += recordMicroUsd(r);
       for (const c of charges) {
         const key = JSON.stringify([r.orgId, r.day, r.userId, c.sku, c.region]);
         let g = this.groups.get(key);

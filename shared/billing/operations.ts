@@ -78,6 +78,7 @@ export const reportStripeUsage = defineOperation(
       already_reported: z.number(),
       skipped_orgs: z.array(z.string()),
       open_hours: z.number(),
+      corrections: z.number(),
     }),
     errors: [409],
   }),

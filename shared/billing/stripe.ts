@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { daysOf } from '#shared/billing/export.ts';
+import { recordMicroUsd } from '#shared/billing/focus.ts';
 import type { UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
 
 /*
@@ -12,6 +13,7 @@ import type { UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
 export const STRIPE_METERS = {
   compute: 'acs_compute_micro_usd',
   llm: 'acs_llm_micro_usd',
+  storage: 'acs_storage_micro_usd',
 } as const;
 export type MeterKey = keyof typeof STRIPE_METERS;
 /** The Stripe API version we speak (the `stripe` package's, whose parameter types the test fake checks). */
@@ -153,6 +155,22 @@ export function meterIdentifier(orgId: string, meter: string, hour: string): str
   return `acs_${createHash('sha256').update(`${orgId}\n${meter}\n${hour}`).digest('hex').slice(0, 48)}`;
 }
 
+/**
+ * The identifier of a correction of an (organization, meter, hour) already reported: records written after
+ * the hour was reported (a late heartbeat, a day's storage closed at midnight), sent as the difference. It
+ * is derived from what was reported before it (`reportedBefore`, micro-USD), so each correction of an hour has
+ * its own, and the same correction always the same one.
+ */
+export function correctionIdentifier(orgId: string, meter: string, hour: string, reportedBefore: bigint): string {
+  return `acs_${createHash('sha256').update(`${orgId}\n${meter}\n${hour}\n+${reportedBefore}`).digest('hex').slice(0, 48)}`;
+}
+
+/** What was reported of one (organization, meter, hour): the sum of its marks, and corrections claimed but not confirmed sent. */
+export interface ReportedAggregate {
+  micro: bigint;
+  pending: { identifier: string; value: string; reportedBefore: string }[];
+}
+
 /** The UTC hour (`YYYY-MM-DDTHH:00:00Z`) of an ISO instant. */
 const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00Z`;
 
@@ -160,10 +178,24 @@ const hourOf = (iso: string) => `${iso.slice(0, 13)}:00:00Z`;
 export interface StripeStore {
   customer(orgId: string): Promise<string | undefined>;
   setCustomer(orgId: string, customerId: string): Promise<string | undefined>;
-  /** The marks of an organization's hours from `fromHour` to `toHour` (inclusive): `<meter>#<hour>`. */
-  reported(orgId: string, fromHour: string, toHour: string): Promise<Set<string>>;
+  /** What was reported of an organization's hours from `fromHour` to `toHour` (inclusive), by `<meter>#<hour>`. */
+  reported(orgId: string, fromHour: string, toHour: string): Promise<Map<string, ReportedAggregate>>;
   /** Marks an (organization, meter, hour) reported; false when it was already (a racing run). */
   markReported(orgId: string, meter: string, hour: string, identifier: string, value: string): Promise<boolean>;
+  /**
+   * Claims the correction of an (organization, meter, hour) after `reportedBefore` micro-USD were reported
+   * (a conditional put, before it is sent, so its value and identifier never part); false when a racing run did.
+   */
+  claimCorrection(
+    orgId: string,
+    meter: string,
+    hour: string,
+    reportedBefore: string,
+    identifier: string,
+    value: string,
+  ): Promise<boolean>;
+  /** The claimed correction was taken by Stripe. */
+  confirmCorrection(orgId: string, meter: string, hour: string, reportedBefore: string): Promise<void>;
 }
 
 export interface StripeReport {
@@ -177,6 +209,8 @@ export interface StripeReport {
   skipped_orgs: string[];
   /** Hours not ended (plus the grace) yet: left to the next run. */
   open_hours: number;
+  /** Of `sent`, corrections: records written after their hour was reported, sent as the difference. */
+  corrections: number;
 }
 
 /** Refusals a caller maps to 422 (the period) or 409 (not configured). */
@@ -228,17 +262,25 @@ export class StripeReporter {
     for (const day of daysOf(from, to))
       for await (const page of this.usage.dayRecords(day))
         for (const r of page as UsageRecord[]) {
-          const hour = hourOf(r.kind === 'compute' ? r.from : r.at);
+          const hour = hourOf(r.kind === 'llm' ? r.at : r.from);
           if (!ended(hour)) {
             openHours.add(`${r.orgId}#${hour}`);
             continue;
           }
-          if (r.kind === 'compute') add(r.orgId, 'compute', hour, r.computeMicroUsd);
-          else add(r.orgId, 'llm', hour, r.costMicroUsd);
+          add(r.orgId, r.kind, hour, recordMicroUsd(r));
         }
     open = openHours.size;
-    const out: StripeReport = { from, to, sent: 0, already_reported: 0, skipped_orgs: [], open_hours: open };
+    const out: StripeReport = {
+      from,
+      to,
+      sent: 0,
+      already_reported: 0,
+      skipped_orgs: [],
+      open_hours: open,
+      corrections: 0,
+    };
     const pending: { orgId: string; meter: string; hour: string; event: MeterEvent }[] = [];
+    const corrections: { orgId: string; meter: string; hour: string; before: string; event: MeterEvent }[] = [];
     for (const orgId of [...sums.keys()].sort()) {
       const customer = await this.store.customer(orgId);
       if (!customer) {
@@ -247,12 +289,31 @@ export class StripeReporter {
       }
       const marks = await this.store.reported(orgId, `${from}T00:00:00Z`, `${to}T23:00:00Z`);
       for (const [key, micro] of [...sums.get(orgId)!].sort(([a], [b]) => (a < b ? -1 : 1))) {
-        if (marks.has(key)) {
-          out.already_reported++;
+        const [meter, hour] = key.split('#') as [string, string];
+        const reported = marks.get(key);
+        if (reported) {
+          const event = (identifier: string, value: string): MeterEvent => ({
+            event_name: meter,
+            identifier,
+            payload: { stripe_customer_id: customer, value },
+            timestamp: hour,
+          });
+          // Claimed by an earlier run that died before Stripe's answer was confirmed: sent again as it was.
+          for (const p of reported.pending)
+            corrections.push({ orgId, meter, hour, before: p.reportedBefore, event: event(p.identifier, p.value) });
+          const late = micro - reported.micro;
+          if (late <= 0n) {
+            out.already_reported++;
+            continue;
+          }
+          // Records written after the hour was reported: the difference, as a correction of its own.
+          const before = reported.micro.toString();
+          const identifier = correctionIdentifier(orgId, meter, hour, reported.micro);
+          if (await this.store.claimCorrection(orgId, meter, hour, before, identifier, late.toString()))
+            corrections.push({ orgId, meter, hour, before, event: event(identifier, late.toString()) });
           continue;
         }
         if (micro <= 0n) continue;
-        const [meter, hour] = key.split('#') as [string, string];
         const identifier = meterIdentifier(orgId, meter, hour);
         pending.push({
           orgId,
@@ -274,6 +335,13 @@ export class StripeReporter {
       await Promise.all(
         batch.map((p) => this.store.markReported(p.orgId, p.meter, p.hour, p.event.identifier, p.event.payload.value)),
       );
+    }
+    for (let i = 0; i < corrections.length; i += BATCH) {
+      const batch = corrections.slice(i, i + BATCH);
+      await this.client.send(batch.map((c) => c.event));
+      out.sent += batch.length;
+      out.corrections += batch.length;
+      await Promise.all(batch.map((c) => this.store.confirmCorrection(c.orgId, c.meter, c.hour, c.before)));
     }
     return out;
   }

@@ -7020,6 +7020,7 @@ export interface operations {
                         already_reported: number;
                         skipped_orgs: string[];
                         open_hours: number;
+                        corrections: number;
                     };
                 };
             };
@@ -7139,7 +7140,13 @@ export interface operations {
                             llm_cached_input_tokens: number;
                             llm_cache_write_input_tokens: number;
                             llm_cost_usd: number;
+                            storage_gb_hours: number;
+                            storage_cost_usd: number;
                             total_cost_usd: number;
+                            reported_llm_calls: number;
+                            reported_llm_input_tokens: number;
+                            reported_llm_output_tokens: number;
+                            reported_llm_cost_usd: number;
                         } | {
                             conversation_id: string;
                             title: string | null;
@@ -7160,7 +7167,13 @@ export interface operations {
                             llm_cached_input_tokens: number;
                             llm_cache_write_input_tokens: number;
                             llm_cost_usd: number;
+                            storage_gb_hours: number;
+                            storage_cost_usd: number;
                             total_cost_usd: number;
+                            reported_llm_calls: number;
+                            reported_llm_input_tokens: number;
+                            reported_llm_output_tokens: number;
+                            reported_llm_cost_usd: number;
                         };
                         limits?: {
                             plan: string;

@@ -25,6 +25,36 @@ export interface PlatformStart {
   gatewayUrl(): string;
 }
 import type { EventFeed } from '#shared/stream/feed.ts';
+import type { AgentReports } from '#shared/usage/usage-store.ts';
+
+/** The members of an agent's `metrics` state update the ledger keeps (the agent's cumulative count). */
+interface AgentMetricsReport {
+  model: string;
+  llm_calls: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  accumulated_cost: number;
+}
+const count = (v: unknown, max: number): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+
+/** An event's LLM usage report (a `ConversationStateUpdateEvent` of key `metrics`), when well formed; else undefined. */
+export function agentMetricsOf(e: AgentEventEnvelope): AgentMetricsReport | undefined {
+  const { kind, key, value } = e as { kind: string; key?: unknown; value?: unknown };
+  if (kind !== 'ConversationStateUpdateEvent' || key !== 'metrics' || !value || typeof value !== 'object') return;
+  const v = value as Record<string, unknown>;
+  const cost = v.accumulated_cost;
+  if (typeof v.model !== 'string' || v.model.length < 1 || v.model.length > 128) return;
+  if (!count(v.llm_calls, 1e9) || !count(v.prompt_tokens, 1e15) || !count(v.completion_tokens, 1e15)) return;
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || cost > 1e9) return;
+  return {
+    model: v.model,
+    llm_calls: v.llm_calls,
+    prompt_tokens: v.prompt_tokens,
+    completion_tokens: v.completion_tokens,
+    accumulated_cost: cost,
+  };
+}
 
 /** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
 export const ACTIVITY_WRITE_MS = 30_000;
@@ -55,6 +85,8 @@ export class ConversationBridge {
     private readonly planFor?: (name: string | undefined) => Plan,
     /** Platform models: their start configuration points the agent at the LLM gateway with a credential of its own. */
     private readonly platform?: PlatformStart,
+    /** The ledger the agent's own LLM usage reports go to (informational; docs/billing.md); none: not kept. */
+    private readonly agentUsage?: AgentReports,
   ) {}
 
   /**
@@ -198,6 +230,8 @@ export class ConversationBridge {
       .catch((err: unknown) =>
         logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }),
       );
+    // Only a call that committed some of the batch: a retry of it writes nothing (the next report is cumulative).
+    if (added > 0) await this.keepAgentReport(caller, conversation, firstSeq, events);
     await this.touch(caller);
     if (overCap && plan) {
       const max = plan.max_events_per_conversation;
@@ -213,6 +247,48 @@ export class ConversationBridge {
       );
     }
     return { success: true, added };
+  }
+
+  /**
+   * The agent's own report of its LLM usage (the batch's last `metrics` state update: cumulative model,
+   * calls, tokens, cost) for a user's own key, kept in the ledger as informational (docs/billing.md, "The
+   * agent's own reports"): never billed, never in a limit. A platform model is skipped (its gateway counts
+   * it, authoritatively). The conversation is the one the placement check found on this sandbox, so a
+   * sandbox writes only its own conversations' reports, and only to the `agent*` members. A batch without
+   * one writes nothing; a failure is logged, never fails the batch (the next report is cumulative).
+   */
+  private async keepAgentReport(
+    sandbox: SandboxCaller,
+    conversation: ConversationRecord,
+    firstSeq: number,
+    events: AgentEventEnvelope[],
+  ): Promise<void> {
+    if (!this.agentUsage || !sandbox.orgId) return;
+    let found: { seq: number; metrics: AgentMetricsReport } | undefined;
+    for (const [i, e] of events.entries()) {
+      const metrics = agentMetricsOf(e);
+      if (metrics) found = { seq: firstSeq + i, metrics };
+    }
+    if (!found || this.platform?.policy.get(found.metrics.model)) return;
+    const at = new Date(this.now()).toISOString();
+    const m = found.metrics;
+    await this.agentUsage
+      .recordAgentReport({
+        orgId: sandbox.orgId,
+        userId: conversation.userId,
+        conversationId: conversation.id,
+        seq: found.seq,
+        model: m.model,
+        calls: m.llm_calls,
+        inputTokens: m.prompt_tokens,
+        outputTokens: m.completion_tokens,
+        microUsd: Math.round(m.accumulated_cost * 1_000_000),
+        day: at.slice(0, 10),
+        at,
+      })
+      .catch((err: unknown) =>
+        logger.warn('usage.agent-report-failed', { conversationId: conversation.id, error: err as Error }),
+      );
   }
 
   /**

@@ -148,7 +148,15 @@ export class SandboxBridge extends SandboxRecords {
       );
       // No runtime call here (the heartbeat carries no ECS client): the program stops itself on the
       // PAUSED answer, saving its workspace, and the sweeper stops a task no live record owns.
-      return t?.changed === true;
+      if (!t?.changed) return false;
+      // Its conversations say why (the one heartbeat that paused it: once per generation).
+      const why = { code: reached.code, limit: reached.limit, used: reached.used, detail };
+      await this.deps.pauseNotices
+        ?.paused(rec, why)
+        .catch((err: unknown) =>
+          logger.warn('sandbox.limit-notice-failed', { sandboxId: rec.id, error: err as Error }),
+        );
+      return true;
     } catch (err) {
       logger.error('Checking the monthly limits failed; the next heartbeat checks again', {
         sandboxId: rec.id,
@@ -230,7 +238,11 @@ export class SandboxBridge extends SandboxRecords {
       if (current && current >= objectKey) return 'skip';
       return { runtimeState: { ...rec.runtimeState, [SNAPSHOT_STATE]: objectKey } };
     });
-    if (t?.changed) await snapshots.prune(sandboxId, objectKey);
+    if (t?.changed) {
+      await snapshots.prune(sandboxId, objectKey);
+      // The workspace storage now held is this snapshot's bytes (docs/billing.md, "Workspace storage").
+      await this.meterStorage(t.record, bytes, objectKey);
+    }
     return { key: objectKey, bytes };
   }
 

@@ -7,7 +7,9 @@ import type { Plans } from '#shared/plans/model.ts';
 import type { Prices } from '#shared/usage/prices.ts';
 import { computeCharge } from '#shared/usage/prices.ts';
 import type { UsageAlerts } from '#shared/usage/alerts.ts';
+import type { PauseNotices } from '#shared/conversations/pause-notices.ts';
 import type { ComputeRecord, DayTotals, UsageStore } from '#shared/usage/usage-store.ts';
+import { StorageMeter } from '#shared/usage/storage.ts';
 import type { Sealer } from '#shared/secrets/sealer.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
@@ -52,6 +54,8 @@ export interface SandboxServiceDeps {
   prices?: Prices;
   /** 80% / 100% notices: the heartbeat's, where a record crosses a threshold (shared/usage/alerts.ts). */
   alerts?: UsageAlerts;
+  /** The heartbeat's: tells a sandbox's conversations why it was paused at a hard limit (an event each). */
+  pauseNotices?: PauseNotices;
   /** The warm pool a start claims from (used only for specs that keep one). */
   pool?: PoolClaims;
   now?: () => Date;
@@ -222,7 +226,8 @@ export class SandboxRecords {
       const cpuUnits = (spec?.cpu ?? NOMINAL_SIZE.cpu) * factor;
       const memoryMiB = (spec?.memory ?? NOMINAL_SIZE.memory) * factor;
       const spot = !!spec?.fargate?.spot && rec.runtimeState?.[CAPACITY_STATE] !== 'FARGATE';
-      const price = this.deps.prices!.compute(process.env.AWS_REGION, spot);
+      // A Fargate task has a public IPv4 address (assignPublicIp): priced in with its compute; a local process has none.
+      const price = this.deps.prices!.compute(process.env.AWS_REGION, spot, !!spec?.fargate);
       const charge = computeCharge(seconds, cpuUnits, memoryMiB, price);
       const record: ComputeRecord = {
         sandboxId: rec.id,
@@ -457,7 +462,11 @@ export class SandboxRecords {
       const out = await this.deps.runtime.destroy(instanceOf(rec));
       if (out.done) {
         // After the last task stopped: a task saves its workspace after SIGTERM, so not before.
-        await this.deps.snapshotRemoval?.remove(rec.id);
+        if (this.deps.snapshotRemoval) {
+          await this.deps.snapshotRemoval.remove(rec.id);
+          // Its snapshots go now: the storage it held ends here.
+          await this.meterStorage(rec, 0, null);
+        }
         await this.deps.store.remove(rec.id);
         return true;
       }
@@ -467,6 +476,19 @@ export class SandboxRecords {
       logger.error('Sandbox clean-up failed; the sweeper will retry', { sandboxId: rec.id, error: err as Error });
     }
     return false;
+  }
+
+  /**
+   * The workspace storage a sandbox holds is now `bytes` (its snapshot `key`; 0 and null: none, deleted).
+   * Where snapshots exist (AWS) only; metering never fails the call that changed them (logged: the holding
+   * stays as it was until the next change).
+   */
+  protected async meterStorage(rec: SandboxRecord, bytes: number, key: string | null): Promise<void> {
+    try {
+      await new StorageMeter(this.deps.usage!, this.deps.prices!, this.now).hold(rec, bytes, key);
+    } catch (err) {
+      logger.error('Metering workspace storage failed', { sandboxId: rec.id, error: err as Error });
+    }
   }
 
   protected async stopQuietly(instance: InstanceRef): Promise<void> {

@@ -36,5 +36,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
           ...(budgetUsd === null ? {} : { b: Math.round(budgetUsd * 1_000_000) }),
         }),
     },
+    // The ingest keeps the agent's own LLM usage reports (informational; built when first used).
+    c.adapter('agentReports'),
   );
 };

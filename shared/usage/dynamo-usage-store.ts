@@ -1,10 +1,19 @@
-import { GetCommand, PutCommand, paginateQuery, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  paginateQuery,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { queryAll } from '#shared/store/query.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type {
   ComputeRecord,
   CreditAccount,
+  StorageHolding,
+  StorageRecord,
   DayTotals,
   TotalsDelta,
   TotalsKey,
@@ -28,6 +37,12 @@ export const usageKeys = {
   credits: (orgId: string) => `credits#${orgId}`,
   /** 80% / 100% notices (sk `<period>#<limit>#<threshold>`). */
   notices: (orgId: string) => `notice#${orgId}`,
+  /** A sandbox's storage records (sk the interval's start). */
+  storage: (sandboxId: string) => `stor#${sandboxId}`,
+  /** Every sandbox's storage holding, one partition (sk the sandbox id). */
+  holdings: 'storheld',
+  /** The agent's last report of a conversation's LLM usage (sk `latest`). */
+  agentConversation: (userId: string, conversationId: string) => `agentconv#${userId}#${conversationId}`,
 };
 
 // lastAt: the wall clock of the write, read by the daily reconcile (docs/billing.md, "The daily reconcile").
@@ -41,6 +56,23 @@ export function computeRecordItem(r: ComputeRecord, retentionDays: number): Reco
     pk,
     sk: r.from,
     kind: 'compute',
+    recordKey: usageKeys.recordKey(r.orgId, r.from, pk),
+    expiresAtEpoch: recordExpiry(r.day, retentionDays),
+    ...r,
+  };
+}
+
+// Storage records add to their own members (and `storageRecords`, which the reconcile's repair condition reads).
+const ADD_STORAGE =
+  'ADD storageMibSeconds :ms, storageMicroUsd :sc, storageRecords :one SET #day = :day, lastAt = :now';
+
+/** A storage record as table `usage` holds it. */
+export function storageRecordItem(r: StorageRecord, retentionDays: number): Record<string, unknown> {
+  const pk = usageKeys.storage(r.sandboxId);
+  return {
+    pk,
+    sk: r.from,
+    kind: 'storage',
     recordKey: usageKeys.recordKey(r.orgId, r.from, pk),
     expiresAtEpoch: recordExpiry(r.day, retentionDays),
     ...r,
@@ -196,9 +228,10 @@ export class DynamoUsageStore implements UsageStore {
       sets.push('model = :model');
       values[':model'] = key.model;
     }
-    // Every writer ADDs 1 to `records` (compute) or `llmCalls` (LLM): unchanged counts mean no writer came between.
+    // Every writer ADDs 1 to `records` (compute), `llmCalls` (LLM) or `storageRecords` (storage): unchanged
+    // counts mean no writer came between.
     const conditions = seen
-      ? (['records', 'llmCalls'] as const).map((f) => {
+      ? (['records', 'llmCalls', 'storageRecords'] as const).map((f) => {
           if (seen[f] === undefined) return `attribute_not_exists(${f})`;
           values[`:seen_${f}`] = seen[f];
           return `${f} = :seen_${f}`;
@@ -223,6 +256,63 @@ export class DynamoUsageStore implements UsageStore {
         }),
       ),
     );
+  }
+
+  async storageHolding(sandboxId: string): Promise<StorageHolding | undefined> {
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { pk: usageKeys.holdings, sk: sandboxId }, ConsistentRead: true }),
+    );
+    return out.Item as StorageHolding | undefined;
+  }
+
+  moveHolding(sandboxId: string, seen: StorageHolding | undefined, next: StorageHolding | null): Promise<boolean> {
+    const Key = { pk: usageKeys.holdings, sk: sandboxId };
+    const condition = seen
+      ? { ConditionExpression: 'since = :since', ExpressionAttributeValues: { ':since': seen.since } }
+      : { ConditionExpression: 'attribute_not_exists(pk)' };
+    return conditionalWrite(() =>
+      next
+        ? this.db.send(
+            new PutCommand({ TableName: this.table, Item: { ...Key, kind: 'holding', ...next }, ...condition }),
+          )
+        : this.db.send(new DeleteCommand({ TableName: this.table, Key, ...condition })),
+    );
+  }
+
+  async recordStorage(r: StorageRecord): Promise<boolean> {
+    const put = await conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: storageRecordItem(r, this.retentionDays),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+    if (!put) return false;
+    const values = {
+      ':ms': r.mibSeconds,
+      ':sc': r.storageMicroUsd,
+      ':one': 1,
+      ':day': r.day,
+      ':now': new Date().toISOString(),
+    };
+    // As compute: the totals only after the record's own put succeeded; the reconcile repairs a crash between.
+    const user = { ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) };
+    for (const [pk, sk, set, more] of [
+      [usageKeys.orgUsers(r.orgId), `day#${r.day}#${r.userId}`, ', userId = :u, userKey = :uk', user],
+      [usageKeys.orgDay(r.orgId), `day#${r.day}`, '', {}],
+    ] as const)
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk },
+          UpdateExpression: ADD_STORAGE + set,
+          ExpressionAttributeNames: { '#day': 'day' },
+          ExpressionAttributeValues: { ...values, ...more },
+        }),
+      );
+    return true;
   }
 
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]> {

@@ -31,7 +31,13 @@ const amounts = {
   llm_cached_input_tokens: z.number(),
   llm_cache_write_input_tokens: z.number(),
   llm_cost_usd: z.number(),
+  storage_gb_hours: z.number(),
+  storage_cost_usd: z.number(),
   total_cost_usd: z.number(),
+  reported_llm_calls: z.number(),
+  reported_llm_input_tokens: z.number(),
+  reported_llm_output_tokens: z.number(),
+  reported_llm_cost_usd: z.number(),
 };
 
 export const getUsage = defineOperation(

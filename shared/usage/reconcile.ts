@@ -57,6 +57,9 @@ const COUNTED = [
   'llmCachedTokens',
   'llmCacheWriteTokens',
   'llmMicroUsd',
+  'storageRecords',
+  'storageMibSeconds',
+  'storageMicroUsd',
 ] as const satisfies readonly (keyof TotalsDelta)[];
 type Sums = Record<(typeof COUNTED)[number], number>;
 
@@ -71,9 +74,13 @@ const count = (): RepairCount => ({ checked: 0, repaired: 0, busy: 0, raced: 0 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
 
-/** A record's share of its totals, and when it was written (compute: `recordedAt`; LLM: `at`). */
+/** A record's share of its totals, and when it was written (compute, storage: `recordedAt`; LLM: `at`). */
 function contribution(r: UsageRecord): { sums: Sums; written: string } {
   const sums = zero();
+  if (r.kind === 'storage') {
+    Object.assign(sums, { storageRecords: 1, storageMibSeconds: r.mibSeconds, storageMicroUsd: r.storageMicroUsd });
+    return { sums, written: r.recordedAt };
+  }
   if (r.kind === 'compute') {
     for (const f of ['seconds', 'factorSeconds', 'vcpuSeconds', 'gbSeconds', 'computeMicroUsd'] as const)
       sums[f] = Number(r[f] ?? 0);

@@ -4,7 +4,15 @@ import type { ConversationStore } from '#shared/conversations/conversation-store
 import { DEFAULT_PLANS, type Plans } from '#shared/plans/model.ts';
 import { creditsView } from '#shared/usage/credits.ts';
 import { readStanding, standingOf } from '#shared/usage/standing.ts';
-import type { DayTotals, LlmAmounts, UsageAmounts, UsageStore } from '#shared/usage/usage-store.ts';
+import { roundHalfEven } from '#shared/usage/prices.ts';
+import type {
+  AgentAmounts,
+  DayTotals,
+  LlmAmounts,
+  StorageAmounts,
+  UsageAmounts,
+  UsageStore,
+} from '#shared/usage/usage-store.ts';
 
 /** Integer micro-USD as a JSON number with at most 6 decimals (exact in its decimal form). */
 export const usd = (micro: number): number => {
@@ -13,7 +21,11 @@ export const usd = (micro: number): number => {
   return Number(`${sign}${Math.trunc(m / 1_000_000)}.${String(m % 1_000_000).padStart(6, '0')}`);
 };
 
-type Totals = UsageAmounts & Required<LlmAmounts>;
+type Totals = UsageAmounts & Required<LlmAmounts> & Required<StorageAmounts> & Required<AgentAmounts>;
+
+/** MiB-seconds as GB-hours (GB = 1024 MiB), rounded half-even to 6 decimals. */
+export const gbHours = (mibSeconds: number): number =>
+  usd(Number(roundHalfEven(BigInt(mibSeconds) * 1_000_000n, 3_686_400n)));
 
 const view = (t: Totals) => ({
   vcpu_seconds: t.vcpuSeconds,
@@ -26,7 +38,15 @@ const view = (t: Totals) => ({
   llm_cached_input_tokens: t.llmCachedTokens,
   llm_cache_write_input_tokens: t.llmCacheWriteTokens,
   llm_cost_usd: usd(t.llmMicroUsd),
-  total_cost_usd: usd(t.computeMicroUsd + t.llmMicroUsd),
+  // Workspace snapshots held (docs/billing.md, "Workspace storage").
+  storage_gb_hours: gbHours(t.storageMibSeconds),
+  storage_cost_usd: usd(t.storageMicroUsd),
+  total_cost_usd: usd(t.computeMicroUsd + t.llmMicroUsd + t.storageMicroUsd),
+  // The agent's own reports for a user's own key: informational, not in the total (docs/billing.md).
+  reported_llm_calls: t.agentCalls,
+  reported_llm_input_tokens: t.agentInputTokens,
+  reported_llm_output_tokens: t.agentOutputTokens,
+  reported_llm_cost_usd: usd(t.agentMicroUsd),
 });
 const zero = (): Totals => ({
   seconds: 0,
@@ -40,6 +60,13 @@ const zero = (): Totals => ({
   llmCachedTokens: 0,
   llmCacheWriteTokens: 0,
   llmMicroUsd: 0,
+  storageRecords: 0,
+  storageMibSeconds: 0,
+  storageMicroUsd: 0,
+  agentCalls: 0,
+  agentInputTokens: 0,
+  agentOutputTokens: 0,
+  agentMicroUsd: 0,
 });
 const add = (into: Totals, t: Partial<Totals>) => {
   for (const k of Object.keys(into) as (keyof Totals)[]) into[k] += Number(t[k] ?? 0);

@@ -1,5 +1,5 @@
 import type { LlmRecord } from '#shared/llm/ledger.ts';
-import type { ComputePrice } from '#shared/usage/prices.ts';
+import type { ComputePrice, StoragePrice } from '#shared/usage/prices.ts';
 
 /** The quantities every record and total carries (integers: seconds, vCPU-seconds, GB-seconds, micro-USD). */
 export interface UsageAmounts {
@@ -43,8 +43,97 @@ export interface LlmAmounts {
   llmMicroUsd?: number;
 }
 
+/**
+ * One interval a sandbox's workspace snapshot was held (table `usage`): pk `stor#<sandbox id>`, sk the
+ * interval's start (ISO), so closing the same interval again is the same key and writes nothing. Closed
+ * when the held bytes change (a newer snapshot, the sandbox's delete) and at each UTC day's end (an
+ * interval never spans two days). Never edited.
+ */
+export interface StorageRecord {
+  sandboxId: string;
+  orgId: string;
+  userId: string;
+  /** The UTC day of the interval (`from`'s). */
+  day: string;
+  from: string;
+  to: string;
+  seconds: number;
+  /** The bytes held (the sandbox's current snapshot). */
+  bytes: number;
+  /** bytes x seconds / 2^20, rounded half-even. */
+  mibSeconds: number;
+  storageMicroUsd: number;
+  price: StoragePrice;
+  recordedAt: string;
+}
+
+/**
+ * What a sandbox holds now (table `usage`, pk `storheld`, sk the sandbox id): the bytes of its current
+ * snapshot since `since`. Its next record starts at `since`; one partition, so the daily close lists them.
+ */
+export interface StorageHolding {
+  sandboxId: string;
+  orgId: string;
+  userId: string;
+  bytes: number;
+  since: string;
+  /** The snapshot's object key: a late report of an older snapshot never replaces a newer one's holding. */
+  key: string;
+}
+
+/** Workspace storage totals (snapshot records): MiB-seconds held and their cost. */
+export interface StorageAmounts {
+  storageRecords?: number;
+  storageMibSeconds?: number;
+  storageMicroUsd?: number;
+}
+
+/**
+ * LLM usage the agent itself reported for a user's own key (docs/billing.md, "The agent's own reports"):
+ * informational, never billed, never counted in a limit; kept on the same day items, apart from the
+ * platform's `llm*` members.
+ */
+export interface AgentAmounts {
+  agentCalls?: number;
+  agentInputTokens?: number;
+  agentOutputTokens?: number;
+  agentMicroUsd?: number;
+}
+
+/**
+ * A conversation's LLM usage as its agent reported it (its cumulative `metrics`, at event `seq`), for a
+ * user's own key. Kept per conversation (table `usage`, pk `agentconv#<user id>#<conversation id>`, sk
+ * `latest`): only a later `seq` replaces it, and what it adds over the last one goes to the day totals'
+ * `agent*` members. Informational: never billed, never counted in a limit.
+ */
+export interface AgentReport {
+  orgId: string;
+  userId: string;
+  conversationId: string;
+  seq: number;
+  model: string;
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** The agent's cumulative cost, in integer micro-USD (its own price table). */
+  microUsd: number;
+  /** The UTC day it was received: the day whose totals its increase goes to. */
+  day: string;
+  at: string;
+}
+
+/** The agent's own reports' store (adapter `agentReports`: only the ingest carries it). */
+export interface AgentReports {
+  /**
+   * Keeps the agent's report if its `seq` is later than the conversation's last, and adds its increase
+   * over the highest so far (never negative) to the (user, day) and (organization, day) totals' `agent*`
+   * members: one conditional write, two more when it increased; a repeat or an older report nothing more.
+   */
+  recordAgentReport(report: AgentReport): Promise<boolean>;
+}
+
 /** A day's totals (of an organization, or of one user in it, or of one model); LLM members once it had calls. */
-export interface DayTotals extends UsageAmounts, LlmAmounts {
+export interface DayTotals extends UsageAmounts, LlmAmounts, StorageAmounts, AgentAmounts {
   day: string;
   userId?: string;
   model?: string;
@@ -65,8 +154,11 @@ export interface TotalsKey {
 /** What a repair adds to a total: the difference between its records' sums and what it holds. */
 export type TotalsDelta = Partial<Record<Exclude<keyof DayTotals, 'day' | 'userId' | 'model' | 'lastAt'>, number>>;
 
-/** A record of the ledger as index `byDay` returns it: compute or platform LLM, told apart by `kind`. */
-export type UsageRecord = (ComputeRecord & { kind: 'compute' }) | (LlmRecord & { kind: 'llm' });
+/** A record of the ledger as index `byDay` returns it: compute, platform LLM or storage, told apart by `kind`. */
+export type UsageRecord =
+  | (ComputeRecord & { kind: 'compute' })
+  | (LlmRecord & { kind: 'llm' })
+  | (StorageRecord & { kind: 'storage' });
 
 /**
  * The usage ledger. Writes: the record (conditional), then the (organization, day) and (user, day)
@@ -103,6 +195,15 @@ export interface UsageStore {
    * false when one did (the next run looks again).
    */
   repairTotals(key: TotalsKey, seen: DayTotals | undefined, delta: TotalsDelta): Promise<boolean>;
+  /** A sandbox's storage holding, or undefined when it holds no snapshot. */
+  storageHolding(sandboxId: string): Promise<StorageHolding | undefined>;
+  /**
+   * Replaces the holding (`next`; null removes it) if it is still as `seen` (its `since`; undefined: none
+   * exists); false when another writer moved it first.
+   */
+  moveHolding(sandboxId: string, seen: StorageHolding | undefined, next: StorageHolding | null): Promise<boolean>;
+  /** Puts the storage record if its key is new, then adds it to its day totals; false (nothing written) for a repeat. */
+  recordStorage(record: StorageRecord): Promise<boolean>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
   /** A prepaid organization's credit account (its grants), or undefined before the first grant. */

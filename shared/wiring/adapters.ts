@@ -12,7 +12,7 @@ import type { Prices } from '#shared/usage/prices.ts';
 import type { PlatformModels } from '#shared/llm/platform-models.ts';
 import type { LlmLedger } from '#shared/llm/ledger.ts';
 import type { UsageBus } from '#shared/usage/alerts.ts';
-import type { UsageStore } from '#shared/usage/usage-store.ts';
+import type { AgentReports, UsageStore } from '#shared/usage/usage-store.ts';
 import type { BillingExportSink } from '#shared/billing/export.ts';
 import type { StripeMeterClient, StripeStore } from '#shared/billing/stripe.ts';
 import type { IdempotencyStore } from '#shared/http/idempotency.ts';
@@ -92,6 +92,7 @@ export interface Adapters {
   idempotencyStore: IdempotencyStore;
   /** The usage ledger (table `usage`). */
   usageStore: UsageStore;
+  agentReports: AgentReports;
   /** Where FOCUS export files go: the operator's S3 bucket on AWS, DATA_DIR/billing-exports/ locally. */
   billingExports: BillingExportSink;
   /** Stripe's meter event stream (our own fetch); null where no Stripe key is configured (optional per deployment). */
@@ -166,7 +167,12 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   stripe: { build: { capabilities: ['stripe'] } },
   stripeStore: {
     build: { tables: { usage: 'read' } },
-    calls: { setCustomer: { tables: { usage: 'write' } }, markReported: { tables: { usage: 'write' } } },
+    calls: {
+      setCustomer: { tables: { usage: 'write' } },
+      markReported: { tables: { usage: 'write' } },
+      claimCorrection: { tables: { usage: 'write' } },
+      confirmCorrection: { tables: { usage: 'write' } },
+    },
   },
   platformModels: { build: { capabilities: ['platform-llms'] } },
   platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
@@ -178,8 +184,11 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       repairTotals: { tables: { usage: 'write' } },
       grantCredits: { tables: { usage: 'write' } },
       claimNotice: { tables: { usage: 'write' } },
+      moveHolding: { tables: { usage: 'write' } },
+      recordStorage: { tables: { usage: 'write' } },
     },
   },
+  agentReports: { build: { tables: { usage: 'write' } } },
   usageBus: { build: { capabilities: ['usage:notify'] } },
   sandboxStore: {
     build: { tables: { sandboxes: 'read' } },

@@ -22,6 +22,7 @@ import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { folderSink } from '#shared/billing/folder-sink.ts';
 import { DynamoStripeStore } from '#shared/billing/dynamo-stripe-store.ts';
+import { DynamoAgentReports } from '#shared/usage/dynamo-agent-reports.ts';
 import { envStripe } from '#shared/billing/stripe.ts';
 import type { Plans } from '#shared/plans/model.ts';
 import { fileSpecRegistry } from '#shared/sandbox-specs/file-spec-registry.ts';
@@ -140,6 +141,7 @@ export function localServices(options: LocalOptions): LocalServices {
     platformLlmKey: () => envKey(platformModels, process.env),
     llmLedger: () => new DynamoLlmLedger(),
     usageStore: () => new DynamoUsageStore(),
+    agentReports: () => new DynamoAgentReports(),
     billingExports: () => folderSink(join(options.dataDir, 'billing-exports')),
     // Optional: STRIPE_API_KEY (read when a report first needs it), STRIPE_API_BASE / STRIPE_METER_EVENTS_BASE to point elsewhere.
     stripe: () => envStripe(process.env),

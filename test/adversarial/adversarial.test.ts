@@ -12,6 +12,8 @@ import { findLeaks, plant } from '#test/adversarial/secrets.ts';
 import { startWorld, type SpySandbox, type World } from '#test/adversarial/world.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import { startStripeFake, type StripeFake } from '#test/helpers/stripe-fake.ts';
+import { STRIPE_API_VERSION, STRIPE_METERS } from '#shared/billing/stripe.ts';
 
 /**
  * The service attacked as a hostile user and a hostile sandbox would, over HTTP against `npm start`
@@ -51,7 +53,10 @@ const secrets: Record<string, string> = {};
 const platformKeys = {
   PLATFORM_ANTHROPIC_API_KEY: plant('platform-anthropic-key', 'operator'),
   PLATFORM_OPENAI_API_KEY: plant('platform-openai-key', 'operator'),
+  // The Stripe secret key (docs/billing.md, "Stripe"): Stripe is a loopback fake that accepts only it.
+  STRIPE_API_KEY: plant('stripe-secret-key', 'operator'),
 };
+let stripe: StripeFake;
 /** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
 const startConfigSeen: string[] = [];
 
@@ -183,7 +188,12 @@ async function newPlayer(userId: string, org?: { orgId: string; role: string }):
 beforeAll(async () => {
   llm = await startScriptedLlm();
   // Room for every sandbox the suite starts, so none of the players' is paused to make room.
-  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100', ...platformKeys });
+  stripe = await startStripeFake({
+    meters: Object.values(STRIPE_METERS),
+    apiVersion: STRIPE_API_VERSION,
+    secretKey: platformKeys.STRIPE_API_KEY,
+  });
+  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100', ...platformKeys, STRIPE_API_BASE: stripe.url });
   for (const [name, value] of Object.entries(platformKeys)) secrets[`operator.${name}`] = value;
   for (const userId of ['alice', 'bob', 'carol']) players[userId] = await newPlayer(userId);
 }, 180_000);
@@ -191,6 +201,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await world?.stop();
   await llm?.close();
+  await stripe?.close();
 });
 
 describe('fuzz over every route', () => {

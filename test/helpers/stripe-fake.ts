@@ -55,8 +55,13 @@ const json = (req: IncomingMessage) =>
     req.on('error', reject);
   });
 
-export async function startStripeFake(options: { meters: string[]; apiVersion: string }): Promise<StripeFake> {
-  const secretKey = `sk_test_${randomBytes(12).toString('hex')}`;
+export async function startStripeFake(options: {
+  meters: string[];
+  apiVersion: string;
+  /** The secret key it accepts (a planted one in the adversarial suite); default a new `sk_test_`. */
+  secretKey?: string;
+}): Promise<StripeFake> {
+  const secretKey = options.secretKey ?? `sk_test_${randomBytes(12).toString('hex')}`;
   const sessions = new Map<string, number>();
   const seen = new Set<string>();
   let failStream = 0;

@@ -5,6 +5,8 @@ import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { logger } from '#shared/logging.ts';
 import { documentClient } from '#shared/store/dynamo.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
@@ -299,9 +301,60 @@ describe('prepaid credits', () => {
       credits: { total_granted_usd: 0.05, spent_usd: 0.04937, balance_usd: 0.00063 },
     });
     expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80']);
+    // Two conversations of the owner: one on this sandbox, one not.
+    const conversations = new DynamoConversationStore();
+    const onIt = randomUUID().replaceAll('-', '');
+    const elsewhere = randomUUID().replaceAll('-', '');
+    for (const [cid, sandboxId] of [
+      [onIt, id],
+      [elsewhere, null],
+    ] as const)
+      expect(
+        await conversations.create({
+          id: cid,
+          userId: 'prepaid-owner',
+          createdAt: rec.runningAt!,
+          updatedAt: rec.runningAt!,
+          sandbox_id: sandboxId,
+          start_task_id: '',
+          version: 1,
+        } as unknown as ConversationRecord),
+      ).toBe(true);
+    const events = new DynamoEventStore();
+    const ref = (conversationId: string) => ({ userId: 'prepaid-owner', conversationId });
+    // The agent had posted two events already.
+    await events.append(ref(onIt), 1, [
+      { kind: 'MessageEvent', id: 'm-1', timestamp: rec.runningAt!, source: 'agent' },
+      { kind: 'MessageEvent', id: 'm-2', timestamp: rec.runningAt!, source: 'agent' },
+    ] as AgentEventEnvelope[]);
     // 60 s more (0.000823 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
     rec = (await sandboxes.get(id))!;
     expect(await stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
+    // Its conversation says why, after what the agent posted: which limit, what was used, the limit.
+    const told = (await events.query(ref(onIt), { descending: false, limit: 10 })).items;
+    expect(told.map((e) => e.id)).toEqual(['m-1', 'm-2', `limit-${id}-1`]);
+    expect(told[2]).toMatchObject({
+      kind: 'ConversationErrorEvent',
+      source: 'environment',
+      code: 'credits_exhausted',
+      limit: 0.05,
+      used: 0.050193,
+      detail: expect.stringMatching(/^Paused: .*prepaid credits are spent/),
+    });
+    // Over HTTP too, as the owner reads it; the other conversation is told nothing.
+    const search = await stack.call(
+      'GET',
+      `/api/v1/events/search?conversation_id__eq=${onIt}&kind__eq=ConversationErrorEvent`,
+      {
+        key,
+      },
+    );
+    expect(search.status, search.text).toBe(200);
+    expect(JSON.stringify(search.body)).toContain('credits_exhausted');
+    expect(await events.lastSeq(ref(elsewhere))).toBe(0);
+    // The next heartbeat of the paused sandbox pauses nothing and says nothing again.
+    expect(await stack.services.sandboxBridge.meter((await sandboxes.get(id))!, new Date(t0 + 3720_000))).toBe(false);
+    expect(await events.lastSeq(ref(onIt))).toBe(3);
     expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80', 'credits@100']);
     const paused = (await sandboxes.get(id))!;
     expect(paused.status).toBe('PAUSED');

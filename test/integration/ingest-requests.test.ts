@@ -8,6 +8,7 @@ import { fillPath, type AgentEventEnvelope } from '#shared/protocol.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 // What one webhook batch costs in DynamoDB requests, counted at the document client against
@@ -340,5 +341,152 @@ describe('DynamoEventStore.append', () => {
       );
       expect(await store.lastSeq(ref)).toBe(clients * size * rounds);
     }
+  });
+});
+
+describe("the agent's own LLM usage reports (a user's own key)", () => {
+  // A sandbox of an organization (the reports count toward it) with two conversations, one on another sandbox.
+  const orgId = `org_${'a1'.repeat(12)}`;
+  const ownSandbox = `sbx-agent-${randomUUID().slice(0, 8)}`;
+  const ownKey = `sbx_${randomUUID().replaceAll('-', '')}`;
+  const mine = randomUUID().replaceAll('-', '');
+  const theirs = randomUUID().replaceAll('-', '');
+  let usage: DynamoUsageStore;
+  const today = () => new Date().toISOString().slice(0, 10);
+
+  beforeAll(async () => {
+    usage = new DynamoUsageStore();
+    const now = new Date().toISOString();
+    const sandboxes = new DynamoSandboxStore();
+    for (const [id, hash] of [
+      [ownSandbox, sha256(ownKey)],
+      [`${ownSandbox}-x`, sha256(`${ownKey}-x`)],
+    ] as const)
+      await sandboxes.create({
+        id,
+        userId,
+        orgId,
+        specId: 'default',
+        status: 'RUNNING',
+        version: 1,
+        generation: 1,
+        createdAt: now,
+        updatedAt: now,
+        lastActivityAt: now,
+        sessionKeyHash: hash,
+      });
+    const conversations = new DynamoConversationStore();
+    for (const [cid, sandbox] of [
+      [mine, ownSandbox],
+      [theirs, `${ownSandbox}-x`],
+    ] as const)
+      await conversations.create({
+        id: cid,
+        userId,
+        createdAt: now,
+        updatedAt: now,
+        sandbox_id: sandbox,
+        start_task_id: randomUUID(),
+        version: 1,
+      } as never);
+  });
+
+  const metrics = (calls: number, input: number, output: number, cost: number, model = 'openai/gpt-4o') => ({
+    kind: 'ConversationStateUpdateEvent',
+    id: `e-${++made}`,
+    timestamp: new Date().toISOString(),
+    source: 'environment',
+    key: 'metrics',
+    value: {
+      model,
+      llm_calls: calls,
+      prompt_tokens: input,
+      completion_tokens: output,
+      accumulated_cost: cost,
+      max_budget_per_task: null,
+      price_source: 'table',
+      note: null,
+    },
+  });
+  const post = (firstSeq: number, batch: unknown[], cid = mine) =>
+    countedCall(
+      'POST',
+      `${fillPath('events', { sandbox_id: ownSandbox, conversation_id: cid })}?first_seq=${firstSeq}`,
+      batch,
+      ownKey,
+    );
+  const ledger = (requests: string[]) => requests.filter((r) => r.endsWith('@usage'));
+  const agentTotals = async () => {
+    const [day] = await usage.orgDays(orgId, today(), today());
+    return {
+      agentCalls: day?.agentCalls,
+      agentInputTokens: day?.agentInputTokens,
+      agentOutputTokens: day?.agentOutputTokens,
+      agentMicroUsd: day?.agentMicroUsd,
+      billed: (day?.computeMicroUsd ?? 0) + (day?.llmMicroUsd ?? 0) + (day?.llmCalls ?? 0),
+    };
+  };
+
+  it('a batch without a report writes nothing to the ledger; one with a report three writes; a retry none', async () => {
+    const plain = await post(1, events(5));
+    expect(plain.body).toEqual({ success: true, added: 5 });
+    expect(ledger(plain.requests)).toEqual([]);
+    // Cumulative reports, the batch's last one kept: 3 calls, 1,200 + 90 tokens, 0.0123 USD.
+    const reported = await post(6, [metrics(2, 800, 50, 0.008), ...events(2), metrics(3, 1200, 90, 0.0123)]);
+    expect(reported.body).toEqual({ success: true, added: 4 });
+    expect(ledger(reported.requests)).toEqual([
+      'UpdateItemCommand@usage',
+      'UpdateItemCommand@usage',
+      'UpdateItemCommand@usage',
+    ]);
+    const retried = await post(6, [metrics(2, 800, 50, 0.008), ...events(2), metrics(3, 1200, 90, 0.0123)]);
+    expect(retried.body).toEqual({ success: true, added: 0 });
+    expect(ledger(retried.requests)).toEqual([]);
+    // The next report adds its increase only.
+    await post(10, [metrics(4, 1500, 100, 0.015)]);
+    expect(await agentTotals()).toEqual({
+      agentCalls: 4,
+      agentInputTokens: 1500,
+      agentOutputTokens: 100,
+      agentMicroUsd: 15_000,
+      billed: 0,
+    });
+    const [user] = await usage.userDays(orgId, userId, today(), today());
+    expect(user).toMatchObject({ agentCalls: 4, agentMicroUsd: 15_000 });
+  });
+
+  it('a hostile sandbox: a lower report, a malformed one, a platform model and a foreign conversation add nothing, and nothing billed', async () => {
+    const before = await agentTotals();
+    // A report lower than the last (a lie, or a restarted count): adds nothing; the highest stays the mark.
+    const lower = await post(11, [metrics(1, 1, 1, 0.000001)]);
+    expect(ledger(lower.requests)).toEqual(['UpdateItemCommand@usage', 'UpdateItemCommand@usage']);
+    // Malformed: negative, fractional, huge, a cost as a string: ignored, nothing written.
+    for (const [i, bad] of [
+      metrics(-1, 10, 10, 1),
+      metrics(1.5, 10, 10, 1),
+      metrics(1, 1e16, 10, 1),
+      { ...metrics(1, 10, 10, 1), value: { ...metrics(1, 10, 10, 1).value, accumulated_cost: '9' } },
+    ].entries()) {
+      const res = await post(12 + i, [bad]);
+      expect(res.body).toEqual({ success: true, added: 1 });
+      expect(ledger(res.requests)).toEqual([]);
+    }
+    // A platform model's calls are the gateway's to count: the agent's report of one is skipped.
+    const platform = await post(16, [metrics(99, 1e9, 1e9, 1e6, 'platform/claude-sonnet')]);
+    expect(ledger(platform.requests)).toEqual([]);
+    // Another sandbox's conversation: 401 before anything is written.
+    const foreign = await post(1, [metrics(50, 5e6, 5e6, 5000)], theirs);
+    expect(foreign.status).toBe(401);
+    expect(ledger(foreign.requests)).toEqual([]);
+    expect(await agentTotals()).toEqual(before);
+    // After the lie an honest report adds only what is over the highest (4 -> 5 calls), never the lie's drop again.
+    await post(17, [metrics(5, 1600, 110, 0.016)]);
+    expect(await agentTotals()).toEqual({
+      agentCalls: 5,
+      agentInputTokens: 1600,
+      agentOutputTokens: 110,
+      agentMicroUsd: 16_000,
+      billed: 0,
+    });
   });
 });

@@ -2,7 +2,7 @@ import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { stripeKeys } from '#shared/billing/dynamo-stripe-store.ts';
-import { meterIdentifier, STRIPE_API_VERSION, STRIPE_METERS } from '#shared/billing/stripe.ts';
+import { correctionIdentifier, meterIdentifier, STRIPE_API_VERSION, STRIPE_METERS } from '#shared/billing/stripe.ts';
 import { llmCharge } from '#shared/llm/cost.ts';
 import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import type { PlatformModel } from '#shared/llm/platform-models.ts';
@@ -221,6 +221,49 @@ describe('Stripe: report runs', () => {
     expect(stripe.events.length).toBe(before);
     expect(stripe.duplicates.map((e) => e.identifier)).toEqual([meterIdentifier(orgA, STRIPE_METERS.compute, hour)]);
     expect((await report({ from: d2, to: d1 })).body.sent).toBe(0);
+  });
+
+  it('a record written after its hour was reported reaches Stripe exactly once, as a correction of the difference', async () => {
+    const day = dayBefore(4);
+    const hour = hourIso(day, 11);
+    const meter = STRIPE_METERS.compute;
+    const taken = () =>
+      stripe.events
+        .filter((e) => e.timestamp === hour && e.event_name === meter && e.payload.stripe_customer_id === 'cus_OrgA')
+        .reduce((a, e) => a + Number(e.payload.value), 0);
+    const run = async () => {
+      const res = await report({ from: day, to: day });
+      expect(res.status, res.text).toBe(200);
+      return res.body;
+    };
+    const first = await compute(orgA, day, 11, 600);
+    expect(await run()).toMatchObject({ sent: 1, corrections: 0 });
+    // A late heartbeat: a record of that hour written after the hour was reported.
+    const late = await compute(orgA, day, 11, 90);
+    expect(await run()).toMatchObject({ sent: 1, corrections: 1, already_reported: 0 });
+    expect(stripe.events.at(-1)).toMatchObject({
+      event_name: meter,
+      timestamp: hour,
+      identifier: correctionIdentifier(orgA, meter, hour, BigInt(first)),
+      payload: { stripe_customer_id: 'cus_OrgA', value: String(late) },
+    });
+    expect(taken()).toBe(first + late);
+    expect(await run()).toMatchObject({ sent: 0, corrections: 0, already_reported: 1 });
+    // Stripe failing on a correction: it stays claimed, and the next run sends it as it was, then the
+    // record that came meanwhile as a correction of its own.
+    const late2 = await compute(orgA, day, 11, 30);
+    stripe.failNextStream(1);
+    expect((await report({ from: day, to: day })).status).toBe(502);
+    const late3 = await compute(orgA, day, 11, 7);
+    expect(await run()).toMatchObject({ sent: 2, corrections: 2 });
+    expect(taken()).toBe(first + late + late2 + late3);
+    // Racing runs after another late record: Stripe takes the difference once.
+    const late4 = await compute(orgA, day, 11, 3);
+    const raced = await Promise.all(Array.from({ length: 6 }, () => report({ from: day, to: day })));
+    expect(raced.map((r) => r.status)).toEqual(Array(6).fill(200));
+    expect(taken()).toBe(first + late + late2 + late3 + late4);
+    expect(await run()).toMatchObject({ sent: 0, already_reported: 1 });
+    expect(stripe.refusals.filter((r) => !r.includes('session'))).toEqual([]);
   });
 
   it("refuses a period older than Stripe's 35 days with 422 naming from; bad periods 422; operators only", async () => {

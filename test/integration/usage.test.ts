@@ -1,8 +1,19 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { documentClient } from '#shared/store/dynamo.ts';
-import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { StorageRecord } from '#shared/usage/usage-store.ts';
+import { FocusLedger } from '#shared/billing/focus.ts';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { DynamoUsageStore, storageRecordItem, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { UsageReconcile } from '#shared/usage/reconcile.ts';
+import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
+import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { waitFor } from '#test/helpers/wait.ts';
@@ -186,7 +197,13 @@ describe('GET /api/v1/usage', () => {
       llm_cached_input_tokens: 0,
       llm_cache_write_input_tokens: 0,
       llm_cost_usd: 0,
+      storage_gb_hours: 0,
+      storage_cost_usd: 0,
       total_cost_usd: 0.074055,
+      reported_llm_calls: 0,
+      reported_llm_input_tokens: 0,
+      reported_llm_output_tokens: 0,
+      reported_llm_cost_usd: 0,
     });
     // The total is the sum of the records, to the micro-dollar.
     expect(org.body.total.compute_cost_usd).toBe((a.computeMicroUsd + b.computeMicroUsd) / 1e6);
@@ -204,7 +221,13 @@ describe('GET /api/v1/usage', () => {
         llm_cached_input_tokens: 0,
         llm_cache_write_input_tokens: 0,
         llm_cost_usd: 0,
+        storage_gb_hours: 0,
+        storage_cost_usd: 0,
         total_cost_usd: 0.024685,
+        reported_llm_calls: 0,
+        reported_llm_input_tokens: 0,
+        reported_llm_output_tokens: 0,
+        reported_llm_cost_usd: 0,
       },
       {
         user_id: 'usage-owner',
@@ -217,7 +240,13 @@ describe('GET /api/v1/usage', () => {
         llm_cached_input_tokens: 0,
         llm_cache_write_input_tokens: 0,
         llm_cost_usd: 0,
+        storage_gb_hours: 0,
+        storage_cost_usd: 0,
         total_cost_usd: 0.04937,
+        reported_llm_calls: 0,
+        reported_llm_input_tokens: 0,
+        reported_llm_output_tokens: 0,
+        reported_llm_cost_usd: 0,
       },
     ]);
 
@@ -267,7 +296,164 @@ describe('GET /api/v1/usage', () => {
       llm_cached_input_tokens: 0,
       llm_cache_write_input_tokens: 0,
       llm_cost_usd: 0,
+      storage_gb_hours: 0,
+      storage_cost_usd: 0,
       total_cost_usd: 0,
+      reported_llm_calls: 0,
+      reported_llm_input_tokens: 0,
+      reported_llm_output_tokens: 0,
+      reported_llm_cost_usd: 0,
     });
   });
+});
+
+/** A sandbox's storage records, in time order (pk `stor#<sandbox id>`). */
+const storageRecords = async (sandboxId: string) =>
+  ((
+    await documentClient().send(
+      new QueryCommand({
+        TableName: tableName('usage'),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': usageKeys.storage(sandboxId) },
+        ConsistentRead: true,
+      }),
+    )
+  ).Items ?? []) as StorageRecord[];
+
+describe('workspace storage as GB-hours', () => {
+  it('a snapshot held is recorded when its bytes change, at the day end and at the delete, once however often; in the usage route, the FOCUS lines and the reconcile', async () => {
+    const key = await stack.newUser('storage-a');
+    const orgId = await stack.orgOf(key);
+    const { id } = await runningSandbox(key);
+    // The bridge as on AWS: snapshots whose sizes the test sets (HeadObject's ContentLength), a removal that asks nothing.
+    const sizes = new Map<string, number>();
+    const snapshots = {
+      verify: async (_sandbox: string, k: string) => sizes.get(k) ?? null,
+      prune: async () => 0,
+    } as unknown as WorkspaceSnapshots;
+    let clock = Date.parse('2026-03-04T10:00:00.400Z');
+    const deps = (stack.services.sandboxBridge as unknown as { deps: SandboxServiceDeps }).deps;
+    const bridge = new SandboxBridge({
+      ...deps,
+      snapshots,
+      snapshotRemoval: { remove: async () => {} },
+      now: () => new Date(clock),
+    });
+    const snapshot = (n: number, bytes: number) => {
+      const k = `sandboxes/${id}/${String(n).padStart(13, '0')}-${'a'.repeat(16)}.tar.gz`;
+      sizes.set(k, bytes);
+      return k;
+    };
+    const k1 = snapshot(1, 2 ** 30);
+    const k2 = snapshot(2, 2 ** 29);
+    const rec = (await sandboxStore.get(id))!;
+    // Reported three times at once: one holding, from the whole second.
+    await Promise.all([1, 2, 3].map(() => bridge.snapshotComplete(rec, k1)));
+    expect(await usage.storageHolding(id)).toMatchObject({
+      sandboxId: id,
+      orgId,
+      userId: 'storage-a',
+      bytes: 2 ** 30,
+      since: '2026-03-04T10:00:00.000Z',
+      key: k1,
+    });
+    expect(await storageRecords(id)).toEqual([]);
+    // Two hours later a smaller snapshot, three times: the 1 GiB held is recorded once.
+    clock += 2 * 3600_000;
+    await Promise.all([1, 2, 3].map(() => bridge.snapshotComplete(rec, k2)));
+    // An older snapshot reported late changes nothing.
+    await bridge.snapshotComplete(rec, k1);
+    const price = { region: 'us-east-1', gb_month_usd: '0.023', markup_percent: '0' };
+    // 1 GB x 2 h / 730 h x 0.023 USD = 63.01 micro-USD.
+    expect(await storageRecords(id)).toMatchObject([
+      {
+        from: '2026-03-04T10:00:00.000Z',
+        to: '2026-03-04T12:00:00.000Z',
+        day: '2026-03-04',
+        seconds: 7200,
+        bytes: 2 ** 30,
+        mibSeconds: 1024 * 7200,
+        storageMicroUsd: 63,
+        price,
+      },
+    ]);
+    // The day's end: the daily close records what is held up to midnight, once however often it runs.
+    clock = Date.parse('2026-03-05T00:15:00Z');
+    const meter = new DailyStorageMeter(usage, deps.prices!, dynamoStorageHoldings, () => new Date(clock));
+    await Promise.all([meter.closeDay(), meter.closeDay(), meter.closeDay()]);
+    expect(await meter.closeDay()).toBe(0);
+    expect((await usage.storageHolding(id))?.since).toBe('2026-03-05T00:00:00.000Z');
+    // The delete (after a pause): what was held since midnight, and the holding is gone.
+    expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key })).status).toBe(200);
+    clock = Date.parse('2026-03-05T06:00:00Z');
+    const finish = (bridge as unknown as { finishDelete(r: SandboxRecord): Promise<boolean> }).finishDelete;
+    expect(await finish.call(bridge, (await sandboxStore.get(id))!)).toBe(true);
+    expect(await usage.storageHolding(id)).toBeUndefined();
+    const records = await storageRecords(id);
+    // 0.5 GB x 12 h -> 189.04; 0.5 GB x 6 h -> 94.52 micro-USD.
+    expect(records.map((r) => [r.from, r.to, r.bytes, r.mibSeconds, r.storageMicroUsd])).toEqual([
+      ['2026-03-04T10:00:00.000Z', '2026-03-04T12:00:00.000Z', 2 ** 30, 7_372_800, 63],
+      ['2026-03-04T12:00:00.000Z', '2026-03-05T00:00:00.000Z', 2 ** 29, 22_118_400, 189],
+      ['2026-03-05T00:00:00.000Z', '2026-03-05T06:00:00.000Z', 2 ** 29, 11_059_200, 95],
+    ]);
+
+    // The usage route: GB-hours and their cost per day, in the total.
+    const res = await stack.call('GET', '/api/v1/usage?from=2026-03-04&to=2026-03-05', { key });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.items.map((i: Record<string, number>) => [i.day, i.storage_gb_hours, i.storage_cost_usd])).toEqual([
+      ['2026-03-04', 8, 0.000252],
+      ['2026-03-05', 3, 0.000095],
+    ]);
+    expect(res.body.total).toMatchObject({
+      storage_gb_hours: 11,
+      storage_cost_usd: 0.000347,
+      total_cost_usd: 0.000347,
+    });
+    // The FOCUS lines: one storage line per day, its cost the records' to the micro-USD.
+    const focus = new FocusLedger();
+    for await (const page of usage.dayRecords('2026-03-04', orgId)) focus.add(page);
+    expect(focus.lines(new Map())).toMatchObject([
+      {
+        SkuId: 'storage/workspace-snapshots',
+        BilledCost: '0.000252',
+        ConsumedQuantity: '29491200',
+        ConsumedUnit: 'MiB-Seconds',
+        ServiceCategory: 'Storage',
+        SubAccountId: 'storage-a',
+      },
+    ]);
+
+    // A close killed between its record and the totals: the reconcile adds the record to them.
+    const orphan = {
+      sandboxId: id,
+      orgId,
+      userId: 'storage-a',
+      day: '2026-03-06',
+      from: '2026-03-06T00:00:00.000Z',
+      to: '2026-03-06T01:00:00.000Z',
+      seconds: 3600,
+      bytes: 2 ** 30,
+      mibSeconds: 1024 * 3600,
+      storageMicroUsd: 32,
+      price,
+      recordedAt: '2026-03-06T01:00:00.000Z',
+    };
+    await documentClient().send(
+      new PutCommand({ TableName: tableName('usage'), Item: storageRecordItem(orphan, 400) }),
+    );
+    expect(await usage.orgDays(orgId, '2026-03-06', '2026-03-06')).toEqual([]);
+    const reconcile = new UsageReconcile({
+      usage,
+      sandboxes: sandboxStore,
+      conversations: new DynamoConversationStore(),
+      settledMs: 0,
+      settleMs: 10,
+    });
+    const summary = await reconcile.run({ days: ['2026-03-06'] });
+    expect(summary.totals.repaired).toBe(2);
+    expect(await usage.orgDays(orgId, '2026-03-06', '2026-03-06')).toMatchObject([
+      { storageRecords: 1, storageMibSeconds: 1024 * 3600, storageMicroUsd: 32 },
+    ]);
+    expect((await reconcile.run({ days: ['2026-03-06'] })).totals.repaired).toBe(0);
+  }, 60_000);
 });

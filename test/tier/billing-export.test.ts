@@ -6,9 +6,13 @@ import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { computeCharge, DEFAULT_PRICES_CONFIG, parsePrices } from '#shared/usage/prices.ts';
 import type { ComputeRecord } from '#shared/usage/usage-store.ts';
 import { csvRecords, microOf, parseCsv } from '#test/helpers/csv.ts';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { stripeKeys } from '#shared/billing/dynamo-stripe-store.ts';
+import { STRIPE_API_VERSION, STRIPE_METERS } from '#shared/billing/stripe.ts';
+import { startStripeFake, type StripeFake } from '#test/helpers/stripe-fake.ts';
 import { OPERATOR_KEY } from '#test/tier/aws.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { ofType, REGION, withoutAction, type Template } from '#test/tier/template.ts';
+import { ACCOUNT, functionsOf, ofType, REGION, withoutAction, type Template } from '#test/tier/template.ts';
 
 /**
  * The billing export as deployed: the daily EventBridge rule fires the export function's bundle (the
@@ -27,8 +31,46 @@ const openSignUp = (t: Template) => {
 };
 const DAY = '2025-03-10';
 const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('eu-west-1', false);
+/** The Stripe key's SSM parameter, as an operator names it in the CDK context `stripe` (`apiKeyArn`). */
+const STRIPE_KEY_ARN = `arn:aws:ssm:${REGION}:${ACCOUNT}:parameter/acs/stripe-secret-key`;
 
-async function putRecords(tier: TierStack, records: { orgId: string; userId: string; seconds: number }[]) {
+/**
+ * What the CDK context `stripe` gives the operators' Stripe report (`reportStripeUsage`): the key's ARN and
+ * Stripe's base URLs (here the loopback fake) in its environment, and its `stripe` grant on that ARN (the stack
+ * synthesized without the context grants a parameter that exists nowhere). The daily export keeps none.
+ */
+function configureStripe(t: Template, base: string): void {
+  const fn = '/Fn-reportStripeUsage/';
+  let vars = 0;
+  let grants = 0;
+  for (const [, r] of ofType(t, 'AWS::Lambda::Function')) {
+    if (!String(r.Metadata?.['aws:cdk:path']).includes(fn)) continue;
+    const v = r.Properties.Environment.Variables;
+    expect(v.STRIPE_API_KEY_ARN).toBe('');
+    Object.assign(v, { STRIPE_API_KEY_ARN: STRIPE_KEY_ARN, STRIPE_API_BASE: base, STRIPE_METER_EVENTS_BASE: base });
+    vars++;
+  }
+  for (const [, p] of ofType(t, 'AWS::IAM::Policy')) {
+    if (!String(p.Metadata?.['aws:cdk:path']).includes(fn)) continue;
+    for (const st of p.Properties.PolicyDocument.Statement)
+      if ([st.Action].flat().includes('ssm:GetParameter')) {
+        st.Resource = STRIPE_KEY_ARN;
+        grants++;
+      }
+  }
+  expect([vars, grants]).toEqual([1, 1]);
+}
+
+const operatorDb = (tier: TierStack) =>
+  DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: REGION,
+      endpoint: tier.aws.url,
+      credentials: { accessKeyId: OPERATOR_KEY, secretAccessKey: 'operator-secret' },
+    }),
+  );
+
+async function putRecords(tier: TierStack, records: { orgId: string; userId: string; seconds: number }[], day = DAY) {
   const db = DynamoDBDocumentClient.from(
     new DynamoDBClient({
       region: REGION,
@@ -40,14 +82,14 @@ async function putRecords(tier: TierStack, records: { orgId: string; userId: str
   let i = 0;
   for (const { orgId, userId, seconds } of records) {
     const c = computeCharge(seconds, 1024, 2048, price);
-    const from = `${DAY}T08:00:${String(i).padStart(2, '0')}.000Z`;
+    const from = `${day}T08:00:${String(i).padStart(2, '0')}.000Z`;
     const r: ComputeRecord = {
-      sandboxId: `sbx-tier-${i++}`,
+      sandboxId: `sbx-tier-${day}-${i++}`,
       generation: 1,
       orgId,
       userId,
       specId: 'default',
-      day: DAY,
+      day,
       from,
       to: from,
       seconds,
@@ -82,10 +124,20 @@ const dailyRule = (tier: TierStack) => {
 
 describe('the billing export in the tier', () => {
   let tier: TierStack;
+  let stripe: StripeFake;
   beforeAll(async () => {
-    tier = await startTier({ mutate: openSignUp });
+    stripe = await startStripeFake({ meters: Object.values(STRIPE_METERS), apiVersion: STRIPE_API_VERSION });
+    tier = await startTier({
+      mutate: (t) => {
+        openSignUp(t);
+        configureStripe(t, stripe.url);
+      },
+    });
   }, 120_000);
-  afterAll(() => tier?.stop());
+  afterAll(async () => {
+    await tier?.stop();
+    await stripe?.close();
+  });
 
   it("the daily rule runs the export bundle, which writes the previous UTC day's file to the bucket under its role", async () => {
     const micro = await putRecords(tier, [
@@ -166,6 +218,65 @@ describe('the billing export in the tier', () => {
     expect(run.result.ok, JSON.stringify(run.result.error)).toBe(true);
     expect((run.result.result as { accountsPurge: { purged: number } }).accountsPurge.purged).toBe(1);
     expect(tier.aws.denials).toEqual([]);
+  });
+
+  it("the operators' Stripe report reads its key from SSM by the template's ARN under its role, and sends the day's usage to Stripe", async () => {
+    const day = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+    const orgId = 'org_cccccccccccccccccccccccc';
+    const micro = await putRecords(tier, [{ orgId, userId: 'dave', seconds: 600 }], day);
+    const db = operatorDb(tier);
+    await db.send(
+      new PutCommand({
+        TableName: tier.outputs.UsageTableName!,
+        Item: { pk: stripeKeys.customer(orgId), sk: 'customer', customerId: 'cus_Tier' },
+      }),
+    );
+    db.destroy();
+    tier.aws.keyValues.set(STRIPE_KEY_ARN, stripe.secretKey);
+    const token = await tier.cognito.sign({
+      sub: 'pool-op',
+      token_use: 'access',
+      client_id: tier.cognito.clientId,
+      username: 'pool-op',
+      'cognito:groups': ['operators'],
+    });
+    const res = await tier.call('POST', '/api/v1/admin/billing/stripe-reports', {
+      key: null,
+      headers: { authorization: `Bearer ${token}` },
+      body: { from: day, to: day },
+    });
+    expect(res.status, `${res.text}\n${tier.explain()}`).toBe(200);
+    expect(res.body).toMatchObject({ sent: 1, corrections: 0, skipped_orgs: [] });
+    expect(stripe.events).toEqual([
+      expect.objectContaining({
+        event_name: STRIPE_METERS.compute,
+        payload: { stripe_customer_id: 'cus_Tier', value: String(micro) },
+      }),
+    ]);
+    // The key from SSM opened the session; the stream got the session's token, never the key.
+    const session = stripe.requests.filter((r) => r.path.endsWith('meter_event_session'));
+    expect(session.map((r) => r.auth)).toEqual([`Bearer ${stripe.secretKey}`]);
+    expect(stripe.refusals).toEqual([]);
+    expect(tier.aws.denials).toEqual([]);
+    // Its role reads that parameter and no other; the daily export's role reads none (Stripe not configured there).
+    const fns = functionsOf(tier.template, tier.resolved);
+    const roleOf = (name: string) => fns.find((f) => f.name === name)!.roleArn;
+    const ssmAs = (name: string) =>
+      new SSMClient({
+        region: REGION,
+        endpoint: tier.aws.url,
+        credentials: { accessKeyId: tier.aws.accessKeyFor(roleOf(name)), secretAccessKey: 'x' },
+      });
+    tier.aws.keyValues.set(`${STRIPE_KEY_ARN}-other`, 'another secret');
+    await expect(
+      ssmAs('reportStripeUsage').send(
+        new GetParameterCommand({ Name: `${STRIPE_KEY_ARN}-other`, WithDecryption: true }),
+      ),
+    ).rejects.toThrow(/not authorized|AccessDenied/);
+    await expect(
+      ssmAs('billingExport').send(new GetParameterCommand({ Name: STRIPE_KEY_ARN, WithDecryption: true })),
+    ).rejects.toThrow(/not authorized|AccessDenied/);
+    expect(tier.aws.denials.map((d) => d.operation)).toEqual(['ssm:GetParameter', 'ssm:GetParameter']);
   });
 });
 

@@ -13,7 +13,7 @@ import {
 } from '#shared/billing/focus.ts';
 import { llmCharge } from '#shared/llm/cost.ts';
 import type { PlatformModel } from '#shared/llm/platform-models.ts';
-import { computeCharge, type ComputePrice } from '#shared/usage/prices.ts';
+import { computeCharge, type ComputePrice, storageCharge } from '#shared/usage/prices.ts';
 import type { UsageRecord } from '#shared/usage/usage-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { csvRecords, microOf, parseCsv } from '#test/helpers/csv.ts';
@@ -51,13 +51,41 @@ function ledger(count: number, seed: number): UsageRecord[] {
     const orgId = pick([ORG_A, ORG_B]);
     const userId = pick(['alice', 'bob', 'carol@example.com']);
     const day = pick(['2026-10-31', '2026-11-01', '2026-11-02']);
-    if (rand() < 0.6) {
+    const kind = rand();
+    if (kind < 0.1) {
+      // Workspace storage: the bytes of a snapshot held.
+      const price = {
+        region: pick(['us-east-1', 'eu-west-1']),
+        gb_month_usd: '0.023',
+        markup_percent: pick(['0', '12.5']),
+      };
+      const seconds = 1 + Math.floor(rand() * 86_399);
+      const bytes = 1 + Math.floor(rand() * 2 ** 31);
+      const c = storageCharge(bytes, seconds, price);
+      out.push({
+        kind: 'storage',
+        sandboxId: `sbx${i}`,
+        orgId,
+        userId,
+        day,
+        from: `${day}T00:00:00.000Z`,
+        to: `${day}T00:01:00.000Z`,
+        seconds,
+        bytes,
+        mibSeconds: c.mibSeconds,
+        storageMicroUsd: c.costMicroUsd,
+        price,
+        recordedAt: `${day}T00:01:00.000Z`,
+      });
+    } else if (kind < 0.6) {
       const price: ComputePrice = {
         region: pick(['us-east-1', 'eu-west-1']),
         spot: rand() < 0.4,
         vcpu_hour_usd: pick(['0.04048', '0.01244', '0.123456789']),
         gb_hour_usd: pick(['0.004445', '0.00137', '0.000001']),
         markup_percent: pick(['0', '12.5', '33.333']),
+        // An AWS task's public IPv4 address, priced in (a local process has none).
+        ...(rand() < 0.5 ? { ipv4_hour_usd: pick(['0.005', '0.0071']) } : {}),
       };
       const seconds = 1 + Math.floor(rand() * 3600);
       const cpuUnits = pick([256, 512, 1024, 2048, 4096]);
@@ -119,7 +147,8 @@ function ledger(count: number, seed: number): UsageRecord[] {
   return out;
 }
 
-const recordCost = (r: UsageRecord) => BigInt(r.kind === 'compute' ? r.computeMicroUsd : r.costMicroUsd);
+const recordCost = (r: UsageRecord) =>
+  BigInt(r.kind === 'compute' ? r.computeMicroUsd : r.kind === 'llm' ? r.costMicroUsd : r.storageMicroUsd);
 
 describe('FOCUS 1.2 export', () => {
   it('emits every mandatory column of the specification, only columns it defines, in its order; ours prefixed x_', () => {
@@ -199,6 +228,13 @@ describe('FOCUS 1.2 export', () => {
       expect(qty('vCPU-Seconds')).toBe(sum(computes.map((r) => BigInt(r.vcpuSeconds))));
       expect(qty('GB-Seconds')).toBe(sum(computes.map((r) => BigInt(r.gbSeconds))));
       expect(qty('Tokens')).toBe(sum(llms.map((r) => BigInt(r.input + r.output + r.cachedInput + r.cacheWriteInput))));
+      // The public IPv4 seconds of the records priced with one; storage in MiB-seconds.
+      const withIpv4 = computes.filter((r) => r.price.ipv4_hour_usd !== undefined);
+      expect(withIpv4.length).toBeGreaterThan(0);
+      expect(qty('IPv4-Seconds')).toBe(sum(withIpv4.map((r) => BigInt(r.seconds))));
+      const stored = records.filter((r) => r.kind === 'storage');
+      expect(stored.length).toBeGreaterThan(0);
+      expect(qty('MiB-Seconds')).toBe(sum(stored.map((r) => BigInt(r.mibSeconds))));
       expect(sum(rows.map((r) => BigInt(r.x_RecordCount!)))).toBeGreaterThanOrEqual(BigInt(records.length));
     }
   });

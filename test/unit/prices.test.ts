@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { computeCharge, DEFAULT_PRICES_CONFIG, envPrices, parsePrices, roundHalfEven } from '#shared/usage/prices.ts';
+import {
+  computeCharge,
+  DEFAULT_PRICES_CONFIG,
+  envPrices,
+  parsePrices,
+  roundHalfEven,
+  storageCharge,
+} from '#shared/usage/prices.ts';
 import { filePrices } from '#shared/usage/prices.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { join } from 'node:path';
@@ -18,6 +25,39 @@ describe('prices', () => {
     expect(marked).toMatchObject({ region: 'us-east-1', spot: true, vcpu_hour_usd: '0.01244' });
     // 3600 s x (0.01244 + 2 x 0.00137) x 1.25 = 0.018975 USD.
     expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(18975);
+  });
+
+  it("prices an AWS task's public IPv4 address in its compute, recorded on the price; none for a local process", () => {
+    const prices = parsePrices(DEFAULT_PRICES_CONFIG, 't');
+    const aws = prices.compute('us-east-1', false, true);
+    expect(aws.ipv4_hour_usd).toBe('0.005');
+    // An hour of 1 vCPU, 2 GB and one address: 0.04937 + 0.005 USD.
+    expect(computeCharge(3600, 1024, 2048, aws)).toEqual({ vcpuSeconds: 3600, gbSeconds: 7200, costMicroUsd: 54370 });
+    // One second: 13.71... + 1.388... micro-USD, rounded once: 15.
+    expect(computeCharge(1, 1024, 2048, aws).costMicroUsd).toBe(15);
+    expect(prices.compute('us-east-1', false)).not.toHaveProperty('ipv4_hour_usd');
+    // A prices file without public_ipv4 records the address at 0; with markup it is marked up too.
+    const bare = parsePrices({ default_region: 'us-east-1', compute: DEFAULT_PRICES_CONFIG.compute }, 't');
+    expect(bare.compute('us-east-1', false, true).ipv4_hour_usd).toBe('0');
+    const marked = parsePrices({ ...DEFAULT_PRICES_CONFIG, markup_percent: '10' }, 't').compute(
+      'us-east-1',
+      false,
+      true,
+    );
+    expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(59807);
+  });
+
+  it('prices storage per GB-month of 730 hours, in integer MiB-seconds and micro-USD', () => {
+    const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').storage('eu-north-1');
+    expect(price).toEqual({ region: 'us-east-1', gb_month_usd: '0.023', markup_percent: '0' });
+    // 1 GiB for 730 hours: exactly the month's price.
+    expect(storageCharge(2 ** 30, 730 * 3600, price)).toEqual({ mibSeconds: 1024 * 730 * 3600, costMicroUsd: 23_000 });
+    // 10 MiB for 30 s: 300 MiB-s and 0.0026 micro-USD (0); 12.5 MiB for 25 s: 312.5 MiB-s, half-even 312.
+    expect(storageCharge(10 * 2 ** 20, 30, price)).toEqual({ mibSeconds: 300, costMicroUsd: 0 });
+    expect(storageCharge(2 ** 19 * 25, 25, price).mibSeconds).toBe(312);
+    expect(
+      parsePrices({ default_region: 'us-east-1', compute: DEFAULT_PRICES_CONFIG.compute }, 't').storage(undefined),
+    ).toMatchObject({ gb_month_usd: '0' });
   });
 
   it('uses the default region for an unpriced one, on-demand where Spot is unpriced', () => {

@@ -11,6 +11,8 @@ interface DayItem {
   day: string;
   compute_cost_usd: number;
   llm_cost_usd: number;
+  storage_cost_usd: number;
+  storage_gb_hours: number;
   total_cost_usd: number;
   vcpu_seconds: number;
   llm_input_tokens: number;
@@ -33,14 +35,17 @@ function daysOf(from: string, to: string): string[] {
 }
 
 /**
- * Cost per day as stacked columns, inline SVG (no chart library): compute below, platform LLM above.
- * Storage is not metered yet, so it has no series (a 0 would say "none used"). Each column has a
- * title (the day and its figures) for pointers and a table below it for everyone else.
+ * Cost per day as stacked columns, inline SVG (no chart library): compute below, platform LLM, then
+ * workspace storage above. Each column has a title (the day and its figures) for pointers and a table
+ * below it for everyone else.
  */
 function DayChart(props: { items: DayItem[]; from: string; to: string }) {
   const byDay = new Map(props.items.map((i) => [i.day, i]));
   const days = daysOf(props.from, props.to);
-  const max = Math.max(0.000001, ...props.items.map((i) => i.compute_cost_usd + i.llm_cost_usd));
+  const max = Math.max(
+    0.000001,
+    ...props.items.map((i) => i.compute_cost_usd + i.llm_cost_usd + (i.storage_cost_usd ?? 0)),
+  );
   const W = 640;
   const H = 160;
   const step = W / Math.max(1, days.length);
@@ -58,12 +63,14 @@ function DayChart(props: { items: DayItem[]; from: string; to: string }) {
           const item = byDay.get(d);
           const compute = y(item?.compute_cost_usd ?? 0);
           const llm = y(item?.llm_cost_usd ?? 0);
+          const storage = y(item?.storage_cost_usd ?? 0);
           const x = i * step + (step - bar) / 2;
           return (
             <g>
-              <title>{`${d}: compute ${dollars(item?.compute_cost_usd ?? 0)}, LLM ${dollars(item?.llm_cost_usd ?? 0)}`}</title>
+              <title>{`${d}: compute ${dollars(item?.compute_cost_usd ?? 0)}, LLM ${dollars(item?.llm_cost_usd ?? 0)}, storage ${dollars(item?.storage_cost_usd ?? 0)}`}</title>
               <rect class="compute" x={x} y={H - compute} width={bar} height={compute} />
               <rect class="llm" x={x} y={H - compute - llm} width={bar} height={llm} />
+              <rect class="storage" x={x} y={H - compute - llm - storage} width={bar} height={storage} />
               {(i === 0 || i === days.length - 1 || d.endsWith('-15')) && (
                 <text x={x + bar / 2} y={H + 14} text-anchor="middle">
                   {d.slice(5)}
@@ -74,8 +81,8 @@ function DayChart(props: { items: DayItem[]; from: string; to: string }) {
         })}
       </svg>
       <figcaption>
-        <span class="key compute" /> Compute <span class="key llm" /> Platform LLM{' '}
-        <small class="hint">(storage is not metered yet)</small>
+        <span class="key compute" /> Compute <span class="key llm" /> Platform LLM <span class="key storage" />{' '}
+        Workspace storage
       </figcaption>
     </figure>
   );
@@ -215,6 +222,12 @@ export function UsagePage(props: { from?: string; to?: string }) {
             <div>
               <dt>Platform LLM</dt>
               <dd>{dollars(total.llm_cost_usd)}</dd>
+            </div>
+            <div>
+              <dt>Storage (GB-hours)</dt>
+              <dd data-testid="usage-storage">
+                {dollars(total.storage_cost_usd)} ({total.storage_gb_hours})
+              </dd>
             </div>
             <div>
               <dt>vCPU hours</dt>
