@@ -32,30 +32,46 @@ const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } 
 
 /**
  * The route table as a Lambda bundle carries it: shared/routes.ts with the members only synthesis and
- * the OpenAPI document read (`summary`, `tag`, `entry`) replaced by ''. Every bundle carries the whole
- * table (an operation finds its route by id), and those strings were about 12 KB of each. Written under
- * `.build/` (ignored by git) when a bundle is first asked for.
+ * the OpenAPI document read (`summary`, `tag`, `entry`) replaced by '', and, in every route but the
+ * bundle's own, its `tables` and `capabilities` too (only a function's own declaration is read at run
+ * time: its wiring guards). Every bundle carries the whole table (an operation finds its route by id):
+ * the summaries were about 12 KB of each, the other routes' grants about 10 KB. One file per entry under
+ * `.build/routes.runtime/` (ignored by git), written when its bundle is first asked for.
  */
 const SYNTH_ONLY = new Set(['summary', 'tag', 'entry']);
-export const RUNTIME_ROUTES = resolve(REPO_ROOT, '.build/routes.runtime.ts');
+const OWN_ONLY = new Set(['tables', 'capabilities']);
+const RUNTIME_ROUTES_DIR = resolve(REPO_ROOT, '.build/routes.runtime');
 
-function writeRuntimeRoutes(): string {
+function writeRuntimeRoutes(entry: string): string {
   const source = resolve(REPO_ROOT, 'shared/routes.ts');
   const text = readFileSync(source, 'utf8');
   const file = ts.createSourceFile(source, text, ts.ScriptTarget.Latest, true);
-  const cuts: [number, number][] = [];
+  const cuts: [number, number, string][] = [];
+  const nameOf = (p: ts.ObjectLiteralElementLike) =>
+    ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) ? p.name.text : undefined;
   const visit = (node: ts.Node): void => {
-    if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && SYNTH_ONLY.has(node.name.text))
-      cuts.push([node.initializer.getStart(file), node.initializer.getEnd()]);
-    else ts.forEachChild(node, visit);
+    if (!ts.isObjectLiteralExpression(node)) return ts.forEachChild(node, visit);
+    const own = node.properties.find((p) => nameOf(p) === 'entry');
+    // A route of another entry (its `entry` a string literal that is not this one): its grants go.
+    const other =
+      own && ts.isPropertyAssignment(own) && ts.isStringLiteral(own.initializer) && own.initializer.text !== entry;
+    for (const p of node.properties) {
+      const name = nameOf(p);
+      if (!name || !ts.isPropertyAssignment(p)) ts.forEachChild(p, visit);
+      else if (SYNTH_ONLY.has(name)) cuts.push([p.initializer.getStart(file), p.initializer.getEnd(), "''"]);
+      else if (other && OWN_ONLY.has(name))
+        cuts.push([p.initializer.getStart(file), p.initializer.getEnd(), name === 'tables' ? '{}' : '[]']);
+      else ts.forEachChild(p, visit);
+    }
   };
   visit(file);
   let out = text;
-  for (const [from, to] of cuts.reverse()) out = `${out.slice(0, from)}''${out.slice(to)}`;
-  mkdirSync(dirname(RUNTIME_ROUTES), { recursive: true });
+  for (const [from, to, by] of cuts.reverse()) out = `${out.slice(0, from)}${by}${out.slice(to)}`;
+  const path = resolve(RUNTIME_ROUTES_DIR, `${entry.replace(/[^A-Za-z0-9.-]/g, '_')}.ts`);
+  mkdirSync(dirname(path), { recursive: true });
   // Written only when it changed: a bundle's input stays the same file for an unchanged table.
-  if (!existsSync(RUNTIME_ROUTES) || readFileSync(RUNTIME_ROUTES, 'utf8') !== out) writeFileSync(RUNTIME_ROUTES, out);
-  return RUNTIME_ROUTES;
+  if (!existsSync(path) || readFileSync(path, 'utf8') !== out) writeFileSync(path, out);
+  return path;
 }
 
 /**
@@ -72,11 +88,13 @@ const ALIAS = {
 /** The function that serves the OpenAPI document builds it from the route table: it keeps the summaries. */
 const KEEPS_SUMMARIES = new Set(['functions/docs/openapi.ts']);
 
-/** The aliases of one entry's bundle: `ALIAS`, and the route table without its summaries. */
-const aliasFor = (entry: string): Record<string, string> =>
-  KEEPS_SUMMARIES.has(entry) ? ALIAS : { ...ALIAS, '#shared/routes.ts': RUNTIME_ROUTES_FILE() };
-let runtimeRoutes: string | undefined;
-const RUNTIME_ROUTES_FILE = () => (runtimeRoutes ??= writeRuntimeRoutes());
+/** The aliases of one entry's bundle: `ALIAS`, and the route table as that bundle carries it. */
+const runtimeRoutes = new Map<string, string>();
+const aliasFor = (entry: string): Record<string, string> => {
+  if (KEEPS_SUMMARIES.has(entry)) return ALIAS;
+  if (!runtimeRoutes.has(entry)) runtimeRoutes.set(entry, writeRuntimeRoutes(entry));
+  return { ...ALIAS, '#shared/routes.ts': runtimeRoutes.get(entry)! };
+};
 
 /** The `bundling` of a NodejsFunction of `entry`. */
 export const cdkBundling = (entry: string): BundlingOptions => ({

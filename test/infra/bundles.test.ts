@@ -36,9 +36,15 @@ const sdkPackage = (inputs: string[], name: string) => inputs.some((i) => i.incl
 /** The bridge routes that sign a sandbox's snapshot upload or download. */
 const signingEntries = ['functions/bridge/snapshot-upload.ts', 'functions/bridge/snapshot-download.ts'];
 
-/** The bounds of issue 9: sizes are deterministic for a given lockfile, so they are asserted (load times are not). */
+/**
+ * The bounds of issue 9: sizes are deterministic for a given lockfile, so they are asserted (load times are not).
+ * The largest was 550 KB until the SaaS work put the warm pool's claim with its suspension check, the binding
+ * deadline and storage metering on the conversation start's path (552 KB after the route table lost the
+ * other routes' grants): 560 KB now, with the way back named in issue 27 (services split by use case, so a
+ * start bundles only what a start runs).
+ */
 const MEDIAN_ROUTE_KB = 450;
-const LARGEST_ROUTE_KB = 550;
+const LARGEST_ROUTE_KB = 560;
 
 describe('Lambda bundles (the options CDK uses)', () => {
   it('bundles every route entry', () => {
