@@ -526,7 +526,7 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByTestId('usage-compute').filter({ hasText: '$1.234567' }).waitFor();
     expect(await page.getByTestId('usage-total').textContent()).toBe('$1.234567');
     expect(await page.locator('figure.chart svg title').allTextContents()).toContain(
-      '2026-01-15: compute $1.234567, LLM $0.00',
+      '2026-01-15: compute $1.234567, LLM $0.00, storage $0.00',
     );
     const row = page.getByRole('table', { name: 'Usage per member' }).getByRole('row').nth(1);
     expect(await row.textContent()).toContain('$1.234567');

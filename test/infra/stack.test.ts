@@ -266,6 +266,13 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
         'agentServerInterrupt',
         // At the plan's event cap it pauses the conversation's sandbox.
         'postEvents',
+        // Workspace reads are commands to the sandbox program, answered on the bridge.
+        'workspaceFiles',
+        'workspaceFile',
+        'workspaceGitChanges',
+        'workspaceGitDiff',
+        'agentGitChanges',
+        'agentGitDiff',
       ].sort(),
     );
     const granted: string[] = [];
@@ -483,7 +490,13 @@ describe('functions', () => {
       Object.keys(
         resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties.Environment.Variables,
       ).sort();
-    expect(envOf('getSettings')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'TABLE_SETTINGS']);
+    // A conversation key's view of the settings names its conversation's model: the conversations table, read.
+    expect(envOf('getSettings')).toEqual([
+      'POWERTOOLS_SERVICE_NAME',
+      'PUBLIC_BASE_URL',
+      'TABLE_CONVERSATIONS',
+      'TABLE_SETTINGS',
+    ]);
     expect(envOf('searchSandboxSpecs')).toEqual(['POWERTOOLS_SERVICE_NAME', 'PUBLIC_BASE_URL', 'SANDBOX_SPECS']);
     // A pause writes the closing record (docs/billing.md): the spec's size, the prices, the ledger and its retention.
     expect(envOf('pauseSandbox')).toEqual(

@@ -490,7 +490,6 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       ['GET', `/api/v1/events/count?conversation_id__eq=${secondId}`],
       ['POST', `/api/conversations/${secondId}/pause`],
       ['POST', `/api/conversations/${secondId}/events`, { content: [{ type: 'text', text: 'x' }] }],
-      ['GET', '/api/settings'],
       ['POST', '/api/settings', { llm_model: 'stolen' }],
       ['GET', '/api/v1/users/me'],
       ['GET', '/api/keys'],
@@ -499,7 +498,6 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       ['GET', '/api/v1/sandboxes/search'],
       ['GET', `/api/v1/sandboxes?id=${sandboxId}`],
       ['POST', `/api/v1/sandboxes/${sandboxId}/pause`],
-      ['GET', '/api/conversations'],
       // A conversation key may read and rename its own conversation (as the agent server's clients do), never delete it.
       ['DELETE', `/api/conversations/${id}`],
       ['GET', `/api/v1/app-conversations?ids=${id}`],
@@ -511,6 +509,12 @@ describe('conversations: legacy routes and conversation-scoped keys', () => {
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.body.detail, `${method} ${path}`).toMatch(/conversation key is valid only/);
     }
+    // Its own conversation's view of the settings (Agent Canvas's local mode): nothing else of the owner's.
+    const settings = await stack.call('GET', '/api/settings', as);
+    expect(settings.status).toBe(200);
+    expect(Object.keys(settings.body).filter((k) => k.endsWith('_set') || k.includes('api_key'))).toEqual([]);
+    // The agent server's conversation search asks a conversation key for its own ids.
+    expect((await stack.call('GET', '/api/conversations', as)).status).toBe(422);
     // Sandbox routes authenticate the sandbox's own key: a conversation key is just a wrong key.
     const startConfig = await stack.call('GET', `/api/v1/webhooks/${sandboxId}/conversations/${id}/start-config`, as);
     expect(startConfig.status).toBe(401);
@@ -711,7 +715,7 @@ describe('docs', () => {
       { sessionCookie: [] },
     ]);
     expect(doc.body.paths['/api/conversations/{conversation_id}/pause'].post.description).toMatch(/session_api_key/);
-    expect(doc.body.paths['/api/settings'].get.description).toBeUndefined();
+    expect(doc.body.paths['/api/keys'].get.description).toBeUndefined();
     // Error answers are shared components ($ref), described once.
     const forbidden = doc.body.paths['/api/settings'].get.responses['403'].$ref.split('/').pop();
     expect(doc.body.components.responses[forbidden].description).toMatch(/conversation key/);
