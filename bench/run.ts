@@ -106,8 +106,8 @@ function updated(current: string, texts: string[], loadAverage: number): string 
   const byHeading = (b: string) => b.slice(0, b.indexOf('\n'));
   for (const block of texts.flatMap(blocks)) {
     const at = rest.findIndex((b) => byHeading(b) === byHeading(block));
-    if (at >= 0) rest[at] = block.trimEnd() + '\n';
-    else rest.splice(Math.max(0, rest.length - 1), 0, block.trimEnd() + '\n');
+    if (at >= 0) rest[at] = `${block.trimEnd()}\n`;
+    else rest.splice(Math.max(0, rest.length - 1), 0, `${block.trimEnd()}\n`);
   }
   const stamp = `- Re-run since, alone: ${only.join(', ')} on ${new Date().toISOString().slice(0, 10)} (load average ${loadAverage.toFixed(2)} when they began)`;
   const lines = head!.split('\n').filter((l) => !l.startsWith('- Re-run since, alone:'));

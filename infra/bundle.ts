@@ -50,7 +50,10 @@ function writeRuntimeRoutes(entry: string): string {
   const nameOf = (p: ts.ObjectLiteralElementLike) =>
     ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) ? p.name.text : undefined;
   const visit = (node: ts.Node): void => {
-    if (!ts.isObjectLiteralExpression(node)) return ts.forEachChild(node, visit);
+    if (!ts.isObjectLiteralExpression(node)) {
+      ts.forEachChild(node, visit);
+      return;
+    }
     const own = node.properties.find((p) => nameOf(p) === 'entry');
     // A route of another entry (its `entry` a string literal that is not this one): its grants go.
     const other =

@@ -404,7 +404,8 @@ export class ProcessSandboxRuntime implements SandboxRuntime {
     return this.serial(instance.sandboxId, async () => {
       const current = this.instances.get(instance.sandboxId);
       if (current) await this.kill(current);
-      rmSync(this.sandboxDir(instance.sandboxId), { recursive: true, force: true });
+      // maxRetries: a process of the sandbox may still be writing as it dies (ENOTEMPTY on the last rmdir).
+      rmSync(this.sandboxDir(instance.sandboxId), { recursive: true, force: true, maxRetries: 5 });
       return { done: true, state: {} };
     });
   }

@@ -62,7 +62,8 @@ describe('the gates, as deployed', () => {
     });
     expect(search.status, search.text).toBe(200);
     expect(search.body.items.length).toBeGreaterThan(0);
-    expect((await tier.call('GET', '/api/settings', { key: scoped })).status).toBe(403);
+    // Its own conversation's view of the settings (Agent Canvas's local mode), never the owner's keys.
+    expect((await tier.call('GET', '/api/settings', { key: scoped })).status).toBe(200);
     expect((await tier.call('GET', '/api/keys', { key: scoped })).status).toBe(403);
     const revoked = await tier.call('POST', `/api/v1/app-conversations/${conversationId}/session-api-key/revoke`, {
       key,

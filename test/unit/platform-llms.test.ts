@@ -139,7 +139,10 @@ describe('the sandbox renews its gateway credential', () => {
     const second = key(now / 1000 + 7200);
     const current = renewingKey(
       first,
-      async () => (++fetches, second),
+      async () => {
+        fetches++;
+        return second;
+      },
       () => now,
     );
     expect(await current()).toBe(first);
