@@ -25,6 +25,12 @@ describe('the local stack', () => {
             .id,
         );
       await waitFor('both processes', () => (ids.every((id) => sandboxPids(id).length === 1) ? true : undefined));
+      // Both checked in (RUNNING): a sandbox still starting when the server stops is another case (MISSING on restart).
+      await waitFor('both RUNNING', async () => {
+        const res = await fetch(`${local.url}/api/v1/sandboxes?id=${ids[0]}&id=${ids[1]}`, { headers });
+        const list = (await res.json()) as { status: string }[];
+        return list.every((s) => s?.status === 'RUNNING') ? true : undefined;
+      });
       await local.close();
       for (const id of ids) expect(sandboxPids(id)).toEqual([]);
 
