@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
+import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { TestStack } from '#test/helpers/stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 
@@ -63,4 +66,35 @@ export async function waitForExecutionStatus(
     until: (c) => statuses.includes(c?.execution_status),
     timeoutMs: timeoutMs,
   });
+}
+
+/**
+ * A conversation record of `userId` written straight to the store, as a start leaves it (not placed,
+ * no title, no status unless `overrides` says): for tests that need the record, not an agent. Its id.
+ */
+export async function storedConversation(userId: string, overrides: Partial<ConversationRecord> = {}): Promise<string> {
+  const id = randomUUID().replaceAll('-', '');
+  const at = new Date().toISOString();
+  await new DynamoConversationStore().create({
+    id,
+    userId,
+    createdAt: at,
+    updatedAt: at,
+    sandbox_id: null,
+    start_task_id: randomUUID(),
+    selected_repository: null,
+    selected_branch: null,
+    git_provider: null,
+    title: null,
+    trigger: null,
+    pr_number: [],
+    llm_model: null,
+    parent_conversation_id: null,
+    agent_type: 'default',
+    execution_status: null,
+    metrics: null,
+    version: 1,
+    ...overrides,
+  } as ConversationRecord);
+  return id;
 }

@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { fillPath } from '#shared/protocol.ts';
@@ -14,7 +13,7 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { REPLAYS_PER_USER_PER_MINUTE } from '#shared/stream/replay-rate.ts';
 import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
-import { allEvents, conversation, startConversation } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, storedConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -82,32 +81,8 @@ async function tenant(userId: string): Promise<string> {
 }
 
 /** A conversation record of `userId`, placed on `sandboxId` (none: not placed). */
-async function conversationOf(userId: string, sandboxId: string | null = null): Promise<string> {
-  const id = randomUUID().replaceAll('-', '');
-  const now = new Date().toISOString();
-  await new DynamoConversationStore().create({
-    ...({} as ConversationRecord),
-    id,
-    userId,
-    createdAt: now,
-    updatedAt: now,
-    sandbox_id: sandboxId,
-    start_task_id: randomUUID(),
-    selected_repository: null,
-    selected_branch: null,
-    git_provider: null,
-    title: null,
-    trigger: null,
-    pr_number: [],
-    llm_model: null,
-    parent_conversation_id: null,
-    agent_type: 'default',
-    execution_status: 'running',
-    metrics: null,
-    version: 1,
-  });
-  return id;
-}
+const conversationOf = (userId: string, sandboxId: string | null = null) =>
+  storedConversation(userId, { sandbox_id: sandboxId, execution_status: 'running' });
 
 /** A RUNNING sandbox record of `userId` on the small plan (as a start writes it) with a key only the test (the "agent inside") holds. */
 async function sandboxOf(userId: string, plan = 'small', orgId?: string): Promise<{ id: string; key: string }> {

@@ -8,6 +8,7 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
+import { storedConversation } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
@@ -483,28 +484,8 @@ describe('audit log', () => {
 
 /** A conversation of `userId` with `n` events, written through the stores as the start and the sandbox's posts leave them. */
 async function conversationWithEvents(userId: string, n: number, title: string): Promise<string> {
-  const id = randomUUID().replaceAll('-', '');
+  const id = await storedConversation(userId, { title });
   const at = new Date().toISOString();
-  await new DynamoConversationStore().create({
-    id,
-    userId,
-    createdAt: at,
-    updatedAt: at,
-    sandbox_id: null,
-    start_task_id: randomUUID(),
-    selected_repository: null,
-    selected_branch: null,
-    git_provider: null,
-    title,
-    trigger: null,
-    pr_number: [],
-    llm_model: null,
-    parent_conversation_id: null,
-    agent_type: 'default',
-    execution_status: null,
-    metrics: null,
-    version: 1,
-  });
   const store = new DynamoEventStore();
   const batches = [];
   for (let first = 1; first <= n; first += 100) {
