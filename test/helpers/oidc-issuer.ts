@@ -173,6 +173,11 @@ export async function startTestIssuer(options: { path?: string } = {}): Promise<
       const mac = createHmac('sha256', JSON.stringify(rsaJwk)).update(input).digest('base64url');
       return `${input}.${mac}`;
     },
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        // A browser or the server under test may hold keep-alive sockets open; close() alone waits for them.
+        server.closeAllConnections();
+      }),
   };
 }

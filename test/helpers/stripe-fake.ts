@@ -146,6 +146,11 @@ export async function startStripeFake(options: {
   const port = (server.address() as { port: number }).port;
   return Object.assign(fake, {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((r) => server.close(() => r())),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        // A browser or the server under test may hold keep-alive sockets open; close() alone waits for them.
+        server.closeAllConnections();
+      }),
   });
 }
