@@ -175,31 +175,35 @@ export async function bundleStats(entry: string, loads = 1): Promise<{ bytes: nu
   try {
     const outfile = join(dir, 'index.mjs');
     await build({ ...esbuildOptions(entry), outfile });
-    const bytes = statSync(outfile).size;
-    const script = `const c = process.cpuUsage(); const t = performance.now(); await import(${JSON.stringify(pathToFileURL(outfile).href)}); const wall = performance.now() - t; const cpu = process.cpuUsage(c); process.stdout.write(JSON.stringify([wall, (cpu.user + cpu.system) / 1000]));`;
-    const times: number[] = [];
-    const cpus: number[] = [];
-    for (let i = 0; i < Math.max(1, loads); i++) {
-      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-        encoding: 'utf8',
-        timeout: 30_000,
-        env: {
-          PATH: process.env.PATH,
-          AWS_REGION: 'us-east-1',
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        },
-      });
-      if (child.status !== 0)
-        throw new Error(`Loading the bundle of ${entry} failed: ${child.stderr || child.error?.message}`);
-      const [wall, cpu] = JSON.parse(child.stdout) as [number, number];
-      times.push(wall);
-      cpus.push(cpu);
-    }
-    const median = (xs: number[]) => Math.round(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]! * 10) / 10;
-    return { bytes, loadMs: median(times), cpuMs: median(cpus) };
+    return { bytes: statSync(outfile).size, ...loadStats(outfile, loads, entry) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Imports a built bundle in `loads` fresh Node processes: the median wall and CPU time of the import. */
+export function loadStats(file: string, loads = 1, label = file): { loadMs: number; cpuMs: number } {
+  const script = `const c = process.cpuUsage(); const t = performance.now(); await import(${JSON.stringify(pathToFileURL(file).href)}); const wall = performance.now() - t; const cpu = process.cpuUsage(c); process.stdout.write(JSON.stringify([wall, (cpu.user + cpu.system) / 1000]));`;
+  const times: number[] = [];
+  const cpus: number[] = [];
+  for (let i = 0; i < Math.max(1, loads); i++) {
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: {
+        PATH: process.env.PATH,
+        AWS_REGION: 'us-east-1',
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      },
+    });
+    if (child.status !== 0)
+      throw new Error(`Loading the bundle of ${label} failed: ${child.stderr || child.error?.message}`);
+    const [wall, cpu] = JSON.parse(child.stdout) as [number, number];
+    times.push(wall);
+    cpus.push(cpu);
+  }
+  const median = (xs: number[]) => Math.round(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]! * 10) / 10;
+  return { loadMs: median(times), cpuMs: median(cpus) };
 }
 
 /**

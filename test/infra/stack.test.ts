@@ -27,7 +27,7 @@ const SANDBOX_ENV = [...sandboxRuntimeEnv, 'SANDBOX_SPECS'];
 
 type Json = Record<string, any>;
 
-// One synthesis for the whole file: bundling every function takes a while on two cores.
+// One synthesis for the whole file.
 let outdir: string;
 let stack: ConversationServiceStack;
 let template: Template;
@@ -43,7 +43,12 @@ const ofApi = (type: string, api: unknown) =>
 
 beforeAll(() => {
   outdir = mkdtempSync(join(tmpdir(), 'acs-cdk-'));
-  const app = new App({ context: { ...cdkContext, 'aws:cdk:enable-asset-metadata': true }, outdir });
+  // Not bundled: the template is what this file asserts. The bundles are checked by test/infra/bundles.test.ts,
+  // and run from the pre-test synthesis in test/tier/ (the files the docs' and console's functions carry too).
+  const app = new App({
+    context: { ...cdkContext, 'aws:cdk:enable-asset-metadata': true, 'aws:cdk:bundling-stacks': [] },
+    outdir,
+  });
   stack = buildApp(app);
   try {
     const assembly = app.synth();
@@ -57,7 +62,7 @@ beforeAll(() => {
     throw err;
   }
   resources = template.toJSON().Resources as Record<string, Json>;
-}, 600_000); // bundles every function (70 now) on a shared machine
+}, 120_000);
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
@@ -956,23 +961,8 @@ describe('the OpenHands UI gates', () => {
     }
   });
 
-  it('bundles the Swagger UI files with the docs-asset function', () => {
-    const props = resources[logicalId(stack.functions.get('docsAsset')!.fn.fn.node.defaultChild)]!.Properties;
-    const hash = String(props.Code.S3Key).replace(/\.zip$/, '');
-    const dir = join(outdir, `asset.${hash}`);
-    for (const file of ['swagger-ui-bundle.js', 'swagger-ui.css']) {
-      expect(readFileSync(join(dir, 'swagger-ui', file), 'utf8').length, file).toBeGreaterThan(10_000);
-    }
-  });
-
-  it('bundles the built web console with its page and asset functions, which touch nothing', () => {
-    for (const id of ['console', 'consoleCallback', 'consoleAsset']) {
-      const props = resources[logicalId(stack.functions.get(id)!.fn.fn.node.defaultChild)]!.Properties;
-      const dir = join(outdir, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
-      expect(readFileSync(join(dir, 'console', 'app.js'), 'utf8').length, id).toBeGreaterThan(10_000);
-      expect(JSON.parse(readFileSync(join(dir, 'console', 'manifest.json'), 'utf8')).version, id).toMatch(
-        /^[0-9a-f]{16}$/,
-      );
+  it("the console's page and asset functions touch nothing (the files they carry: test/tier/deployment.test.ts)", () => {
+    for (const id of ['console', 'consoleCallback', 'consoleAsset', 'docsAsset']) {
       expect(
         statementsOfFn(id)
           .flatMap((s) => [s.Action].flat())

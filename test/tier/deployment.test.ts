@@ -253,7 +253,7 @@ describe('the seed flows, end to end on the synthesized stack', () => {
   });
 });
 
-describe('the web console as deployed', () => {
+describe('the web console and the API docs as deployed', () => {
   it('GET / serves its page with the Content-Security-Policy, and the assets it names come from their function', async () => {
     const page = await tier.call('GET', '/', { key: null });
     expect(page.status).toBe(200);
@@ -273,6 +273,14 @@ describe('the web console as deployed', () => {
       );
     }
     expect((await tier.call('GET', '/assets/manifest.json', { key: null })).status).toBe(404);
+  });
+
+  it("GET /docs/assets/{file} serves Swagger UI's files, carried in its bundle", async () => {
+    for (const file of ['swagger-ui-bundle.js', 'swagger-ui.css']) {
+      const asset = await tier.call('GET', `/docs/assets/${file}`, { key: null });
+      expect(asset.status, file).toBe(200);
+      expect(asset.text.length, file).toBeGreaterThan(10_000);
+    }
   });
 
   it("GET /auth/callback (the issuer's return) serves the same page from its own function, its assets one level up, its CSP open to the issuer's token endpoint", async () => {
