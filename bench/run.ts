@@ -84,8 +84,9 @@ const doc = [
   '',
   '## How to read these figures',
   '',
-  '- Everything runs on one machine over loopback: the local gateway, dynalite (in memory, in the same process as',
-  '  the gateway and the client that measures), sandboxes as child processes, and a scripted LLM that answers at once.',
+  '- Everything runs on one machine over loopback: the local gateway, dynalite (in memory, in a worker thread of the',
+  "  gateway's process, where the client that measures runs too), sandboxes as child processes, and a scripted LLM",
+  '  that answers at once.',
   '  The figures compare parts of this codebase with each other and over time; they are not AWS latencies. On AWS,',
   '  each DynamoDB call costs a few milliseconds of network where dynalite costs about one of CPU, and Lambda adds',
   '  cold starts (the bundle section shows the part of those the code decides).',
@@ -109,10 +110,20 @@ function updated(current: string, texts: string[], loadAverage: number): string 
     if (at >= 0) rest[at] = `${block.trimEnd()}\n`;
     else rest.splice(Math.max(0, rest.length - 1), 0, `${block.trimEnd()}\n`);
   }
+  // One line per re-run, so a section re-run earlier keeps saying when (a section re-run again moves to the new line).
+  const RERUN = /^- Re-run since, alone: (.+) on (\S+) \(load average/;
+  const lines = head!
+    .split('\n')
+    .map((l) => {
+      const m = RERUN.exec(l);
+      if (!m) return l;
+      const kept = m[1]!.split(', ').filter((name) => !only.includes(name));
+      return kept.length ? l.replace(m[1]!, kept.join(', ')) : undefined;
+    })
+    .filter((l): l is string => l !== undefined);
   const stamp = `- Re-run since, alone: ${only.join(', ')} on ${new Date().toISOString().slice(0, 10)} (load average ${loadAverage.toFixed(2)} when they began)`;
-  const lines = head!.split('\n').filter((l) => !l.startsWith('- Re-run since, alone:'));
-  const runTime = lines.findIndex((l) => l.startsWith('- Run time:'));
-  lines.splice(runTime + 1, 0, stamp);
+  const last = lines.findLastIndex((l) => l.startsWith('- Re-run since, alone:') || l.startsWith('- Run time:'));
+  lines.splice(last + 1, 0, stamp);
   return [lines.join('\n'), ...rest].join('\n');
 }
 process.exit(0);

@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import {
   CreateTableCommand,
   DescribeTableCommand,
@@ -9,7 +11,6 @@ import {
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { logger } from '#shared/logging.ts';
-import dynalite from 'dynalite';
 import { endpointConfig } from '#shared/store/dynamo.ts';
 import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
 
@@ -23,36 +24,62 @@ export interface EmbeddedDynamo {
 const MAX_SOCKET_PATH = 100;
 
 /**
- * dynalite in this process: on disk under `path`, or in memory without one. It listens on a unix
- * socket, never on loopback: dynalite has no authentication, and local sandboxes share loopback
- * with the server. The socket is `socketPath` (in the data dir, which no contained sandbox sees)
- * or, when that path is too long for a socket or none is given, one in a fresh private directory.
+ * dynalite's side, run in a worker thread (its code as a string: a worker gets no TypeScript loader under
+ * the test runner). It listens and answers `close` by closing, which flushes its LevelDB.
+ */
+const DYNALITE_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const dynalite = require(workerData.module);
+const server = dynalite({ ...(workerData.path ? { path: workerData.path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+server.once('error', (err) => parentPort.postMessage({ error: String(err && err.message || err) }));
+server.listen({ path: workerData.socket, backlog: 4096 }, () => parentPort.postMessage({ listening: true }));
+parentPort.on('message', (m) => m === 'close' && server.close(() => parentPort.postMessage({ closed: true })));
+`;
+
+/**
+ * dynalite in a worker thread of this process: on disk under `path`, or in memory without one. A thread
+ * of its own, because the database's work (parsing, validating, LevelDB) would otherwise share the
+ * server's event loop: under a flood of event batches it stalled every other user's requests (docs/
+ * performance.md, "Noisy neighbours"); its own thread runs on the other core.
+ * It listens on a unix socket, never on loopback: dynalite has no authentication, and local sandboxes
+ * share loopback with the server. The socket is `socketPath` (in the data dir, which no contained sandbox
+ * sees) or, when that path is too long for a socket or none is given, one in a fresh private directory.
  */
 export async function startDynalite(path?: string, socketPath?: string): Promise<EmbeddedDynamo> {
-  const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   const privateDir =
     socketPath && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH ? undefined : mkdtempSync(join(tmpdir(), 'acs-db-'));
   const socket = privateDir ? join(privateDir, 'dynamodb.sock') : socketPath!;
   // A socket left by a server that was killed: nothing listens on it any more (the caller checked).
   rmSync(socket, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    // A unix socket whose listen backlog is full refuses a connect with EAGAIN instead of queueing it
-    // (Node's default backlog, 511, was full when 1,000 stream sockets authorized at once:
-    // bench/neighbours.ts); the kernel caps this at net.core.somaxconn.
-    server.listen({ path: socket, backlog: 4096 }, () => resolve());
+  // A unix socket whose listen backlog is full refuses a connect with EAGAIN instead of queueing it
+  // (Node's default backlog, 511, was full when 1,000 stream sockets authorized at once:
+  // bench/neighbours.ts); the kernel caps this at net.core.somaxconn. (The backlog is set in the worker.)
+  const worker = new Worker(DYNALITE_WORKER, {
+    eval: true,
+    workerData: { module: createRequire(import.meta.url).resolve('dynalite'), path, socket },
   });
+  const next = () =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+  const started = await next();
+  if (started.error) {
+    await worker.terminate();
+    throw new Error(`dynalite did not start: ${started.error}`);
+  }
+  // The server's exit is not held up by the thread; close() is how data on disk is flushed first.
+  worker.unref();
   return {
     endpoint: `unix:${socket}`,
-    // Closing the server closes its LevelDB, which flushes what was written (and removes the socket).
-    close: () =>
-      new Promise<void>((resolve) =>
-        server.close(() => {
-          if (privateDir) rmSync(privateDir, { recursive: true, force: true });
-          else rmSync(socket, { force: true });
-          resolve();
-        }),
-      ),
+    close: async () => {
+      const closed = next();
+      worker.postMessage('close');
+      await closed;
+      await worker.terminate();
+      if (privateDir) rmSync(privateDir, { recursive: true, force: true });
+      else rmSync(socket, { force: true });
+    },
   };
 }
 

@@ -61,8 +61,8 @@ async function ensureDevKey(services: Services, dataDir: string): Promise<string
 }
 
 /**
- * Everything `npm start` runs, in this process: dynalite (on disk under the data dir, or in
- * memory, on a unix socket), the tables, the sandbox program and the web console (each built when its sources changed), the
+ * Everything `npm start` runs, in this process: dynalite (in a worker thread of its own, on disk under the
+ * data dir or in memory, on a unix socket), the tables, the sandbox program and the web console (each built when its sources changed), the
  * local adapters, the gateway, and a development key. Sandboxes that died with a previous server
  * are reconciled before the gateway takes requests.
  */
@@ -217,6 +217,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
       clearInterval(exportTimer);
       await exporting;
       clearInterval(reconcile);
+      services.clearDeadlines();
       // Pause semantics: records say PAUSED, workspaces stay, no process outlives the server.
       await services.sandboxHousekeeping
         .suspendAll('Paused because the local server stopped')

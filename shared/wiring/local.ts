@@ -83,6 +83,8 @@ export interface LocalServices extends Services {
   eventHub: LocalEventHub;
   /** The plans (`config/plans.json` or PLANS_FILE), read by the local stream's socket caps. */
   plans: Plans;
+  /** Clears the pending binding deadlines (a closing stack). */
+  clearDeadlines(): void;
   /**
    * The same services for one function, held to its declaration and to the adapters and services
    * its entry names, as on AWS: the local gateway runs each route through these, so every test that
@@ -103,6 +105,7 @@ export interface LocalServices extends Services {
  */
 export function localServices(options: LocalOptions): LocalServices {
   let all: Services | undefined;
+  const deadlines = new Set<NodeJS.Timeout>();
   const sandboxRuntime = new ProcessSandboxRuntime({
     dataDir: options.dataDir,
     projectRoot: PROJECT_ROOT,
@@ -151,29 +154,32 @@ export function localServices(options: LocalOptions): LocalServices {
     sandboxStore: () => new DynamoSandboxStore(),
     sandboxRuntime: () => sandboxRuntime,
     poolStore: () => new DynamoPoolStore(),
-    // In process: the refill starts local processes right after the claim returns, without delaying it.
+    // In process, a second after the claim returns: a refill spawns a process on the cores the claimed standby
+    // needs for its check-in (done at once, it made a warm start about 100 ms slower: docs/performance.md).
     poolRefill: (): Adapters['poolRefill'] => ({
       refill: async (specId) => {
-        setImmediate(
+        setTimeout(
           () =>
             void all?.warmPool
               .refill(specId)
               .catch((err: unknown) => logger.error('Refilling the warm pool failed', { specId, error: err as Error })),
+          1000,
         );
       },
     }),
-    // A timer in the server, as the state machine waits on AWS; it never keeps the process alive.
+    // A timer in the server, as the state machine waits on AWS; it never keeps the process alive, and
+    // a closing stack clears it (it would run against a closed database).
     poolDeadline: (): Adapters['poolDeadline'] => ({
       schedule: async (claim) => {
-        setTimeout(
-          () =>
-            void all?.sandboxHousekeeping
-              .bindingDeadline(claim)
-              .catch((err: unknown) =>
-                logger.error('A binding deadline failed', { sandboxId: claim.sandbox_id, error: err as Error }),
-              ),
-          BINDING_ACK_MS,
-        ).unref();
+        const timer = setTimeout(() => {
+          deadlines.delete(timer);
+          void all?.sandboxHousekeeping
+            .bindingDeadline(claim)
+            .catch((err: unknown) =>
+              logger.error('A binding deadline failed', { sandboxId: claim.sandbox_id, error: err as Error }),
+            );
+        }, BINDING_ACK_MS).unref();
+        deadlines.add(timer);
       },
     }),
     sandboxConfig: () => ({
@@ -218,6 +224,10 @@ export function localServices(options: LocalOptions): LocalServices {
     sandboxRuntime,
     eventHub,
     plans,
+    clearDeadlines: () => {
+      for (const timer of deadlines) clearTimeout(timer);
+      deadlines.clear();
+    },
     forFunction: (id: string, declaration: Declaration, names: readonly AdapterName[], services: ServiceFactories) =>
       servicesOf(id, wire(id, declaration, builders(names)), services),
   });
