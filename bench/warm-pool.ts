@@ -113,7 +113,7 @@ export async function benchWarmPool(): Promise<string> {
       '',
       'The default spec with a pool of 1, as `npm start` keeps it: before each start the refill after the last claim',
       "(locally a second after it, so the new standby's process start does not take the cores the claimed one's",
-      'check-in needs) has a standby checked in (unmeasured); the start claims it (one conditional write), renames its directory into',
+      'check-in needs) has a standby checked in (unmeasured; a standby checks in once it has loaded the agent); the start claims it (one conditional write), renames its directory into',
       "the sandbox's and pushes the binding, which the waiting program exchanges at the sandbox's check-in. A start is",
       '`POST /api/v1/sandboxes` until `GET` shows RUNNING (polled every 10 ms); the claim and the check-in after it',
       `are the start's own phases (\`start_phases\`). ${cold ? `${cold} of ${STARTS} starts found no standby and are left out.` : ''}`,

@@ -190,6 +190,9 @@ export async function runSandbox(): Promise<number> {
   const runnerModule = standby ? import('./conversations.ts') : undefined;
   runnerModule?.catch(() => undefined);
   if (standby) {
+    // Ready only once the agent is loaded: a claim must not find the program busy importing it (measured
+    // locally: about 100 ms added to a warm start right after a refill).
+    await runnerModule;
     const bound = await waitForBinding(bridgeUrl, stopper.signal);
     if (!bound) {
       clearInterval(parentWatch);
