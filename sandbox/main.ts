@@ -186,7 +186,7 @@ export async function runSandbox(): Promise<number> {
     process.stdin.once('end', gone).once('close', gone).once('error', gone).resume();
   }
 
-  // A standby loads the agent while it waits, so a claimed start does not wait for the import.
+  // A standby loads the agent before it checks in to the pool, so a claimed start does not wait for the import.
   const runnerModule = standby ? import('./conversations.ts') : undefined;
   runnerModule?.catch(() => undefined);
   if (standby) {
