@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,11 +6,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
-import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
+import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { benchEvents } from './ingest-client.ts';
@@ -47,21 +43,8 @@ function child<T>(plan: NeighbourPlan): { started: Promise<void>; result: Promis
 }
 
 /** A conversation record of `userId` (on `sandboxId`, if given), written straight to the store. */
-async function conversationOf(userId: string, sandboxId: string | null = null): Promise<string> {
-  const id = randomUUID().replaceAll('-', '');
-  const at = new Date().toISOString();
-  await new DynamoConversationStore().create({
-    id,
-    userId,
-    createdAt: at,
-    updatedAt: at,
-    sandbox_id: sandboxId,
-    start_task_id: randomUUID(),
-    version: 1,
-    execution_status: 'running',
-  } as ConversationRecord);
-  return id;
-}
+const conversationOf = (userId: string, sandboxId: string | null = null) =>
+  storedConversation(userId, { sandbox_id: sandboxId, execution_status: 'running' });
 
 /**
  * One tenant floods, another's `GET /api/settings` is timed: quiet, then during each flood (1,000
@@ -106,21 +89,7 @@ export async function benchNeighbours(): Promise<string> {
       await events.append({ userId: 'replayer', conversationId: replayed }, from, benchEvents('r', from - 1, 100));
     const sandboxes = [];
     for (let i = 0; i < 5; i++) {
-      const id = `sbx-flood-${i}-${randomUUID().slice(0, 8)}`;
-      const key = `sbx_${randomUUID().replaceAll('-', '')}`;
-      const at = new Date().toISOString();
-      await new DynamoSandboxStore().create({
-        id,
-        userId: 'poster',
-        specId: 'default',
-        status: 'RUNNING',
-        version: 1,
-        generation: 1,
-        createdAt: at,
-        updatedAt: at,
-        lastActivityAt: at,
-        sessionKeyHash: sha256(key),
-      });
+      const { id, key } = await storedSandbox('poster');
       sandboxes.push({ id, key, conversationId: await conversationOf('poster', id) });
     }
 

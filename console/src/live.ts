@@ -1,13 +1,17 @@
 import { api, query } from './api.ts';
 import type { AnyEvent } from './events.ts';
+import type { Answer } from '../../shared/client/index.ts';
 
 export type FeedMode = 'connecting' | 'live' | 'polling';
 
-interface EventPage {
+/**
+ * A page of events: the document's page, whose events the console reads as `AnyEvent` (events.ts, open to
+ * new kinds), and the `follow_page_id` the service adds (shared/events/service.ts) that the document omits.
+ */
+type EventPage = Omit<Answer<'/api/v1/events/search', 'get'>, 'items'> & {
   items: AnyEvent[];
-  next_page_id: string | null;
   follow_page_id?: string | null;
-}
+};
 
 /**
  * Follows a conversation's events: every event once, in order. Polls `events/search` with
@@ -126,7 +130,7 @@ export function followEvents(
       // A refused connection is closed with 4401 (shared/stream/messages.ts CLOSE): the cookie was not
       // taken there, so a single-use ticket from an authenticated POST.
       if (c.code === 4401 && !ticket) {
-        api<{ ticket: string }>(
+        api<Answer<'/api/v1/app-conversations/{conversation_id}/stream-tickets', 'post'>>(
           'POST',
           `/api/v1/app-conversations/${encodeURIComponent(conversationId)}/stream-tickets`,
         ).then(

@@ -4,8 +4,11 @@ import { api, ApiFailure, whenSignedOut } from './api.ts';
 import { begin, finish, isCallback } from './oidc.ts';
 import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
 import { ConversationPage } from './views/conversation.tsx';
-import { ConversationsPage, NewConversationPage } from './views/conversations.tsx';
-import { KeysPage, SandboxesPage, SpecsPage } from './views/resources.tsx';
+import { ConversationsPage } from './views/conversations.tsx';
+import { NewConversationPage } from './views/new-conversation.tsx';
+import { KeysPage } from './views/keys.tsx';
+import { SandboxesPage } from './views/sandboxes.tsx';
+import { SpecsPage } from './views/specs.tsx';
 import { SettingsPage } from './views/settings.tsx';
 import { UsagePage } from './views/usage.tsx';
 

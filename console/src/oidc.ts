@@ -1,4 +1,5 @@
 import { api, ApiFailure } from './api.ts';
+import type { Answer } from '../../shared/client/index.ts';
 
 /**
  * Sign-in with the configured OpenID issuer: authorization code + PKCE, a public client (no secret
@@ -20,14 +21,8 @@ interface Pending {
   client_id: string;
 }
 
-interface Start {
-  issuer: string;
-  client_id: string;
-  authorization_endpoint: string;
-  token_endpoint: string;
-  redirect_uri: string;
-  nonce: string;
-}
+/** What the service says about its issuer (the typed client's type, generated from the OpenAPI document). */
+type Start = Answer<'/api/auth/oidc/start', 'post'>;
 
 const random = () => {
   const bytes = crypto.getRandomValues(new Uint8Array(32));

@@ -1,23 +1,27 @@
-import { createHash } from 'node:crypto';
 import {
-  DescribeTaskDefinitionCommand,
   DescribeTasksCommand,
   ECSClient,
-  ListTasksCommand,
-  RegisterTaskDefinitionCommand,
+  paginateListTasks,
   RunTaskCommand,
   StopTaskCommand,
   TagResourceCommand,
-  type ContainerDefinition,
-  type Failure,
   type KeyValuePair,
   type RunTaskCommandInput,
   type Task,
-  type TaskDefinition,
 } from '@aws-sdk/client-ecs';
+import { requireEnv } from '#shared/env.ts';
 import { logger } from '#shared/logging.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
+import {
+  awsErrorKind,
+  describeAwsError,
+  describeFailures,
+  failureText,
+  isCapacityFailure,
+  isGone,
+} from '#shared/sandboxes/fargate-errors.ts';
 import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
+import { ImageTaskDefinitions, SANDBOX_CONTAINER } from '#shared/sandboxes/fargate-task-definitions.ts';
 import {
   NOTICE_STATE,
   CAPACITY_STATE,
@@ -30,7 +34,6 @@ import {
   type StandbyRuntime,
   type StartRequest,
 } from '#shared/sandboxes/sandbox-runtime.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
 
 export interface FargateRuntimeConfig {
   clusterArn: string;
@@ -57,67 +60,13 @@ export function fargateConfigFromEnv(): FargateRuntimeConfig {
   };
 }
 
-/** The container that runs the program in every sandbox task definition (RunTask overrides address it by name). */
-export const SANDBOX_CONTAINER = 'sandbox';
-/** A base image's task: the init container that copies our program (and its Node) into a volume the sandbox container runs it from. */
-export const PROGRAM_CONTAINER = 'sandbox-program';
-export const PROGRAM_VOLUME = 'sandbox-program';
-export const PROGRAM_DIR = '/opt/acs';
-
-type AwsErrorKind = 'throttled' | 'capacity' | 'other';
-
-const errorKind = (err: unknown): AwsErrorKind => {
-  const name = (err as { name?: string })?.name ?? '';
-  const message = (err as { message?: string })?.message ?? '';
-  // "Too many concurrent attempts to create a new revision": two first starts of one image registering at once.
-  if (
-    /Throttl|TooManyRequests|RequestLimitExceeded|Rate exceeded|Too many concurrent attempts/i.test(
-      `${name} ${message}`,
-    )
-  )
-    return 'throttled';
-  if (/capacity|ServerException/i.test(`${name} ${message}`)) return 'capacity';
-  return 'other';
-};
-
-/** A readable sentence for an SDK error, for the sandbox's `detail`. */
-export function describeAwsError(err: unknown): string {
-  const name = (err as { name?: string })?.name ?? 'Error';
-  const message = (err as { message?: string })?.message ?? String(err);
-  const kind = errorKind(err);
-  if (kind === 'throttled') return `AWS is throttling sandbox starts (${name}: ${message})`;
-  if (kind === 'capacity') return `No Fargate capacity was available (${name}: ${message})`;
-  if (/task ?definition/i.test(message) || name === 'ClientException')
-    return `ECS rejected the sandbox's task definition: ${message}`;
-  return `ECS could not start the sandbox (${name}): ${message}`;
-}
-
-const failureText = (failures: Failure[] | undefined) =>
-  (failures ?? [])
-    .map((f) => [f.reason, f.detail].filter(Boolean).join(': '))
-    .filter(Boolean)
-    .join('; ') || 'RunTask started no task and gave no reason';
-const isCapacityFailure = (failures: Failure[] | undefined) => /capacity|RESOURCE:|AGENT/i.test(failureText(failures));
-
-/** A readable sentence for RunTask's `failures`, naming the capacity that was missing. */
-export function describeFailures(failures: Failure[] | undefined, capacityProvider?: string): string {
-  const text = failureText(failures);
-  if (isCapacityFailure(failures))
-    return `No ${capacityProvider === 'FARGATE_SPOT' ? 'Fargate Spot' : 'Fargate'} capacity was available (${text})`;
-  return `ECS could not start the sandbox: ${text}`;
-}
-
+/** The environment a task was started with (its RunTask overrides). */
 const envOf = (task: Task): Record<string, string> => {
   const out: Record<string, string> = {};
   for (const c of task.overrides?.containerOverrides ?? [])
     for (const e of c.environment ?? []) if (e.name) out[e.name] = e.value ?? '';
   return out;
 };
-
-const isGone = (err: unknown) => /not found|does not exist|inactive/i.test((err as Error)?.message ?? '');
-const isUnknownDefinition = (err: unknown) =>
-  (err as Error)?.name === 'ClientException' &&
-  /unable to describe|not found|does not exist/i.test((err as Error).message);
 
 /**
  * Sandboxes as ECS Fargate tasks of the deployment's task definitions, one per spec (registered by
@@ -127,13 +76,14 @@ const isUnknownDefinition = (err: unknown) =>
  * "Task State Change") arrive through EventBridge, not here.
  */
 export class FargateSandboxRuntime implements SandboxRuntime {
-  private readonly definitions = new Map<string, Promise<TaskDefinition>>();
-  private readonly imageDefinitions = new Map<string, Promise<string>>();
+  private readonly images: ImageTaskDefinitions;
 
   constructor(
     private readonly config: FargateRuntimeConfig,
     private readonly ecs: ECSClient = new ECSClient({}),
-  ) {}
+  ) {
+    this.images = new ImageTaskDefinitions(ecs, config);
+  }
 
   async start(req: StartRequest): Promise<{ ref: string; state: RuntimeState }> {
     const fargate = req.spec.fargate;
@@ -144,7 +94,7 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     let provider = fargate.spot ? 'FARGATE_SPOT' : 'FARGATE';
     try {
       const taskDefinition = req.options?.image
-        ? await this.imageDefinition(fargate, req.options.image)
+        ? await this.images.arnOf(fargate, req.options.image)
         : fargate.taskDefinitionArn;
       const run = async (capacityProvider: string) => {
         try {
@@ -157,7 +107,7 @@ export class FargateSandboxRuntime implements SandboxRuntime {
             capacity: isCapacityFailure(out.failures),
           };
         } catch (err) {
-          if (errorKind(err) !== 'capacity') throw err;
+          if (awsErrorKind(err) !== 'capacity') throw err;
           return { taskArn: undefined, failures: [{ reason: describeAwsError(err) }], capacity: true };
         }
       };
@@ -175,7 +125,7 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     } catch (err) {
       if (err instanceof SandboxStartError) throw err;
       logger.warn('RunTask failed', { sandboxId: req.sandboxId, error: err as Error });
-      throw new SandboxStartError(describeAwsError(err), state, errorKind(err) !== 'other');
+      throw new SandboxStartError(describeAwsError(err), state, awsErrorKind(err) !== 'other');
     }
   }
 
@@ -386,73 +336,6 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     return Object.entries(env).map(([name, value]) => ({ name, value }));
   }
 
-  /**
-   * The task definition of the spec with a user's image: found by its family (the spec's family,
-   * the image kind and a hash of the image), registered when it does not exist yet. Revisions are
-   * registered once per image (twice at worst, when two first starts race), never per sandbox.
-   */
-  private imageDefinition(
-    fargate: NonNullable<SandboxSpec['fargate']>,
-    image: NonNullable<LaunchOptions['image']>,
-  ): Promise<string> {
-    const family = `${fargate.family}-${image.kind}-${createHash('sha256').update(image.uri).digest('hex').slice(0, 16)}`;
-    let found = this.imageDefinitions.get(family);
-    if (!found) {
-      found = (async () => {
-        try {
-          const existing = await this.ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: family }));
-          if (existing.taskDefinition?.status === 'ACTIVE' && existing.taskDefinition.taskDefinitionArn)
-            return existing.taskDefinition.taskDefinitionArn;
-        } catch (err) {
-          if (!isUnknownDefinition(err)) throw err;
-        }
-        const base = await this.definition(fargate.taskDefinitionArn);
-        const main = (base.containerDefinitions ?? []).find((c) => c.name === SANDBOX_CONTAINER);
-        if (!main?.image)
-          throw new SandboxStartError(
-            `Task definition ${fargate.taskDefinitionArn} has no "${SANDBOX_CONTAINER}" container`,
-          );
-        const out = await this.ecs.send(
-          new RegisterTaskDefinitionCommand({
-            family,
-            taskRoleArn: base.taskRoleArn ?? this.config.taskRoleArn,
-            executionRoleArn: base.executionRoleArn ?? this.config.executionRoleArn,
-            networkMode: 'awsvpc',
-            requiresCompatibilities: ['FARGATE'],
-            cpu: base.cpu,
-            memory: base.memory,
-            runtimePlatform: base.runtimePlatform,
-            ephemeralStorage: base.ephemeralStorage,
-            containerDefinitions:
-              image.kind === 'runtime' ? [{ ...main, image: image.uri }] : baseImageContainers(main, image.uri),
-            volumes: [...(base.volumes ?? []), ...(image.kind === 'base' ? [{ name: PROGRAM_VOLUME }] : [])],
-          }),
-        );
-        const arn = out.taskDefinition?.taskDefinitionArn;
-        if (!arn) throw new Error('RegisterTaskDefinition returned no ARN');
-        logger.info('sandbox.image-definition', { family, kind: image.kind });
-        return arn;
-      })();
-      found.catch(() => this.imageDefinitions.delete(family));
-      this.imageDefinitions.set(family, found);
-    }
-    return found;
-  }
-
-  /** A task definition of the deployment's, described once per container (they change only with a deployment). */
-  private definition(arn: string): Promise<TaskDefinition> {
-    let found = this.definitions.get(arn);
-    if (!found) {
-      found = this.ecs.send(new DescribeTaskDefinitionCommand({ taskDefinition: arn })).then((out) => {
-        if (!out.taskDefinition) throw new Error(`Task definition ${arn} not found`);
-        return out.taskDefinition;
-      });
-      found.catch(() => this.definitions.delete(arn));
-      this.definitions.set(arn, found);
-    }
-    return found;
-  }
-
   private async describe(arns: string[]): Promise<Task[]> {
     const out: Task[] = [];
     for (let i = 0; i < arns.length; i += 100) {
@@ -470,20 +353,11 @@ export class FargateSandboxRuntime implements SandboxRuntime {
     desiredStatus: 'RUNNING' | 'STOPPED',
   ): Promise<{ taskArn: string; sandboxId: string; generation: number; lastStatus?: string }[]> {
     const arns: string[] = [];
-    let nextToken: string | undefined;
-    for (let page = 0; page < 100; page++) {
-      const out = await this.ecs.send(
-        new ListTasksCommand({
-          cluster: this.config.clusterArn,
-          desiredStatus,
-          ...(sandboxId ? { startedBy: sandboxId } : {}),
-          nextToken,
-        }),
-      );
-      arns.push(...(out.taskArns ?? []));
-      nextToken = out.nextToken;
-      if (!nextToken) break;
-    }
+    const pages = paginateListTasks(
+      { client: this.ecs },
+      { cluster: this.config.clusterArn, desiredStatus, ...(sandboxId ? { startedBy: sandboxId } : {}) },
+    );
+    for await (const page of pages) arns.push(...(page.taskArns ?? []));
     if (!arns.length) return [];
     return (await this.describe(arns)).flatMap((task) => {
       // A claimed standby: its sandbox and generation are in the tags the claim put on it.
@@ -501,32 +375,4 @@ export class FargateSandboxRuntime implements SandboxRuntime {
       return [{ taskArn: task.taskArn, sandboxId: task.startedBy, generation, lastStatus: task.lastStatus }];
     });
   }
-}
-
-/**
- * A base image's containers: our image's program and Node copied into a task-local volume by a
- * non-essential init container, then the user's image running them (it needs glibc: Node does not
- * run on musl; bash and git are checked by the program, SANDBOX_IMAGE_CHECK).
- */
-function baseImageContainers(main: ContainerDefinition, uri: string): ContainerDefinition[] {
-  const mount = { sourceVolume: PROGRAM_VOLUME, containerPath: PROGRAM_DIR };
-  return [
-    {
-      name: PROGRAM_CONTAINER,
-      image: main.image,
-      essential: false,
-      user: '0',
-      command: ['sh', '-c', `cp "$(command -v node)" /app/main.mjs ${PROGRAM_DIR}/`],
-      mountPoints: [{ ...mount, readOnly: false }],
-      logConfiguration: main.logConfiguration,
-    },
-    {
-      ...main,
-      image: uri,
-      command: [`${PROGRAM_DIR}/node`, `${PROGRAM_DIR}/main.mjs`],
-      mountPoints: [...(main.mountPoints ?? []), { ...mount, readOnly: true }],
-      dependsOn: [{ containerName: PROGRAM_CONTAINER, condition: 'SUCCESS' }],
-      environment: [...(main.environment ?? []), { name: 'NODE_ENV', value: 'production' }],
-    },
-  ];
 }

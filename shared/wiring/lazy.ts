@@ -20,10 +20,3 @@ export function lazy<T extends object>(factories: { [K in keyof T]: () => T[K] }
   }
   return out;
 }
-
-/** A required environment variable, failing with its name. */
-export function requireEnv(name: string, what: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`Configuration error: ${name} (${what}) is not set`);
-  return value;
-}

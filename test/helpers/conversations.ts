@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
+import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { sha256 } from '#shared/sandboxes/records.ts';
+import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { TestStack } from '#test/helpers/stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 
@@ -68,15 +71,11 @@ export async function waitForExecutionStatus(
   });
 }
 
-/**
- * A conversation record of `userId` written straight to the store, as a start leaves it (not placed,
- * no title, no status unless `overrides` says): for tests that need the record, not an agent. Its id.
- */
-export async function storedConversation(userId: string, overrides: Partial<ConversationRecord> = {}): Promise<string> {
-  const id = randomUUID().replaceAll('-', '');
+/** A conversation record of `userId` as a start leaves it (not placed, no title, no status unless `overrides` says). */
+export function conversationRecord(userId: string, overrides: Partial<ConversationRecord> = {}): ConversationRecord {
   const at = new Date().toISOString();
-  await new DynamoConversationStore().create({
-    id,
+  return {
+    id: randomUUID().replaceAll('-', ''),
     userId,
     createdAt: at,
     updatedAt: at,
@@ -95,6 +94,40 @@ export async function storedConversation(userId: string, overrides: Partial<Conv
     metrics: null,
     version: 1,
     ...overrides,
-  } as ConversationRecord);
-  return id;
+  };
+}
+
+/** `conversationRecord(userId, overrides)` written straight to the store: for tests that need the record, not an agent. Its id. */
+export async function storedConversation(userId: string, overrides: Partial<ConversationRecord> = {}): Promise<string> {
+  const record = conversationRecord(userId, overrides);
+  if (!(await new DynamoConversationStore().create(record))) throw new Error(`conversation ${record.id} exists`);
+  return record.id;
+}
+
+/**
+ * A RUNNING sandbox record of `userId` written straight to the store, as a start leaves it once its
+ * program checked in, with the hash of a session key only the test (the "agent inside") holds: no
+ * process or task runs it, so nothing polls or heartbeats. Its id and key.
+ */
+export async function storedSandbox(
+  userId: string,
+  overrides: Partial<SandboxRecord> & { key?: string } = {},
+): Promise<{ id: string; key: string }> {
+  const { key = `sbx_${randomUUID().replaceAll('-', '')}`, ...fields } = overrides;
+  const at = new Date().toISOString();
+  const record: SandboxRecord = {
+    id: `sbx-test-${randomUUID().slice(0, 8)}`,
+    userId,
+    specId: 'default',
+    status: 'RUNNING',
+    version: 1,
+    generation: 1,
+    createdAt: at,
+    updatedAt: at,
+    lastActivityAt: at,
+    sessionKeyHash: sha256(key),
+    ...fields,
+  };
+  await new DynamoSandboxStore().create(record);
+  return { id: record.id, key };
 }

@@ -4,10 +4,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTables, startDynalite, useLocalTables, type EmbeddedDynamo } from '#infra/local/dynamo.ts';
 import type { AuthorizerContext } from '#shared/auth/authorizer.ts';
-import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import type { ConversationRecord } from '#shared/conversations/model.ts';
 import type { ApiEvent, ApiResult } from '#shared/http/wrapper.ts';
 import type { Services } from '#shared/services.ts';
+import { storedConversation } from '#test/helpers/conversations.ts';
 
 /**
  * The Lambda authorizer and the route wrapper as API Gateway calls them (payload 2.0: cookies in
@@ -154,30 +153,7 @@ describe('the Lambda authorizer', () => {
   });
 
   it("accepts a conversation-scoped key only on its conversation's declared routes", async () => {
-    const store = new DynamoConversationStore();
-    const at = new Date().toISOString();
-    const id = 'c'.repeat(32);
-    const rec: ConversationRecord = {
-      id,
-      userId: 'gina',
-      createdAt: at,
-      updatedAt: at,
-      sandbox_id: null,
-      start_task_id: '',
-      selected_repository: null,
-      selected_branch: null,
-      git_provider: null,
-      title: 't',
-      trigger: null,
-      pr_number: [],
-      llm_model: null,
-      parent_conversation_id: null,
-      agent_type: 'default',
-      execution_status: null,
-      metrics: null,
-      version: 1,
-    };
-    expect(await store.create(rec)).toBe(true);
+    const id = await storedConversation('gina', { id: 'c'.repeat(32), title: 't' });
     const key = await services.conversationKeys.mint('gina', id, 1);
     const context = (await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context;
     expect(context).toMatchObject({ userId: 'gina', via: 'conversation', conversationId: id, role: 'owner' });

@@ -11,6 +11,7 @@ import { logger } from '#shared/logging.ts';
 import { documentClient } from '#shared/store/dynamo.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
+import { conversationRecord } from '#test/helpers/conversations.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -310,15 +311,14 @@ describe('prepaid credits', () => {
       [elsewhere, null],
     ] as const)
       expect(
-        await conversations.create({
-          id: cid,
-          userId: 'prepaid-owner',
-          createdAt: rec.runningAt!,
-          updatedAt: rec.runningAt!,
-          sandbox_id: sandboxId,
-          start_task_id: '',
-          version: 1,
-        } as unknown as ConversationRecord),
+        await conversations.create(
+          conversationRecord('prepaid-owner', {
+            id: cid,
+            createdAt: rec.runningAt!,
+            updatedAt: rec.runningAt!,
+            sandbox_id: sandboxId,
+          }),
+        ),
       ).toBe(true);
     const events = new DynamoEventStore();
     const ref = (conversationId: string) => ({ userId: 'prepaid-owner', conversationId });
@@ -376,22 +376,18 @@ describe('GET /api/v1/usage?group_by=conversation', () => {
     const store = new DynamoConversationStore();
     const today = new Date().toISOString().slice(0, 10);
     const conversation = (userId: string, i: number, updatedAt: string): ConversationRecord =>
-      ({
+      conversationRecord(userId, {
         id: `${userId.replace(/[^a-z]/g, '')}${String(i).padStart(4, '0')}`.padEnd(32, '0'),
-        userId,
         createdAt: updatedAt,
         updatedAt,
-        sandbox_id: null,
-        start_task_id: '',
         title: `c${i}`,
-        version: 1,
         metrics: {
           accumulated_cost: i / 1000,
           prompt_tokens: 100 * i,
           completion_tokens: 10 * i,
           max_budget_per_task: null,
         },
-      }) as ConversationRecord;
+      });
     const at = (s: number) => new Date(Date.now() - s * 1000).toISOString();
     for (let i = 1; i <= 5; i++) expect(await store.create(conversation('conv-usage', i, at(100 - i)))).toBe(true);
     // Outside the range: updated 40 days ago.

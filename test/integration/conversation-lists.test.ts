@@ -5,6 +5,7 @@ import { ConversationLimitError } from '#shared/conversations/conversation-store
 import { COUNTER_ID, DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { conversationRecord } from '#test/helpers/conversations.ts';
 
 let dynamo: EmbeddedDynamo;
 
@@ -22,16 +23,7 @@ const record = (
   id = newId(),
   createdAt = new Date(Date.parse('2026-01-01T00:00:00Z') + n * 1000).toISOString(),
 ): ConversationRecord =>
-  ({
-    id,
-    userId,
-    createdAt,
-    updatedAt: createdAt,
-    sandbox_id: null,
-    start_task_id: '',
-    title: `Conversation ${id}`,
-    version: 1,
-  }) as ConversationRecord;
+  conversationRecord(userId, { id, createdAt, updatedAt: createdAt, start_task_id: '', title: `Conversation ${id}` });
 
 /** Every conversation of the user, through the list (all pages). */
 async function listAll(store: DynamoConversationStore, userId: string): Promise<ConversationRecord[]> {

@@ -2,12 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '#shared/auth/api-keys.ts';
 import { SEVERAL_SESSIONS_REFUSAL } from '#shared/auth/authorizer.ts';
-import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { REFUSALS } from '#shared/stream/access.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
 import { CLOSE, MAX_MESSAGE_BYTES } from '#shared/stream/messages.ts';
-import { allEvents, conversation, startConversation } from '#test/helpers/conversations.ts';
+import { allEvents, conversation, startConversation, storedConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -315,24 +313,8 @@ describe('who may open a stream', () => {
 
   it("refuses another conversation's scoped key, a revoked one, and anyone on another user's conversation (404-like)", async () => {
     // A second conversation of the same user, and one of bob's.
-    const store = new DynamoConversationStore();
-    const record = (id: string, owner: string) =>
-      ({
-        ...({} as ConversationRecord),
-        id,
-        userId: owner,
-        createdAt: new Date().toISOString(),
-        updatedAt: new Date().toISOString(),
-        sandbox_id: null,
-        start_task_id: 't',
-        version: 1,
-        pr_number: [],
-        agent_type: 'default' as const,
-      }) as ConversationRecord;
-    const mine = randomBytes(16).toString('hex');
-    const bobs = randomBytes(16).toString('hex');
-    await store.create(record(mine, userId));
-    await store.create(record(bobs, 'bob'));
+    const mine = await storedConversation(userId);
+    const bobs = await storedConversation('bob');
     const bobKey = await stack.newUser('bob');
     const mineKey = await stack.services.conversationKeys.mint(userId, mine, 1);
     await refusedWith(stream({ session_api_key: mineKey }), CLOSE.forbidden, REFUSALS.otherConversation);

@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
-import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { fillPath, type AgentEventEnvelope } from '#shared/protocol.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
+import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 // What one webhook batch costs in DynamoDB requests, counted at the document client against
@@ -26,39 +25,8 @@ let hold: ((input: Record<string, unknown>) => Promise<void>) | undefined;
 
 beforeAll(async () => {
   stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
-  const now = new Date().toISOString();
-  await new DynamoSandboxStore().create({
-    id: sandboxId,
-    userId,
-    specId: 'default',
-    status: 'RUNNING',
-    version: 1,
-    generation: 1,
-    createdAt: now,
-    updatedAt: now,
-    lastActivityAt: now,
-    sessionKeyHash: sha256(key),
-  });
-  await new DynamoConversationStore().create({
-    id: conversationId,
-    userId,
-    createdAt: now,
-    updatedAt: now,
-    sandbox_id: sandboxId,
-    start_task_id: randomUUID(),
-    selected_repository: null,
-    selected_branch: null,
-    git_provider: null,
-    title: null,
-    trigger: null,
-    pr_number: [],
-    llm_model: null,
-    parent_conversation_id: null,
-    agent_type: 'default',
-    execution_status: null,
-    metrics: null,
-    version: 1,
-  });
+  await storedSandbox(userId, { id: sandboxId, key });
+  await storedConversation(userId, { id: conversationId, sandbox_id: sandboxId });
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
@@ -356,39 +324,13 @@ describe("the agent's own LLM usage reports (a user's own key)", () => {
 
   beforeAll(async () => {
     usage = new DynamoUsageStore();
-    const now = new Date().toISOString();
-    const sandboxes = new DynamoSandboxStore();
-    for (const [id, hash] of [
-      [ownSandbox, sha256(ownKey)],
-      [`${ownSandbox}-x`, sha256(`${ownKey}-x`)],
-    ] as const)
-      await sandboxes.create({
-        id,
-        userId,
-        orgId,
-        specId: 'default',
-        status: 'RUNNING',
-        version: 1,
-        generation: 1,
-        createdAt: now,
-        updatedAt: now,
-        lastActivityAt: now,
-        sessionKeyHash: hash,
-      });
-    const conversations = new DynamoConversationStore();
-    for (const [cid, sandbox] of [
-      [mine, ownSandbox],
-      [theirs, `${ownSandbox}-x`],
-    ] as const)
-      await conversations.create({
-        id: cid,
-        userId,
-        createdAt: now,
-        updatedAt: now,
-        sandbox_id: sandbox,
-        start_task_id: randomUUID(),
-        version: 1,
-      } as never);
+    for (const [id, key, cid] of [
+      [ownSandbox, ownKey, mine],
+      [`${ownSandbox}-x`, `${ownKey}-x`, theirs],
+    ] as const) {
+      await storedSandbox(userId, { id, key, orgId });
+      await storedConversation(userId, { id: cid, sandbox_id: id });
+    }
   });
 
   const metrics = (calls: number, input: number, output: number, cost: number, model = 'openai/gpt-4o') => ({

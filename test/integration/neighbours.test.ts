@@ -8,12 +8,16 @@ import { DynamoConversationStore } from '#shared/conversations/dynamo-conversati
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { fillPath } from '#shared/protocol.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
-import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { REPLAYS_PER_USER_PER_MINUTE } from '#shared/stream/replay-rate.ts';
 import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
-import { allEvents, conversation, startConversation, storedConversation } from '#test/helpers/conversations.ts';
+import {
+  allEvents,
+  conversation,
+  startConversation,
+  storedConversation,
+  storedSandbox,
+} from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -84,27 +88,9 @@ async function tenant(userId: string): Promise<string> {
 const conversationOf = (userId: string, sandboxId: string | null = null) =>
   storedConversation(userId, { sandbox_id: sandboxId, execution_status: 'running' });
 
-/** A RUNNING sandbox record of `userId` on the small plan (as a start writes it) with a key only the test (the "agent inside") holds. */
-async function sandboxOf(userId: string, plan = 'small', orgId?: string): Promise<{ id: string; key: string }> {
-  const id = `sbx-flood-${randomUUID().slice(0, 8)}`;
-  const key = `sbx_${randomUUID().replaceAll('-', '')}`;
-  const now = new Date().toISOString();
-  await new DynamoSandboxStore().create({
-    id,
-    userId,
-    specId: 'default',
-    status: 'RUNNING',
-    version: 1,
-    generation: 1,
-    createdAt: now,
-    updatedAt: now,
-    lastActivityAt: now,
-    sessionKeyHash: sha256(key),
-    plan,
-    ...(orgId ? { orgId } : {}),
-  });
-  return { id, key };
-}
+/** A RUNNING sandbox record of `userId` on `plan` (as a start writes it) with a key only the test (the "agent inside") holds. */
+const sandboxOf = (userId: string, plan = 'small', orgId?: string) =>
+  storedSandbox(userId, { plan, ...(orgId ? { orgId } : {}) });
 
 const open = (cid: string, key: string, query: Record<string, string> = {}) => {
   const c = openStream(stack.url, cid, query, { headers: { 'x-session-api-key': key } });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -6,9 +5,8 @@ import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
-import { storedConversation } from '#test/helpers/conversations.ts';
+import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
@@ -572,21 +570,7 @@ describe('a person deletes their account', () => {
     const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${conv}`, bearer(token))).body[0]
       .session_api_key as string;
     // A sandbox of theirs, as its program holds it: its own key.
-    const sandboxId = `sbx-leaver-${randomUUID().slice(0, 8)}`;
-    const sandboxKeyValue = `sbx_${randomUUID().replaceAll('-', '')}`;
-    const at = new Date().toISOString();
-    await new DynamoSandboxStore().create({
-      id: sandboxId,
-      userId,
-      specId: 'default',
-      status: 'PAUSED',
-      version: 1,
-      generation: 1,
-      createdAt: at,
-      updatedAt: at,
-      lastActivityAt: at,
-      sessionKeyHash: sha256(sandboxKeyValue),
-    });
+    const { id: sandboxId, key: sandboxKeyValue } = await storedSandbox(userId, { status: 'PAUSED' });
     // A neighbour whose data must stay.
     const stayer = await access('stayer');
     const stayerId = (await me(stayer)).body.id as string;

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COUNTER_ID, DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
-import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoLlmLedger } from '#shared/llm/dynamo-ledger.ts';
 import type { LlmRecord } from '#shared/llm/ledger.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
@@ -11,6 +10,7 @@ import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { SETTLED_MS, UsageReconcile } from '#shared/usage/reconcile.ts';
 import type { ComputeRecord, DayTotals, UsageRecord } from '#shared/usage/usage-store.ts';
+import { conversationRecord } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 /**
@@ -264,29 +264,7 @@ describe('the daily reconcile recounts the counters that can drift', () => {
 
   it('a conversation counter left one high (a create that died after its reserve) or one low is recounted', async () => {
     const userId = `rec-conv-${randomUUID().slice(0, 8)}`;
-    const now = new Date().toISOString();
-    const conversation = (id: string): ConversationRecord => ({
-      id,
-      userId,
-      createdAt: now,
-      updatedAt: now,
-      sandbox_id: null,
-      start_task_id: 'st',
-      selected_repository: null,
-      selected_branch: null,
-      git_provider: null,
-      title: null,
-      trigger: null,
-      pr_number: [],
-      llm_model: null,
-      parent_conversation_id: null,
-      agent_type: 'default',
-      execution_status: null,
-      metrics: null,
-      version: 1,
-    });
-    for (let i = 0; i < 3; i++)
-      expect(await conversations.create(conversation(randomUUID().replaceAll('-', '')), 10)).toBe(true);
+    for (let i = 0; i < 3; i++) expect(await conversations.create(conversationRecord(userId), 10)).toBe(true);
     expect(await conversations.count(userId, {})).toBe(3);
     const bump = (n: number) =>
       documentClient().send(

@@ -7,6 +7,8 @@ import { consoleAsset, consoleHeaders, consolePage } from '#shared/http/console-
 import { failureOf } from '../../console/src/api.ts';
 import { lineDiff } from '../../console/src/diff.ts';
 import { viewOf, type AnyEvent } from '../../console/src/events.ts';
+import { bodyOf, draftOf, GROUPS, PROVIDERS, type Settings } from '../../console/src/settings-form.ts';
+import { gitProviders, secretFields, settingsFieldNames } from '#shared/settings/model.ts';
 
 /** The console's pure parts (what it makes of events, diffs, errors), its build and its headers. The browser tests are test/e2e/. */
 let n = 0;
@@ -177,6 +179,132 @@ describe('API errors in the console', () => {
     });
     expect(failureOf(404, { detail: 'Not Found' }).message).toBe('Not Found');
     expect(failureOf(500, '<html>').message).toBe('Request failed (HTTP 500)');
+  });
+});
+
+describe('the settings form', () => {
+  /** Settings as GET /api/settings answers them, with a value of each kind. */
+  const stored = (): Settings => ({
+    llm_model: 'openai/gpt-4o',
+    llm_api_key: null,
+    llm_base_url: null,
+    max_iterations: 50,
+    max_budget_per_task: 1.5,
+    confirmation_mode: true,
+    security_analyzer: 'llm',
+    language: 'en',
+    enable_default_condenser: false,
+    llm_api_key_set: true,
+    search_api_key_set: false,
+    sandbox_api_key_set: false,
+    provider_tokens_set: { github: null, gitlab: 'gitlab.example.com' },
+    secrets_store: { custom_secrets: { DB_PASSWORD: { description: 'the staging database' } } },
+    mcp_config: {
+      sse_servers: [{ url: 'https://mcp.example.com/sse', api_key: null }],
+      shttp_servers: [],
+      stdio_servers: [{ name: 'fetch', command: 'npx', args: ['-y', 'fetch-mcp'], env: { TOKEN: null } }],
+    },
+  });
+
+  it("shows every settings field of the API, each once, and only those; the secrets and providers are the model's", () => {
+    const shown = GROUPS.flatMap((g) => g.fields.map((f) => f.name));
+    expect(new Set(shown).size).toBe(shown.length);
+    // MCP servers and the secrets store have lists of their own on the page.
+    expect([...shown, 'mcp_config', 'secrets_store'].sort()).toEqual([...settingsFieldNames()].sort());
+    const secrets = GROUPS.flatMap((g) => g.fields.filter((f) => f.kind === 'secret').map((f) => f.name));
+    expect(secrets.sort()).toEqual([...secretFields].sort());
+    expect([...PROVIDERS]).toEqual([...gitProviders]);
+  });
+
+  it('with nothing stored: the flags that default on are on, every input empty, and the body sends no secret', () => {
+    const draft = draftOf(null);
+    expect(draft.values).toMatchObject({
+      enable_default_condenser: true,
+      enable_proactive_conversation_starters: true,
+      enable_solvability_analysis: true,
+      confirmation_mode: false,
+      llm_model: '',
+      max_iterations: '',
+    });
+    const body = bodyOf(draft, null);
+    // Empty text is null (unset), but the model and base URL clear with "" (null would keep them).
+    expect(body).toMatchObject({ llm_model: '', llm_base_url: '', language: null, max_iterations: null });
+    expect(body.security_analyzer).toBeNull();
+    for (const secret of secretFields) expect(body).not.toHaveProperty(secret);
+    expect(body.mcp_config).toEqual({ sse_servers: [], shttp_servers: [], stdio_servers: [] });
+    expect(body.secrets_store).toEqual({ custom_secrets: {}, provider_tokens: {} });
+  });
+
+  it('an untouched form saves what is stored: values as they are, every write-only value kept (not sent, or null)', () => {
+    const s = stored();
+    const draft = draftOf(s);
+    expect(draft.values).toMatchObject({ max_iterations: '50', llm_base_url: '', confirmation_mode: true });
+    expect(draft.custom).toEqual([
+      { name: 'DB_PASSWORD', value: '', description: 'the staging database', stored: true, remove: false },
+    ]);
+    expect(draft.tokens.gitlab).toEqual({ token: '', host: 'gitlab.example.com', remove: false });
+    expect(draft.stdio[0]).toEqual({
+      name: 'fetch',
+      command: 'npx',
+      args: '-y\nfetch-mcp',
+      env: [{ key: 'TOKEN', value: '', stored: true }],
+    });
+    const body = bodyOf(draft, s);
+    expect(body).toMatchObject({
+      llm_model: 'openai/gpt-4o',
+      max_iterations: 50,
+      max_budget_per_task: 1.5,
+      confirmation_mode: true,
+      security_analyzer: 'llm',
+      enable_default_condenser: false,
+    });
+    expect(body).not.toHaveProperty('llm_api_key');
+    expect(body.mcp_config).toEqual({
+      sse_servers: [{ url: 'https://mcp.example.com/sse', api_key: null }],
+      shttp_servers: [],
+      stdio_servers: [{ name: 'fetch', command: 'npx', args: ['-y', 'fetch-mcp'], env: { TOKEN: null } }],
+    });
+    expect(body.secrets_store).toEqual({
+      custom_secrets: { DB_PASSWORD: { secret: null, description: 'the staging database' } },
+      provider_tokens: {},
+    });
+  });
+
+  it('edits: a typed secret is sent, a removed one is "", a removed custom secret or token is null, a new host alone is sent', () => {
+    const s = stored();
+    const draft = draftOf(s);
+    draft.secrets.llm_api_key.value = 'sk-new';
+    draft.secrets.search_api_key.clear = true;
+    draft.values.max_iterations = '';
+    draft.values.condenser_max_size = '30';
+    draft.values.security_analyzer = '';
+    draft.custom[0]!.remove = true;
+    draft.custom.push({ name: 'API_TOKEN', value: 'tok', description: '', stored: false, remove: false });
+    draft.custom.push({ name: '', value: 'no name', description: '', stored: false, remove: false });
+    draft.tokens.github.remove = true;
+    draft.tokens.gitlab.host = 'git.example.org';
+    draft.tokens.bitbucket.token = 'bb-token';
+    draft.stdio[0]!.env.push({ key: 'MODE', value: 'fast', stored: false });
+    draft.sse.push({ url: '  https://other.example.com/sse ', api_key: 'k' });
+    const body = bodyOf(draft, s);
+    expect(body).toMatchObject({
+      llm_api_key: 'sk-new',
+      search_api_key: '',
+      max_iterations: null,
+      condenser_max_size: 30,
+      security_analyzer: null,
+    });
+    expect(body).not.toHaveProperty('sandbox_api_key');
+    expect(body.secrets_store).toEqual({
+      custom_secrets: { DB_PASSWORD: null, API_TOKEN: { secret: 'tok', description: null } },
+      provider_tokens: {
+        github: null,
+        gitlab: { token: null, host: 'git.example.org' },
+        bitbucket: { token: 'bb-token', host: null },
+      },
+    });
+    expect(body.mcp_config?.stdio_servers?.[0]?.env).toEqual({ TOKEN: null, MODE: 'fast' });
+    expect(body.mcp_config?.sse_servers?.[1]).toEqual({ url: 'https://other.example.com/sse', api_key: 'k' });
   });
 });
 

@@ -327,6 +327,20 @@ describe('FargateSandboxRuntime.stop and destroy', () => {
     expect(aws.ecs.commandCalls(RunTaskCommand)).toHaveLength(2);
   });
 
+  it('reads every page ListTasks answers (one task a page here)', async () => {
+    const ids = ['a', 'b', 'c'].map((c) => c.repeat(32));
+    const refs: string[] = [];
+    for (const sandboxId of ids) refs.push((await runtime.start(request({ sandboxId }))).ref);
+    const tokens: (string | undefined)[] = [];
+    aws.ecs.on(ListTasksCommand).callsFake(async ({ nextToken }) => {
+      tokens.push(nextToken);
+      const i = nextToken ? Number(nextToken) : 0;
+      return { taskArns: [refs[i]!], ...(i + 1 < refs.length ? { nextToken: String(i + 1) } : {}) };
+    });
+    expect((await runtime.list()).map((t) => t.sandboxId)).toEqual(ids);
+    expect(tokens).toEqual([undefined, '1', '2']);
+  });
+
   it('lists running sandbox tasks only', async () => {
     const a = await runtime.start(request());
     await runtime.destroy({ sandboxId: SANDBOX, generation: 1, ref: a.ref, state: a.state });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createHash, createHmac } from 'node:crypto';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { awsJsonPost } from '#shared/aws-sign.ts';
 import { lambdaEvent } from '#shared/lambda-event.ts';
 
 /*
@@ -39,11 +40,11 @@ afterAll(async () => {
 });
 
 /** AWS SigV4 (docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html) for a received request. */
-function sigv4(req: (typeof seen)[0], signed: string[]): string {
+function sigv4(req: (typeof seen)[0], signed: string[], service = 'lambda'): string {
   const sha = (s: string) => createHash('sha256').update(s).digest('hex');
   const hmac = (k: Buffer | string, s: string) => createHmac('sha256', k).update(s).digest();
   const date = String(req.headers['x-amz-date']);
-  const scope = `${date.slice(0, 8)}/eu-west-1/lambda/aws4_request`;
+  const scope = `${date.slice(0, 8)}/eu-west-1/${service}/aws4_request`;
   // Non-S3 services: each path segment URI-encoded again.
   const path = req.url
     .split('/')
@@ -60,7 +61,7 @@ function sigv4(req: (typeof seen)[0], signed: string[]): string {
   ].join('\n');
   const toSign = ['AWS4-HMAC-SHA256', date, scope, sha(canonical)].join('\n');
   let key = hmac(`AWS4${env.AWS_SECRET_ACCESS_KEY}`, date.slice(0, 8));
-  for (const part of ['eu-west-1', 'lambda', 'aws4_request']) key = hmac(key, part);
+  for (const part of ['eu-west-1', service, 'aws4_request']) key = hmac(key, part);
   return createHmac('sha256', key).update(toSign).digest('hex');
 }
 
@@ -136,6 +137,33 @@ describe('lambdaEvent', () => {
       await expect(lambdaEvent(arn, 'the refill')(payload)).rejects.toThrow(/AWS_ACCESS_KEY_ID/);
     } finally {
       vi.stubEnv('AWS_ACCESS_KEY_ID', env.AWS_ACCESS_KEY_ID);
+    }
+  });
+});
+
+describe('awsJsonPost', () => {
+  it("posts one JSON-protocol operation to the service's endpoint (its path kept), signed for that service", async () => {
+    // An endpoint with a path, as a proxy or a test fake may have: the operation goes to that path
+    // (unstubbed with the others after all).
+    vi.stubEnv('AWS_ENDPOINT_URL_SFN', `${endpoint}/states-proxy`);
+    try {
+      seen.length = 0;
+      status = 200;
+      const body = { stateMachineArn: 'arn:aws:states:eu-west-1:123456789012:stateMachine:m', name: 'x-g1' };
+      const res = await awsJsonPost('states', 'SFN', 'AWSStepFunctions.StartExecution', '1.0')(body);
+      expect(res).toMatchObject({ status: 200, ok: true });
+      const [req] = seen as [(typeof seen)[0]];
+      expect(req.url).toBe('/states-proxy/');
+      expect(req.headers['content-type']).toBe('application/x-amz-json-1.0');
+      expect(req.headers['x-amz-target']).toBe('AWSStepFunctions.StartExecution');
+      expect(JSON.parse(req.body)).toEqual(body);
+      const auth = String(req.headers.authorization);
+      const signed = /SignedHeaders=([^,]+)/.exec(auth)![1]!.split(';');
+      expect(signed).toEqual(expect.arrayContaining(['content-type', 'host', 'x-amz-target']));
+      expect(auth).toMatch(/Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/states\/aws4_request/);
+      expect(/Signature=([0-9a-f]{64})/.exec(auth)![1]).toBe(sigv4(req, signed, 'states'));
+    } finally {
+      status = 202;
     }
   });
 });

@@ -6,7 +6,13 @@ import { followEvents, type FeedMode } from '../live.ts';
 import { renderMarkdown } from '../markdown.ts';
 import { chime } from '../sound.ts';
 import { Badge, ErrorBox, Field, statusTone, useAction, useLoad, type Me } from '../ui.tsx';
-import type { Conversation } from './conversations.tsx';
+import type { Answer } from '../../../shared/client/index.ts';
+
+/**
+ * A conversation as the API answers it (the typed client's type, generated from the OpenAPI document: the
+ * search's items; the batch GET by ids answers the same view, or null for an unknown id).
+ */
+type Conversation = Answer<'/api/v1/app-conversations/search', 'get'>['items'][number];
 
 /** Markdown from the agent, through the sanitizer: the only HTML this console inserts as HTML. */
 function Markdown(props: { source: string }) {

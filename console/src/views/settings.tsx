@@ -1,205 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure } from '../api.ts';
+import {
+  bodyOf,
+  type Draft,
+  draftOf,
+  type FieldDef,
+  GROUPS,
+  isSecretSet,
+  PROVIDERS,
+  type Settings,
+} from '../settings-form.ts';
 import { Badge, described, ErrorBox, Field, fieldErrors, submitting, useAction, useLoad } from '../ui.tsx';
-
-type Kind = 'text' | 'int' | 'number' | 'bool' | 'secret' | 'agent' | 'analyzer' | 'model';
-interface FieldDef {
-  name: string;
-  label: string;
-  kind: Kind;
-  hint?: string;
-}
-
-/** Every settings field of the seed, grouped as a person looks for them. */
-const GROUPS: { title: string; fields: FieldDef[] }[] = [
-  {
-    title: 'LLM',
-    fields: [
-      {
-        name: 'llm_model',
-        label: 'Model',
-        kind: 'model',
-        hint: 'e.g. openai/gpt-4o, or the model name your base URL serves',
-      },
-      { name: 'llm_api_key', label: 'API key', kind: 'secret' },
-      {
-        name: 'llm_base_url',
-        label: 'Base URL',
-        kind: 'text',
-        hint: 'Any OpenAI-compatible endpoint; empty for the provider of the model',
-      },
-      { name: 'max_budget_per_task', label: 'Budget per task (USD)', kind: 'number' },
-      { name: 'enable_default_condenser', label: 'Summarize long conversations (condenser)', kind: 'bool' },
-      {
-        name: 'condenser_max_size',
-        label: 'Condenser size (messages)',
-        kind: 'int',
-        hint: '20 or more; empty for 120',
-      },
-    ],
-  },
-  {
-    title: 'Agent',
-    fields: [
-      { name: 'agent', label: 'Agent', kind: 'agent' },
-      { name: 'max_iterations', label: 'Maximum iterations', kind: 'int' },
-      { name: 'language', label: 'Language', kind: 'text', hint: 'e.g. en' },
-      { name: 'confirmation_mode', label: 'Ask before running actions (confirmation mode)', kind: 'bool' },
-      {
-        name: 'security_analyzer',
-        label: 'Security analyzer',
-        kind: 'analyzer',
-        hint: 'With "llm", only risky actions wait for confirmation',
-      },
-      { name: 'search_api_key', label: 'Search API key', kind: 'secret' },
-      { name: 'enable_sound_notifications', label: 'Sound when the agent finishes or waits', kind: 'bool' },
-      { name: 'enable_proactive_conversation_starters', label: 'Proactive conversation starters', kind: 'bool' },
-      { name: 'enable_solvability_analysis', label: 'Solvability analysis', kind: 'bool' },
-      { name: 'user_consents_to_analytics', label: 'Consent to analytics', kind: 'bool' },
-    ],
-  },
-  {
-    title: 'Sandbox',
-    fields: [
-      { name: 'sandbox_base_container_image', label: 'Base container image', kind: 'text' },
-      { name: 'sandbox_runtime_container_image', label: 'Runtime container image', kind: 'text' },
-      { name: 'remote_runtime_resource_factor', label: 'Resource factor', kind: 'int', hint: '1, 2, 4 or 8' },
-      { name: 'sandbox_api_key', label: 'Sandbox API key', kind: 'secret' },
-    ],
-  },
-  {
-    title: 'Git identity and account',
-    fields: [
-      { name: 'git_user_name', label: 'Git user name', kind: 'text' },
-      { name: 'git_user_email', label: 'Git user email', kind: 'text' },
-      { name: 'email', label: 'Email', kind: 'text' },
-      { name: 'email_verified', label: 'Email verified', kind: 'bool' },
-    ],
-  },
-];
-
-/** Text fields where null keeps the stored value: clearing them sends "". */
-const CLEAR_WITH_EMPTY = new Set(['llm_model', 'llm_base_url']);
-const PROVIDERS = ['github', 'gitlab', 'bitbucket', 'enterprise_sso'] as const;
-
-type Settings = Record<string, any>;
-interface Remote {
-  url: string;
-  api_key: string;
-}
-interface Stdio {
-  name: string;
-  command: string;
-  args: string;
-  env: { key: string; value: string; stored: boolean }[];
-}
-interface SecretRow {
-  name: string;
-  value: string;
-  description: string;
-  stored: boolean;
-  remove: boolean;
-}
-interface TokenRow {
-  token: string;
-  host: string;
-  remove: boolean;
-}
-
-interface Draft {
-  values: Record<string, string | boolean>;
-  secrets: Record<string, { value: string; clear: boolean }>;
-  sse: Remote[];
-  shttp: Remote[];
-  stdio: Stdio[];
-  custom: SecretRow[];
-  tokens: Record<string, TokenRow>;
-}
-
-function draftOf(s: Settings | null): Draft {
-  const values: Draft['values'] = {};
-  const secrets: Draft['secrets'] = {};
-  for (const g of GROUPS)
-    for (const f of g.fields) {
-      if (f.kind === 'secret') secrets[f.name] = { value: '', clear: false };
-      else if (f.kind === 'bool') values[f.name] = s?.[f.name] === true;
-      else values[f.name] = s?.[f.name] === null || s?.[f.name] === undefined ? '' : String(s[f.name]);
-    }
-  if (!s)
-    Object.assign(values, {
-      enable_default_condenser: true,
-      enable_proactive_conversation_starters: true,
-      enable_solvability_analysis: true,
-    });
-  const mcp = s?.mcp_config ?? {};
-  const remote = (list: any[] | undefined): Remote[] =>
-    (list ?? []).map((r) => ({ url: String(r.url ?? ''), api_key: '' }));
-  return {
-    values,
-    secrets,
-    sse: remote(mcp.sse_servers),
-    shttp: remote(mcp.shttp_servers),
-    stdio: (mcp.stdio_servers ?? []).map((r: any) => ({
-      name: String(r.name ?? ''),
-      command: String(r.command ?? ''),
-      args: (r.args ?? []).join('\n'),
-      env: Object.keys(r.env ?? {}).map((key) => ({ key, value: '', stored: true })),
-    })),
-    custom: Object.entries(s?.secrets_store?.custom_secrets ?? {}).map(([name, v]: [string, any]) => ({
-      name,
-      value: '',
-      description: v?.description ?? '',
-      stored: true,
-      remove: false,
-    })),
-    tokens: Object.fromEntries(
-      PROVIDERS.map((p) => [p, { token: '', host: s?.provider_tokens_set?.[p] ?? '', remove: false }]),
-    ),
-  };
-}
-
-/** The body of POST /api/settings from the form: secrets only when typed (null keeps them), MCP servers as listed. */
-function bodyOf(d: Draft, s: Settings | null): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  for (const g of GROUPS)
-    for (const f of g.fields) {
-      const v = d.values[f.name];
-      if (f.kind === 'secret') {
-        const secret = d.secrets[f.name]!;
-        if (secret.clear) body[f.name] = '';
-        else if (secret.value) body[f.name] = secret.value;
-      } else if (f.kind === 'bool') body[f.name] = v === true;
-      else if (f.kind === 'int' || f.kind === 'number') body[f.name] = v === '' ? null : Number(v);
-      else if (f.kind === 'analyzer') body[f.name] = v === '' ? null : v;
-      else body[f.name] = v === '' ? (CLEAR_WITH_EMPTY.has(f.name) ? '' : null) : v;
-    }
-  const remote = (list: Remote[]) => list.map((r) => ({ url: r.url.trim(), api_key: r.api_key || null }));
-  body.mcp_config = {
-    sse_servers: remote(d.sse),
-    shttp_servers: remote(d.shttp),
-    stdio_servers: d.stdio.map((r) => ({
-      name: r.name.trim(),
-      command: r.command,
-      args: r.args.split('\n').filter((a) => a !== ''),
-      env: Object.fromEntries(r.env.filter((e) => e.key).map((e) => [e.key, e.value || null])),
-    })),
-  };
-  const custom: Record<string, unknown> = {};
-  for (const row of d.custom) {
-    if (!row.name) continue;
-    custom[row.name] = row.remove ? null : { secret: row.value || null, description: row.description || null };
-  }
-  const tokens: Record<string, unknown> = {};
-  for (const p of PROVIDERS) {
-    const t = d.tokens[p]!;
-    const stored = Object.hasOwn(s?.provider_tokens_set ?? {}, p);
-    if (t.remove) tokens[p] = null;
-    else if (t.token || (stored && (t.host || null) !== (s?.provider_tokens_set?.[p] ?? null)))
-      tokens[p] = { token: t.token || null, host: t.host || null };
-  }
-  body.secrets_store = { custom_secrets: custom, provider_tokens: tokens };
-  return body;
-}
+import type { Answer } from '../../../shared/client/index.ts';
 
 const SetBadge = (props: { set: boolean }) =>
   props.set ? (
@@ -223,7 +35,7 @@ export function SettingsPage(props: { onSaved: () => void }) {
       Promise.all([
         api<string[]>('GET', '/api/options/agents'),
         api<string[]>('GET', '/api/options/security-analyzers'),
-        api<string[]>('GET', '/api/options/models'),
+        api<Answer<'/api/options/models', 'get'>>('GET', '/api/options/models'),
       ]),
     [],
   );
@@ -234,7 +46,7 @@ export function SettingsPage(props: { onSaved: () => void }) {
   }, [settings.data]);
   const save = useAction(async () => {
     setSaved(null);
-    const res = await api<{ message: string; ignored_fields: string[] }>(
+    const res = await api<Answer<'/api/settings', 'post'>>(
       'POST',
       '/api/settings',
       bodyOf(draft!, settings.data ?? null),
@@ -284,7 +96,7 @@ export function SettingsPage(props: { onSaved: () => void }) {
         </div>
       );
     if (f.kind === 'secret') {
-      const isSet = s?.[`${f.name}_set`] === true;
+      const isSet = isSecretSet(s, f.name);
       const secret = draft.secrets[f.name]!;
       return (
         <Field

@@ -7,20 +7,10 @@ import type { Answer } from '../../../shared/client/index.ts';
 type Usage = Answer<'/api/v1/usage', 'get'>;
 type Limits = NonNullable<Usage['limits']>;
 type Notices = Answer<'/api/v1/notifications', 'get'>;
-interface DayItem {
-  day: string;
-  compute_cost_usd: number;
-  llm_cost_usd: number;
-  storage_cost_usd: number;
-  storage_gb_hours: number;
-  total_cost_usd: number;
-  vcpu_seconds: number;
-  llm_input_tokens: number;
-  llm_output_tokens: number;
-}
-interface UserItem extends Omit<DayItem, 'day'> {
-  user_id: string;
-}
+/** A row of figures (by day or by user; the answer's `group_by` says which key each row has). */
+type Figures = Extract<Usage['items'][number], { vcpu_seconds: number }>;
+type DayItem = Figures & { day: string };
+type UserItem = Figures & { user_id: string };
 
 /** USD as the ledger keeps it (micro-dollars): 2 to 6 decimals, never rounded away. */
 const dollars = (n: number) => `$${n.toFixed(6).replace(/0{1,4}$/, '')}`;

@@ -1,6 +1,6 @@
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Builder } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { requireEnv } from '#shared/env.ts';
 
 /** The operator's bucket of billing exports (infra/constructs/billing-exports.ts): one PutObject per run. */
 export const billingExports: Builder<'billingExports'> = () => {

@@ -1,6 +1,6 @@
 import { ApiGatewayCommandPush } from '#shared/sandboxes/apigateway-command-push.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { requireEnv } from '#shared/env.ts';
 
 /** The API Gateway management client: only in the bundles of the routes that queue commands. */
 export const commandPush: Builder<'commandPush'> = () =>

@@ -1,6 +1,6 @@
 import { lambdaEvent } from '#shared/lambda-event.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { requireEnv } from '#shared/env.ts';
 
 /** The refill after a claim: an asynchronous invoke of the pool's refill function (the claim does not wait for it). */
 export const poolRefill: Builder<'poolRefill'> = () => {

@@ -6,7 +6,7 @@ import {
 } from '#shared/sandboxes/workspace-snapshots.ts';
 import { SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { requireEnv } from '#shared/env.ts';
 
 /** The workspace bucket's snapshots, signing with `signing` when given. */
 export const bucketSnapshots = (signing?: SnapshotSigning) =>

@@ -1,4 +1,4 @@
-import { requireEnv } from '#shared/wiring/lazy.ts';
+import { requireEnv } from '#shared/env.ts';
 import { ApiGatewayConnectionPush } from '#shared/stream/api-gateway-push.ts';
 import { DynamoConnectionStore } from '#shared/stream/dynamo-connection-store.ts';
 import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
