@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -572,7 +572,7 @@ describe('the gateway', () => {
     expect(await ledger().committed(orgId, month())).toBe(before + 3000);
   });
 
-  it('keeps nothing of an upstream error or a cut stream (a repeat runs again), nor an answer over the bound (409)', async () => {
+  it('keeps nothing of an upstream error or a cut stream (a repeat runs again), nor an answer over the bound (409); frees an expired key or a dead claim', async () => {
     const calls = upstream.requests.length;
     upstream.next.openai.push((_b, res) => {
       res.writeHead(500, { 'content-type': 'application/json' });
@@ -621,6 +621,39 @@ describe('the gateway', () => {
     expect(repeat.body.error.code).toBe('idempotency_answer_too_large');
     expect(upstream.requests.length).toBe(calls + 5);
     expect(await ledger().committed(orgId, month())).toBe(committed);
+
+    // A key kept past its 24 hours, and a claim whose gateway died (in progress past its time): free again.
+    const keyItem = (key: string) => ({
+      keyId: `llmidem:${p.conversationId}:${createHash('sha256').update(key).digest('base64url')}`,
+    });
+    const past = Math.floor(Date.now() / 1000) - 1;
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: tableName('keys'),
+        Key: keyItem('big-1'),
+        UpdateExpression: 'SET expiresAtEpoch = :t',
+        ExpressionAttributeValues: { ':t': past },
+      }),
+    );
+    await documentClient().send(
+      new PutCommand({
+        TableName: tableName('keys'),
+        Item: {
+          ...keyItem('dead-1'),
+          requestId: 'dead-gateway',
+          requestHash: 'x',
+          state: 'in_progress',
+          inProgressUntil: past,
+          expiresAtEpoch: past + 86_400,
+        },
+      }),
+    );
+    for (const key of ['big-1', 'dead-1']) {
+      const again = await llm(p.credential, ask, { headers: { 'idempotency-key': key } });
+      expect(again.status, key).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+    }
+    expect(upstream.requests.length).toBe(calls + 7);
   });
 
   it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
