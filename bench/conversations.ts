@@ -1,4 +1,6 @@
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { DynamoAgentReports } from '#shared/usage/dynamo-agent-reports.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
@@ -91,12 +93,33 @@ const eventCount = async (stack: TestStack, cid: string): Promise<number> =>
   json(stack, 'GET', `/api/v1/events/count?conversation_id__eq=${cid}`);
 
 const EVENT_BYTES = Buffer.byteLength(JSON.stringify(benchEvents('x', 0, 1)[0]));
+/** `BENCH_INGEST_BATCHES` (batches per client) makes a quick run smaller; the recorded run uses the table's. */
+const INGEST_BATCHES = process.env.BENCH_INGEST_BATCHES ? Number(process.env.BENCH_INGEST_BATCHES) : undefined;
 /** Ingest runs: [batch size, batches per client, clients]. */
-const INGEST_RUNS = [
-  [10, 200, 1],
-  [100, 30, 1],
-  [100, 10, 4],
-] as const;
+const INGEST_RUNS = (
+  [
+    [10, 200, 1],
+    [100, 30, 1],
+    [100, 10, 4],
+  ] as const
+).map(([size, batches, clients]) => [size, INGEST_BATCHES ?? batches, clients] as const);
+
+/**
+ * Metering off, for the ingest comparison: no deployment setting turns metering off (it is always on), so the
+ * bench swaps, in the server's process (this one), the ledger's two writers that ingest and heartbeats reach
+ * for what a duplicate does (nothing written): the agent's LLM report and a heartbeat's compute record. What
+ * is left of metering is the batch's scan for a report. Returns the restore.
+ */
+function meteringOff(): () => void {
+  const report = DynamoAgentReports.prototype.recordAgentReport;
+  const compute = DynamoUsageStore.prototype.recordCompute;
+  DynamoAgentReports.prototype.recordAgentReport = async () => false;
+  DynamoUsageStore.prototype.recordCompute = async () => undefined;
+  return () => {
+    DynamoAgentReports.prototype.recordAgentReport = report;
+    DynamoUsageStore.prototype.recordCompute = compute;
+  };
+}
 
 interface Ingest {
   batchSize: number;
@@ -140,8 +163,19 @@ async function ingest(
   batches: number,
   clients: number,
   client: Ingest['client'],
+  reports = false,
 ): Promise<Ingest> {
-  const plan = { url: stack.url, sandboxId, key, cid, batchSize, batches, clients, base: await eventCount(stack, cid) };
+  const plan = {
+    url: stack.url,
+    sandboxId,
+    key,
+    cid,
+    batchSize,
+    batches,
+    clients,
+    base: await eventCount(stack, cid),
+    reports,
+  };
   let cpu = process.cpuUsage();
   const started = () => (cpu = process.cpuUsage());
   const run: IngestRun =
@@ -254,6 +288,35 @@ export async function benchEventRoutes(): Promise<string> {
       }
     }
 
+    // The same runs with metering off beside metered ones (the client in a child process), batches without and
+    // with the agent's LLM report; each pair back to back, so a change in the machine's load touches both alike.
+    step('event ingest, metered and with metering off');
+    const metering: { reports: boolean; on: Ingest; off: Ingest }[] = [];
+    for (const [batchSize, batches, clients] of INGEST_RUNS)
+      for (const reports of [false, true]) {
+        const run = async () =>
+          ingest(
+            stack,
+            sandboxId,
+            key,
+            await idleConversation(stack, sandboxId),
+            batchSize,
+            batches,
+            clients,
+            'child process',
+            reports,
+          );
+        const on = await run();
+        const restore = meteringOff();
+        let off: Ingest;
+        try {
+          off = await run();
+        } finally {
+          restore();
+        }
+        metering.push({ reports, on, off });
+      }
+
     // Search: conversations topped up to exactly 10 and 100 events, and one filled to 100,000.
     const topUp = async (n: number, rareEvery: number) => {
       const cid = await idleConversation(stack, sandboxId);
@@ -333,6 +396,17 @@ export async function benchEventRoutes(): Promise<string> {
       ),
       '',
       `*events/s* is wall time, which other work on a shared machine stretches (the load average at the top of this page). *Events per server CPU-second* divides by the CPU time the server's process spent (with the client in it on the *same process* rows): what the server reaches with a core to itself. Most of that CPU is dynalite and the AWS SDK's request to it (serialising, signing, HTTP over a unix socket); the handler's own work (body parse, validation, the log line) is about a tenth. A batch is authenticated (the sandbox's record, read once by the wrapper's key check and handed to the operation), placed (the conversation, read together with the counter), appended (BatchWriteItem requests of 25 sent together, one conditional update of the counter that returns the committed end for the stream) and recorded as activity at most every 30 s: on AWS a 100-event batch is 8 DynamoDB requests in 4 round trips (test/integration/ingest-requests.test.ts counts them). A batch that lands beyond a gap flags the counter and reads one key (is the gap still open?); the batch that fills the gap carries the counter over it (one keys-only Query of the numbers stored past the counter). With 4 clients those catch-ups meet each other and the flags of newer batches, and retry their conditional write: that is what the 4-client rows pay per event.`,
+      '',
+      '### Ingest with metering off',
+      '',
+      `Each configuration above, the client in a child process, once metered and once with metering off, back to back. Metering is always on in a deployment; for the *off* runs the bench swaps the ledger's two writers that ingest and heartbeats reach (\`DynamoAgentReports.recordAgentReport\`, the agent's LLM report of a user's own key; \`DynamoUsageStore.recordCompute\`, a heartbeat's compute record) for no-ops in the server's process, which leaves the batch's scan for a report. *Without a report*: the batches above, for which ingest writes nothing for metering (test/integration/ingest-requests.test.ts counts 0 writes). *With a report*: each batch ends with the agent's cumulative LLM usage report (a \`metrics\` state update), when metered one conditional write per batch and two \`ADD\`s to the day totals (each report is higher than the last). The issue's bound: each metered row within 10% of its run with metering off (the *server CPU per event* column; wall-time rates move with the machine's load).`,
+      '',
+      '| batches | batch size | clients | events/s metered / off | events per server CPU-second metered / off | server CPU per event, metered / off | batch p50 / p99 metered | off |',
+      '|---|---|---|---|---|---|---|---|',
+      ...metering.map(
+        ({ reports, on, off }) =>
+          `| ${reports ? 'with a report' : 'without a report'} | ${on.batchSize} | ${on.clients} | ${count(on.perSecond)} / ${count(off.perSecond)} | ${count(on.perServerCpuSecond)} / ${count(off.perServerCpuSecond)} | ${(off.perServerCpuSecond / on.perServerCpuSecond).toFixed(2)}× | ${p50p99(on.batchMs, 1)} | ${p50p99(off.batchMs, 1)} |`,
+      ),
       '',
       '## Event search',
       '',

@@ -38,6 +38,29 @@ export interface IngestPlan {
   batches: number;
   clients: number;
   base: number;
+  /**
+   * Each batch ends with the agent's LLM usage report (a `metrics` state update, cumulative, for a model of
+   * the user's own key), as the agent's batch after an LLM call does: the one event ingest meters.
+   */
+  reports?: boolean;
+}
+
+/** The agent's cumulative report after its `n`-th LLM call (shared/conversations/bridge.ts, `agentMetricsOf`). */
+export function benchReport(tag: string, seq: number, n: number): AgentEventEnvelope {
+  return {
+    kind: 'ConversationStateUpdateEvent',
+    id: `${tag}-${seq}`,
+    timestamp: new Date().toISOString(),
+    source: 'environment',
+    key: 'metrics',
+    value: {
+      model: 'scripted-model',
+      llm_calls: n,
+      prompt_tokens: 1000 * n,
+      completion_tokens: 100 * n,
+      accumulated_cost: 0.001 * n,
+    },
+  } as unknown as AgentEventEnvelope;
 }
 
 /** Where the posting client ran, and what it measured. */
@@ -58,7 +81,9 @@ export async function postBatches(plan: IngestPlan, started: () => void = () => 
   const http = keepAliveClient(plan.url, plan.clients);
   const tag = `ingest-${plan.batchSize}-${plan.clients}`;
   const post = async (k: number) => {
-    const body = JSON.stringify(benchEvents(tag, k * plan.batchSize, plan.batchSize));
+    const events = benchEvents(tag, k * plan.batchSize, plan.batchSize);
+    if (plan.reports) events[events.length - 1] = benchReport(tag, (k + 1) * plan.batchSize - 1, k + 1);
+    const body = JSON.stringify(events);
     const path = `/api/v1/webhooks/${plan.sandboxId}/events/${plan.cid}?first_seq=${plan.base + k * plan.batchSize + 1}`;
     const status = await http.send(
       'POST',

@@ -42,6 +42,7 @@ export class DynamoStripeStore implements StripeStore {
       identifier: string;
       reportedBefore?: string;
       sent?: boolean;
+      claimedAt?: string;
     }>({
       TableName: this.table,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :a AND :b',
@@ -52,10 +53,16 @@ export class DynamoStripeStore implements StripeStore {
     const out = new Map<string, ReportedAggregate>();
     for (const i of items) {
       const key = `${i.meter}#${i.hour}`;
-      const agg = out.get(key) ?? out.set(key, { micro: 0n, pending: [] }).get(key)!;
+      const agg = out.get(key) ?? out.set(key, { micro: 0n, confirmed: 0n, pending: [] }).get(key)!;
       agg.micro += BigInt(i.value);
       if (i.reportedBefore !== undefined && !i.sent)
-        agg.pending.push({ identifier: i.identifier, value: i.value, reportedBefore: i.reportedBefore });
+        agg.pending.push({
+          identifier: i.identifier,
+          value: i.value,
+          reportedBefore: i.reportedBefore,
+          claimedAt: i.claimedAt ?? '',
+        });
+      else agg.confirmed += BigInt(i.value);
     }
     return out;
   }

@@ -79,6 +79,7 @@ export const reportStripeUsage = defineOperation(
       skipped_orgs: z.array(z.string()),
       open_hours: z.number(),
       corrections: z.number(),
+      unresolved_corrections: z.number(),
     }),
     errors: [409],
   }),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { daysOf } from '#shared/billing/export.ts';
 import { recordMicroUsd } from '#shared/billing/focus.ts';
+import { logger } from '#shared/logging.ts';
 import type { UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
 
 /*
@@ -71,6 +72,20 @@ export class StripeMeterClient {
       },
       body: JSON.stringify(body),
     });
+    return this.read(url, res);
+  }
+
+  /** A v1 GET with the secret key (form-style query parameters). */
+  private async get(path: string, query: Record<string, string>): Promise<unknown> {
+    const url = `${this.config.apiBase}${path}?${new URLSearchParams(query)}`;
+    const res = await this.fetchImpl(url, {
+      method: 'GET',
+      headers: { authorization: `Bearer ${await this.config.apiKey()}`, 'stripe-version': STRIPE_API_VERSION },
+    });
+    return this.read(url, res);
+  }
+
+  private async read(url: string, res: Response): Promise<unknown> {
     const text = await res.text();
     if (!res.ok) {
       let detail = text.slice(0, 300);
@@ -95,6 +110,48 @@ export class StripeMeterClient {
     if (!out.authentication_token) throw new StripeError('Stripe gave no meter event session token', 502);
     this.session = { token: out.authentication_token, expiresAt: Date.parse(out.expires_at ?? '') || 0 };
     return this.session.token;
+  }
+
+  private meterIds: Promise<Map<string, string>> | undefined;
+
+  /** The id (`mtr_...`) of the meter whose `event_name` is `eventName`: the meters listed once per client, paged. */
+  async meterId(eventName: string): Promise<string> {
+    this.meterIds ??= (async () => {
+      const ids = new Map<string, string>();
+      let after: string | undefined;
+      for (let page = 0; page < 100; page++) {
+        const out = (await this.get('/v1/billing/meters', {
+          limit: '100',
+          ...(after ? { starting_after: after } : {}),
+        })) as { data?: { id: string; event_name: string }[]; has_more?: boolean };
+        for (const m of out.data ?? []) ids.set(m.event_name, m.id);
+        if (!out.has_more || !out.data?.length) break;
+        after = out.data.at(-1)!.id;
+      }
+      return ids;
+    })().catch((err: unknown) => {
+      this.meterIds = undefined;
+      throw err;
+    });
+    const id = (await this.meterIds).get(eventName);
+    if (!id) throw new StripeError(`Stripe has no meter with event_name ${eventName}`, 502);
+    return id;
+  }
+
+  /**
+   * What Stripe has summed of a customer's events of a meter from `startSeconds` to `endSeconds` (epoch seconds,
+   * end exclusive, on minute boundaries): `GET /v1/billing/meters/{id}/event_summaries`. Eventually consistent
+   * (Stripe aggregates asynchronously): read only for events sent long ago.
+   */
+  async summed(eventName: string, customer: string, startSeconds: number, endSeconds: number): Promise<bigint> {
+    const id = await this.meterId(eventName);
+    const out = (await this.get(`/v1/billing/meters/${encodeURIComponent(id)}/event_summaries`, {
+      customer,
+      start_time: String(startSeconds),
+      end_time: String(endSeconds),
+    })) as { data?: { aggregated_value: number }[] };
+    // One summary for the whole range (no value_grouping_window); none when there were no events.
+    return (out.data ?? []).reduce((t, d) => t + BigInt(Math.round(d.aggregated_value)), 0n);
   }
 
   /** Sends up to 100 events in one request; a refused (expired) session is replaced once. */
@@ -167,8 +224,33 @@ export function correctionIdentifier(orgId: string, meter: string, hour: string,
 
 /** What was reported of one (organization, meter, hour): the sum of its marks, and corrections claimed but not confirmed sent. */
 export interface ReportedAggregate {
+  /** Every mark: the aggregate's and its corrections', confirmed or claimed. */
   micro: bigint;
-  pending: { identifier: string; value: string; reportedBefore: string }[];
+  /** The marks Stripe is known to have taken: the aggregate's and its confirmed corrections'. */
+  confirmed: bigint;
+  pending: { identifier: string; value: string; reportedBefore: string; claimedAt: string }[];
+}
+
+/**
+ * A claimed correction older than this may have left Stripe's de-duplication window (about 24 hours): before it
+ * is sent again, Stripe's own sum of the hour says whether its first send was taken. An hour of margin.
+ */
+export const STRIPE_DEDUP_SAFE_MS = 23 * 3_600_000;
+
+/**
+ * Which claimed corrections Stripe took, from its sum of the hour: the one subset of `values` that adds `confirmed`
+ * up to `summed`. Undefined when none or more than one does (or too many to try): then nothing is decided.
+ */
+export function takenSubset(values: bigint[], confirmed: bigint, summed: bigint): number[] | undefined {
+  if (values.length > 12) return undefined;
+  let found: number[] | undefined;
+  for (let mask = 0; mask < 1 << values.length; mask++) {
+    const picked = values.flatMap((_, i) => (mask & (1 << i) ? [i] : []));
+    if (confirmed + picked.reduce((t, i) => t + values[i]!, 0n) !== summed) continue;
+    if (found) return undefined;
+    found = picked;
+  }
+  return found;
 }
 
 /** The UTC hour (`YYYY-MM-DDTHH:00:00Z`) of an ISO instant. */
@@ -211,6 +293,11 @@ export interface StripeReport {
   open_hours: number;
   /** Of `sent`, corrections: records written after their hour was reported, sent as the difference. */
   corrections: number;
+  /**
+   * Claimed corrections older than Stripe's de-duplication window that Stripe's sum of their hour does not
+   * account for (a customer shared or remapped): left claimed and not sent, logged for the operator.
+   */
+  unresolved_corrections: number;
 }
 
 /** Refusals a caller maps to 422 (the period) or 409 (not configured). */
@@ -278,6 +365,7 @@ export class StripeReporter {
       skipped_orgs: [],
       open_hours: open,
       corrections: 0,
+      unresolved_corrections: 0,
     };
     const pending: { orgId: string; meter: string; hour: string; event: MeterEvent }[] = [];
     const corrections: { orgId: string; meter: string; hour: string; before: string; event: MeterEvent }[] = [];
@@ -298,8 +386,9 @@ export class StripeReporter {
             payload: { stripe_customer_id: customer, value },
             timestamp: hour,
           });
-          // Claimed by an earlier run that died before Stripe's answer was confirmed: sent again as it was.
-          for (const p of reported.pending)
+          // Claimed by an earlier run that died before Stripe's answer was confirmed: sent again as it was
+          // (Stripe de-duplicates it within its window; past it, its sum of the hour says which were taken).
+          for (const p of await this.unconfirmed(orgId, customer, meter, hour, reported, now, out))
             corrections.push({ orgId, meter, hour, before: p.reportedBefore, event: event(p.identifier, p.value) });
           const late = micro - reported.micro;
           if (late <= 0n) {
@@ -344,5 +433,45 @@ export class StripeReporter {
       await Promise.all(batch.map((c) => this.store.confirmCorrection(c.orgId, c.meter, c.hour, c.before)));
     }
     return out;
+  }
+
+  /**
+   * The claimed corrections of an hour to send again. Within Stripe's de-duplication window, all of them (a
+   * repeat of one taken is de-duplicated). Once one is older than that, Stripe's sum of the customer's hour
+   * decides: the taken ones (the one subset that adds the confirmed marks up to Stripe's sum) are confirmed and
+   * not sent again, the others are; when no single subset fits, none is sent (`unresolved_corrections`).
+   */
+  private async unconfirmed(
+    orgId: string,
+    customer: string,
+    meter: string,
+    hour: string,
+    reported: ReportedAggregate,
+    now: Date,
+    out: StripeReport,
+  ): Promise<ReportedAggregate['pending']> {
+    const pending = reported.pending;
+    if (!pending.some((p) => now.getTime() - Date.parse(p.claimedAt) > STRIPE_DEDUP_SAFE_MS)) return pending;
+    const start = Date.parse(hour) / 1000;
+    const summed = await this.client!.summed(meter, customer, start, start + 3600);
+    const taken = takenSubset(
+      pending.map((p) => BigInt(p.value)),
+      reported.confirmed,
+      summed,
+    );
+    if (!taken) {
+      out.unresolved_corrections += pending.length;
+      logger.error('stripe.correction unresolved', {
+        orgId,
+        meter,
+        hour,
+        confirmed: String(reported.confirmed),
+        summed: String(summed),
+        pending: pending.map((p) => p.value),
+      });
+      return [];
+    }
+    for (const i of taken) await this.store.confirmCorrection(orgId, meter, hour, pending[i]!.reportedBefore);
+    return pending.filter((_, i) => !taken.includes(i));
   }
 }

@@ -7021,6 +7021,7 @@ export interface operations {
                         skipped_orgs: string[];
                         open_hours: number;
                         corrections: number;
+                        unresolved_corrections: number;
                     };
                 };
             };

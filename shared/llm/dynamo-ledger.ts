@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { LlmLedger, LlmRecord, Reservation, ReserveRefusal } from '#shared/llm/ledger.ts';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type {
+  IdempotencyClaim,
+  IdempotentCall,
+  LlmLedger,
+  LlmRecord,
+  Reservation,
+  ReserveRefusal,
+} from '#shared/llm/ledger.ts';
+import type { SealedAnswer } from '#shared/llm/replay.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
 import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
@@ -313,18 +321,89 @@ export class DynamoLlmLedger implements LlmLedger {
     );
   }
 
-  claimIdempotencyKey(conversationId: string, key: string): Promise<boolean> {
-    const hash = createHash('sha256').update(key).digest('base64url');
-    return conditionalWrite(() =>
+  /*
+   * An Idempotency-Key is one item of table `keys` (`llmidem:<conversation>:<SHA-256 of the key>`): the
+   * claiming call's request id and request hash, its state, and once completed its sealed answer (a binary
+   * attribute). Claimed with a conditional put, completed or released conditionally on the claiming call,
+   * so a call that outlived its claim (taken for dead) changes nothing.
+   */
+  private idemKey(conversationId: string, key: string) {
+    return { keyId: `llmidem:${conversationId}:${createHash('sha256').update(key).digest('base64url')}` };
+  }
+
+  async claimIdempotencyKey(
+    conversationId: string,
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<IdempotentCall | null> {
+    const Key = this.idemKey(conversationId, key);
+    // A released claim between our refused put and our read: the key is free, try again (twice at most).
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = Math.floor(Date.now() / 1000);
+      const claimed = await conditionalWrite(() =>
+        this.db.send(
+          new PutCommand({
+            TableName: this.keys,
+            Item: { ...Key, ...claim, state: 'in_progress' },
+            ConditionExpression:
+              'attribute_not_exists(keyId) OR expiresAtEpoch < :now OR (#state = :progress AND inProgressUntil < :now)',
+            ExpressionAttributeNames: { '#state': 'state' },
+            ExpressionAttributeValues: { ':now': now, ':progress': 'in_progress' },
+          }),
+        ),
+      );
+      if (claimed) return null;
+      const item = (await this.db.send(new GetCommand({ TableName: this.keys, Key, ConsistentRead: true }))).Item;
+      if (!item) continue;
+      return {
+        requestId: String(item.requestId),
+        requestHash: String(item.requestHash),
+        state: item.state as IdempotentCall['state'],
+        ...(item.answerKey && item.answer
+          ? { answer: { key: String(item.answerKey), blob: item.answer as Uint8Array } }
+          : {}),
+      };
+    }
+    throw new Error('An Idempotency-Key kept changing under its claim');
+  }
+
+  async completeIdempotencyKey(
+    conversationId: string,
+    key: string,
+    requestId: string,
+    answer: SealedAnswer | 'too_large',
+  ): Promise<void> {
+    const kept = answer !== 'too_large';
+    await conditionalWrite(() =>
       this.db.send(
-        new PutCommand({
+        new UpdateCommand({
           TableName: this.keys,
-          Item: {
-            keyId: `llmidem:${conversationId}:${hash}`,
-            expiresAtEpoch: Math.floor(Date.now() / 1000) + 86_400,
+          Key: this.idemKey(conversationId, key),
+          UpdateExpression: kept
+            ? 'SET #state = :s, answerKey = :k, answer = :a REMOVE inProgressUntil'
+            : 'SET #state = :s REMOVE inProgressUntil',
+          ConditionExpression: 'requestId = :rid AND #state = :progress',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: {
+            ':s': kept ? 'completed' : 'too_large',
+            ':rid': requestId,
+            ':progress': 'in_progress',
+            ...(kept ? { ':k': answer.key, ':a': answer.blob } : {}),
           },
-          ConditionExpression: 'attribute_not_exists(keyId) OR expiresAtEpoch < :now',
-          ExpressionAttributeValues: { ':now': Math.floor(Date.now() / 1000) },
+        }),
+      ),
+    );
+  }
+
+  async releaseIdempotencyKey(conversationId: string, key: string, requestId: string): Promise<void> {
+    await conditionalWrite(() =>
+      this.db.send(
+        new DeleteCommand({
+          TableName: this.keys,
+          Key: this.idemKey(conversationId, key),
+          ConditionExpression: 'requestId = :rid AND #state = :progress',
+          ExpressionAttributeNames: { '#state': 'state' },
+          ExpressionAttributeValues: { ':rid': requestId, ':progress': 'in_progress' },
         }),
       ),
     );

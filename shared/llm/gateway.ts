@@ -1,8 +1,18 @@
 import { type LlmTokens, llmCharge, llmReservation } from '#shared/llm/cost.ts';
 import type { LlmClaims, LlmCredentials } from '#shared/llm/credential.ts';
-import type { LlmLedger, LlmRecord, Reservation } from '#shared/llm/ledger.ts';
+import type { IdempotentCall, LlmLedger, LlmRecord, Reservation } from '#shared/llm/ledger.ts';
 import { modelsHash, type PlatformModel } from '#shared/llm/platform-models.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
+import {
+  AnswerRecorder,
+  LLM_IDEMPOTENCY_KEEP_SECONDS,
+  LLM_REPLAY_MAX_BYTES,
+  openAnswer,
+  requestHash,
+  sealAnswer,
+} from '#shared/llm/replay.ts';
+import type { Sealer } from '#shared/secrets/sealer.ts';
+import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, RETRY_AFTER_SECONDS } from '#shared/http/idempotency-key.ts';
 import { logger } from '#shared/logging.ts';
 import type { Plan, Plans } from '#shared/plans/model.ts';
 import type { UsageAlerts } from '#shared/usage/alerts.ts';
@@ -76,6 +86,8 @@ export interface GatewayDeps {
   plans: () => Plans;
   key: (model: string) => Promise<string>;
   ledger: LlmLedger;
+  /** Seals the answers kept for an Idempotency-Key (shared/llm/replay.ts). */
+  sealer: () => Sealer;
   lookup: GatewayLookup;
   /** 80% / 100% notices, where a call's record crosses a threshold. */
   alerts?: UsageAlerts;
@@ -302,110 +314,215 @@ export class LlmGateway {
       // The upstream's own usage on every stream: what metering counts.
       if (stream) upstream.stream_options = { ...body.stream_options, include_usage: true };
     } else upstream.max_tokens = maxTokens;
-    return { model, maxTokens, stream, upstream: JSON.stringify(upstream) };
+    return { model, maxTokens, stream, body, upstream: JSON.stringify(upstream) };
   }
 
   private async run(api: LlmApi, req: GatewayRequest, sink: TrackedSink): Promise<void> {
     const started = this.now();
     const { claims, plan: planName } = await this.admit(req);
-    const { model, maxTokens, stream, upstream } = this.parse(api, req, planName);
+    const { model, maxTokens, stream, body, upstream } = this.parse(api, req, planName);
     const plan = this.deps.plans().plan(planName);
     const nowIso = new Date(started).toISOString();
 
+    // Idempotency-Key (docs/platform-llms.md): claimed before the rate and the budget, so a repeat is answered
+    // here (the first answer, a 409 while it runs, a 422 for another body) and never forwarded, rated or charged.
     const idem = req.headers['idempotency-key'];
-    if (idem !== undefined && (!idem || idem.length > 255))
-      throw new Refusal(400, 'invalid_request_error', 'Idempotency-Key must be 1-255 characters', 'idempotency_key');
+    if (idem !== undefined && !/^[\x21-\x7e]{1,255}$/.test(idem))
+      throw new Refusal(
+        400,
+        'invalid_request_error',
+        `${IDEMPOTENCY_HEADER} must be 1 to 255 visible ASCII characters (e.g. a UUID)`,
+        'idempotency_key',
+      );
+    if (idem !== undefined) {
+      const hash = requestHash(req.path, body);
+      const at = Math.floor(started / 1000);
+      const first = await this.deps.ledger.claimIdempotencyKey(claims.c, idem, {
+        requestId: req.requestId,
+        requestHash: hash,
+        // A claim outlives any call (the function's 15-minute time-out): older, its gateway died.
+        inProgressUntil: at + RESERVATION_SECONDS,
+        expiresAtEpoch: at + LLM_IDEMPOTENCY_KEEP_SECONDS,
+      });
+      if (first) return this.repeat(api, req, sink, claims.c, hash, first);
+    }
+    // Whether the claim was completed or released already; otherwise (a refusal, an error) released on the way out.
+    let claimSettled = idem === undefined;
+    try {
+      const minute = Math.floor(started / 60_000);
+      // Side by side (each is a round trip before the first token): the rate, and the month's compute spend.
+      const day = nowIso.slice(0, 10);
+      const [rate, standingInput] = await Promise.all([
+        this.deps.ledger.takeRate(claims.o, minute, {
+          requests: plan.llm_requests_per_minute,
+          tokens: plan.llm_tokens_per_minute,
+        }),
+        this.deps.lookup.standing(claims.o, day, plan.prepaid),
+      ]);
+      const standing = standingOf(standingInput, day);
+      const compute = standing.month.computeMicroUsd;
+      if (rate)
+        throw new Refusal(
+          429,
+          'rate_limit_error',
+          `The organization's plan allows ${rate === 'llm_requests_per_minute' ? `${plan.llm_requests_per_minute} LLM requests` : `${plan.llm_tokens_per_minute} LLM tokens`} per minute`,
+          rate,
+          { 'retry-after': String(Math.max(1, 60 - Math.floor((started / 1000) % 60))) },
+        );
 
-    const minute = Math.floor(started / 60_000);
-    // Side by side (each is a round trip before the first token): the rate, and the month's compute spend.
-    const day = nowIso.slice(0, 10);
-    const [rate, standingInput] = await Promise.all([
-      this.deps.ledger.takeRate(claims.o, minute, {
-        requests: plan.llm_requests_per_minute,
-        tokens: plan.llm_tokens_per_minute,
-      }),
-      this.deps.lookup.standing(claims.o, day, plan.prepaid),
-    ]);
-    const standing = standingOf(standingInput, day);
-    const compute = standing.month.computeMicroUsd;
-    if (rate)
-      throw new Refusal(
-        429,
-        'rate_limit_error',
-        `The organization's plan allows ${rate === 'llm_requests_per_minute' ? `${plan.llm_requests_per_minute} LLM requests` : `${plan.llm_tokens_per_minute} LLM tokens`} per minute`,
-        rate,
-        { 'retry-after': String(Math.max(1, 60 - Math.floor((started / 1000) % 60))) },
-      );
+      // Prepaid: a spent balance refuses at once; otherwise this month's LLM spend may grow by at most the
+      // balance (the month's committed counter holds its settled calls and the reservations in flight).
+      const credits = plan.prepaid ? standing.credits : undefined;
+      if (credits && credits.balanceMicroUsd <= 0)
+        throw new Refusal(
+          402,
+          'budget_exceeded',
+          `The organization's prepaid credits are spent (${credits.grantedMicroUsd / 1e6} USD granted); an operator grants more`,
+          'credits_exhausted',
+        );
+      const monthMax = Math.round(plan.monthly_spend_usd * 1_000_000) - compute;
+      const creditMax = credits ? standing.month.llmMicroUsd + credits.balanceMicroUsd : Number.POSITIVE_INFINITY;
+      const inputEstimate = Math.ceil(req.body.length / 3);
+      const conversationMax = claims.b === undefined || claims.b === null ? null : claims.b;
+      const reservation: Reservation = {
+        requestId: req.requestId,
+        orgId: claims.o,
+        month: month(nowIso),
+        conversationId: claims.c,
+        microUsd: llmReservation(inputEstimate, maxTokens, model),
+        conversationBudget: conversationMax !== null,
+        expiresAtEpoch: Math.floor(started / 1000) + RESERVATION_SECONDS,
+      };
+      const refused = await this.deps.ledger.reserve(reservation, {
+        orgMaxMicroUsd: Math.min(monthMax, creditMax),
+        concurrency: this.deps.concurrency,
+        conversationMaxMicroUsd: conversationMax,
+      });
+      if (refused?.refused === 'concurrency')
+        throw new Refusal(
+          429,
+          'rate_limit_error',
+          `The organization already has ${refused.used} LLM calls in flight (at most ${this.deps.concurrency})`,
+          'llm_concurrent_calls',
+          { 'retry-after': '1' },
+        );
+      if (refused)
+        throw new Refusal(
+          402,
+          'budget_exceeded',
+          refused.refused === 'monthly_spend_usd'
+            ? creditMax < monthMax
+              ? `The organization's prepaid credits have ${credits!.balanceMicroUsd / 1e6} USD left; this call could cost up to ${reservation.microUsd / 1e6} USD`
+              : `The organization's plan allows ${plan.monthly_spend_usd} USD per month; this call could cost up to ${reservation.microUsd / 1e6} USD more than is left`
+            : `The conversation's budget (max_budget_per_task, ${claims.b! / 1e6} USD) is spent; this call could cost up to ${reservation.microUsd / 1e6} USD`,
+          refused.refused === 'monthly_spend_usd' && creditMax < monthMax ? 'credits_exhausted' : refused.refused,
+        );
 
-    // Prepaid: a spent balance refuses at once; otherwise this month's LLM spend may grow by at most the
-    // balance (the month's committed counter holds its settled calls and the reservations in flight).
-    const credits = plan.prepaid ? standing.credits : undefined;
-    if (credits && credits.balanceMicroUsd <= 0)
-      throw new Refusal(
-        402,
-        'budget_exceeded',
-        `The organization's prepaid credits are spent (${credits.grantedMicroUsd / 1e6} USD granted); an operator grants more`,
-        'credits_exhausted',
-      );
-    const monthMax = Math.round(plan.monthly_spend_usd * 1_000_000) - compute;
-    const creditMax = credits ? standing.month.llmMicroUsd + credits.balanceMicroUsd : Number.POSITIVE_INFINITY;
-    const inputEstimate = Math.ceil(req.body.length / 3);
-    const conversationMax = claims.b === undefined || claims.b === null ? null : claims.b;
-    const reservation: Reservation = {
-      requestId: req.requestId,
-      orgId: claims.o,
-      month: month(nowIso),
-      conversationId: claims.c,
-      microUsd: llmReservation(inputEstimate, maxTokens, model),
-      conversationBudget: conversationMax !== null,
-      expiresAtEpoch: Math.floor(started / 1000) + RESERVATION_SECONDS,
-    };
-    const refused = await this.deps.ledger.reserve(reservation, {
-      orgMaxMicroUsd: Math.min(monthMax, creditMax),
-      concurrency: this.deps.concurrency,
-      conversationMaxMicroUsd: conversationMax,
-    });
-    if (refused?.refused === 'concurrency')
-      throw new Refusal(
-        429,
-        'rate_limit_error',
-        `The organization already has ${refused.used} LLM calls in flight (at most ${this.deps.concurrency})`,
-        'llm_concurrent_calls',
-        { 'retry-after': '1' },
-      );
-    if (refused)
-      throw new Refusal(
-        402,
-        'budget_exceeded',
-        refused.refused === 'monthly_spend_usd'
-          ? creditMax < monthMax
-            ? `The organization's prepaid credits have ${credits!.balanceMicroUsd / 1e6} USD left; this call could cost up to ${reservation.microUsd / 1e6} USD`
-            : `The organization's plan allows ${plan.monthly_spend_usd} USD per month; this call could cost up to ${reservation.microUsd / 1e6} USD more than is left`
-          : `The conversation's budget (max_budget_per_task, ${claims.b! / 1e6} USD) is spent; this call could cost up to ${reservation.microUsd / 1e6} USD`,
-        refused.refused === 'monthly_spend_usd' && creditMax < monthMax ? 'credits_exhausted' : refused.refused,
-      );
+      const recorder = idem === undefined ? undefined : new AnswerRecorder();
+      const out: GatewaySink = recorder
+        ? {
+            head: (status, headers) => {
+              recorder.head(status, headers);
+              sink.head(status, headers);
+            },
+            write: (c) => {
+              recorder.write(c);
+              sink.write(c);
+            },
+            end: () => sink.end(),
+          }
+        : sink;
+      let outcome: { reported?: Reported; estimatedChars?: number; status: number } = { status: 0 };
+      try {
+        outcome = await this.forward(api, req, out, model, upstream, stream);
+      } finally {
+        try {
+          await this.meter(req, claims, model, reservation, outcome, started, minute, { plan, standingInput });
+        } finally {
+          // Kept before the answer ends: a client that saw the end and repeats gets this answer back.
+          if (recorder && idem !== undefined) {
+            claimSettled = true;
+            await this.keep(claims.c, idem, req.requestId, recorder, outcome);
+          }
+          // The answer ends once the call is metered: a client that saw the end sees its charge and its tokens counted.
+          if (!sink.begun) sink.head(499, { 'x-request-id': req.requestId });
+          sink.end();
+        }
+      }
+    } finally {
+      if (!claimSettled) await this.release(claims.c, idem!, req.requestId);
+    }
+  }
 
-    // Claimed only once the call may go ahead: a retry after a 429 or a 402 with the same key is not a repeat.
-    if (idem !== undefined && !(await this.deps.ledger.claimIdempotencyKey(claims.c, idem))) {
-      await this.deps.ledger.settle(reservation, 0);
+  /** A repeat of a claimed Idempotency-Key: the first answer, or why not. Nothing is forwarded, rated or charged. */
+  private async repeat(
+    api: LlmApi,
+    req: GatewayRequest,
+    sink: GatewaySink,
+    conversationId: string,
+    hash: string,
+    first: IdempotentCall,
+  ): Promise<void> {
+    if (first.requestHash !== hash)
+      throw new Refusal(
+        422,
+        'invalid_request_error',
+        `${IDEMPOTENCY_HEADER}: this key was used with a different request (path or body); use a new key for a new request`,
+        'idempotency_key_reused',
+      );
+    if (first.state === 'in_progress')
       throw new Refusal(
         409,
         'invalid_request_error',
-        'A request with this Idempotency-Key was already made (it is not repeated or charged again)',
-        'idempotency_key_reused',
+        `A request with this ${IDEMPOTENCY_HEADER} is still in progress: retry after ${RETRY_AFTER_SECONDS} s`,
+        'idempotency_key_in_progress',
+        { 'retry-after': String(RETRY_AFTER_SECONDS) },
       );
-    }
-    let outcome: { reported?: Reported; estimatedChars?: number; status: number } = { status: 0 };
+    if (first.state === 'too_large' || !first.answer)
+      throw new Refusal(
+        409,
+        'invalid_request_error',
+        `The answer to the first request with this ${IDEMPOTENCY_HEADER} was over ${LLM_REPLAY_MAX_BYTES} bytes compressed and was not kept; it is not repeated or charged again (use a new key)`,
+        'idempotency_answer_too_large',
+      );
+    const answer = await openAnswer(this.deps.sealer(), conversationId, first.answer);
+    // The first answer as it was sent (its x-request-id names the call that was charged), marked replayed.
+    sink.head(answer.status, { ...answer.headers, [REPLAYED_HEADER]: 'true' });
+    sink.write(answer.body);
+    sink.end();
+    logger.info('llm.replay', { requestId: req.requestId, firstRequestId: first.requestId, api, conversationId });
+  }
+
+  /**
+   * After a claimed call: a whole answer from the upstream (2xx, a stream to its end) is kept, sealed (or
+   * marked too large); anything else (an upstream error, a cut stream, a client gone) releases the key, so a
+   * repeat runs again. Never throws: a failure releases the key (logged).
+   */
+  private async keep(
+    conversationId: string,
+    key: string,
+    requestId: string,
+    recorder: AnswerRecorder,
+    outcome: { estimatedChars?: number; status: number },
+  ): Promise<void> {
+    const whole = outcome.status >= 200 && outcome.status < 300 && outcome.estimatedChars === undefined;
+    if (!whole) return this.release(conversationId, key, requestId);
     try {
-      outcome = await this.forward(api, req, sink, model, upstream, stream);
-    } finally {
-      try {
-        await this.meter(req, claims, model, reservation, outcome, started, minute, { plan, standingInput });
-      } finally {
-        // The answer ends once the call is metered: a client that saw the end sees its charge and its tokens counted.
-        if (!sink.begun) sink.head(499, { 'x-request-id': req.requestId });
-        sink.end();
-      }
+      const answer = recorder.answer();
+      const sealed = answer && (await sealAnswer(this.deps.sealer(), conversationId, answer));
+      await this.deps.ledger.completeIdempotencyKey(conversationId, key, requestId, sealed ?? 'too_large');
+    } catch (err) {
+      logger.error('llm.idempotency-key not kept', { requestId, error: err as Error });
+      await this.release(conversationId, key, requestId);
+    }
+  }
+
+  private async release(conversationId: string, key: string, requestId: string): Promise<void> {
+    try {
+      await this.deps.ledger.releaseIdempotencyKey(conversationId, key, requestId);
+    } catch (err) {
+      // Left in progress: its repeats get 409 until `inProgressUntil`, then the key is free.
+      logger.error('llm.idempotency-key not released', { requestId, error: err as Error });
     }
   }
 

@@ -1,4 +1,5 @@
 import type { LlmTokens } from '#shared/llm/cost.ts';
+import type { SealedAnswer } from '#shared/llm/replay.ts';
 import type { DayTotals } from '#shared/usage/usage-store.ts';
 
 /**
@@ -78,8 +79,41 @@ export interface LlmLedger {
   ): Promise<'llm_requests_per_minute' | 'llm_tokens_per_minute' | null>;
   /** Adds a call's tokens to its organization's minute. */
   addRateTokens(orgId: string, minute: number, tokens: number): Promise<void>;
-  /** Claims an Idempotency-Key of a conversation for 24 hours; false when it was claimed before. */
-  claimIdempotencyKey(conversationId: string, key: string): Promise<boolean>;
+  /**
+   * Claims an Idempotency-Key of a conversation for a call (a conditional put: of racing calls with
+   * the same key, one claims it); null when claimed, else the key's call as it stands. A key is free again
+   * once it expired, and a claim in progress once its `inProgressUntil` passed (its gateway died).
+   */
+  claimIdempotencyKey(conversationId: string, key: string, claim: IdempotencyClaim): Promise<IdempotentCall | null>;
+  /** The claiming call completed: its sealed answer is kept (or, too large, only that it completed). */
+  completeIdempotencyKey(
+    conversationId: string,
+    key: string,
+    requestId: string,
+    answer: SealedAnswer | 'too_large',
+  ): Promise<void>;
+  /** The claiming call kept nothing (refused, failed upstream, cut): the key is free for a repeat to run again. */
+  releaseIdempotencyKey(conversationId: string, key: string, requestId: string): Promise<void>;
   /** The records of a conversation's calls are not indexed; tests read one by request id. */
   get(requestId: string): Promise<LlmRecord | undefined>;
+}
+
+/** A call claiming an Idempotency-Key. */
+export interface IdempotencyClaim {
+  requestId: string;
+  /** `requestHash` of its path and body: a repeat with another body is refused. */
+  requestHash: string;
+  /** Epoch seconds after which a claim still in progress is taken for dead. */
+  inProgressUntil: number;
+  /** Epoch seconds after which the key is forgotten (24 hours). */
+  expiresAtEpoch: number;
+}
+
+/** The call an Idempotency-Key was claimed by, as it stands. */
+export interface IdempotentCall {
+  requestId: string;
+  requestHash: string;
+  state: 'in_progress' | 'completed' | 'too_large';
+  /** `completed`: the answer as it was sent, sealed. */
+  answer?: SealedAnswer;
 }

@@ -21,6 +21,7 @@ export const llmGateway: ServiceFactory<LlmGateway> = (c) =>
     plans: () => c.adapters.plans,
     key: (model) => c.adapters.platformLlmKey(model),
     ledger: c.adapter('llmLedger'),
+    sealer: () => c.adapters.sealer,
     concurrency: llmConcurrency(),
     alerts: c.use(usageAlerts),
     lookup: {

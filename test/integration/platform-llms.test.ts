@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -471,15 +471,189 @@ describe('the gateway', () => {
     expect(await ledger().committed(await stack.orgOf(p.key), month())).toBe(before);
   });
 
-  it('answers a repeated Idempotency-Key with 409 and charges nothing for it', async () => {
-    const first = await llm(p.credential, ask, { headers: { 'idempotency-key': 'retry-1' } });
-    expect(first.status).toBe(200);
+  it('answers a repeated Idempotency-Key with the first answer (not forwarded, not charged); another body with 422', async () => {
+    const orgId = await stack.orgOf(p.key);
+    const first = await llm(p.credential, { ...ask, max_tokens: 7 }, { headers: { 'idempotency-key': 'retry-1' } });
+    expect(first.status, first.text).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
     const calls = upstream.requests.length;
-    const again = await llm(p.credential, ask, { headers: { 'idempotency-key': 'retry-1' } });
-    expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe('idempotency_key_reused');
+    const committed = await ledger().committed(orgId, month());
+    // The same request with its members in another order: the same request.
+    const again = await llm(
+      p.credential,
+      { max_tokens: 7, messages: ask.messages, model: ask.model },
+      { headers: { 'idempotency-key': 'retry-1' } },
+    );
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    // Its x-request-id names the call that was charged.
+    expect(again.requestId).toBe(first.requestId);
     expect(upstream.requests.length).toBe(calls);
-    expect(await ledger().get(again.requestId)).toBeUndefined();
+    expect(await ledger().committed(orgId, month())).toBe(committed);
+
+    const other = await llm(p.credential, { ...ask, max_tokens: 8 }, { headers: { 'idempotency-key': 'retry-1' } });
+    expect(other.status).toBe(422);
+    expect(other.body.error).toEqual(
+      expect.objectContaining({ code: 'idempotency_key_reused', message: expect.stringContaining('Idempotency-Key') }),
+    );
+    expect(upstream.requests.length).toBe(calls);
+    // Kept sealed: no plaintext of the answer at rest.
+    const kept = (
+      await documentClient().send(
+        new GetCommand({
+          TableName: tableName('keys'),
+          Key: {
+            keyId: `llmidem:${p.conversationId}:${createHash('sha256').update('retry-1').digest('base64url')}`,
+          },
+        }),
+      )
+    ).Item!;
+    expect(kept).toEqual(expect.objectContaining({ state: 'completed', requestId: first.requestId }));
+    expect(String(kept.answerKey)).toMatch(/^local1\./);
+    expect(Buffer.from(kept.answer).toString('latin1')).not.toContain('hello');
+
+    // A stream: the repeat gets the SSE bytes as they were sent.
+    const streamed = await llm(p.credential, { ...ask, stream: true }, { headers: { 'idempotency-key': 'stream-1' } });
+    expect(streamed.text).toContain('[DONE]');
+    const replayed = await llm(p.credential, { ...ask, stream: true }, { headers: { 'idempotency-key': 'stream-1' } });
+    expect(replayed.headers.get('content-type')).toBe('text/event-stream');
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.text).toBe(streamed.text);
+    expect(upstream.requests.length).toBe(calls + 1);
+    // A key is 1-255 visible ASCII characters: 400 naming the header, nothing forwarded.
+    for (const bad of ['has space', 'k'.repeat(256), ''])
+      expect((await llm(p.credential, ask, { headers: { 'idempotency-key': bad } })).body.error.code, bad).toBe(
+        'idempotency_key',
+      );
+    expect(upstream.requests.length).toBe(calls + 1);
+  });
+
+  it('forwards one upstream call and meters one record for 20 racing repeats (409 with Retry-After while it runs)', async () => {
+    const orgId = await stack.orgOf(p.key);
+    const before = await ledger().committed(orgId, month());
+    const calls = upstream.requests.length;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    upstream.next.openai.push(async (body, res) => {
+      await held;
+      openAiAnswer(body, res);
+    });
+    const headers = { 'idempotency-key': 'race-1' };
+    let settled = 0;
+    const racers = Array.from({ length: 20 }, () =>
+      llm(p.credential, ask, { headers }).finally(() => {
+        settled++;
+      }),
+    );
+    // All but the one that claimed the key answer while it is held upstream.
+    await waitFor('19 racers answered', async () => settled, { until: (n) => n === 19, timeoutMs: 30_000 });
+    release();
+    const results = await Promise.all(racers);
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(1);
+    for (const r of results.filter((r) => r.status !== 200)) {
+      expect(r.status).toBe(409);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(r.body.error.code).toBe('idempotency_key_in_progress');
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls + 1);
+    const rec = await ledger().get(ok[0]!.requestId);
+    expect(rec?.costMicroUsd).toBe(3000);
+    expect(await ledger().committed(orgId, month())).toBe(before + 3000);
+    // Once it ran, the repeats get its answer.
+    const after = await Promise.all(Array.from({ length: 5 }, () => llm(p.credential, ask, { headers })));
+    for (const r of after) {
+      expect(r.headers.get('idempotent-replayed')).toBe('true');
+      expect(r.text).toBe(ok[0]!.text);
+    }
+    expect(upstream.requests.length).toBe(calls + 1);
+    expect(await ledger().committed(orgId, month())).toBe(before + 3000);
+  });
+
+  it('keeps nothing of an upstream error or a cut stream (a repeat runs again), nor an answer over the bound (409); frees an expired key or a dead claim', async () => {
+    const calls = upstream.requests.length;
+    upstream.next.openai.push((_b, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'upstream broke', type: 'server_error' } }));
+    });
+    const failed = await llm(p.credential, ask, { headers: { 'idempotency-key': 'fails-1' } });
+    expect(failed.status).toBe(500);
+    const rerun = await llm(p.credential, ask, { headers: { 'idempotency-key': 'fails-1' } });
+    expect(rerun.status).toBe(200);
+    expect(rerun.headers.get('idempotent-replayed')).toBeNull();
+    expect(upstream.requests.length).toBe(calls + 2);
+
+    upstream.next.openai.push((_b, res) => {
+      sse(res);
+      res.write(chunk('x'.repeat(40)));
+      setTimeout(() => res.destroy(), 100);
+    });
+    const cut = await llm(p.credential, { ...ask, stream: true }, { headers: { 'idempotency-key': 'cut-1' } });
+    expect((await ledger().get(cut.requestId))?.estimated).toBe(true);
+    const whole = await llm(p.credential, { ...ask, stream: true }, { headers: { 'idempotency-key': 'cut-1' } });
+    expect(whole.headers.get('idempotent-replayed')).toBeNull();
+    expect(whole.text).toContain('[DONE]');
+    expect(await ledger().get(whole.requestId)).toEqual(expect.objectContaining({ estimated: false }));
+    expect(upstream.requests.length).toBe(calls + 4);
+
+    // Incompressible: over 300 KB however it is packed.
+    const huge = randomBytes(600 * 1024).toString('base64');
+    upstream.next.openai.push((body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-big',
+          object: 'chat.completion',
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: huge }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 10 },
+        }),
+      );
+    });
+    const big = await llm(p.credential, ask, { headers: { 'idempotency-key': 'big-1' } });
+    expect(big.body.choices[0].message.content).toBe(huge);
+    const orgId = await stack.orgOf(p.key);
+    const committed = await ledger().committed(orgId, month());
+    const repeat = await llm(p.credential, ask, { headers: { 'idempotency-key': 'big-1' } });
+    expect(repeat.status).toBe(409);
+    expect(repeat.body.error.code).toBe('idempotency_answer_too_large');
+    expect(upstream.requests.length).toBe(calls + 5);
+    expect(await ledger().committed(orgId, month())).toBe(committed);
+
+    // A key kept past its 24 hours, and a claim whose gateway died (in progress past its time): free again.
+    const keyItem = (key: string) => ({
+      keyId: `llmidem:${p.conversationId}:${createHash('sha256').update(key).digest('base64url')}`,
+    });
+    const past = Math.floor(Date.now() / 1000) - 1;
+    await documentClient().send(
+      new UpdateCommand({
+        TableName: tableName('keys'),
+        Key: keyItem('big-1'),
+        UpdateExpression: 'SET expiresAtEpoch = :t',
+        ExpressionAttributeValues: { ':t': past },
+      }),
+    );
+    await documentClient().send(
+      new PutCommand({
+        TableName: tableName('keys'),
+        Item: {
+          ...keyItem('dead-1'),
+          requestId: 'dead-gateway',
+          requestHash: 'x',
+          state: 'in_progress',
+          inProgressUntil: past,
+          expiresAtEpoch: past + 86_400,
+        },
+      }),
+    );
+    for (const key of ['big-1', 'dead-1']) {
+      const again = await llm(p.credential, ask, { headers: { 'idempotency-key': key } });
+      expect(again.status, key).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+    }
+    expect(upstream.requests.length).toBe(calls + 7);
   });
 
   it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
@@ -752,6 +926,19 @@ describe('a hostile agent', () => {
     }
     expect(upstream.requests.length).toBe(calls);
     expect(await ledger().committed(orgId, month())).toBe(before);
+  });
+
+  it("cannot get another conversation's kept answer with its Idempotency-Key: the same key there is a call of its own", async () => {
+    const headers = { 'idempotency-key': 'shared-key-1' };
+    const mine = await llm(p.credential, ask, { headers });
+    expect(mine.status).toBe(200);
+    const q = await platformConversation('hostile-idem');
+    const calls = upstream.requests.length;
+    const theirs = await llm(q.credential, ask, { headers });
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
+    expect(theirs.requestId).not.toBe(mine.requestId);
+    expect(upstream.requests.length).toBe(calls + 1);
   });
 
   it('is refused at once for a suspended user or organization (their sandbox still RUNNING), and metered nothing', async () => {

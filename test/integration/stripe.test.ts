@@ -1,4 +1,4 @@
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { stripeKeys } from '#shared/billing/dynamo-stripe-store.ts';
@@ -263,6 +263,94 @@ describe('Stripe: report runs', () => {
     expect(raced.map((r) => r.status)).toEqual(Array(6).fill(200));
     expect(taken()).toBe(first + late + late2 + late3 + late4);
     expect(await run()).toMatchObject({ sent: 0, already_reported: 1 });
+    expect(stripe.refusals.filter((r) => !r.includes('session'))).toEqual([]);
+  });
+
+  it("a claimed correction sent again after Stripe's de-duplication window counts once: Stripe's sum of the hour decides", async () => {
+    const orgC = await stack.orgOf(await stack.newUser('stripe-window'));
+    const map = async (customer: string) =>
+      expect(
+        (
+          await stack.call('PUT', `/api/v1/admin/orgs/${orgC}/billing`, {
+            ...(await operator()),
+            body: { stripe_customer_id: customer },
+          })
+        ).status,
+      ).toBe(200);
+    await map('cus_Window');
+    const day = dayBefore(8);
+    const meter = STRIPE_METERS.compute;
+    const taken = (h: number, customer = 'cus_Window') =>
+      stripe.events
+        .filter((e) => e.timestamp === hourIso(day, h) && e.event_name === meter)
+        .filter((e) => e.payload.stripe_customer_id === customer)
+        .reduce((a, e) => a + Number(e.payload.value), 0);
+    const run = async (status = 200) => {
+      const res = await report({ from: day, to: day });
+      expect(res.status, res.text).toBe(status);
+      return res.body;
+    };
+    const summaries = () => stripe.requests.filter((r) => r.path.includes('/event_summaries')).length;
+    // A day passes: the claims of these hours were made 25 hours ago, and Stripe forgot their identifiers.
+    const aDayLater = async (...hours: number[]) => {
+      const db = documentClient();
+      for (const h of hours) {
+        const { Items = [] } = await db.send(
+          new QueryCommand({
+            TableName: tableName('usage'),
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+            ExpressionAttributeValues: { ':pk': stripeKeys.marks(orgC), ':sk': `${hourIso(day, h)}#${meter}#+` },
+          }),
+        );
+        expect(Items.length).toBeGreaterThan(0);
+        for (const item of Items)
+          await db.send(
+            new UpdateCommand({
+              TableName: tableName('usage'),
+              Key: { pk: item.pk, sk: item.sk },
+              UpdateExpression: 'SET claimedAt = :t',
+              ExpressionAttributeValues: { ':t': new Date(Date.now() - 25 * 3_600_000).toISOString() },
+            }),
+          );
+      }
+      stripe.forgetIdentifiers();
+    };
+
+    const a = await compute(orgC, day, 5, 600);
+    const b = await compute(orgC, day, 6, 600);
+    expect(await run()).toMatchObject({ sent: 2, corrections: 0 });
+    // Hour 5: its correction taken by Stripe, but the answer lost: claimed, never confirmed.
+    const lateA = await compute(orgC, day, 5, 90);
+    stripe.loseNextStreamAnswer(1);
+    await run(502);
+    expect(taken(5)).toBe(a + lateA);
+    // Hour 6: its correction refused (and hour 5's sent again with it, refused too).
+    const lateB = await compute(orgC, day, 6, 45);
+    stripe.failNextStream(1);
+    await run(502);
+    expect(taken(6)).toBe(b);
+    // A day later: Stripe's sums say hour 5's was taken (confirmed, not sent) and hour 6's not (sent, once).
+    await aDayLater(5, 6);
+    const before = summaries();
+    expect(await run()).toMatchObject({ sent: 1, corrections: 1, unresolved_corrections: 0 });
+    expect(summaries() - before).toBe(2);
+    expect(taken(5)).toBe(a + lateA);
+    expect(taken(6)).toBe(b + lateB);
+    expect(await run()).toMatchObject({ sent: 0, corrections: 0, unresolved_corrections: 0 });
+    expect(summaries() - before).toBe(2);
+
+    // Hour 7: its correction's answer lost, then the organization remapped to another customer: Stripe's sum for
+    // that customer accounts for nothing, so nothing is sent (the operator is told), never twice.
+    const c = await compute(orgC, day, 7, 600);
+    expect(await run()).toMatchObject({ sent: 1 });
+    const lateC = await compute(orgC, day, 7, 30);
+    stripe.loseNextStreamAnswer(1);
+    await run(502);
+    await map('cus_Other');
+    await aDayLater(7);
+    expect(await run()).toMatchObject({ sent: 0, unresolved_corrections: 1 });
+    expect(taken(7)).toBe(c + lateC);
+    expect(taken(7, 'cus_Other')).toBe(0);
     expect(stripe.refusals.filter((r) => !r.includes('session'))).toEqual([]);
   });
 

@@ -200,6 +200,37 @@ describe('the LLM gateway as deployed: function URL (response streaming) behind 
     upstream.hold = undefined;
   }, 60_000);
 
+  it('answers a repeated Idempotency-Key with the first answer, sealed at rest with KMS under its own role, forwarding nothing', async () => {
+    const credential = conversation.config.llm.api_key;
+    const post = (idem: string) =>
+      fetchWithKey(async () => credential)(`${tier.front.url}/llm/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': credential,
+          'anthropic-version': '2023-06-01',
+          'idempotency-key': idem,
+        },
+        body: JSON.stringify(ask({ max_tokens: 5 })),
+      });
+    const kms = (operation: string) => tier.aws.calls.filter((c) => c.operation === operation && c.allowed).length;
+    const sealed = kms('kms:Encrypt');
+    const first = await post('tier-idem-1');
+    const text = await first.text();
+    expect(first.status, `${text}\n${tier.explain()}`).toBe(200);
+    // The answer's own key sealed by KMS under the gateway's role before the answer ended.
+    expect(kms('kms:Encrypt')).toBeGreaterThan(sealed);
+    const calls = upstream.requests.length;
+    const opened = kms('kms:Decrypt');
+    const again = await post('tier-idem-1');
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.text()).toBe(text);
+    expect(kms('kms:Decrypt')).toBeGreaterThan(opened);
+    expect(upstream.requests.length).toBe(calls);
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
+
   it("refuses over the conversation's budget with 402 in Anthropic's shape, forwarding nothing", async () => {
     const calls = upstream.requests.length;
     const res = await agentFetch(tier, conversation.config.llm.api_key)(ask({ max_tokens: 1000 }));

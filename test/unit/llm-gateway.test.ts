@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { type GatewaySink, LlmGateway } from '#shared/llm/gateway.ts';
-import type { LlmLedger, LlmRecord } from '#shared/llm/ledger.ts';
+import type { IdempotentCall, LlmLedger, LlmRecord } from '#shared/llm/ledger.ts';
 import type { StandingInput } from '#shared/usage/standing.ts';
 import { modelsHash, parsePlatformModels } from '#shared/llm/platform-models.ts';
 import { PlatformLlmPolicy } from '#shared/llm/policy.ts';
+import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { parsePlans } from '#shared/plans/model.ts';
 
 /**
@@ -35,6 +36,8 @@ const plans = parsePlans(
   't',
 );
 
+const sealer = LocalSealer.withKey(Buffer.alloc(32, 2));
+
 const ZERO_DAY = { seconds: 0, factorSeconds: 0, vcpuSeconds: 0, gbSeconds: 0, computeMicroUsd: 0, records: 0 };
 
 function memoryLedger() {
@@ -49,7 +52,9 @@ function memoryLedger() {
     },
     takeRate: async () => null,
     addRateTokens: async () => {},
-    claimIdempotencyKey: async () => true,
+    claimIdempotencyKey: async () => null,
+    completeIdempotencyKey: async () => {},
+    releaseIdempotencyKey: async () => {},
     get: async (id) => records.find((r) => r.requestId === id),
   };
   return { ledger, records };
@@ -71,6 +76,7 @@ async function run(
     plans: () => plans,
     key: async () => 'sk-platform',
     ledger,
+    sealer: () => sealer,
     concurrency: 10,
     keepAliveMs: 20,
     fetch: (async () => upstream()) as typeof fetch,
@@ -158,12 +164,26 @@ describe('the gateway with a slow upstream', () => {
 });
 
 describe('Idempotency-Key', () => {
-  it('is claimed only once the call may go ahead: a retry after a 429 with the same key is not a repeat', async () => {
-    const claimed = new Set<string>();
+  it('is released by a refusal (a retry after a 429 with the same key runs); a repeat after the answer gets it back, not charged', async () => {
+    const keys = new Map<string, IdempotentCall>();
     let rated = 0;
     const ledger: Partial<LlmLedger> = {
       takeRate: async () => (++rated === 1 ? 'llm_requests_per_minute' : null),
-      claimIdempotencyKey: async (_c, k) => !claimed.has(k) && !!claimed.add(k),
+      claimIdempotencyKey: async (_c, k, claim) => {
+        const had = keys.get(k);
+        if (had) return had;
+        keys.set(k, { requestId: claim.requestId, requestHash: claim.requestHash, state: 'in_progress' });
+        return null;
+      },
+      completeIdempotencyKey: async (_c, k, _r, answer) => {
+        keys.set(k, {
+          ...keys.get(k)!,
+          ...(answer === 'too_large' ? { state: 'too_large' } : { state: 'completed', answer }),
+        });
+      },
+      releaseIdempotencyKey: async (_c, k) => {
+        keys.delete(k);
+      },
     };
     const answer = () =>
       Promise.resolve(
@@ -176,10 +196,15 @@ describe('Idempotency-Key', () => {
       );
     const first = await run(answer, ledger, { 'idempotency-key': 'k1' });
     expect(first.out.head![0]).toBe(429);
+    expect(keys.size).toBe(0);
     const retry = await run(answer, ledger, { 'idempotency-key': 'k1' });
     expect(retry.out.head![0]).toBe(200);
-    const repeat = await run(answer, ledger, { 'idempotency-key': 'k1' });
-    expect(repeat.out.head![0]).toBe(409);
+    expect(retry.records).toHaveLength(1);
+    expect(keys.get('k1')?.state).toBe('completed');
+    const never = () => Promise.reject(new Error('a repeat must not be forwarded'));
+    const repeat = await run(never, ledger, { 'idempotency-key': 'k1' });
+    expect(repeat.out.head).toEqual([200, expect.objectContaining({ 'idempotent-replayed': 'true' })]);
+    expect(repeat.out.writes.join('')).toBe(retry.out.writes.join(''));
     expect(repeat.records).toEqual([]);
   });
 });

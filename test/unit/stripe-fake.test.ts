@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { STRIPE_API_VERSION } from '#shared/billing/stripe.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import {
+  meterListEventSummariesParams,
+  meterListParams,
   meterEventSessionCreateParams,
   meterEventStreamCreateParams,
   meterEventStreamEvent,
@@ -18,7 +20,7 @@ const dts = (file: string) => readFileSync(join(PROJECT_ROOT, 'node_modules/stri
 
 /** The members of `interface <name> { ... }` in a .d.ts: name -> optional. Nested braces are skipped. */
 function members(source: string, name: string): Map<string, boolean> {
-  const start = source.indexOf(`interface ${name} {`);
+  const start = source.search(new RegExp(`interface ${name} (extends [\\w.]+ )?\\{`));
   if (start < 0) throw new Error(`No interface ${name}`);
   let depth = 0;
   let i = source.indexOf('{', start);
@@ -62,6 +64,29 @@ describe("the Stripe fake's schemas are the stripe package's parameter types", (
     );
     // The stream's documented limit, which the fake enforces.
     expect(stream).toMatch(/Supports up to 100 events per request/);
+  });
+
+  it('meter list and event summary parameters (v1 GETs), with the pagination parameters they extend', () => {
+    const meters = dts('Billing/Meters.d.ts');
+    const paging = members(
+      readFileSync(join(PROJECT_ROOT, 'node_modules/stripe/cjs/shared.d.ts'), 'utf8'),
+      'PaginationParams',
+    );
+    expect(meters).toMatch(/interface MeterListParams extends PaginationParams \{/);
+    expect(meters).toMatch(/interface MeterListEventSummariesParams extends PaginationParams \{/);
+    expect(schemaMembers(meterListParams.shape)).toEqual(new Map([...paging, ...members(meters, 'MeterListParams')]));
+    expect(schemaMembers(meterListEventSummariesParams.shape)).toEqual(
+      new Map([...paging, ...members(meters, 'MeterListEventSummariesParams')]),
+    );
+    expect(members(meters, 'MeterListEventSummariesParams')).toEqual(
+      new Map([
+        ['customer', false],
+        ['end_time', false],
+        ['start_time', false],
+        ['expand', true],
+        ['value_grouping_window', true],
+      ]),
+    );
   });
 
   it('speaks the API version the package pins', () => {

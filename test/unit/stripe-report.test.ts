@@ -5,6 +5,7 @@ import {
   StripeReporter,
   StripeReportRefused,
   type StripeStore,
+  takenSubset,
 } from '#shared/billing/stripe.ts';
 import type { UsageStore } from '#shared/usage/usage-store.ts';
 
@@ -30,5 +31,15 @@ describe('the Stripe reporter', () => {
     expect(a).not.toBe(meterIdentifier('org_b', 'acs_compute_micro_usd', '2026-01-01T03:00:00Z'));
     expect(a).not.toBe(meterIdentifier('org_a', 'acs_compute_micro_usd', '2026-01-01T04:00:00Z'));
     expect(a).toMatch(/^acs_[0-9a-f]{48}$/);
+  });
+
+  it("decides which claimed corrections Stripe took only when one set of them fits Stripe's sum", () => {
+    expect(takenSubset([90n], 600n, 690n)).toEqual([0]);
+    expect(takenSubset([90n], 600n, 600n)).toEqual([]);
+    expect(takenSubset([90n, 30n, 7n], 600n, 637n)).toEqual([1, 2]);
+    // Two sets fit (equal claims, one taken): undecided. None fits (another customer's sum): undecided.
+    expect(takenSubset([30n, 30n], 600n, 630n)).toBeUndefined();
+    expect(takenSubset([90n], 600n, 0n)).toBeUndefined();
+    expect(takenSubset(Array(13).fill(1n), 0n, 0n)).toBeUndefined();
   });
 });
