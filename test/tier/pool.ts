@@ -48,6 +48,7 @@ export const standbys = async (tier: TierStack) =>
       ref: i.ref?.S,
       /** Its pool socket's connection, as `$connect` recorded it. */
       connectionId: i.connectionId?.S,
+      heartbeatAt: i.heartbeatAt?.S,
     }));
 
 /** Waits until at least `n` standbys are ready. */

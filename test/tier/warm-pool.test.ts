@@ -35,15 +35,20 @@ const envOf = (task: EcsTask) =>
 const waitCalls = (tier: TierStack, standbyId: string) =>
   tier.api.records.filter((r) => r.path === `/api/v1/pool/standbys/${standbyId}/wait`);
 
-/** Ready standbys on their pool sockets: the connection `$connect` recorded on the item, open. */
+/**
+ * Ready standbys on their pool sockets: the connection `$connect` recorded on the item, open, and the
+ * `wait=0` call the program makes once connected already made (its heartbeat is later than the
+ * connection): a claim before that call would be found by it, not by the wake-up.
+ */
 const onSockets = (tier: TierStack, n: number) =>
   until(
     tier,
     `${n} standby(s) on their pool sockets`,
     async () =>
-      (await standbys(tier)).filter(
-        (s) => s.status === 'ready' && s.connectionId && tier.bridgeSocket.connections.get(s.connectionId)?.open,
-      ),
+      (await standbys(tier)).filter((s) => {
+        const c = s.connectionId ? tier.bridgeSocket.connections.get(s.connectionId) : undefined;
+        return s.status === 'ready' && c?.open && Date.parse(s.heartbeatAt ?? '') >= c.connectedAt;
+      }),
     (l) => l.length >= n,
   );
 
@@ -125,7 +130,8 @@ describe('the warm pool, as deployed', () => {
   }, 90_000);
 
   it('a start claims a standby: RUNNING within 1.5 s where the cold start took the delays, and the pool refills', async () => {
-    const [before] = await ready(tier, POOL.size);
+    // Standbys waiting on their pool sockets (one that just checked in takes a claim at its first wait=0 instead).
+    const [before] = await onSockets(tier, POOL.size);
     expect(before).toBeDefined();
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
@@ -150,11 +156,13 @@ describe('the warm pool, as deployed', () => {
     expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
     const claimed = (await standbys(tier)).find((s) => before.has(s.id) && s.status === 'delivered');
     expect(claimed, 'a standby that was on its socket took the binding').toBeDefined();
-    // The wake-up: one PostToConnection by the start route's own role, allowed by its ManageConnections grant.
+    // The wake-up: PostToConnection by the start route's own role, allowed by its ManageConnections grant (the
+    // SDK may repeat a post whose connection reset: a second wake-up finds the binding taken and asks nothing).
     const startRole = tier.lambda.byName('startSandbox').roleArn;
-    expect(tier.aws.calls.slice(pushesBefore).filter((c) => c.operation === 'execute-api:ManageConnections')).toEqual([
-      { principal: startRole, operation: 'execute-api:ManageConnections', allowed: true },
-    ]);
+    const pushes = tier.aws.calls.slice(pushesBefore).filter((c) => c.operation === 'execute-api:ManageConnections');
+    expect(pushes.length).toBeGreaterThanOrEqual(1);
+    for (const p of pushes)
+      expect(p).toEqual({ principal: startRole, operation: 'execute-api:ManageConnections', allowed: true });
     // Taken through the wait route once woken (one call, or two if its 20 s heartbeat fell in the same second).
     const after = waitCalls(tier, claimed!.id).length - before.get(claimed!.id)!;
     expect(after).toBeGreaterThanOrEqual(1);
@@ -231,7 +239,7 @@ describe('the warm pool, as deployed', () => {
       120_000,
     );
     expect(snapshot).toBeDefined();
-    await ready(tier, POOL.size);
+    await onSockets(tier, POOL.size);
     const began = Date.now();
     expect((await tier.call('POST', `/api/v1/sandboxes/${first.id}/resume`, { key })).status).toBe(200);
     const running = await until(
