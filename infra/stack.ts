@@ -23,6 +23,7 @@ import { Api } from '#infra/constructs/api.ts';
 import { BillingExports } from '#infra/constructs/billing-exports.ts';
 import { BindingDeadline } from '#infra/constructs/binding-deadline.ts';
 import { BridgeSocket } from '#infra/constructs/bridge-socket.ts';
+import { ImageSize } from '#infra/constructs/image-size.ts';
 import { PublicFront } from '#infra/constructs/front.ts';
 import { CognitoSignIn } from '#infra/constructs/sign-in.ts';
 import { STREAM_STAGE, StreamSockets } from '#infra/constructs/stream.ts';
@@ -425,6 +426,12 @@ export class ConversationServiceStack extends Stack {
     new CfnOutput(this, 'WorkspaceBucketName', {
       value: this.sandboxes.workspaces.bucketName,
       description: 'S3 bucket of workspace snapshots (retained)',
+    });
+    new CfnOutput(this, 'SandboxImageCompressedBytes', {
+      value: new ImageSize(this, 'SandboxImageSize', { image: this.sandboxes.image, logGroup: this.functionLogs })
+        .bytes,
+      description:
+        'The sandbox image as ECR stores it (compressed layers), read at deploy time: zstd under 250 MB, else a SOCI index',
     });
     new CfnOutput(this, 'SecretsKeyId', { value: this.secretsKey.keyId, description: 'KMS key that seals secrets' });
     new CfnOutput(this, 'AlarmTopicArn', {

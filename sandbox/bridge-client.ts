@@ -178,7 +178,8 @@ export class BridgeClient implements SnapshotBridge {
 
 /**
  * A standby's client of its pool routes, with its pool credential: check in with its public key,
- * then wait (each call its heartbeat) for the binding a claim writes. The credential reaches nothing else.
+ * then wait (each call its heartbeat) for the binding a claim writes, woken on its pool socket where
+ * there is one (pool-channel.ts). The credential reaches nothing else.
  */
 export class PoolClient {
   constructor(
@@ -194,6 +195,13 @@ export class PoolClient {
 
   wait(waitSeconds: number): Promise<PoolWaitResponse> {
     return this.call('GET', 'poolWait', `?wait=${waitSeconds}`, undefined, (waitSeconds + 15) * 1000);
+  }
+
+  /** The pool socket (AWS): the bridge socket with the standby in the query and the pool credential in a header. */
+  socketTarget(socketUrl: string): { url: string; headers: Record<string, string> } {
+    const url = new URL(socketUrl);
+    url.searchParams.set('standby_id', this.standbyId);
+    return { url: url.href, headers: { 'x-session-api-key': this.token } };
   }
 
   private async call<T>(

@@ -154,83 +154,37 @@ export class CommandChannel {
   }
 
   /**
-   * One connection, from open to close. False when it never opened (refused, unreachable). While it
-   * is open, commands arrive as pushes; it ends on the signal, a missed pong, an error, the server
-   * closing it, or at `maxAgeMs` (the caller reconnects at once).
+   * One connection, from open to close (`socketSession`). False when it never opened (refused,
+   * unreachable). While it is open, commands arrive as pushes.
    */
   private async socketSession(socketUrl: string): Promise<boolean> {
-    const { WebSocket } = await import('ws');
     const target = this.o.bridge.socketTarget(socketUrl);
-    const ws = new WebSocket(target.url, { headers: target.headers, handshakeTimeout: 10_000 });
-    const opened = await new Promise<boolean>((resolve) => {
-      ws.once('open', () => resolve(true));
-      ws.once('unexpected-response', (_req, res) => {
-        this.o.log('warn', 'The command socket refused the connection', { status: res.statusCode });
-        ws.terminate();
-        resolve(false);
-      });
-      ws.once('error', (err) => {
-        this.o.log('warn', 'The command socket failed to open', { error: err.message });
-        resolve(false);
-      });
-      ws.once('close', () => resolve(false));
-    });
-    if (!opened || this.o.signal.aborted) {
-      ws.terminate();
-      return opened;
-    }
-    this.socketOpen = true;
-    this.o.log('info', 'Command socket open');
-    let answered = true;
-    let ended = false;
-    await new Promise<void>((resolve) => {
-      const end = (why: string, kill = false) => {
-        if (ended) return;
-        ended = true;
-        clearInterval(pinger);
-        clearTimeout(rotate);
-        clearTimeout(pongWait);
-        this.o.signal.removeEventListener('abort', onAbort);
-        if (!kill && ws.readyState === ws.OPEN) ws.close(1000, why);
-        else ws.terminate();
-        resolve();
-      };
-      const onAbort = () => end('stopping');
-      let pongWait: NodeJS.Timeout | undefined;
-      const pinger = setInterval(() => {
-        ws.send(JSON.stringify({ action: 'ping' }));
-        // An earlier ping still waiting keeps its deadline: pings never postpone it.
-        if (pongWait) return;
-        answered = false;
-        pongWait = setTimeout(() => {
-          pongWait = undefined;
-          if (answered) return;
-          this.o.log('warn', 'The command socket did not answer a ping; reconnecting');
-          end('no pong', true);
-        }, this.pongTimeoutMs);
-      }, this.pingMs);
-      const rotate = setTimeout(() => end('reconnecting before the connection limit'), this.maxAgeMs);
-      this.o.signal.addEventListener('abort', onAbort, { once: true });
-      ws.on('message', (data) => {
-        answered = true;
-        this.onMessage(String(data));
-      });
-      ws.once('close', () => end('closed'));
-      ws.once('error', (err) => {
-        this.o.log('warn', 'Command socket error', { error: err.message });
-        end('error');
-      });
-      // Whatever was queued while no socket was open (and before this one was recorded).
-      void this.fetchQueue(0).catch((err: unknown) => {
-        this.o.log('warn', 'Fetching commands after connecting failed; retrying on a new connection', {
-          error: (err as Error).message,
+    const opened = await socketSession({
+      name: 'command socket',
+      ...target,
+      signal: this.o.signal,
+      log: this.o.log,
+      pingMs: this.pingMs,
+      pongTimeoutMs: this.pongTimeoutMs,
+      maxAgeMs: this.maxAgeMs,
+      onOpen: (end) => {
+        this.socketOpen = true;
+        this.o.log('info', 'Command socket open');
+        // Whatever was queued while no socket was open (and before this one was recorded).
+        void this.fetchQueue(0).catch((err: unknown) => {
+          this.o.log('warn', 'Fetching commands after connecting failed; retrying on a new connection', {
+            error: (err as Error).message,
+          });
+          end('fetch failed');
         });
-        end('fetch failed');
-      });
+      },
+      onMessage: (text) => this.onMessage(text),
     });
-    this.socketOpen = false;
-    this.o.log('info', 'Command socket closed');
-    return true;
+    if (this.socketOpen) {
+      this.socketOpen = false;
+      this.o.log('info', 'Command socket closed');
+    }
+    return opened;
   }
 
   private onMessage(text: string): void {
@@ -312,4 +266,92 @@ export class CommandChannel {
     }
     for (const resolve of this.idle.splice(0)) resolve();
   }
+}
+
+export interface SocketSessionOptions {
+  /** What the log lines call it ('command socket', 'pool socket'). */
+  name: string;
+  /** `wss://...` with its query. */
+  url: string;
+  /** The credential (a header: never in the URL, which access logs keep). */
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  log: Log;
+  pingMs: number;
+  pongTimeoutMs: number;
+  maxAgeMs: number;
+  /** The connection is open; `end` closes it (the caller reconnects). */
+  onOpen(end: (why: string) => void): void;
+  onMessage(text: string): void;
+}
+
+/**
+ * One connection to an API Gateway WebSocket, from open to close, under API Gateway's limits: a ping
+ * every `pingMs` (under the 10-minute idle limit), dropped when nothing answers within `pongTimeoutMs`,
+ * closed at `maxAgeMs` (before the 2-hour limit). Resolves false when it never opened (refused,
+ * unreachable), true once an open connection ended (the signal, a missed pong, an error, the server
+ * closing it, `maxAgeMs`, or `end`). The sandbox's command socket and a standby's pool socket use it.
+ */
+export async function socketSession(o: SocketSessionOptions): Promise<boolean> {
+  const { WebSocket } = await import('ws');
+  const ws = new WebSocket(o.url, { headers: o.headers, handshakeTimeout: 10_000 });
+  const opened = await new Promise<boolean>((resolve) => {
+    ws.once('open', () => resolve(true));
+    ws.once('unexpected-response', (_req, res) => {
+      o.log('warn', `The ${o.name} refused the connection`, { status: res.statusCode });
+      ws.terminate();
+      resolve(false);
+    });
+    ws.once('error', (err) => {
+      o.log('warn', `The ${o.name} failed to open`, { error: err.message });
+      resolve(false);
+    });
+    ws.once('close', () => resolve(false));
+  });
+  if (!opened || o.signal.aborted) {
+    ws.terminate();
+    return opened;
+  }
+  let answered = true;
+  let ended = false;
+  await new Promise<void>((resolve) => {
+    const end = (why: string, kill = false) => {
+      if (ended) return;
+      ended = true;
+      clearInterval(pinger);
+      clearTimeout(rotate);
+      clearTimeout(pongWait);
+      o.signal.removeEventListener('abort', onAbort);
+      if (!kill && ws.readyState === ws.OPEN) ws.close(1000, why);
+      else ws.terminate();
+      resolve();
+    };
+    const onAbort = () => end('stopping');
+    let pongWait: NodeJS.Timeout | undefined;
+    const pinger = setInterval(() => {
+      ws.send(JSON.stringify({ action: 'ping' }));
+      // An earlier ping still waiting keeps its deadline: pings never postpone it.
+      if (pongWait) return;
+      answered = false;
+      pongWait = setTimeout(() => {
+        pongWait = undefined;
+        if (answered) return;
+        o.log('warn', `The ${o.name} did not answer a ping; reconnecting`);
+        end('no pong', true);
+      }, o.pongTimeoutMs);
+    }, o.pingMs);
+    const rotate = setTimeout(() => end('reconnecting before the connection limit'), o.maxAgeMs);
+    o.signal.addEventListener('abort', onAbort, { once: true });
+    ws.on('message', (data) => {
+      answered = true;
+      o.onMessage(String(data));
+    });
+    ws.once('close', () => end('closed'));
+    ws.once('error', (err) => {
+      o.log('warn', `${o.name[0]!.toUpperCase()}${o.name.slice(1)} error`, { error: err.message });
+      end('error');
+    });
+    o.onOpen((why) => end(why));
+  });
+  return true;
 }

@@ -9,7 +9,9 @@
  * (AWS: the workspace is restored from its snapshot at start, saved after agent steps that changed
  * files and at stop, through the bridge's presigned requests); SANDBOX_IMAGE_CHECK=1 (a user's image:
  * exits with a code naming what the agent needs and the image lacks); BRIDGE_SOCKET_URL (AWS, from the task
- * definition: the WebSocket commands are pushed over; unset, the program long-polls); POLL_WAIT_SECONDS and, locally,
+ * definition: the WebSocket commands are pushed over, and a standby's wake-up; unset, the program long-polls);
+ * POOL_HEARTBEAT_SECONDS (a standby on its pool socket: how often it calls its wait route, default 20, under the
+ * claim's 30 s freshness); POLL_WAIT_SECONDS and, locally,
  * SANDBOX_PARENT_PID (the server: the program exits when it is gone) or, contained (bubblewrap,
  * Seatbelt) where the server cannot be seen, SANDBOX_PARENT_STDIN=1 (stdin is a pipe the server
  * holds: its end means the server is gone, even after a kill -9) optionally.
@@ -20,6 +22,7 @@ import { constants, generateKeyPairSync, privateDecrypt } from 'node:crypto';
 import { BridgeClient, isUnauthorized, PoolClient, type BridgeCommand } from './bridge-client.ts';
 import { CommandChannel, sleep } from './command-channel.ts';
 import { missingTool } from './image-check.ts';
+import { PoolChannel } from './pool-channel.ts';
 import { Snapshotter } from './snapshots.ts';
 import { parsePayload, readWorkspace, replyBody } from './workspace-reads.ts';
 import { conversationCommands, WORKSPACE_READ_COMMAND, type PoolBinding } from '#shared/protocol.ts';
@@ -88,8 +91,9 @@ function required(name: string): string {
 
 /**
  * A warm standby (STANDBY_ID and POOL_TOKEN instead of SANDBOX_ID and ENROLLMENT_TOKEN): checks in
- * on its pool routes with a fresh RSA public key and waits (each wait its heartbeat) until a claim
- * binds it to a sandbox. The binding's enrollment token is sealed to that key; it is then exchanged
+ * on its pool routes with a fresh RSA public key and waits until a claim binds it to a sandbox: on its
+ * pool socket where BRIDGE_SOCKET_URL is set (woken by the claim, a `wait=0` call every 20 s its
+ * heartbeat), else by long-polling (each wait its heartbeat; pool-channel.ts). The binding's enrollment token is sealed to that key; it is then exchanged
  * at the sandbox's check-in exactly as a cold start exchanges the one in its environment. Returns
  * null when drained or stopped first.
  */
@@ -117,25 +121,23 @@ async function waitForBinding(
     }
   }
   log('info', 'Standing by', { standbyId });
-  for (let failures = 0; !signal.aborted; ) {
-    try {
-      const out = await pool.wait(wait);
-      failures = 0;
-      if (out.stop) return null;
-      if (out.binding) {
-        const token = privateDecrypt(
-          { key: privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-          Buffer.from(out.binding.enrollment_sealed, 'base64'),
-        ).toString();
-        log('info', 'Bound', { standbyId, sandboxId: out.binding.sandbox_id });
-        return { sandboxId: out.binding.sandbox_id, enrollmentToken: token, paths: out.binding.paths };
-      }
-    } catch (err) {
-      if (isUnauthorized(err) || signal.aborted || ++failures > 8) return null;
-      await sleep(500 * 2 ** Math.min(failures, 4), signal);
-    }
-  }
-  return null;
+  const out = await new PoolChannel({
+    pool,
+    socketUrl: process.env.BRIDGE_SOCKET_URL || undefined,
+    waitSeconds: wait,
+    signal,
+    log,
+    ...(Number(process.env.POOL_HEARTBEAT_SECONDS) > 0
+      ? { heartbeatMs: Number(process.env.POOL_HEARTBEAT_SECONDS) * 1000 }
+      : {}),
+  }).run();
+  if (!out?.binding) return null;
+  const token = privateDecrypt(
+    { key: privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+    Buffer.from(out.binding.enrollment_sealed, 'base64'),
+  ).toString();
+  log('info', 'Bound', { standbyId, sandboxId: out.binding.sandbox_id });
+  return { sandboxId: out.binding.sandbox_id, enrollmentToken: token, paths: out.binding.paths };
 }
 
 /** The program; resolves to its exit code. */

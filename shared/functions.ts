@@ -99,12 +99,13 @@ export const sweeperFunction = {
 /**
  * The bridge socket's `$connect` (infra/constructs/bridge-socket.ts): a sandbox program opens a
  * WebSocket with its own session key; the connection is recorded on its sandbox, where the routes
- * that queue commands push them (docs/architecture.md, "Bridge socket").
+ * that queue commands push them (docs/architecture.md, "Bridge socket"). pool: a warm-pool standby's
+ * pool socket, recorded on its pool item with its pool credential (the claim's wake-up goes there).
  */
 export const bridgeSocketConnectFunction = {
   id: 'bridgeSocketConnect',
   entry: 'functions/bridge/socket-connect.ts',
-  tables: { sandboxes: 'write' },
+  tables: { sandboxes: 'write', pool: 'write' },
   async: false,
 } as const satisfies EventFunctionDef;
 

@@ -16,9 +16,10 @@ const operatorPause = ['signin', 'ecs:stop', 'ecs:describe', 'stream:close', 'sp
 const sandboxLaunch = ['specs', 'ecs:run', 'ecs:stop', 'ecs:describe', 'ecs:task-definitions', 'prices'] as const;
 /**
  * Starting or resuming: the launch, the plans (the organization's running limit, the resource factor), and for
- * the warm pool claiming a standby (table `pool`) and asking for the refill after it (`pool:refill`).
+ * the warm pool claiming a standby (table `pool`), asking for the refill after it (`pool:refill`), setting off
+ * its binding deadline (`pool:deadline`) and waking the standby on its pool socket (`commands:push`).
  */
-const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill', 'pool:deadline'] as const;
+const sandboxStart = [...sandboxLaunch, 'plans', 'pool:refill', 'pool:deadline', 'commands:push'] as const;
 /** The warm pool's claim: the standby's item, and the user's and organization's status (a suspended account never claims). */
 const poolClaim = { pool: 'write', users: 'read', orgs: 'read' } as const;
 /**
@@ -380,7 +381,7 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -567,7 +568,7 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
+    capabilities: ['seal', 'unseal', ...sandboxStart, 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,

@@ -2,6 +2,7 @@ import { resumeSandbox } from '#shared/sandboxes/operations.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
@@ -26,6 +27,8 @@ export const handler = awsRoute(
     poolStore,
     poolRefill,
     poolDeadline,
+    // The claim's wake-up on the standby's pool socket.
+    commandPush,
     prices,
   },
   { sandboxes, poolClaims },

@@ -3,6 +3,7 @@ import { sandboxes } from '#shared/services/sandboxes.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
+import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { idempotencyStore } from '#shared/wiring/aws/idempotency.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
@@ -29,6 +30,8 @@ export const handler = awsRoute(
     poolStore,
     poolRefill,
     poolDeadline,
+    // The claim's wake-up on the standby's pool socket.
+    commandPush,
     prices,
   },
   { sandboxes, idempotency, poolClaims },

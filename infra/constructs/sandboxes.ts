@@ -51,6 +51,8 @@ export class SandboxInfra extends Construct {
   readonly workspaces: Bucket;
   readonly taskRole: Role;
   readonly executionRole: Role;
+  /** The sandbox image, built and pushed by `cdk deploy` (its compressed size: infra/constructs/image-size.ts). */
+  readonly image: DockerImageAsset;
   readonly familyPrefix: string;
   readonly taskDefinitions: {
     spec: Config['sandboxSpecs'][number];
@@ -119,12 +121,13 @@ export class SandboxInfra extends Construct {
       description: 'ECS agent for sandbox tasks: pulls the image, writes the logs',
     });
 
-    const image = new DockerImageAsset(this, 'Image', {
+    this.image = new DockerImageAsset(this, 'Image', {
       directory: REPO_ROOT,
       file: 'sandbox/Dockerfile',
       platform: Platform.LINUX_ARM64,
       outputs: [SANDBOX_IMAGE_OUTPUT],
     });
+    const image = this.image;
     const logGroup = new LogGroup(this, 'Logs', { retention: props.retention, removalPolicy: RemovalPolicy.DESTROY });
 
     this.familyPrefix = `${Stack.of(this).stackName}-sandbox-`;

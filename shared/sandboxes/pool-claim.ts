@@ -3,6 +3,7 @@ import { logger } from '#shared/logging.ts';
 import type { PoolBinding } from '#shared/protocol.ts';
 import type { SpecRegistry } from '#shared/sandbox-specs/spec-registry.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
+import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { FRESH_HEARTBEAT_MS, hasPool, type PoolStore, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { STANDBY_STATE } from '#shared/sandboxes/records.ts';
@@ -38,6 +39,12 @@ export interface WarmPoolDeps {
   refill: PoolRefill | null;
   /** The claims' binding deadline; null where the sweep alone finds overdue claims (the sweeper's own retried starts). */
   deadline: PoolDeadline | null;
+  /**
+   * Wakes a claimed standby on its pool socket (AWS: PostToConnection on the bridge socket API); null where
+   * standbys long-poll (locally) or the function holds no push (the sweeper: its claims' standbys take the
+   * binding at their next heartbeat, within 20 s).
+   */
+  push: CommandPush | null;
   now?: () => Date;
 }
 
@@ -52,6 +59,12 @@ export interface Claimed {
 
 /** The in-process signal that wakes a standby's long-poll. */
 export const wakeKey = (standbyId: string) => `pool:${standbyId}`;
+
+/**
+ * What the claim pushes on a standby's pool socket: fetch (the wait route with `wait=0`, which delivers the
+ * binding once and kills the pool credential). The binding itself never travels over the socket.
+ */
+export const POOL_WAKE = '{"fetch":true}';
 
 /**
  * The warm pool's claim, what the functions that start sandboxes carry of the pool (the standbys'
@@ -132,7 +145,7 @@ export class PoolClaims {
       try {
         const bound = await standbys.bindStandby(claimed.id, claimed.ref ?? '', start);
         commandQueued(wakeKey(claimed.id));
-        await asked;
+        await Promise.all([asked, this.wake(claimed)]);
         logger.info('pool.claimed', { standbyId: claimed.id, sandboxId: start.sandboxId, specId: spec.id });
         return {
           standbyId: claimed.id,
@@ -151,6 +164,21 @@ export class PoolClaims {
     }
     await this.refillSoon(spec.id);
     return { cold: candidates.length ? 'every ready standby was claimed by a racing start' : 'no standby was ready' };
+  }
+
+  /**
+   * Best effort: a wake-up that fails (the connection gone, the push refused) fails no claim. The standby's
+   * next heartbeat (the wait route, every 20 s) takes the binding, and the binding deadline (10 s) replaces a
+   * standby that does not by a cold start.
+   */
+  protected async wake(s: StandbyRecord): Promise<void> {
+    if (!s.connectionId || !this.deps.push) return;
+    try {
+      if (!(await this.deps.push.send(s.connectionId, POOL_WAKE)))
+        logger.warn('pool.wake-gone', { standbyId: s.id, sandboxId: s.sandboxId });
+    } catch (err) {
+      logger.warn('pool.wake-failed', { standbyId: s.id, sandboxId: s.sandboxId, error: err as Error });
+    }
   }
 
   /** Best effort: without its deadline a claim not acknowledged is found by the per-minute sweep. */

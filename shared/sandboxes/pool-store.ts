@@ -32,6 +32,11 @@ export interface StandbyRecord {
   publicKey?: string;
   /** The runtime's handle (pid, task ARN). */
   ref?: string;
+  /**
+   * The pool socket (AWS): the bridge socket's connection the standby opened with its pool credential,
+   * recorded by `$connect`; the claim pushes it a wake-up. Locally none: standbys long-poll.
+   */
+  connectionId?: string;
   /** What the standby was started from (the task definition ARN; locally the spec as configured): a change drains it. */
   revision: string;
   /** Fargate capacity provider it runs on (`FARGATE` or `FARGATE_SPOT`); locally `process`. */

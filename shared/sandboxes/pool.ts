@@ -28,6 +28,22 @@ export interface PoolSweep {
     return rec && sameHash(rec.tokenHash, sha256(key)) ? rec : null;
   }
 
+  /**
+   * The pool socket's `$connect` (AWS, the bridge socket with `?standby_id=`): the standby's own pool
+   * credential, while it is `ready` (checked in), records the connection on its item with a
+   * conditional write on the version it read, so a claim or drain meanwhile refuses it (the program
+   * then long-polls and takes its binding or stop). The connection gets only the claim's wake-up
+   * (`POOL_WAKE`): no sandbox's commands, since no sandbox records it.
+   */
+  async connectSocket(standbyId: string | undefined, key: string | undefined, connectionId: string): Promise<boolean> {
+    if (!standbyId || !/^sb_[0-9a-f]{32}$/.test(standbyId)) return false;
+    const rec = await this.admitted(standbyId, key);
+    if (rec?.status !== 'ready') return false;
+    const ok = Boolean(await this.deps.store.updateStandby(rec.id, rec.version, { connectionId }));
+    if (ok) logger.info('pool.socket', { standbyId });
+    return ok;
+  }
+
   /** The standby checks in with its public key: `ready` from here, claimable while it keeps waiting. */
   async checkIn(
     standby: StandbyRecord | undefined,

@@ -254,7 +254,7 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
     });
   });
 
-  it('lets exactly the functions that queue commands post to its connections, and nothing else of any API', () => {
+  it('lets exactly the functions that queue commands or wake a claimed standby post to its connections, and nothing else of any API', () => {
     const posting = [...stack.functions]
       .filter(([, { access }]) => access.capabilities?.includes('commands:push'))
       .map(([id]) => id);
@@ -278,6 +278,9 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
         'workspaceGitDiff',
         'agentGitChanges',
         'agentGitDiff',
+        // A warm-pool claim wakes the standby on its pool socket.
+        'startSandbox',
+        'resumeSandbox',
       ].sort(),
     );
     const granted: string[] = [];
@@ -301,14 +304,15 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
     expect(granted.sort()).toEqual(posting.sort());
   });
 
-  it('gives sandbox programs its URL in every spec task definition; the connect function reads only the sandboxes table', () => {
+  it('gives sandbox programs its URL in every spec task definition; the connect function holds the sandboxes and pool tables alone', () => {
     for (const { taskDefinition } of stack.sandboxes.taskDefinitions) {
       const env = resources[logicalId(taskDefinition.node.defaultChild)]!.Properties.ContainerDefinitions[0]
         .Environment as Json[];
       expect(env.map((e) => e.Name)).toEqual(['BRIDGE_SOCKET_URL']);
     }
     const connect = stack.functions.get(bridgeSocketConnectFunction.id)!;
-    expect(connect.access.tables).toEqual({ sandboxes: 'write' });
+    // pool: a standby's pool socket, recorded on its pool item.
+    expect(connect.access.tables).toEqual({ sandboxes: 'write', pool: 'write' });
     expect(connect.access.capabilities).toBeUndefined();
   });
 });
@@ -439,7 +443,8 @@ describe('functions', () => {
     expected.push('streamConnect', 'streamDisconnect', 'streamMessage', 'streamResend', 'sandboxSnapshotsDelete');
     expected.push('poolRefill', 'usageReconcile', 'billingExport');
     expect([...stack.functions.keys()].sort()).toEqual(expected.sort());
-    expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length);
+    // Plus CDK's own provider of the image size custom resource (infra/constructs/image-size.ts), run only at deploys.
+    expect(ofType('AWS::Lambda::Function')).toHaveLength(expected.length + 1);
   });
 
   it('runs every function on ARM64, Node 22 or newer, traced, logging JSON to the shared log group', () => {
@@ -719,6 +724,35 @@ describe('sandbox infrastructure', () => {
       'force-compression': 'true',
       'oci-mediatypes': 'true',
     });
+  });
+
+  it("outputs the image's compressed size: ECR's DescribeImages of the pushed tag at deploy time, by a role that may do nothing else", () => {
+    const sizes = ofType('Custom::SandboxImageSize');
+    expect(sizes).toHaveLength(1);
+    const [id, size] = sizes[0]!;
+    expect(template.toJSON().Outputs.SandboxImageCompressedBytes.Value).toEqual({
+      'Fn::GetAtt': [id, 'imageDetails.0.imageSizeInBytes'],
+    });
+    // The call, as the provider runs it at create and at each update (a new image tag is a new call).
+    const create = JSON.stringify(size.Properties.Create);
+    const update = JSON.stringify(size.Properties.Update);
+    const tag = stack.sandboxes.image.imageTag;
+    for (const call of [create, update]) {
+      expect(call).toContain('\\"service\\":\\"ECR\\"');
+      expect(call).toContain('\\"action\\":\\"describeImages\\"');
+      expect(call).toContain(`\\"imageIds\\":[{\\"imageTag\\":\\"${tag}\\"}]`);
+      expect(call).toContain(`\\"physicalResourceId\\":{\\"id\\":\\"${tag}\\"}`);
+      expect(call).toContain('imageDetails.0.imageSizeInBytes');
+    }
+    // The provider's role: DescribeImages on the assets repository, nothing else.
+    const policies = ofType('AWS::IAM::Policy').filter(([pid]) =>
+      pid.startsWith('SandboxImageSizeDescribeCustomResourcePolicy'),
+    );
+    expect(policies).toHaveLength(1);
+    const statements = policies[0]![1].Properties.PolicyDocument.Statement as Json[];
+    expect(statements.map((st) => st.Action)).toEqual(['ecr:DescribeImages']);
+    expect(JSON.stringify(statements[0]!.Resource)).toContain('container-assets');
+    expect(JSON.stringify(statements[0]!.Resource)).not.toContain('*');
   });
 
   it('keeps workspace snapshots in a private, encrypted, TLS-only, lifecycle-managed bucket', () => {

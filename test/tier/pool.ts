@@ -46,6 +46,9 @@ export const standbys = async (tier: TierStack) =>
       id: i.id!.S!,
       status: i.status!.S!,
       ref: i.ref?.S,
+      /** Its pool socket's connection, as `$connect` recorded it. */
+      connectionId: i.connectionId?.S,
+      heartbeatAt: i.heartbeatAt?.S,
     }));
 
 /** Waits until at least `n` standbys are ready. */

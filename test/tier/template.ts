@@ -127,6 +127,9 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
       const machine = arn('states', `stateMachine:${p.StateMachineName ?? id}`);
       return { ref: machine, atts: { Arn: machine, Name: p.StateMachineName ?? id } };
     }
+    case 'Custom::SandboxImageSize':
+      // ECR's size of the pushed image, known only in a deployment (infra/constructs/image-size.ts): none here.
+      return { ref: id, atts: { 'imageDetails.0.imageSizeInBytes': '0' } };
     case 'AWS::CloudFront::Function':
       return {
         ref: arn('cloudfront', `function/${id}`, ''),

@@ -3,11 +3,12 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { createKey, until } from '#test/tier/flows.ts';
 import { estimatedStartDelays, type EcsTask } from '#test/tier/aws.ts';
 import { operator, ready, standbys, withPool as poolIn } from '#test/tier/pool.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { withoutAction, type Template } from '#test/tier/template.ts';
+import { ofType, withoutAction, type Template } from '#test/tier/template.ts';
 
 /*
  * The warm pool on the synthesized stack (test/tier/README.md): the default spec given a pool of 2
@@ -29,6 +30,39 @@ const envOf = (task: EcsTask) =>
       e.value,
     ]),
   );
+
+/** The standby's wait route calls through the HTTP API (status 0: still in flight, a long-poll waiting). */
+const waitCalls = (tier: TierStack, standbyId: string) =>
+  tier.api.records.filter((r) => r.path === `/api/v1/pool/standbys/${standbyId}/wait`);
+
+/**
+ * Ready standbys on their pool sockets: the connection `$connect` recorded on the item, open, and the
+ * `wait=0` call the program makes once connected already made (its heartbeat is later than the
+ * connection): a claim before that call would be found by it, not by the wake-up.
+ */
+const onSockets = (tier: TierStack, n: number) =>
+  until(
+    tier,
+    `${n} standby(s) on their pool sockets`,
+    async () =>
+      (await standbys(tier)).filter((s) => {
+        const c = s.connectionId ? tier.bridgeSocket.connections.get(s.connectionId) : undefined;
+        return s.status === 'ready' && c?.open && Date.parse(s.heartbeatAt ?? '') >= c.connectedAt;
+      }),
+    (l) => l.length >= n,
+  );
+
+/** Opens the bridge socket with `query` and `headers`: 101 when it opened (then closed at once), else the refusal's status. */
+const socketAttempt = (tier: TierStack, query: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve) => {
+    const ws = new WebSocket(`${tier.bridgeSocket.url}/${tier.bridgeSocket.stage}?${query}`, { headers });
+    ws.once('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once('error', () => resolve(0));
+  });
 
 /** Start -> RUNNING as the API reports it, in ms, and the sandbox's phases. */
 async function timedStart(tier: TierStack, key: string) {
@@ -96,7 +130,8 @@ describe('the warm pool, as deployed', () => {
   }, 90_000);
 
   it('a start claims a standby: RUNNING within 1.5 s where the cold start took the delays, and the pool refills', async () => {
-    const [before] = await ready(tier, POOL.size);
+    // Standbys waiting on their pool sockets (one that just checked in takes a claim at its first wait=0 instead).
+    const [before] = await onSockets(tier, POOL.size);
     expect(before).toBeDefined();
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
@@ -109,6 +144,58 @@ describe('the warm pool, as deployed', () => {
     await ready(tier, POOL.size);
     expect(tier.aws.denials).toEqual([]);
   }, 90_000);
+
+  it('standbys wait on their pool sockets, not in a long-poll: the claim wakes one (PostToConnection) and it takes its binding at once', async () => {
+    const waiting = await onSockets(tier, POOL.size);
+    // No standby has a wait call in flight: none long-polls (each call is a wait=0 on the socket).
+    for (const s of waiting) expect(waitCalls(tier, s.id).filter((r) => r.status === 0)).toEqual([]);
+    const before = new Map(waiting.map((s) => [s.id, waitCalls(tier, s.id).length]));
+    const pushesBefore = tier.aws.calls.filter((c) => c.operation === 'execute-api:ManageConnections').length;
+    const warm = await timedStart(tier, key);
+    expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
+    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
+    const claimed = (await standbys(tier)).find((s) => before.has(s.id) && s.status === 'delivered');
+    expect(claimed, 'a standby that was on its socket took the binding').toBeDefined();
+    // The wake-up: PostToConnection by the start route's own role, allowed by its ManageConnections grant (the
+    // SDK may repeat a post whose connection reset: a second wake-up finds the binding taken and asks nothing).
+    const startRole = tier.lambda.byName('startSandbox').roleArn;
+    const pushes = tier.aws.calls.slice(pushesBefore).filter((c) => c.operation === 'execute-api:ManageConnections');
+    expect(pushes.length).toBeGreaterThanOrEqual(1);
+    for (const p of pushes)
+      expect(p).toEqual({ principal: startRole, operation: 'execute-api:ManageConnections', allowed: true });
+    // Taken through the wait route once woken (one call, or two if its 20 s heartbeat fell in the same second).
+    const after = waitCalls(tier, claimed!.id).length - before.get(claimed!.id)!;
+    expect(after).toBeGreaterThanOrEqual(1);
+    expect(after).toBeLessThanOrEqual(2);
+    // Delivered, its pool credential is dead: the pool socket refuses it too.
+    const token = envOf(tier.aws.tasks.get(claimed!.ref!)!).POOL_TOKEN as string;
+    expect(await socketAttempt(tier, `standby_id=${claimed!.id}`, { 'x-session-api-key': token })).toBe(401);
+    expect(tier.aws.denials).toEqual([]);
+  }, 90_000);
+
+  it("the pool socket takes a standby's credential for its own item only: not another standby's, not a sandbox's; a sandbox's key is no standby's", async () => {
+    const [a, b] = await onSockets(tier, 2);
+    const tokenA = envOf(tier.aws.tasks.get(a!.ref!)!).POOL_TOKEN as string;
+    const victim = (await tier.call('GET', '/api/v1/sandboxes/search', { key })).body.items.find(
+      (s: { status: string }) => s.status === 'RUNNING',
+    ).id as string;
+    const victimKey = (await tier.sandboxKey(victim))!;
+    const pool = { 'x-session-api-key': tokenA };
+    // Another pool item registered with this credential: refused.
+    expect(await socketAttempt(tier, `standby_id=${b!.id}`, pool)).toBe(401);
+    // A sandbox's socket (its commands) with a pool credential: refused, alone or beside its own standby id.
+    expect(await socketAttempt(tier, `sandbox_id=${victim}`, pool)).toBe(401);
+    expect(await socketAttempt(tier, `standby_id=${a!.id}&sandbox_id=${victim}`, pool)).toBe(401);
+    // A sandbox's session key, or a user's key, as a standby: refused.
+    expect(await socketAttempt(tier, `standby_id=${a!.id}`, { 'x-session-api-key': victimKey })).toBe(401);
+    expect(await socketAttempt(tier, `standby_id=${a!.id}`, { 'x-session-api-key': key })).toBe(401);
+    expect(await socketAttempt(tier, `standby_id=${a!.id}`, {})).toBe(401);
+    // Nothing was recorded: each standby still has its own connection, and the victim's socket is its own.
+    const now = await standbys(tier);
+    expect(now.find((s) => s.id === a!.id)?.connectionId).toBe(a!.connectionId);
+    expect(now.find((s) => s.id === b!.id)?.connectionId).toBe(b!.connectionId);
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
 
   it("the standby credential reaches nothing but its own pool routes: no user's data, no sandbox's bridge", async () => {
     const [standby] = await ready(tier, 1);
@@ -152,7 +239,7 @@ describe('the warm pool, as deployed', () => {
       120_000,
     );
     expect(snapshot).toBeDefined();
-    await ready(tier, POOL.size);
+    await onSockets(tier, POOL.size);
     const began = Date.now();
     expect((await tier.call('POST', `/api/v1/sandboxes/${first.id}/resume`, { key })).status).toBe(200);
     const running = await until(
@@ -247,7 +334,7 @@ describe('the warm pool, as deployed', () => {
   }, 90_000);
 });
 
-describe("mutation: the sandbox start's grant to invoke the pool's refill removed", () => {
+describe("mutation: the sandbox start's grants to invoke the pool's refill and to push on the bridge socket removed", () => {
   let tier: TierStack;
   beforeAll(async () => {
     tier = await startTier({
@@ -255,6 +342,14 @@ describe("mutation: the sandbox start's grant to invoke the pool's refill remove
         withPool(t);
         // The sandbox start's only invoke is the refill's.
         expect(withoutAction(t, 'lambda:InvokeFunction', 'startSandbox')).toBeGreaterThan(0);
+        // Its only push is a claimed standby's wake-up.
+        expect(withoutAction(t, 'execute-api:ManageConnections', 'startSandbox')).toBeGreaterThan(0);
+        // Standbys heartbeat once a minute here: no heartbeat's wait call delivers the binding before the 10 s deadline.
+        for (const [, r] of ofType(t, 'AWS::ECS::TaskDefinition'))
+          r.Properties.ContainerDefinitions[0].Environment = [
+            ...(r.Properties.ContainerDefinitions[0].Environment ?? []),
+            { Name: 'POOL_HEARTBEAT_SECONDS', Value: '60' },
+          ];
       },
     });
   }, 120_000);
@@ -277,4 +372,34 @@ describe("mutation: the sandbox start's grant to invoke the pool's refill remove
     );
     expect(await standbys(tier)).toEqual([]);
   }, 60_000);
+
+  it('without the push grant a claim still claims; the standby is never woken, and its binding deadline starts the sandbox cold', async () => {
+    const key = await createKey(tier, 'mutant-push');
+    // The last start opened the pool; its refill was denied, so the sweep (its own grant) tops it up.
+    await tier.bus.runSchedule('SweeperSchedule');
+    const [standby] = await onSockets(tier, 1);
+    expect(standby).toBeDefined();
+    const began = Date.now();
+    const res = await tier.call('POST', '/api/v1/sandboxes', { key });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('STARTING');
+    const sb = await until(
+      tier,
+      'the cold start after the deadline',
+      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${res.body.id}`, { key })).body?.[0],
+      (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+      40_000,
+    );
+    expect(sb.status, tier.explain()).toBe('RUNNING');
+    expect(Date.now() - began).toBeGreaterThanOrEqual(10_000);
+    expect(sb.start_phases.cold_reason).toMatch(/did not take its binding within 10 s/);
+    // The wake-up was denied to the start's role; the claim answered STARTING all the same.
+    expect(
+      tier.aws.denials.filter(
+        (d) =>
+          d.request.action === 'execute-api:ManageConnections' &&
+          d.principal === tier.lambda.byName('startSandbox').roleArn,
+      ),
+    ).toHaveLength(1);
+  }, 90_000);
 });
