@@ -289,7 +289,6 @@ describe('the event stream on the synthesized stack', () => {
     // No credentials at all is first-message auth now (its own test below); a malformed id still refuses at once.
     expect((await openStream(streamUrl('not-an-id', 'resend_mode=all'))).refused).toBe(400);
     const other = await createKey(tier, 'other-streamer');
-    llm.enqueue(reply.finish('other'));
     const mine = await conversationOn(tier, llm, other);
     expect((await openStream(streamUrl(conv.id, `session_api_key=${mine.scoped}`))).refused).toBe(403);
     // Another user's conversation with my own credentials: not found, as on HTTP.
@@ -320,8 +319,8 @@ describe('the event stream on the synthesized stack', () => {
    * Canvas 1.20 in Chromium as a browser meets the service on AWS: Canvas served from its own https
    * origin (the one the synthesis allows by CORS, test/fixtures/cors/tier.json), the stack's `PublicUrl`
    * (`https://<distribution>.cloudfront.net`) as its cloud backend, the socket at `wss://` that host
-   * (test/helpers/https-hosts.ts gives the browser both names on loopback). A user of their own, so
-   * the conversation list and socket counts are theirs alone.
+   * (test/helpers/https-hosts.ts gives the browser both names on loopback). The user is the stream's
+   * (their key from the keys CLI, their settings saved above), with a conversation of its own.
    */
   describe("OpenHands' own clients: the TypeScript client and Agent Canvas in Chromium", () => {
     const CANVAS_ORIGIN: string = JSON.parse(
@@ -329,7 +328,8 @@ describe('the event stream on the synthesized stack', () => {
     )[0];
     const SYNTH =
       'synthesize with the context corsAllowedOrigins of test/fixtures/cors/tier.json, as scripts/test.sh does';
-    let user: string;
+    /** Another user's key, minted by the CLI as the tier mints keys. */
+    let foreignKey: string;
     let cid: string;
     let scoped: string;
     let canvas: AgentCanvas | undefined;
@@ -354,13 +354,13 @@ describe('the event stream on the synthesized stack', () => {
       const ports = await reserveCanvasOrigin();
       const started = await Promise.allSettled([
         (async () => {
-          user = await createKey(tier, 'clients');
-          await settingsRoundTrip(tier, user, llm.baseUrl);
+          // Every reply scripted so far was taken (conversationOn scripts its own), so this one is this conversation's.
+          expect(llm.remaining).toBe(0);
           llm.enqueue(reply.finish('first answer'));
-          cid = (await startConversationV1(tier, user, 'hello clients')).conversationId;
-          scoped = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: user })).body[0]
-            .session_api_key;
+          cid = (await startConversationV1(tier, key, 'hello clients')).conversationId;
+          scoped = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0].session_api_key;
         })(),
+        createKey(tier, 'clients-foreign').then((k) => (foreignKey = k)),
         startAgentCanvas(ports).then((c) => (canvas = c)),
         (async () => {
           hosts = await startHttpsHosts({
@@ -382,7 +382,7 @@ describe('the event stream on the synthesized stack', () => {
     });
 
     it('the TypeScript client on conversation_url through CloudFront, API Gateway and the authorizer: the conversation, events, settings, the list; pause, then a message whose events arrive live over the WebSocket API', async () => {
-      const view = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key: user })).body[0];
+      const view = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0];
       // conversation_url names the public host; the client takes its origin (the emulated CloudFront here).
       expect(new URL(view.conversation_url).origin).toBe(`https://${tier.front.domainName}`);
       const host = tier.front.url;
@@ -414,7 +414,7 @@ describe('the event stream on the synthesized stack', () => {
       expect(((await mine.searchConversations()) as any).items.map((c: any) => c.id)).toEqual([cid]);
       expect(await mine.countConversations()).toBe(1);
       expect(((await mine.getConversations([cid, conv.id])) as any[]).map((c) => c?.id ?? null)).toEqual([cid, null]);
-      const owner = new tsClients.ConversationClient({ host, apiKey: user });
+      const owner = new tsClients.ConversationClient({ host, apiKey: key });
       const listed = ((await owner.searchConversations()) as any).items.find((c: any) => c.id === cid);
       expect(listed).toMatchObject({ title: 'Renamed by the client', execution_status: 'finished' });
       const server = new tsClients.ServerClient({ host, apiKey: scoped });
@@ -472,7 +472,8 @@ describe('the event stream on the synthesized stack', () => {
         30_000,
       );
       await remote.close();
-      // Hostile: another user's key is a 404 on this conversation; this key is refused on theirs.
+      // Hostile: another user's key is a 404 on this conversation; this conversation's key is refused on
+      // another conversation of the same user (HTTP and socket).
       const refused = async (p: Promise<unknown>) =>
         (
           (await p.then(
@@ -486,7 +487,7 @@ describe('the event stream on the synthesized stack', () => {
           new ts.RemoteWorkspace({ host, workingDir: '/workspace/project', apiKey: k }),
           { conversationId: id },
         );
-      expect(await refused(foreign(key, cid).start())).toBe(404);
+      expect(await refused(foreign(foreignKey, cid).start())).toBe(404);
       expect(await refused(foreign(scoped, conv.id).start())).toBe(403);
       expect((await openStream(streamUrl(conv.id, `session_api_key=${scoped}`))).refused).toBe(403);
       expect(tier.aws.denials).toEqual([]);
@@ -499,7 +500,7 @@ describe('the event stream on the synthesized stack', () => {
       const s = await driveCanvas(b, {
         canvasOrigin: CANVAS_ORIGIN,
         apiOrigin,
-        key: user,
+        key,
         reachable: (url) => names.has(url.hostname),
       });
       const page = s.page;
@@ -508,10 +509,7 @@ describe('the event stream on the synthesized stack', () => {
       await page.getByText('Renamed by the client').first().waitFor();
       await b.shot('01-home-connected');
       expect(s.calls).toContain('200 GET /api/keys/current');
-      await s.open('/settings/verification');
-      await page.getByText('Confirmation mode').first().waitFor();
-      await b.shot('02-settings-verification');
-      await s.open('/');
+      // Into the conversation from the list (in the page, no reload): its history, then the composer.
       await page.getByText('Renamed by the client').first().click();
       await page.waitForURL(new RegExp(`/conversations/${cid}`));
       await page.getByText('second answer').first().waitFor();
@@ -522,7 +520,11 @@ describe('the event stream on the synthesized stack', () => {
       // The message went over Canvas's socket (wss:// the public host, first-message auth) to the agent.
       expect(JSON.stringify(llm.requests[before]!.body)).toContain('one more from Canvas');
       await page.getByText('Ran echo canvas-$((6*7))').first().waitFor();
-      await b.shot('03-conversation-live');
+      await b.shot('02-conversation-live');
+      // The settings: its Verification page is built from this API's conversation schema.
+      await s.open('/settings/verification');
+      await page.getByText('Confirmation mode').first().waitFor();
+      await b.shot('03-settings-verification');
       expect(failedCanvasCalls(s.calls)).toEqual([]);
       expect(s.calls.some((c) => c.startsWith('200 GET /api/v1/conversation/'))).toBe(true);
       expect(hosts!.connections[tier.front.domainName]).toBeGreaterThan(0);
