@@ -398,7 +398,7 @@ describe('the event stream on the synthesized stack', () => {
       await canvas?.close();
     });
 
-    it('the TypeScript client on conversation_url through CloudFront, API Gateway and the authorizer: the conversation, events, settings, the list; pause, then a message whose events arrive live over the WebSocket API', async () => {
+    it('the TypeScript client on conversation_url through CloudFront, API Gateway and the authorizer: the conversation, events, settings, the list; a message whose events arrive live over the WebSocket API, paused while its command runs, then run again', async () => {
       const view = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0];
       // conversation_url names the public host; the client takes its origin (the emulated CloudFront here).
       expect(new URL(view.conversation_url).origin).toBe(`https://${tier.front.domainName}`);
