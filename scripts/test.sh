@@ -14,9 +14,11 @@ fi
 if [ "$synth" = 1 ]; then
   log=$(mktemp)
   # With the tier's platform models (test/fixtures/platform-llms/tier.json), so the LLM gateway, its
-  # function URL and CloudFront behaviour are synthesized and run (test/tier/llm-gateway.test.ts).
+  # function URL and CloudFront behaviour are synthesized and run (test/tier/llm-gateway.test.ts), and
+  # the CORS origin Agent Canvas is served from in the tier (test/fixtures/cors/tier.json), as a
+  # deployer names theirs (test/tier/stream.test.ts drives Canvas in Chromium on the deployment).
   # (On one line: the CLI's `-c key=value` keeps a value only up to its first newline.)
-  if ! npm run --silent synth -- -c platformLlms="$(node -p 'JSON.stringify(require("./test/fixtures/platform-llms/tier.json"))')" >"$log" 2>&1; then
+  if ! npm run --silent synth -- -c platformLlms="$(node -p 'JSON.stringify(require("./test/fixtures/platform-llms/tier.json"))')" -c corsAllowedOrigins="$(node -p 'JSON.stringify(require("./test/fixtures/cors/tier.json"))')" >"$log" 2>&1; then
     cat "$log"
     rm -f "$log"
     echo "npm run synth failed: the tier cannot run"

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { reserveCanvasOrigin, startAgentCanvas, type AgentCanvas } from '#test/helpers/agent-canvas.ts';
+import {
+  driveCanvas,
+  failedCanvasCalls,
+  reserveCanvasOrigin,
+  startAgentCanvas,
+  type AgentCanvas,
+  type CanvasSession,
+} from '#test/helpers/agent-canvas.ts';
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
@@ -26,10 +33,9 @@ let browser: Browser;
 let page: Page;
 let dataDir: string;
 let api: ApiCall;
+let canvasPage: CanvasSession;
 /** What Canvas's page asked of the API and what it answered, `STATUS METHOD path`. */
-const calls: string[] = [];
-/** Errors the page logged (fonts and the registry, which the test blocks, left out). */
-const pageErrors: string[] = [];
+let calls: string[] = [];
 /** The conversation the cloud tests open; the one the local mode opens. */
 let opened = '';
 
@@ -46,7 +52,6 @@ const LOCAL_NOT_SERVED = [
   ' /api/auth/workspace-session',
   'PATCH /api/settings', // a conversation key writes no settings (405)
 ];
-const CLOUD = 'acs-cloud';
 const LOCAL = 'acs-local';
 
 /** The conversation's record as the V1 API shows it (its status, sandbox, key). */
@@ -72,18 +77,8 @@ const untilStatus = (id: string, statuses: string[]) =>
     timeoutMs: 60_000,
   });
 
-/** Opens Canvas on `path` with backend `backend` active (its own `?backend=` selection). */
-async function open(path: string, backend = CLOUD): Promise<void> {
-  await page.goto(`${canvas.origin}${path}${path.includes('?') ? '&' : '?'}backend=${backend}`);
-}
-
-/** The composer (a contenteditable), typed into and sent with Enter as a person does. */
-async function send(text: string): Promise<void> {
-  const input = page.getByTestId('chat-input');
-  await input.click();
-  await input.pressSequentially(text);
-  await input.press('Enter');
-}
+const open = (path: string, backend?: string) => canvasPage.open(path, backend);
+const send = (text: string) => canvasPage.send(text);
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does)`);
@@ -108,29 +103,14 @@ beforeAll(async () => {
       })
     ).status,
   ).toBe(200);
-  await browser.context.route(
-    (url) => !/^https?:\/\/(127\.0\.0\.1|localhost)[:/]/.test(url.toString()),
-    (route) => route.abort(),
-  );
-  page.on('response', (r) => {
-    if (r.url().startsWith(server.url))
-      calls.push(`${r.status()} ${r.request().method()} ${r.url().slice(server.url.length)}`);
+  // The API as Canvas's cloud backend with the user's key; the local one is added in its test.
+  canvasPage = await driveCanvas(browser, {
+    canvasOrigin: canvas.origin,
+    apiOrigin: server.url,
+    key: server.key,
+    reachable: (url) => /^(127\.0\.0\.1|localhost)$/.test(url.hostname),
   });
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(m.text());
-  });
-  // Canvas keeps its backends in localStorage, as its "Add backend" dialog stores them: the API as a
-  // cloud backend with the user's key (health check GET /api/keys/current). The local one is added in its test.
-  await browser.context.addInitScript(
-    ({ host, key }) => {
-      if (localStorage.getItem('openhands-backends')) return;
-      localStorage.setItem(
-        'openhands-backends',
-        JSON.stringify([{ id: 'acs-cloud', name: 'ACS', host, apiKey: key, kind: 'cloud', authMode: 'api-key' }]),
-      );
-    },
-    { host: server.url, key: server.key },
-  );
+  calls = canvasPage.calls;
 }, 120_000);
 
 afterEach(async (context) => {
@@ -271,12 +251,5 @@ describe("Agent Canvas 1.20, local mode: a conversation's conversation_url origi
   });
 });
 
-/**
- * Calls the page made that this API failed, apart from what docs/openhands-clients.md lists as not
- * served: automations (`/api/automation/*`) and the workspace reads (another branch builds them).
- */
-function failedCalls(from = calls): string[] {
-  return from.filter(
-    (c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/') && !/\/files\?|\/file\?|\/git\//.test(c),
-  );
-}
+/** Calls the page made that this API failed, apart from what docs/openhands-clients.md lists as not served. */
+const failedCalls = (from = calls): string[] => failedCanvasCalls(from);

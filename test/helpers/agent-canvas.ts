@@ -5,6 +5,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
+import type { Page } from 'playwright-core';
+import type { Browser } from '#test/helpers/browser.ts';
+
+declare const localStorage: { getItem(k: string): string | null; setItem(k: string, v: string): void };
 
 /**
  * Agent Canvas (`@openhands/agent-canvas`, installed as a dev dependency) as its users run it against
@@ -104,4 +108,81 @@ export async function startAgentCanvas(ports: { port: number; staticPort: number
   const page = await fetch(`${origin}/`);
   if (page.status !== 200) throw new Error(`agent-canvas: GET / answered ${page.status}:\n${out}`);
   return { origin, output: () => out, close };
+}
+
+/** The id Canvas's backend list gives this API as a cloud backend (`?backend=` selects it). */
+export const CLOUD_BACKEND = 'acs-cloud';
+
+/** Canvas's page in a browser, driven as a person does, with what it asked of the API recorded. */
+export interface CanvasSession {
+  page: Page;
+  /** What the page asked of the API and what it answered, `STATUS METHOD path`. */
+  calls: string[];
+  /** Errors the page logged (resources the test blocks left out). */
+  pageErrors: string[];
+  /** Opens Canvas on `path` with backend `backend` active (its own `?backend=` selection). */
+  open(path: string, backend?: string): Promise<void>;
+  /** The composer (a contenteditable), typed into and sent with Enter. */
+  send(text: string): Promise<void>;
+}
+
+/**
+ * Points a browser at Canvas (served at `canvasOrigin`) with this API (`apiOrigin`, what a user types as
+ * the backend's host) as its cloud backend and `key` as its API key, the way Canvas's "Add backend"
+ * dialog stores them (localStorage, health check `GET /api/keys/current`). Requests to any URL
+ * `reachable` refuses are aborted (Canvas asks Google Fonts and the npm registry; tests reach no internet).
+ */
+export async function driveCanvas(
+  browser: Browser,
+  options: { canvasOrigin: string; apiOrigin: string; key: string; reachable: (url: URL) => boolean },
+): Promise<CanvasSession> {
+  const { page, context } = browser;
+  const calls: string[] = [];
+  const pageErrors: string[] = [];
+  await context.route(
+    (url) => !options.reachable(url),
+    (route) => route.abort(),
+  );
+  page.on('response', (r) => {
+    if (r.url().startsWith(`${options.apiOrigin}/`))
+      calls.push(`${r.status()} ${r.request().method()} ${r.url().slice(options.apiOrigin.length)}`);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(m.text());
+  });
+  await context.addInitScript(
+    ({ host, key, id }) => {
+      if (localStorage.getItem('openhands-backends')) return;
+      localStorage.setItem(
+        'openhands-backends',
+        JSON.stringify([{ id, name: 'ACS', host, apiKey: key, kind: 'cloud', authMode: 'api-key' }]),
+      );
+    },
+    { host: options.apiOrigin, key: options.key, id: CLOUD_BACKEND },
+  );
+  return {
+    page,
+    calls,
+    pageErrors,
+    open: async (path, backend = CLOUD_BACKEND) => {
+      await page.goto(`${options.canvasOrigin}${path}${path.includes('?') ? '&' : '?'}backend=${backend}`);
+    },
+    send: async (text) => {
+      const input = page.getByTestId('chat-input');
+      await input.click();
+      await input.pressSequentially(text);
+      await input.press('Enter');
+    },
+  };
+}
+
+/**
+ * Calls the page made that this API failed, apart from what docs/openhands-clients.md lists as not
+ * served in cloud mode (automations, `/api/automation/*`) and the workspace reads, whose queries fail
+ * quietly while a sandbox is not answering (`/files`, `/file`, `/git/`).
+ */
+export function failedCanvasCalls(calls: string[]): string[] {
+  return calls.filter(
+    (c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/') && !/\/files\?|\/file\?|\/git\//.test(c),
+  );
 }

@@ -16,13 +16,20 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** A headless Chromium with a fresh profile (the launch flags of docs: shared/TOOLCHAIN.md). */
-export async function launchBrowser(suite: string): Promise<Browser> {
+/**
+ * A headless Chromium with a fresh profile (the launch flags of docs: shared/TOOLCHAIN.md). `args` adds
+ * flags (test/helpers/https-hosts.ts's host mapping); `ignoreHTTPSErrors` accepts a test's self-signed certificate.
+ */
+export async function launchBrowser(
+  suite: string,
+  options: { args?: string[]; ignoreHTTPSErrors?: boolean } = {},
+): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), 'acs-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
+    ...(options.ignoreHTTPSErrors ? { ignoreHTTPSErrors: true } : {}),
     args: [
       '--no-sandbox',
       '--disable-gpu',
@@ -31,6 +38,7 @@ export async function launchBrowser(suite: string): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...(options.args ?? []),
     ],
   });
   const page = context.pages()[0] ?? (await context.newPage());

@@ -36,7 +36,7 @@ describe('the gates, as deployed', () => {
     const me = await tier.call('GET', '/api/v1/users/me', { headers: sameSite });
     expect(me.status, me.text).toBe(200);
     expect(me.body.id).toBe('carol');
-    // A write with the cookie from a foreign origin (no CORS origin is configured in this template).
+    // A write with the cookie from a foreign origin (the template allows only the tier's Canvas origin, test/fixtures/cors/tier.json).
     const evil = await tier.call('POST', '/api/settings', {
       headers: { cookie, origin: 'https://evil.example' },
       body: { max_iterations: 7 },

@@ -1,9 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  driveCanvas,
+  failedCanvasCalls,
+  reserveCanvasOrigin,
+  startAgentCanvas,
+  type AgentCanvas,
+  type CanvasSession,
+} from '#test/helpers/agent-canvas.ts';
+import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
+import { startHttpsHosts, type HttpsHosts } from '#test/helpers/https-hosts.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { createKey, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 import { openStream } from '#test/tier/stream-client.ts';
-import { withoutAction } from '#test/tier/template.ts';
+import { ofType, withoutAction } from '#test/tier/template.ts';
 import { WEBSOCKET_LIMITS } from '#test/tier/websocket-api.ts';
 
 /**
@@ -278,7 +290,6 @@ describe('the event stream on the synthesized stack', () => {
     // No credentials at all is first-message auth now (its own test below); a malformed id still refuses at once.
     expect((await openStream(streamUrl('not-an-id', 'resend_mode=all'))).refused).toBe(400);
     const other = await createKey(tier, 'other-streamer');
-    llm.enqueue(reply.finish('other'));
     const mine = await conversationOn(tier, llm, other);
     expect((await openStream(streamUrl(conv.id, `session_api_key=${mine.scoped}`))).refused).toBe(403);
     // Another user's conversation with my own credentials: not found, as on HTTP.
@@ -302,6 +313,237 @@ describe('the event stream on the synthesized stack', () => {
     ).toBe(403);
     expect(tier.aws.denials).toEqual([]);
   }, 240_000);
+
+  /**
+   * OpenHands' own clients on the deployment (issue 25): the official TypeScript client on the public
+   * host (CloudFront, API Gateway and the authorizer, its socket through the WebSocket API), then Agent
+   * Canvas 1.20 in Chromium as a browser meets the service on AWS: Canvas served from its own https
+   * origin (the one the synthesis allows by CORS, test/fixtures/cors/tier.json), the stack's `PublicUrl`
+   * (`https://<distribution>.cloudfront.net`) as its cloud backend, the socket at `wss://` that host
+   * (test/helpers/https-hosts.ts gives the browser both names on loopback). The user is the stream's
+   * (their key from the keys CLI, their settings saved above), with a conversation of its own.
+   */
+  describe("OpenHands' own clients: the TypeScript client and Agent Canvas in Chromium", () => {
+    const CANVAS_ORIGIN: string = JSON.parse(
+      readFileSync(new URL('../fixtures/cors/tier.json', import.meta.url), 'utf8'),
+    )[0];
+    const SYNTH =
+      'synthesize with the context corsAllowedOrigins of test/fixtures/cors/tier.json, as scripts/test.sh does';
+    /** Another user's key, minted by the CLI as the tier mints keys. */
+    let foreignKey: string;
+    let cid: string;
+    let scoped: string;
+    let canvas: AgentCanvas | undefined;
+    let hosts: HttpsHosts | undefined;
+    let browser: Browser | undefined;
+    let session: CanvasSession;
+    let firstVisit: Promise<void>;
+    let ts: typeof import('@openhands/typescript-client');
+    let tsClients: typeof import('@openhands/typescript-client/clients');
+
+    beforeAll(async () => {
+      const httpApi = ofType(tier.resolved, 'AWS::ApiGatewayV2::Api').find(
+        ([, r]) => r.Properties.ProtocolType === 'HTTP',
+      );
+      expect(httpApi?.[1].Properties.CorsConfiguration?.AllowOrigins ?? [], SYNTH).toContain(CANVAS_ORIGIN);
+      if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does)`);
+      // The client's Node branch loads `ws` with `require`, which an ES module has not (a CommonJS or
+      // bundled consumer has): given here, or its socket reports "WebSocket implementation not available".
+      (globalThis as { require?: NodeRequire }).require ??= createRequire(import.meta.url);
+      [ts, tsClients] = await Promise.all([
+        import('@openhands/typescript-client'),
+        import('@openhands/typescript-client/clients'),
+      ]);
+      const ports = await reserveCanvasOrigin();
+      const started = await Promise.allSettled([
+        (async () => {
+          // Every reply scripted so far was taken (conversationOn scripts its own), so this one is this conversation's.
+          expect(llm.remaining).toBe(0);
+          llm.enqueue(reply.finish('first answer'));
+          cid = (await startConversationV1(tier, key, 'hello clients')).conversationId;
+          scoped = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0].session_api_key;
+        })(),
+        createKey(tier, 'clients-foreign').then((k) => (foreignKey = k)),
+        startAgentCanvas(ports).then((c) => (canvas = c)),
+        (async () => {
+          hosts = await startHttpsHosts({
+            [new URL(CANVAS_ORIGIN).hostname]: ports.port,
+            [tier.front.domainName]: Number(new URL(tier.front.url).port),
+          });
+          browser = await launchBrowser('agent-canvas-tier', { args: hosts.chromiumArgs, ignoreHTTPSErrors: true });
+        })(),
+      ]);
+      for (const result of started) if (result.status === 'rejected') throw result.reason;
+      const names = new Set([new URL(CANVAS_ORIGIN).hostname, tier.front.domainName]);
+      session = await driveCanvas(browser!, {
+        canvasOrigin: CANVAS_ORIGIN,
+        apiOrigin: `https://${tier.front.domainName}`,
+        key,
+        reachable: (url) => names.has(url.hostname),
+      });
+      // Canvas's first visit (its bundle, its onboarding, the functions its load calls start) runs while
+      // the client's test does; the Canvas test waits for it and throws what it threw.
+      firstVisit = (async () => {
+        await session.open('/');
+        await session.page.getByText('Skip for now').click();
+      })();
+      firstVisit.catch(() => {});
+    }, 180_000);
+    afterEach(async (context) => {
+      if (context.task.result?.state === 'fail') await browser?.shot(`failed-${context.task.name.slice(0, 40)}`);
+    });
+    afterAll(async () => {
+      await browser?.close();
+      await hosts?.close();
+      await canvas?.close();
+    });
+
+    it('the TypeScript client on conversation_url through CloudFront, API Gateway and the authorizer: the conversation, events, settings, the list; a message whose events arrive live over the WebSocket API, paused while its command runs, then run again', async () => {
+      const view = (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0];
+      // conversation_url names the public host; the client takes its origin (the emulated CloudFront here).
+      expect(new URL(view.conversation_url).origin).toBe(`https://${tier.front.domainName}`);
+      const host = tier.front.url;
+      const live: any[] = [];
+      const socketErrors: Error[] = [];
+      const remote = new ts.RemoteConversation(
+        { kind: 'Agent', llm: { model: 'openai/scripted-model' } } as never,
+        new ts.RemoteWorkspace({ host, workingDir: '/workspace/project', apiKey: scoped }),
+        { conversationId: cid, callback: (e) => live.push(e), onError: (e) => socketErrors.push(e) },
+      );
+      await remote.start();
+      expect(await remote.state.getExecutionStatus()).toBe('finished');
+      expect(((await remote.state.getAgent()) as any).llm.model).toBe('openai/scripted-model');
+      await remote.setTitle('Renamed by the client');
+      const all = await remote.state.events.getEvents();
+      expect(all.length).toBeGreaterThan(2);
+      expect(await remote.state.events.count()).toBe(all.length);
+      const messages = await remote.state.events.search({ kind: 'MessageEvent' });
+      expect(messages.items.length).toBeGreaterThan(0);
+      expect(messages.items.every((e: any) => e.kind === 'MessageEvent')).toBe(true);
+      expect(await remote.state.events.getEventById((all[1] as any).id)).toEqual(all[1]);
+      expect(await remote.getAgentFinalResponse()).toBe('first answer');
+      // Settings: the conversation key's view (its model), none of the user's secrets or flags.
+      const settings = (await new tsClients.SettingsClient({ host, apiKey: scoped }).getSettings()) as any;
+      expect(settings.llm_model).toBe('openai/scripted-model');
+      expect(JSON.stringify(settings)).not.toMatch(/sk-tier-secret|_set"/);
+      // The list: a conversation key sees its own conversation only; the user's key sees it too.
+      const mine = new tsClients.ConversationClient({ host, apiKey: scoped });
+      expect(((await mine.searchConversations()) as any).items.map((c: any) => c.id)).toEqual([cid]);
+      expect(await mine.countConversations()).toBe(1);
+      expect(((await mine.getConversations([cid, conv.id])) as any[]).map((c) => c?.id ?? null)).toEqual([cid, null]);
+      const owner = new tsClients.ConversationClient({ host, apiKey: key });
+      const listed = ((await owner.searchConversations()) as any).items.find((c: any) => c.id === cid);
+      expect(listed).toMatchObject({ title: 'Renamed by the client', execution_status: 'finished' });
+      const server = new tsClients.ServerClient({ host, apiKey: scoped });
+      expect(await server.getAlive()).toMatchObject({ status: 'ok' });
+      expect((await server.getServerInfo()).version).toMatch(/^1\.\d+\.\d+$/);
+
+      // A message and run: its events come back over the client's own socket. A pause while its command
+      // runs (the agent server leaves a finished conversation finished), then run resumes it.
+      const known = new Set(tier.sockets.connections.keys());
+      await remote.startWebSocketClient();
+      await until(
+        tier,
+        "the client's socket open",
+        async () => [...tier.sockets.connections.values()].some((c) => c.open && !known.has(c.id)),
+        (open) => open,
+        20_000,
+      );
+      await tier.aws.settle();
+      llm.enqueue(reply.bash('sleep 4 && echo tier-$((6*7))'), reply.finish('second answer'));
+      await remote.sendMessage('a follow-up');
+      await remote.run();
+      await until(
+        tier,
+        'the command under way (its action over the socket)',
+        async () => JSON.stringify(live),
+        (s) => s.includes('sleep 4'),
+        30_000,
+      );
+      await remote.pause();
+      // Paused once the agent takes the command over the bridge (docs/openhands-clients.md, interrupt).
+      await until(
+        tier,
+        'paused',
+        async () => ((await remote.state.refresh()) as any).execution_status,
+        (st) => st === 'paused',
+        10_000,
+      );
+      await remote.run();
+      await until(
+        tier,
+        'the answer over the socket',
+        async () => JSON.stringify(live),
+        (s) => s.includes('second answer'),
+        60_000,
+      );
+      const text = JSON.stringify(live);
+      expect(text).toContain('a follow-up');
+      expect(text).toContain('tier-42');
+      expect(socketErrors).toEqual([]);
+      await until(
+        tier,
+        'finished after the follow-up',
+        async () => ((await remote.state.refresh()) as any).execution_status,
+        (s) => s === 'finished',
+        30_000,
+      );
+      await remote.close();
+      // Hostile: another user's key is a 404 on this conversation; this conversation's key is refused on
+      // another conversation of the same user (HTTP and socket).
+      const refused = async (p: Promise<unknown>) =>
+        (
+          (await p.then(
+            () => undefined,
+            (e: unknown) => e,
+          )) as InstanceType<typeof ts.HttpError>
+        )?.status;
+      const foreign = (k: string, id: string) =>
+        new ts.RemoteConversation(
+          { kind: 'Agent' } as never,
+          new ts.RemoteWorkspace({ host, workingDir: '/workspace/project', apiKey: k }),
+          { conversationId: id },
+        );
+      expect(await refused(foreign(foreignKey, cid).start())).toBe(404);
+      expect(await refused(foreign(scoped, conv.id).start())).toBe(403);
+      expect((await openStream(streamUrl(conv.id, `session_api_key=${scoped}`))).refused).toBe(403);
+      expect(tier.aws.denials).toEqual([]);
+    }, 120_000);
+
+    it('Agent Canvas 1.20 in Chromium, cloud mode on the public host: connected, the list, settings, the history, a message from the composer answered live', async () => {
+      const b = browser!;
+      const s = session;
+      const page = s.page;
+      await firstVisit;
+      // Connected (its health check), and the conversation list with the client's title.
+      await s.open('/');
+      await page.getByText('Renamed by the client').first().waitFor();
+      await b.shot('01-home-connected');
+      expect(s.calls).toContain('200 GET /api/keys/current');
+      // Into the conversation from the list (in the page, no reload): its history, then the composer.
+      await page.getByText('Renamed by the client').first().click();
+      await page.waitForURL(new RegExp(`/conversations/${cid}`));
+      await page.getByText('second answer').first().waitFor();
+      llm.enqueue(reply.bash('echo canvas-$((6*7))'), reply.finish('Answered on the deployment'));
+      const before = llm.requests.length;
+      await s.send('one more from Canvas');
+      await page.getByText('Answered on the deployment').first().waitFor({ timeout: 60_000 });
+      // The message went over Canvas's socket (wss:// the public host, first-message auth) to the agent.
+      expect(JSON.stringify(llm.requests[before]!.body)).toContain('one more from Canvas');
+      await page.getByText('Ran echo canvas-$((6*7))').first().waitFor();
+      await b.shot('02-conversation-live');
+      // The settings: its Verification page is built from this API's conversation schema.
+      await s.open('/settings/verification');
+      await page.getByText('Confirmation mode').first().waitFor();
+      await b.shot('03-settings-verification');
+      expect(failedCanvasCalls(s.calls)).toEqual([]);
+      expect(s.calls.some((c) => c.startsWith('200 GET /api/v1/conversation/'))).toBe(true);
+      expect(hosts!.connections[tier.front.domainName]).toBeGreaterThan(0);
+      await tier.aws.settle();
+      expect(tier.aws.denials).toEqual([]);
+      expect(tier.sockets.faults).toEqual([]);
+    }, 120_000);
+  });
 
   it('idle 10 minutes: API Gateway closes it, $disconnect forgets it, a later ingest posts to no one; pings keep it open until the 2-hour limit', async () => {
     const idle = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
