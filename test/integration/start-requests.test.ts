@@ -1,10 +1,13 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { documentClient } from '#shared/store/dynamo.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 // What one conversation start (POST /api/v1/app-conversations, which starts a new sandbox and queues its
 // start_conversation command) costs in DynamoDB and KMS requests, counted against dynalite over HTTP through
@@ -45,6 +48,20 @@ const TODAY = {
   },
 };
 
+/** A sandbox start of a spec without a pool (POST /api/v1/sandboxes), the authorizer's cached key read left out. */
+const COLD_SANDBOX_START: string[] = [
+  'GetItemCommand@sandboxes',
+  'GetItemCommand@settings',
+  'PutItemCommand@sandboxes',
+  'QueryCommand@sandboxes',
+  'QueryCommand@sandboxes',
+  'QueryCommand@usage',
+  'UpdateItemCommand@sandboxes',
+  'UpdateItemCommand@sandboxes',
+];
+/** What the claim adds to it when the spec keeps a pool and no standby is ready (the start is cold). */
+const POOL_CLAIM = ['BatchGetItemCommand@users+orgs', 'QueryCommand@pool', 'UpdateItemCommand@pool'];
+
 let stack: TestStack;
 let specsDir: string;
 /** `Command@table` of every DynamoDB request, `Encrypt@kms`/`Decrypt@kms` of every seal and open, while set. */
@@ -55,14 +72,32 @@ const sealerOpen = LocalSealer.prototype.open;
 beforeAll(async () => {
   specsDir = mkdtempSync(join(tmpdir(), 'acs-start-requests-'));
   const specsFile = join(specsDir, 'specs.json');
-  const spec = { id: 'idle', command: ['sleep', '600'], created_at: '2025-11-01T00:00:00Z', initial_env: {} };
-  writeFileSync(specsFile, JSON.stringify([{ ...spec, working_dir: '{data_dir}/sandboxes/{sandbox_id}/workspace' }]));
-  stack = await startTestStack({ specsFile, sweepIntervalMs: 3_600_000, sandboxes: { maxRunning: 50 } });
+  const spec = {
+    command: ['sleep', '600'],
+    created_at: '2025-11-01T00:00:00Z',
+    initial_env: {},
+    working_dir: '{data_dir}/sandboxes/{sandbox_id}/workspace',
+  };
+  // The default spec (a conversation's) keeps no pool: a start is cold and asks no pool. `pooled` keeps
+  // one standby, which only sleeps: it never checks in, so the test says when it is ready.
+  writeFileSync(
+    specsFile,
+    JSON.stringify([
+      { ...spec, id: 'idle' },
+      { ...spec, id: 'pooled', warmPool: { size: 1, idleMinutes: 30 } },
+    ]),
+  );
+  stack = await startTestStack({
+    specsFile,
+    sweepIntervalMs: 3_600_000,
+    sandboxes: { maxRunning: 50 },
+    warmPoolSize: undefined,
+  });
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
       const table = input.TableName ?? Object.keys(input.RequestItems ?? {}).join('+');
-      sent?.push(`${context.commandName}@${table.replace(/^acs-/, '')}`);
+      sent?.push(`${context.commandName}@${table.replace(/(^|\+)acs-/g, '$1')}`);
       return next(args);
     },
     { step: 'initialize', name: 'countStartRequests' },
@@ -94,18 +129,20 @@ afterAll(async () => {
   rmSync(specsDir, { recursive: true, force: true });
 });
 
-/** Starts a conversation; its answer and the requests it made, sorted. */
-async function countedStart(): Promise<{ status: number; body: any; requests: string[] }> {
+/** A call's answer and the requests it made, sorted. */
+async function counted(path: string, body?: unknown): Promise<{ status: number; body: any; requests: string[] }> {
   sent = [];
   try {
-    const res = await stack.call('POST', '/api/v1/app-conversations', {
-      body: { initial_message: { content: [{ type: 'text', text: 'count me' }] } },
-    });
+    const res = await stack.call('POST', path, { body });
     return { status: res.status, body: res.body, requests: sent.sort() };
   } finally {
     sent = undefined;
   }
 }
+
+/** Starts a conversation; its answer and the requests it made, sorted. */
+const countedStart = () =>
+  counted('/api/v1/app-conversations', { initial_message: { content: [{ type: 'text', text: 'count me' }] } });
 
 const count = (requests: string[]) =>
   Object.fromEntries(
@@ -124,5 +161,80 @@ describe('one conversation start in DynamoDB and KMS requests', () => {
     const kms = start.requests.filter((r) => r.endsWith('@kms'));
     expect({ dynamo: dynamo.length, kms: kms.length }).toEqual({ dynamo: TODAY.dynamo, kms: TODAY.kms });
     expect(count(start.requests)).toEqual(TODAY.byRequest);
+  });
+});
+
+/*
+ * What the warm pool's claim adds to a start that starts a sandbox (the same code for a conversation's
+ * sandbox and POST /api/v1/sandboxes, counted here on the latter, the spec named): a spec without a pool
+ * asks nothing of the pool; with one, the claim reads the account's status (one BatchGetItem of the user
+ * and the organization), marks the pool's last start (one UpdateItem) and lists its standbys (one Query);
+ * taking a ready standby is one more conditional UpdateItem. The refill after a claim is asynchronous (on
+ * AWS an asynchronous Lambda invoke, locally work after the answer): its requests are not the start's, so
+ * it is held off while counting.
+ */
+describe('what the warm pool claim adds to a sandbox start', () => {
+  const pools = () => new DynamoPoolStore();
+  const started: string[] = [];
+  const start = async (specId: string) => {
+    const res = await counted(`/api/v1/sandboxes?sandbox_spec_id=${specId}`);
+    expect(res.status).toBe(200);
+    started.push(res.body.id);
+    return res;
+  };
+  /** Runs `fn` with the pool's refill held off (it runs after the answer, not as part of the start). */
+  const withoutRefill = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const pool = stack.services.warmPool;
+    const refill = pool.refill;
+    pool.refill = async () => [];
+    try {
+      return await fn();
+    } finally {
+      pool.refill = refill;
+    }
+  };
+
+  afterAll(async () => {
+    // Paused, so the pooled start's claimed standby leaves no binding deadline behind that stops the stack late.
+    for (const id of started) await stack.call('POST', `/api/v1/sandboxes/${id}/pause`);
+  });
+
+  it('cold, warm-pool claim and warm: the pool adds 3 requests to a cold start and 4 to a warm one', async () => {
+    const cold = await start('idle');
+    // The first start of `pooled` makes its pool record; the refill then starts the one standby (booting).
+    await start('pooled');
+    const [booting] = await waitFor('the standby of pooled', async () => {
+      const list = await pools().listStandbys('pooled');
+      return list.length ? list : undefined;
+    });
+    const noneReady = await withoutRefill(() => start('pooled'));
+    expect(noneReady.body.start_phases).toMatchObject({ warm: false, cold_reason: 'no standby was ready' });
+    // The standby as its pool check-in leaves it: ready, with the key its binding is sealed to.
+    const { publicKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    expect(
+      await pools().updateStandby(booting!.id, undefined, {
+        status: 'ready',
+        publicKey,
+        heartbeatAt: new Date().toISOString(),
+      }),
+    ).toBeDefined();
+    const warm = await withoutRefill(() => start('pooled'));
+    expect(warm.body.start_phases).toMatchObject({ warm: true });
+    const added = (requests: string[]) => {
+      const rest = [...requests];
+      for (const r of cold.requests) {
+        const i = rest.indexOf(r);
+        expect(i, `${r} in a start with a pool`).toBeGreaterThanOrEqual(0);
+        rest.splice(i, 1);
+      }
+      return rest;
+    };
+    expect(cold.requests).toEqual(COLD_SANDBOX_START);
+    expect(added(noneReady.requests)).toEqual(POOL_CLAIM);
+    expect(added(warm.requests)).toEqual([...POOL_CLAIM, 'UpdateItemCommand@pool'].sort());
   });
 });
