@@ -380,7 +380,8 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
+    // 'seal' for a request's MCP secrets; no 'unseal': a start opens no secret (the sandbox does, through its start configuration).
+    capabilities: ['seal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -567,7 +568,8 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'commands:push', 'platform-llms'],
+    // 'seal' for a request's MCP secrets; no 'unseal': a start opens no secret (the sandbox does, through its start configuration).
+    capabilities: ['seal', ...sandboxStart, 'commands:push', 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
