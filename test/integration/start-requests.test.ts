@@ -185,6 +185,17 @@ describe('one conversation start in DynamoDB and KMS requests', () => {
     expect(count(start.requests)).toEqual({ ...NOW.byRequest, 'Encrypt@kms': 1 });
   });
 
+  it("a start naming another user's sandbox is a 404 after two reads, and writes nothing", async () => {
+    const key = await stack.newUser('start-requests-other');
+    const theirs = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=idle', { key });
+    expect(theirs.status).toBe(200);
+    const start = await counted('/api/v1/app-conversations', { sandbox_id: theirs.body.id });
+    expect(start.status).toBe(404);
+    expect(start.requests).toEqual(['BatchGetItemCommand@sandboxes', 'GetItemCommand@settings']);
+    expect(await new DynamoSandboxStore().listCommands(theirs.body.id, 10)).toEqual([]);
+    await stack.call('POST', `/api/v1/sandboxes/${theirs.body.id}/pause`, { key });
+  });
+
   it('the records name each other: the conversation its task and sandbox, the task its sandbox, whose queue holds the start command', async () => {
     const start = await countedStart();
     const task = start.body;
