@@ -381,7 +381,8 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'platform-llms'],
+    // 'seal' for a request's MCP secrets; no 'unseal': a start opens no secret (the sandbox does, through its start configuration).
+    capabilities: ['seal', ...sandboxStart, 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,
@@ -568,7 +569,8 @@ export const routes = [
       idempotency: 'write',
       ...poolClaim,
     },
-    capabilities: ['seal', 'unseal', ...sandboxStart, 'platform-llms'],
+    // 'seal' for a request's MCP secrets; no 'unseal': a start opens no secret (the sandbox does, through its start configuration).
+    capabilities: ['seal', ...sandboxStart, 'platform-llms'],
     timeoutSeconds: 29,
     maxBodyBytes: 6 * 1024 * 1024,
     idempotent: true,

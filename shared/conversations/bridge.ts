@@ -1,8 +1,8 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import { startTaskRank, type ConversationRecord } from '#shared/conversations/model.ts';
+import { queued, startTaskRank, type ConversationRecord, type SandboxCaller } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationRecords } from '#shared/conversations/records.ts';
-import type { SandboxCaller, SandboxControl } from '#shared/conversations/sandbox-control.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
 import { invalidField, planLimit, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
@@ -74,7 +74,8 @@ export class ConversationBridge {
     private readonly tasks: StartTaskStore,
     private readonly events: EventStore,
     private readonly settings: SettingsService,
-    private readonly sandboxes: SandboxControl,
+    /** What the bridge uses of the sandbox service: a webhook's agent activity, the pause at an event cap. */
+    private readonly sandboxes: Pick<SandboxService, 'recordActivity' | 'enqueueCommand'>,
     private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),
@@ -109,7 +110,7 @@ export class ConversationBridge {
    */
   private async touch(sandbox: SandboxCaller): Promise<void> {
     if (sandbox.lastActivityAt && this.now() - Date.parse(sandbox.lastActivityAt) < ACTIVITY_WRITE_MS) return;
-    await this.sandboxes.touch(sandbox.id);
+    await this.sandboxes.recordActivity(sandbox.id);
   }
 
   async startConfig(sandbox: SandboxCaller | undefined, conversationId: string): Promise<StartConfig> {
@@ -317,10 +318,11 @@ export class ConversationBridge {
       await this.records.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
     if (conversation.sandbox_id)
       await this.sandboxes
-        .send(conversation.userId, conversation.sandbox_id, {
-          type: 'pause_conversation',
-          conversation_id: conversation.id,
-        })
+        .enqueueCommand(
+          conversation.userId,
+          conversation.sandbox_id,
+          queued({ type: 'pause_conversation', conversation_id: conversation.id }),
+        )
         .catch((err: unknown) =>
           logger.warn('conversation.cap-pause-failed', { conversationId: conversation.id, error: err as Error }),
         );

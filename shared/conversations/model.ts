@@ -9,6 +9,7 @@ import {
   startTaskStatusSchema,
   type ExecutionStatus,
   type Metrics,
+  type SandboxStatus,
   type StartTaskStatus,
 } from '#shared/protocol.ts';
 import { gitProviderSchema, mcpConfigSchema } from '#shared/settings/model.ts';
@@ -169,6 +170,40 @@ export interface StartTaskRecord {
   updatedAt: string;
   /** Set while the task is not READY/ERROR, so the sweeper can find stalled ones (sparse index). */
   pendingShard?: string;
+}
+
+/** A conversation's sandbox as its views show it (from `SandboxService.statuses`: nothing sealed is opened). */
+export interface SandboxSummary {
+  id: string;
+  status: SandboxStatus;
+  detail?: string | null;
+}
+
+/** Commands the control plane sends a sandbox about its conversations (delivered over the bridge, in order). */
+export type ConversationCommand =
+  | { type: 'start_conversation'; conversation_id: string; start_task_id: string }
+  | { type: 'send_message'; conversation_id: string; message: { role: 'user'; content: unknown[]; run: boolean } }
+  | { type: 'pause_conversation'; conversation_id: string }
+  | { type: 'run_conversation'; conversation_id: string }
+  | { type: 'respond_to_confirmation'; conversation_id: string; accept: boolean; reason: string | null };
+
+/**
+ * A conversation command as the sandbox's queue stores it: its type, and the rest as the payload. Stored
+ * as it is: conversation commands carry ids and user messages, never secrets (the sandbox fetches those
+ * from the start-config webhook), so no KMS size limit applies.
+ */
+export const queued = ({ type, ...payload }: ConversationCommand) => ({ type, payload });
+
+/** The sandbox a webhook comes from, as the request's key check read its record (so it is not read twice). */
+export interface SandboxCaller {
+  id: string;
+  userId: string;
+  status: SandboxStatus;
+  lastActivityAt?: string;
+  /** The organization that pays and its plan when this generation started (the ingest's limits; absent on old records). */
+  orgId?: string;
+  plan?: string;
+  generation?: number;
 }
 
 export const conversationSchema = z.lazy(() =>

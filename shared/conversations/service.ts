@@ -7,29 +7,37 @@ import {
   type ConversationStore,
   type StartTaskStore,
 } from '#shared/conversations/conversation-store.ts';
-import type {
-  AppConversation,
-  AppConversationStartTask,
-  ConversationRecord,
-  ConversationSearch,
-  InitialMessage,
-  LegacyConversation,
-  LegacyCreate,
-  LegacyListQuery,
-  StartRequest,
-  StartTaskRecord,
+import {
+  queued,
+  type AppConversation,
+  type AppConversationStartTask,
+  type ConversationCommand,
+  type ConversationRecord,
+  type ConversationSearch,
+  type InitialMessage,
+  type LegacyConversation,
+  type LegacyCreate,
+  type LegacyListQuery,
+  type SandboxSummary,
+  type StartRequest,
+  type StartTaskRecord,
 } from '#shared/conversations/model.ts';
 import { maskMcp, mcpSecretsOf } from '#shared/conversations/mcp-secrets.ts';
 import type { ConversationRecords } from '#shared/conversations/records.ts';
-import type { ConversationCommand, SandboxControl, SandboxSummary } from '#shared/conversations/sandbox-control.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
-import type { SettingsService } from '#shared/settings/service.ts';
+import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { MaskedSettings, SettingsService } from '#shared/settings/service.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 
 const newId = () => randomUUID().replaceAll('-', '');
 const normalizeId = (id: string) => id.replaceAll('-', '').toLowerCase();
+const hostOf = (baseUrl: string) => new URL(baseUrl).host;
+
+/** What conversations use of the sandbox service (a view of it, not a port: it has one implementation). */
+export type ConversationSandboxes = Pick<SandboxService, 'start' | 'resume' | 'statuses' | 'enqueueCommand'>;
 
 /** The legacy error body OpenHands clients read: `{status: "error", message, msg_id}`. */
 const legacyError = (status: number, msgId: string, message: string) =>
@@ -164,7 +172,7 @@ export class ConversationService {
     private readonly conversations: ConversationStore,
     private readonly tasks: StartTaskStore,
     private readonly settings: SettingsService,
-    private readonly sandboxes: SandboxControl,
+    private readonly sandboxes: ConversationSandboxes,
     private readonly cursors: CursorCodec,
     private readonly keys: ConversationKeys,
     private readonly records: ConversationRecords,
@@ -181,33 +189,52 @@ export class ConversationService {
 
   /**
    * Starts a conversation and returns its start task's first snapshot. Nothing slow happens here:
-   * the sandbox is started (or resumed) and sent a `start_conversation` command; the sandbox's
+   * the sandbox is started (or resumed) with its `start_conversation` command queued; the sandbox's
    * reports move the task on (WAITING_FOR_SANDBOX ... READY), and the sweeper fails one that stalls.
    */
   async start(userId: string, req: StartRequest, baseUrl: string, tenant: Tenant): Promise<AppConversationStartTask> {
-    const settings = await this.settings.resolve(userId);
+    const settings = await this.settings.find(userId);
     if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
-    // A platform model is paid by the platform through its LLM gateway: no user key, but the plan must allow it (403).
-    const platform = this.platformLlms?.check(req.llm_model ?? settings.llm_model, tenant.plan);
-    if (!platform && !settings.llm_api_key)
-      throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
-    if (!(req.llm_model ?? settings.llm_model))
-      throw badRequest('No LLM model: set llm_model in your settings or in the request');
+    return this.begin(userId, req, baseUrl, tenant, settings);
+  }
 
-    let sandbox: SandboxSummary | undefined;
+  /**
+   * The start, over the settings the caller read (masked: that a key is set is all a start checks; the
+   * sandbox opens the secrets with its start configuration). Each record is written once, naming the
+   * others before they exist: the conversation (its sandbox's id and its task's), the task, the sandbox
+   * with its first command queued. The sandbox's launch options come from the same settings.
+   */
+  private async begin(
+    userId: string,
+    req: StartRequest,
+    baseUrl: string,
+    tenant: Tenant,
+    settings: MaskedSettings,
+  ): Promise<AppConversationStartTask> {
+    const model = req.llm_model ?? settings.llm_model;
+    // A platform model is paid by the platform through its LLM gateway: no user key, but the plan must allow it (403).
+    const platform = this.platformLlms?.check(model, tenant.plan);
+    if (!platform && !settings.llm_api_key_set)
+      throw badRequest('No LLM API key in your settings: POST /api/settings with llm_api_key first');
+    if (!model) throw badRequest('No LLM model: set llm_model in your settings or in the request');
+
+    let existing: SandboxSummary | undefined;
     if (req.sandbox_id) {
-      sandbox = await this.sandboxes.find(userId, req.sandbox_id);
-      if (!sandbox) throw notFound('Sandbox not found');
-      if (sandbox.status === 'ERROR' || sandbox.status === 'MISSING')
+      const found = await this.sandboxOf(userId, req.sandbox_id);
+      if (!found) throw notFound('Sandbox not found');
+      if (found.status === 'ERROR' || found.status === 'MISSING')
         throw conflict(
-          `Sandbox ${sandbox.id} is ${sandbox.status}; start a conversation without sandbox_id to get a new one`,
+          `Sandbox ${found.id} is ${found.status}; start a conversation without sandbox_id to get a new one`,
         );
+      existing = found;
     }
 
     // Sealed before anything is written: a conversation's MCP secrets never sit in a record in the clear.
     const mcpSecrets = mcpSecretsOf(req.mcp_config);
     const mcpSecretsSealed = mcpSecrets ? await this.settings.sealFor(userId, JSON.stringify(mcpSecrets)) : undefined;
     const id = req.conversation_id ?? newId();
+    const taskId = newId();
+    const sandboxId = existing?.id ?? newId();
     const at = this.now().toISOString();
     const repository = req.selected_repository ?? req.suggested_task?.repo ?? req.create_microagent?.repo ?? null;
     const { max_conversations } = this.plans().plan(tenant.plan);
@@ -216,8 +243,8 @@ export class ConversationService {
       userId,
       createdAt: at,
       updatedAt: at,
-      sandbox_id: sandbox?.id ?? null,
-      start_task_id: '',
+      sandbox_id: sandboxId,
+      start_task_id: taskId,
       selected_repository: repository,
       selected_branch: req.selected_branch ?? null,
       git_provider:
@@ -228,7 +255,7 @@ export class ConversationService {
       title: titleFor(req, id),
       trigger: req.trigger ?? null,
       pr_number: req.pr_number,
-      llm_model: req.llm_model ?? settings.llm_model ?? null,
+      llm_model: model ?? null,
       parent_conversation_id: req.parent_conversation_id ?? null,
       agent_type: req.agent_type,
       execution_status: null,
@@ -247,42 +274,50 @@ export class ConversationService {
     });
     if (!created) throw conflict(`Conversation id ${id} is already taken`);
 
+    // WAITING_FOR_SANDBOX from its first write: the sandbox is asked for next, and only the command
+    // queued with it (after this write) lets the sandbox report anything.
     const task: StartTaskRecord = {
-      id: newId(),
+      id: taskId,
       userId,
-      status: 'WORKING',
+      status: 'WAITING_FOR_SANDBOX',
       detail: null,
       app_conversation_id: id,
-      sandbox_id: sandbox?.id ?? null,
+      sandbox_id: sandboxId,
       request: { ...req, conversation_id: id, mcp_config: maskMcp(req.mcp_config) },
       ...(mcpSecretsSealed ? { mcpSecretsSealed } : {}),
       createdAt: at,
       updatedAt: at,
     };
     await this.tasks.create(task);
-    await this.conversations.update(userId, id, 1, { start_task_id: task.id });
 
+    const command: ConversationCommand = { type: 'start_conversation', conversation_id: id, start_task_id: taskId };
+    const options = launchOptionsOf(settings);
     try {
-      if (!sandbox) sandbox = await this.sandboxes.start(userId, baseUrl, tenant);
-      else if (sandbox.status === 'PAUSED') await this.sandboxes.resume(userId, sandbox.id, baseUrl, tenant);
-      await this.records.update(userId, id, { sandbox_id: sandbox.id });
-      await this.tasks.transition(task.id, ['WORKING'], 'WAITING_FOR_SANDBOX', { sandbox_id: sandbox.id });
-      await this.sandboxes.send(userId, sandbox.id, {
-        type: 'start_conversation',
-        conversation_id: id,
-        start_task_id: task.id,
-      });
+      if (!existing)
+        await this.sandboxes.start(userId, undefined, hostOf(baseUrl), tenant, {
+          id: sandboxId,
+          options,
+          commands: [queued(command)],
+        });
+      else {
+        if (existing.status === 'PAUSED')
+          await this.sandboxes.resume(userId, existing.id, hostOf(baseUrl), tenant, options);
+        await this.sandboxes.enqueueCommand(userId, existing.id, queued(command));
+      }
     } catch (err) {
       const detail =
         err instanceof ApiError ? `Could not get a sandbox: ${err.message}` : 'Could not get a sandbox: internal error';
       if (!(err instanceof ApiError))
         logger.error('conversation.start failed', { conversationId: id, error: err as Error });
-      await this.tasks.transition(task.id, ['WORKING', 'WAITING_FOR_SANDBOX'], 'ERROR', { detail });
+      // The conversation keeps naming the sandbox it was started for (none, if it was refused: its views
+      // show no sandbox status, and a command is a 409); the task says why.
+      await this.tasks.transition(task.id, ['WAITING_FOR_SANDBOX'], 'ERROR', { detail });
       // A plan's limit refuses the request itself (402 naming the limit); the task says why too.
       if (err instanceof ApiError && err.status === 402) throw err;
+      return toStartTask({ ...task, status: 'ERROR', detail }, baseUrl);
     }
-    logger.info('conversation.started', { conversationId: id, userId, sandboxId: sandbox?.id });
-    return toStartTask((await this.tasks.get(task.id))!, baseUrl);
+    logger.info('conversation.started', { conversationId: id, userId, sandboxId });
+    return toStartTask(task, baseUrl);
   }
 
   /** POST /api/conversations: the legacy body mapped onto the V1 start, with the legacy errors. */
@@ -315,7 +350,7 @@ export class ConversationService {
     };
     let task: AppConversationStartTask;
     try {
-      task = await this.start(userId, req, baseUrl, tenant);
+      task = await this.begin(userId, req, baseUrl, tenant, settings);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409 && body.conversation_id) {
         throw legacyError(409, 'CONVERSATION$ALREADY_EXISTS', `Conversation ${body.conversation_id} already exists`);
@@ -417,11 +452,11 @@ export class ConversationService {
     const conversation = await this.conversations.get(userId, normalizeId(conversationId));
     if (!conversation) throw notFound('Conversation not found');
     if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
-    const sandbox = await this.sandboxes.find(userId, conversation.sandbox_id);
+    const sandbox = await this.sandboxOf(userId, conversation.sandbox_id);
     if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
       throw conflict(`The conversation's sandbox is ${sandbox?.status ?? 'MISSING'}; start a new conversation`);
     }
-    await this.sandboxes.send(userId, sandbox.id, make(conversation.id));
+    await this.sandboxes.enqueueCommand(userId, sandbox.id, queued(make(conversation.id)));
     return { success: true };
   }
 
@@ -472,14 +507,24 @@ export class ConversationService {
   async remove(userId: string, conversationId: string): Promise<true> {
     const rec = await this.owned(userId, conversationId);
     if (rec.sandbox_id) {
-      const sandbox = await this.sandboxes.find(userId, rec.sandbox_id);
+      const sandbox = await this.sandboxOf(userId, rec.sandbox_id);
       if (sandbox && (sandbox.status === 'RUNNING' || sandbox.status === 'STARTING' || sandbox.status === 'PAUSED')) {
-        await this.sandboxes.send(userId, sandbox.id, { type: 'pause_conversation', conversation_id: rec.id });
+        await this.sandboxes.enqueueCommand(
+          userId,
+          sandbox.id,
+          queued({ type: 'pause_conversation', conversation_id: rec.id }),
+        );
       }
     }
     await this.conversations.delete(userId, rec.id);
     logger.info('conversation.deleted', { conversationId: rec.id, userId });
     return true;
+  }
+
+  /** The user's sandbox's status; undefined when unknown, deleted or another user's. */
+  private async sandboxOf(userId: string, sandboxId: string): Promise<SandboxSummary | undefined> {
+    const found = (await this.sandboxes.statuses([sandboxId])).get(sandboxId);
+    return found?.userId === userId ? found : undefined;
   }
 
   /** The caller's conversation by id (dashes and case as any client sends them); 404 otherwise. */

@@ -1,5 +1,5 @@
 import type { StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type { SandboxControl } from '#shared/conversations/sandbox-control.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
 import { logger } from '#shared/logging.ts';
 
 const UNFINISHED = [
@@ -11,11 +11,14 @@ const UNFINISHED = [
   'STARTING_CONVERSATION',
 ] as const;
 
+/** Longer than any start request runs (API Gateway's 30 s). */
+export const START_WRITE_SECONDS = 60;
+
 /** Conversations' housekeeping (the scheduled sweeper is its audience): start tasks that cannot finish. */
 export class ConversationHousekeeping {
   constructor(
     private readonly tasks: StartTaskStore,
-    private readonly sandboxes: SandboxControl,
+    private readonly sandboxes: Pick<SandboxService, 'statuses'>,
   ) {}
 
   /**
@@ -32,7 +35,10 @@ export class ConversationHousekeeping {
       const sandbox = task.sandbox_id ? boxes.get(task.sandbox_id) : undefined;
       const idleSeconds = (now.getTime() - Date.parse(task.updatedAt)) / 1000;
       let detail: string | undefined;
-      if (task.sandbox_id && (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING')) {
+      // A start names its sandbox before writing the sandbox's record: no record is a failure only once
+      // the start's request is surely over (deleted since, or never written).
+      const absent = !sandbox && idleSeconds > START_WRITE_SECONDS;
+      if (task.sandbox_id && (absent || sandbox?.status === 'ERROR' || sandbox?.status === 'MISSING')) {
         detail = `The sandbox ${task.sandbox_id} failed${sandbox?.detail ? `: ${sandbox.detail}` : ` (${sandbox?.status ?? 'MISSING'})`}`;
       } else if (idleSeconds > timeoutSeconds) {
         detail = `The start stopped moving at ${task.status} for more than ${timeoutSeconds} s${sandbox?.status === 'PAUSED' ? ' (its sandbox was paused)' : ''}; start the conversation again`;

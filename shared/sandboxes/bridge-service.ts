@@ -2,7 +2,15 @@ import { conflict, tooManyRequests, unauthorized } from '#shared/http/errors.ts'
 import { logger } from '#shared/logging.ts';
 import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/protocol.ts';
 import { emitStartMetrics, checkedIn, restored } from '#shared/sandboxes/phases.ts';
-import { newToken, SandboxRecords, sameHash, sha256, STANDBY_STATE, toPaused } from '#shared/sandboxes/records.ts';
+import {
+  newToken,
+  SandboxRecords,
+  type SandboxServiceDeps,
+  sameHash,
+  sha256,
+  STANDBY_STATE,
+  toPaused,
+} from '#shared/sandboxes/records.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
@@ -12,7 +20,13 @@ import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usa
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
 
 /** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
-export class SandboxBridge extends SandboxRecords {
+export class SandboxBridge {
+  private readonly records: SandboxRecords;
+
+  constructor(private readonly deps: SandboxServiceDeps) {
+    this.records = new SandboxRecords(deps);
+  }
+
   /** Exchanges the one-time enrollment token for the session key; the sandbox is RUNNING from here. */
   async checkIn(first: SandboxRecord | undefined, enrollmentToken: string | undefined, agent: { version: string }) {
     if (!first || !enrollmentToken) throw unauthorized();
@@ -21,9 +35,9 @@ export class SandboxBridge extends SandboxRecords {
     if (first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
     const sessionKey = newToken('sbx');
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
-    const t = await this.transition(sandboxId, (rec) => {
+    const t = await this.records.transition(sandboxId, (rec) => {
       if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
-      const at = this.iso();
+      const at = this.records.iso();
       // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
       const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
       return {
@@ -68,7 +82,7 @@ export class SandboxBridge extends SandboxRecords {
     key: string | undefined,
     kind: 'session' | 'enrollment',
   ): Promise<SandboxRecord | null> {
-    if (kind === 'session') return this.keyOwner(sandboxId, key);
+    if (kind === 'session') return this.records.keyOwner(sandboxId, key);
     if (!key) return null;
     const rec = await this.deps.store.get(sandboxId);
     return rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)) ? rec : null;
@@ -80,7 +94,7 @@ export class SandboxBridge extends SandboxRecords {
    * record from the wrapper's key check (`admitted`) instead.
    */
   async authenticateSandbox(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
-    const rec = await this.keyOwner(sandboxId, key);
+    const rec = await this.records.keyOwner(sandboxId, key);
     return rec?.status === 'RUNNING' ? rec : null;
   }
 
@@ -95,10 +109,10 @@ export class SandboxBridge extends SandboxRecords {
     restoreMs?: number,
   ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
-    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.iso());
+    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.records.iso());
     // The start's restore phase, once per generation (the program reports it after its check-in).
     if (restoreMs !== undefined && rec.status === 'RUNNING' && rec.phases && rec.phases.restore_ms === undefined) {
-      const t = await this.transition(rec.id, (cur) =>
+      const t = await this.records.transition(rec.id, (cur) =>
         cur.generation === rec.generation && cur.phases && cur.phases.restore_ms === undefined
           ? { phases: restored(cur.phases, restoreMs) }
           : 'skip',
@@ -110,12 +124,17 @@ export class SandboxBridge extends SandboxRecords {
     return { status, command_seq: rec.commandSeq ?? 0 };
   }
 
+  /** The compute of a RUNNING generation to `at` (`SandboxRecords.accrue`; the heartbeat's `meter` records it with its totals). */
+  accrue(rec: SandboxRecord, at?: Date, from?: string): Promise<ComputeRecord | undefined> {
+    return this.records.accrue(rec, at, from);
+  }
+
   /**
    * A heartbeat's metering: the interval's record (`accrue`), then the organization's standing against
    * its plan (`enforceMonthly`: notices, pause). True when the sandbox was paused.
    */
-  async meter(rec: SandboxRecord, at: Date = this.now()): Promise<boolean> {
-    const metered = await this.accrueWithTotals(rec, at);
+  async meter(rec: SandboxRecord, at: Date = this.records.now()): Promise<boolean> {
+    const metered = await this.records.accrueWithTotals(rec, at);
     return metered ? this.enforceMonthly(rec, metered.record, metered.orgDay) : false;
   }
 
@@ -143,7 +162,7 @@ export class SandboxBridge extends SandboxRecords {
       logger.warn('plan.limit', { orgId: record.orgId, sandboxId: rec.id, code: reached.code, onLimit: plan.on_limit });
       if (plan.on_limit !== 'stop' && reached.code !== 'credits_exhausted') return false;
       const detail = `Paused: ${reached.message}`;
-      const t = await this.transition(rec.id, (cur) =>
+      const t = await this.records.transition(rec.id, (cur) =>
         cur.status === 'RUNNING' && cur.generation === rec.generation ? toPaused(detail) : 'skip',
       );
       // No runtime call here (the heartbeat carries no ECS client): the program stops itself on the
@@ -232,7 +251,7 @@ export class SandboxBridge extends SandboxRecords {
     if (!ownsSnapshot(sandboxId, objectKey)) throw conflict('Not a snapshot key of this sandbox');
     const bytes = await snapshots.verify(sandboxId, objectKey);
     if (bytes === null) throw conflict('No such snapshot: its upload did not complete');
-    const t = await this.transition(sandboxId, (rec) => {
+    const t = await this.records.transition(sandboxId, (rec) => {
       const current = rec.runtimeState?.[SNAPSHOT_STATE];
       // Keys start with their issue time: a late report of an older upload never replaces a newer one.
       if (current && current >= objectKey) return 'skip';
@@ -241,7 +260,7 @@ export class SandboxBridge extends SandboxRecords {
     if (t?.changed) {
       await snapshots.prune(sandboxId, objectKey);
       // The workspace storage now held is this snapshot's bytes (docs/billing.md, "Workspace storage").
-      await this.meterStorage(t.record, bytes, objectKey);
+      await this.records.meterStorage(t.record, bytes, objectKey);
     }
     return { key: objectKey, bytes };
   }
@@ -263,7 +282,7 @@ export class SandboxBridge extends SandboxRecords {
   }
 
   private stopCommand(reason: string): SandboxCommand {
-    return { seq: 0, type: STOP_COMMAND, payload: { reason }, created_at: this.iso() };
+    return { seq: 0, type: STOP_COMMAND, payload: { reason }, created_at: this.records.iso() };
   }
 
   private async openCommand(c: StoredCommand, userId: string): Promise<SandboxCommand> {

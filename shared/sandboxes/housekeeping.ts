@@ -9,6 +9,7 @@ import {
   notLive,
   RETRY_STATE,
   SandboxRecords,
+  type SandboxServiceDeps,
   sha256,
   toError,
   toPaused,
@@ -22,7 +23,13 @@ import type { BindingClaim } from '#shared/sandboxes/pool-claim.ts';
 import { emitStartMetrics, fromTaskTimes } from '#shared/sandboxes/phases.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
-export class SandboxHousekeeping extends SandboxRecords {
+export class SandboxHousekeeping {
+  private readonly records: SandboxRecords;
+
+  constructor(private readonly deps: SandboxServiceDeps) {
+    this.records = new SandboxRecords(deps);
+  }
+
   /**
    * A process or task ended. For the current generation of a live sandbox: a crash becomes ERROR
    * with the reason, a stop that was asked for becomes PAUSED, and so does a Spot interruption
@@ -39,7 +46,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     generation: number,
     times: { createdAt?: string; pullStartedAt?: string; pullStoppedAt?: string; startedAt?: string },
   ): Promise<void> {
-    const t = await this.transition(sandboxId, (rec) => {
+    const t = await this.records.transition(sandboxId, (rec) => {
       if (rec.generation !== generation || !rec.phases || rec.phases.warm || rec.phases.provisioning_ms !== undefined)
         return 'skip';
       const phases = fromTaskTimes(rec.phases, times);
@@ -56,7 +63,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     const current = (rec: SandboxRecord) =>
       rec.generation === event.generation &&
       (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
-    const t = await this.transition(event.sandboxId, (rec) =>
+    const t = await this.records.transition(event.sandboxId, (rec) =>
       !current(rec) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
     );
     if (!t?.changed) return undefined;
@@ -68,7 +75,7 @@ export class SandboxHousekeeping extends SandboxRecords {
   /** Continues an unfinished delete (e.g. when the Fargate workspace wipe task has stopped). */
   async continueDelete(sandboxId: string): Promise<boolean> {
     const rec = await this.deps.store.get(sandboxId);
-    return rec?.deletedAt ? this.finishDelete(rec) : false;
+    return rec?.deletedAt ? this.records.finishDelete(rec) : false;
   }
 
   /**
@@ -76,7 +83,7 @@ export class SandboxHousekeeping extends SandboxRecords {
    * sandboxes whose process is gone as MISSING, finishes stalled deletes, and stops processes or
    * tasks that no live record owns. One failing item does not stop the others.
    */
-  async sweep(now: Date = this.now()): Promise<SweepSummary> {
+  async sweep(now: Date = this.records.now()): Promise<SweepSummary> {
     const summary: SweepSummary = {
       paused: [],
       failed: [],
@@ -96,7 +103,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     for (const rec of live) {
       try {
         if (rec.deletedAt) {
-          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.finishDelete(rec)))
+          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.records.finishDelete(rec)))
             summary.deleted.push(rec.id);
         } else if (
           rec.status === 'STARTING' &&
@@ -110,7 +117,7 @@ export class SandboxHousekeeping extends SandboxRecords {
           const detail = lastError
             ? `The sandbox could not be started within ${startTimeoutSeconds} seconds: ${lastError}`
             : `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
-          if (await this.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur)))
+          if (await this.records.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur)))
             summary.failed.push(rec.id);
         } else if (
           rec.status === 'STARTING' &&
@@ -120,13 +127,17 @@ export class SandboxHousekeeping extends SandboxRecords {
           if (await this.retryStart(rec)) summary.retried.push(rec.id);
         } else if (rec.status === 'RUNNING' && idle(rec)) {
           const detail = `Paused after ${idleMinutes} minutes without agent activity`;
-          if (await this.pauseRecord(rec.id, detail, { when: (cur) => cur.generation === rec.generation && idle(cur) }))
+          if (
+            await this.records.pauseRecord(rec.id, detail, {
+              when: (cur) => cur.generation === rec.generation && idle(cur),
+            })
+          )
             summary.paused.push(rec.id);
         } else if (
           rec.status === 'RUNNING' &&
           !instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)
         ) {
-          const t2 = await this.transition(rec.id, (cur) =>
+          const t2 = await this.records.transition(rec.id, (cur) =>
             cur.status === 'RUNNING' && cur.generation === rec.generation
               ? { status: 'MISSING', detail: 'The sandbox process or task no longer exists', ...notLive }
               : 'skip',
@@ -168,7 +179,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     if (!from || now.getTime() - Date.parse(from) <= 2 * this.deps.config.heartbeatSeconds * 1000) return false;
     const alive = Math.min(Date.parse(rec.lastActivityAt), now.getTime());
     if (alive - Date.parse(from) < 1000) return false;
-    return (await this.accrue(rec, new Date(alive), from)) !== undefined;
+    return (await this.records.accrue(rec, new Date(alive), from)) !== undefined;
   }
 
   /**
@@ -197,11 +208,12 @@ export class SandboxHousekeeping extends SandboxRecords {
    */
   private async startColdAfterClaim(rec: SandboxRecord): Promise<boolean> {
     const spec = this.deps.specs.get(rec.specId);
-    if (!spec) return this.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+    if (!spec)
+      return this.records.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
     const standby = rec.runtimeState?.[STANDBY_STATE];
     const enrollment = newToken('enr');
     const reason = `the claimed standby did not take its binding within ${BINDING_ACK_MS / 1000} s`;
-    const t = await this.transition(rec.id, (cur) => {
+    const t = await this.records.transition(rec.id, (cur) => {
       if (
         cur.generation !== rec.generation ||
         cur.status !== 'STARTING' ||
@@ -219,8 +231,8 @@ export class SandboxHousekeeping extends SandboxRecords {
     });
     if (!t?.changed) return false;
     logger.warn('pool.binding-timeout', { sandboxId: rec.id, standbyId: standby });
-    await this.stopQuietly(instanceOf(t.previous));
-    await this.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', {}, reason);
+    await this.records.stopQuietly(instanceOf(t.previous));
+    await this.records.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', {}, reason);
     return true;
   }
 
@@ -231,9 +243,10 @@ export class SandboxHousekeeping extends SandboxRecords {
   private async retryStart(rec: SandboxRecord): Promise<boolean> {
     const due = rec.runtimeState?.[RETRY_STATE.at];
     const spec = this.deps.specs.get(rec.specId);
-    if (!spec) return this.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+    if (!spec)
+      return this.records.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
     const enrollment = newToken('enr');
-    const t = await this.transition(rec.id, (cur) => {
+    const t = await this.records.transition(rec.id, (cur) => {
       if (
         cur.generation !== rec.generation ||
         cur.status !== 'STARTING' ||
@@ -247,7 +260,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     });
     if (!t?.changed) return false;
     const options = JSON.parse(rec.runtimeState?.[RETRY_STATE.launch] ?? '{}') as LaunchOptions;
-    await this.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', options);
+    await this.records.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', options);
     return true;
   }
 
@@ -262,7 +275,7 @@ export class SandboxHousekeeping extends SandboxRecords {
     const lost: string[] = [];
     for (const rec of live) {
       if (rec.deletedAt || instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) continue;
-      const t = await this.transition(rec.id, (cur) =>
+      const t = await this.records.transition(rec.id, (cur) =>
         cur.generation !== rec.generation || !isLive(cur.status)
           ? 'skip'
           : cur.status === 'RUNNING'
@@ -278,6 +291,8 @@ export class SandboxHousekeeping extends SandboxRecords {
   /** Pauses every live sandbox (the local server shutting down), so no process outlives it. */
   async suspendAll(detail: string): Promise<void> {
     const live = await this.deps.store.listLive();
-    await Promise.all(live.filter((r) => !r.deletedAt).map((r) => this.pauseRecord(r.id, detail).catch(() => false)));
+    await Promise.all(
+      live.filter((r) => !r.deletedAt).map((r) => this.records.pauseRecord(r.id, detail).catch(() => false)),
+    );
   }
 }

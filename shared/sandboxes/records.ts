@@ -130,38 +130,25 @@ export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 **
 
 /**
  * The record logic every audience's service shares (the user's API in service.ts, the bridge in
- * bridge-service.ts, housekeeping in housekeeping.ts). The sandbox lifecycle: `STARTING -> RUNNING` (only when the program inside checks in),
+ * bridge-service.ts, housekeeping in housekeeping.ts): each holds one, over the same deps. The sandbox lifecycle: `STARTING -> RUNNING` (only when the program inside checks in),
  * `-> PAUSED` (asked for, idle, or over the per-user limit), `-> ERROR` (a crash, a failed or stuck
  * start), `-> MISSING` (RUNNING but its process or task is gone). Every change is one conditional
  * write on the record's version; the runtime is called after the write that decides, so two
  * racing calls can never leave two live processes for one sandbox.
  */
 export class SandboxRecords {
-  protected readonly now: () => Date;
+  readonly now: () => Date;
 
-  constructor(protected readonly deps: SandboxServiceDeps) {
+  constructor(private readonly deps: SandboxServiceDeps) {
     this.now = deps.now ?? (() => new Date());
   }
 
-  get config(): SandboxConfig {
-    return this.deps.config;
-  }
-
-  protected iso(): string {
+  iso(): string {
     return this.now().toISOString();
   }
 
-  /**
-   * Agent activity seen elsewhere (e.g. events posted through a webhook): postpones the idle pause.
-   * Returns false when the sandbox is not RUNNING. Here, not on the bridge, so the conversation
-   * functions that call it do not carry the bridge's code (check-in, metering).
-   */
-  recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.iso());
-  }
-
   /** The record a session key belongs to, in any state (so a stale program can be told to stop). */
-  protected async keyOwner(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
+  async keyOwner(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
     if (!key) return null;
     const rec = await this.deps.store.get(sandboxId);
     return rec && !rec.deletedAt && sameHash(rec.sessionKeyHash, sha256(key)) ? rec : null;
@@ -169,20 +156,26 @@ export class SandboxRecords {
 
   /**
    * Reads, decides and writes conditionally on the version read, retrying on a lost race. With
-   * `userId`, an unknown, foreign or deleted sandbox is a 404; without, it is `undefined`.
+   * `userId`, an unknown, foreign or deleted sandbox is a 404; without, it is `undefined`. `known`: the
+   * record as the caller just read or wrote it, decided on without a read first (a lost race reads).
    */
-  protected async transition(
+  async transition(
     id: string,
     decide: (rec: SandboxRecord) => Decision,
-    options: { userId?: string } = {},
+    options: { userId?: string; known?: SandboxRecord } = {},
   ): Promise<Transition | undefined> {
+    let known = options.known;
     for (let attempt = 0; attempt < 40; attempt++) {
-      const rec = await this.deps.store.get(id);
+      const guessed = known !== undefined;
+      const rec = known ?? (await this.deps.store.get(id));
+      known = undefined;
       if (!rec || rec.deletedAt || (options.userId !== undefined && rec.userId !== options.userId)) {
         if (options.userId !== undefined) throw notFound('Sandbox not found');
         return undefined;
       }
       const patch = decide(rec);
+      // Nothing to do, decided on a record not read here: confirmed on one read.
+      if (patch === 'skip' && guessed) continue;
       if (patch === 'skip') return { record: rec, previous: rec, changed: false };
       const updated = await this.deps.store.update(id, rec.version, patch);
       if (updated) {
@@ -190,7 +183,7 @@ export class SandboxRecords {
         await this.closeIfLeft(rec, updated, new Date(updated.updatedAt));
         return { record: updated, previous: rec, changed: true };
       }
-      await sleep(2 + Math.random() * 10 * Math.min(attempt + 1, 8));
+      if (!guessed) await sleep(2 + Math.random() * 10 * Math.min(attempt + 1, 8));
     }
     throw conflict('The sandbox is being changed by other requests; try again');
   }
@@ -209,7 +202,7 @@ export class SandboxRecords {
   }
 
   /** `accrue`, with the organization's day totals as the record's ADD left them (the heartbeat's notices and limits read them). */
-  protected async accrueWithTotals(
+  async accrueWithTotals(
     rec: SandboxRecord,
     at: Date = this.now(),
     from?: string,
@@ -301,7 +294,7 @@ export class SandboxRecords {
   }
 
   /** Pauses a live sandbox and stops its process; false when it was not live (or `when` said no). */
-  protected async pauseRecord(
+  async pauseRecord(
     id: string,
     detail: string | undefined,
     options: { userId?: string; when?: (rec: SandboxRecord) => boolean } = {},
@@ -317,7 +310,7 @@ export class SandboxRecords {
   }
 
   /** Turns the same generation of a live sandbox to ERROR and stops whatever runs for it. */
-  protected async failIfCurrent(
+  async failIfCurrent(
     rec: SandboxRecord,
     detail: string,
     when: (cur: SandboxRecord) => boolean = () => true,
@@ -337,7 +330,7 @@ export class SandboxRecords {
    * failure worth retrying (throttling, no capacity) leaves the sandbox STARTING with a detail and
    * a time for the sweeper's next attempt, within the start time-out; any other is an ERROR.
    */
-  protected async launch(
+  async launch(
     record: SandboxRecord,
     spec: SandboxSpec,
     enrollmentToken: string,
@@ -422,20 +415,25 @@ export class SandboxRecords {
     }
     const detail = failure && (attempt > 1 ? `${failure.detail} (after ${attempt} attempts)` : failure.detail);
     let current = false;
-    const t = await this.transition(record.id, (rec) => {
-      current = rec.generation === generation && isLive(rec.status);
-      const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
-      if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
-      if (current) patch.phases = phases;
-      if (current && failure)
-        Object.assign(
-          patch,
-          retry
-            ? { detail: `Waiting to start, trying again at ${state[RETRY_STATE.at]}: ${detail}` }
-            : toError(detail!),
-        );
-      return Object.keys(patch).length ? patch : 'skip';
-    });
+    // Decided first on the record as the caller wrote it (a start's or resume's write just before).
+    const t = await this.transition(
+      record.id,
+      (rec) => {
+        current = rec.generation === generation && isLive(rec.status);
+        const patch: SandboxPatch = sameState(rec.runtimeState, state) ? {} : { runtimeState: state };
+        if (current && started && rec.runtimeRef !== started.ref) patch.runtimeRef = started.ref;
+        if (current) patch.phases = phases;
+        if (current && failure)
+          Object.assign(
+            patch,
+            retry
+              ? { detail: `Waiting to start, trying again at ${state[RETRY_STATE.at]}: ${detail}` }
+              : toError(detail!),
+          );
+        return Object.keys(patch).length ? patch : 'skip';
+      },
+      { known: record },
+    );
     if (failure && current)
       logger.warn(retry ? 'sandbox.start-retry' : 'sandbox.failed', {
         sandboxId: record.id,
@@ -457,7 +455,7 @@ export class SandboxRecords {
   }
 
   /** Runs the runtime's clean-up, then removes the snapshots and the record. False when it continues later. */
-  protected async finishDelete(rec: SandboxRecord): Promise<boolean> {
+  async finishDelete(rec: SandboxRecord): Promise<boolean> {
     try {
       const out = await this.deps.runtime.destroy(instanceOf(rec));
       if (out.done) {
@@ -483,7 +481,7 @@ export class SandboxRecords {
    * Where snapshots exist (AWS) only; metering never fails the call that changed them (logged: the holding
    * stays as it was until the next change).
    */
-  protected async meterStorage(rec: SandboxRecord, bytes: number, key: string | null): Promise<void> {
+  async meterStorage(rec: SandboxRecord, bytes: number, key: string | null): Promise<void> {
     try {
       await new StorageMeter(this.deps.usage!, this.deps.prices!, this.now).hold(rec, bytes, key);
     } catch (err) {
@@ -491,7 +489,7 @@ export class SandboxRecords {
     }
   }
 
-  protected async stopQuietly(instance: InstanceRef): Promise<void> {
+  async stopQuietly(instance: InstanceRef): Promise<void> {
     try {
       await this.deps.runtime.stop(instance);
     } catch (err) {

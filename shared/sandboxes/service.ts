@@ -4,7 +4,7 @@ import { logger } from '#shared/logging.ts';
 import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
 import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
-import { newToken, SandboxRecords, sha256 } from '#shared/sandboxes/records.ts';
+import { newToken, SandboxRecords, sha256, type SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
@@ -12,8 +12,17 @@ import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
 import { limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 
+/** A new sandbox's id: 32 hex digits. */
+const newSandboxId = () => randomUUID().replaceAll('-', '');
+
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
-export class SandboxService extends SandboxRecords {
+export class SandboxService {
+  private readonly records: SandboxRecords;
+
+  constructor(private readonly deps: SandboxServiceDeps) {
+    this.records = new SandboxRecords(deps);
+  }
+
   /** The user's sandboxes, newest first. */
   async search(
     userId: string,
@@ -42,22 +51,27 @@ export class SandboxService extends SandboxRecords {
    * Starts a sandbox; `paused` names sandboxes paused to stay within the per-user limit. The
    * tenant's plan refuses first (402): a resource factor above `max_resource_factor`, or no running
    * slot left in the organization (`max_running_sandboxes`, taken before the record is written).
+   * `given` (a conversation's start): the launch options from the settings the caller read already,
+   * the new sandbox's id (so the caller's records name it before it exists), and its first commands,
+   * queued with the record before anything runs (no read of the record, nothing to push yet).
    */
   async start(
     userId: string,
     specId: string | undefined,
     host: string | undefined,
     tenant: Tenant,
+    given: { options?: LaunchOptions; id?: string; commands?: CommandInput[] } = {},
   ): Promise<{ sandbox: SandboxInfo; paused: string[] }> {
     const spec = specId === undefined ? this.deps.specs.defaultSpec() : this.deps.specs.get(specId);
     if (!spec) throw invalidField(['query', 'sandbox_spec_id'], `Unknown sandbox spec "${specId}"`, specId);
     const bridgeUrl = this.deps.bridgeUrl(host);
-    const options = await this.launchOptions(userId);
+    const options = given.options ?? (await this.launchOptions(userId));
     await this.reserveSlot(tenant, options, userId);
-    const now = this.iso();
+    const now = this.records.iso();
     const enrollment = newToken('enr');
+    const commands = given.commands ?? [];
     const record: SandboxRecord = {
-      id: randomUUID().replaceAll('-', ''),
+      id: given.id ?? newSandboxId(),
       userId,
       orgId: tenant.orgId,
       ...(tenant.plan ? { plan: tenant.plan } : {}),
@@ -73,6 +87,7 @@ export class SandboxService extends SandboxRecords {
       liveShard: LIVE_SHARD,
       liveUserId: userId,
       enrollmentHash: sha256(enrollment),
+      ...(commands.length ? { commandSeq: commands.length } : {}),
     };
     try {
       await this.deps.store.create(record);
@@ -80,14 +95,24 @@ export class SandboxService extends SandboxRecords {
       await this.deps.store.releaseRunning(tenant.orgId);
       throw err;
     }
+    // Should a put fail, the record stays STARTING with nothing launched: the sweeper fails it at the
+    // start time-out and gives its slot back, as for a start that died here.
+    for (const [i, command] of commands.entries())
+      await this.deps.store.putCommand({
+        sandboxId: record.id,
+        seq: i + 1,
+        type: command.type,
+        payload: command.payload === undefined ? undefined : JSON.stringify(command.payload),
+        createdAt: now,
+      });
     const paused = await this.makeRoom(userId, record.id);
-    const launched = await this.launch(record, spec, enrollment, bridgeUrl, options);
+    const launched = await this.records.launch(record, spec, enrollment, bridgeUrl, options);
     return { sandbox: await this.view(launched), paused };
   }
 
   /** Pauses (stops the process, keeps the workspace). Pausing a sandbox that is not live changes nothing. */
   async pause(userId: string, sandboxId: string): Promise<void> {
-    await this.pauseRecord(sandboxId, undefined, { userId });
+    await this.records.pauseRecord(sandboxId, undefined, { userId });
   }
 
   /**
@@ -97,7 +122,7 @@ export class SandboxService extends SandboxRecords {
   async pauseAll(userId: string, detail: string): Promise<string[]> {
     const paused: string[] = [];
     for (const rec of await this.deps.store.listLiveByUser(userId))
-      if (await this.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
     return paused;
   }
 
@@ -126,22 +151,24 @@ export class SandboxService extends SandboxRecords {
     sandboxId: string,
     host: string | undefined,
     tenant: Tenant,
+    /** The launch options from the settings the caller read already (a conversation's start). */
+    given?: LaunchOptions,
   ): Promise<{ paused: string[] }> {
     const bridgeUrl = this.deps.bridgeUrl(host);
     const found = await this.deps.store.get(sandboxId);
     if (!found || found.deletedAt || found.userId !== userId) throw notFound('Sandbox not found');
     if (isLive(found.status)) return { paused: [] };
-    const options = await this.launchOptions(userId);
+    const options = given ?? (await this.launchOptions(userId));
     await this.reserveSlot(tenant, options);
     let enrollment = '';
     let t: { record: SandboxRecord; changed: boolean } | undefined;
     try {
-      t = await this.transition(
+      t = await this.records.transition(
         sandboxId,
         (rec) => {
           if (isLive(rec.status)) return 'skip';
           enrollment = newToken('enr');
-          const now = this.iso();
+          const now = this.records.iso();
           return {
             status: 'STARTING',
             orgId: tenant.orgId,
@@ -158,7 +185,7 @@ export class SandboxService extends SandboxRecords {
             runtimeRef: null,
           };
         },
-        { userId },
+        { userId, known: found },
       );
     } catch (err) {
       await this.deps.store.releaseRunning(tenant.orgId);
@@ -172,19 +199,22 @@ export class SandboxService extends SandboxRecords {
     const paused = await this.makeRoom(userId, sandboxId);
     const spec = this.deps.specs.get(t.record.specId);
     if (!spec) {
-      await this.failIfCurrent(t.record, `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`);
+      await this.records.failIfCurrent(
+        t.record,
+        `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`,
+      );
       return { paused };
     }
-    await this.launch(t.record, spec, enrollment, bridgeUrl, options);
+    await this.records.launch(t.record, spec, enrollment, bridgeUrl, options);
     return { paused };
   }
 
   /** Stops the sandbox, removes its workspace, its command queue and its record. */
   async delete(userId: string, sandboxId: string): Promise<void> {
-    const t = await this.transition(
+    const t = await this.records.transition(
       sandboxId,
       () => ({
-        deletedAt: this.iso(),
+        deletedAt: this.records.iso(),
         liveShard: LIVE_SHARD,
         liveUserId: null,
         enrollmentHash: null,
@@ -194,7 +224,7 @@ export class SandboxService extends SandboxRecords {
       { userId },
     );
     await this.deps.store.deleteAllCommands(sandboxId);
-    await this.finishDelete(t!.record);
+    await this.records.finishDelete(t!.record);
   }
 
   /**
@@ -210,7 +240,7 @@ export class SandboxService extends SandboxRecords {
     const payload = command.payload === undefined ? undefined : JSON.stringify(command.payload);
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
-    const createdAt = this.iso();
+    const createdAt = this.records.iso();
     await this.deps.store.putCommand({ sandboxId, seq, type: command.type, payload, createdAt });
     await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
     commandQueued(sandboxId);
@@ -237,6 +267,15 @@ export class SandboxService extends SandboxRecords {
     }
   }
 
+  /**
+   * Agent activity seen elsewhere (events posted through a webhook): postpones the idle pause. False
+   * when the sandbox is not RUNNING. Here, not on the bridge, so the conversation functions that call
+   * it do not carry the bridge's code (check-in, metering).
+   */
+  recordActivity(sandboxId: string): Promise<boolean> {
+    return this.deps.store.touchActivity(sandboxId, this.records.iso());
+  }
+
   /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */
   async statuses(
     ids: string[],
@@ -260,7 +299,7 @@ export class SandboxService extends SandboxRecords {
     const paused: string[] = [];
     for (const rec of others.slice(0, Math.max(0, excess))) {
       const detail = `Paused to stay within ${this.deps.config.maxRunning} running sandboxes per user`;
-      if (await this.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
     }
     return paused;
   }
@@ -295,7 +334,7 @@ export class SandboxService extends SandboxRecords {
     }
     // Spent prepaid credits refuse whatever on_limit says; the monthly limits only with `stop`.
     if (plan.on_limit === 'stop' || plan.prepaid) {
-      const day = this.iso().slice(0, 10);
+      const day = this.records.iso().slice(0, 10);
       const standing = standingOf(await readStanding(this.deps.usage!, tenant.orgId, day, plan.prepaid), day);
       const reached = limitReached(plan, standing);
       if (reached && (plan.on_limit === 'stop' || reached.code === 'credits_exhausted'))

@@ -4,7 +4,7 @@ import { modelsHash } from '#shared/llm/platform-models.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { llmCredentials } from '#shared/services/llm-credentials.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
-import { sandboxControl } from '#shared/services/sandbox-control.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { settings } from '#shared/services/settings.ts';
 
 export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
@@ -14,7 +14,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
     c.adapter('startTaskStore'),
     c.adapter('eventStore'),
     c.use(settings),
-    sandboxControl(c),
+    c.use(sandboxes),
     new ConversationRecords(c.adapter('conversationStore')),
     c.adapter('eventFeed'),
     undefined,

@@ -1,6 +1,6 @@
 import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import type { ServiceFactory } from '#shared/services.ts';
-import { sandboxControl } from '#shared/services/sandbox-control.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 
 export const conversationHousekeeping: ServiceFactory<ConversationHousekeeping> = (c) =>
-  new ConversationHousekeeping(c.adapter('startTaskStore'), sandboxControl(c));
+  new ConversationHousekeeping(c.adapter('startTaskStore'), c.use(sandboxes));

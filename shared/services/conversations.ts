@@ -3,7 +3,7 @@ import { ConversationService } from '#shared/conversations/service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { cursors } from '#shared/services/cursors.ts';
-import { sandboxControl } from '#shared/services/sandbox-control.ts';
+import { sandboxes } from '#shared/services/sandboxes.ts';
 import { settings } from '#shared/services/settings.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
 
@@ -12,7 +12,7 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     c.adapter('conversationStore'),
     c.adapter('startTaskStore'),
     c.use(settings),
-    sandboxControl(c),
+    c.use(sandboxes),
     c.use(cursors),
     c.use(conversationKeys),
     new ConversationRecords(c.adapter('conversationStore')),

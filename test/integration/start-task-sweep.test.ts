@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoStartTaskStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { StartTaskRecord } from '#shared/conversations/model.ts';
+import { START_WRITE_SECONDS } from '#shared/conversations/sweep.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
 let stack: TestStack;
@@ -42,8 +43,15 @@ describe('the start-task sweep', () => {
     await store.create(task('a4', 'WAITING_FOR_SANDBOX', 'nosuchsandbox', fresh));
     await stack.call('DELETE', `/api/v1/sandboxes/${sandboxId}`);
 
-    const failed = await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 1000), 300);
-    expect(failed).toBe(3);
+    // A start names its sandbox before it writes the sandbox's record: a task whose sandbox has no
+    // record (a1 deleted, a4 never written) fails only once no start request can still be writing it.
+    expect(await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 1000), 300)).toBe(1);
+    expect((await store.getMany(['a1', 'a4'])).get('a1')!.status).toBe('WAITING_FOR_SANDBOX');
+    const failed = await stack.services.conversationHousekeeping.sweepStartTasks(
+      new Date(now.getTime() + (START_WRITE_SECONDS + 1) * 1000),
+      300,
+    );
+    expect(failed).toBe(2);
     const after = await store.getMany(['a1', 'a2', 'a3', 'a4']);
     expect(after.get('a1')).toMatchObject({
       status: 'ERROR',
@@ -56,6 +64,11 @@ describe('the start-task sweep', () => {
     expect(after.get('a3')!.status).toBe('RUNNING_SETUP_SCRIPT');
     expect(after.get('a4')!.status).toBe('ERROR');
     // Idempotent: a second sweep changes nothing, and finished tasks leave the pending index.
-    expect(await stack.services.conversationHousekeeping.sweepStartTasks(new Date(now.getTime() + 2000), 300)).toBe(0);
+    expect(
+      await stack.services.conversationHousekeeping.sweepStartTasks(
+        new Date(now.getTime() + (START_WRITE_SECONDS + 2) * 1000),
+        300,
+      ),
+    ).toBe(0);
   });
 });
