@@ -14,17 +14,10 @@
 import type { BridgeClient, BridgeCommand } from './bridge-client.ts';
 import { isUnauthorized } from './bridge-client.ts';
 
-type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
 
-export interface CommandChannelOptions {
-  bridge: BridgeClient;
-  /** `wss://...` (BRIDGE_SOCKET_URL); none: long-poll only. */
-  socketUrl?: string;
-  /** How long one long-poll waits (the server caps it). */
-  waitSeconds: number;
-  /** Ends the channel once the command being handled is done. */
-  signal: AbortSignal;
-  log: Log;
+/** The socket's timings (API Gateway's limits), shared by the command channel and the pool channel. */
+export interface SocketTimings {
   /** Ping interval, under API Gateway's 10-minute idle limit. */
   pingMs?: number;
   /** A socket that answers nothing (pong or command) for this long after a ping is dropped. */
@@ -36,6 +29,17 @@ export interface CommandChannelOptions {
   maxRetryMs?: number;
   /** A connection shorter than this counts as a failure (back-off, long-poll meanwhile). */
   minSessionMs?: number;
+}
+
+export interface CommandChannelOptions extends SocketTimings {
+  bridge: BridgeClient;
+  /** `wss://...` (BRIDGE_SOCKET_URL); none: long-poll only. */
+  socketUrl?: string;
+  /** How long one long-poll waits (the server caps it). */
+  waitSeconds: number;
+  /** Ends the channel once the command being handled is done. */
+  signal: AbortSignal;
+  log: Log;
 }
 
 /** What the server returns per fetch at most (the long-poll's page). */

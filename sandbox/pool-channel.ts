@@ -12,11 +12,9 @@
  */
 import type { PoolWaitResponse } from '#shared/protocol.ts';
 import { isUnauthorized, type PoolClient } from './bridge-client.ts';
-import { sleep, socketSession } from './command-channel.ts';
+import { type Log, type SocketTimings, sleep, socketSession } from './command-channel.ts';
 
-type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
-
-export interface PoolChannelOptions {
+export interface PoolChannelOptions extends SocketTimings {
   pool: PoolClient;
   /** `wss://...` (BRIDGE_SOCKET_URL); none: long-poll only. */
   socketUrl?: string;
@@ -26,12 +24,6 @@ export interface PoolChannelOptions {
   log: Log;
   /** On the socket: the wait route with `wait=0` this often (the heartbeat), under the claim's 30 s freshness. */
   heartbeatMs?: number;
-  pingMs?: number;
-  pongTimeoutMs?: number;
-  maxAgeMs?: number;
-  retryMs?: number;
-  maxRetryMs?: number;
-  minSessionMs?: number;
 }
 
 /** Consecutive failed wait calls after which the standby gives up (the sweep forgets it after 90 s unheard). */
