@@ -4,14 +4,8 @@ import type { Answer } from '../../shared/client/index.ts';
 
 export type FeedMode = 'connecting' | 'live' | 'polling';
 
-/**
- * A page of events: the document's page, whose events the console reads as `AnyEvent` (events.ts, open to
- * new kinds), and the `follow_page_id` the service adds (shared/events/service.ts) that the document omits.
- */
-type EventPage = Omit<Answer<'/api/v1/events/search', 'get'>, 'items'> & {
-  items: AnyEvent[];
-  follow_page_id?: string | null;
-};
+/** A page of events: the document's page, whose events the console reads as `AnyEvent` (events.ts, open to new kinds). */
+type EventPage = Omit<Answer<'/api/v1/events/search', 'get'>, 'items'> & { items: AnyEvent[] };
 
 /**
  * Follows a conversation's events: every event once, in order. Polls `events/search` with

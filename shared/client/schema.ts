@@ -4341,6 +4341,7 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         next_page_id: string | null;
+                        follow_page_id?: string | null;
                     };
                 };
             };
@@ -5199,6 +5200,7 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         next_page_id: string | null;
+                        follow_page_id?: string | null;
                     };
                 };
             };
@@ -6113,6 +6115,7 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         next_page_id: string | null;
+                        follow_page_id?: string | null;
                     };
                 };
             };

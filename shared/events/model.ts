@@ -33,5 +33,10 @@ export const eventCountQuery = z.lazy(() =>
 );
 
 export const eventPageSchema = z.lazy(() =>
-  z.object({ items: z.array(z.record(z.string(), z.unknown())), next_page_id: z.nullable(z.string()) }),
+  z.object({
+    items: z.array(z.record(z.string(), z.unknown())),
+    next_page_id: z.nullable(z.string()),
+    // Ascending searches only: the cursor to poll with for events that arrive later (EventPageView).
+    follow_page_id: z.optional(z.nullable(z.string())),
+  }),
 );
