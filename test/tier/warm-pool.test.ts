@@ -80,6 +80,25 @@ async function timedStart(tier: TierStack, key: string) {
   return { id: res.body.id as string, ms: Date.now() - began, phases: sb.start_phases };
 }
 
+/** A start whose claimed standby never takes its binding: STARTING at once, RUNNING cold after its 10 s deadline. */
+async function coldAfterDeadline(tier: TierStack, key: string) {
+  const began = Date.now();
+  const res = await tier.call('POST', '/api/v1/sandboxes', { key });
+  expect(res.status).toBe(200);
+  expect(res.body.status).toBe('STARTING');
+  const sb = await until(
+    tier,
+    'the cold start after the deadline',
+    async () => (await tier.call('GET', `/api/v1/sandboxes?id=${res.body.id}`, { key })).body?.[0],
+    (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
+    40_000,
+  );
+  expect(sb.status, tier.explain()).toBe('RUNNING');
+  expect(Date.now() - began).toBeGreaterThanOrEqual(10_000);
+  expect(sb.start_phases.cold_reason).toMatch(/did not take its binding within 10 s/);
+  return { res, sb };
+}
+
 describe('the warm pool, as deployed', () => {
   let tier: TierStack;
   let key: string;
@@ -275,21 +294,8 @@ describe('the warm pool, as deployed', () => {
     // Every ready standby frozen: whichever the start claims never takes its binding.
     for (const s of list) tier.aws.signalTask(s.ref!, 'SIGSTOP');
     try {
-      const began = Date.now();
-      const res = await tier.call('POST', '/api/v1/sandboxes', { key });
-      expect(res.status).toBe(200);
-      expect(res.body.status).toBe('STARTING');
-      const sb = await until(
-        tier,
-        'the cold start after the deadline',
-        async () => (await tier.call('GET', `/api/v1/sandboxes?id=${res.body.id}`, { key })).body?.[0],
-        (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
-        40_000,
-      );
-      expect(sb.status, tier.explain()).toBe('RUNNING');
-      expect(Date.now() - began).toBeGreaterThanOrEqual(10_000);
+      const { res, sb } = await coldAfterDeadline(tier, key);
       expect(sb.start_phases).toMatchObject({ warm: false });
-      expect(sb.start_phases.cold_reason).toMatch(/did not take its binding within 10 s/);
       // One execution for that claim, which invoked the sweeper under the state machine's own role.
       const runs = [...tier.aws.executions.values()].filter(
         (e) => (e.input as any).bindingDeadline?.sandbox_id === res.body.id,
@@ -379,20 +385,7 @@ describe("mutation: the sandbox start's grants to invoke the pool's refill and t
     await tier.bus.runSchedule('SweeperSchedule');
     const [standby] = await onSockets(tier, 1);
     expect(standby).toBeDefined();
-    const began = Date.now();
-    const res = await tier.call('POST', '/api/v1/sandboxes', { key });
-    expect(res.status).toBe(200);
-    expect(res.body.status).toBe('STARTING');
-    const sb = await until(
-      tier,
-      'the cold start after the deadline',
-      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${res.body.id}`, { key })).body?.[0],
-      (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
-      40_000,
-    );
-    expect(sb.status, tier.explain()).toBe('RUNNING');
-    expect(Date.now() - began).toBeGreaterThanOrEqual(10_000);
-    expect(sb.start_phases.cold_reason).toMatch(/did not take its binding within 10 s/);
+    await coldAfterDeadline(tier, key);
     // The wake-up was denied to the start's role; the claim answered STARTING all the same.
     expect(
       tier.aws.denials.filter(
