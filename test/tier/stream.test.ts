@@ -12,7 +12,7 @@ import {
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { startHttpsHosts, type HttpsHosts } from '#test/helpers/https-hosts.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { createKey, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
+import { createKey, sandboxOf, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
 import { openStream } from '#test/tier/stream-client.ts';
 import { ofType, withoutAction } from '#test/tier/template.ts';
@@ -542,6 +542,69 @@ describe('the event stream on the synthesized stack', () => {
       await tier.aws.settle();
       expect(tier.aws.denials).toEqual([]);
       expect(tier.sockets.faults).toEqual([]);
+    }, 120_000);
+
+    it("Canvas pauses the running agent (the sandbox's task stopped) and resumes it (a new task carries on)", async () => {
+      const page = session.page;
+      const record = async () => (await tier.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0];
+      const sandboxId = (await record()).sandbox_id as string;
+      const tasks = () => [...tier.aws.tasks.values()].filter((t) => t.startedBy === sandboxId);
+      const tasksBefore = tasks().length;
+      // Into the conversation from the list, as the Canvas test above does.
+      await session.open('/');
+      await page.getByText('Renamed by the client').first().click();
+      await page.waitForURL(new RegExp(`/conversations/${cid}`));
+      await page.getByText('Answered on the deployment').first().waitFor();
+      llm.enqueue(reply.bash('sleep 15 && echo slept'), reply.finish('Resumed and finished'));
+      await session.send('take your time');
+      const stop = page.getByTestId('stop-button');
+      await stop.waitFor();
+      await until(
+        tier,
+        'the command under way',
+        async () => llm.requests.length > 0 && JSON.stringify(llm.requests.at(-1)!.body).includes('take your time'),
+        (ok) => ok,
+        30_000,
+      );
+      await browser!.shot('04-running');
+      await stop.click();
+      // The pause stops the sandbox's task (its STOPPED event through the rule): the record shows it paused.
+      const paused = await until(tier, 'paused', record, (c) => c?.sandbox_status === 'PAUSED', 30_000);
+      expect(paused.sandbox_status).toBe('PAUSED');
+      await browser!.shot('05-paused');
+      const fetched = () =>
+        tier.api.records.filter((r) => r.path === `/api/v1/sandboxes/${sandboxId}/bridge/commands`).length;
+      const fetchedBefore = fetched();
+      await page.getByTestId('play-button').click();
+      // Canvas's resume is the agent server's `run` on conversation_url: the paused sandbox resumes with
+      // the run queued; the new task checks in, takes it from the queue, and the agent carries on.
+      await until(tier, 'running again', record, (c) => c?.sandbox_status === 'RUNNING', 60_000);
+      await page.getByText('Resumed and finished').first().waitFor({ timeout: 60_000 });
+      expect(session.calls).toContain(`200 POST /api/conversations/${cid}/run`);
+      expect(tasks().length).toBeGreaterThan(tasksBefore);
+      expect(fetched()).toBeGreaterThan(fetchedBefore);
+      expect((await sandboxOf(tier, key, sandboxId))?.status).toBe('RUNNING');
+      await browser!.shot('06-resumed');
+      expect(failedCanvasCalls(session.calls)).toEqual([]);
+      await tier.aws.settle();
+      expect(tier.aws.denials).toEqual([]);
+    }, 120_000);
+
+    it('a new conversation from the home composer reaches the agent on the deployment and its answer appears', async () => {
+      const page = session.page;
+      llm.enqueue(reply.finish('A fresh answer on the deployment'));
+      await session.open('/');
+      await session.send('start something new');
+      await page.waitForURL(/\/conversations\/[0-9a-f]{32}/, { timeout: 60_000 });
+      await page.getByText('A fresh answer on the deployment').first().waitFor({ timeout: 60_000 });
+      await browser!.shot('07-new-conversation');
+      expect(session.calls).toContain('200 POST /api/v1/app-conversations');
+      const id = new URL(page.url()).pathname.split('/').at(-1)!;
+      const [started] = (await tier.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body;
+      expect(started).toMatchObject({ id, sandbox_status: 'RUNNING' });
+      expect(failedCanvasCalls(session.calls)).toEqual([]);
+      await tier.aws.settle();
+      expect(tier.aws.denials).toEqual([]);
     }, 120_000);
   });
 
