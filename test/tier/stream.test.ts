@@ -516,6 +516,11 @@ describe('the event stream on the synthesized stack', () => {
       const page = s.page;
       await firstVisit;
       // Connected (its health check), and the conversation list with the client's title.
+      // The settings: its Verification page is built from this API's conversation schema. Loaded before the
+      // conversation's live socket is open (once, in four runs, a full load after it stayed blank: not understood).
+      await s.open('/settings/verification');
+      await page.getByText('Confirmation mode').first().waitFor();
+      await b.shot('03-settings-verification');
       await s.open('/');
       await page.getByText('Renamed by the client').first().waitFor();
       await b.shot('01-home-connected');
@@ -532,10 +537,6 @@ describe('the event stream on the synthesized stack', () => {
       expect(JSON.stringify(llm.requests[before]!.body)).toContain('one more from Canvas');
       await page.getByText('Ran echo canvas-$((6*7))').first().waitFor();
       await b.shot('02-conversation-live');
-      // The settings: its Verification page is built from this API's conversation schema.
-      await s.open('/settings/verification');
-      await page.getByText('Confirmation mode').first().waitFor();
-      await b.shot('03-settings-verification');
       expect(failedCanvasCalls(s.calls)).toEqual([]);
       expect(s.calls.some((c) => c.startsWith('200 GET /api/v1/conversation/'))).toBe(true);
       expect(hosts!.connections[tier.front.domainName]).toBeGreaterThan(0);
