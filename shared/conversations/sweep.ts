@@ -1,15 +1,10 @@
 import type { StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 import { logger } from '#shared/logging.ts';
+import { startTaskStatuses } from '#shared/protocol.ts';
 
-const UNFINISHED = [
-  'WORKING',
-  'WAITING_FOR_SANDBOX',
-  'PREPARING_REPOSITORY',
-  'RUNNING_SETUP_SCRIPT',
-  'SETTING_UP_GIT_HOOKS',
-  'STARTING_CONVERSATION',
-] as const;
+/** Every step of a start but its two ends. */
+const UNFINISHED = startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR');
 
 /** Longer than any start request runs (API Gateway's 30 s). */
 export const START_WRITE_SECONDS = 60;
