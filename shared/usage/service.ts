@@ -209,26 +209,26 @@ export class UsageService {
 
   /**
    * `GET /api/v1/notifications`: the 80% / 100% notices of the caller's organization (owners and
-   * admins; a member is 403), newest month first, paged by the store's key (`after`).
+   * admins; a member is 403), newest month first, then by limit and 100% before 80%, paged by the
+   * store's key (`after`).
    */
   async notices(userId: string, auth: Pick<AuthorizerContext, 'orgId' | 'role'>, limit: number, after?: string) {
     const orgId = auth.orgId ?? userId;
     if (auth.role !== 'owner' && auth.role !== 'admin')
       throw forbidden('Only an owner or admin of the organization sees its usage notifications');
     const page = await this.store.notices(orgId, limit, after);
-    // Within a month the key orders by limit; the page shows them by when they were crossed.
-    const items = page.items
-      .sort((a, b) => b.period.localeCompare(a.period) || b.at.localeCompare(a.at))
-      .map((n) => ({
-        org_id: n.orgId,
-        period: n.period,
-        limit: n.limit,
-        threshold: n.threshold,
-        used: n.used,
-        limit_value: n.limitValue,
-        unit: n.unit,
-        at: n.at,
-      }));
+    // The store's key order, kept across pages: by month, then limit, then 100% before 80%. Not by
+    // `at`: racing writers cross 80% and 100% within the same milliseconds in either order.
+    const items = page.items.map((n) => ({
+      org_id: n.orgId,
+      period: n.period,
+      limit: n.limit,
+      threshold: n.threshold,
+      used: n.used,
+      limit_value: n.limitValue,
+      unit: n.unit,
+      at: n.at,
+    }));
     return { orgId, items, last: page.last };
   }
 }
