@@ -93,7 +93,8 @@ export const sweeperFunction = {
     usage: 'write',
   },
   // events:grown-bytes: the Scan of the counters whose stored event bytes grew since the last sum.
-  capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill', 'events:grown-bytes'],
+  // commands:push: a retried start's claim wakes its standby on the pool socket.
+  capabilities: [...sandboxHousekeeping, 'stream:push', 'pool:refill', 'events:grown-bytes', 'commands:push'],
 } as const satisfies EventFunctionDef;
 
 /**

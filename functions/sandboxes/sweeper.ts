@@ -10,6 +10,7 @@ import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { orgEventBytes } from '#shared/wiring/aws/org-event-bytes.ts';
 import { sandboxRuntime } from '#shared/wiring/aws/fargate.ts';
+import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
 import { poolStore } from '#shared/wiring/aws/pool.ts';
 import { poolRefill } from '#shared/wiring/aws/pool-refill.ts';
 import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
@@ -32,6 +33,7 @@ export const handler = awsFunction(
     streamPush,
     poolStore,
     poolRefill,
+    commandPush,
     prices,
     usageStore,
   },

@@ -3,7 +3,7 @@ import type { ServiceFactory } from '#shared/services.ts';
 import { warmPoolDeps } from '#shared/services/warm-pool.ts';
 
 /** The warm pool's claim, for the functions that start sandboxes (they carry no standby-side pool code), with its binding deadline. */
-export const poolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, true));
+export const poolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, 'start'));
 
-/** The sweeper's claims (a retried start): the same, without a deadline of their own (the next sweep finds them). */
-export const sweepPoolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c));
+/** The sweeper's claims (a retried start): woken the same way, without a deadline of their own (the next sweep finds them). */
+export const sweepPoolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, 'retry'));

@@ -5,19 +5,20 @@ import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
  * The pool's adapters, built when first used: a spec without a pool never builds the pool's store.
- * `starts`: the functions that start sandboxes on a request, whose claims set off their binding deadline
- * and wake the standby on its pool socket; the sweeper's own claims (a retried start) do neither, its
- * next sweep being their deadline and the standby's heartbeat their delivery.
+ * `claims`: what claims a standby, whose claims wake it on its pool socket (so it takes the binding at
+ * once, not at its next heartbeat): `'start'` for the functions that start sandboxes on a request,
+ * whose claims also set off their binding deadline; `'retry'` for the sweeper's own (a retried start),
+ * whose deadline is its next sweep.
  */
-export const warmPoolDeps = (c: ServiceContext, starts = false): WarmPoolDeps =>
+export const warmPoolDeps = (c: ServiceContext, claims?: 'start' | 'retry'): WarmPoolDeps =>
   lazy<WarmPoolDeps>({
     store: () => c.adapters.poolStore,
     runtime: () => c.adapters.sandboxRuntime,
     specs: () => c.adapters.specs,
     config: () => c.adapters.sandboxConfig,
     refill: () => c.adapters.poolRefill,
-    deadline: () => (starts ? c.adapters.poolDeadline : null),
-    push: () => (starts ? c.adapters.commandPush : null),
+    deadline: () => (claims === 'start' ? c.adapters.poolDeadline : null),
+    push: () => (claims ? c.adapters.commandPush : null),
     now: () => () => new Date(),
   });
 

@@ -281,6 +281,8 @@ describe('bridge socket (sandbox programs take their commands over it)', () => {
         // A warm-pool claim wakes the standby on its pool socket.
         'startSandbox',
         'resumeSandbox',
+        // And the sweeper's claim for a retried start.
+        'sweeper',
       ].sort(),
     );
     const granted: string[] = [];

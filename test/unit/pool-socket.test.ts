@@ -6,6 +6,8 @@ import { WarmPool, type WarmPoolDeps } from '#shared/sandboxes/pool.ts';
 import type { PoolStore, StandbyPatch, StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { sha256 } from '#shared/sandboxes/records.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
+import type { ServiceContext } from '#shared/services.ts';
+import { warmPoolDeps } from '#shared/services/warm-pool.ts';
 
 /*
  * The pool socket's server side (docs/architecture.md, "The warm pool"): `$connect` records a standby's
@@ -190,5 +192,17 @@ describe('the pool socket: the claim wakes the standby', () => {
     store.items.set(A, standby(A, 'pool_a'));
     expect(await warmPool.claim(start)).toMatchObject({ standbyId: A });
     expect(sent).toEqual([]);
+  });
+});
+
+describe("the pool's claimers: who wakes and who sets off a deadline", () => {
+  it("a start and the sweeper's retried start both wake the standby; only a start sets off the binding deadline", () => {
+    const push = { send: async () => true } satisfies CommandPush;
+    const deadline = { schedule: async () => {} };
+    const c = { adapters: { commandPush: push, poolDeadline: deadline } } as unknown as ServiceContext;
+    expect(warmPoolDeps(c, 'start')).toMatchObject({ push, deadline });
+    expect(warmPoolDeps(c, 'retry')).toMatchObject({ push, deadline: null });
+    // The standbys' own routes, refill and sweep claim nothing.
+    expect(warmPoolDeps(c)).toMatchObject({ push: null, deadline: null });
   });
 });
