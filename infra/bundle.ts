@@ -27,22 +27,28 @@ const BANNER =
  * One set of bundling choices for CDK and for the esbuild checks and benchmark: ESM, minified,
  * `module` before `main` (the AWS SDK's ES build tree-shakes to a fraction), and the AWS SDK
  * bundled rather than taken from the runtime, so the bundle runs the versions we tested.
+ * `ACS_LAMBDA_BUNDLE`: a Lambda bundle carries no wiring guards (shared/wiring/adapters.ts, `GUARDED`).
  */
-const shared = { minify: true, mainFields: ['module', 'main'], banner: BANNER } as const;
+const shared = {
+  minify: true,
+  mainFields: ['module', 'main'],
+  banner: BANNER,
+  define: { 'process.env.ACS_LAMBDA_BUNDLE': '"true"' },
+} as const;
 
 /**
  * The route table as a Lambda bundle carries it: shared/routes.ts with the members only synthesis and
- * the OpenAPI document read (`summary`, `tag`, `entry`) replaced by '', and, in every route but the
- * bundle's own, its `tables` and `capabilities` too (only a function's own declaration is read at run
- * time: its wiring guards). Every bundle carries the whole table (an operation finds its route by id):
- * the summaries were about 12 KB of each, the other routes' grants about 10 KB. One file per entry under
- * `.build/routes.runtime/` (ignored by git), written when its bundle is first asked for.
+ * the OpenAPI document read (`summary`, `tag`, `entry`) replaced by '', and every route's `tables` and
+ * `capabilities` emptied (a bundle runs without wiring guards, so nothing reads a declaration at run
+ * time). Every bundle carries the whole table (an operation finds its route by id): the summaries were
+ * about 12 KB of each, the grants about 10 KB. One file for every bundle, `.build/routes.runtime.ts`
+ * (ignored by git), written when a bundle is first asked for.
  */
 const SYNTH_ONLY = new Set(['summary', 'tag', 'entry']);
-const OWN_ONLY = new Set(['tables', 'capabilities']);
-const RUNTIME_ROUTES_DIR = resolve(REPO_ROOT, '.build/routes.runtime');
+const GRANTS = new Set(['tables', 'capabilities']);
+const RUNTIME_ROUTES = resolve(REPO_ROOT, '.build/routes.runtime.ts');
 
-function writeRuntimeRoutes(entry: string): string {
+function writeRuntimeRoutes(): string {
   const source = resolve(REPO_ROOT, 'shared/routes.ts');
   const text = readFileSync(source, 'utf8');
   const file = ts.createSourceFile(source, text, ts.ScriptTarget.Latest, true);
@@ -54,15 +60,13 @@ function writeRuntimeRoutes(entry: string): string {
       ts.forEachChild(node, visit);
       return;
     }
-    const own = node.properties.find((p) => nameOf(p) === 'entry');
-    // A route of another entry (its `entry` a string literal that is not this one): its grants go.
-    const other =
-      own && ts.isPropertyAssignment(own) && ts.isStringLiteral(own.initializer) && own.initializer.text !== entry;
+    // A route (it names its `entry`): its grants go.
+    const route = node.properties.some((p) => nameOf(p) === 'entry');
     for (const p of node.properties) {
       const name = nameOf(p);
       if (!name || !ts.isPropertyAssignment(p)) ts.forEachChild(p, visit);
       else if (SYNTH_ONLY.has(name)) cuts.push([p.initializer.getStart(file), p.initializer.getEnd(), "''"]);
-      else if (other && OWN_ONLY.has(name))
+      else if (route && GRANTS.has(name))
         cuts.push([p.initializer.getStart(file), p.initializer.getEnd(), name === 'tables' ? '{}' : '[]']);
       else ts.forEachChild(p, visit);
     }
@@ -70,11 +74,10 @@ function writeRuntimeRoutes(entry: string): string {
   visit(file);
   let out = text;
   for (const [from, to, by] of cuts.reverse()) out = `${out.slice(0, from)}${by}${out.slice(to)}`;
-  const path = resolve(RUNTIME_ROUTES_DIR, `${entry.replace(/[^A-Za-z0-9.-]/g, '_')}.ts`);
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(RUNTIME_ROUTES), { recursive: true });
   // Written only when it changed: a bundle's input stays the same file for an unchanged table.
-  if (!existsSync(path) || readFileSync(path, 'utf8') !== out) writeFileSync(path, out);
-  return path;
+  if (!existsSync(RUNTIME_ROUTES) || readFileSync(RUNTIME_ROUTES, 'utf8') !== out) writeFileSync(RUNTIME_ROUTES, out);
+  return RUNTIME_ROUTES;
 }
 
 /**
@@ -91,12 +94,12 @@ const ALIAS = {
 /** The function that serves the OpenAPI document builds it from the route table: it keeps the summaries. */
 const KEEPS_SUMMARIES = new Set(['functions/docs/openapi.ts']);
 
-/** The aliases of one entry's bundle: `ALIAS`, and the route table as that bundle carries it. */
-const runtimeRoutes = new Map<string, string>();
+/** The aliases of one entry's bundle: `ALIAS`, and the route table as a bundle carries it. */
+let runtimeRoutes: string | undefined;
 const aliasFor = (entry: string): Record<string, string> => {
   if (KEEPS_SUMMARIES.has(entry)) return ALIAS;
-  if (!runtimeRoutes.has(entry)) runtimeRoutes.set(entry, writeRuntimeRoutes(entry));
-  return { ...ALIAS, '#shared/routes.ts': runtimeRoutes.get(entry)! };
+  runtimeRoutes ??= writeRuntimeRoutes();
+  return { ...ALIAS, '#shared/routes.ts': runtimeRoutes };
 };
 
 /** The `bundling` of a NodejsFunction of `entry`. */

@@ -34,6 +34,7 @@ import type { UsageReconcile } from '#shared/usage/reconcile.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
 import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
 export interface Services {
@@ -198,19 +199,17 @@ export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFac
       return factory ? context.use(factory) : undefined;
     },
   };
-  const out = {} as Services;
-  for (const name of Object.keys(serviceNames) as ServiceName[]) {
-    Object.defineProperty(out, name, {
-      enumerable: true,
-      get: () => {
-        const factory = factories[name] as ServiceFactory<unknown> | undefined;
-        if (!factory)
-          throw new WiringError(
-            `${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`,
-          );
-        return context.use(factory);
-      },
-    });
-  }
-  return out;
+  const build = (name: ServiceName) => {
+    const factory = factories[name] as ServiceFactory<unknown> | undefined;
+    if (!factory)
+      throw new WiringError(
+        `${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`,
+      );
+    return context.use(factory);
+  };
+  return lazy(
+    Object.fromEntries((Object.keys(serviceNames) as ServiceName[]).map((name) => [name, () => build(name)])) as {
+      [K in ServiceName]: () => Services[K];
+    },
+  );
 }

@@ -35,6 +35,7 @@ import type { EventFeed } from '#shared/stream/feed.ts';
 import type { ResendTrigger } from '#shared/stream/resend-trigger.ts';
 import type { StreamEviction } from '#shared/stream/eviction.ts';
 import type { StreamTicketStore } from '#shared/stream/ticket-store.ts';
+import { lazy } from '#shared/wiring/lazy.ts';
 import { uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 
 /** Every adapter a function may build, by name: what the AWS and the local wiring each provide. */
@@ -347,28 +348,34 @@ function guarded<K extends AdapterName>(fn: string, declared: Declaration, name:
 }
 
 /**
- * The adapters of one function: each built on first use from `builders` (the ones its entry names),
- * after checking that the function's declaration covers what building it needs, and kept. An
- * adapter its entry does not name, or one its declaration does not cover, throws a WiringError
- * instead of being built, so a path that needs more than declared fails in every test that runs it.
+ * The adapters of one function: each built on first use from `builders` (the ones its entry names)
+ * and kept. An adapter its entry does not name throws a WiringError instead of being built. Outside
+ * Lambda so does one whose build or call its declaration does not cover, so a path that needs more
+ * than declared fails in every test that runs it. A Lambda bundle's build defines
+ * `process.env.ACS_LAMBDA_BUNDLE` (infra/bundle.ts), so these checks and their Proxy drop out of it:
+ * there the static wiring test (test/unit/wiring.test.ts) and the tier's IAM evaluation of each call
+ * (test/tier/) hold the deployed path to its declaration.
  */
 export function wire(fn: string, declared: Declaration, builders: Builders): Adapters {
-  const built = new Map<AdapterName, unknown>();
-  const get = <K extends AdapterName>(name: K): Adapters[K] => {
-    if (built.has(name)) return built.get(name) as Adapters[K];
-    const build = builders[name] as Builder<K> | undefined;
-    if (!build)
+  const build = <K extends AdapterName>(name: K): Adapters[K] => {
+    const builder = builders[name] as Builder<K> | undefined;
+    if (!builder)
       throw new WiringError(
         `${fn}: its entry does not wire the ${name} adapter (add it to the adapters the entry passes, and its needs to the declaration)`,
       );
-    checkNeeds(fn, declared, adapterNeeds[name].build, `building ${name}`);
-    const adapter = guarded(fn, declared, name, build(get));
-    built.set(name, adapter);
-    return adapter;
+    // Written out (not a constant) so that esbuild's define folds it and drops the other branch.
+    if (process.env.ACS_LAMBDA_BUNDLE === 'true') return builder(get);
+    else {
+      checkNeeds(fn, declared, adapterNeeds[name].build, `building ${name}`);
+      return guarded(fn, declared, name, builder(get));
+    }
   };
-  const out = {} as Adapters;
-  for (const name of Object.keys(adapterNeeds) as AdapterName[])
-    Object.defineProperty(out, name, { enumerable: true, get: () => get(name) });
+  const out = lazy(
+    Object.fromEntries((Object.keys(adapterNeeds) as AdapterName[]).map((name) => [name, () => build(name)])) as {
+      [K in AdapterName]: () => Adapters[K];
+    },
+  );
+  const get = <K extends AdapterName>(name: K): Adapters[K] => out[name];
   return out;
 }
 

@@ -156,6 +156,14 @@ describe('Lambda bundles (the options CDK uses)', () => {
     expect(await text('functions/docs/openapi.ts')).toContain(summary);
   });
 
+  it('carries no wiring guard: the static wiring test and the tier hold a bundle to its declaration', async () => {
+    const text = new TextDecoder().decode((await bundleOf('functions/sandboxes/start.ts')).contents);
+    // checkNeeds's refusal (shared/wiring/adapters.ts).
+    expect(text).not.toContain('which its declaration does not name');
+    // Naming an adapter its entry does not wire still fails with a WiringError.
+    expect(text).toContain('its entry does not wire the');
+  });
+
   // Every route, the S3 ones included: the bridge's snapshot routes carry the S3 client (their
   // presigners only where they sign), the conversation starts ECS, KMS, DynamoDB and the management
   // client; the sandbox delete carries ECS and not S3 (the snapshot-removal function holds S3).

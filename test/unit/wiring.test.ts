@@ -14,7 +14,8 @@ import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
  * The guard of principle 9 that needs no AWS: every function's entry names the adapters it may
  * build; each must be covered by the function's declaration, and must build with nothing but the
  * environment the CDK app derives from that declaration. At run time `wire` refuses any other
- * build or call, locally as on AWS, so an integration test that walks a path needing more fails.
+ * build or call in the local stack and in tests, so an integration test that walks a path needing
+ * more fails; Lambda bundles carry no such guard (infra/bundle.ts), the tier's IAM checks stand there.
  */
 const functions: { id: string; entry: string; declaration: Declaration }[] = [
   ...(routes as readonly RouteDef[]).map((r) => ({ id: r.id, entry: r.entry, declaration: r })),
