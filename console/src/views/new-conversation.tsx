@@ -8,17 +8,12 @@ type StartTask = Answer<'/api/v1/app-conversations', 'post'>;
 type StartTasks = Answer<'/api/v1/app-conversations/start-tasks', 'get'>;
 type Sandboxes = Answer<'/api/v1/sandboxes/search', 'get'>;
 
-/** The start task's steps, in order (OpenHands' AppConversationStartTaskStatus). */
-export const START_STEPS = [
-  'WORKING',
-  'WAITING_FOR_SANDBOX',
-  'PREPARING_REPOSITORY',
-  'RUNNING_SETUP_SCRIPT',
-  'SETTING_UP_GIT_HOOKS',
-  'STARTING_CONVERSATION',
-  'READY',
-];
-const STEP_LABELS: Record<string, string> = {
+/**
+ * The start task's steps, in order (OpenHands' AppConversationStartTaskStatus): keyed by the API's own
+ * status type, so the compiler refuses a step missing here or one the API does not have.
+ */
+type Step = Exclude<StartTask['status'], 'ERROR'>;
+const STEP_LABELS: Record<Step, string> = {
   WORKING: 'Accepted',
   WAITING_FOR_SANDBOX: 'Waiting for a sandbox',
   PREPARING_REPOSITORY: 'Preparing the repository',
@@ -27,10 +22,11 @@ const STEP_LABELS: Record<string, string> = {
   STARTING_CONVERSATION: 'Starting the agent',
   READY: 'Ready',
 };
+const START_STEPS = Object.keys(STEP_LABELS) as Step[];
 
 function StartProgress(props: { task: StartTask }) {
   const { task } = props;
-  const reached = START_STEPS.indexOf(task.status);
+  const reached = START_STEPS.indexOf(task.status as Step);
   // The furthest step seen: an error happened in the step after it (polling may miss short steps).
   const [furthest, setFurthest] = useState(-1);
   useEffect(() => setFurthest((f) => Math.max(f, reached)), [reached]);
