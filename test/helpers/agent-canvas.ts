@@ -178,11 +178,9 @@ export async function driveCanvas(
 
 /**
  * Calls the page made that this API failed, apart from what docs/openhands-clients.md lists as not
- * served in cloud mode (automations, `/api/automation/*`) and the workspace reads, whose queries fail
- * quietly while a sandbox is not answering (`/files`, `/file`, `/git/`).
+ * served in cloud mode (automations, `/api/automation/*`). The workspace reads (`/files`, `/file`,
+ * `/git/`) count: a running sandbox answers them, a paused one from its snapshot.
  */
 export function failedCanvasCalls(calls: string[]): string[] {
-  return calls.filter(
-    (c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/') && !/\/files\?|\/file\?|\/git\//.test(c),
-  );
+  return calls.filter((c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/'));
 }
