@@ -3408,7 +3408,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": ({
+                        id: string;
+                        created_by_user_id: string;
+                        sandbox_id: string | null;
+                        selected_repository: string | null;
+                        selected_branch: string | null;
+                        git_provider: string | null;
+                        title: string | null;
+                        trigger: string | null;
+                        pr_number: number[];
+                        llm_model: string | null;
+                        metrics: {
+                            accumulated_cost: number;
+                            prompt_tokens: number;
+                            completion_tokens: number;
+                            max_budget_per_task: number | null;
+                        } | null;
+                        parent_conversation_id: string | null;
+                        created_at: string;
+                        updated_at: string;
+                        sandbox_status: string | null;
+                        execution_status: ("idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck") | null;
+                        conversation_url: string | null;
+                        session_api_key: string | null;
+                    } | null)[] | {
+                        items: {
+                            id: string;
+                            created_by_user_id: string;
+                            sandbox_id: string | null;
+                            selected_repository: string | null;
+                            selected_branch: string | null;
+                            git_provider: string | null;
+                            title: string | null;
+                            trigger: string | null;
+                            pr_number: number[];
+                            llm_model: string | null;
+                            metrics: {
+                                accumulated_cost: number;
+                                prompt_tokens: number;
+                                completion_tokens: number;
+                                max_budget_per_task: number | null;
+                            } | null;
+                            parent_conversation_id: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            sandbox_status: string | null;
+                            execution_status: ("idle" | "running" | "paused" | "waiting_for_confirmation" | "finished" | "error" | "stuck") | null;
+                            conversation_url: string | null;
+                            session_api_key: string | null;
+                        }[];
+                        next_page_id: string | null;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -33,9 +33,15 @@ export const startConversation = defineOperation(
     conversations.start(userId, body, baseUrl, tenantOf(userId, auth)),
 );
 
+const conversationPage = () => z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) });
+
 export const listConversations = defineOperation(
   'listConversations',
-  () => ({ query: conversationListQuery }),
+  // With `ids`: those conversations in request order, null for an unknown one; without: a page.
+  () => ({
+    query: conversationListQuery,
+    response: z.union([z.array(z.nullable(conversationSchema)), conversationPage()]),
+  }),
   ({ userId, query: { ids, ...search }, baseUrl }, { conversations }) =>
     ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
 );
@@ -44,7 +50,7 @@ export const searchConversations = defineOperation(
   'searchConversations',
   () => ({
     query: conversationSearchQuery,
-    response: z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) }),
+    response: conversationPage(),
   }),
   ({ userId, query, baseUrl }, { conversations }) => conversations.search(userId, query, baseUrl),
 );
