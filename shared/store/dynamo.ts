@@ -33,6 +33,15 @@ export function endpointConfig(endpoint: string): DynamoDBClientConfig {
   };
 }
 
+/**
+ * The SDK's default logger drops everything, but its log middleware still builds what it would log
+ * for `info` (after every call) and `error`: a copy of the whole input and output with sensitive members
+ * masked: about a fifth of the CPU of writing a batch of 100 events (measured with a stub HTTP handler),
+ * and as much again in garbage. Without those two methods it builds nothing; the SDK calls
+ * the others unconditionally, so they stay (as no-ops, as before).
+ */
+const sdkLogger = { trace() {}, debug() {}, warn() {} } as unknown as DynamoDBClientConfig['logger'];
+
 let client: DynamoDBDocumentClient | undefined;
 let clientEndpoint: string | undefined;
 
@@ -45,7 +54,7 @@ export function documentClient(): DynamoDBDocumentClient {
   if (!client || clientEndpoint !== process.env.DYNAMODB_ENDPOINT) {
     const endpoint = process.env.DYNAMODB_ENDPOINT;
     clientEndpoint = endpoint;
-    const base = new DynamoDBClient(endpoint ? endpointConfig(endpoint) : {});
+    const base = new DynamoDBClient({ ...(endpoint ? endpointConfig(endpoint) : {}), logger: sdkLogger });
     client = DynamoDBDocumentClient.from(base, {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
