@@ -5,7 +5,7 @@ import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { fillPath, type AgentEventEnvelope } from '#shared/protocol.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { documentClient, tableName, UNCHECKED_SIGNATURE } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -164,6 +164,29 @@ describe('one webhook batch in DynamoDB requests', () => {
       documentClient().middlewareStack.remove('countLogFilters');
     }
     expect(filtered).toBe(0);
+  });
+
+  it('signs no request to the local dynalite (which checks that a signature has its parts, never the signature)', async () => {
+    const signed: string[] = [];
+    documentClient().middlewareStack.add(
+      (next) => async (args) => {
+        const headers = (args.request as { headers: Record<string, string> }).headers;
+        signed.push(`${headers.authorization} at ${headers['x-amz-date']}`);
+        return next(args);
+      },
+      // After the signing middleware (finalizeRequest), as the request is sent.
+      { step: 'deserialize', name: 'seeSignatures' },
+    );
+    try {
+      const res = await counted(201, events(100), key, secondConversation);
+      expect(res.body).toEqual({ success: true, added: 100 });
+    } finally {
+      documentClient().middlewareStack.remove('seeSignatures');
+    }
+    expect(signed.length).toBeGreaterThanOrEqual(9);
+    expect(new Set(signed)).toEqual(
+      new Set([`${UNCHECKED_SIGNATURE.authorization} at ${UNCHECKED_SIGNATURE['x-amz-date']}`]),
+    );
   });
 
   it('reads the conversation and the counter together (one round trip, not two), and writes nothing before both are answered', async () => {
