@@ -8,13 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
+import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { benchEvents } from './ingest-client.ts';
 import { REPLAY_EVENTS, type NeighbourPlan } from './neighbours-client.ts';
-import { count, ms, percentile } from './stats.ts';
+import { count, ms, p50p99, percentile } from './stats.ts';
 
 /** `BENCH_NEIGHBOUR_REQUESTS` shortens a quick run; the recorded run takes 2,000 victim requests per phase. */
 const REQUESTS = Number(process.env.BENCH_NEIGHBOUR_REQUESTS ?? 2000);
@@ -61,6 +63,8 @@ interface LoopWatch {
   delayMax: number;
   gcMax: number;
   gcTotal: number;
+  /** A GetItem's round trip from the server's main thread to dynalite's worker and back, every 20 ms. */
+  dbRoundTrips: number[];
 }
 
 /**
@@ -83,7 +87,20 @@ async function watchLoop(phase: string): Promise<() => Promise<LoopWatch>> {
     await session.post('Profiler.start');
   }
   delay.enable();
+  // A small read now and then: slower than the event-loop delay says, the database's thread is what waits.
+  const dbRoundTrips: number[] = [];
+  let probing = true;
+  const probed = (async () => {
+    while (probing) {
+      const t = performance.now();
+      await documentClient().send(new GetCommand({ TableName: tableName('settings'), Key: { userId: 'nobody' } }));
+      dbRoundTrips.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
   return async () => {
+    probing = false;
+    await probed;
     delay.disable();
     observer.disconnect();
     if (session && CPU_PROF) {
@@ -97,6 +114,7 @@ async function watchLoop(phase: string): Promise<() => Promise<LoopWatch>> {
       delayMax: delay.max / 1e6,
       gcMax: Math.max(0, ...gcs),
       gcTotal: gcs.reduce((a, b) => a + b, 0),
+      dbRoundTrips,
     };
   };
 }
@@ -191,7 +209,7 @@ export async function benchNeighbours(): Promise<string> {
     const row = (name: string, v: { latencies: number[]; errors: number }, loop: LoopWatch, did: string) => {
       const p99 = percentile(v.latencies, 99);
       rows.push(
-        `| ${name} | ${ms(percentile(v.latencies, 50))} | ${ms(p99)} | ${(p99 / percentile(quiet.latencies, 99)).toFixed(2)}× | ${v.errors} | ${ms(loop.delayP99)} / ${ms(loop.delayMax)} | ${ms(loop.gcMax)} | ${did} |`,
+        `| ${name} | ${ms(percentile(v.latencies, 50))} | ${ms(p99)} | ${(p99 / percentile(quiet.latencies, 99)).toFixed(2)}× | ${v.errors} | ${ms(loop.delayP99)} / ${ms(loop.delayMax)} | ${ms(loop.gcMax)} | ${p50p99(loop.dbRoundTrips)} | ${did} |`,
       );
     };
     row('quiet', quiet, quietLoop, '');
@@ -214,10 +232,10 @@ export async function benchNeighbours(): Promise<string> {
     return [
       '## Noisy neighbours',
       '',
-      `Another tenant's \`GET /api/settings\` (${count(REQUESTS)} requests one after another per phase, from a child process, on a keep-alive connection) while one tenant floods the local stack from another child process, on the built-in \`free\` plan's caps and rates (the replayer's organization on a plan with 20 sockets per conversation, so its 20 replays all run; the victim's on one without a request rate). The local stream sends one user's sockets at most 2,000 events a second together after a burst of 20,000 (\`shared/stream/send-pacer.ts\`). The server (gateway, authorizer, and dynalite in memory in a worker thread of its own) is the bench's own process; its main thread's event-loop delay (sampled every millisecond: how long a request arriving there waits before the loop turns to it) and its longest garbage-collection pause are measured in each phase. Target: p99 within 2× of quiet.`,
+      `Another tenant's \`GET /api/settings\` (${count(REQUESTS)} requests one after another per phase, from a child process, on a keep-alive connection) while one tenant floods the local stack from another child process, on the built-in \`free\` plan's caps and rates (the replayer's organization on a plan with 20 sockets per conversation, so its 20 replays all run; the victim's on one without a request rate). The local stream sends one user's sockets at most 2,000 events a second together after a burst of 20,000 (\`shared/stream/send-pacer.ts\`). The server (gateway, authorizer, and dynalite in memory in a worker thread of its own) is the bench's own process; its main thread's event-loop delay (sampled every millisecond: how long a request arriving there waits before the loop turns to it), its longest garbage-collection pause, and the round trip of a small read it sends dynalite every 20 ms (when that is slow and the loop is not, the database's thread is where requests wait) are measured in each phase. Target: p99 within 2× of quiet.`,
       '',
-      '| phase | p50 | p99 | p99 / quiet p99 | victim errors | server event-loop delay p99 / max | longest GC pause | what the flood did |',
-      '|---|---|---|---|---|---|---|---|',
+      '| phase | p50 | p99 | p99 / quiet p99 | victim errors | server event-loop delay p99 / max | longest GC pause | dynalite round trip p50 / p99 | what the flood did |',
+      '|---|---|---|---|---|---|---|---|---|',
       ...rows,
       '',
       `Server heap used after a forced GC (its main thread; dynalite's worker keeps its own): ${MB(heapBefore)} before the floods, ${MB(heapAfter)} after (${(((heapAfter - heapBefore) / heapBefore) * 100).toFixed(1)}%; target within 10%). RSS ${MB(rssBefore)} before, ${MB(rssAfter)} right after, ${MB(rssLater)} ${(RSS_AFTER_MS / 1000).toFixed(0)} s later (reported, not a target: V8 and the allocator keep freed pages a while).`,
