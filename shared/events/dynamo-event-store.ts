@@ -62,8 +62,11 @@ export class DynamoEventStore implements EventStore {
     let fresh = limits ? all.filter((e) => e.seq <= limits.maxEvents) : all;
     const overCap = fresh.length < all.length ? { overCap: true as const } : {};
     if (fresh.length === 0) return { added: 0, lastSeq: last, ...overCap };
+    // Each event's JSON text once: its bytes are charged and it is what is stored.
+    const texts = new Map(fresh.map((e) => [e.seq, JSON.stringify(e.event)]));
     if (limits) {
-      const bytes = fresh.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.event)), 0);
+      let bytes = 0;
+      for (const text of texts.values()) bytes += Buffer.byteLength(text);
       head = await this.chargeBucket(conversationKey, head, fresh.length, bytes, limits);
       // Racing posts of these numbers committed some meanwhile (and paid for them): never store those again.
       const end = head.lastSeq;
@@ -78,7 +81,7 @@ export class DynamoEventStore implements EventStore {
         kindKey: `${conversationKey}#${event.kind}`,
         timestamp: event.timestamp,
         // As JSON text: an event is the agent's, and may hold numbers DynamoDB cannot store (1e-300).
-        event: JSON.stringify(event),
+        event: texts.get(seq)!,
       })),
     );
     const from = fresh[0]!.seq;

@@ -5,7 +5,7 @@ import { ACTIVITY_WRITE_MS } from '#shared/conversations/bridge.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { fillPath, type AgentEventEnvelope } from '#shared/protocol.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { documentClient, tableName, UNCHECKED_SIGNATURE } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -16,6 +16,8 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 let stack: TestStack;
 const sandboxId = `sbx-count-${randomUUID().slice(0, 8)}`;
 const conversationId = randomUUID().replaceAll('-', '');
+/** Another conversation on the sandbox, for the tests of how a batch is sent (the counts above keep their numbers). */
+const secondConversation = randomUUID().replaceAll('-', '');
 const key = `sbx_${randomUUID().replaceAll('-', '')}`;
 const userId = 'ingest-counter';
 /** `Command@table` of every request sent while this is set. */
@@ -27,6 +29,7 @@ beforeAll(async () => {
   stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
   await storedSandbox(userId, { id: sandboxId, key });
   await storedConversation(userId, { id: conversationId, sandbox_id: sandboxId });
+  await storedConversation(userId, { id: secondConversation, sandbox_id: sandboxId });
   documentClient().middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
@@ -95,6 +98,95 @@ describe('one webhook batch in DynamoDB requests', () => {
         'UpdateItemCommand@events',
       ]);
     }
+  });
+
+  it("builds a batch's four BatchWriteItems each in a turn of the event loop of its own, all four in flight together", async () => {
+    // Turns of the loop, counted by an immediate that schedules the next: what other requests get between the writes.
+    let turn = 0;
+    let counting = true;
+    const tick = () => {
+      turn++;
+      if (counting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    // Each write is held until all four are sent: writes sent one after another would never get there.
+    const turns: number[] = [];
+    let allSent!: () => void;
+    const four = new Promise<void>((r) => (allSent = r));
+    hold = async (input) => {
+      if (!('RequestItems' in input)) return;
+      turns.push(turn);
+      if (turns.length === 4) allSent();
+      await Promise.race([
+        four,
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error('the writes were not in flight together')), 5_000),
+        ),
+      ]);
+    };
+    try {
+      const res = await counted(1, events(100), key, secondConversation);
+      expect(res.body).toEqual({ success: true, added: 100 });
+    } finally {
+      hold = undefined;
+      counting = false;
+    }
+    expect(turns).toHaveLength(4);
+    expect(new Set(turns).size).toBe(4);
+  });
+
+  it("builds no masked copy of a request or its answer for the SDK's log, which drops them", async () => {
+    // What the SDK's log middleware would call to mask a request and its answer (for a logger that has `info` or `error`).
+    let filtered = 0;
+    const count = (x: unknown) => {
+      filtered++;
+      return x;
+    };
+    documentClient().middlewareStack.add(
+      (next, context) => async (args) => {
+        Object.assign(context, {
+          inputFilterSensitiveLog: count,
+          outputFilterSensitiveLog: count,
+          dynamoDbDocumentClientOptions: {
+            overrideInputFilterSensitiveLog: count,
+            overrideOutputFilterSensitiveLog: count,
+          },
+        });
+        return next(args);
+      },
+      { step: 'initialize', name: 'countLogFilters' },
+    );
+    try {
+      const res = await counted(101, events(100), key, secondConversation);
+      expect(res.body).toEqual({ success: true, added: 100 });
+      expect(res.requests.length).toBeGreaterThanOrEqual(9);
+    } finally {
+      documentClient().middlewareStack.remove('countLogFilters');
+    }
+    expect(filtered).toBe(0);
+  });
+
+  it('signs no request to the local dynalite (which checks that a signature has its parts, never the signature)', async () => {
+    const signed: string[] = [];
+    documentClient().middlewareStack.add(
+      (next) => async (args) => {
+        const headers = (args.request as { headers: Record<string, string> }).headers;
+        signed.push(`${headers.authorization} at ${headers['x-amz-date']}`);
+        return next(args);
+      },
+      // After the signing middleware (finalizeRequest), as the request is sent.
+      { step: 'deserialize', name: 'seeSignatures' },
+    );
+    try {
+      const res = await counted(201, events(100), key, secondConversation);
+      expect(res.body).toEqual({ success: true, added: 100 });
+    } finally {
+      documentClient().middlewareStack.remove('seeSignatures');
+    }
+    expect(signed.length).toBeGreaterThanOrEqual(9);
+    expect(new Set(signed)).toEqual(
+      new Set([`${UNCHECKED_SIGNATURE.authorization} at ${UNCHECKED_SIGNATURE['x-amz-date']}`]),
+    );
   });
 
   it('reads the conversation and the counter together (one round trip, not two), and writes nothing before both are answered', async () => {
