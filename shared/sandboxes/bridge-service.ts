@@ -15,7 +15,7 @@ import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
-import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
+import { armSignal } from '#shared/sandboxes/command-signal.ts';
 import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
 
@@ -207,18 +207,24 @@ export class SandboxBridge {
     let rec = known(caller);
     const sandboxId = rec.id;
     const deadline = Date.now() + Math.min(waitSeconds, this.deps.config.pollMaxSeconds) * 1000;
-    for (;;) {
-      if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
-      const queued = await this.deps.store.listCommands(sandboxId, 10);
-      if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
-      const left = deadline - Date.now();
-      if (left <= 0) return { commands: [] };
-      await commandQueuedOrTimeout(sandboxId, Math.min(this.deps.config.pollIntervalMs, left));
-      const again = await this.deps.store.get(sandboxId);
-      if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
-        return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };
+    // Armed before the queue is read: a command queued while it is read wakes the wait after it at once.
+    const queuedSignal = armSignal(sandboxId);
+    try {
+      for (;;) {
+        if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
+        const queued = await this.deps.store.listCommands(sandboxId, 10);
+        if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
+        const left = deadline - Date.now();
+        if (left <= 0) return { commands: [] };
+        await queuedSignal.wait(Math.min(this.deps.config.pollIntervalMs, left));
+        const again = await this.deps.store.get(sandboxId);
+        if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
+          return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };
+        }
+        rec = again;
       }
-      rec = again;
+    } finally {
+      queuedSignal.close();
     }
   }
 
