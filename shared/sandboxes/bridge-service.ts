@@ -35,25 +35,31 @@ export class SandboxBridge {
     if (first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
     const sessionKey = newToken('sbx');
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
-    const t = await this.records.transition(sandboxId, (rec) => {
-      if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
-      const at = this.records.iso();
-      // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
-      const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
-      return {
-        status: 'RUNNING',
-        enrollmentHash: null,
-        sessionKeyHash: sha256(sessionKey),
-        sessionKeySealed: sealed,
-        lastActivityAt: at,
-        // Billing starts here for a cold start, at the claim for a warm one (a standby's wait is never billed).
-        runningAt: rec.phases?.warm && rec.phases.claimed_at ? rec.phases.claimed_at : at,
-        detail: null,
-        agentVersion: agent.version,
-        ...(rec.runtimeState?.[STANDBY_STATE] ? { runtimeState: state } : {}),
-        ...(rec.phases ? { phases: checkedIn(rec.phases, at) } : {}),
-      };
-    });
+    // Decided first on the record the credential check read (one read less); a write meanwhile (the
+    // launch recording its phases) fails the conditional update, and the transition reads it again.
+    const t = await this.records.transition(
+      sandboxId,
+      (rec) => {
+        if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
+        const at = this.records.iso();
+        // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
+        const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
+        return {
+          status: 'RUNNING',
+          enrollmentHash: null,
+          sessionKeyHash: sha256(sessionKey),
+          sessionKeySealed: sealed,
+          lastActivityAt: at,
+          // Billing starts here for a cold start, at the claim for a warm one (a standby's wait is never billed).
+          runningAt: rec.phases?.warm && rec.phases.claimed_at ? rec.phases.claimed_at : at,
+          detail: null,
+          agentVersion: agent.version,
+          ...(rec.runtimeState?.[STANDBY_STATE] ? { runtimeState: state } : {}),
+          ...(rec.phases ? { phases: checkedIn(rec.phases, at) } : {}),
+        };
+      },
+      { known: first },
+    );
     if (!t?.changed) throw unauthorized();
     logger.info('sandbox.started', {
       sandboxId,
