@@ -24,8 +24,11 @@ export function commandQueuedOrTimeout(sandboxId: string, ms: number): Promise<v
 
 /** A wake-up for one key, listening from its creation until `close()`. */
 export interface ArmedSignal {
-  /** Resolves after `ms`, or as soon as the key is signalled: at once if it was since the last wait (or the arming). */
-  wait(ms: number): Promise<void>;
+  /**
+   * Resolves after `ms` (false), or as soon as the key is signalled (true): at once if it was since the last
+   * wait (or the arming).
+   */
+  wait(ms: number): Promise<boolean>;
   close(): void;
 }
 
@@ -37,10 +40,10 @@ export function armSignal(key: string): ArmedSignal {
   const set = waiting.get(key) ?? new Set();
   waiting.set(key, set);
   let fired = false;
-  let wake: (() => void) | undefined;
+  let wake: ((signalled: boolean) => void) | undefined;
   const listener = () => {
     fired = true;
-    wake?.();
+    wake?.(true);
   };
   set.add(listener);
   return {
@@ -48,19 +51,19 @@ export function armSignal(key: string): ArmedSignal {
       new Promise((resolve) => {
         if (fired) {
           fired = false;
-          return resolve();
+          return resolve(true);
         }
-        const done = () => {
+        const done = (signalled: boolean) => {
           clearTimeout(timer);
           wake = undefined;
           fired = false;
-          resolve();
+          resolve(signalled);
         };
-        const timer = setTimeout(done, ms);
+        const timer = setTimeout(() => done(false), ms);
         wake = done;
       }),
     close: () => {
-      wake?.();
+      wake?.(false);
       set.delete(listener);
       if (!set.size && waiting.get(key) === set) waiting.delete(key);
     },

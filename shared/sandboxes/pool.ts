@@ -81,16 +81,17 @@ export interface PoolSweep {
       for (;;) {
         if (!rec || rec.status === 'draining' || rec.status === 'delivered') return { binding: null, stop: true };
         if (rec.status === 'claimed' && rec.binding) {
-          const delivered = await this.deps.store.updateStandby(rec.id, rec.version, {
-            status: 'delivered',
-            tokenHash: null,
-          });
-          if (!delivered) return { binding: null, stop: true };
-          return { binding: JSON.parse(rec.binding) as PoolBinding, stop: false };
+          // Delivered once: the write that takes the binding also removes the pool credential.
+          const delivered = await this.deps.store.deliverBinding(rec.id);
+          if (!delivered?.binding) return { binding: null, stop: true };
+          return { binding: JSON.parse(delivered.binding) as PoolBinding, stop: false };
         }
         const left = deadline - Date.now();
         if (left <= 0) return { binding: null, stop: false };
-        await wake.wait(Math.min(this.deps.config.pollIntervalMs, left));
+        const woken = await wake.wait(Math.min(this.deps.config.pollIntervalMs, left));
+        // Woken, most likely by its claim: the binding is taken in one write, without reading the item first.
+        const delivered = woken ? await this.deps.store.deliverBinding(rec.id) : undefined;
+        if (delivered?.binding) return { binding: JSON.parse(delivered.binding) as PoolBinding, stop: false };
         rec = await this.deps.store.getStandby(rec.id);
       }
     } finally {

@@ -57,6 +57,10 @@ describe('command long-poll wake-up (one process)', () => {
     expect(await settled(third)).toBe(false);
     vi.advanceTimersByTime(200);
     expect(await settled(third)).toBe(true);
+    // It tells a wake-up (true) from the end of the interval (false).
+    expect(await third).toBe(false);
+    commandQueued('sbx-armed');
+    expect(await after.wait(60_000)).toBe(true);
     after.close();
   });
 });
