@@ -78,6 +78,8 @@ export class ConversationRunner {
   private readonly chains = new Map<string, Promise<void>>();
   /** Per conversation, its status reports on their way (see ReportQueue). */
   private readonly reports = new Map<string, ReportQueue<ReportFields>>();
+  /** Per conversation, execution statuses waiting for their events' delivery before they are reported, in order. */
+  private readonly afterDelivery = new Map<string, Promise<void>>();
   private readonly stateDir: string;
 
   constructor(private readonly o: RunnerOptions) {
@@ -126,18 +128,36 @@ export class ConversationRunner {
   /** Saves and closes every session, delivering the events still queued. */
   async closeAll(): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
-    await Promise.allSettled([...this.reports.values()].map((r) => r.settled()));
-    for (const { session, sink } of this.running.values()) {
-      await session.close().catch(() => undefined);
-      await sink.close().catch(() => undefined);
-    }
+    await this.reported();
+    for (const { session } of this.running.values()) await session.close().catch(() => undefined);
+    // What closing the sessions emitted (a pause's status) is delivered and reported before the sinks close.
+    await this.reported();
+    for (const { sink } of this.running.values()) await sink.close().catch(() => undefined);
     this.running.clear();
   }
 
   /** Resolves when every queued command has been handled (for tests and shutdown). */
   async idle(): Promise<void> {
     await Promise.allSettled([...this.chains.values()]);
+    await this.reported();
+  }
+
+  /** Every status report made so far answered, those waiting for their events' delivery included. */
+  private async reported(): Promise<void> {
+    await Promise.allSettled([...this.afterDelivery.values()]);
     await Promise.allSettled([...this.reports.values()].map((r) => r.settled()));
+  }
+
+  /** Reports `fields` once `delivered` (their events' post) settles, after the statuses reported before them. */
+  private reportAfterDelivery(cid: string, delivered: Promise<void>, fields: ReportFields): void {
+    const previous = this.afterDelivery.get(cid) ?? Promise.resolve();
+    const next = Promise.all([previous, delivered.catch(() => undefined)]).then(() => {
+      void this.reportInOrder(cid, fields);
+    });
+    this.afterDelivery.set(cid, next);
+    void next.then(() => {
+      if (this.afterDelivery.get(cid) === next) this.afterDelivery.delete(cid);
+    });
   }
 
   private enqueue(cid: string, work: () => Promise<void>): void {
@@ -213,15 +233,25 @@ export class ConversationRunner {
           );
         }
       }
-    } else if (!existsSync(join(dir, '.git'))) {
-      await run('git', ['init', '-q'], { cwd: dir });
     }
+    const init = !config.repository && !existsSync(join(dir, '.git'));
     const identity =
       config.git_identity.name && config.git_identity.email
         ? { name: config.git_identity.name, email: config.git_identity.email }
         : { name: 'openhands', email: 'openhands@all-hands.dev' };
-    await run('git', ['config', 'user.name', identity.name], { cwd: dir });
-    await run('git', ['config', 'user.email', identity.email], { cwd: dir });
+    // One bash for git's steps: a spawn from this process costs more than git's from a shell. The
+    // identity goes in as arguments, never as script text.
+    await run(
+      'bash',
+      [
+        '-c',
+        `${init ? 'git init -q; ' : ''}git config user.name "$1"; git config user.email "$2"`,
+        'bash',
+        identity.name,
+        identity.email,
+      ],
+      { cwd: dir },
+    );
 
     if (!restoring) {
       void this.reportInOrder(cid, { start_task_status: 'RUNNING_SETUP_SCRIPT' });
@@ -272,9 +302,9 @@ export class ConversationRunner {
         if (e.kind !== 'ConversationStateUpdateEvent') continue;
         const { key, value } = e as unknown as { key: string; value: unknown };
         if (key === 'execution_status') {
-          // Status changes are rare and matter to clients: deliver the events first, then report.
-          await sink.flush();
-          void this.reportInOrder(cid, { execution_status: value as ExecutionStatus });
+          // Status changes are rare and matter to clients: their events are posted at once and the status
+          // reported after them, in order; the agent goes on meanwhile (its next LLM call does not wait for the post).
+          this.reportAfterDelivery(cid, sink.flush(), { execution_status: value as ExecutionStatus });
         } else if (key === 'metrics' && value && typeof value === 'object') {
           const m = value as Record<string, unknown>;
           void this.reportInOrder(cid, {

@@ -115,8 +115,10 @@ export class ConversationBridge {
 
   async startConfig(sandbox: SandboxCaller | undefined, conversationId: string): Promise<StartConfig> {
     const { conversation } = await this.placed(sandbox, conversationId);
-    const task = await this.tasks.get(conversation.start_task_id);
-    const settings = await this.settings.resolve(conversation.userId);
+    const [task, settings] = await Promise.all([
+      this.tasks.get(conversation.start_task_id),
+      this.settings.resolve(conversation.userId),
+    ]);
     if (!task || !settings) throw unauthorized();
     const request = { ...task.request };
     if (task.mcpSecretsSealed && request.mcp_config) {

@@ -15,7 +15,7 @@ import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
 import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
-import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
+import { armSignal } from '#shared/sandboxes/command-signal.ts';
 import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
 
@@ -35,25 +35,31 @@ export class SandboxBridge {
     if (first.deletedAt || !sameHash(first.enrollmentHash, tokenHash)) throw unauthorized();
     const sessionKey = newToken('sbx');
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
-    const t = await this.records.transition(sandboxId, (rec) => {
-      if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
-      const at = this.records.iso();
-      // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
-      const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
-      return {
-        status: 'RUNNING',
-        enrollmentHash: null,
-        sessionKeyHash: sha256(sessionKey),
-        sessionKeySealed: sealed,
-        lastActivityAt: at,
-        // Billing starts here for a cold start, at the claim for a warm one (a standby's wait is never billed).
-        runningAt: rec.phases?.warm && rec.phases.claimed_at ? rec.phases.claimed_at : at,
-        detail: null,
-        agentVersion: agent.version,
-        ...(rec.runtimeState?.[STANDBY_STATE] ? { runtimeState: state } : {}),
-        ...(rec.phases ? { phases: checkedIn(rec.phases, at) } : {}),
-      };
-    });
+    // Decided first on the record the credential check read (one read less); a write meanwhile (the
+    // launch recording its phases) fails the conditional update, and the transition reads it again.
+    const t = await this.records.transition(
+      sandboxId,
+      (rec) => {
+        if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
+        const at = this.records.iso();
+        // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
+        const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
+        return {
+          status: 'RUNNING',
+          enrollmentHash: null,
+          sessionKeyHash: sha256(sessionKey),
+          sessionKeySealed: sealed,
+          lastActivityAt: at,
+          // Billing starts here for a cold start, at the claim for a warm one (a standby's wait is never billed).
+          runningAt: rec.phases?.warm && rec.phases.claimed_at ? rec.phases.claimed_at : at,
+          detail: null,
+          agentVersion: agent.version,
+          ...(rec.runtimeState?.[STANDBY_STATE] ? { runtimeState: state } : {}),
+          ...(rec.phases ? { phases: checkedIn(rec.phases, at) } : {}),
+        };
+      },
+      { known: first },
+    );
     if (!t?.changed) throw unauthorized();
     logger.info('sandbox.started', {
       sandboxId,
@@ -207,18 +213,24 @@ export class SandboxBridge {
     let rec = known(caller);
     const sandboxId = rec.id;
     const deadline = Date.now() + Math.min(waitSeconds, this.deps.config.pollMaxSeconds) * 1000;
-    for (;;) {
-      if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
-      const queued = await this.deps.store.listCommands(sandboxId, 10);
-      if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
-      const left = deadline - Date.now();
-      if (left <= 0) return { commands: [] };
-      await commandQueuedOrTimeout(sandboxId, Math.min(this.deps.config.pollIntervalMs, left));
-      const again = await this.deps.store.get(sandboxId);
-      if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
-        return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };
+    // Armed before the queue is read: a command queued while it is read wakes the wait after it at once.
+    const queuedSignal = armSignal(sandboxId);
+    try {
+      for (;;) {
+        if (rec.status !== 'RUNNING') return { commands: [this.stopCommand(`the sandbox is ${rec.status}`)] };
+        const queued = await this.deps.store.listCommands(sandboxId, 10);
+        if (queued.length) return { commands: await Promise.all(queued.map((c) => this.openCommand(c, rec!.userId))) };
+        const left = deadline - Date.now();
+        if (left <= 0) return { commands: [] };
+        await queuedSignal.wait(Math.min(this.deps.config.pollIntervalMs, left));
+        const again = await this.deps.store.get(sandboxId);
+        if (!again || again.deletedAt || again.sessionKeyHash !== rec.sessionKeyHash) {
+          return { commands: [this.stopCommand('the sandbox was deleted or restarted')] };
+        }
+        rec = again;
       }
-      rec = again;
+    } finally {
+      queuedSignal.close();
     }
   }
 

@@ -88,6 +88,28 @@ export class DynamoPoolStore implements PoolStore {
     return item as StandbyRecord | undefined;
   }
 
+  async deliverBinding(id: string): Promise<StandbyRecord | undefined> {
+    const item = await conditionalReturn(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id },
+          UpdateExpression: 'SET #status = :delivered, #version = #version + :one, updatedAt = :now REMOVE tokenHash',
+          ConditionExpression: 'attribute_exists(poolSpec) AND #status = :claimed AND attribute_exists(binding)',
+          ExpressionAttributeNames: { '#status': 'status', '#version': 'version' },
+          ExpressionAttributeValues: {
+            ':delivered': 'delivered',
+            ':claimed': 'claimed',
+            ':one': 1,
+            ':now': new Date().toISOString(),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return item as StandbyRecord | undefined;
+  }
+
   heartbeat(id: string, at: string): Promise<boolean> {
     return conditionalWrite(() =>
       this.db.send(

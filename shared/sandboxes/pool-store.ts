@@ -93,6 +93,11 @@ export interface PoolStore {
     patch: StandbyPatch,
     claimable?: { heardAfter: string },
   ): Promise<StandbyRecord | undefined>;
+  /**
+   * Takes a claimed standby's binding: `claimed` becomes `delivered` and the pool credential is removed,
+   * in one conditional write. Returns the new item (its `binding`), or undefined when it was not claimed.
+   */
+  deliverBinding(id: string): Promise<StandbyRecord | undefined>;
   /** Records a heartbeat of a `ready` standby (no version change). False when it is not ready. */
   heartbeat(id: string, at: string): Promise<boolean>;
   removeStandby(id: string): Promise<void>;

@@ -3,7 +3,7 @@ import { unauthorized } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { PoolBinding, PoolWaitResponse } from '#shared/protocol.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { commandQueued, commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
+import { armSignal, commandQueued } from '#shared/sandboxes/command-signal.ts';
 import { PoolClaims, wakeKey } from '#shared/sandboxes/pool-claim.ts';
 import { hasPool, LOST_STANDBY_MS, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { newToken, sameHash, sha256 } from '#shared/sandboxes/records.ts';
@@ -70,21 +70,32 @@ export interface PoolSweep {
     if (!standby) throw unauthorized();
     let rec: StandbyRecord | undefined = standby;
     const deadline = Date.now() + Math.min(waitSeconds, this.deps.config.pollMaxSeconds) * 1000;
-    if (rec.status === 'ready') await this.deps.store.heartbeat(rec.id, this.now().toISOString());
-    for (;;) {
-      if (!rec || rec.status === 'draining' || rec.status === 'delivered') return { binding: null, stop: true };
-      if (rec.status === 'claimed' && rec.binding) {
-        const delivered = await this.deps.store.updateStandby(rec.id, rec.version, {
-          status: 'delivered',
-          tokenHash: null,
-        });
-        if (!delivered) return { binding: null, stop: true };
-        return { binding: JSON.parse(rec.binding) as PoolBinding, stop: false };
+    // Armed before anything is read: a claim's wake-up while this call reads or writes is kept, not
+    // left to the next poll interval (a claim right after the standby checked in, before it waits).
+    const wake = armSignal(wakeKey(rec.id));
+    try {
+      // The heartbeat holds only while `ready`: refused, the item changed since the caller's read (a
+      // claim, a drain), so it is read again rather than waited on.
+      if (rec.status === 'ready' && !(await this.deps.store.heartbeat(rec.id, this.now().toISOString())))
+        rec = await this.deps.store.getStandby(rec.id);
+      for (;;) {
+        if (!rec || rec.status === 'draining' || rec.status === 'delivered') return { binding: null, stop: true };
+        if (rec.status === 'claimed' && rec.binding) {
+          // Delivered once: the write that takes the binding also removes the pool credential.
+          const delivered = await this.deps.store.deliverBinding(rec.id);
+          if (!delivered?.binding) return { binding: null, stop: true };
+          return { binding: JSON.parse(delivered.binding) as PoolBinding, stop: false };
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) return { binding: null, stop: false };
+        const woken = await wake.wait(Math.min(this.deps.config.pollIntervalMs, left));
+        // Woken, most likely by its claim: the binding is taken in one write, without reading the item first.
+        const delivered = woken ? await this.deps.store.deliverBinding(rec.id) : undefined;
+        if (delivered?.binding) return { binding: JSON.parse(delivered.binding) as PoolBinding, stop: false };
+        rec = await this.deps.store.getStandby(rec.id);
       }
-      const left = deadline - Date.now();
-      if (left <= 0) return { binding: null, stop: false };
-      await commandQueuedOrTimeout(wakeKey(rec.id), Math.min(this.deps.config.pollIntervalMs, left));
-      rec = await this.deps.store.getStandby(rec.id);
+    } finally {
+      wake.close();
     }
   }
 

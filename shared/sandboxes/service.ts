@@ -65,8 +65,8 @@ export class SandboxService {
     const spec = specId === undefined ? this.deps.specs.defaultSpec() : this.deps.specs.get(specId);
     if (!spec) throw invalidField(['query', 'sandbox_spec_id'], `Unknown sandbox spec "${specId}"`, specId);
     const bridgeUrl = this.deps.bridgeUrl(host);
-    const options = given.options ?? (await this.launchOptions(userId));
-    await this.reserveSlot(tenant, options, userId);
+    // Read beside the plan's own reads (reserveSlot): one round trip, not two, before the slot is taken.
+    const options = await this.reserveSlot(tenant, given.options ?? this.launchOptions(userId), userId);
     const now = this.records.iso();
     const enrollment = newToken('enr');
     const commands = given.commands ?? [];
@@ -96,16 +96,21 @@ export class SandboxService {
       throw err;
     }
     // Should a put fail, the record stays STARTING with nothing launched: the sweeper fails it at the
-    // start time-out and gives its slot back, as for a start that died here.
-    for (const [i, command] of commands.entries())
-      await this.deps.store.putCommand({
-        sandboxId: record.id,
-        seq: i + 1,
-        type: command.type,
-        payload: command.payload === undefined ? undefined : JSON.stringify(command.payload),
-        createdAt: now,
-      });
-    const paused = await this.makeRoom(userId, record.id);
+    // start time-out and gives its slot back, as for a start that died here. The commands and the room
+    // for the new sandbox (other sandboxes paused) are independent writes: both at once, both before the launch.
+    const [, paused] = await Promise.all([
+      (async () => {
+        for (const [i, command] of commands.entries())
+          await this.deps.store.putCommand({
+            sandboxId: record.id,
+            seq: i + 1,
+            type: command.type,
+            payload: command.payload === undefined ? undefined : JSON.stringify(command.payload),
+            createdAt: now,
+          });
+      })(),
+      this.makeRoom(userId, record.id),
+    ]);
     const launched = await this.records.launch(record, spec, enrollment, bridgeUrl, options);
     return { sandbox: await this.view(launched), paused };
   }
@@ -158,8 +163,7 @@ export class SandboxService {
     const found = await this.deps.store.get(sandboxId);
     if (!found || found.deletedAt || found.userId !== userId) throw notFound('Sandbox not found');
     if (isLive(found.status)) return { paused: [] };
-    const options = given ?? (await this.launchOptions(userId));
-    await this.reserveSlot(tenant, options);
+    const options = await this.reserveSlot(tenant, given ?? this.launchOptions(userId));
     let enrollment = '';
     let t: { record: SandboxRecord; changed: boolean } | undefined;
     try {
@@ -307,10 +311,24 @@ export class SandboxService {
   /**
    * The plan's refusals before anything runs: the resource factor, for a new sandbox (`newFor`, its
    * user) the paused sandboxes the user keeps, then one of the organization's running slots (a
-   * conditional counter: of 20 racing starts for the last slot exactly one gets it).
+   * conditional counter: of 20 racing starts for the last slot exactly one gets it). Returns the launch
+   * options, read (when a promise) at once with the refusals' own reads.
    */
-  private async reserveSlot(tenant: Tenant, options: LaunchOptions, newFor?: string): Promise<void> {
+  private async reserveSlot(
+    tenant: Tenant,
+    launchOptions: LaunchOptions | Promise<LaunchOptions>,
+    newFor?: string,
+  ): Promise<LaunchOptions> {
     const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(tenant.plan);
+    const day = this.records.iso().slice(0, 10);
+    // The reads the refusals need, at once (each refusal still comes in its order below).
+    const [options, paused, standing] = await Promise.all([
+      launchOptions,
+      newFor !== undefined ? this.deps.store.countPaused(newFor) : undefined,
+      plan.on_limit === 'stop' || plan.prepaid
+        ? readStanding(this.deps.usage!, tenant.orgId, day, plan.prepaid)
+        : undefined,
+    ]);
     const factor = options.resourceFactor ?? 1;
     if (factor > plan.max_resource_factor)
       throw limitRefusal(
@@ -322,8 +340,7 @@ export class SandboxService {
     // Every sandbox ends up paused unless deleted, so a new one is refused while the user keeps the
     // plan's number of paused ones (a count at the start: starts racing past it are bounded by the
     // running limit). Resuming one lowers the count, so a resume is never refused for it.
-    if (newFor !== undefined) {
-      const paused = await this.deps.store.countPaused(newFor);
+    if (paused !== undefined) {
       if (paused >= plan.max_paused_sandboxes)
         throw limitRefusal(
           'max_paused_sandboxes',
@@ -333,10 +350,8 @@ export class SandboxService {
         );
     }
     // Spent prepaid credits refuse whatever on_limit says; the monthly limits only with `stop`.
-    if (plan.on_limit === 'stop' || plan.prepaid) {
-      const day = this.records.iso().slice(0, 10);
-      const standing = standingOf(await readStanding(this.deps.usage!, tenant.orgId, day, plan.prepaid), day);
-      const reached = limitReached(plan, standing);
+    if (standing !== undefined) {
+      const reached = limitReached(plan, standingOf(standing, day));
       if (reached && (plan.on_limit === 'stop' || reached.code === 'credits_exhausted'))
         throw limitRefusal(reached.code, reached.limit, reached.used, `Refused: ${reached.message}`);
     }
@@ -348,6 +363,7 @@ export class SandboxService {
         used,
         `Your organization's plan allows ${plan.max_running_sandboxes} running sandboxes and ${used} are running: pause or delete one first`,
       );
+    return options;
   }
 
   private launchOptions(userId: string): Promise<LaunchOptions> {

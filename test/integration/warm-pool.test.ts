@@ -212,6 +212,37 @@ describe('the local warm pool', () => {
     await ready('pool-one');
   });
 
+  it("a claim made after the wait call's credential check and before it waits is delivered by that call, not a poll interval later", async () => {
+    // An item of a spec the server keeps no pool of (nothing refills, sweeps or claims it), no process behind it.
+    const now = new Date().toISOString();
+    const id = `sb_${'a'.repeat(32)}`;
+    const base = { id, specId: 'pool-unlisted', poolSpec: 'pool-unlisted', version: 1, createdAt: now, updatedAt: now };
+    await pools().createStandby({
+      ...base,
+      status: 'ready',
+      heartbeatAt: now,
+      tokenHash: sha256('pool_x'),
+      publicKey: 'pem',
+      revision: 'r',
+      capacity: 'process',
+    });
+    try {
+      // What the wait route's credential check read, then a claim: wait=0 (the socket's fetch) must take the binding.
+      const checked = (await pools().getStandby(id))!;
+      const binding = { sandbox_id: 'x'.repeat(32), generation: 1, enrollment_sealed: 'sealed', paths: null };
+      await pools().updateStandby(id, checked.version, {
+        status: 'claimed',
+        sandboxId: binding.sandbox_id,
+        generation: 1,
+        binding: JSON.stringify(binding),
+      });
+      expect(await stack.services.warmPool.wait(checked, 0)).toEqual({ binding, stop: false });
+      expect(await pools().getStandby(id)).toMatchObject({ status: 'delivered' });
+    } finally {
+      await pools().removeStandby(id);
+    }
+  });
+
   it('a pool credential reaches nothing but its own pool routes, and nothing once its binding is delivered', async () => {
     // A sandbox of another user's, RUNNING, for the bridge and webhook attempts.
     await ready('pool-one');
