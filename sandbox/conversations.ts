@@ -245,7 +245,7 @@ export class ConversationRunner {
       'bash',
       [
         '-c',
-        `${init ? 'git init -q; ' : ''}git config user.name "$1"; git config user.email "$2"`,
+        `set -e; ${init ? 'git init -q; ' : ''}git config user.name "$1"; git config user.email "$2"`,
         'bash',
         identity.name,
         identity.email,
