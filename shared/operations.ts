@@ -15,7 +15,7 @@ import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
 import * as bridge from '#shared/sandboxes/bridge-operations.ts';
 import * as workspace from '#shared/sandboxes/workspace-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
-import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
+import * as snapshots from '#shared/sandboxes/snapshots/snapshot-operations.ts';
 import * as canvasSettings from '#shared/settings/canvas-operations.ts';
 import * as pool from '#shared/sandboxes/pool-operations.ts';
 import * as settings from '#shared/settings/operations.ts';

@@ -20,7 +20,7 @@ import { ownedSandbox } from '#shared/conversations/owned.ts';
 import { toStartTask } from '#shared/conversations/views.ts';
 import { ApiError, badRequest, conflict, notFound } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
-import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
+import { launchOptionsOf } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 import type { MaskedSettings, SettingsService } from '#shared/settings/service.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';

@@ -13,8 +13,8 @@ import {
 } from '#shared/sandboxes/records.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
-import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshots/snapshot-model.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
 import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';

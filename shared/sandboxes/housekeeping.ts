@@ -15,8 +15,8 @@ import {
   toPaused,
   type SweepSummary,
 } from '#shared/sandboxes/records.ts';
-import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
-import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
+import type { InstanceStopped } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 import type { BindingClaim } from '#shared/sandboxes/pool-claim.ts';

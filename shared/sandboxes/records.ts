@@ -22,12 +22,12 @@ import {
   type LaunchOptions,
   type RuntimeState,
   type SandboxRuntime,
-} from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore, StartPhases } from '#shared/sandboxes/sandbox-store.ts';
-import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
+import type { SnapshotRemoval } from '#shared/sandboxes/snapshots/snapshot-removal.ts';
 import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import { hasPool } from '#shared/sandboxes/pool-store.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 
 export interface SandboxServiceDeps {
   store: SandboxStore;

@@ -5,7 +5,7 @@ import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protoc
 import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxRecords, sha256, type SandboxServiceDeps } from '#shared/sandboxes/records.ts';
-import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
+import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';

@@ -31,8 +31,11 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
-import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
-import { directoryArchive } from '#shared/sandboxes/workspace-archive.ts';
+import {
+  ProcessSandboxRuntime,
+  type ProcessRuntimeOptions,
+} from '#shared/sandboxes/runtime/process-sandbox-runtime.ts';
+import { directoryArchive } from '#shared/sandboxes/snapshots/workspace-archive.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
 import { allServices } from '#shared/services/all.ts';

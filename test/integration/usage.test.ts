@@ -8,7 +8,7 @@ import { DynamoConversationStore } from '#shared/conversations/dynamo-conversati
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
 import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore, storageRecordItem, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { UsageReconcile } from '#shared/usage/reconcile.ts';
