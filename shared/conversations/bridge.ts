@@ -56,7 +56,7 @@ export function agentMetricsOf(e: AgentEventEnvelope): AgentMetricsReport | unde
   };
 }
 
-/** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
+/** How stale a sandbox's recorded activity may be before a bridge route writes it again (the idle pause counts in minutes). */
 export const ACTIVITY_WRITE_MS = 30_000;
 
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
@@ -64,7 +64,7 @@ const before = (status: StartTaskStatus) =>
   startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
 
 /**
- * The sandbox's side of conversations (the webhooks): fetch a conversation's start configuration,
+ * The sandbox's side of conversations (the bridge routes): fetch a conversation's start configuration,
  * report progress and status, post events. Every call carries the sandbox's own key, and a sandbox
  * can touch only conversations placed on it (401 otherwise, as OpenHands answers).
  */
@@ -74,7 +74,7 @@ export class ConversationBridge {
     private readonly tasks: StartTaskStore,
     private readonly events: EventStore,
     private readonly settings: SettingsService,
-    /** What the bridge uses of the sandbox service: a webhook's agent activity, the pause at an event cap. */
+    /** What the bridge uses of the sandbox service: a bridge route's agent activity, the pause at an event cap. */
     private readonly sandboxes: Pick<SandboxService, 'recordActivity' | 'enqueueCommand'>,
     private readonly records: ConversationRecords,
     private readonly feed: EventFeed,
@@ -105,7 +105,7 @@ export class ConversationBridge {
   }
 
   /**
-   * Agent activity from a webhook: written when the stored time is older than ACTIVITY_WRITE_MS, so
+   * Agent activity from a bridge route: written when the stored time is older than ACTIVITY_WRITE_MS, so
    * a busy sandbox's event batches are not each a write (and two index updates) on its record.
    */
   private async touch(sandbox: SandboxCaller): Promise<void> {

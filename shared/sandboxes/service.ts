@@ -268,7 +268,7 @@ export class SandboxService {
   }
 
   /**
-   * Agent activity seen elsewhere (events posted through a webhook): postpones the idle pause. False
+   * Agent activity seen elsewhere (events posted through a bridge route): postpones the idle pause. False
    * when the sandbox is not RUNNING. Here, not on the bridge, so the conversation functions that call
    * it do not carry the bridge's code (check-in, metering).
    */
@@ -362,7 +362,7 @@ export class SandboxService {
       sandbox_spec_id: rec.specId,
       status: rec.status,
       // The sandbox's own key reaches only the sandbox (at check-in): with it, the start-config
-      // webhook hands out the user's secrets. Clients use conversation-scoped keys instead.
+      // bridge route hands out the user's secrets. Clients use conversation-scoped keys instead.
       session_api_key: null,
       exposed_urls: running ? [] : null,
       // A runtime's notice about the running generation (on-demand instead of Spot, images that apply only on AWS).

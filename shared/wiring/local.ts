@@ -82,7 +82,7 @@ export interface LocalOptions {
 export interface LocalServices extends Services {
   /** The process runtime, so the local stack can stop every sandbox process when it closes. */
   sandboxRuntime: ProcessSandboxRuntime;
-  /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
+  /** The event feed of the local stream: the bridge route tells it, the gateway's WebSocket subscribes to it. */
   eventHub: LocalEventHub;
   /** The plans (`config/plans.json` or PLANS_FILE), read by the local stream's socket caps. */
   plans: Plans;

@@ -213,7 +213,7 @@ describe('the local warm pool', () => {
   });
 
   it('a pool credential reaches nothing but its own pool routes, and nothing once its binding is delivered', async () => {
-    // A sandbox of another user's, RUNNING, for the bridge and webhook attempts.
+    // A sandbox of another user's, RUNNING, for the bridge route attempts.
     await ready('pool-one');
     const victimKey = await stack.newUser('pool-victim');
     const victim = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one', { key: victimKey });
