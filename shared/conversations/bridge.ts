@@ -1,7 +1,7 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import { queued, startTaskRank, type ConversationRecord, type SandboxCaller } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
-import type { ConversationRecords } from '#shared/conversations/records.ts';
+import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
@@ -76,7 +76,7 @@ export class ConversationBridge {
     private readonly settings: SettingsService,
     /** What the bridge uses of the sandbox service: a bridge route's agent activity, the pause at an event cap. */
     private readonly sandboxes: Pick<SandboxService, 'recordActivity' | 'enqueueCommand'>,
-    private readonly records: ConversationRecords,
+    private readonly versioned: VersionedConversationUpdate,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),
     /**
@@ -156,7 +156,7 @@ export class ConversationBridge {
         logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.records.update(conversation.userId, conversation.id, (rec) => ({
+      await this.versioned.update(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
@@ -315,7 +315,7 @@ export class ConversationBridge {
     const { lastSeq: end } = await this.events.append(ref, at + 1, [event]);
     await this.feed.committed(ref, end).catch(() => {});
     if (conversation.execution_status !== 'error')
-      await this.records.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
+      await this.versioned.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
     if (conversation.sandbox_id)
       await this.sandboxes
         .enqueueCommand(

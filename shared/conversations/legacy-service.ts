@@ -12,7 +12,7 @@ import {
   type StartRequest,
 } from '#shared/conversations/model.ts';
 import { ownedConversation, ownedConversations, ownedSandbox } from '#shared/conversations/owned.ts';
-import type { ConversationRecords } from '#shared/conversations/records.ts';
+import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
 import { toLegacyConversation } from '#shared/conversations/views.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
@@ -38,7 +38,7 @@ export class LegacyConversationService {
     private readonly sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>,
     private readonly cursors: CursorCodec,
     private readonly keys: ConversationKeys,
-    private readonly records: ConversationRecords,
+    private readonly versioned: VersionedConversationUpdate,
     private readonly starts: ConversationStart,
     /** Platform models (no user key needed); none: every model is a user-key model. */
     private readonly platformLlms?: PlatformLlmPolicy,
@@ -128,7 +128,7 @@ export class LegacyConversationService {
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
     const rec = await this.owned(userId, conversationId);
-    await this.records.update(userId, rec.id, { title });
+    await this.versioned.update(userId, rec.id, { title });
     return true;
   }
 

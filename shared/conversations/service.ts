@@ -11,7 +11,7 @@ import {
   type StartRequest,
 } from '#shared/conversations/model.ts';
 import { normalizeId, ownedConversation, ownedConversations, ownedSandbox } from '#shared/conversations/owned.ts';
-import type { ConversationRecords } from '#shared/conversations/records.ts';
+import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
 import { toAppConversation, toStartTask } from '#shared/conversations/views.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
@@ -31,7 +31,7 @@ export class ConversationService {
     private readonly sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>,
     private readonly cursors: CursorCodec,
     private readonly keys: ConversationKeys,
-    private readonly records: ConversationRecords,
+    private readonly versioned: VersionedConversationUpdate,
     private readonly starts: ConversationStart,
   ) {}
 
@@ -139,7 +139,7 @@ export class ConversationService {
   /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.owned(userId, conversationId);
-    await this.records.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    await this.versioned.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
     return { session_api_key: await this.sessionKey(await this.owned(userId, rec.id)) };
   }
 

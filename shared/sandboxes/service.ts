@@ -4,7 +4,7 @@ import { logger } from '#shared/logging.ts';
 import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
 import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
-import { newToken, SandboxRecords, sha256, type SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import { newToken, SandboxLifecycle, sha256, type SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
@@ -17,10 +17,10 @@ const newSandboxId = () => randomUUID().replaceAll('-', '');
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService {
-  private readonly records: SandboxRecords;
+  private readonly lifecycle: SandboxLifecycle;
 
   constructor(private readonly deps: SandboxServiceDeps) {
-    this.records = new SandboxRecords(deps);
+    this.lifecycle = new SandboxLifecycle(deps);
   }
 
   /** The user's sandboxes, newest first. */
@@ -67,7 +67,7 @@ export class SandboxService {
     const bridgeUrl = this.deps.bridgeUrl(host);
     const options = given.options ?? (await this.launchOptions(userId));
     await this.reserveSlot(tenant, options, userId);
-    const now = this.records.iso();
+    const now = this.lifecycle.iso();
     const enrollment = newToken('enr');
     const commands = given.commands ?? [];
     const record: SandboxRecord = {
@@ -106,13 +106,13 @@ export class SandboxService {
         createdAt: now,
       });
     const paused = await this.makeRoom(userId, record.id);
-    const launched = await this.records.launch(record, spec, enrollment, bridgeUrl, options);
+    const launched = await this.lifecycle.launch(record, spec, enrollment, bridgeUrl, options);
     return { sandbox: await this.view(launched), paused };
   }
 
   /** Pauses (stops the process, keeps the workspace). Pausing a sandbox that is not live changes nothing. */
   async pause(userId: string, sandboxId: string): Promise<void> {
-    await this.records.pauseRecord(sandboxId, undefined, { userId });
+    await this.lifecycle.pauseRecord(sandboxId, undefined, { userId });
   }
 
   /**
@@ -122,7 +122,7 @@ export class SandboxService {
   async pauseAll(userId: string, detail: string): Promise<string[]> {
     const paused: string[] = [];
     for (const rec of await this.deps.store.listLiveByUser(userId))
-      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.lifecycle.pauseRecord(rec.id, detail)) paused.push(rec.id);
     return paused;
   }
 
@@ -163,12 +163,12 @@ export class SandboxService {
     let enrollment = '';
     let t: { record: SandboxRecord; changed: boolean } | undefined;
     try {
-      t = await this.records.transition(
+      t = await this.lifecycle.transition(
         sandboxId,
         (rec) => {
           if (isLive(rec.status)) return 'skip';
           enrollment = newToken('enr');
-          const now = this.records.iso();
+          const now = this.lifecycle.iso();
           return {
             status: 'STARTING',
             orgId: tenant.orgId,
@@ -199,22 +199,22 @@ export class SandboxService {
     const paused = await this.makeRoom(userId, sandboxId);
     const spec = this.deps.specs.get(t.record.specId);
     if (!spec) {
-      await this.records.failIfCurrent(
+      await this.lifecycle.failIfCurrent(
         t.record,
         `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`,
       );
       return { paused };
     }
-    await this.records.launch(t.record, spec, enrollment, bridgeUrl, options);
+    await this.lifecycle.launch(t.record, spec, enrollment, bridgeUrl, options);
     return { paused };
   }
 
   /** Stops the sandbox, removes its workspace, its command queue and its record. */
   async delete(userId: string, sandboxId: string): Promise<void> {
-    const t = await this.records.transition(
+    const t = await this.lifecycle.transition(
       sandboxId,
       () => ({
-        deletedAt: this.records.iso(),
+        deletedAt: this.lifecycle.iso(),
         liveShard: LIVE_SHARD,
         liveUserId: null,
         enrollmentHash: null,
@@ -224,7 +224,7 @@ export class SandboxService {
       { userId },
     );
     await this.deps.store.deleteAllCommands(sandboxId);
-    await this.records.finishDelete(t!.record);
+    await this.lifecycle.finishDelete(t!.record);
   }
 
   /**
@@ -240,7 +240,7 @@ export class SandboxService {
     const payload = command.payload === undefined ? undefined : JSON.stringify(command.payload);
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
-    const createdAt = this.records.iso();
+    const createdAt = this.lifecycle.iso();
     await this.deps.store.putCommand({ sandboxId, seq, type: command.type, payload, createdAt });
     await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
     commandQueued(sandboxId);
@@ -273,7 +273,7 @@ export class SandboxService {
    * it do not carry the bridge's code (check-in, metering).
    */
   recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.records.iso());
+    return this.deps.store.touchActivity(sandboxId, this.lifecycle.iso());
   }
 
   /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */
@@ -299,7 +299,7 @@ export class SandboxService {
     const paused: string[] = [];
     for (const rec of others.slice(0, Math.max(0, excess))) {
       const detail = `Paused to stay within ${this.deps.config.maxRunning} running sandboxes per user`;
-      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.lifecycle.pauseRecord(rec.id, detail)) paused.push(rec.id);
     }
     return paused;
   }
@@ -334,7 +334,7 @@ export class SandboxService {
     }
     // Spent prepaid credits refuse whatever on_limit says; the monthly limits only with `stop`.
     if (plan.on_limit === 'stop' || plan.prepaid) {
-      const day = this.records.iso().slice(0, 10);
+      const day = this.lifecycle.iso().slice(0, 10);
       const standing = standingOf(await readStanding(this.deps.usage!, tenant.orgId, day, plan.prepaid), day);
       const reached = limitReached(plan, standing);
       if (reached && (plan.on_limit === 'stop' || reached.code === 'credits_exhausted'))

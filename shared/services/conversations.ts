@@ -1,4 +1,4 @@
-import { ConversationRecords } from '#shared/conversations/records.ts';
+import { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import { ConversationService } from '#shared/conversations/service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
@@ -16,6 +16,6 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     c.use(sandboxes),
     c.use(cursors),
     c.use(conversationKeys),
-    new ConversationRecords(c.adapter('conversationStore')),
+    new VersionedConversationUpdate(c.adapter('conversationStore')),
     c.use(conversationStart),
   );

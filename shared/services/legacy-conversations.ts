@@ -1,5 +1,5 @@
 import { LegacyConversationService } from '#shared/conversations/legacy-service.ts';
-import { ConversationRecords } from '#shared/conversations/records.ts';
+import { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { conversationStart } from '#shared/services/conversation-start.ts';
@@ -17,7 +17,7 @@ export const legacyConversations: ServiceFactory<LegacyConversationService> = (c
     c.use(sandboxes),
     c.use(cursors),
     c.use(conversationKeys),
-    new ConversationRecords(c.adapter('conversationStore')),
+    new VersionedConversationUpdate(c.adapter('conversationStore')),
     c.use(conversationStart),
     c.use(platformLlms),
   );

@@ -6,7 +6,7 @@ import type { StorageRecord } from '#shared/usage/usage-store.ts';
 import { FocusLedger } from '#shared/billing/focus.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';

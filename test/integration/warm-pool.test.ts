@@ -7,7 +7,7 @@ import type { Caller } from '#shared/accounts/organizations.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
+import { sha256 } from '#shared/sandboxes/lifecycle.ts';
 import { poolRecordId, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';

@@ -129,14 +129,14 @@ export const STANDBY_STATE = 'standby';
 export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 ** (attempt - 1));
 
 /**
- * The record logic every audience's service shares (the user's API in service.ts, the bridge in
- * bridge-service.ts, housekeeping in housekeeping.ts): each holds one, over the same deps. The sandbox lifecycle: `STARTING -> RUNNING` (only when the program inside checks in),
+ * The sandbox's state machine, which every audience's service shares (the user's API in service.ts, the
+ * bridge in bridge-service.ts, housekeeping in housekeeping.ts): each holds one, over the same deps. The states: `STARTING -> RUNNING` (only when the program inside checks in),
  * `-> PAUSED` (asked for, idle, or over the per-user limit), `-> ERROR` (a crash, a failed or stuck
  * start), `-> MISSING` (RUNNING but its process or task is gone). Every change is one conditional
  * write on the record's version; the runtime is called after the write that decides, so two
  * racing calls can never leave two live processes for one sandbox.
  */
-export class SandboxRecords {
+export class SandboxLifecycle {
   readonly now: () => Date;
 
   constructor(private readonly deps: SandboxServiceDeps) {
