@@ -150,7 +150,7 @@ async function postNumbered(
 }
 
 /**
- * `clients` loops posting `batches` batches each through the webhook route, as sandboxes do (see
+ * `clients` loops posting `batches` batches each through the events bridge route, as sandboxes do (see
  * `postBatches`), from this process or from a child process; this process's CPU time is taken from
  * the end of the warm-up batches to the last answer.
  */
@@ -253,7 +253,7 @@ async function walk(stack: TestStack, cid: string): Promise<{ lastPageCursor: st
 }
 
 /**
- * Events on the local stack: ingest through the webhook route with a running sandbox's key, then
+ * Events on the local stack: ingest through the events bridge route with a running sandbox's key, then
  * count and search (unfiltered and by a rare kind) on conversations of 10, 100 and 100,000 events.
  */
 export async function benchEventRoutes(): Promise<string> {
@@ -386,7 +386,7 @@ export async function benchEventRoutes(): Promise<string> {
     return [
       '## Event ingest',
       '',
-      `Events posted through the webhook route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). ${WARMUP_BATCHES} unmeasured batches go first; then each client posts its next batch when the previous one is answered (one keep-alive connection each, node:http); 4 clients post in rounds of 4 batches at once (as a sandbox never does: it has one post in flight), taking turns in the numbering, so batches land ahead of a gap and the counter catches up. Each configuration runs twice: with the client in the server's process (as before), and as a load test over loopback from a child process, so the server's process (the gateway, the handlers and dynalite, as \`npm start\` runs them) has a core and the client the other; the rate "here" is that second figure. The conversation's sandbox program runs meanwhile (its heartbeats and command polls are part of the server's CPU).`,
+      `Events posted through the events bridge route (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`) over HTTP to the local gateway with the sandbox's session key, as a sandbox does; each event about ${EVENT_BYTES} bytes of JSON, numbered after what the conversation holds (nothing repeated). ${WARMUP_BATCHES} unmeasured batches go first; then each client posts its next batch when the previous one is answered (one keep-alive connection each, node:http); 4 clients post in rounds of 4 batches at once (as a sandbox never does: it has one post in flight), taking turns in the numbering, so batches land ahead of a gap and the counter catches up. Each configuration runs twice: with the client in the server's process (as before), and as a load test over loopback from a child process, so the server's process (the gateway, the handlers and dynalite, as \`npm start\` runs them) has a core and the client the other; the rate "here" is that second figure. The conversation's sandbox program runs meanwhile (its heartbeats and command polls are part of the server's CPU).`,
       '',
       '| client | batch size | clients | events | events/s | events per server CPU-second | per CPU-second, client included | batch p50 / p99 |',
       '|---|---|---|---|---|---|---|---|',
@@ -430,7 +430,7 @@ export async function benchEventRoutes(): Promise<string> {
 /**
  * Conversations on the local stack: an agent in a sandbox process, driven by a scripted
  * OpenAI-compatible LLM on loopback: start latency on fresh and on reused sandboxes (the event
- * through the webhook route, and events/search on a small and a 100,000-event conversation.
+ * through the events bridge route, and events/search on a small and a 100,000-event conversation.
  */
 export async function benchConversations(): Promise<string> {
   const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });

@@ -18,7 +18,7 @@ const BATCHES = 20;
 const HISTORY = 2000;
 
 /**
- * `npm run bench -- stream`: time from an event's ingest (the webhook POST a sandbox makes, sent at
+ * `npm run bench -- stream`: time from an event's ingest (the events POST a sandbox makes on the bridge, sent at
  * t0) to its arrival on clients connected to `/sockets/events/{id}`, on the local stack.
  */
 export async function benchStream(): Promise<string> {
@@ -115,12 +115,12 @@ export async function benchStream(): Promise<string> {
     return [
       "## Event stream (local: the gateway's WebSocket)",
       '',
-      `From the moment a sandbox's webhook POST is sent (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`, over HTTP to the local gateway with the sandbox's key) to the event's arrival as a message on a client connected to \`/sockets/events/{conversation_id}\` (package \`ws\`, in the same process, over loopback). The webhook appends and tells the in-memory hub the committed end the append returned; each connection's pump reads the new events from dynalite and sends them. Events of about ${count(Buffer.byteLength(JSON.stringify(event('x', 0))))} bytes. On AWS the same path is a PostToConnection per event and connection from the ingest Lambda (not measured here).`,
+      `From the moment a sandbox's events POST on the bridge is sent (\`POST /api/v1/webhooks/{sandbox_id}/events/{conversation_id}\`, over HTTP to the local gateway with the sandbox's key) to the event's arrival as a message on a client connected to \`/sockets/events/{conversation_id}\` (package \`ws\`, in the same process, over loopback). The bridge route appends and tells the in-memory hub the committed end the append returned; each connection's pump reads the new events from dynalite and sends them. Events of about ${count(Buffer.byteLength(JSON.stringify(event('x', 0))))} bytes. On AWS the same path is a PostToConnection per event and connection from the ingest Lambda (not measured here).`,
       '',
       '| what | samples | p50 / p99 |',
       '|---|---|---|',
       `| 1 event, 1 client | ${SAMPLES} | ${p50p99(single)} |`,
-      `| (the same POSTs: until the webhook answered, for comparison) | ${SAMPLES} | ${p50p99(answered)} |`,
+      `| (the same POSTs: until the bridge route answered, for comparison) | ${SAMPLES} | ${p50p99(answered)} |`,
       `| 1 event, ${FANOUT_CLIENTS} clients: the first to receive it | ${FANOUT_SAMPLES} | ${p50p99(fanFirst)} |`,
       `| 1 event, ${FANOUT_CLIENTS} clients: the last to receive it | ${FANOUT_SAMPLES} | ${p50p99(fanLast)} |`,
       `| a batch of ${BATCH} events, 1 client: its last event | ${BATCHES} | ${p50p99(batchLast)} |`,

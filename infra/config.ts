@@ -2,7 +2,7 @@ import { parsePlans } from '#shared/plans/model.ts';
 import { parsePrices } from '#shared/usage/prices.ts';
 import { parsePlatformModels } from '#shared/llm/platform-models.ts';
 import * as z from 'zod';
-import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
+import { fargateSizeProblem } from '#shared/sandboxes/runtime/fargate-sizes.ts';
 
 /**
  * The deployment's configuration: CDK context keys (in cdk.json, or `-c key=value` on the command

@@ -1,6 +1,6 @@
 /**
  * The sandbox's one client of the control plane: the bridge (check in, heartbeat, long-poll for
- * commands, acknowledge them, where the bridge socket is (command-channel.ts opens it), workspace snapshots) and the webhooks a conversation uses (its start
+ * commands, acknowledge them, where the bridge socket is (command-channel.ts opens it), workspace snapshots) and the bridge routes a conversation uses (its start
  * configuration, status reports, events). Every path and body comes from the protocol module
  * (shared/protocol.ts); nothing else in sandbox/ builds a control-plane URL. Plain fetch.
  */

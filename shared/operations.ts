@@ -5,17 +5,17 @@ import * as agentServer from '#shared/conversations/agent-server-operations.ts';
 import * as oidc from '#shared/auth/oidc-operations.ts';
 import * as conversations from '#shared/conversations/operations.ts';
 import * as legacyConversations from '#shared/conversations/legacy-operations.ts';
-import * as webhooks from '#shared/conversations/webhook-operations.ts';
+import * as conversationBridge from '#shared/conversations/bridge-operations.ts';
 import * as agentServerEvents from '#shared/events/agent-server-operations.ts';
 import * as events from '#shared/events/operations.ts';
 import type { Operation } from '#shared/http/operation.ts';
 import * as service from '#shared/http/service-operations.ts';
 import * as options from '#shared/options/operations.ts';
 import * as sandboxSpecs from '#shared/sandbox-specs/operations.ts';
-import * as bridge from '#shared/sandboxes/bridge-operations.ts';
+import * as sandboxBridge from '#shared/sandboxes/bridge-operations.ts';
 import * as workspace from '#shared/sandboxes/workspace-operations.ts';
 import * as sandboxes from '#shared/sandboxes/operations.ts';
-import * as snapshots from '#shared/sandboxes/snapshot-operations.ts';
+import * as snapshots from '#shared/sandboxes/snapshots/snapshot-operations.ts';
 import * as canvasSettings from '#shared/settings/canvas-operations.ts';
 import * as pool from '#shared/sandboxes/pool-operations.ts';
 import * as settings from '#shared/settings/operations.ts';
@@ -36,12 +36,12 @@ export const operations: readonly Operation[] = [
   oidc,
   conversations,
   legacyConversations,
-  webhooks,
+  conversationBridge,
   events,
   service,
   options,
   sandboxSpecs,
-  bridge,
+  sandboxBridge,
   sandboxes,
   snapshots,
   pool,

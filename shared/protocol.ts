@@ -19,6 +19,8 @@ export const protocolPaths = {
   snapshotUpload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots',
   snapshotComplete: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/complete',
   snapshotDownload: '/api/v1/sandboxes/{sandbox_id}/bridge/snapshots/current',
+  // The conversation's bridge routes keep OpenHands' paths (`/api/v1/webhooks/...`, where its agent server
+  // posts): the wire contract. Our own names for them say "bridge" (shared/conversations/bridge-operations.ts).
   events: '/api/v1/webhooks/{sandbox_id}/events/{conversation_id}',
   report: '/api/v1/webhooks/{sandbox_id}/conversations',
   startConfig: '/api/v1/webhooks/{sandbox_id}/conversations/{conversation_id}/start-config',

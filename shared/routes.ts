@@ -599,12 +599,12 @@ export const routes = [
     tag: 'events',
     tables: { events: 'read', conversations: 'read' },
   },
-  // --- webhooks: the sandbox reports (sandbox key) -------------------------------------------------
+  // --- bridge routes: the sandbox reports (sandbox key) -------------------------------------------------
   {
     id: 'postEvents',
     method: 'POST',
     path: protocolPaths.events,
-    entry: 'functions/webhooks/events.ts',
+    entry: 'functions/bridge/events.ts',
     auth: 'sandbox',
     summary: "Sandbox: post a batch of a conversation's events, numbered from first_seq (a retry changes nothing)",
     tag: 'webhooks',
@@ -626,7 +626,7 @@ export const routes = [
     id: 'reportConversation',
     method: 'POST',
     path: protocolPaths.report,
-    entry: 'functions/webhooks/conversations.ts',
+    entry: 'functions/bridge/conversations.ts',
     auth: 'sandbox',
     summary: "Sandbox: report a conversation's start progress, execution status and metrics",
     tag: 'webhooks',
@@ -636,7 +636,7 @@ export const routes = [
     id: 'getStartConfig',
     method: 'GET',
     path: protocolPaths.startConfig,
-    entry: 'functions/webhooks/start-config.ts',
+    entry: 'functions/bridge/start-config.ts',
     auth: 'sandbox',
     summary:
       'Sandbox: what it needs to prepare and run a conversation placed on it (LLM settings, secrets, repository)',

@@ -11,6 +11,7 @@ import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
 import type { ConversationService } from '#shared/conversations/service.ts';
+import type { LegacyConversationService } from '#shared/conversations/legacy-service.ts';
 import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import type { EventService } from '#shared/events/service.ts';
 import type { Idempotency } from '#shared/http/idempotency.ts';
@@ -48,8 +49,9 @@ export interface Services {
   conversationKeys: ConversationKeys;
   settings: SettingsService;
   cursors: CursorCodec;
-  /** Conversations, by audience: the user's API, the webhooks the sandbox calls, housekeeping. */
+  /** Conversations, by audience: the user's V1 API, its legacy API, the bridge the sandbox calls, housekeeping. */
   conversations: ConversationService;
+  legacyConversations: LegacyConversationService;
   conversationBridge: ConversationBridge;
   conversationHousekeeping: ConversationHousekeeping;
   events: EventService;
@@ -151,6 +153,7 @@ const serviceNames: Record<ServiceName, true> = {
   settings: true,
   cursors: true,
   conversations: true,
+  legacyConversations: true,
   conversationBridge: true,
   conversationHousekeeping: true,
   events: true,

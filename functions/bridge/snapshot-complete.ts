@@ -1,4 +1,4 @@
-import { sandboxSnapshotComplete } from '#shared/sandboxes/snapshot-operations.ts';
+import { sandboxSnapshotComplete } from '#shared/sandboxes/snapshots/snapshot-operations.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';

@@ -1,6 +1,6 @@
 import { legacyConversationConfig } from '#shared/conversations/legacy-operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
-export const handler = awsRoute(legacyConversationConfig, { conversationStore }, { conversations });
+export const handler = awsRoute(legacyConversationConfig, { conversationStore }, { legacyConversations });

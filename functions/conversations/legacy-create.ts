@@ -1,5 +1,5 @@
 import { legacyCreateConversation } from '#shared/conversations/legacy-operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { idempotency } from '#shared/services/idempotency.ts';
 import { poolClaims } from '#shared/services/pool-claims.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
@@ -40,5 +40,5 @@ export const handler = awsRoute(
     poolDeadline,
     prices,
   },
-  { conversations, idempotency, poolClaims },
+  { legacyConversations, idempotency, poolClaims },
 );

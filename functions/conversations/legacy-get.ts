@@ -1,5 +1,5 @@
 import { legacyGetConversation } from '#shared/conversations/legacy-operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 import { conversationStore, startTaskStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret } from '#shared/wiring/aws/keys.ts';
@@ -9,5 +9,5 @@ import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 export const handler = awsRoute(
   legacyGetConversation,
   { conversationStore, startTaskStore, sandboxStore, sealer, conversationKeySecret },
-  { conversations },
+  { legacyConversations },
 );

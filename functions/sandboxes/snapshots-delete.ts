@@ -1,5 +1,5 @@
 import { sandboxSnapshotsDeleteFunction } from '#shared/functions.ts';
-import { removeSnapshots, type SnapshotRemovalRequest } from '#shared/sandboxes/snapshot-removal.ts';
+import { removeSnapshots, type SnapshotRemovalRequest } from '#shared/sandboxes/snapshots/snapshot-removal.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { workspaceSnapshots } from '#shared/wiring/aws/s3.ts';
 

@@ -23,7 +23,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership, StorageCl
 import { Construct } from 'constructs';
 import { REPO_ROOT } from '#infra/bundle.ts';
 import type { Config } from '#infra/config.ts';
-import { SANDBOX_CONTAINER } from '#shared/sandboxes/fargate-task-definitions.ts';
+import { SANDBOX_CONTAINER } from '#shared/sandboxes/runtime/fargate-task-definitions.ts';
 
 /**
  * How `cdk deploy` builds the sandbox image (cdk-assets passes it to `docker build --output`): zstd

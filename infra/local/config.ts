@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import * as z from 'zod';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
-import type { Containment } from '#shared/sandboxes/containment.ts';
+import type { Containment } from '#shared/sandboxes/runtime/containment.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 
 /** The local stack's configuration, from the environment; checked once at start with the key named. */

@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { uncontainedWarning } from '#shared/sandboxes/containment.ts';
+import { uncontainedWarning } from '#shared/sandboxes/runtime/containment.ts';
 import { loadLocalConfig } from '#infra/local/config.ts';
 import { startLocalStack } from '#infra/local/stack.ts';
 

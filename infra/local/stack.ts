@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logger } from '#shared/logging.ts';
-import { detectContainment, type Containment } from '#shared/sandboxes/containment.ts';
-import type { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { detectContainment, type Containment } from '#shared/sandboxes/runtime/containment.ts';
+import type { ProcessSandboxRuntime } from '#shared/sandboxes/runtime/process-sandbox-runtime.ts';
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { Services } from '#shared/services.ts';
 import { sweepAll } from '#shared/sandboxes/sweeper.ts';

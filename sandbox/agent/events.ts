@@ -149,7 +149,7 @@ export type AgentEvent = z.infer<typeof agentEventSchema>;
 export type AgentEventKind = AgentEvent['kind'];
 export type EventOf<K extends AgentEventKind> = Extract<AgentEvent, { kind: K }>;
 
-/** A webhook batch: what the event sink posts. */
+/** A batch of events: what the event sink posts to the events bridge route. */
 export const agentEventBatchSchema = z.array(agentEventSchema).max(100);
 
 /** Builds events with fresh ids and timestamps that strictly increase, even within one millisecond. */

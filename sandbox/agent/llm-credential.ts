@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /*
  * The LLM gateway's credential (`acsl.`, docs/platform-llms.md) is valid for an hour. A conversation
- * that runs longer fetches its start configuration again (the same webhook, with the sandbox's own
+ * that runs longer fetches its start configuration again (the same bridge route, with the sandbox's own
  * key), which carries a freshly minted one, shortly before the one it holds expires (or once when the
  * gateway refuses the one it holds).
  */

@@ -1,7 +1,7 @@
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
 import { queued, startTaskRank, type ConversationRecord, type SandboxCaller } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
-import type { ConversationRecords } from '#shared/conversations/records.ts';
+import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
@@ -56,7 +56,7 @@ export function agentMetricsOf(e: AgentEventEnvelope): AgentMetricsReport | unde
   };
 }
 
-/** How stale a sandbox's recorded activity may be before a webhook writes it again (the idle pause counts in minutes). */
+/** How stale a sandbox's recorded activity may be before a bridge route writes it again (the idle pause counts in minutes). */
 export const ACTIVITY_WRITE_MS = 30_000;
 
 /** Statuses a report of `status` may move a task from: only earlier, unfinished ones. */
@@ -64,7 +64,7 @@ const before = (status: StartTaskStatus) =>
   startTaskStatuses.filter((s) => s !== 'READY' && s !== 'ERROR' && startTaskRank(s) < startTaskRank(status));
 
 /**
- * The sandbox's side of conversations (the webhooks): fetch a conversation's start configuration,
+ * The sandbox's side of conversations (the bridge routes): fetch a conversation's start configuration,
  * report progress and status, post events. Every call carries the sandbox's own key, and a sandbox
  * can touch only conversations placed on it (401 otherwise, as OpenHands answers).
  */
@@ -74,9 +74,9 @@ export class ConversationBridge {
     private readonly tasks: StartTaskStore,
     private readonly events: EventStore,
     private readonly settings: SettingsService,
-    /** What the bridge uses of the sandbox service: a webhook's agent activity, the pause at an event cap. */
+    /** What the bridge uses of the sandbox service: a bridge route's agent activity, the pause at an event cap. */
     private readonly sandboxes: Pick<SandboxService, 'recordActivity' | 'enqueueCommand'>,
-    private readonly records: ConversationRecords,
+    private readonly versioned: VersionedConversationUpdate,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),
     /**
@@ -105,7 +105,7 @@ export class ConversationBridge {
   }
 
   /**
-   * Agent activity from a webhook: written when the stored time is older than ACTIVITY_WRITE_MS, so
+   * Agent activity from a bridge route: written when the stored time is older than ACTIVITY_WRITE_MS, so
    * a busy sandbox's event batches are not each a write (and two index updates) on its record.
    */
   private async touch(sandbox: SandboxCaller): Promise<void> {
@@ -158,7 +158,7 @@ export class ConversationBridge {
         logger.warn('conversation.failed', { conversationId: conversation.id, detail: r.detail });
     }
     if (r.execution_status || r.metrics || r.title) {
-      await this.records.update(conversation.userId, conversation.id, (rec) => ({
+      await this.versioned.update(conversation.userId, conversation.id, (rec) => ({
         ...(r.execution_status ? { execution_status: r.execution_status } : {}),
         ...(r.title ? { title: r.title } : {}),
         ...(r.metrics
@@ -317,7 +317,7 @@ export class ConversationBridge {
     const { lastSeq: end } = await this.events.append(ref, at + 1, [event]);
     await this.feed.committed(ref, end).catch(() => {});
     if (conversation.execution_status !== 'error')
-      await this.records.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
+      await this.versioned.update(conversation.userId, conversation.id, () => ({ execution_status: 'error' }));
     if (conversation.sandbox_id)
       await this.sandboxes
         .enqueueCommand(

@@ -31,8 +31,8 @@ export const legacyCreateConversation = defineOperation(
     errors: [402, 404, 409],
     example: { initial_user_msg: 'Fix the failing test in test/app.test.ts', repository: 'octo-org/hello-world' },
   }),
-  ({ userId, auth, body, baseUrl }, { conversations }) =>
-    conversations.legacyCreate(userId, body, baseUrl, tenantOf(userId, auth)),
+  ({ userId, auth, body, baseUrl }, { legacyConversations }) =>
+    legacyConversations.create(userId, body, baseUrl, tenantOf(userId, auth)),
 );
 
 export const legacyListConversations = defineOperation(
@@ -43,11 +43,11 @@ export const legacyListConversations = defineOperation(
     query: z.extend(z.unlazy(legacyListQuery), { ids: repeated('ids', conversationIdSchema) }),
     response: z.union([legacyConversationPageSchema, z.array(z.nullable(conversationInfoSchema))]),
   }),
-  async ({ userId, auth, query: { ids, ...query }, baseUrl }, { conversations }) => {
+  async ({ userId, auth, query: { ids, ...query }, baseUrl }, { legacyConversations }) => {
     if (auth.via === 'conversation' && !ids.length)
       throw invalidField(['query', 'ids'], "a conversation key lists only by ids (the agent server's batch get)");
-    if (!ids.length) return conversations.legacyList(userId, query, baseUrl);
-    const mine = await conversations.ownedMany(userId, ids);
+    if (!ids.length) return legacyConversations.list(userId, query, baseUrl);
+    const mine = await legacyConversations.ownedMany(userId, ids);
     return mine.map((c) =>
       c && (auth.via !== 'conversation' || c.id === auth.conversationId) ? toConversationInfo(c) : null,
     );
@@ -58,16 +58,17 @@ export const legacyGetConversation = defineOperation(
   'legacyGetConversation',
   // One path, two shapes: a conversation key or a client naming itself (X-OpenHands-Client) gets the agent server's ConversationInfo.
   () => ({ params: conversationParams, response: z.union([legacyConversationSchema, conversationInfoSchema]) }),
-  async ({ userId, params, baseUrl, auth, headers }, { conversations }) =>
+  async ({ userId, params, baseUrl, auth, headers }, { legacyConversations }) =>
     wantsAgentServerShape(auth?.via, headers)
-      ? toConversationInfo(await conversations.owned(userId, params.conversation_id))
-      : conversations.legacyGet(userId, params.conversation_id, baseUrl),
+      ? toConversationInfo(await legacyConversations.owned(userId, params.conversation_id))
+      : legacyConversations.get(userId, params.conversation_id, baseUrl),
 );
 
 export const legacyUpdateConversation = defineOperation(
   'legacyUpdateConversation',
   () => ({ params: conversationParams, body: legacyUpdateSchema, response: z.literal(true) }),
-  ({ userId, params, body }, { conversations }) => conversations.rename(userId, params.conversation_id, body.title),
+  ({ userId, params, body }, { legacyConversations }) =>
+    legacyConversations.rename(userId, params.conversation_id, body.title),
 );
 
 export const legacyConversationConfig = defineOperation(
@@ -76,11 +77,11 @@ export const legacyConversationConfig = defineOperation(
     params: conversationParams,
     response: z.object({ runtime_id: z.nullable(z.string()), session_id: z.string() }),
   }),
-  ({ userId, params }, { conversations }) => conversations.runtimeConfig(userId, params.conversation_id),
+  ({ userId, params }, { legacyConversations }) => legacyConversations.config(userId, params.conversation_id),
 );
 
 export const legacyDeleteConversation = defineOperation(
   'legacyDeleteConversation',
   () => ({ params: conversationParams, response: z.literal(true) }),
-  ({ userId, params }, { conversations }) => conversations.remove(userId, params.conversation_id),
+  ({ userId, params }, { legacyConversations }) => legacyConversations.remove(userId, params.conversation_id),
 );

@@ -6,7 +6,7 @@ import type { McpConfigInput } from '#shared/settings/model.ts';
  * server and the `env` values of each stdio server. They are sealed apart from the start-task record,
  * which keeps the config with those values null (plus `*_set` flags), so the record and every
  * response that shows the request (the start response, `start-tasks`, `start-tasks/search`) hold no
- * secret. The start-config webhook puts them back for the sandbox.
+ * secret. The start-config bridge route puts them back for the sandbox.
  */
 export interface McpSecrets {
   sse: (string | null)[];

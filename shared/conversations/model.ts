@@ -190,11 +190,11 @@ export type ConversationCommand =
 /**
  * A conversation command as the sandbox's queue stores it: its type, and the rest as the payload. Stored
  * as it is: conversation commands carry ids and user messages, never secrets (the sandbox fetches those
- * from the start-config webhook), so no KMS size limit applies.
+ * from the start-config bridge route), so no KMS size limit applies.
  */
 export const queued = ({ type, ...payload }: ConversationCommand) => ({ type, payload });
 
-/** The sandbox a webhook comes from, as the request's key check read its record (so it is not read twice). */
+/** The sandbox a bridge route comes from, as the request's key check read its record (so it is not read twice). */
 export interface SandboxCaller {
   id: string;
   userId: string;

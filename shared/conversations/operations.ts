@@ -15,7 +15,7 @@ import { repeated } from '#shared/http/query.ts';
 import { tenantOf } from '#shared/plans/limits.ts';
 import { conversationIdSchema } from '#shared/protocol.ts';
 
-/** The user's conversation routes, V1 (the legacy ones are in legacy-operations.ts, the sandbox's own in webhook-operations.ts). */
+/** The user's conversation routes, V1 (the legacy ones are in legacy-operations.ts, the sandbox's own in bridge-operations.ts). */
 export const startConversation = defineOperation(
   'startConversation',
   () => ({

@@ -23,7 +23,9 @@ const tagDescriptions: Record<string, string> = {
   bridge: "The sandbox program's calls (its own key): check in, heartbeat, commands, snapshots",
   canvas:
     "What Agent Canvas's cloud mode reads on load (settings, schemas, models, profiles, skills, a conversation's events)",
-  webhooks: "The sandbox program's reports (its own key): events, conversation status, start configuration",
+  // The tag keeps the word of its paths (`/api/v1/webhooks/...`, the OpenHands wire contract) and names the nested stack `Routes-webhooks`.
+  webhooks:
+    "The sandbox program's reports over the bridge (its own key): events, conversation status, start configuration",
 };
 
 const errorSchema = {
@@ -314,7 +316,7 @@ export function openApiDocument(operations: readonly Operation[], serverUrl = LO
           in: 'header',
           name: 'X-Session-API-Key',
           description:
-            "An API key (user routes), a conversation's `session_api_key` (its own routes only) or a sandbox's own key (bridge and webhooks)",
+            "An API key (user routes), a conversation's `session_api_key` (its own routes only) or a sandbox's own key (the bridge routes)",
         },
         bearer: {
           type: 'http',

@@ -4,27 +4,27 @@ import { STOP_COMMAND, type SandboxCommand, type SandboxStatus } from '#shared/p
 import { emitStartMetrics, checkedIn, restored } from '#shared/sandboxes/phases.ts';
 import {
   newToken,
-  SandboxRecords,
+  SandboxLifecycle,
   type SandboxServiceDeps,
   sameHash,
   sha256,
   STANDBY_STATE,
   toPaused,
-} from '#shared/sandboxes/records.ts';
+} from '#shared/sandboxes/lifecycle.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 import type { SandboxRecord, StoredCommand } from '#shared/sandboxes/sandbox-store.ts';
-import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { ownsSnapshot, SNAPSHOT_STATE } from '#shared/sandboxes/snapshots/snapshot-model.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { armSignal } from '#shared/sandboxes/command-signal.ts';
 import { aroundWrite, limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import type { ComputeRecord, DayTotals } from '#shared/usage/usage-store.ts';
 
 /** The bridge: what the program inside a sandbox calls with its own key (check-in, heartbeat, the command queue). */
 export class SandboxBridge {
-  private readonly records: SandboxRecords;
+  private readonly lifecycle: SandboxLifecycle;
 
   constructor(private readonly deps: SandboxServiceDeps) {
-    this.records = new SandboxRecords(deps);
+    this.lifecycle = new SandboxLifecycle(deps);
   }
 
   /** Exchanges the one-time enrollment token for the session key; the sandbox is RUNNING from here. */
@@ -37,11 +37,11 @@ export class SandboxBridge {
     const sealed = await this.deps.sealer.seal(sessionKey, first.userId);
     // Decided first on the record the credential check read (one read less); a write meanwhile (the
     // launch recording its phases) fails the conditional update, and the transition reads it again.
-    const t = await this.records.transition(
+    const t = await this.lifecycle.transition(
       sandboxId,
       (rec) => {
         if (rec.status !== 'STARTING' || !sameHash(rec.enrollmentHash, tokenHash)) return 'skip';
-        const at = this.records.iso();
+        const at = this.lifecycle.iso();
         // A claimed standby's check-in is its acknowledged binding: it is the sandbox's task from here.
         const { [STANDBY_STATE]: _standby, ...state } = rec.runtimeState ?? {};
         return {
@@ -88,7 +88,7 @@ export class SandboxBridge {
     key: string | undefined,
     kind: 'session' | 'enrollment',
   ): Promise<SandboxRecord | null> {
-    if (kind === 'session') return this.records.keyOwner(sandboxId, key);
+    if (kind === 'session') return this.lifecycle.keyOwner(sandboxId, key);
     if (!key) return null;
     const rec = await this.deps.store.get(sandboxId);
     return rec && !rec.deletedAt && sameHash(rec.enrollmentHash, sha256(key)) ? rec : null;
@@ -100,7 +100,7 @@ export class SandboxBridge {
    * record from the wrapper's key check (`admitted`) instead.
    */
   async authenticateSandbox(sandboxId: string, key: string | undefined): Promise<SandboxRecord | null> {
-    const rec = await this.records.keyOwner(sandboxId, key);
+    const rec = await this.lifecycle.keyOwner(sandboxId, key);
     return rec?.status === 'RUNNING' ? rec : null;
   }
 
@@ -115,10 +115,10 @@ export class SandboxBridge {
     restoreMs?: number,
   ): Promise<{ status: SandboxStatus; command_seq: number }> {
     const rec = known(caller);
-    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.records.iso());
+    if (rec.status === 'RUNNING' && active) await this.deps.store.touchActivity(rec.id, this.lifecycle.iso());
     // The start's restore phase, once per generation (the program reports it after its check-in).
     if (restoreMs !== undefined && rec.status === 'RUNNING' && rec.phases && rec.phases.restore_ms === undefined) {
-      const t = await this.records.transition(rec.id, (cur) =>
+      const t = await this.lifecycle.transition(rec.id, (cur) =>
         cur.generation === rec.generation && cur.phases && cur.phases.restore_ms === undefined
           ? { phases: restored(cur.phases, restoreMs) }
           : 'skip',
@@ -130,17 +130,17 @@ export class SandboxBridge {
     return { status, command_seq: rec.commandSeq ?? 0 };
   }
 
-  /** The compute of a RUNNING generation to `at` (`SandboxRecords.accrue`; the heartbeat's `meter` records it with its totals). */
+  /** The compute of a RUNNING generation to `at` (`SandboxLifecycle.accrue`; the heartbeat's `meter` records it with its totals). */
   accrue(rec: SandboxRecord, at?: Date, from?: string): Promise<ComputeRecord | undefined> {
-    return this.records.accrue(rec, at, from);
+    return this.lifecycle.accrue(rec, at, from);
   }
 
   /**
    * A heartbeat's metering: the interval's record (`accrue`), then the organization's standing against
    * its plan (`enforceMonthly`: notices, pause). True when the sandbox was paused.
    */
-  async meter(rec: SandboxRecord, at: Date = this.records.now()): Promise<boolean> {
-    const metered = await this.records.accrueWithTotals(rec, at);
+  async meter(rec: SandboxRecord, at: Date = this.lifecycle.now()): Promise<boolean> {
+    const metered = await this.lifecycle.accrueWithTotals(rec, at);
     return metered ? this.enforceMonthly(rec, metered.record, metered.orgDay) : false;
   }
 
@@ -168,7 +168,7 @@ export class SandboxBridge {
       logger.warn('plan.limit', { orgId: record.orgId, sandboxId: rec.id, code: reached.code, onLimit: plan.on_limit });
       if (plan.on_limit !== 'stop' && reached.code !== 'credits_exhausted') return false;
       const detail = `Paused: ${reached.message}`;
-      const t = await this.records.transition(rec.id, (cur) =>
+      const t = await this.lifecycle.transition(rec.id, (cur) =>
         cur.status === 'RUNNING' && cur.generation === rec.generation ? toPaused(detail) : 'skip',
       );
       // No runtime call here (the heartbeat carries no ECS client): the program stops itself on the
@@ -263,7 +263,7 @@ export class SandboxBridge {
     if (!ownsSnapshot(sandboxId, objectKey)) throw conflict('Not a snapshot key of this sandbox');
     const bytes = await snapshots.verify(sandboxId, objectKey);
     if (bytes === null) throw conflict('No such snapshot: its upload did not complete');
-    const t = await this.records.transition(sandboxId, (rec) => {
+    const t = await this.lifecycle.transition(sandboxId, (rec) => {
       const current = rec.runtimeState?.[SNAPSHOT_STATE];
       // Keys start with their issue time: a late report of an older upload never replaces a newer one.
       if (current && current >= objectKey) return 'skip';
@@ -272,7 +272,7 @@ export class SandboxBridge {
     if (t?.changed) {
       await snapshots.prune(sandboxId, objectKey);
       // The workspace storage now held is this snapshot's bytes (docs/billing.md, "Workspace storage").
-      await this.records.meterStorage(t.record, bytes, objectKey);
+      await this.lifecycle.meterStorage(t.record, bytes, objectKey);
     }
     return { key: objectKey, bytes };
   }
@@ -294,7 +294,7 @@ export class SandboxBridge {
   }
 
   private stopCommand(reason: string): SandboxCommand {
-    return { seq: 0, type: STOP_COMMAND, payload: { reason }, created_at: this.records.iso() };
+    return { seq: 0, type: STOP_COMMAND, payload: { reason }, created_at: this.lifecycle.iso() };
   }
 
   private async openCommand(c: StoredCommand, userId: string): Promise<SandboxCommand> {

@@ -1,4 +1,4 @@
-import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { InstanceStopped } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { Services } from '#shared/services.ts';
 
 /** The parts of an EventBridge "ECS Task State Change" event this service reads. */

@@ -8,15 +8,15 @@ import {
   STANDBY_STATE,
   notLive,
   RETRY_STATE,
-  SandboxRecords,
+  SandboxLifecycle,
   type SandboxServiceDeps,
   sha256,
   toError,
   toPaused,
   type SweepSummary,
-} from '#shared/sandboxes/records.ts';
-import type { LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
-import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/lifecycle.ts';
+import type { LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
+import type { InstanceStopped } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
 import type { BindingClaim } from '#shared/sandboxes/pool-claim.ts';
@@ -24,10 +24,10 @@ import { emitStartMetrics, fromTaskTimes } from '#shared/sandboxes/phases.ts';
 
 /** Housekeeping: ECS (or process) stop events, the scheduled sweep, the local server's shutdown. */
 export class SandboxHousekeeping {
-  private readonly records: SandboxRecords;
+  private readonly lifecycle: SandboxLifecycle;
 
   constructor(private readonly deps: SandboxServiceDeps) {
-    this.records = new SandboxRecords(deps);
+    this.lifecycle = new SandboxLifecycle(deps);
   }
 
   /**
@@ -46,7 +46,7 @@ export class SandboxHousekeeping {
     generation: number,
     times: { createdAt?: string; pullStartedAt?: string; pullStoppedAt?: string; startedAt?: string },
   ): Promise<void> {
-    const t = await this.records.transition(sandboxId, (rec) => {
+    const t = await this.lifecycle.transition(sandboxId, (rec) => {
       if (rec.generation !== generation || !rec.phases || rec.phases.warm || rec.phases.provisioning_ms !== undefined)
         return 'skip';
       const phases = fromTaskTimes(rec.phases, times);
@@ -63,7 +63,7 @@ export class SandboxHousekeeping {
     const current = (rec: SandboxRecord) =>
       rec.generation === event.generation &&
       (isLive(rec.status) || (event.resumable === true && rec.status === 'MISSING'));
-    const t = await this.records.transition(event.sandboxId, (rec) =>
+    const t = await this.lifecycle.transition(event.sandboxId, (rec) =>
       !current(rec) ? 'skip' : event.requested || event.resumable ? toPaused(event.detail) : toError(event.detail),
     );
     if (!t?.changed) return undefined;
@@ -75,7 +75,7 @@ export class SandboxHousekeeping {
   /** Continues an unfinished delete (e.g. when the Fargate workspace wipe task has stopped). */
   async continueDelete(sandboxId: string): Promise<boolean> {
     const rec = await this.deps.store.get(sandboxId);
-    return rec?.deletedAt ? this.records.finishDelete(rec) : false;
+    return rec?.deletedAt ? this.lifecycle.finishDelete(rec) : false;
   }
 
   /**
@@ -83,7 +83,7 @@ export class SandboxHousekeeping {
    * sandboxes whose process is gone as MISSING, finishes stalled deletes, and stops processes or
    * tasks that no live record owns. One failing item does not stop the others.
    */
-  async sweep(now: Date = this.records.now()): Promise<SweepSummary> {
+  async sweep(now: Date = this.lifecycle.now()): Promise<SweepSummary> {
     const summary: SweepSummary = {
       paused: [],
       failed: [],
@@ -103,7 +103,7 @@ export class SandboxHousekeeping {
     for (const rec of live) {
       try {
         if (rec.deletedAt) {
-          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.records.finishDelete(rec)))
+          if (t - Date.parse(rec.deletedAt) >= DELETE_RETRY_MS && (await this.lifecycle.finishDelete(rec)))
             summary.deleted.push(rec.id);
         } else if (
           rec.status === 'STARTING' &&
@@ -117,7 +117,7 @@ export class SandboxHousekeeping {
           const detail = lastError
             ? `The sandbox could not be started within ${startTimeoutSeconds} seconds: ${lastError}`
             : `The sandbox did not check in within ${startTimeoutSeconds} seconds of starting`;
-          if (await this.records.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur)))
+          if (await this.lifecycle.failIfCurrent(rec, detail, (cur) => cur.status === 'STARTING' && stuck(cur)))
             summary.failed.push(rec.id);
         } else if (
           rec.status === 'STARTING' &&
@@ -128,7 +128,7 @@ export class SandboxHousekeeping {
         } else if (rec.status === 'RUNNING' && idle(rec)) {
           const detail = `Paused after ${idleMinutes} minutes without agent activity`;
           if (
-            await this.records.pauseRecord(rec.id, detail, {
+            await this.lifecycle.pauseRecord(rec.id, detail, {
               when: (cur) => cur.generation === rec.generation && idle(cur),
             })
           )
@@ -137,7 +137,7 @@ export class SandboxHousekeeping {
           rec.status === 'RUNNING' &&
           !instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)
         ) {
-          const t2 = await this.records.transition(rec.id, (cur) =>
+          const t2 = await this.lifecycle.transition(rec.id, (cur) =>
             cur.status === 'RUNNING' && cur.generation === rec.generation
               ? { status: 'MISSING', detail: 'The sandbox process or task no longer exists', ...notLive }
               : 'skip',
@@ -179,7 +179,7 @@ export class SandboxHousekeeping {
     if (!from || now.getTime() - Date.parse(from) <= 2 * this.deps.config.heartbeatSeconds * 1000) return false;
     const alive = Math.min(Date.parse(rec.lastActivityAt), now.getTime());
     if (alive - Date.parse(from) < 1000) return false;
-    return (await this.records.accrue(rec, new Date(alive), from)) !== undefined;
+    return (await this.lifecycle.accrue(rec, new Date(alive), from)) !== undefined;
   }
 
   /**
@@ -209,11 +209,11 @@ export class SandboxHousekeeping {
   private async startColdAfterClaim(rec: SandboxRecord): Promise<boolean> {
     const spec = this.deps.specs.get(rec.specId);
     if (!spec)
-      return this.records.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+      return this.lifecycle.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
     const standby = rec.runtimeState?.[STANDBY_STATE];
     const enrollment = newToken('enr');
     const reason = `the claimed standby did not take its binding within ${BINDING_ACK_MS / 1000} s`;
-    const t = await this.records.transition(rec.id, (cur) => {
+    const t = await this.lifecycle.transition(rec.id, (cur) => {
       if (
         cur.generation !== rec.generation ||
         cur.status !== 'STARTING' ||
@@ -231,8 +231,15 @@ export class SandboxHousekeeping {
     });
     if (!t?.changed) return false;
     logger.warn('pool.binding-timeout', { sandboxId: rec.id, standbyId: standby });
-    await this.records.stopQuietly(instanceOf(t.previous));
-    await this.records.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', {}, reason);
+    await this.lifecycle.stopQuietly(instanceOf(t.previous));
+    await this.lifecycle.launch(
+      t.record,
+      spec,
+      enrollment,
+      rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '',
+      {},
+      reason,
+    );
     return true;
   }
 
@@ -244,9 +251,9 @@ export class SandboxHousekeeping {
     const due = rec.runtimeState?.[RETRY_STATE.at];
     const spec = this.deps.specs.get(rec.specId);
     if (!spec)
-      return this.records.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
+      return this.lifecycle.failIfCurrent(rec, `Sandbox spec "${rec.specId}" no longer exists; start a new sandbox`);
     const enrollment = newToken('enr');
-    const t = await this.records.transition(rec.id, (cur) => {
+    const t = await this.lifecycle.transition(rec.id, (cur) => {
       if (
         cur.generation !== rec.generation ||
         cur.status !== 'STARTING' ||
@@ -260,7 +267,7 @@ export class SandboxHousekeeping {
     });
     if (!t?.changed) return false;
     const options = JSON.parse(rec.runtimeState?.[RETRY_STATE.launch] ?? '{}') as LaunchOptions;
-    await this.records.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', options);
+    await this.lifecycle.launch(t.record, spec, enrollment, rec.runtimeState?.[RETRY_STATE.bridgeUrl] ?? '', options);
     return true;
   }
 
@@ -275,7 +282,7 @@ export class SandboxHousekeeping {
     const lost: string[] = [];
     for (const rec of live) {
       if (rec.deletedAt || instances.some((i) => i.sandboxId === rec.id && i.generation === rec.generation)) continue;
-      const t = await this.records.transition(rec.id, (cur) =>
+      const t = await this.lifecycle.transition(rec.id, (cur) =>
         cur.generation !== rec.generation || !isLive(cur.status)
           ? 'skip'
           : cur.status === 'RUNNING'
@@ -292,7 +299,7 @@ export class SandboxHousekeeping {
   async suspendAll(detail: string): Promise<void> {
     const live = await this.deps.store.listLive();
     await Promise.all(
-      live.filter((r) => !r.deletedAt).map((r) => this.records.pauseRecord(r.id, detail).catch(() => false)),
+      live.filter((r) => !r.deletedAt).map((r) => this.lifecycle.pauseRecord(r.id, detail).catch(() => false)),
     );
   }
 }

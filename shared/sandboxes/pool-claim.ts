@@ -6,8 +6,8 @@ import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import type { SandboxConfig } from '#shared/sandboxes/config.ts';
 import { FRESH_HEARTBEAT_MS, hasPool, type PoolStore, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
-import { STANDBY_STATE } from '#shared/sandboxes/records.ts';
-import type { ClaimCandidate, RuntimeState, SandboxRuntime } from '#shared/sandboxes/sandbox-runtime.ts';
+import { STANDBY_STATE } from '#shared/sandboxes/lifecycle.ts';
+import type { ClaimCandidate, RuntimeState, SandboxRuntime } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 /** Starts the refill of a spec's pool without waiting for it (AWS: an asynchronous invoke; locally: in process). */
 export interface PoolRefill {

@@ -6,7 +6,7 @@ import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import { armSignal, commandQueued } from '#shared/sandboxes/command-signal.ts';
 import { PoolClaims, wakeKey } from '#shared/sandboxes/pool-claim.ts';
 import { hasPool, LOST_STANDBY_MS, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
-import { newToken, sameHash, sha256 } from '#shared/sandboxes/records.ts';
+import { newToken, sameHash, sha256 } from '#shared/sandboxes/lifecycle.ts';
 
 export type { Claimed, PoolRefill, WarmPoolDeps } from '#shared/sandboxes/pool-claim.ts';
 

@@ -4,8 +4,8 @@ import { logger } from '#shared/logging.ts';
 import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
 import { pushMessage } from '#shared/sandboxes/command-push.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
-import { newToken, SandboxRecords, sha256, type SandboxServiceDeps } from '#shared/sandboxes/records.ts';
-import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
+import { newToken, SandboxLifecycle, sha256, type SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
+import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { commandQueued } from '#shared/sandboxes/command-signal.ts';
 import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
@@ -17,10 +17,10 @@ const newSandboxId = () => randomUUID().replaceAll('-', '');
 
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService {
-  private readonly records: SandboxRecords;
+  private readonly lifecycle: SandboxLifecycle;
 
   constructor(private readonly deps: SandboxServiceDeps) {
-    this.records = new SandboxRecords(deps);
+    this.lifecycle = new SandboxLifecycle(deps);
   }
 
   /** The user's sandboxes, newest first. */
@@ -67,7 +67,7 @@ export class SandboxService {
     const bridgeUrl = this.deps.bridgeUrl(host);
     // Read beside the plan's own reads (reserveSlot): one round trip, not two, before the slot is taken.
     const options = await this.reserveSlot(tenant, given.options ?? this.launchOptions(userId), userId);
-    const now = this.records.iso();
+    const now = this.lifecycle.iso();
     const enrollment = newToken('enr');
     const commands = given.commands ?? [];
     const record: SandboxRecord = {
@@ -111,13 +111,13 @@ export class SandboxService {
       })(),
       this.makeRoom(userId, record.id),
     ]);
-    const launched = await this.records.launch(record, spec, enrollment, bridgeUrl, options);
+    const launched = await this.lifecycle.launch(record, spec, enrollment, bridgeUrl, options);
     return { sandbox: await this.view(launched), paused };
   }
 
   /** Pauses (stops the process, keeps the workspace). Pausing a sandbox that is not live changes nothing. */
   async pause(userId: string, sandboxId: string): Promise<void> {
-    await this.records.pauseRecord(sandboxId, undefined, { userId });
+    await this.lifecycle.pauseRecord(sandboxId, undefined, { userId });
   }
 
   /**
@@ -127,7 +127,7 @@ export class SandboxService {
   async pauseAll(userId: string, detail: string): Promise<string[]> {
     const paused: string[] = [];
     for (const rec of await this.deps.store.listLiveByUser(userId))
-      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.lifecycle.pauseRecord(rec.id, detail)) paused.push(rec.id);
     return paused;
   }
 
@@ -167,12 +167,12 @@ export class SandboxService {
     let enrollment = '';
     let t: { record: SandboxRecord; changed: boolean } | undefined;
     try {
-      t = await this.records.transition(
+      t = await this.lifecycle.transition(
         sandboxId,
         (rec) => {
           if (isLive(rec.status)) return 'skip';
           enrollment = newToken('enr');
-          const now = this.records.iso();
+          const now = this.lifecycle.iso();
           return {
             status: 'STARTING',
             orgId: tenant.orgId,
@@ -203,22 +203,22 @@ export class SandboxService {
     const paused = await this.makeRoom(userId, sandboxId);
     const spec = this.deps.specs.get(t.record.specId);
     if (!spec) {
-      await this.records.failIfCurrent(
+      await this.lifecycle.failIfCurrent(
         t.record,
         `Sandbox spec "${t.record.specId}" no longer exists; start a new sandbox`,
       );
       return { paused };
     }
-    await this.records.launch(t.record, spec, enrollment, bridgeUrl, options);
+    await this.lifecycle.launch(t.record, spec, enrollment, bridgeUrl, options);
     return { paused };
   }
 
   /** Stops the sandbox, removes its workspace, its command queue and its record. */
   async delete(userId: string, sandboxId: string): Promise<void> {
-    const t = await this.records.transition(
+    const t = await this.lifecycle.transition(
       sandboxId,
       () => ({
-        deletedAt: this.records.iso(),
+        deletedAt: this.lifecycle.iso(),
         liveShard: LIVE_SHARD,
         liveUserId: null,
         enrollmentHash: null,
@@ -228,7 +228,7 @@ export class SandboxService {
       { userId },
     );
     await this.deps.store.deleteAllCommands(sandboxId);
-    await this.records.finishDelete(t!.record);
+    await this.lifecycle.finishDelete(t!.record);
   }
 
   /**
@@ -244,7 +244,7 @@ export class SandboxService {
     const payload = command.payload === undefined ? undefined : JSON.stringify(command.payload);
     const seq = await this.deps.store.nextCommandSeq(sandboxId);
     if (seq === undefined) throw notFound('Sandbox not found');
-    const createdAt = this.records.iso();
+    const createdAt = this.lifecycle.iso();
     await this.deps.store.putCommand({ sandboxId, seq, type: command.type, payload, createdAt });
     await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
     commandQueued(sandboxId);
@@ -272,12 +272,12 @@ export class SandboxService {
   }
 
   /**
-   * Agent activity seen elsewhere (events posted through a webhook): postpones the idle pause. False
+   * Agent activity seen elsewhere (events posted through a bridge route): postpones the idle pause. False
    * when the sandbox is not RUNNING. Here, not on the bridge, so the conversation functions that call
    * it do not carry the bridge's code (check-in, metering).
    */
   recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.records.iso());
+    return this.deps.store.touchActivity(sandboxId, this.lifecycle.iso());
   }
 
   /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */
@@ -303,7 +303,7 @@ export class SandboxService {
     const paused: string[] = [];
     for (const rec of others.slice(0, Math.max(0, excess))) {
       const detail = `Paused to stay within ${this.deps.config.maxRunning} running sandboxes per user`;
-      if (await this.records.pauseRecord(rec.id, detail)) paused.push(rec.id);
+      if (await this.lifecycle.pauseRecord(rec.id, detail)) paused.push(rec.id);
     }
     return paused;
   }
@@ -320,7 +320,7 @@ export class SandboxService {
     newFor?: string,
   ): Promise<LaunchOptions> {
     const plan = (this.deps.plans ?? DEFAULT_PLANS).plan(tenant.plan);
-    const day = this.records.iso().slice(0, 10);
+    const day = this.lifecycle.iso().slice(0, 10);
     // The reads the refusals need, at once (each refusal still comes in its order below).
     const [options, paused, standing] = await Promise.all([
       launchOptions,
@@ -378,7 +378,7 @@ export class SandboxService {
       sandbox_spec_id: rec.specId,
       status: rec.status,
       // The sandbox's own key reaches only the sandbox (at check-in): with it, the start-config
-      // webhook hands out the user's secrets. Clients use conversation-scoped keys instead.
+      // bridge route hands out the user's secrets. Clients use conversation-scoped keys instead.
       session_api_key: null,
       exposed_urls: running ? [] : null,
       // A runtime's notice about the running generation (on-demand instead of Spot, images that apply only on AWS).

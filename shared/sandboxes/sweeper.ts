@@ -1,7 +1,7 @@
 import { startTaskTimeoutSeconds } from '#shared/conversations/sweep.ts';
 import type { BindingClaim } from '#shared/sandboxes/pool-claim.ts';
 import type { PoolSweep } from '#shared/sandboxes/pool.ts';
-import type { SweepSummary } from '#shared/sandboxes/records.ts';
+import type { SweepSummary } from '#shared/sandboxes/lifecycle.ts';
 import type { Services } from '#shared/services.ts';
 
 /**

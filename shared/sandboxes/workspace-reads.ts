@@ -14,10 +14,10 @@ import {
   workspaceReplySchema,
 } from '#shared/protocol.ts';
 import { commandQueued, commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { SandboxService } from '#shared/sandboxes/service.ts';
-import { readArchive, type WorkspaceArchives } from '#shared/sandboxes/workspace-archive.ts';
+import { readArchive, type WorkspaceArchives } from '#shared/sandboxes/snapshots/workspace-archive.ts';
 import * as z from '#shared/zod.ts';
 
 /** Where clients see the workspace (the agent server's `working_dir`): `/workspace/project/...` maps to its root. */

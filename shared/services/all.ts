@@ -11,6 +11,7 @@ import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { conversations } from '#shared/services/conversations.ts';
+import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { events } from '#shared/services/events.ts';
 import { eventBytes } from '#shared/services/event-bytes.ts';
@@ -49,6 +50,7 @@ export const allServices: Required<ServiceFactories> = {
   warmPool,
   poolClaims,
   conversations,
+  legacyConversations,
   conversationBridge,
   conversationHousekeeping,
   events,

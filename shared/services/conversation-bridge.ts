@@ -1,5 +1,5 @@
 import { ConversationBridge } from '#shared/conversations/bridge.ts';
-import { ConversationRecords } from '#shared/conversations/records.ts';
+import { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import { modelsHash } from '#shared/llm/platform-models.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { llmCredentials } from '#shared/services/llm-credentials.ts';
@@ -15,7 +15,7 @@ export const conversationBridge: ServiceFactory<ConversationBridge> = (c) => {
     c.adapter('eventStore'),
     c.use(settings),
     c.use(sandboxes),
-    new ConversationRecords(c.adapter('conversationStore')),
+    new VersionedConversationUpdate(c.adapter('conversationStore')),
     c.adapter('eventFeed'),
     undefined,
     // Read by the ingest only (the plans adapter is its entry's): its rate and cap.

@@ -1,5 +1,5 @@
 import { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import { conversationKeyVersion } from '#shared/conversations/service.ts';
+import { conversationKeyVersion } from '#shared/conversations/owned.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 
 export const conversationKeys: ServiceFactory<ConversationKeys> = (c) =>

@@ -1,12 +1,13 @@
-import { ConversationRecords } from '#shared/conversations/records.ts';
+import { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import { ConversationService } from '#shared/conversations/service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
+import { conversationStart } from '#shared/services/conversation-start.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 import { settings } from '#shared/services/settings.ts';
-import { platformLlms } from '#shared/services/platform-llms.ts';
 
+/** The V1 API's conversations (and the agent-server routes', the stream relay's). */
 export const conversations: ServiceFactory<ConversationService> = (c) =>
   new ConversationService(
     c.adapter('conversationStore'),
@@ -15,9 +16,6 @@ export const conversations: ServiceFactory<ConversationService> = (c) =>
     c.use(sandboxes),
     c.use(cursors),
     c.use(conversationKeys),
-    new ConversationRecords(c.adapter('conversationStore')),
-    // Read by starts only (their functions declare the plans capability).
-    () => c.adapters.plans,
-    undefined,
-    c.use(platformLlms),
+    new VersionedConversationUpdate(c.adapter('conversationStore')),
+    c.use(conversationStart),
   );

@@ -1,4 +1,4 @@
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { lazy } from '#shared/wiring/lazy.ts';

@@ -1,4 +1,4 @@
-import { launchOptionsOf } from '#shared/sandboxes/sandbox-runtime.ts';
+import { launchOptionsOf } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { SandboxService } from '#shared/sandboxes/service.ts';
 import type { ServiceFactory } from '#shared/services.ts';
 import { sandboxDeps } from '#shared/services/sandbox-deps.ts';

@@ -91,7 +91,7 @@ export class StreamSubscription {
 }
 
 /**
- * The local `EventFeed`: an in-memory hub of the gateway's process (the local webhook runs in it),
+ * The local `EventFeed`: an in-memory hub of the gateway's process (the local bridge route runs in it),
  * waking the subscriptions of a conversation when its events are committed. Each subscription
  * reads what it sends from the store.
  */

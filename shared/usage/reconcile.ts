@@ -1,6 +1,6 @@
 import { logger } from '#shared/logging.ts';
 import type { ConversationCounter, ConversationStore } from '#shared/conversations/conversation-store.ts';
-import { holdsSlot } from '#shared/sandboxes/records.ts';
+import { holdsSlot } from '#shared/sandboxes/lifecycle.ts';
 import type { RunningCounter, SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import type { DayTotals, TotalsDelta, TotalsKey, UsageRecord, UsageStore } from '#shared/usage/usage-store.ts';
 

@@ -31,8 +31,11 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { BINDING_ACK_MS } from '#shared/sandboxes/pool-store.ts';
-import { ProcessSandboxRuntime, type ProcessRuntimeOptions } from '#shared/sandboxes/process-sandbox-runtime.ts';
-import { directoryArchive } from '#shared/sandboxes/workspace-archive.ts';
+import {
+  ProcessSandboxRuntime,
+  type ProcessRuntimeOptions,
+} from '#shared/sandboxes/runtime/process-sandbox-runtime.ts';
+import { directoryArchive } from '#shared/sandboxes/snapshots/workspace-archive.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { servicesOf, type ServiceFactories, type Services } from '#shared/services.ts';
 import { allServices } from '#shared/services/all.ts';
@@ -79,7 +82,7 @@ export interface LocalOptions {
 export interface LocalServices extends Services {
   /** The process runtime, so the local stack can stop every sandbox process when it closes. */
   sandboxRuntime: ProcessSandboxRuntime;
-  /** The event feed of the local stream: the webhook tells it, the gateway's WebSocket subscribes to it. */
+  /** The event feed of the local stream: the bridge route tells it, the gateway's WebSocket subscribes to it. */
   eventHub: LocalEventHub;
   /** The plans (`config/plans.json` or PLANS_FILE), read by the local stream's socket caps. */
   plans: Plans;

@@ -844,7 +844,7 @@ describe('conversation-scoped key misuse', () => {
       active: true,
     });
     await refused(
-      'a webhook',
+      'a bridge route',
       'POST',
       `/api/v1/webhooks/${alice.sandbox.id}/events/${alice.conversationId}`,
       [401],

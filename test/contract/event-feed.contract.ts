@@ -14,7 +14,7 @@ export interface FeedClient {
 
 export interface FeedFixture {
   feed: EventFeed;
-  /** The store the adapter delivers from; the contract appends to it as the webhook does. */
+  /** The store the adapter delivers from; the contract appends to it as the bridge route does. */
   store: EventStore;
   /** Connects a client after position `after` (`'end'`: the committed end at connection); resolves once delivery is in place. */
   connect(conversation: ConversationRef, after: number | 'end'): Promise<FeedClient>;
@@ -53,7 +53,7 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
       source: 'agent',
       ...extra,
     });
-    /** As the webhook does: append, read the committed end, tell the feed. */
+    /** As the bridge route does: append, read the committed end, tell the feed. */
     const ingest = async (c: ConversationRef, first: number, events: AgentEventEnvelope[]) => {
       await f.store.append(c, first, events);
       await f.feed.committed(c, await f.store.lastSeq(c));

@@ -1,4 +1,4 @@
-import { FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
+import { FargateSandboxRuntime } from '#shared/sandboxes/runtime/fargate-sandbox-runtime.ts';
 import { fargateConfig, fargateSpec, FakeAws } from '#test/helpers/fake-aws.ts';
 import { sandboxRuntimeContract } from '#test/contract/sandbox-runtime.contract.ts';
 

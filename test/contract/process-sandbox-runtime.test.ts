@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { detectContainment } from '#shared/sandboxes/containment.ts';
-import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
+import { detectContainment } from '#shared/sandboxes/runtime/containment.ts';
+import { ProcessSandboxRuntime } from '#shared/sandboxes/runtime/process-sandbox-runtime.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { sandboxPids } from '#test/helpers/sandboxes.ts';
 import { sandboxRuntimeContract } from '#test/contract/sandbox-runtime.contract.ts';

@@ -6,7 +6,7 @@ import {
   type RuntimeState,
   type SandboxRuntime,
   type StartRequest,
-} from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 export interface RuntimeFixture {
   runtime: SandboxRuntime;

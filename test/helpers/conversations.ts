@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
+import { sha256 } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import type { TestStack } from '#test/helpers/stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';

@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-ecs';
 import { mockClient } from 'aws-sdk-client-mock';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import type { FargateRuntimeConfig } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
+import type { FargateRuntimeConfig } from '#shared/sandboxes/runtime/fargate-sandbox-runtime.ts';
 
 export const REGION = 'eu-west-1';
 export const ACCOUNT = '123456789012';

@@ -47,7 +47,7 @@ export interface TestStack extends LocalStack {
   newUser(userId: string): Promise<string>;
   /**
    * A sandbox's own session key, as only the program inside holds it (no response shows it): read
-   * from its record and unsealed, so tests can act as the sandbox on the bridge and webhooks.
+   * from its record and unsealed, so tests can act as the sandbox on its bridge routes.
    */
   sandboxKey(sandboxId: string): Promise<string | null>;
   /**

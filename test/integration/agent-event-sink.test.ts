@@ -5,7 +5,7 @@ import { EventSink } from '#sandbox/agent/event-sink.ts';
 import { BridgeClient } from '#sandbox/bridge-client.ts';
 import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/agent/events.ts';
 
-/** A webhook receiver on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
+/** A stand-in for the events bridge route on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
 async function receiver(statuses: number[] = []) {
   const posts: { headers: Record<string, string | string[] | undefined>; events: AgentEvent[]; firstSeq: number }[] =
     [];

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { exportKey, previousDay } from '#shared/billing/export.ts';
 import { CSV_COLUMNS } from '#shared/billing/focus.ts';
@@ -10,8 +10,7 @@ import type { PlatformModel } from '#shared/llm/platform-models.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { computeCharge, DEFAULT_PRICES_CONFIG, parsePrices } from '#shared/usage/prices.ts';
 import { csvRecords, microOf, parseCsv } from '#test/helpers/csv.ts';
-import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { bearer, OPERATOR_AUDIENCE as AUD, useOperatorStack } from '#test/helpers/operator-stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 
 /**
@@ -21,30 +20,12 @@ import { waitFor } from '#test/helpers/wait.ts';
  * the micro-USD, a hostile organization name intact and defused, a re-run the same bytes; who may ask, and bad
  * periods; the daily run at start.
  */
-let stack: TestStack;
-let idp: TestIssuer;
-const AUD = 'acs-api';
-const saved = { ...process.env };
+const ops = useOperatorStack();
+const { operator } = ops;
 let usage: DynamoUsageStore;
-
-beforeAll(async () => {
-  idp = await startTestIssuer();
-  process.env.OIDC_ISSUER = idp.issuer;
-  process.env.OIDC_AUDIENCE = AUD;
-  process.env.OPERATORS = 'op@example.com';
-  delete process.env.SIGNUP_MODE;
-  stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
+beforeAll(() => {
   usage = new DynamoUsageStore();
-}, 60_000);
-afterAll(async () => {
-  await stack?.stop();
-  await idp?.close();
-  process.env = saved;
 });
-
-const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
-const operator = async () =>
-  bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
 const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', false);
 const spot = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', true);
 const model = {
@@ -111,16 +92,16 @@ async function ledgerTotal(orgId: string, from: string, to: string): Promise<big
 describe('billing export (FOCUS 1.2) over the local stack', () => {
   it('writes yesterday at start (the daily run), a header alone when nothing was used', async () => {
     const day = previousDay(new Date());
-    const file = join(stack.dataDir, 'billing-exports', exportKey(day, day));
+    const file = join(ops.stack.dataDir, 'billing-exports', exportKey(day, day));
     await waitFor('the daily export at start', () => existsSync(file), { until: Boolean, timeoutMs: 20_000 });
     expect(parseCsv(readFileSync(file, 'utf8'))).toEqual([[...CSV_COLUMNS]]);
   });
 
   it('writes the period to the folder; BilledCost sums to the ledger to the micro-USD; a re-run is the same file', async () => {
-    const aliceKey = await stack.newUser('alice-export');
-    const bobKey = await stack.newUser('bob-export');
-    const orgA = await stack.orgOf(aliceKey);
-    const orgB = await stack.orgOf(bobKey);
+    const aliceKey = await ops.stack.newUser('alice-export');
+    const bobKey = await ops.stack.newUser('bob-export');
+    const orgA = await ops.stack.orgOf(aliceKey);
+    const orgB = await ops.stack.orgOf(bobKey);
     // A hostile owner names their organization to break the file or run a formula in the operator's spreadsheet.
     const hostile = '=HYPERLINK("http://evil"),"x"\nnext, line';
     const store = new DynamoAccountStore();
@@ -138,12 +119,12 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
     await compute(orgA, 'alice-export', '2025-02-02', 600);
 
     const op = await operator();
-    const res = await stack.call('POST', '/api/v1/admin/billing/exports', {
+    const res = await ops.stack.call('POST', '/api/v1/admin/billing/exports', {
       ...op,
       body: { from: '2025-01-31', to: '2025-02-01' },
     });
     expect(res.status, res.text).toBe(200);
-    const file = join(stack.dataDir, 'billing-exports', 'focus-1.2', '2025-01-31_2025-02-01.csv');
+    const file = join(ops.stack.dataDir, 'billing-exports', 'focus-1.2', '2025-01-31_2025-02-01.csv');
     expect(res.body).toMatchObject({
       from: '2025-01-31',
       to: '2025-02-01',
@@ -189,7 +170,7 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
       .reduce((x, r) => x + Number(r.ConsumedQuantity), 0);
     expect(tokens).toBe(12_345 + 678 + 9_000);
 
-    const again = await stack.call('POST', '/api/v1/admin/billing/exports', {
+    const again = await ops.stack.call('POST', '/api/v1/admin/billing/exports', {
       ...op,
       body: { from: '2025-01-31', to: '2025-02-01' },
     });
@@ -198,15 +179,15 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
   });
 
   it('is for operators only: a user, an organization owner, no credentials', async () => {
-    const key = await stack.newUser('mallory-export');
+    const key = await ops.stack.newUser('mallory-export');
     const body = { from: '2025-01-31', to: '2025-01-31' };
-    const owner = await stack.call('POST', '/api/v1/admin/billing/exports', { key, body });
+    const owner = await ops.stack.call('POST', '/api/v1/admin/billing/exports', { key, body });
     expect(owner.status).toBe(403);
     expect(owner.body).toEqual({ detail: 'Only an operator can do this' });
-    expect((await stack.call('POST', '/api/v1/admin/billing/exports', { key: null, body })).status).toBe(401);
+    expect((await ops.stack.call('POST', '/api/v1/admin/billing/exports', { key: null, body })).status).toBe(401);
     // A person who is no operator, signed in with a token of the same issuer.
-    const person = bearer(await idp.sign({ sub: 'eve', aud: AUD, email: 'eve@example.com', email_verified: true }));
-    expect((await stack.call('POST', '/api/v1/admin/billing/exports', { ...person, body })).status).toBe(403);
+    const person = bearer(await ops.idp.sign({ sub: 'eve', aud: AUD, email: 'eve@example.com', email_verified: true }));
+    expect((await ops.stack.call('POST', '/api/v1/admin/billing/exports', { ...person, body })).status).toBe(403);
   });
 
   it('refuses bad periods with 422 naming the field, never a 500', async () => {
@@ -224,7 +205,7 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
       [{ from: '2025-01-01', to: '2025-01-02', bucket: 'other' }, 'bucket'],
     ];
     for (const [body, field] of cases) {
-      const res = await stack.call('POST', '/api/v1/admin/billing/exports', { ...op, body });
+      const res = await ops.stack.call('POST', '/api/v1/admin/billing/exports', { ...op, body });
       expect(res.status, `${JSON.stringify(body)}: ${res.text}`).toBe(422);
       // A field's own error names it in `loc`; an unknown one is named in the body's message (zod's strict object).
       const details = res.body.detail as { loc: unknown[]; msg: string }[];
@@ -233,7 +214,7 @@ describe('billing export (FOCUS 1.2) over the local stack', () => {
       expect(JSON.stringify(res.body.detail)).not.toMatch(/Internal/);
     }
     // 31 days is the most one request writes.
-    const ok = await stack.call('POST', '/api/v1/admin/billing/exports', {
+    const ok = await ops.stack.call('POST', '/api/v1/admin/billing/exports', {
       ...op,
       body: { from: '2025-01-01', to: '2025-01-31' },
     });

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -12,9 +12,8 @@ import { documentClient } from '#shared/store/dynamo.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { conversationRecord } from '#test/helpers/conversations.ts';
-import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { bearer, OPERATOR_AUDIENCE as AUD, useOperatorStack } from '#test/helpers/operator-stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 
 /**
@@ -24,31 +23,12 @@ import { waitFor } from '#test/helpers/wait.ts';
  * The racers are the heartbeat's own metering (`SandboxBridge.meter`) on sandbox records of the
  * test's making: their intervals are the test's to choose, and no process needs to run.
  */
-let stack: TestStack;
-let idp: TestIssuer;
-const AUD = 'acs-api';
-const saved = { ...process.env };
-
-beforeAll(async () => {
-  idp = await startTestIssuer();
-  process.env.OIDC_ISSUER = idp.issuer;
-  process.env.OIDC_AUDIENCE = AUD;
-  process.env.OPERATORS = 'op@example.com';
-  delete process.env.SIGNUP_MODE;
-  stack = await startTestStack({
-    plansFile: join(PROJECT_ROOT, 'test/fixtures/plans/credits.json'),
-    specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json'),
-    sweepIntervalMs: 3_600_000,
-  });
-}, 60_000);
-afterAll(async () => {
-  await stack?.stop();
-  await idp?.close();
-  process.env = saved;
+const ops = useOperatorStack({
+  plansFile: join(PROJECT_ROOT, 'test/fixtures/plans/credits.json'),
+  specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json'),
+  sweepIntervalMs: 3_600_000,
 });
-const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
-const operator = async () =>
-  bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
+const { operator } = ops;
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -72,12 +52,12 @@ function racers(orgId: string, userId: string, plan: string, n: number, runningA
 }
 /** A new user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
 async function joinAsMember(userId: string, orgId: string): Promise<string> {
-  const key = await stack.newUser(userId);
-  await stack.orgOf(key);
+  const key = await ops.stack.newUser(userId);
+  await ops.stack.orgOf(key);
   const accounts = new DynamoAccountStore();
   const user = (await accounts.getUser(userId))!;
   expect(await accounts.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
-  stack.services.accounts.forget(userId);
+  ops.stack.services.accounts.forget(userId);
   return key;
 }
 const thresholdLines = (spy: { mock: { calls: unknown[][] } }) =>
@@ -85,8 +65,8 @@ const thresholdLines = (spy: { mock: { calls: unknown[][] } }) =>
 
 describe('80% and 100% notices', () => {
   it('a heartbeat that crosses nothing reads nothing more: the notice rides on the ADD it makes anyway', async () => {
-    const key = await stack.newUser('notice-quiet');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('notice-quiet');
+    const orgId = await ops.stack.orgOf(key);
     const [rec] = racers(orgId, 'notice-quiet', 'roomy', 1, new Date(Date.now() - 600_000).toISOString());
     const sent: string[] = [];
     const client = documentClient();
@@ -100,7 +80,7 @@ describe('80% and 100% notices', () => {
       { step: 'initialize', name: 'countNoticeRequests' },
     );
     try {
-      await stack.services.sandboxBridge.meter(rec!, new Date(Date.parse(rec!.runningAt!) + 60_000));
+      await ops.stack.services.sandboxBridge.meter(rec!, new Date(Date.parse(rec!.runningAt!) + 60_000));
     } finally {
       client.middlewareStack.remove('countNoticeRequests');
     }
@@ -115,15 +95,15 @@ describe('80% and 100% notices', () => {
   });
 
   it('20 heartbeats crossing together send each threshold exactly once; later crossings send nothing', async () => {
-    const key = await stack.newUser('notice-owner');
-    const orgId = await stack.orgOf(key);
-    await stack.putOnPlan('notice-owner', 'quarter-hour', key);
+    const key = await ops.stack.newUser('notice-owner');
+    const orgId = await ops.stack.orgOf(key);
+    await ops.stack.putOnPlan('notice-owner', 'quarter-hour', key);
     const warn = vi.spyOn(logger, 'warn').mockImplementation(() => {});
     // 0.25 hours = 900 s: 80% at 720 s, 100% at 900 s; 20 racers of 60 s each make 1200 s.
     const t0 = new Date(Date.now() - 3600_000);
     const recs = racers(orgId, 'notice-owner', 'quarter-hour', 20, t0.toISOString());
     const at = new Date(t0.getTime() + 60_000);
-    await Promise.all(recs.map((r) => stack.services.sandboxBridge.meter(r, at)));
+    await Promise.all(recs.map((r) => ops.stack.services.sandboxBridge.meter(r, at)));
     const sent = thresholdLines(warn);
     expect(sent.map((n) => `${n.limit}@${n.threshold}`).sort()).toEqual([
       'sandbox_hours_per_month@100',
@@ -136,10 +116,10 @@ describe('80% and 100% notices', () => {
     // More heartbeats above the limit, racing again: nothing more (once per month).
     warn.mockClear();
     const later = new Date(at.getTime() + 60_000);
-    await Promise.all(recs.map((r) => stack.services.sandboxBridge.meter(r, later)));
+    await Promise.all(recs.map((r) => ops.stack.services.sandboxBridge.meter(r, later)));
     expect(thresholdLines(warn)).toEqual([]);
 
-    const list = await stack.call('GET', '/api/v1/notifications', { key });
+    const list = await ops.stack.call('GET', '/api/v1/notifications', { key });
     expect(list.status, list.text).toBe(200);
     expect(list.body.items.map((n: { threshold: number }) => n.threshold)).toEqual([100, 80]);
     expect(list.body.items[0]).toEqual({
@@ -154,28 +134,28 @@ describe('80% and 100% notices', () => {
     });
     expect(list.body.next_page_id).toBeNull();
     // Paged: one a page, the cursor signed for this organization's list.
-    const first = await stack.call('GET', '/api/v1/notifications?limit=1', { key });
+    const first = await ops.stack.call('GET', '/api/v1/notifications?limit=1', { key });
     expect(first.body.items).toHaveLength(1);
     expect(first.body.next_page_id).toEqual(expect.any(String));
-    const second = await stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
+    const second = await ops.stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
       key,
     });
     expect(second.body.items.map((n: { threshold: number }) => n.threshold)).toEqual([80]);
 
     // Another organization sees none of it, and cannot use this one's cursor.
-    const otherKey = await stack.newUser('notice-stranger');
-    const other = await stack.call('GET', '/api/v1/notifications', { key: otherKey });
+    const otherKey = await ops.stack.newUser('notice-stranger');
+    const other = await ops.stack.call('GET', '/api/v1/notifications', { key: otherKey });
     expect(other.status).toBe(200);
     expect(other.body.items).toEqual([]);
-    const replay = await stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
+    const replay = await ops.stack.call('GET', `/api/v1/notifications?limit=1&page_id=${first.body.next_page_id}`, {
       key: otherKey,
     });
     expect(replay.status).toBe(400);
     // A member of the organization: 403.
     const memberKey = await joinAsMember('notice-member', orgId);
-    expect((await stack.call('GET', '/api/v1/notifications', { key: memberKey })).status).toBe(403);
-    expect((await stack.call('GET', '/api/v1/notifications?limit=0', { key })).status).toBe(422);
-    expect((await stack.call('GET', '/api/v1/notifications', { key: null })).status).toBe(401);
+    expect((await ops.stack.call('GET', '/api/v1/notifications', { key: memberKey })).status).toBe(403);
+    expect((await ops.stack.call('GET', '/api/v1/notifications?limit=0', { key })).status).toBe(422);
+    expect((await ops.stack.call('GET', '/api/v1/notifications', { key: null })).status).toBe(401);
   }, 60_000);
 });
 
@@ -185,7 +165,7 @@ const grant = (
   auth: { key: string | null; headers: Record<string, string> },
   idem?: string,
 ) =>
-  stack.call('POST', `/api/v1/admin/orgs/${orgId}/credits`, {
+  ops.stack.call('POST', `/api/v1/admin/orgs/${orgId}/credits`, {
     ...auth,
     body,
     headers: { ...auth.headers, ...(idem ? { 'idempotency-key': idem } : {}) },
@@ -193,14 +173,14 @@ const grant = (
 
 describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
   it('is for operators only; a foreign org is 404; bad amounts are 422 naming amount_usd; audited', async () => {
-    const key = await stack.newUser('credit-owner');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('credit-owner');
+    const orgId = await ops.stack.orgOf(key);
     const op = await operator();
     // The organization's own owner, a member, a user key, an operator's email unverified: not operators.
     expect((await grant(orgId, { amount_usd: 5 }, { key, headers: {} })).status).toBe(403);
     const memberKey = await joinAsMember('credit-member', orgId);
     expect((await grant(orgId, { amount_usd: 5 }, { key: memberKey, headers: {} })).status).toBe(403);
-    const fake = bearer(await idp.sign({ sub: 'fake', aud: AUD, email: 'op@example.com', email_verified: false }));
+    const fake = bearer(await ops.idp.sign({ sub: 'fake', aud: AUD, email: 'op@example.com', email_verified: false }));
     expect((await grant(orgId, { amount_usd: 5 }, fake)).status).toBe(403);
     expect((await grant('org_000000000000000000000000', { amount_usd: 5 }, op)).status).toBe(404);
     expect((await grant('not-an-org', { amount_usd: 5 }, op)).status).toBe(422);
@@ -230,7 +210,7 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
     });
     const again = await grant(orgId, { amount_usd: 0.000001 }, op);
     expect(again.body).toMatchObject({ granted_usd: 0.000001, total_granted_usd: 12.345679, balance_usd: 12.345679 });
-    const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    const log = await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
     expect(log.body.items.filter((e: { action: string }) => e.action === 'credits_granted')).toEqual([
       expect.objectContaining({ detail: '+0.000001 USD', target: orgId }),
       expect.objectContaining({ detail: '+12.345678 USD: invoice 42', target: orgId }),
@@ -238,8 +218,8 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
   });
 
   it('Idempotency-Key: a repeat answers the first answer, another body is 422, 20 racing repeats grant once', async () => {
-    const key = await stack.newUser('credit-idem');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('credit-idem');
+    const orgId = await ops.stack.orgOf(key);
     const op = await operator();
     const idem = randomUUID();
     const first = await grant(orgId, { amount_usd: 3 }, op, idem);
@@ -259,7 +239,7 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
       answers.map((a) => a.status).join(),
     ).toBe(true);
     expect(answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === null)).toHaveLength(1);
-    const usage = await stack.call('GET', '/api/v1/usage', { key });
+    const usage = await ops.stack.call('GET', '/api/v1/usage', { key });
     // 3 + 2: the racing key granted once.
     expect(usage.body.limits.credits).toMatchObject({ total_granted_usd: 5, balance_usd: 5 });
   }, 30_000);
@@ -267,25 +247,25 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
 
 describe('prepaid credits', () => {
   it('usage debits the balance; at zero a start is 402 credits_exhausted and a running sandbox pauses at its heartbeat', async () => {
-    const key = await stack.newUser('prepaid-owner');
-    const orgId = await stack.orgOf(key);
-    await stack.putOnPlan('prepaid-owner', 'prepaid', key);
+    const key = await ops.stack.newUser('prepaid-owner');
+    const orgId = await ops.stack.orgOf(key);
+    await ops.stack.putOnPlan('prepaid-owner', 'prepaid', key);
     // No credits yet: a prepaid plan runs nothing.
-    const none = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    const none = await ops.stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
     expect(none.status, none.text).toBe(402);
     expect(none.body).toEqual({ detail: expect.any(String), code: 'credits_exhausted', limit: 0, used: 0 });
     const op = await operator();
     expect((await grant(orgId, { amount_usd: 0.05 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.05 });
 
     // A RUNNING sandbox (checked in as its program would), billed an hour: 0.04937 USD of 0.05.
-    const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    const started = await ops.stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
     expect(started.status, started.text).toBe(200);
     const id = started.body.id as string;
     const token = await waitFor('the enrollment token', () => {
       const pid = sandboxPids(id)[0];
       return pid ? processEnv(pid)?.ENROLLMENT_TOKEN : undefined;
     });
-    const checkIn = await stack.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, {
+    const checkIn = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, {
       key: token,
       body: { version: 'test' },
     });
@@ -294,8 +274,8 @@ describe('prepaid credits', () => {
     const warn = vi.spyOn(logger, 'warn').mockImplementation(() => {});
     let rec = (await sandboxes.get(id))!;
     const t0 = Date.parse(rec.runningAt!);
-    expect(await stack.services.sandboxBridge.meter(rec, new Date(t0 + 3600_000))).toBe(false);
-    const usage = await stack.call('GET', '/api/v1/usage', { key });
+    expect(await ops.stack.services.sandboxBridge.meter(rec, new Date(t0 + 3600_000))).toBe(false);
+    const usage = await ops.stack.call('GET', '/api/v1/usage', { key });
     expect(usage.body.limits).toMatchObject({
       plan: 'prepaid',
       prepaid: true,
@@ -329,7 +309,7 @@ describe('prepaid credits', () => {
     ] as AgentEventEnvelope[]);
     // 60 s more (0.000823 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
     rec = (await sandboxes.get(id))!;
-    expect(await stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
+    expect(await ops.stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
     // Its conversation says why, after what the agent posted: which limit, what was used, the limit.
     const told = (await events.query(ref(onIt), { descending: false, limit: 10 })).items;
     expect(told.map((e) => e.id)).toEqual(['m-1', 'm-2', `limit-${id}-1`]);
@@ -342,7 +322,7 @@ describe('prepaid credits', () => {
       detail: expect.stringMatching(/^Paused: .*prepaid credits are spent/),
     });
     // Over HTTP too, as the owner reads it; the other conversation is told nothing.
-    const search = await stack.call(
+    const search = await ops.stack.call(
       'GET',
       `/api/v1/events/search?conversation_id__eq=${onIt}&kind__eq=ConversationErrorEvent`,
       {
@@ -353,26 +333,28 @@ describe('prepaid credits', () => {
     expect(JSON.stringify(search.body)).toContain('credits_exhausted');
     expect(await events.lastSeq(ref(elsewhere))).toBe(0);
     // The next heartbeat of the paused sandbox pauses nothing and says nothing again.
-    expect(await stack.services.sandboxBridge.meter((await sandboxes.get(id))!, new Date(t0 + 3720_000))).toBe(false);
+    expect(await ops.stack.services.sandboxBridge.meter((await sandboxes.get(id))!, new Date(t0 + 3720_000))).toBe(
+      false,
+    );
     expect(await events.lastSeq(ref(onIt))).toBe(3);
     expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80', 'credits@100']);
     const paused = (await sandboxes.get(id))!;
     expect(paused.status).toBe('PAUSED');
     expect(paused.detail).toMatch(/prepaid credits are spent/);
-    const refused = await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
+    const refused = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
     expect(refused.status).toBe(402);
     expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.05, used: 0.050193 });
     // A top-up lets it resume.
     await grant(orgId, { amount_usd: 1 }, op);
-    const resumed = await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
+    const resumed = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
     expect(resumed.status, resumed.text).toBe(200);
-    await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
+    await ops.stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
   }, 60_000);
 });
 
 describe('GET /api/v1/usage?group_by=conversation', () => {
   it("pages the caller's conversations with the cost their metrics keep; another user's never show", async () => {
-    const key = await stack.newUser('conv-usage');
+    const key = await ops.stack.newUser('conv-usage');
     const store = new DynamoConversationStore();
     const today = new Date().toISOString().slice(0, 10);
     const conversation = (userId: string, i: number, updatedAt: string): ConversationRecord =>
@@ -392,13 +374,13 @@ describe('GET /api/v1/usage?group_by=conversation', () => {
     for (let i = 1; i <= 5; i++) expect(await store.create(conversation('conv-usage', i, at(100 - i)))).toBe(true);
     // Outside the range: updated 40 days ago.
     expect(await store.create(conversation('conv-usage', 9, at(40 * 86_400)))).toBe(true);
-    await stack.newUser('conv-other');
+    await ops.stack.newUser('conv-other');
     expect(await store.create(conversation('conv-other', 7, at(10)))).toBe(true);
 
     const from = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
     const q = `/api/v1/usage?group_by=conversation&from=${from}&to=${today}&limit=2`;
     const seen: { conversation_id: string; title: string; reported_llm_cost_usd: number }[] = [];
-    let page = await stack.call('GET', q, { key });
+    let page = await ops.stack.call('GET', q, { key });
     expect(page.status, page.text).toBe(200);
     expect(page.body.items[0]).toEqual({
       conversation_id: expect.any(String),
@@ -413,23 +395,29 @@ describe('GET /api/v1/usage?group_by=conversation', () => {
       seen.push(...page.body.items);
       if (!page.body.next_page_id) break;
       expect(page.body.items.length).toBeLessThanOrEqual(2);
-      page = await stack.call('GET', `${q}&page_id=${page.body.next_page_id}`, { key });
+      page = await ops.stack.call('GET', `${q}&page_id=${page.body.next_page_id}`, { key });
       expect(page.status, page.text).toBe(200);
     }
     // Newest first, each once, none of the other user's, none outside the range.
     expect(seen.map((c) => c.title)).toEqual(['c5', 'c4', 'c3', 'c2', 'c1']);
     // The cursor is this caller's and this range's.
-    const first = await stack.call('GET', q, { key });
-    const otherKey = await stack.newUser('conv-thief');
-    expect((await stack.call('GET', `${q}&page_id=${first.body.next_page_id}`, { key: otherKey })).status).toBe(400);
+    const first = await ops.stack.call('GET', q, { key });
+    const otherKey = await ops.stack.newUser('conv-thief');
+    expect((await ops.stack.call('GET', `${q}&page_id=${first.body.next_page_id}`, { key: otherKey })).status).toBe(
+      400,
+    );
     expect(
       (
-        await stack.call('GET', `${q.replace(`from=${from}`, `from=${today}`)}&page_id=${first.body.next_page_id}`, {
-          key,
-        })
+        await ops.stack.call(
+          'GET',
+          `${q.replace(`from=${from}`, `from=${today}`)}&page_id=${first.body.next_page_id}`,
+          {
+            key,
+          },
+        )
       ).status,
     ).toBe(400);
     // Other groupings carry no cursor.
-    expect((await stack.call('GET', '/api/v1/usage', { key })).body.next_page_id).toBeNull();
+    expect((await ops.stack.call('GET', '/api/v1/usage', { key })).body.next_page_id).toBeNull();
   });
 });

@@ -106,7 +106,7 @@ describe('every creation input of the spec', () => {
       expect(text).not.toContain(KEY_SECRET);
     }
     expect(searched.body.items[0].request.mcp_config.sse_servers[0].api_key_set).toBe(true);
-    // The sandbox got the sealed value back through the start-config webhook: the MCP server saw it.
+    // The sandbox got the sealed value back through the start-config bridge route: the MCP server saw it.
     expect(JSON.stringify(llm.requests.at(-1)!.body)).toContain(`GREETING=${ENV_SECRET}`);
     // ... and the events that show the tool's output mask it.
     const events = JSON.stringify(await allEvents(stack, task.app_conversation_id));

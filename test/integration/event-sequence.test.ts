@@ -8,7 +8,7 @@ import { startConversation, waitForExecutionStatus } from '#test/helpers/convers
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
-// The webhook as a (possibly hostile) sandbox uses it, and the readers as a client follows them,
+// The bridge route as a (possibly hostile) sandbox uses it, and the readers as a client follows them,
 // over HTTP on the local stack with dynalite. The conversation is a real one, started by its agent.
 let stack: TestStack;
 let llm: ScriptedLlm;

@@ -12,7 +12,7 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // The stream as clients use it, over real WebSockets on the local stack's port, fed by the real
-// webhook a sandbox posts to (with the sandbox's own key), on a conversation started by its agent.
+// bridge route a sandbox posts to (with the sandbox's own key), on a conversation started by its agent.
 const PING_MS = 400;
 let stack: TestStack;
 let llm: ScriptedLlm;

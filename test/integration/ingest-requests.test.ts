@@ -10,7 +10,7 @@ import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
-// What one webhook batch costs in DynamoDB requests, counted at the document client against
+// What one events batch on the bridge costs in DynamoDB requests, counted at the document client against
 // dynalite, over HTTP through the local gateway. The sandbox and its conversation are written
 // straight to their tables, so no sandbox program polls or heartbeats while a batch is counted.
 let stack: TestStack;
@@ -81,7 +81,7 @@ const counted = (firstSeq: number, batch: unknown[], k = key, cid = conversation
     k,
   );
 
-describe('one webhook batch in DynamoDB requests', () => {
+describe('one events batch on the bridge in DynamoDB requests', () => {
   it('a batch of 100 reads the sandbox, the conversation and the counter once each, writes 4 BatchWriteItems and two counter updates (the charge before, the commit after)', async () => {
     const first = await counted(1, events(100));
     expect(first.body).toEqual({ success: true, added: 100 });

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -7,50 +7,32 @@ import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
-import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { bearer, OPERATOR_AUDIENCE as AUD, useOperatorStack } from '#test/helpers/operator-stack.ts';
 
 /**
  * Plans over HTTP against the local stack: the per-organization running limit on every path that
  * makes a sandbox run (402 with code, limit, used), the slot given back on pause, delete, crash and
  * loss, the resource factor, 20 racing starts for the last slot, and the operator's plan route.
  */
-let stack: TestStack;
-let idp: TestIssuer;
-const AUD = 'acs-api';
-const saved = { ...process.env };
+const ops = useOperatorStack({
+  plansFile: join(PROJECT_ROOT, 'test/fixtures/plans/limits.json'),
+  // The per-user cap beneath the plan's; the sweeper only when a test calls it.
+  sandboxes: { maxRunning: 3 },
+  sweepIntervalMs: 3_600_000,
+});
+const operator = ops.operatorToken;
 let sandboxes: DynamoSandboxStore;
-
-beforeAll(async () => {
-  idp = await startTestIssuer();
-  process.env.OIDC_ISSUER = idp.issuer;
-  process.env.OIDC_AUDIENCE = AUD;
-  process.env.OPERATORS = 'op@example.com';
-  delete process.env.SIGNUP_MODE;
-  stack = await startTestStack({
-    plansFile: join(PROJECT_ROOT, 'test/fixtures/plans/limits.json'),
-    // The per-user cap beneath the plan's; the sweeper only when a test calls it.
-    sandboxes: { maxRunning: 3 },
-    sweepIntervalMs: 3_600_000,
-  });
+beforeAll(() => {
   sandboxes = new DynamoSandboxStore();
-}, 60_000);
-afterAll(async () => {
-  await stack?.stop();
-  await idp?.close();
-  process.env = saved;
 });
 
-const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
-const operator = () => idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true });
-
 async function start(key: string, expected = 200) {
-  const res = await stack.call('POST', '/api/v1/sandboxes', { key });
+  const res = await ops.stack.call('POST', '/api/v1/sandboxes', { key });
   expect(res.status, res.text).toBe(expected);
   return res;
 }
 async function startRunning(key: string) {
-  return waitForSandboxStatus(stack, (await start(key)).body.id, 'RUNNING', key);
+  return waitForSandboxStatus(ops.stack, (await start(key)).body.id, 'RUNNING', key);
 }
 function expectRefused(res: { status: number; body: any }, limit: number, used: number) {
   expect(res.status).toBe(402);
@@ -63,14 +45,14 @@ function expectRefused(res: { status: number; body: any }, limit: number, used: 
 }
 /** A user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
 async function joinOrg(userId: string, key: string, orgId: string) {
-  await stack.orgOf(key); // made on first use
+  await ops.stack.orgOf(key); // made on first use
   const store = new DynamoAccountStore();
   const user = (await store.getUser(userId))!;
   expect(await store.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
-  stack.services.accounts.forget(userId);
+  ops.stack.services.accounts.forget(userId);
 }
 async function setPlan(orgId: string, plan: string) {
-  const res = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, {
+  const res = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, {
     ...bearer(await operator()),
     body: { plan },
   });
@@ -80,75 +62,78 @@ async function setPlan(orgId: string, plan: string) {
 
 describe('max_running_sandboxes per organization', () => {
   it('refuses a start over the limit with 402; pause, delete, a crash and a loss each give the slot back', async () => {
-    const key = await stack.newUser('org-a');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('org-a');
+    const orgId = await ops.stack.orgOf(key);
     const a = await startRunning(key);
     const b = await startRunning(key);
     expect(await sandboxes.runningOf(orgId)).toBe(2);
     expectRefused(await start(key, 402), 2, 2);
     // Pause.
-    await stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key });
+    await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key });
     expect(await sandboxes.runningOf(orgId)).toBe(1);
     const c = await startRunning(key);
     expectRefused(await start(key, 402), 2, 2);
     // Resume is a start: refused while full, the paused sandbox stays paused.
-    expectRefused(await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key }), 2, 2);
-    expect((await getSandbox(stack, a.id, key)).status).toBe('PAUSED');
+    expectRefused(await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key }), 2, 2);
+    expect((await getSandbox(ops.stack, a.id, key)).status).toBe('PAUSED');
     // Delete.
-    expect((await stack.call('DELETE', `/api/v1/sandboxes/${b.id}`, { key })).status).toBe(200);
+    expect((await ops.stack.call('DELETE', `/api/v1/sandboxes/${b.id}`, { key })).status).toBe(200);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
     const d = await startRunning(key);
     // A crash (the process killed): ERROR, and the slot is back.
     process.kill(sandboxPids(c.id)[0]!, 'SIGKILL');
-    await waitForSandboxStatus(stack, c.id, 'ERROR', key);
+    await waitForSandboxStatus(ops.stack, c.id, 'ERROR', key);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
     const e = await startRunning(key);
     // A loss (the process gone with no exit event): the sweeper's MISSING gives it back.
-    await stack.sandboxRuntime.stop({ sandboxId: d.id, generation: 1 });
-    expect((await stack.services.sandboxHousekeeping.sweep()).missing).toContain(d.id);
+    await ops.stack.sandboxRuntime.stop({ sandboxId: d.id, generation: 1 });
+    expect((await ops.stack.services.sandboxHousekeeping.sweep()).missing).toContain(d.id);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
     // Resuming the paused one takes the free slot; a second resume of a live one changes nothing.
-    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
-    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
+    expect((await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
+    expect((await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
     expect(await sandboxes.runningOf(orgId)).toBe(2);
     // Everything stopped: zero, never below.
-    for (const id of [a.id, e.id]) await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
-    await stack.call('DELETE', `/api/v1/sandboxes/${d.id}`, { key });
+    for (const id of [a.id, e.id]) await ops.stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key });
+    await ops.stack.call('DELETE', `/api/v1/sandboxes/${d.id}`, { key });
     expect(await sandboxes.runningOf(orgId)).toBe(0);
   }, 120_000);
 
   it('counts every member of the organization; another organization is not affected', async () => {
-    const ownerKey = await stack.newUser('org-b-owner');
-    const orgId = await stack.orgOf(ownerKey);
-    const memberKey = await stack.newUser('org-b-member');
+    const ownerKey = await ops.stack.newUser('org-b-owner');
+    const orgId = await ops.stack.orgOf(ownerKey);
+    const memberKey = await ops.stack.newUser('org-b-member');
     await joinOrg('org-b-member', memberKey, orgId);
-    expect(await stack.orgOf(memberKey)).toBe(orgId);
+    expect(await ops.stack.orgOf(memberKey)).toBe(orgId);
     await start(ownerKey);
     await start(memberKey);
     expectRefused(await start(memberKey, 402), 2, 2);
     expectRefused(await start(ownerKey, 402), 2, 2);
-    const stranger = await stack.newUser('org-c');
+    const stranger = await ops.stack.newUser('org-c');
     await start(stranger);
   }, 60_000);
 
   it('refuses conversation starts (V1 and legacy) with the same 402; the start task says why', async () => {
-    const key = await stack.newUser('org-d');
-    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' } });
+    const key = await ops.stack.newUser('org-d');
+    await ops.stack.call('POST', '/api/settings', {
+      key,
+      body: { llm_model: 'openai/gpt-4o', llm_api_key: 'sk-test' },
+    });
     await start(key);
     await start(key);
-    const v1 = await stack.call('POST', '/api/v1/app-conversations', {
+    const v1 = await ops.stack.call('POST', '/api/v1/app-conversations', {
       key,
       body: { initial_message: { content: [{ type: 'text', text: 'hi' }] } },
     });
     expectRefused(v1, 2, 2);
-    const tasks = await stack.call('GET', '/api/v1/app-conversations/start-tasks/search', { key });
+    const tasks = await ops.stack.call('GET', '/api/v1/app-conversations/start-tasks/search', { key });
     expect(tasks.body.items[0]).toMatchObject({ status: 'ERROR', detail: expect.stringMatching(/running sandboxes/) });
-    expectRefused(await stack.call('POST', '/api/conversations', { key, body: { initial_user_msg: 'hi' } }), 2, 2);
+    expectRefused(await ops.stack.call('POST', '/api/conversations', { key, body: { initial_user_msg: 'hi' } }), 2, 2);
   }, 60_000);
 
   it('keeps the per-user cap beneath: a start over it pauses the least recently active, the org count stays right', async () => {
-    const key = await stack.newUser('org-e');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('org-e');
+    const orgId = await ops.stack.orgOf(key);
     await setPlan(orgId, 'wide');
     // Each RUNNING before the next starts: check-in sets the activity time the cap orders by.
     const first = (await startRunning(key)).id;
@@ -160,19 +145,19 @@ describe('max_running_sandboxes per organization', () => {
   }, 60_000);
 
   it('20 racing starts for the last slot: exactly one runs, 19 get 402', async () => {
-    const key = await stack.newUser('org-race');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('org-race');
+    const orgId = await ops.stack.orgOf(key);
     await setPlan(orgId, 'race');
     await start(key);
     await start(key);
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => stack.call('POST', '/api/v1/sandboxes', { key })),
+      Array.from({ length: 20 }, () => ops.stack.call('POST', '/api/v1/sandboxes', { key })),
     );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     const refused = results.filter((r) => r.status === 402);
     expect(refused).toHaveLength(19);
     for (const r of refused) expect(r.body).toMatchObject({ code: 'max_running_sandboxes', limit: 3, used: 3 });
-    const live = (await stack.call('GET', '/api/v1/sandboxes/search?limit=100', { key })).body.items.filter(
+    const live = (await ops.stack.call('GET', '/api/v1/sandboxes/search?limit=100', { key })).body.items.filter(
       (s: { status: string }) => s.status === 'STARTING' || s.status === 'RUNNING',
     );
     expect(live).toHaveLength(3);
@@ -182,8 +167,8 @@ describe('max_running_sandboxes per organization', () => {
 
 describe('max_resource_factor', () => {
   it('refuses a start asking for more than the plan allows (402), and allows it on a plan that does', async () => {
-    const key = await stack.newUser('big');
-    await stack.call('POST', '/api/settings', { key, body: { remote_runtime_resource_factor: 4 } });
+    const key = await ops.stack.newUser('big');
+    await ops.stack.call('POST', '/api/settings', { key, body: { remote_runtime_resource_factor: 4 } });
     const res = await start(key, 402);
     expect(res.body).toEqual({
       detail: expect.stringMatching(/resource factor/),
@@ -191,7 +176,7 @@ describe('max_resource_factor', () => {
       limit: 1,
       used: 4,
     });
-    const orgId = await stack.orgOf(key);
+    const orgId = await ops.stack.orgOf(key);
     expect(await sandboxes.runningOf(orgId)).toBe(0);
     await setPlan(orgId, 'wide');
     await start(key);
@@ -200,11 +185,11 @@ describe('max_resource_factor', () => {
 
 describe('max_paused_sandboxes', () => {
   it("refuses a new sandbox while the user keeps the plan's paused ones (402); resuming one is allowed", async () => {
-    const key = await stack.newUser('org-kept');
-    await setPlan(await stack.orgOf(key), 'kept');
+    const key = await ops.stack.newUser('org-kept');
+    await setPlan(await ops.stack.orgOf(key), 'kept');
     const a = await startRunning(key);
-    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key })).status).toBe(200);
-    await waitForSandboxStatus(stack, a.id, 'PAUSED', key);
+    expect((await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/pause`, { key })).status).toBe(200);
+    await waitForSandboxStatus(ops.stack, a.id, 'PAUSED', key);
     const refused = await start(key, 402);
     expect(refused.body).toEqual({
       detail: expect.stringMatching(/at most 1 paused sandboxes/),
@@ -212,17 +197,17 @@ describe('max_paused_sandboxes', () => {
       limit: 1,
       used: 1,
     });
-    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
-    await waitForSandboxStatus(stack, a.id, 'RUNNING', key);
+    expect((await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(200);
+    await waitForSandboxStatus(ops.stack, a.id, 'RUNNING', key);
     await start(key);
   }, 60_000);
 });
 
 describe('max_conversations', () => {
   it('refuses a V1 or legacy start past the plan (402) before anything starts, and a delete frees a slot', async () => {
-    const key = await stack.newUser('org-few');
-    await setPlan(await stack.orgOf(key), 'few');
-    await stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-few' } });
+    const key = await ops.stack.newUser('org-few');
+    await setPlan(await ops.stack.orgOf(key), 'few');
+    await ops.stack.call('POST', '/api/settings', { key, body: { llm_model: 'm', llm_api_key: 'sk-few' } });
     const store = new DynamoConversationStore();
     const kept = ['a', 'b'].map((c) => c.repeat(32));
     const at = new Date().toISOString();
@@ -239,99 +224,109 @@ describe('max_conversations', () => {
       limit: 2,
       used: 2,
     };
-    const v1 = await stack.call('POST', '/api/v1/app-conversations', { key, body: {} });
+    const v1 = await ops.stack.call('POST', '/api/v1/app-conversations', { key, body: {} });
     expect(v1.status, v1.text).toBe(402);
     expect(v1.body).toEqual(refusal);
-    const legacy = await stack.call('POST', '/api/conversations', { key, body: {} });
+    const legacy = await ops.stack.call('POST', '/api/conversations', { key, body: {} });
     expect(legacy.status).toBe(402);
     expect(legacy.body).toEqual(refusal);
     // Nothing was started for them, and nothing was stored.
-    expect(await sandboxes.runningOf(await stack.orgOf(key))).toBe(0);
+    expect(await sandboxes.runningOf(await ops.stack.orgOf(key))).toBe(0);
     expect(await store.count('org-few', {})).toBe(2);
-    expect((await stack.call('DELETE', `/api/conversations/${kept[0]}`, { key })).status).toBe(200);
-    expect((await stack.call('POST', '/api/v1/app-conversations', { key, body: {} })).status).toBe(200);
+    expect((await ops.stack.call('DELETE', `/api/conversations/${kept[0]}`, { key })).status).toBe(200);
+    expect((await ops.stack.call('POST', '/api/v1/app-conversations', { key, body: {} })).status).toBe(200);
   }, 60_000);
 });
 
 describe('PUT /api/v1/admin/orgs/{org_id}/plan', () => {
   it('is for operators only; names an unknown plan; audits the change; a foreign org id is 404', async () => {
-    const key = await stack.newUser('plan-target');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('plan-target');
+    const orgId = await ops.stack.orgOf(key);
     // The organization's own owner is not an operator.
-    const self = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { key, body: { plan: 'wide' } });
+    const self = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { key, body: { plan: 'wide' } });
     expect(self.status).toBe(403);
-    const fake = await idp.sign({ sub: 'fake', aud: AUD, email: 'op@example.com', email_verified: false });
+    const fake = await ops.idp.sign({ sub: 'fake', aud: AUD, email: 'op@example.com', email_verified: false });
     expect(
-      (await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...bearer(fake), body: { plan: 'wide' } })).status,
+      (await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...bearer(fake), body: { plan: 'wide' } }))
+        .status,
     ).toBe(403);
     const op = bearer(await operator());
-    const unknown = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...op, body: { plan: 'platinum' } });
+    const unknown = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, {
+      ...op,
+      body: { plan: 'platinum' },
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.body.detail[0].loc).toEqual(['body', 'plan']);
-    const bad = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...op, body: { plan: 'x', extra: 1 } });
+    const bad = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, {
+      ...op,
+      body: { plan: 'x', extra: 1 },
+    });
     expect(bad.status).toBe(422);
     expect(
       (
-        await stack.call('PUT', '/api/v1/admin/orgs/org_000000000000000000000000/plan', {
+        await ops.stack.call('PUT', '/api/v1/admin/orgs/org_000000000000000000000000/plan', {
           ...op,
           body: { plan: 'wide' },
         })
       ).status,
     ).toBe(404);
-    const ok = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...op, body: { plan: 'wide' } });
+    const ok = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/plan`, { ...op, body: { plan: 'wide' } });
     expect(ok.body).toEqual({ success: true, org_id: orgId, plan: 'wide', previous_plan: 'free' });
-    expect((await stack.call('GET', `/api/v1/orgs/${orgId}`, { key })).body.plan).toBe('wide');
-    const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    expect((await ops.stack.call('GET', `/api/v1/orgs/${orgId}`, { key })).body.plan).toBe('wide');
+    const log = await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
     expect(log.body.items[0]).toMatchObject({
       action: 'plan_changed',
-      actor: `operator:${personUserId(idp.issuer, 'op')}`,
+      actor: `operator:${personUserId(ops.idp.issuer, 'op')}`,
       detail: 'free -> wide',
     });
     // The owner cannot set a plan through the organization's own route either.
-    expect((await stack.call('PATCH', `/api/v1/orgs/${orgId}`, { key, body: { plan: 'free' } })).status).toBe(403);
+    expect((await ops.stack.call('PATCH', `/api/v1/orgs/${orgId}`, { key, body: { plan: 'free' } })).status).toBe(403);
   });
 });
 
 describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
   it('on_limit stop: the heartbeat that crosses pauses, every sandbox pauses at its next heartbeat, new starts get 402', async () => {
-    const key = await stack.newUser('org-metered');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('org-metered');
+    const orgId = await ops.stack.orgOf(key);
     await setPlan(orgId, 'metered');
     const a = await startRunning(key);
     const b = await startRunning(key);
     // An hour and a second of A, metered through the heartbeat's own code at a chosen time.
     const recA = (await sandboxes.get(a.id))!;
-    const record = await stack.services.sandboxBridge.accrue(recA, new Date(Date.parse(recA.runningAt!) + 3601_000));
+    const record = await ops.stack.services.sandboxBridge.accrue(
+      recA,
+      new Date(Date.parse(recA.runningAt!) + 3601_000),
+    );
     expect(record?.factorSeconds).toBe(3601);
-    expect(await stack.services.sandboxBridge.enforceMonthly(recA, record!)).toBe(true);
-    const pausedA = await getSandbox(stack, a.id, key);
+    expect(await ops.stack.services.sandboxBridge.enforceMonthly(recA, record!)).toBe(true);
+    const pausedA = await getSandbox(ops.stack, a.id, key);
     expect(pausedA.status).toBe('PAUSED');
     expect(pausedA.detail).toMatch(/^Paused: the organization's plan allows 1 sandbox hours per month/);
     // B crosses with its own next heartbeat, over HTTP: told PAUSED, so its program stops.
     await new Promise((r) => setTimeout(r, 1100));
-    const beat = await stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, {
-      key: await stack.sandboxKey(b.id),
+    const beat = await ops.stack.call('POST', `/api/v1/sandboxes/${b.id}/bridge/heartbeat`, {
+      key: await ops.stack.sandboxKey(b.id),
       body: { active: true },
     });
     expect(beat.body.status).toBe('PAUSED');
-    expect((await getSandbox(stack, b.id, key)).detail).toMatch(/sandbox hours per month/);
+    expect((await getSandbox(ops.stack, b.id, key)).detail).toMatch(/sandbox hours per month/);
     expect(await sandboxes.runningOf(orgId)).toBe(0);
     const refused = await start(key, 402);
     expect(refused.body).toMatchObject({ code: 'sandbox_hours_per_month', limit: 1 });
     expect(refused.body.used).toBeGreaterThanOrEqual(1);
-    expect((await stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(402);
+    expect((await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key })).status).toBe(402);
   }, 60_000);
 
   it('on_limit warn: over the spend, the sandbox keeps running and starts are allowed', async () => {
-    const key = await stack.newUser('org-warned');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('org-warned');
+    const orgId = await ops.stack.orgOf(key);
     await setPlan(orgId, 'warned');
     const c = await startRunning(key);
     const rec = (await sandboxes.get(c.id))!;
-    const record = await stack.services.sandboxBridge.accrue(rec, new Date(Date.parse(rec.runningAt!) + 3600_000));
+    const record = await ops.stack.services.sandboxBridge.accrue(rec, new Date(Date.parse(rec.runningAt!) + 3600_000));
     expect(record?.computeMicroUsd).toBe(49370);
-    expect(await stack.services.sandboxBridge.enforceMonthly(rec, record!)).toBe(false);
-    expect((await getSandbox(stack, c.id, key)).status).toBe('RUNNING');
+    expect(await ops.stack.services.sandboxBridge.enforceMonthly(rec, record!)).toBe(false);
+    expect((await getSandbox(ops.stack, c.id, key)).status).toBe('RUNNING');
     await start(key);
   }, 60_000);
 });

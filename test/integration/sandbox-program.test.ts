@@ -132,7 +132,7 @@ describe('the sandbox program', () => {
 
 describe('the detail of a dead sandbox process', () => {
   it('keeps warnings, errors and plain text from stderr, not routine log lines', async () => {
-    const { lastProblems } = await import('#shared/sandboxes/process-sandbox-runtime.ts');
+    const { lastProblems } = await import('#shared/sandboxes/runtime/process-sandbox-runtime.ts');
     const stderr = [
       '{"level":"info","message":"Checked in"}',
       '{"level":"warn","message":"Polling for commands failed","error":"fetch failed"}',

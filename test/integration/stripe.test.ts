@@ -9,8 +9,7 @@ import type { PlatformModel } from '#shared/llm/platform-models.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { computeCharge, DEFAULT_PRICES_CONFIG, parsePrices } from '#shared/usage/prices.ts';
-import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { useOperatorStack } from '#test/helpers/operator-stack.ts';
 import { startStripeFake, type StripeFake } from '#test/helpers/stripe-fake.ts';
 
 /**
@@ -20,35 +19,20 @@ import { startStripeFake, type StripeFake } from '#test/helpers/stripe-fake.ts';
  * nothing, a mark lost after sending re-sent with the same identifier (de-duplicated as Stripe does), an
  * organization without a customer skipped, 36 days refused, Stripe failing and a session expiring, batches of 100.
  */
-let stack: TestStack;
-let idp: TestIssuer;
 let stripe: StripeFake;
 let usage: DynamoUsageStore;
-const AUD = 'acs-api';
-const saved = { ...process.env };
-
-beforeAll(async () => {
-  idp = await startTestIssuer();
+// The Stripe fake starts before the stack, whose environment names it.
+const ops = useOperatorStack({}, async () => {
   stripe = await startStripeFake({ meters: Object.values(STRIPE_METERS), apiVersion: STRIPE_API_VERSION });
-  process.env.OIDC_ISSUER = idp.issuer;
-  process.env.OIDC_AUDIENCE = AUD;
-  process.env.OPERATORS = 'op@example.com';
-  process.env.STRIPE_API_KEY = stripe.secretKey;
-  process.env.STRIPE_API_BASE = stripe.url;
-  delete process.env.SIGNUP_MODE;
-  stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
-  usage = new DynamoUsageStore();
-}, 60_000);
-afterAll(async () => {
-  await stack?.stop();
-  await idp?.close();
-  await stripe?.close();
-  process.env = saved;
+  return { STRIPE_API_KEY: stripe.secretKey, STRIPE_API_BASE: stripe.url };
 });
-
-const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
-const operator = async () =>
-  bearer(await idp.sign({ sub: 'op', aud: AUD, email: 'op@example.com', email_verified: true }));
+const { operator } = ops;
+beforeAll(() => {
+  usage = new DynamoUsageStore();
+});
+afterAll(async () => {
+  await stripe?.close();
+});
 const dayBefore = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', false);
 const model = { model: 'platform/claude-sonnet', usd_per_mtok: { input: 3, output: 15 }, markup: 0 } as PlatformModel;
@@ -99,33 +83,36 @@ async function llm(orgId: string, day: string, hour: number, input: number, outp
   return cost;
 }
 const report = async (body: unknown) =>
-  stack.call('POST', '/api/v1/admin/billing/stripe-reports', { ...(await operator()), body });
+  ops.stack.call('POST', '/api/v1/admin/billing/stripe-reports', { ...(await operator()), body });
 const hourIso = (day: string, hour: number) => `${day}T${String(hour).padStart(2, '0')}:00:00Z`;
 
 describe('Stripe: the customer mapping', () => {
   it('operators map an organization (audited); others are refused; an unknown organization is 404; bad ids 422', async () => {
-    const key = await stack.newUser('stripe-owner');
-    const orgId = await stack.orgOf(key);
+    const key = await ops.stack.newUser('stripe-owner');
+    const orgId = await ops.stack.orgOf(key);
     const body = { stripe_customer_id: 'cus_Owner1' };
-    expect((await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key, body })).status).toBe(403);
-    expect((await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key: null, body })).status).toBe(401);
+    expect((await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key, body })).status).toBe(403);
+    expect((await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { key: null, body })).status).toBe(401);
     const op = await operator();
-    const ok = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { ...op, body });
+    const ok = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { ...op, body });
     expect(ok.status, ok.text).toBe(200);
     expect(ok.body).toEqual({ success: true, org_id: orgId, stripe_customer_id: 'cus_Owner1', previous: null });
-    const again = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, {
+    const again = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, {
       ...op,
       body: { stripe_customer_id: 'cus_Owner2' },
     });
     expect(again.body.previous).toBe('cus_Owner1');
-    const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    const log = await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
     expect(log.body.items[0]).toMatchObject({
       action: 'billing_customer_set',
-      actor: `operator:${personUserId(idp.issuer, 'op')}`,
+      actor: `operator:${personUserId(ops.idp.issuer, 'op')}`,
       target: orgId,
       fields: ['stripe_customer_id'],
     });
-    const unknown = await stack.call('PUT', '/api/v1/admin/orgs/org_000000000000000000000000/billing', { ...op, body });
+    const unknown = await ops.stack.call('PUT', '/api/v1/admin/orgs/org_000000000000000000000000/billing', {
+      ...op,
+      body,
+    });
     expect(unknown.status).toBe(404);
     for (const bad of [
       { stripe_customer_id: 'acct_123' },
@@ -135,10 +122,10 @@ describe('Stripe: the customer mapping', () => {
       { stripe_customer_id: 'cus_ok', extra: 1 },
       {},
     ]) {
-      const res = await stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { ...op, body: bad });
+      const res = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgId}/billing`, { ...op, body: bad });
       expect(res.status, JSON.stringify(bad)).toBe(422);
     }
-    expect((await stack.call('PUT', '/api/v1/admin/orgs/not-an-org/billing', { ...op, body })).status).toBe(422);
+    expect((await ops.stack.call('PUT', '/api/v1/admin/orgs/not-an-org/billing', { ...op, body })).status).toBe(422);
   });
 });
 
@@ -154,10 +141,10 @@ describe('Stripe: report runs', () => {
   };
 
   beforeAll(async () => {
-    orgA = await stack.orgOf(await stack.newUser('stripe-a'));
-    orgB = await stack.orgOf(await stack.newUser('stripe-b'));
+    orgA = await ops.stack.orgOf(await ops.stack.newUser('stripe-a'));
+    orgB = await ops.stack.orgOf(await ops.stack.newUser('stripe-b'));
     const op = await operator();
-    const mapped = await stack.call('PUT', `/api/v1/admin/orgs/${orgA}/billing`, {
+    const mapped = await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgA}/billing`, {
       ...op,
       body: { stripe_customer_id: 'cus_OrgA' },
     });
@@ -267,11 +254,11 @@ describe('Stripe: report runs', () => {
   });
 
   it("a claimed correction sent again after Stripe's de-duplication window counts once: Stripe's sum of the hour decides", async () => {
-    const orgC = await stack.orgOf(await stack.newUser('stripe-window'));
+    const orgC = await ops.stack.orgOf(await ops.stack.newUser('stripe-window'));
     const map = async (customer: string) =>
       expect(
         (
-          await stack.call('PUT', `/api/v1/admin/orgs/${orgC}/billing`, {
+          await ops.stack.call('PUT', `/api/v1/admin/orgs/${orgC}/billing`, {
             ...(await operator()),
             body: { stripe_customer_id: customer },
           })
@@ -363,8 +350,11 @@ describe('Stripe: report runs', () => {
     expect((await report({ from: d1, to: d2 })).status).toBe(422);
     expect((await report({ from: d1, to: '2999-01-01' })).status).toBe(422);
     expect((await report({ from: 'yesterday', to: d1 })).status).toBe(422);
-    const key = await stack.newUser('stripe-mallory');
-    const res = await stack.call('POST', '/api/v1/admin/billing/stripe-reports', { key, body: { from: d2, to: d1 } });
+    const key = await ops.stack.newUser('stripe-mallory');
+    const res = await ops.stack.call('POST', '/api/v1/admin/billing/stripe-reports', {
+      key,
+      body: { from: d2, to: d1 },
+    });
     expect(res.status).toBe(403);
   });
 

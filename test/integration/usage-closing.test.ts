@@ -112,7 +112,7 @@ describe('a closing record at a pause or delete', () => {
     const { id, sessionKey } = await runningSandbox(key);
     await sleep(1_100);
     await heartbeat(id, sessionKey);
-    // Events posted a second later (what the event webhook records as the sandbox's activity), then silence.
+    // Events posted a second later (what the events bridge route records as the sandbox's activity), then silence.
     await sleep(1_200);
     const lastSign = new Date();
     expect(await sandboxStore.touchActivity(id, lastSign.toISOString())).toBe(true);

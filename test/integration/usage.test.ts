@@ -6,9 +6,9 @@ import type { StorageRecord } from '#shared/usage/usage-store.ts';
 import { FocusLedger } from '#shared/billing/focus.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { SandboxBridge } from '#shared/sandboxes/bridge-service.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/records.ts';
+import type { SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore, storageRecordItem, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { UsageReconcile } from '#shared/usage/reconcile.ts';
@@ -386,8 +386,8 @@ describe('workspace storage as GB-hours', () => {
     // The delete (after a pause): what was held since midnight, and the holding is gone.
     expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key })).status).toBe(200);
     clock = Date.parse('2026-03-05T06:00:00Z');
-    // The delete's last step, on the record logic the bridge holds (so on its clock).
-    const held = (bridge as unknown as { records: { finishDelete(r: SandboxRecord): Promise<boolean> } }).records;
+    // The delete's last step, on the state machine the bridge holds (so on its clock).
+    const held = (bridge as unknown as { lifecycle: { finishDelete(r: SandboxRecord): Promise<boolean> } }).lifecycle;
     expect(await held.finishDelete((await sandboxStore.get(id))!)).toBe(true);
     expect(await usage.storageHolding(id)).toBeUndefined();
     const records = await storageRecords(id);

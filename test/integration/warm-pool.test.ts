@@ -7,7 +7,7 @@ import type { Caller } from '#shared/accounts/organizations.ts';
 import { isLive } from '#shared/sandboxes/model.ts';
 import { DynamoPoolStore } from '#shared/sandboxes/dynamo-pool-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
+import { sha256 } from '#shared/sandboxes/lifecycle.ts';
 import { poolRecordId, type StandbyRecord } from '#shared/sandboxes/pool-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -244,7 +244,7 @@ describe('the local warm pool', () => {
   });
 
   it('a pool credential reaches nothing but its own pool routes, and nothing once its binding is delivered', async () => {
-    // A sandbox of another user's, RUNNING, for the bridge and webhook attempts.
+    // A sandbox of another user's, RUNNING, for the bridge route attempts.
     await ready('pool-one');
     const victimKey = await stack.newUser('pool-victim');
     const victim = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one', { key: victimKey });

@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SnapshotKeyError } from '#shared/sandboxes/snapshot-model.ts';
-import { s3SnapshotSigning } from '#shared/sandboxes/snapshot-signing.ts';
-import { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import { SnapshotKeyError } from '#shared/sandboxes/snapshots/snapshot-model.ts';
+import { s3SnapshotSigning } from '#shared/sandboxes/snapshots/snapshot-signing.ts';
+import { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 import { packWorkspace, Snapshotter, uploadSnapshot, type SnapshotBridge } from '#sandbox/snapshots.ts';
 import { BUCKET, CheckedS3 } from '#test/helpers/checked-s3.ts';
 

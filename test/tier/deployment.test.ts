@@ -341,7 +341,7 @@ describe('every route of the template answers without a 5xx', () => {
         });
         if (res.status >= 500) failures.push(`${routeKey} -> ${res.status}: ${lastError(routeKey)}`);
         if (!authenticated && auth && res.status !== 401) failures.push(`${routeKey} -> ${res.status} without a key`);
-        // The sandbox's own key opens its bridge and webhooks (check-in takes the one-time enrollment token instead).
+        // The sandbox's own key opens its bridge routes (check-in takes the one-time enrollment token instead).
         if (authenticated && !auth && !routeKey.endsWith('/check-in') && res.status === 401)
           failures.push(`${routeKey} -> 401 with the sandbox's own key`);
       }

@@ -21,7 +21,7 @@ import { WEBSOCKET_LIMITS } from '#test/tier/websocket-api.ts';
 /**
  * The event stream on the synthesized stack: CloudFront's `/sockets/*` behaviour and its function,
  * the WebSocket API's `$connect` / `$disconnect` / `$default`, the connection table, the resend
- * function invoked asynchronously, and PostToConnection from the real webhook bundle, each call
+ * function invoked asynchronously, and PostToConnection from the real events bridge bundle, each call
  * checked against the caller's role.
  */
 
@@ -58,7 +58,7 @@ async function conversationOn(tier: TierStack, llm: ScriptedLlm, key: string): P
   };
 }
 
-/** Posts events numbered from `first` through the real webhook bundle, as the sandbox does. */
+/** Posts events numbered from `first` through the real events bridge bundle, as the sandbox does. */
 async function ingest(tier: TierStack, c: Conversation, first: number, events: unknown[]) {
   const res = await tier.call('POST', `/api/v1/webhooks/${c.sandboxId}/events/${c.id}?first_seq=${first}`, {
     key: c.sandboxKey,
@@ -673,7 +673,7 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
     expect(client.refused).toBeUndefined();
     await client.waitFor(conv.stored);
     await tier.aws.settle();
-    // The webhook still stores the event (a failed push costs the client nothing a reconnect does not bring).
+    // The bridge route still stores the event (a failed push costs the client nothing a reconnect does not bring).
     await ingest(tier, conv, conv.stored + 1, [event(1)]);
     await new Promise((r) => setTimeout(r, 500));
     expect(seqs(client.messages)).toEqual(range(1, conv.stored));

@@ -22,7 +22,7 @@ async function zodInputs(options: Parameters<typeof build>[0]): Promise<string[]
 const classic = (inputs: string[]) => inputs.filter((i) => i.includes('zod/v4/classic/'));
 
 describe('the schema library a Lambda bundle carries', () => {
-  it.each(['functions/settings/get.ts', 'functions/webhooks/events.ts'])(
+  it.each(['functions/settings/get.ts', 'functions/bridge/events.ts'])(
     '%s: zod/mini with the English locale only, no zod classic',
     async (entry) => {
       const inputs = await zodInputs(esbuildOptions(entry));

@@ -9,9 +9,9 @@ import {
   seatbeltArgs,
   uncontainedWarning,
   type SandboxView,
-} from '#shared/sandboxes/containment.ts';
-import { ProcessSandboxRuntime } from '#shared/sandboxes/process-sandbox-runtime.ts';
-import { SandboxStartError } from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/containment.ts';
+import { ProcessSandboxRuntime } from '#shared/sandboxes/runtime/process-sandbox-runtime.ts';
+import { SandboxStartError } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 const view: SandboxView = {
   workspace: '/data/sandboxes/s1/workspace',

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { handleTaskStateChange, parseTaskStateChange, type EcsTaskStateChange } from '#shared/sandboxes/ecs-events.ts';
 import { WarmPool, type WarmPoolDeps } from '#shared/sandboxes/pool.ts';
 import type { PoolStore, StandbyRecord } from '#shared/sandboxes/pool-store.ts';
-import type { InstanceStopped } from '#shared/sandboxes/sandbox-runtime.ts';
+import type { InstanceStopped } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { Services } from '#shared/services.ts';
 
 const SID = '0123456789abcdef0123456789abcdef';

@@ -6,8 +6,8 @@ import {
   StopTaskCommand,
 } from '@aws-sdk/client-ecs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
-import { SandboxStartError, type StartRequest } from '#shared/sandboxes/sandbox-runtime.ts';
+import { FargateSandboxRuntime } from '#shared/sandboxes/runtime/fargate-sandbox-runtime.ts';
+import { SandboxStartError, type StartRequest } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { BASE_TASK_DEF, CLUSTER, fargateConfig, fargateSpec, FakeAws } from '#test/helpers/fake-aws.ts';
 
 const SANDBOX = '0123456789abcdef0123456789abcdef';

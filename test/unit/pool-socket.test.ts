@@ -4,7 +4,7 @@ import type { CommandPush } from '#shared/sandboxes/command-push.ts';
 import { POOL_WAKE } from '#shared/sandboxes/pool-claim.ts';
 import { WarmPool, type WarmPoolDeps } from '#shared/sandboxes/pool.ts';
 import type { PoolStore, StandbyPatch, StandbyRecord } from '#shared/sandboxes/pool-store.ts';
-import { sha256 } from '#shared/sandboxes/records.ts';
+import { sha256 } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import type { ServiceContext } from '#shared/services.ts';
 import { warmPoolDeps } from '#shared/services/warm-pool.ts';

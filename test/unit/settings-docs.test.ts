@@ -27,9 +27,9 @@ const settingsReaders: Record<string, string> = {
   max_budget_per_task: 'shared/conversations/start-config.ts',
   git_user_name: 'shared/conversations/start-config.ts',
   git_user_email: 'shared/conversations/start-config.ts',
-  remote_runtime_resource_factor: 'shared/sandboxes/sandbox-runtime.ts',
-  sandbox_base_container_image: 'shared/sandboxes/sandbox-runtime.ts',
-  sandbox_runtime_container_image: 'shared/sandboxes/sandbox-runtime.ts',
+  remote_runtime_resource_factor: 'shared/sandboxes/runtime/sandbox-runtime.ts',
+  sandbox_base_container_image: 'shared/sandboxes/runtime/sandbox-runtime.ts',
+  sandbox_runtime_container_image: 'shared/sandboxes/runtime/sandbox-runtime.ts',
 };
 
 /** Every `.ts` source of the services, the functions and the sandbox program, but the settings module itself. */
@@ -95,7 +95,7 @@ describe('docs/settings.md', () => {
 
   it('is live: a row saying "no effect" for a field that is read fails, and so does a read field missing from the map', () => {
     expect('Stored; no effect yet.').toMatch(INERT);
-    const planted = readsIn(['shared/sandboxes/sandbox-runtime.ts']);
+    const planted = readsIn(['shared/sandboxes/runtime/sandbox-runtime.ts']);
     expect(planted.get('remote_runtime_resource_factor')).toBeDefined();
     expect(readsIn(['shared/conversations/start-config.ts']).has('email_verified')).toBe(false);
   });

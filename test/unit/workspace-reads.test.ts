@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '#shared/http/errors.ts';
-import { directoryArchive, readArchive } from '#shared/sandboxes/workspace-archive.ts';
+import { directoryArchive, readArchive } from '#shared/sandboxes/snapshots/workspace-archive.ts';
 import { toWorkspacePath } from '#shared/sandboxes/workspace-reads.ts';
 
 // The control plane's side of workspace reads that runs without a sandbox: the path rules, and the

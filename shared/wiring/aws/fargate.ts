@@ -1,4 +1,4 @@
-import { fargateConfigFromEnv, FargateSandboxRuntime } from '#shared/sandboxes/fargate-sandbox-runtime.ts';
+import { fargateConfigFromEnv, FargateSandboxRuntime } from '#shared/sandboxes/runtime/fargate-sandbox-runtime.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 
 /** The ECS client: only in the bundles of functions that start, stop or list sandbox tasks. */

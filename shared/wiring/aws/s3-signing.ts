@@ -1,4 +1,4 @@
-import { s3SnapshotSigning } from '#shared/sandboxes/snapshot-signing.ts';
+import { s3SnapshotSigning } from '#shared/sandboxes/snapshots/snapshot-signing.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { bucketSnapshots } from '#shared/wiring/aws/s3.ts';
 

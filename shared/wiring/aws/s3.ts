@@ -3,8 +3,8 @@ import {
   defaultSnapshotLimits,
   WorkspaceSnapshots,
   type SnapshotSigning,
-} from '#shared/sandboxes/workspace-snapshots.ts';
-import { SNAPSHOT_STATE } from '#shared/sandboxes/snapshot-model.ts';
+} from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
+import { SNAPSHOT_STATE } from '#shared/sandboxes/snapshots/snapshot-model.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/env.ts';
 

@@ -1,5 +1,5 @@
 import { lambdaEvent } from '#shared/lambda-event.ts';
-import type { SnapshotRemovalRequest } from '#shared/sandboxes/snapshot-removal.ts';
+import type { SnapshotRemovalRequest } from '#shared/sandboxes/snapshots/snapshot-removal.ts';
 import type { Builder } from '#shared/wiring/adapters.ts';
 import { requireEnv } from '#shared/env.ts';
 

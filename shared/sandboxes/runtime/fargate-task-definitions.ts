@@ -8,8 +8,8 @@ import {
 } from '@aws-sdk/client-ecs';
 import { logger } from '#shared/logging.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
-import { isUnknownDefinition } from '#shared/sandboxes/fargate-errors.ts';
-import { SandboxStartError, type LaunchOptions } from '#shared/sandboxes/sandbox-runtime.ts';
+import { isUnknownDefinition } from '#shared/sandboxes/runtime/fargate-errors.ts';
+import { SandboxStartError, type LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 /** The container that runs the program in every sandbox task definition (RunTask overrides address it by name). */
 export const SANDBOX_CONTAINER = 'sandbox';

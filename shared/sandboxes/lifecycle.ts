@@ -22,12 +22,12 @@ import {
   type LaunchOptions,
   type RuntimeState,
   type SandboxRuntime,
-} from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import type { SandboxPatch, SandboxRecord, SandboxStore, StartPhases } from '#shared/sandboxes/sandbox-store.ts';
-import type { SnapshotRemoval } from '#shared/sandboxes/snapshot-removal.ts';
+import type { SnapshotRemoval } from '#shared/sandboxes/snapshots/snapshot-removal.ts';
 import type { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import { hasPool } from '#shared/sandboxes/pool-store.ts';
-import type { WorkspaceSnapshots } from '#shared/sandboxes/workspace-snapshots.ts';
+import type { WorkspaceSnapshots } from '#shared/sandboxes/snapshots/workspace-snapshots.ts';
 
 export interface SandboxServiceDeps {
   store: SandboxStore;
@@ -129,14 +129,14 @@ export const STANDBY_STATE = 'standby';
 export const retryDelayMs = (attempt: number) => Math.min(300_000, 30_000 * 2 ** (attempt - 1));
 
 /**
- * The record logic every audience's service shares (the user's API in service.ts, the bridge in
- * bridge-service.ts, housekeeping in housekeeping.ts): each holds one, over the same deps. The sandbox lifecycle: `STARTING -> RUNNING` (only when the program inside checks in),
+ * The sandbox's state machine, which every audience's service shares (the user's API in service.ts, the
+ * bridge in bridge-service.ts, housekeeping in housekeeping.ts): each holds one, over the same deps. The states: `STARTING -> RUNNING` (only when the program inside checks in),
  * `-> PAUSED` (asked for, idle, or over the per-user limit), `-> ERROR` (a crash, a failed or stuck
  * start), `-> MISSING` (RUNNING but its process or task is gone). Every change is one conditional
  * write on the record's version; the runtime is called after the write that decides, so two
  * racing calls can never leave two live processes for one sandbox.
  */
-export class SandboxRecords {
+export class SandboxLifecycle {
   readonly now: () => Date;
 
   constructor(private readonly deps: SandboxServiceDeps) {

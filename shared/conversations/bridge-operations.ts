@@ -8,7 +8,7 @@ import {
   sandboxIdSchema,
 } from '#shared/protocol.ts';
 
-/** The webhooks a sandbox calls with its own key: events, start progress and status, its start configuration. */
+/** The bridge routes a sandbox calls with its own key: events, start progress and status, its start configuration. */
 export const postEvents = defineOperation(
   'postEvents',
   () => ({

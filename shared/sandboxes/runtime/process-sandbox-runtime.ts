@@ -21,7 +21,7 @@ import {
   tmpDirOf,
   type Containment,
   type SandboxView,
-} from '#shared/sandboxes/containment.ts';
+} from '#shared/sandboxes/runtime/containment.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import {
   awsOnlyNotice,
@@ -36,7 +36,7 @@ import {
   type StandbyRequest,
   type StandbyRuntime,
   type StartRequest,
-} from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 export interface ProcessRuntimeOptions {
   /** Sandboxes live under `<dataDir>/sandboxes/<id>/` (workspace/, home/, tmp/, sandbox.log). */

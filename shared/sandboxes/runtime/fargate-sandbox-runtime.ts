@@ -19,9 +19,9 @@ import {
   failureText,
   isCapacityFailure,
   isGone,
-} from '#shared/sandboxes/fargate-errors.ts';
-import { fargateSizeProblem } from '#shared/sandboxes/fargate-sizes.ts';
-import { ImageTaskDefinitions, SANDBOX_CONTAINER } from '#shared/sandboxes/fargate-task-definitions.ts';
+} from '#shared/sandboxes/runtime/fargate-errors.ts';
+import { fargateSizeProblem } from '#shared/sandboxes/runtime/fargate-sizes.ts';
+import { ImageTaskDefinitions, SANDBOX_CONTAINER } from '#shared/sandboxes/runtime/fargate-task-definitions.ts';
 import {
   NOTICE_STATE,
   CAPACITY_STATE,
@@ -33,7 +33,7 @@ import {
   type SandboxRuntime,
   type StandbyRuntime,
   type StartRequest,
-} from '#shared/sandboxes/sandbox-runtime.ts';
+} from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 
 export interface FargateRuntimeConfig {
   clusterArn: string;

@@ -1,4 +1,4 @@
-import { getStartConfig } from '#shared/conversations/webhook-operations.ts';
+import { getStartConfig } from '#shared/conversations/bridge-operations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';

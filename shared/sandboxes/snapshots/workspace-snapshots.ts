@@ -10,7 +10,7 @@ import {
 import type { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { SnapshotUpload } from '#shared/protocol.ts';
-import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshot-model.ts';
+import { ownsSnapshot, SnapshotKeyError, snapshotPrefix } from '#shared/sandboxes/snapshots/snapshot-model.ts';
 
 /**
  * Workspace snapshots in S3, from the control plane's side. The sandbox task holds no AWS
@@ -34,7 +34,7 @@ export interface SnapshotLimits {
 export const defaultSnapshotLimits: SnapshotLimits = { maxBytes: 2 * 1024 ** 3, expiresSeconds: 300, maxObjects: 4 };
 
 /**
- * The presigners (shared/sandboxes/snapshot-signing.ts), given only to the functions that sign
+ * The presigners (shared/sandboxes/snapshots/snapshot-signing.ts), given only to the functions that sign
  * uploads or downloads: a function that only checks or deletes objects carries neither.
  */
 export interface SnapshotSigning {

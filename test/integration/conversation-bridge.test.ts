@@ -52,7 +52,7 @@ const post = async (
     body: events,
   });
 
-describe('the event webhook', () => {
+describe('the events bridge route', () => {
   it('is idempotent by sequence number: a batch posted again (a retry, maybe grown) stores each event once, in order', async () => {
     const before = await count();
     const batch = [event(1), event(2), event(3)];

@@ -3,10 +3,11 @@ import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { conflict } from '#shared/http/errors.ts';
 
 /**
- * The conversation record logic every audience shares: the user's API (rename, revoke its key, place
- * it on a sandbox) and the bridge (a sandbox's status reports) change a record the same way.
+ * A conversation record's one update: read, change, write under the record's version condition, retried
+ * on a lost race. Every audience changes a record this way: the user's APIs (rename, revoke its key) and
+ * the bridge (a sandbox's status reports).
  */
-export class ConversationRecords {
+export class VersionedConversationUpdate {
   constructor(
     private readonly conversations: ConversationStore,
     private readonly now: () => Date = () => new Date(),

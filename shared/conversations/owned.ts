@@ -1,0 +1,52 @@
+import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
+import type { ConversationRecord, SandboxSummary } from '#shared/conversations/model.ts';
+import { notFound } from '#shared/http/errors.ts';
+import type { SandboxService } from '#shared/sandboxes/service.ts';
+
+/**
+ * Lookups both conversation audiences (the V1 API, `service.ts`; the legacy one, `legacy-service.ts`)
+ * make of the caller's own records: functions over the store, so neither service carries the other.
+ */
+
+/** A conversation id as any client sends it (dashes, upper case) in the form the stores key on. */
+export const normalizeId = (id: string) => id.replaceAll('-', '').toLowerCase();
+
+/** The caller's conversation by id; 404 otherwise. */
+export async function ownedConversation(
+  store: ConversationStore,
+  userId: string,
+  conversationId: string,
+): Promise<ConversationRecord> {
+  const rec = await store.get(userId, normalizeId(conversationId));
+  if (!rec) throw notFound('Conversation not found');
+  return rec;
+}
+
+/** The caller's conversation records by id, in request order (null for one not theirs). */
+export async function ownedConversations(
+  store: ConversationStore,
+  userId: string,
+  ids: string[],
+): Promise<(ConversationRecord | null)[]> {
+  const normalized = ids.map(normalizeId);
+  const found = await store.getMany(userId, normalized);
+  return normalized.map((id) => found.get(id) ?? null);
+}
+
+/** The user's sandbox's status; undefined when unknown, deleted or another user's. */
+export async function ownedSandbox(
+  sandboxes: Pick<SandboxService, 'statuses'>,
+  userId: string,
+  sandboxId: string,
+): Promise<SandboxSummary | undefined> {
+  const found = (await sandboxes.statuses([sandboxId])).get(sandboxId);
+  return found?.userId === userId ? found : undefined;
+}
+
+/** The current key version of a user's conversation, for `ConversationKeys` (undefined: gone or not theirs). */
+export const conversationKeyVersion =
+  (store: ConversationStore) =>
+  async (userId: string, conversationId: string): Promise<number | undefined> => {
+    const rec = await store.get(userId, conversationId);
+    return rec ? (rec.keyVersion ?? 1) : undefined;
+  };
