@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLOUD_BACKEND,
   driveCanvas,
   failedCanvasCalls,
+  loadInNewTab,
   reserveCanvasOrigin,
   startAgentCanvas,
   type AgentCanvas,
@@ -38,6 +40,8 @@ let canvasPage: CanvasSession;
 let calls: string[] = [];
 /** The conversation the cloud tests open; the one the local mode opens. */
 let opened = '';
+/** The organization of the API's key (Canvas's links carry it). */
+let org = '';
 
 /** The agent server's own services Canvas's local mode asks for, which this API does not serve (docs/openhands-clients.md). */
 const LOCAL_NOT_SERVED = [
@@ -104,10 +108,12 @@ beforeAll(async () => {
     ).status,
   ).toBe(200);
   // The API as Canvas's cloud backend with the user's key; the local one is added in its test.
+  org = (await api('GET', '/api/organizations')).body.current_org_id;
   canvasPage = await driveCanvas(browser, {
     canvasOrigin: canvas.origin,
     apiOrigin: server.url,
     key: server.key,
+    org,
     reachable: (url) => /^(127\.0\.0\.1|localhost)$/.test(url.hostname),
   });
   calls = canvasPage.calls;
@@ -195,6 +201,22 @@ describe('Agent Canvas 1.20 in Chromium, cloud mode (this API as its backend)', 
     await page.getByTestId('play-button').click();
     await page.getByText('Resumed and finished').waitFor({ timeout: 60_000 });
     await browser.shot('08-resumed');
+    expect(failedCalls()).toEqual([]);
+  });
+
+  it("a conversation's URL loaded in a new tab shows its history, then its socket; the settings load in full after it", async () => {
+    // The link Canvas makes for a new tab (`?backend=&org=`). Not `?backend=` alone: Canvas then picks the
+    // organization after the page mounted and leaves the pane empty (docs/openhands-clients.md).
+    const lines = await loadInNewTab(
+      browser,
+      `${canvas.origin}/conversations/${opened}?backend=${CLOUD_BACKEND}&org=${org}`,
+      server.url,
+      'Resumed and finished',
+    );
+    expect(lines.some((l) => l.includes(`<- 200 GET /api/v1/conversation/${opened}/events/search`))).toBe(true);
+    // A full load in the tab whose conversation socket is live.
+    await open('/settings/verification');
+    await page.getByText('Confirmation mode').first().waitFor();
     expect(failedCalls()).toEqual([]);
   });
 

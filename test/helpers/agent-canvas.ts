@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import type { Page } from 'playwright-core';
 import type { Browser } from '#test/helpers/browser.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 declare const localStorage: { getItem(k: string): string | null; setItem(k: string, v: string): void };
 
@@ -120,7 +121,10 @@ export interface CanvasSession {
   calls: string[];
   /** Errors the page logged (resources the test blocks left out). */
   pageErrors: string[];
-  /** Opens Canvas on `path` with backend `backend` active (its own `?backend=` selection). */
+  /**
+   * Opens Canvas on `path` with backend `backend` active, by the link Canvas itself makes for a new tab
+   * (`?backend=<id>&org=<org>`, its `withBackendSelectionParams`): the cloud backend with its organization.
+   */
   open(path: string, backend?: string): Promise<void>;
   /** The composer (a contenteditable), typed into and sent with Enter. */
   send(text: string): Promise<void>;
@@ -131,10 +135,13 @@ export interface CanvasSession {
  * the backend's host) as its cloud backend and `key` as its API key, the way Canvas's "Add backend"
  * dialog stores them (localStorage, health check `GET /api/keys/current`). Requests to any URL
  * `reachable` refuses are aborted (Canvas asks Google Fonts and the npm registry; tests reach no internet).
+ * `org` is the key's organization (`current_org_id` of `GET /api/organizations`): a page loaded with the
+ * cloud backend but no organization selected has Canvas pick one after its load, and a conversation page
+ * mounted before that stays empty (docs/openhands-clients.md, "A conversation link without its organization").
  */
 export async function driveCanvas(
   browser: Browser,
-  options: { canvasOrigin: string; apiOrigin: string; key: string; reachable: (url: URL) => boolean },
+  options: { canvasOrigin: string; apiOrigin: string; key: string; org: string; reachable: (url: URL) => boolean },
 ): Promise<CanvasSession> {
   const { page, context } = browser;
   const calls: string[] = [];
@@ -165,7 +172,8 @@ export async function driveCanvas(
     calls,
     pageErrors,
     open: async (path, backend = CLOUD_BACKEND) => {
-      await page.goto(`${options.canvasOrigin}${path}${path.includes('?') ? '&' : '?'}backend=${backend}`);
+      const selection = new URLSearchParams({ backend, ...(backend === CLOUD_BACKEND ? { org: options.org } : {}) });
+      await page.goto(`${options.canvasOrigin}${path}${path.includes('?') ? '&' : '?'}${selection}`);
     },
     send: async (text) => {
       const input = page.getByTestId('chat-input');
@@ -183,4 +191,80 @@ export async function driveCanvas(
  */
 export function failedCanvasCalls(calls: string[]): string[] {
   return calls.filter((c) => !/^[23]\d\d /.test(c) && !c.includes('/api/automation/'));
+}
+
+/**
+ * What a page asked of `apiOrigin` and when (ms since the call): requests, their answers or failures, and
+ * its WebSockets (opened, each frame sent or received, closed). Lines `+<ms> <what>`; a test prints them
+ * when a wait it makes runs out, so a slow load says what it waited for.
+ */
+export function traceRequests(page: Page, apiOrigin: string): { lines: string[]; stop(): void } {
+  const t0 = Date.now();
+  const lines: string[] = [];
+  const at = (what: string) => lines.push(`+${Date.now() - t0} ${what}`);
+  const mine = (url: string) => url.startsWith(apiOrigin.replace(/^http/, 'ws')) || url.startsWith(apiOrigin);
+  const path = (url: string) => url.replace(/^(https?|wss?):\/\/[^/]+/, '');
+  const onRequest = (r: import('playwright-core').Request) => {
+    if (mine(r.url())) at(`-> ${r.method()} ${path(r.url())}`);
+  };
+  const onResponse = (r: import('playwright-core').Response) => {
+    if (mine(r.url())) at(`<- ${r.status()} ${r.request().method()} ${path(r.url())}`);
+  };
+  const onFailed = (r: import('playwright-core').Request) => {
+    if (mine(r.url())) at(`x  ${r.method()} ${path(r.url())} ${r.failure()?.errorText}`);
+  };
+  const onSocket = (ws: import('playwright-core').WebSocket) => {
+    if (!mine(ws.url())) return;
+    const name = path(ws.url()).replace(/session_api_key=[^&]+/, 'session_api_key=…');
+    at(`ws open ${name}`);
+    ws.on('framesent', (f) =>
+      at(
+        `ws >> ${String(f.payload)
+          .replace(/"session_api_key":"[^"]+"/, '"session_api_key":"…"')
+          .slice(0, 80)}`,
+      ),
+    );
+    ws.on('framereceived', (f) => at(`ws << ${String(f.payload).slice(0, 80)}`));
+    ws.on('socketerror', (e) => at(`ws error ${e}`));
+    ws.on('close', () => at(`ws closed ${name}`));
+  };
+  page.on('request', onRequest);
+  page.on('response', onResponse);
+  page.on('requestfailed', onFailed);
+  page.on('websocket', onSocket);
+  return {
+    lines,
+    stop: () => {
+      page.off('request', onRequest);
+      page.off('response', onResponse);
+      page.off('requestfailed', onFailed);
+      page.off('websocket', onSocket);
+    },
+  };
+}
+
+/**
+ * Loads `url` in a new tab of the browser (empty sessionStorage, as a link opened in a new tab), waits
+ * until `text` shows, then until the conversation's socket opens from the newest event on
+ * (`resend_mode=since`, after its REST history); returns what the tab asked of `apiOrigin`
+ * (traceRequests), and on a timeout throws with it.
+ */
+export async function loadInNewTab(browser: Browser, url: string, apiOrigin: string, text: string): Promise<string[]> {
+  const tab = await browser.context.newPage();
+  const trace = traceRequests(tab, apiOrigin);
+  const failed = (e: Error) => {
+    throw new Error(`${e.message}\nWhat the tab asked and got:\n${trace.lines.join('\n')}`);
+  };
+  try {
+    await tab.goto(url);
+    await tab.getByText(text).first().waitFor().catch(failed);
+    await waitFor('its socket after its history', () => trace.lines.join('\n'), {
+      until: (t) => /ws open \/sockets\/events\/\w+\?resend_mode=since&after_timestamp=/.test(t),
+      timeoutMs: 20_000,
+    }).catch(failed);
+    return [...trace.lines];
+  } finally {
+    trace.stop();
+    await tab.close();
+  }
 }

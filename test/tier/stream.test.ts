@@ -2,10 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLOUD_BACKEND,
   driveCanvas,
   failedCanvasCalls,
   reserveCanvasOrigin,
   startAgentCanvas,
+  loadInNewTab,
   type AgentCanvas,
   type CanvasSession,
 } from '#test/helpers/agent-canvas.ts';
@@ -379,6 +381,7 @@ describe('the event stream on the synthesized stack', () => {
         canvasOrigin: CANVAS_ORIGIN,
         apiOrigin: `https://${tier.front.domainName}`,
         key,
+        org: (await tier.call('GET', '/api/organizations', { key })).body.current_org_id,
         reachable: (url) => names.has(url.hostname),
       });
       // Canvas's first visit (its bundle, its onboarding, the functions its load calls start) runs while
@@ -516,11 +519,6 @@ describe('the event stream on the synthesized stack', () => {
       const page = s.page;
       await firstVisit;
       // Connected (its health check), and the conversation list with the client's title.
-      // The settings: its Verification page is built from this API's conversation schema. Loaded before the
-      // conversation's live socket is open (once, in four runs, a full load after it stayed blank: not understood).
-      await s.open('/settings/verification');
-      await page.getByText('Confirmation mode').first().waitFor();
-      await b.shot('03-settings-verification');
       await s.open('/');
       await page.getByText('Renamed by the client').first().waitFor();
       await b.shot('01-home-connected');
@@ -537,12 +535,35 @@ describe('the event stream on the synthesized stack', () => {
       expect(JSON.stringify(llm.requests[before]!.body)).toContain('one more from Canvas');
       await page.getByText('Ran echo canvas-$((6*7))').first().waitFor();
       await b.shot('02-conversation-live');
+      // The settings, a full load after the live conversation: its Verification page is built from this
+      // API's conversation schema.
+      await s.open('/settings/verification');
+      await page.getByText('Confirmation mode').first().waitFor();
+      await b.shot('03-settings-verification');
       expect(failedCanvasCalls(s.calls)).toEqual([]);
       expect(s.calls.some((c) => c.startsWith('200 GET /api/v1/conversation/'))).toBe(true);
       expect(hosts!.connections[tier.front.domainName]).toBeGreaterThan(0);
       await tier.aws.settle();
       expect(tier.aws.denials).toEqual([]);
       expect(tier.sockets.faults).toEqual([]);
+    }, 120_000);
+
+    it("a conversation's URL loaded in a fresh tab (Canvas's own new-tab link, and a plain link) shows its history, then its live socket", async () => {
+      // The link Canvas makes for a new tab (`?backend=&org=`) and a plain one (the selection stored by the
+      // visits above). Not `?backend=` alone: Canvas then picks the organization after the page mounted and
+      // leaves the pane empty (docs/openhands-clients.md, "A conversation link without its organization").
+      const org = (await tier.call('GET', '/api/organizations', { key })).body.current_org_id;
+      const load = async (query: string) => {
+        const lines = await loadInNewTab(
+          browser!,
+          `${CANVAS_ORIGIN}/conversations/${cid}${query}`,
+          `https://${tier.front.domainName}`,
+          'Answered on the deployment',
+        );
+        expect(lines.some((l) => l.includes(`<- 200 GET /api/v1/conversation/${cid}/events/search`))).toBe(true);
+        expect(lines.filter((l) => / <- [45]\d\d /.test(l) && !l.includes('/api/automation/'))).toEqual([]);
+      };
+      await Promise.all([load(`?backend=${CLOUD_BACKEND}&org=${org}`), load('')]);
     }, 120_000);
 
     it("Canvas pauses the running agent (the sandbox's task stopped) and resumes it (a new task carries on)", async () => {
