@@ -1,6 +1,5 @@
 import type { Tenant } from '#shared/plans/limits.ts';
-import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type { ConversationDeps } from '#shared/conversations/deps.ts';
 import {
   queued,
   type AppConversationStartTask,
@@ -12,14 +11,10 @@ import {
   type StartRequest,
 } from '#shared/conversations/model.ts';
 import { ownedConversation, ownedConversations, ownedSandbox } from '#shared/conversations/owned.ts';
-import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
-import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
 import { toLegacyConversation } from '#shared/conversations/views.ts';
-import type { CursorCodec } from '#shared/http/cursor.ts';
 import { ApiError } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
-import type { SettingsService } from '#shared/settings/service.ts';
 
 /** The legacy error body OpenHands clients read: `{status: "error", message, msg_id}`. */
 const legacyError = (status: number, msgId: string, message: string) =>
@@ -32,25 +27,18 @@ const legacyError = (status: number, msgId: string, message: string) =>
  */
 export class LegacyConversationService {
   constructor(
-    private readonly conversations: ConversationStore,
-    private readonly tasks: StartTaskStore,
-    private readonly settings: Pick<SettingsService, 'find'>,
-    private readonly sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>,
-    private readonly cursors: CursorCodec,
-    private readonly keys: ConversationKeys,
-    private readonly versioned: VersionedConversationUpdate,
-    private readonly starts: ConversationStart,
+    private readonly d: ConversationDeps,
     /** Platform models (no user key needed); none: every model is a user-key model. */
     private readonly platformLlms?: PlatformLlmPolicy,
   ) {}
 
   private sessionKey(rec: ConversationRecord): Promise<string> {
-    return this.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
+    return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
   }
 
   /** POST /api/conversations: the legacy body mapped onto the V1 start, with the legacy errors. */
   async create(userId: string, body: LegacyCreate, baseUrl: string, tenant: Tenant) {
-    const settings = await this.settings.find(userId);
+    const settings = await this.d.settings.find(userId);
     if (!settings) throw legacyError(400, 'CONFIGURATION$SETTINGS_NOT_FOUND', 'Settings not found');
     if (!settings.llm_api_key_set && !this.platformLlms?.get(settings.llm_model))
       throw legacyError(
@@ -78,7 +66,7 @@ export class LegacyConversationService {
     };
     let task: AppConversationStartTask;
     try {
-      task = await this.starts.start(userId, req, baseUrl, tenant, settings);
+      task = await this.d.starts.start(userId, req, baseUrl, tenant, settings);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409 && body.conversation_id) {
         throw legacyError(409, 'CONVERSATION$ALREADY_EXISTS', `Conversation ${body.conversation_id} already exists`);
@@ -106,10 +94,15 @@ export class LegacyConversationService {
   async list(userId: string, q: LegacyListQuery, baseUrl: string) {
     const scope = `${userId}:legacy-conversations`;
     const filter = { repository: q.selected_repository, trigger: q.conversation_trigger };
-    const page = await this.conversations.list(userId, filter, q.limit, await this.cursors.decode(q.page_id, scope));
+    const page = await this.d.conversations.list(
+      userId,
+      filter,
+      q.limit,
+      await this.d.cursors.decode(q.page_id, scope),
+    );
     return {
       results: await this.toLegacy(page.items, baseUrl),
-      next_page_id: await this.cursors.encode(page.lastKey, scope),
+      next_page_id: await this.d.cursors.encode(page.lastKey, scope),
     };
   }
 
@@ -128,7 +121,7 @@ export class LegacyConversationService {
   /** PATCH /api/conversations/{id}: a new title. */
   async rename(userId: string, conversationId: string, title: string): Promise<true> {
     const rec = await this.owned(userId, conversationId);
-    await this.versioned.update(userId, rec.id, { title });
+    await this.d.versioned.update(userId, rec.id, { title });
     return true;
   }
 
@@ -139,34 +132,34 @@ export class LegacyConversationService {
   async remove(userId: string, conversationId: string): Promise<true> {
     const rec = await this.owned(userId, conversationId);
     if (rec.sandbox_id) {
-      const sandbox = await ownedSandbox(this.sandboxes, userId, rec.sandbox_id);
+      const sandbox = await ownedSandbox(this.d.sandboxes, userId, rec.sandbox_id);
       if (sandbox && (sandbox.status === 'RUNNING' || sandbox.status === 'STARTING' || sandbox.status === 'PAUSED')) {
-        await this.sandboxes.enqueueCommand(
+        await this.d.sandboxes.enqueueCommand(
           userId,
           sandbox.id,
           queued({ type: 'pause_conversation', conversation_id: rec.id }),
         );
       }
     }
-    await this.conversations.delete(userId, rec.id);
+    await this.d.conversations.delete(userId, rec.id);
     logger.info('conversation.deleted', { conversationId: rec.id, userId });
     return true;
   }
 
   /** The caller's conversation by id (dashes and case as any client sends them); 404 otherwise. */
   owned(userId: string, conversationId: string): Promise<ConversationRecord> {
-    return ownedConversation(this.conversations, userId, conversationId);
+    return ownedConversation(this.d.conversations, userId, conversationId);
   }
 
   /** The caller's conversation records by id, in request order (null for one not theirs; the agent server's batch get). */
   ownedMany(userId: string, ids: string[]): Promise<(ConversationRecord | null)[]> {
-    return ownedConversations(this.conversations, userId, ids);
+    return ownedConversations(this.d.conversations, userId, ids);
   }
 
   private async toLegacy(recs: ConversationRecord[], baseUrl: string): Promise<LegacyConversation[]> {
     const [sandboxes, tasks] = await Promise.all([
-      this.sandboxes.statuses(recs.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : []))),
-      this.tasks.getMany(recs.flatMap((c) => (c.start_task_id ? [c.start_task_id] : []))),
+      this.d.sandboxes.statuses(recs.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : []))),
+      this.d.tasks.getMany(recs.flatMap((c) => (c.start_task_id ? [c.start_task_id] : []))),
     ]);
     return Promise.all(
       recs.map(async (c) =>

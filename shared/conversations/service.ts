@@ -1,6 +1,5 @@
 import type { Tenant } from '#shared/plans/limits.ts';
-import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
-import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type { ConversationDeps } from '#shared/conversations/deps.ts';
 import {
   queued,
   type AppConversation,
@@ -11,12 +10,8 @@ import {
   type StartRequest,
 } from '#shared/conversations/model.ts';
 import { normalizeId, ownedConversation, ownedConversations, ownedSandbox } from '#shared/conversations/owned.ts';
-import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
-import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
 import { toAppConversation, toStartTask } from '#shared/conversations/views.ts';
-import type { CursorCodec } from '#shared/http/cursor.ts';
 import { badRequest, conflict, notFound } from '#shared/http/errors.ts';
-import type { SettingsService } from '#shared/settings/service.ts';
 
 /**
  * Conversations as their owner sees them through the V1 API (`/api/v1/app-conversations...`), the
@@ -24,19 +19,10 @@ import type { SettingsService } from '#shared/settings/service.ts';
  * legacy `/api/conversations` routes have their own service (`legacy-service.ts`).
  */
 export class ConversationService {
-  constructor(
-    private readonly conversations: ConversationStore,
-    private readonly tasks: StartTaskStore,
-    private readonly settings: Pick<SettingsService, 'find'>,
-    private readonly sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>,
-    private readonly cursors: CursorCodec,
-    private readonly keys: ConversationKeys,
-    private readonly versioned: VersionedConversationUpdate,
-    private readonly starts: ConversationStart,
-  ) {}
+  constructor(private readonly d: ConversationDeps) {}
 
   private sessionKey(rec: ConversationRecord): Promise<string> {
-    return this.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
+    return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
   }
 
   /**
@@ -45,16 +31,16 @@ export class ConversationService {
    * reports move the task on (WAITING_FOR_SANDBOX ... READY), and the sweeper fails one that stalls.
    */
   async start(userId: string, req: StartRequest, baseUrl: string, tenant: Tenant): Promise<AppConversationStartTask> {
-    const settings = await this.settings.find(userId);
+    const settings = await this.d.settings.find(userId);
     if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
-    return this.starts.start(userId, req, baseUrl, tenant, settings);
+    return this.d.starts.start(userId, req, baseUrl, tenant, settings);
   }
 
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
     const normalized = ids.map(normalizeId);
-    const found = await this.conversations.getMany(userId, normalized);
+    const found = await this.d.conversations.getMany(userId, normalized);
     const mine = [...found.values()];
-    const sandboxes = await this.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
+    const sandboxes = await this.d.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.sessionKey(c)] as const)));
     return normalized.map((id) => {
       const c = found.get(id);
@@ -66,13 +52,13 @@ export class ConversationService {
 
   async search(userId: string, q: ConversationSearch, baseUrl: string) {
     const scope = `${userId}:conversations`;
-    const page = await this.conversations.list(
+    const page = await this.d.conversations.list(
       userId,
       filterOf(q),
       q.limit,
-      await this.cursors.decode(q.page_id, scope),
+      await this.d.cursors.decode(q.page_id, scope),
     );
-    const sandboxes = await this.sandboxes.statuses(page.items.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
+    const sandboxes = await this.d.sandboxes.statuses(page.items.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
     return {
       items: await Promise.all(
         page.items.map(async (c) =>
@@ -84,16 +70,16 @@ export class ConversationService {
           ),
         ),
       ),
-      next_page_id: await this.cursors.encode(page.lastKey, scope),
+      next_page_id: await this.d.cursors.encode(page.lastKey, scope),
     };
   }
 
   count(userId: string, q: Omit<ConversationSearch, 'page_id' | 'limit'>): Promise<number> {
-    return this.conversations.count(userId, filterOf(q));
+    return this.d.conversations.count(userId, filterOf(q));
   }
 
   async getTasks(userId: string, ids: string[], baseUrl: string): Promise<(AppConversationStartTask | null)[]> {
-    const found = await this.tasks.getMany(ids);
+    const found = await this.d.tasks.getMany(ids);
     return ids.map((id) => {
       const t = found.get(id);
       return t && t.userId === userId ? toStartTask(t, baseUrl) : null;
@@ -106,16 +92,16 @@ export class ConversationService {
     baseUrl: string,
   ) {
     const scope = `${userId}:start-tasks:${q.sort_order}`;
-    const page = await this.tasks.list(userId, {
+    const page = await this.d.tasks.list(userId, {
       conversationId: q.conversation_id__eq,
       createdGte: q.created_at__gte,
       descending: q.sort_order === 'CREATED_AT_DESC',
       limit: q.limit,
-      startKey: await this.cursors.decode(q.page_id, scope),
+      startKey: await this.d.cursors.decode(q.page_id, scope),
     });
     return {
       items: page.items.map((t) => toStartTask(t, baseUrl)),
-      next_page_id: await this.cursors.encode(page.lastKey, scope),
+      next_page_id: await this.d.cursors.encode(page.lastKey, scope),
     };
   }
 
@@ -125,32 +111,32 @@ export class ConversationService {
     conversationId: string,
     make: (id: string) => ConversationCommand,
   ): Promise<{ success: true }> {
-    const conversation = await this.conversations.get(userId, normalizeId(conversationId));
+    const conversation = await this.d.conversations.get(userId, normalizeId(conversationId));
     if (!conversation) throw notFound('Conversation not found');
     if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
-    const sandbox = await ownedSandbox(this.sandboxes, userId, conversation.sandbox_id);
+    const sandbox = await ownedSandbox(this.d.sandboxes, userId, conversation.sandbox_id);
     if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
       throw conflict(`The conversation's sandbox is ${sandbox?.status ?? 'MISSING'}; start a new conversation`);
     }
-    await this.sandboxes.enqueueCommand(userId, sandbox.id, queued(make(conversation.id)));
+    await this.d.sandboxes.enqueueCommand(userId, sandbox.id, queued(make(conversation.id)));
     return { success: true };
   }
 
   /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await this.owned(userId, conversationId);
-    await this.versioned.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
+    await this.d.versioned.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
     return { session_api_key: await this.sessionKey(await this.owned(userId, rec.id)) };
   }
 
   /** The caller's conversation by id (dashes and case as any client sends them); 404 otherwise. */
   owned(userId: string, conversationId: string): Promise<ConversationRecord> {
-    return ownedConversation(this.conversations, userId, conversationId);
+    return ownedConversation(this.d.conversations, userId, conversationId);
   }
 
   /** The caller's conversation records by id, in request order (null for one not theirs); the agent-server routes shape them. */
   ownedMany(userId: string, ids: string[]): Promise<(ConversationRecord | null)[]> {
-    return ownedConversations(this.conversations, userId, ids);
+    return ownedConversations(this.d.conversations, userId, ids);
   }
 
   /** A page of the caller's conversation records, newest first, and the next page's cursor (the agent-server search). */
@@ -160,13 +146,13 @@ export class ConversationService {
     pageId: string | undefined,
   ): Promise<{ items: ConversationRecord[]; next_page_id: string | null }> {
     const scope = `${userId}:agent-server-conversations`;
-    const page = await this.conversations.list(userId, {}, limit, await this.cursors.decode(pageId, scope));
-    return { items: page.items, next_page_id: await this.cursors.encode(page.lastKey, scope) };
+    const page = await this.d.conversations.list(userId, {}, limit, await this.d.cursors.decode(pageId, scope));
+    return { items: page.items, next_page_id: await this.d.cursors.encode(page.lastKey, scope) };
   }
 
   /** How many conversations the caller has (the per-user counter). */
   countAll(userId: string): Promise<number> {
-    return this.conversations.count(userId, {});
+    return this.d.conversations.count(userId, {});
   }
 }
 
