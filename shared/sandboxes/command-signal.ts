@@ -7,19 +7,13 @@
 const waiting = new Map<string, Set<() => void>>();
 
 /** Resolves after `ms`, or as soon as a command for `sandboxId` is queued in this process. */
-export function commandQueuedOrTimeout(sandboxId: string, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const set = waiting.get(sandboxId) ?? new Set();
-    waiting.set(sandboxId, set);
-    const done = () => {
-      clearTimeout(timer);
-      set.delete(done);
-      if (!set.size && waiting.get(sandboxId) === set) waiting.delete(sandboxId);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    set.add(done);
-  });
+export async function commandQueuedOrTimeout(sandboxId: string, ms: number): Promise<void> {
+  const signal = armSignal(sandboxId);
+  try {
+    await signal.wait(ms);
+  } finally {
+    signal.close();
+  }
 }
 
 /** A wake-up for one key, listening from its creation until `close()`. */
