@@ -63,7 +63,7 @@ interface LoopWatch {
   delayMax: number;
   gcMax: number;
   gcTotal: number;
-  /** A GetItem's round trip from the server's main thread to dynalite's worker and back, every 20 ms. */
+  /** A settings GetItem's round trip from the server's main thread to its dynalite's worker and back, every 20 ms. */
   dbRoundTrips: number[];
 }
 
@@ -127,8 +127,8 @@ const conversationOf = (userId: string, sandboxId: string | null = null) =>
  * One tenant floods, another's `GET /api/settings` is timed: quiet, then during each flood (1,000
  * sockets of one user; 20 `resend_all` replays of a 20,000-event conversation, each started again
  * when done; 5 sandboxes posting events as fast as their plan allows). The victim and each flood run
- * in child processes; the server (gateway, with dynalite in a worker thread) is this process, whose main
- * heap (dynalite's is its worker's) is measured after a forced garbage collection before and after the floods.
+ * in child processes; the server (gateway, with its two dynalites in worker threads) is this process, whose main
+ * heap (each dynalite's is its worker's) is measured after a forced garbage collection before and after the floods.
  */
 export async function benchNeighbours(): Promise<string> {
   setFlagsFromString('--expose-gc');
@@ -232,13 +232,13 @@ export async function benchNeighbours(): Promise<string> {
     return [
       '## Noisy neighbours',
       '',
-      `Another tenant's \`GET /api/settings\` (${count(REQUESTS)} requests one after another per phase, from a child process, on a keep-alive connection) while one tenant floods the local stack from another child process, on the built-in \`free\` plan's caps and rates (the replayer's organization on a plan with 20 sockets per conversation, so its 20 replays all run; the victim's on one without a request rate). The local stream sends one user's sockets at most 2,000 events a second together after a burst of 20,000 (\`shared/stream/send-pacer.ts\`). The server (gateway, authorizer, and dynalite in memory in a worker thread of its own) is the bench's own process; its main thread's event-loop delay (sampled every millisecond: how long a request arriving there waits before the loop turns to it), its longest garbage-collection pause, and the round trip of a small read it sends dynalite every 20 ms (when that is slow and the loop is not, the database's thread is where requests wait) are measured in each phase. Target: p99 within 2× of quiet.`,
+      `Another tenant's \`GET /api/settings\` (${count(REQUESTS)} requests one after another per phase, from a child process, on a keep-alive connection) while one tenant floods the local stack from another child process, on the built-in \`free\` plan's caps and rates (the replayer's organization on a plan with 20 sockets per conversation, so its 20 replays all run; the victim's on one without a request rate). The local stream sends one user's sockets at most 2,000 events a second together after a burst of 20,000 (\`shared/stream/send-pacer.ts\`). The server (gateway, authorizer, and two dynalites in memory, each in a worker thread of its own: the events table's, and the other tables', which the victim's reads reach) is the bench's own process; its main thread's event-loop delay (sampled every millisecond: how long a request arriving there waits before the loop turns to it), its longest garbage-collection pause, and the round trip of a small read of the settings table it sends every 20 ms (when that is slow and the loop is not, the database's thread is where requests wait) are measured in each phase. Target: p99 within 2× of quiet.`,
       '',
       '| phase | p50 | p99 | p99 / quiet p99 | victim errors | server event-loop delay p99 / max | longest GC pause | dynalite round trip p50 / p99 | what the flood did |',
       '|---|---|---|---|---|---|---|---|---|',
       ...rows,
       '',
-      `Server heap used after a forced GC (its main thread; dynalite's worker keeps its own): ${MB(heapBefore)} before the floods, ${MB(heapAfter)} after (${(((heapAfter - heapBefore) / heapBefore) * 100).toFixed(1)}%; target within 10%). RSS ${MB(rssBefore)} before, ${MB(rssAfter)} right after, ${MB(rssLater)} ${(RSS_AFTER_MS / 1000).toFixed(0)} s later (reported, not a target: V8 and the allocator keep freed pages a while).`,
+      `Server heap used after a forced GC (its main thread; the dynalites' workers keep their own): ${MB(heapBefore)} before the floods, ${MB(heapAfter)} after (${(((heapAfter - heapBefore) / heapBefore) * 100).toFixed(1)}%; target within 10%). RSS ${MB(rssBefore)} before, ${MB(rssAfter)} right after, ${MB(rssLater)} ${(RSS_AFTER_MS / 1000).toFixed(0)} s later (reported, not a target: V8 and the allocator keep freed pages a while).`,
       '',
     ].join('\n');
   } finally {

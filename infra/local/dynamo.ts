@@ -1,18 +1,28 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
+  BatchWriteItemCommand,
   CreateTableCommand,
+  DeleteTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
   ListTablesCommand,
+  paginateScan,
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { logger } from '#shared/logging.ts';
-import { endpointConfig } from '#shared/store/dynamo.ts';
-import { keyAttributeType, tableEnvVar, tableKeys, tables, type TableDef } from '#shared/store/tables.ts';
+import { dynamoClient, endpointConfig } from '#shared/store/dynamo.ts';
+import {
+  keyAttributeType,
+  tableEnvVar,
+  tableKeys,
+  tables,
+  type TableDef,
+  type TableKey,
+} from '#shared/store/tables.ts';
 
 export interface EmbeddedDynamo {
   /** `unix:<socket path>`: what DYNAMODB_ENDPOINT and `.data/dynamodb-endpoint` hold. */
@@ -83,6 +93,65 @@ export async function startDynalite(path?: string, socketPath?: string): Promise
   };
 }
 
+/** The two local databases `npm start` runs: the events table in one of its own, the other tables in the other. */
+export interface LocalDatabase {
+  endpoint: string;
+  eventsEndpoint: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The local stack's databases, each a dynalite in a worker thread of its own (`startDynalite`): the
+ * events table in one, every other table in the other, so requests that read settings, keys or
+ * sandboxes never wait behind a sandbox's event batches in the one thread of a dynalite (docs/
+ * performance.md, "Noisy neighbours"). On disk under `dataDir` (`dynamodb/` and `dynamodb-events/`,
+ * their sockets beside them), or in memory. The tables are created, and the events of a
+ * data dir from before the split are moved into their database.
+ */
+export async function startLocalDatabase(dataDir: string, memory = false, prefix = 'acs'): Promise<LocalDatabase> {
+  const start = (name: string) =>
+    startDynalite(memory ? undefined : join(dataDir, name), join(dataDir, `${name}.sock`));
+  const [main, events] = await Promise.all([start('dynamodb'), start('dynamodb-events')]);
+  await createTables(main.endpoint, prefix, events.endpoint);
+  await moveEvents(main.endpoint, events.endpoint, `${prefix}-${'events' satisfies TableKey}`);
+  return {
+    endpoint: main.endpoint,
+    eventsEndpoint: events.endpoint,
+    close: async () => {
+      await Promise.all([main.close(), events.close()]);
+    },
+  };
+}
+
+/**
+ * A data dir from before the events had a database of their own holds them in the other one: copied
+ * across (puts of the same items: a copy cut short is finished by the next start), then that table
+ * deleted. Both clients are unrouted: each talks to its own database only.
+ */
+async function moveEvents(endpoint: string, eventsEndpoint: string, table: string): Promise<void> {
+  const from = dynamoClient(endpoint);
+  const to = dynamoClient(eventsEndpoint);
+  try {
+    if (!(await from.send(new ListTablesCommand({}))).TableNames?.includes(table)) return;
+    let moved = 0;
+    for await (const page of paginateScan({ client: from, pageSize: 500 }, { TableName: table })) {
+      for (let i = 0; i < (page.Items ?? []).length; i += 25) {
+        let requests = page.Items!.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+        while (requests.length) {
+          const out = await to.send(new BatchWriteItemCommand({ RequestItems: { [table]: requests } }));
+          requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
+        }
+      }
+      moved += page.Items?.length ?? 0;
+    }
+    await from.send(new DeleteTableCommand({ TableName: table }));
+    logger.info('Moved the events of a data dir from before they had a database of their own', { table, moved });
+  } finally {
+    from.destroy();
+    to.destroy();
+  }
+}
+
 /** Whether a dynalite answers at `endpoint` (a running `npm start`), within a second. */
 export async function dynamoAnswers(endpoint: string): Promise<boolean> {
   const probe = new DynamoDBClient({ ...endpointConfig(endpoint), maxAttempts: 1 });
@@ -96,9 +165,14 @@ export async function dynamoAnswers(endpoint: string): Promise<boolean> {
   }
 }
 
-/** Points this process's stores at `endpoint`, with table names `<prefix>-<table>`. */
-export function useLocalTables(endpoint: string, prefix = 'acs'): void {
+/**
+ * Points this process's stores at `endpoint`, with table names `<prefix>-<table>`; the events table at
+ * `eventsEndpoint` when it has a database of its own (`startLocalDatabase`).
+ */
+export function useLocalTables(endpoint: string, prefix = 'acs', eventsEndpoint?: string): void {
   process.env.DYNAMODB_ENDPOINT = endpoint;
+  if (eventsEndpoint) process.env.DYNAMODB_EVENTS_ENDPOINT = eventsEndpoint;
+  else delete process.env.DYNAMODB_EVENTS_ENDPOINT;
   process.env.AWS_REGION ??= 'local';
   for (const key of tableKeys) process.env[tableEnvVar(key)] = `${prefix}-${key}`;
 }
@@ -136,29 +210,54 @@ function createInput(name: string, def: TableDef): CreateTableCommandInput {
   };
 }
 
-/** Creates the service's tables that do not exist yet (idempotent, so restarts keep data). */
-export async function createTables(endpoint: string, prefix = 'acs'): Promise<void> {
-  const client = new DynamoDBClient(endpointConfig(endpoint));
-  const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
-  for (const key of tableKeys) {
-    const name = `${prefix}-${key}`;
-    if (!existing.has(name)) {
-      await client.send(new CreateTableCommand(createInput(name, tables[key])));
-      continue;
+/**
+ * Creates the service's tables that do not exist yet (idempotent, so restarts keep data); the events
+ * table in its own database when `eventsEndpoint` is given.
+ */
+export async function createTables(endpoint: string, prefix = 'acs', eventsEndpoint?: string): Promise<void> {
+  const events = eventsEndpoint
+    ? { endpoint: eventsEndpoint, table: `${prefix}-${'events' satisfies TableKey}` }
+    : undefined;
+  const client = dynamoClient(endpoint, events);
+  try {
+    for (const key of tableKeys) {
+      const name = `${prefix}-${key}`;
+      // A DescribeTable goes to the database the table belongs in (a ListTables would ask one of them).
+      const have = await client.send(new DescribeTableCommand({ TableName: name })).then(
+        (out) => new Set((out.Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName)),
+        (err: unknown) => {
+          if ((err as { name?: string }).name === 'ResourceNotFoundException') return undefined;
+          throw err;
+        },
+      );
+      if (!have) {
+        await client.send(new CreateTableCommand(createInput(name, tables[key])));
+        continue;
+      }
+      // dynalite cannot add an index to a table: a data dir made before an index existed lacks it until remade.
+      const missing = Object.keys(tables[key].indexes).filter((i) => !have.has(i));
+      if (missing.length)
+        logger.warn('This data dir was made before these indexes existed; what reads them fails until it is remade', {
+          table: name,
+          missing,
+          fix: 'stop the server, delete the data dir (DATA_DIR, default .data), start again',
+        });
     }
-    // dynalite cannot add an index to a table: a data dir made before an index existed lacks it until remade.
-    const have = new Set(
-      ((await client.send(new DescribeTableCommand({ TableName: name }))).Table?.GlobalSecondaryIndexes ?? []).map(
-        (i) => i.IndexName,
-      ),
-    );
-    const missing = Object.keys(tables[key].indexes).filter((i) => !have.has(i));
-    if (missing.length)
-      logger.warn('This data dir was made before these indexes existed; what reads them fails until it is remade', {
-        table: name,
-        missing,
-        fix: 'stop the server, delete the data dir (DATA_DIR, default .data), start again',
-      });
+  } finally {
+    client.destroy();
   }
-  client.destroy();
+}
+
+/** What `.data/dynamodb-endpoint` holds while `npm start` runs: how another process reaches its databases. */
+export const endpointFile = (dataDir: string) => join(dataDir, 'dynamodb-endpoint');
+
+export function writeEndpointFile(dataDir: string, db: Pick<LocalDatabase, 'endpoint' | 'eventsEndpoint'>): void {
+  writeFileSync(endpointFile(dataDir), `${db.endpoint}\n${db.eventsEndpoint}\n`);
+}
+
+/** The running server's databases, from its endpoint file (undefined when there is none). */
+export function readEndpointFile(dataDir: string): Pick<LocalDatabase, 'endpoint' | 'eventsEndpoint'> | undefined {
+  if (!existsSync(endpointFile(dataDir))) return undefined;
+  const [endpoint, eventsEndpoint] = readFileSync(endpointFile(dataDir), 'utf8').split('\n');
+  return endpoint && eventsEndpoint ? { endpoint, eventsEndpoint } : undefined;
 }

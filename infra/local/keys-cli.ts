@@ -2,19 +2,18 @@ import { Accounts } from '#shared/accounts/accounts.ts';
 import { Audit } from '#shared/accounts/audit.ts';
 import { DynamoAccountStore, DynamoAuditStore } from '#shared/accounts/dynamo-account-store.ts';
 import { roles, type Role } from '#shared/accounts/model.ts';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiKeys } from '#shared/auth/api-keys.ts';
 import { KEY_CACHE_SECONDS } from '#shared/auth/key-cache.ts';
 import { DynamoKeyStore } from '#shared/auth/dynamo-key-store.ts';
 import { userIdSchema } from '#shared/auth/model.ts';
 import {
-  createTables,
   dynamoAnswers,
-  startDynalite,
+  readEndpointFile,
+  startLocalDatabase,
   useLocalTables,
-  type EmbeddedDynamo,
+  type LocalDatabase,
 } from '#infra/local/dynamo.ts';
 
 const USAGE = `Usage:
@@ -25,25 +24,21 @@ const USAGE = `Usage:
 Local by default: it uses the running \`npm start\` (through .data/dynamodb-endpoint) or opens .data/ itself.
 Against a deployment: --aws, with AWS credentials and TABLE_KEYS set to the stack's KeysTableName output.`;
 
-async function connect(aws: boolean): Promise<EmbeddedDynamo | undefined> {
+async function connect(aws: boolean): Promise<LocalDatabase | undefined> {
   if (aws) {
     if (!process.env.TABLE_KEYS)
       throw new Error('TABLE_KEYS must name the deployed keys table (stack output KeysTableName)');
     return undefined;
   }
   const dataDir = resolve(process.env.DATA_DIR ?? '.data');
-  const endpointFile = join(dataDir, 'dynamodb-endpoint');
-  if (existsSync(endpointFile)) {
-    const endpoint = readFileSync(endpointFile, 'utf8').trim();
-    if (await dynamoAnswers(endpoint)) {
-      useLocalTables(endpoint);
-      return undefined;
-    }
-    // A stale file from a stopped server: open the database directly below.
+  const running = readEndpointFile(dataDir);
+  if (running && (await dynamoAnswers(running.endpoint))) {
+    useLocalTables(running.endpoint, 'acs', running.eventsEndpoint);
+    return undefined;
   }
-  const dynamo = await startDynalite(join(dataDir, 'dynamodb'));
-  useLocalTables(dynamo.endpoint);
-  await createTables(dynamo.endpoint);
+  // None, or a stale file from a stopped server: open the databases directly.
+  const dynamo = await startLocalDatabase(dataDir);
+  useLocalTables(dynamo.endpoint, 'acs', dynamo.eventsEndpoint);
   return dynamo;
 }
 

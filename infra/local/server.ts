@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { uncontainedWarning } from '#shared/sandboxes/runtime/containment.ts';
 import { loadLocalConfig } from '#infra/local/config.ts';
 import { startLocalStack } from '#infra/local/stack.ts';
+import { endpointFile } from '#infra/local/dynamo.ts';
 
 /** `npm start`: the whole service on this machine, no AWS account needed. */
 async function main(): Promise<void> {
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
     stopping = true;
     process.stderr.write(`\n${signal}: finishing requests in flight and closing the database...\n`);
     await stack.close();
-    rmSync(join(config.dataDir, 'dynamodb-endpoint'), { force: true });
+    rmSync(endpointFile(config.dataDir), { force: true });
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

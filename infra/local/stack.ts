@@ -13,7 +13,7 @@ import { exportKey, previousDay } from '#shared/billing/export.ts';
 import { dailyBilling } from '#shared/billing/daily.ts';
 import { handler as awsReconcile } from '../../functions/usage/reconcile.ts';
 import { localServices } from '#shared/wiring/local.ts';
-import { createTables, startDynalite, useLocalTables } from '#infra/local/dynamo.ts';
+import { startLocalDatabase, useLocalTables, writeEndpointFile } from '#infra/local/dynamo.ts';
 import { startGateway } from '#infra/local/gateway.ts';
 import type { LocalConfig } from '#infra/local/config.ts';
 import { buildSandboxProgram } from '#infra/local/sandbox-program.ts';
@@ -29,6 +29,8 @@ export interface LocalStack {
   devKey: string;
   /** `unix:<path>`: dynalite's socket (nothing of the stack but the gateway listens on loopback). */
   dynamoEndpoint: string;
+  /** `unix:<path>`: the socket of the events table's dynalite. */
+  eventsDynamoEndpoint: string;
   /** How sandbox processes are contained here ('none': a warning at start, the local user's sandboxes only). */
   containment: Containment;
   /**
@@ -61,8 +63,8 @@ async function ensureDevKey(services: Services, dataDir: string): Promise<string
 }
 
 /**
- * Everything `npm start` runs, in this process: dynalite (in a worker thread of its own, on disk under the
- * data dir or in memory, on a unix socket), the tables, the sandbox program and the web console (each built when its sources changed), the
+ * Everything `npm start` runs, in this process: two dynalites (the events table's and the other tables', each
+ * in a worker thread of its own, on disk under the data dir or in memory, on unix sockets), the tables, the sandbox program and the web console (each built when its sources changed), the
  * local adapters, the gateway, and a development key. Sandboxes that died with a previous server
  * are reconciled before the gateway takes requests.
  */
@@ -71,14 +73,10 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
   const containment = config.containment ?? detectContainment();
   const programDir = await buildSandboxProgram();
   buildConsole();
-  const dynamo = await startDynalite(
-    config.memory ? undefined : join(config.dataDir, 'dynamodb'),
-    join(config.dataDir, 'dynamodb.sock'),
-  );
-  useLocalTables(dynamo.endpoint);
-  await createTables(dynamo.endpoint);
-  // Lets `npm run keys` reach this dynalite while it holds the database open.
-  writeFileSync(join(config.dataDir, 'dynamodb-endpoint'), dynamo.endpoint);
+  const dynamo = await startLocalDatabase(config.dataDir, config.memory);
+  useLocalTables(dynamo.endpoint, 'acs', dynamo.eventsEndpoint);
+  // Lets `npm run keys` reach these databases while this process holds them open.
+  writeEndpointFile(config.dataDir, dynamo);
   let gatewayUrl: string | undefined;
   const services = localServices({
     dataDir: config.dataDir,
@@ -198,6 +196,7 @@ export async function startLocalStack(config: LocalConfig): Promise<LocalStack> 
     url: gateway.url,
     devKey,
     dynamoEndpoint: dynamo.endpoint,
+    eventsDynamoEndpoint: dynamo.eventsEndpoint,
     containment,
     ...(devIssuer
       ? {

@@ -4,23 +4,63 @@ import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynam
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { tableEnvVar, type TableKey } from '#shared/store/tables.ts';
 
-/** HTTP over a unix socket: every connection goes to `path`, whatever the URL's host says. */
+/**
+ * Locally the events table has a dynalite of its own (`DYNAMODB_EVENTS_ENDPOINT`): a sandbox's event
+ * batches keep that database's one thread busy, and every other request would wait behind them (docs/
+ * performance.md, "Noisy neighbours"). A request for it carries this host name, which picks its socket.
+ */
+const EVENTS_HOST = 'events.localhost';
+
+/** HTTP over unix sockets: a request goes to the socket its host name maps to, else to `path`. */
 class UnixSocketAgent extends Agent {
-  constructor(private readonly path: string) {
+  constructor(
+    private readonly path: string,
+    private readonly hosts: Record<string, string> = {},
+  ) {
     super({ keepAlive: true });
   }
 
-  override createConnection(): Socket {
-    return createConnection(this.path);
+  // The agent pools connections per host name, so the two databases' connections never mix.
+  override createConnection(options: { host?: string | null }): Socket {
+    return createConnection((options.host && this.hosts[options.host]) || this.path);
   }
+}
+
+/** The tables a request names (a batch or transaction may name several). */
+function tablesOf(input: Record<string, unknown>): string[] {
+  if (typeof input.TableName === 'string') return [input.TableName];
+  if (input.RequestItems) return Object.keys(input.RequestItems);
+  if (Array.isArray(input.TransactItems))
+    return input.TransactItems.map((item) => (Object.values(item)[0] as { TableName: string }).TableName);
+  return [];
+}
+
+/**
+ * Sends requests for the events table (named `events`) to `EVENTS_HOST`, at the build
+ * step (after the endpoint is resolved, before the request is sent): one client and one middleware stack
+ * for both databases, so what counts or watches requests sees all of them. A request naming the events
+ * table and another together cannot be served by either database: refused.
+ */
+function routeEventsTable(client: DynamoDBClient, events: string): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const named = tablesOf(args.input as Record<string, unknown>);
+      const routed = named.filter((t) => t === events).length;
+      if (routed && routed < named.length)
+        throw new Error('A request names the events table and another: locally they are in two databases');
+      if (routed) (args.request as { hostname: string }).hostname = EVENTS_HOST;
+      return next(args);
+    },
+    { step: 'build', name: 'localEventsDatabase' },
+  );
 }
 
 /**
  * The client configuration for a local endpoint: `http://host:port`, or `unix:<path>` for dynalite
  * on a unix socket (the local stack: nothing unauthenticated listens on loopback, where sandboxes
- * could reach it).
+ * could reach it), with the events table's requests on the socket of `eventsEndpoint` when one is given.
  */
-export function endpointConfig(endpoint: string): DynamoDBClientConfig {
+export function endpointConfig(endpoint: string, eventsEndpoint?: string): DynamoDBClientConfig {
   const local = {
     region: process.env.AWS_REGION ?? 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
@@ -29,7 +69,7 @@ export function endpointConfig(endpoint: string): DynamoDBClientConfig {
   return {
     ...local,
     endpoint: 'http://localhost',
-    requestHandler: { httpAgent: new UnixSocketAgent(endpoint.slice('unix:'.length)) },
+    requestHandler: { httpAgent: new UnixSocketAgent(endpoint.slice('unix:'.length), eventsHosts(eventsEndpoint)) },
     httpAuthSchemes: [
       {
         schemeId: 'aws.auth#sigv4',
@@ -40,6 +80,13 @@ export function endpointConfig(endpoint: string): DynamoDBClientConfig {
       },
     ],
   };
+}
+
+/** The events database's socket, by the host name its requests carry. */
+function eventsHosts(eventsEndpoint: string | undefined): Record<string, string> {
+  if (!eventsEndpoint) return {};
+  if (!eventsEndpoint.startsWith('unix:')) throw new Error('DYNAMODB_EVENTS_ENDPOINT must be unix:<path>');
+  return { [EVENTS_HOST]: eventsEndpoint.slice('unix:'.length) };
 }
 
 /**
@@ -62,20 +109,42 @@ export const UNCHECKED_SIGNATURE = {
  */
 const sdkLogger = { trace() {}, debug() {}, warn() {} } as unknown as DynamoDBClientConfig['logger'];
 
-let client: DynamoDBDocumentClient | undefined;
-let clientEndpoint: string | undefined;
+/** The events table's database when it has one of its own (locally): its endpoint, and the table's name. */
+export interface EventsDatabase {
+  endpoint: string;
+  table: string;
+}
 
 /**
- * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally (see
- * `endpointConfig`); on AWS it is unset and the SDK finds the regional endpoint.
+ * A DynamoDB client: for a local endpoint (see `endpointConfig`), with the events table's requests sent
+ * to its own database when one is given; for the regional endpoint without either.
+ */
+export function dynamoClient(endpoint?: string, events?: EventsDatabase): DynamoDBClient {
+  if (events && !endpoint?.startsWith('unix:'))
+    throw new Error('An events database of its own needs DYNAMODB_ENDPOINT on a unix socket');
+  const client = new DynamoDBClient({
+    ...(endpoint ? endpointConfig(endpoint, events?.endpoint) : {}),
+    logger: sdkLogger,
+  });
+  if (events) routeEventsTable(client, events.table);
+  return client;
+}
+
+let client: DynamoDBDocumentClient | undefined;
+let clientEndpoints: string | undefined;
+
+/**
+ * One document client per container. `DYNAMODB_ENDPOINT` points it at dynalite locally, and
+ * `DYNAMODB_EVENTS_ENDPOINT` the events table at a dynalite of its own (see `endpointConfig`); on AWS
+ * both are unset and the SDK finds the regional endpoint.
  */
 export function documentClient(): DynamoDBDocumentClient {
-  // A new endpoint (a local stack started again in the same process) gets a new client.
-  if (!client || clientEndpoint !== process.env.DYNAMODB_ENDPOINT) {
-    const endpoint = process.env.DYNAMODB_ENDPOINT;
-    clientEndpoint = endpoint;
-    const base = new DynamoDBClient({ ...(endpoint ? endpointConfig(endpoint) : {}), logger: sdkLogger });
-    client = DynamoDBDocumentClient.from(base, {
+  const { DYNAMODB_ENDPOINT: endpoint, DYNAMODB_EVENTS_ENDPOINT: eventsEndpoint } = process.env;
+  // New endpoints (a local stack started again in the same process) get a new client.
+  if (!client || clientEndpoints !== `${endpoint} ${eventsEndpoint}`) {
+    clientEndpoints = `${endpoint} ${eventsEndpoint}`;
+    const events = eventsEndpoint ? { endpoint: eventsEndpoint, table: tableName('events') } : undefined;
+    client = DynamoDBDocumentClient.from(dynamoClient(endpoint, events), {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
   }

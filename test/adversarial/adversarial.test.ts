@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useLocalTables } from '#infra/local/dynamo.ts';
+import { readEndpointFile, useLocalTables } from '#infra/local/dynamo.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { routes } from '#shared/routes.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
@@ -1000,7 +1000,8 @@ describe('secrets sweep', () => {
     // ...but never the platform's keys: a sandbox gets a gateway credential instead (docs/platform-llms.md).
     expect(findLeaks(startConfigSeen.join('\n'), platformKeys)).toEqual([]);
     const logs = world.server.output();
-    useLocalTables(readFileSync(join(world.dataDir, 'dynamodb-endpoint'), 'utf8').trim());
+    const db = readEndpointFile(world.dataDir)!;
+    useLocalTables(db.endpoint, 'acs', db.eventsEndpoint);
     const tasks = await documentClient().send(new ScanCommand({ TableName: tableName('startTasks') }));
     const stored = JSON.stringify(tasks.Items);
     expect(tasks.Items!.length).toBeGreaterThanOrEqual(6);

@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useLocalTables } from '#infra/local/dynamo.ts';
+import { readEndpointFile, useLocalTables } from '#infra/local/dynamo.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { CHROMIUM, launchBrowser, type Browser } from '#test/helpers/browser.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
@@ -468,7 +468,8 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     // Put into the running server's ledger through its own store (the dynalite it serves, on its socket).
     const me = (await api('GET', '/api/v1/users/me')).body;
     const saved = { ...process.env };
-    useLocalTables(readFileSync(join(dataDir, 'dynamodb-endpoint'), 'utf8').trim());
+    const db = readEndpointFile(dataDir)!;
+    useLocalTables(db.endpoint, 'acs', db.eventsEndpoint);
     try {
       const store = new DynamoUsageStore();
       const price = {

@@ -74,7 +74,8 @@ afterAll(async () => {
   await llm?.close();
 });
 
-const socketPath = () => stack.dynamoEndpoint.replace(/^unix:/, '');
+/** Both databases' sockets (the events table has one of its own). */
+const socketPaths = () => [stack.dynamoEndpoint, stack.eventsDynamoEndpoint].map((e) => e.replace(/^unix:/, ''));
 
 /** A bash step whose output is framed by markers, so each attempt's observation can be found. */
 const attempt = (name: string, command: string) =>
@@ -84,6 +85,7 @@ describe('a hostile agent in a contained sandbox', () => {
   it('runs contained: the server says so and the record says so', () => {
     expect(stack.containment).toBe('bwrap');
     expect(stack.dynamoEndpoint).toMatch(/^unix:\//);
+    expect(stack.eventsDynamoEndpoint).toMatch(/^unix:\//);
     expect(listeningPorts().length).toBeGreaterThan(0);
   });
 
@@ -93,7 +95,7 @@ describe('a hostile agent in a contained sandbox', () => {
     const dynamoProbe = `
       const http = require('node:http');
       const put = JSON.stringify({ TableName: 'acs-keys', Item: { keyId: { S: 'k_mallory' }, userId: { S: 'mallory' }, keyHash: { S: 'x' } } });
-      const targets = [...${JSON.stringify(ports)}.map((port) => ({ host: '127.0.0.1', port })), { socketPath: ${JSON.stringify(socketPath())} }];
+      const targets = [...${JSON.stringify(ports)}.map((port) => ({ host: '127.0.0.1', port })), ...${JSON.stringify(socketPaths())}.map((socketPath) => ({ socketPath }))];
       let left = targets.length * 2;
       for (const t of targets) for (const [target, body] of [['ListTables', '{}'], ['PutItem', put]]) {
         const req = http.request({ ...t, method: 'POST', path: '/', headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.' + target } }, (res) => {
@@ -191,7 +193,8 @@ describe('a hostile agent in a contained sandbox', () => {
     // The database: no loopback port speaks DynamoDB, the socket is not there.
     const db = seen('db-calls');
     expect(db).not.toContain('TableNames');
-    expect(db).toMatch(/socketPath.*ListTables error ENOENT/);
+    for (const path of socketPaths())
+      expect(db).toMatch(new RegExp(`socketPath\\W+${path}\\W+ListTables error ENOENT`));
     // Every port this process listens on was tried, and answered as something else (or not at all).
     for (const port of ports) expect(db).toMatch(new RegExp(`${port}\\} ListTables (\\d+|error)`));
 
