@@ -166,6 +166,16 @@ export const configSchema = z.object({
   oidcIssuer: z.url({ protocol: /^https$/ }).optional(),
   oidcAudience: z.string().min(1).max(256).optional(),
   oidcClientId: z.string().min(1).max(256).optional(),
+  /**
+   * Origins the console's page may fetch besides the issuer's own: an external issuer whose token
+   * endpoint is on another origin (its discovery document's `token_endpoint`) needs it in `connect-src`.
+   */
+  oidcConnectOrigins: z
+    .preprocess(
+      fromJson,
+      z.array(z.url({ protocol: /^https$/ }).regex(/^https:\/\/[^/]+$/, 'an origin: https and a host, no path')),
+    )
+    .default([]),
   cognito: bool.default(true),
   /** The Cognito hosted domain's prefix (unique per region across accounts); default: stack name and a hash of the account. */
   cognitoDomainPrefix: z

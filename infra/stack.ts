@@ -377,12 +377,14 @@ export class ConversationServiceStack extends Stack {
         fn: extra(llmGatewayRoute, Duration.minutes(15)).fn,
         distribution: this.front.distribution,
       });
-    // The console's page redeems sign-in codes at the issuer's token endpoint (Cognito's is on its hosted domain): its CSP names that origin.
-    const connect = this.signIn
-      ? this.signIn.domain.baseUrl()
-      : config.oidcIssuer
-        ? new URL(config.oidcIssuer).origin
-        : '';
+    // The console's page redeems sign-in codes at the issuer's token endpoint (Cognito's is on its hosted
+    // domain; an external issuer's may be on an origin of its own, oidcConnectOrigins): its CSP names those origins.
+    const connect = [
+      this.signIn ? this.signIn.domain.baseUrl() : config.oidcIssuer ? new URL(config.oidcIssuer).origin : '',
+      ...config.oidcConnectOrigins,
+    ]
+      .filter(Boolean)
+      .join(',');
     for (const id of ['console', 'consoleCallback'])
       this.functions.get(id)?.fn.fn.addEnvironment('OIDC_CONNECT_ORIGINS', connect);
 

@@ -46,6 +46,13 @@ describe('deployment configuration (CDK context)', () => {
     expect(config.sandboxSpecs[0]).toMatchObject({ id: 'big', cpu: 4096, memory: 16384, spot: true });
   });
 
+  it("takes the console's extra sign-in origins (a token endpoint on another origin than the issuer)", () => {
+    expect(from({}).oidcConnectOrigins).toEqual([]);
+    expect(from({ oidcConnectOrigins: '["https://oauth2.example.com"]' }).oidcConnectOrigins).toEqual([
+      'https://oauth2.example.com',
+    ]);
+  });
+
   it.each([
     [{ sandboxIdleMinutes: 'soon' }, 'context key "sandboxIdleMinutes"'],
     [{ maxRunningSandboxes: 0 }, 'context key "maxRunningSandboxes"'],
@@ -68,6 +75,8 @@ describe('deployment configuration (CDK context)', () => {
     ],
     [{ sandboxSpecs: [{ id: 'a', cpu: 256, memory: 512, image: 'x' }] }, 'image'],
     [{ alarmEmail: 'not-an-address' }, 'context key "alarmEmail"'],
+    [{ oidcConnectOrigins: ['https://oauth2.example.com/token'] }, 'context key "oidcConnectOrigins" (at 0)'],
+    [{ oidcConnectOrigins: ['http://oauth2.example.com'] }, 'context key "oidcConnectOrigins" (at 0)'],
   ])('rejects %j naming the key', (context, message) => {
     expect(() => from(context)).toThrow(message);
   });

@@ -1049,6 +1049,23 @@ describe('the OpenHands UI gates', () => {
       CorsConfiguration: { AllowOrigins: ['*'], AllowCredentials: false },
     });
   });
+
+  it("with an external issuer whose token endpoint is on another origin: the console's page may fetch both (its CSP)", () => {
+    const { s } = synthWith({
+      cognito: false,
+      oidcIssuer: 'https://issuer.example.com/tenant',
+      oidcAudience: 'acs',
+      oidcConnectOrigins: ['https://oauth2.example.com'],
+    });
+    for (const id of ['console', 'consoleCallback']) {
+      const fn = s.functions.get(id)!.fn.fn;
+      const own = Stack.of(fn);
+      const env =
+        Template.fromStack(own).toJSON().Resources[own.getLogicalId(fn.node.defaultChild as CfnElement)].Properties
+          .Environment.Variables;
+      expect(env.OIDC_CONNECT_ORIGINS, id).toBe('https://issuer.example.com,https://oauth2.example.com');
+    }
+  });
 });
 
 describe('ingestReservedConcurrency (shared account concurrency)', () => {
