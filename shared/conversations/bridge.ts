@@ -25,7 +25,7 @@ export interface PlatformStart {
   gatewayUrl(): string;
 }
 import type { EventFeed } from '#shared/stream/feed.ts';
-import type { AgentReports } from '#shared/usage/usage-store.ts';
+import type { AgentReport, AgentReports } from '#shared/usage/usage-store.ts';
 
 /** The members of an agent's `metrics` state update the ledger keeps (the agent's cumulative count). */
 interface AgentMetricsReport {
@@ -37,6 +37,11 @@ interface AgentMetricsReport {
 }
 const count = (v: unknown, max: number): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+
+/** An agent's change of execution status (a `ConversationStateUpdateEvent` of key `execution_status`). */
+const isExecutionStatusUpdate = (e: AgentEventEnvelope) =>
+  (e as { kind?: unknown }).kind === 'ConversationStateUpdateEvent' &&
+  (e as { key?: unknown }).key === 'execution_status';
 
 /** An event's LLM usage report (a `ConversationStateUpdateEvent` of key `metrics`), when well formed; else undefined. */
 export function agentMetricsOf(e: AgentEventEnvelope): AgentMetricsReport | undefined {
@@ -109,8 +114,11 @@ export class ConversationBridge {
    * a busy sandbox's event batches are not each a write (and two index updates) on its record.
    */
   private async touch(sandbox: SandboxCaller): Promise<void> {
-    if (sandbox.lastActivityAt && this.now() - Date.parse(sandbox.lastActivityAt) < ACTIVITY_WRITE_MS) return;
-    await this.sandboxes.recordActivity(sandbox.id);
+    if (this.activityDue(sandbox)) await this.sandboxes.recordActivity(sandbox.id);
+  }
+
+  private activityDue(sandbox: SandboxCaller): boolean {
+    return !sandbox.lastActivityAt || this.now() - Date.parse(sandbox.lastActivityAt) >= ACTIVITY_WRITE_MS;
   }
 
   async startConfig(sandbox: SandboxCaller | undefined, conversationId: string): Promise<StartConfig> {
@@ -193,11 +201,20 @@ export class ConversationBridge {
       this.events.head(ref),
       this.planFor?.(sandbox.plan),
     ]);
+    // The agent's own usage report (a user's own key) goes into the ledger (three writes) at most as often as
+    // activity is recorded, and at each execution status change (the run's last report, or the one kept
+    // since); in between the latest rides on the bucket's write to the counter, no request of its own.
+    const report = this.agentReportIn(caller, conversation, firstSeq, events);
+    const statusChange = events.some((e) => isExecutionStatusUpdate(e));
+    const kept =
+      statusChange && !report && head.agentReport ? (JSON.parse(head.agentReport) as AgentReport) : undefined;
+    const recordNow = report && (!plan || statusChange || this.activityDue(caller));
     const limits = plan
       ? {
           eventsPerSecond: plan.events_per_sandbox_per_second,
           maxEvents: plan.max_events_per_conversation,
           ...(sandbox.orgId ? { orgId: sandbox.orgId } : {}),
+          ...(report && !recordNow ? { agentReport: JSON.stringify(report) } : {}),
         }
       : undefined;
     // The organization's stored bytes as the sweeper last summed them: the cap holds within one sweep.
@@ -234,7 +251,8 @@ export class ConversationBridge {
         logger.warn('stream.feed-failed', { conversationId: conversation.id, error: err as Error }),
       );
     // Only a call that committed some of the batch: a retry of it writes nothing (the next report is cumulative).
-    if (added > 0) await this.keepAgentReport(caller, conversation, firstSeq, events);
+    const toRecord = recordNow ? report : kept;
+    if (added > 0 && toRecord) await this.recordAgentReport(toRecord);
     await this.touch(caller);
     if (overCap && plan) {
       const max = plan.max_events_per_conversation;
@@ -253,19 +271,18 @@ export class ConversationBridge {
   }
 
   /**
-   * The agent's own report of its LLM usage (the batch's last `metrics` state update: cumulative model,
+   * The agent's own report of its LLM usage in a batch (its last `metrics` state update: cumulative model,
    * calls, tokens, cost) for a user's own key, kept in the ledger as informational (docs/billing.md, "The
    * agent's own reports"): never billed, never in a limit. A platform model is skipped (its gateway counts
    * it, authoritatively). The conversation is the one the placement check found on this sandbox, so a
-   * sandbox writes only its own conversations' reports, and only to the `agent*` members. A batch without
-   * one writes nothing; a failure is logged, never fails the batch (the next report is cumulative).
+   * sandbox writes only its own conversations' reports, and only to the `agent*` members.
    */
-  private async keepAgentReport(
+  private agentReportIn(
     sandbox: SandboxCaller,
     conversation: ConversationRecord,
     firstSeq: number,
     events: AgentEventEnvelope[],
-  ): Promise<void> {
+  ): AgentReport | undefined {
     if (!this.agentUsage || !sandbox.orgId) return;
     let found: { seq: number; metrics: AgentMetricsReport } | undefined;
     for (const [i, e] of events.entries()) {
@@ -275,22 +292,27 @@ export class ConversationBridge {
     if (!found || this.platform?.policy.get(found.metrics.model)) return;
     const at = new Date(this.now()).toISOString();
     const m = found.metrics;
+    return {
+      orgId: sandbox.orgId,
+      userId: conversation.userId,
+      conversationId: conversation.id,
+      seq: found.seq,
+      model: m.model,
+      calls: m.llm_calls,
+      inputTokens: m.prompt_tokens,
+      outputTokens: m.completion_tokens,
+      microUsd: Math.round(m.accumulated_cost * 1_000_000),
+      day: at.slice(0, 10),
+      at,
+    };
+  }
+
+  /** Writes a report into the ledger; a failure is logged, never fails the batch (the next report is cumulative). */
+  private async recordAgentReport(report: AgentReport): Promise<void> {
     await this.agentUsage
-      .recordAgentReport({
-        orgId: sandbox.orgId,
-        userId: conversation.userId,
-        conversationId: conversation.id,
-        seq: found.seq,
-        model: m.model,
-        calls: m.llm_calls,
-        inputTokens: m.prompt_tokens,
-        outputTokens: m.completion_tokens,
-        microUsd: Math.round(m.accumulated_cost * 1_000_000),
-        day: at.slice(0, 10),
-        at,
-      })
+      ?.recordAgentReport(report)
       .catch((err: unknown) =>
-        logger.warn('usage.agent-report-failed', { conversationId: conversation.id, error: err as Error }),
+        logger.warn('usage.agent-report-failed', { conversationId: report.conversationId, error: err as Error }),
       );
   }
 

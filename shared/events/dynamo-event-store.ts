@@ -158,12 +158,13 @@ export class DynamoEventStore implements EventStore {
             Key: { conversationKey, seq: COUNTER },
             // The batch's bytes, and the mark that puts the counter in index `grownBytes` for the sweeper's sum
             // (the same value every time: the index is written only when the mark appears).
-            UpdateExpression: limits.orgId ? 'SET tat = :tat, bytesOrg = :org ADD bytes :bytes' : 'SET tat = :tat',
+            UpdateExpression: `SET tat = :tat${limits.agentReport ? ', agentReport = :report' : ''}${limits.orgId ? ', bytesOrg = :org ADD bytes :bytes' : ''}`,
             ConditionExpression: head.tat === undefined ? 'attribute_not_exists(tat)' : 'tat = :readTat',
             ExpressionAttributeValues: {
               ':tat': out.tat,
               ...(head.tat === undefined ? {} : { ':readTat': head.tat }),
               ...(limits.orgId ? { ':org': limits.orgId, ':bytes': bytes } : {}),
+              ...(limits.agentReport ? { ':report': limits.agentReport } : {}),
             },
           }),
         );
@@ -267,6 +268,7 @@ export class DynamoEventStore implements EventStore {
       ahead: out.Item?.ahead,
       tat: out.Item?.tat as number | undefined,
       ...(typeof out.Item?.orgBytes === 'number' ? { orgBytes: out.Item.orgBytes } : {}),
+      ...(typeof out.Item?.agentReport === 'string' ? { agentReport: out.Item.agentReport } : {}),
     };
   }
 

@@ -48,6 +48,8 @@ export interface Head {
    * ingest holds the plan's `max_event_bytes_per_org` against, within one sweep.
    */
   orgBytes?: number;
+  /** The agent's latest usage report not yet in the ledger (JSON), kept by `AppendLimits.agentReport`. */
+  agentReport?: string;
 }
 
 /** A plan's limits on a sandbox's posts, applied by `append` in the write that commits the batch. */
@@ -58,6 +60,11 @@ export interface AppendLimits {
   maxEvents: number;
   /** The organization the bytes count toward (the sweeper sums them per organization); none: not counted. */
   orgId?: string;
+  /**
+   * Kept on the counter in the bucket's write (no request of its own): the agent's latest LLM usage
+   * report (JSON) for the ledger to record later (shared/conversations/bridge.ts, `agentReportDue`).
+   */
+  agentReport?: string;
   now?: () => number;
 }
 

@@ -461,23 +461,48 @@ describe("the agent's own LLM usage reports (a user's own key)", () => {
     };
   };
 
-  it('a batch without a report writes nothing to the ledger; one with a report three writes; a retry none', async () => {
+  /** The agent's change of execution status, the event that has the kept report recorded. */
+  const status = (value: string) => ({
+    kind: 'ConversationStateUpdateEvent',
+    id: `e-${++made}`,
+    timestamp: new Date().toISOString(),
+    source: 'environment',
+    key: 'execution_status',
+    value,
+  });
+  /** The sandbox's stored activity made older than ACTIVITY_WRITE_MS (so its next batch records activity). */
+  const activityLongAgo = async () => {
+    const store = new DynamoSandboxStore();
+    const rec = (await store.get(ownSandbox))!;
+    await store.update(ownSandbox, rec.version, {
+      lastActivityAt: new Date(Date.now() - ACTIVITY_WRITE_MS - 5_000).toISOString(),
+    });
+  };
+  const recorded = ['UpdateItemCommand@usage', 'UpdateItemCommand@usage', 'UpdateItemCommand@usage'];
+
+  it('a report rides on the counter (no request of its own) until a status change or ACTIVITY_WRITE_MS, then three writes; a retry none', async () => {
     const plain = await post(1, events(5));
     expect(plain.body).toEqual({ success: true, added: 5 });
     expect(ledger(plain.requests)).toEqual([]);
-    // Cumulative reports, the batch's last one kept: 3 calls, 1,200 + 90 tokens, 0.0123 USD.
+    const counterWrites = (requests: string[]) => requests.filter((r) => r === 'UpdateItemCommand@events').length;
+    // Cumulative reports, the batch's last one kept: 3 calls, 1,200 + 90 tokens, 0.0123 USD. Activity was
+    // recorded a moment ago: the report is kept in the bucket's write to the counter, nothing more.
     const reported = await post(6, [metrics(2, 800, 50, 0.008), ...events(2), metrics(3, 1200, 90, 0.0123)]);
     expect(reported.body).toEqual({ success: true, added: 4 });
-    expect(ledger(reported.requests)).toEqual([
-      'UpdateItemCommand@usage',
-      'UpdateItemCommand@usage',
-      'UpdateItemCommand@usage',
-    ]);
+    expect(ledger(reported.requests)).toEqual([]);
+    expect(counterWrites(reported.requests)).toBe(counterWrites(plain.requests));
+    expect((await agentTotals()).agentCalls).toBeUndefined();
     const retried = await post(6, [metrics(2, 800, 50, 0.008), ...events(2), metrics(3, 1200, 90, 0.0123)]);
     expect(retried.body).toEqual({ success: true, added: 0 });
     expect(ledger(retried.requests)).toEqual([]);
-    // The next report adds its increase only.
-    await post(10, [metrics(4, 1500, 100, 0.015)]);
+    // The agent's status changes (its run ended): the kept report goes into the ledger.
+    const finished = await post(10, [status('finished')]);
+    expect(ledger(finished.requests)).toEqual(recorded);
+    expect(await agentTotals()).toMatchObject({ agentCalls: 3, agentInputTokens: 1200, agentMicroUsd: 12_300 });
+    // A report once activity is due again is recorded at once, adding its increase only.
+    await activityLongAgo();
+    const due = await post(11, [metrics(4, 1500, 100, 0.015)]);
+    expect(ledger(due.requests)).toEqual(recorded);
     expect(await agentTotals()).toEqual({
       agentCalls: 4,
       agentInputTokens: 1500,
@@ -491,8 +516,9 @@ describe("the agent's own LLM usage reports (a user's own key)", () => {
 
   it('a hostile sandbox: a lower report, a malformed one, a platform model and a foreign conversation add nothing, and nothing billed', async () => {
     const before = await agentTotals();
-    // A report lower than the last (a lie, or a restarted count): adds nothing; the highest stays the mark.
-    const lower = await post(11, [metrics(1, 1, 1, 0.000001)]);
+    // A report lower than the last (a lie, or a restarted count), with a status change to have it recorded:
+    // adds nothing; the highest stays the mark.
+    const lower = await post(12, [metrics(1, 1, 1, 0.000001), status('running')]);
     expect(ledger(lower.requests)).toEqual(['UpdateItemCommand@usage', 'UpdateItemCommand@usage']);
     // Malformed: negative, fractional, huge, a cost as a string: ignored, nothing written.
     for (const [i, bad] of [
@@ -501,20 +527,22 @@ describe("the agent's own LLM usage reports (a user's own key)", () => {
       metrics(1, 1e16, 10, 1),
       { ...metrics(1, 10, 10, 1), value: { ...metrics(1, 10, 10, 1).value, accumulated_cost: '9' } },
     ].entries()) {
-      const res = await post(12 + i, [bad]);
-      expect(res.body).toEqual({ success: true, added: 1 });
-      expect(ledger(res.requests)).toEqual([]);
+      const res = await post(14 + i * 2, [bad, status('running')]);
+      expect(res.body).toEqual({ success: true, added: 2 });
+      // Nothing of it. The status change offers the report kept on the counter (an older one than the ledger
+      // holds): one conditional write that its number refuses, changing nothing.
+      expect(ledger(res.requests)).toEqual(['UpdateItemCommand@usage']);
     }
     // A platform model's calls are the gateway's to count: the agent's report of one is skipped.
-    const platform = await post(16, [metrics(99, 1e9, 1e9, 1e6, 'platform/claude-sonnet')]);
-    expect(ledger(platform.requests)).toEqual([]);
+    const platform = await post(22, [metrics(99, 1e9, 1e9, 1e6, 'platform/claude-sonnet'), status('running')]);
+    expect(ledger(platform.requests)).toEqual(['UpdateItemCommand@usage']);
     // Another sandbox's conversation: 401 before anything is written.
-    const foreign = await post(1, [metrics(50, 5e6, 5e6, 5000)], theirs);
+    const foreign = await post(1, [metrics(50, 5e6, 5e6, 5000), status('finished')], theirs);
     expect(foreign.status).toBe(401);
     expect(ledger(foreign.requests)).toEqual([]);
     expect(await agentTotals()).toEqual(before);
     // After the lie an honest report adds only what is over the highest (4 -> 5 calls), never the lie's drop again.
-    await post(17, [metrics(5, 1600, 110, 0.016)]);
+    await post(24, [metrics(5, 1600, 110, 0.016), status('finished')]);
     expect(await agentTotals()).toEqual({
       agentCalls: 5,
       agentInputTokens: 1600,
