@@ -137,6 +137,7 @@ function App() {
   useEffect(() => {
     whenSignedOut(() => {
       setMe(null);
+      setBanner(null);
       setNotice('Your session ended. Sign in again.');
     });
     // Back from the issuer: complete the sign-in, then load the person.
@@ -158,6 +159,8 @@ function App() {
   const signOut = async () => {
     await api('POST', '/api/logout').catch(() => undefined);
     setNotice('Signed out.');
+    // What the page said to this person is not for the next one signing in here.
+    setBanner(null);
     setMe(null);
   };
   if (loadError) return <ErrorBox error={loadError} />;
