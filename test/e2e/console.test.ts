@@ -612,6 +612,11 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Join the organization that invited you?' }).waitFor();
     expect(await page.locator('header .user').textContent()).toBe('bo@example.com');
+    // The link alone moves nobody: bo is still in a personal organization of their own until "Join".
+    const ownerOrg = (await api('GET', '/api/v1/users/me')).body.org_id;
+    const before: any = await page.evaluate(async () => (await fetch('/api/v1/users/me')).json());
+    expect(before).toMatchObject({ email: 'bo@example.com', role: 'owner' });
+    expect(before.org_id).not.toBe(ownerOrg);
     await browser.shot('11-join');
     await page.getByRole('button', { name: 'Join', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'You joined E2E Team as member.' }).waitFor();
@@ -689,6 +694,10 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     const order = ['Role changed', 'Invitation accepted', 'Invitation sent'].map((a) => text.indexOf(a));
     expect(order).toEqual([...order].sort((x, y) => x - y));
     expect(text).not.toContain('acsi_');
+    // Nor in the server's log (the link's request included).
+    expect(server.output()).not.toContain(new URL(links.bo).searchParams.get('invitation')!);
+    // These pages, since the last page load (the spent link), ran inside the Content-Security-Policy.
+    expect(await page.evaluate(() => window.__violations)).toEqual([]);
     await browser.shot('14-audit-log');
   });
 });
