@@ -2,11 +2,15 @@ import { render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiFailure, whenSignedOut } from './api.ts';
 import { begin, finish, isCallback } from './oidc.ts';
-import { ErrorBox, Field, submitting, useAction, type Me } from './ui.tsx';
+import { INVITATION_STORE, invitationIn, manages } from './organization.ts';
+import { ErrorBox, Field, go, submitting, useAction, type Me } from './ui.tsx';
+import { AuditLogPage } from './views/audit-log.tsx';
 import { ConversationPage } from './views/conversation.tsx';
 import { ConversationsPage } from './views/conversations.tsx';
 import { NewConversationPage } from './views/new-conversation.tsx';
+import { JoinPage } from './views/join.tsx';
 import { KeysPage } from './views/keys.tsx';
+import { OrganizationPage } from './views/organization.tsx';
 import { SandboxesPage } from './views/sandboxes.tsx';
 import { SpecsPage } from './views/specs.tsx';
 import { SettingsPage } from './views/settings.tsx';
@@ -24,7 +28,20 @@ function useRoute(): string[] {
   return route;
 }
 
-function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
+/**
+ * An invitation link (`/?invitation=<token>`): the token leaves the address bar (and so the history) at
+ * once, before anything else runs, and waits in this tab's sessionStorage, across an OpenID sign-in
+ * (which leaves for the issuer and comes back), until it is accepted or set aside (views/join.tsx).
+ */
+const arrival = invitationIn(location.href);
+if (arrival.found) {
+  history.replaceState(history.state, '', arrival.rest);
+  if (arrival.token) sessionStorage.setItem(INVITATION_STORE, arrival.token);
+}
+const badInvitationLink = arrival.found && !arrival.token;
+const BAD_LINK = 'That invitation link is not complete: copy the whole link and open it again.';
+
+function SignIn(props: { onSignedIn: () => void; notice: string | null; invited: boolean }) {
   // The key lives only in this input until the request is sent; it is cleared either way.
   const [key, setKey] = useState('');
   const action = useAction(async () => {
@@ -44,6 +61,12 @@ function SignIn(props: { onSignedIn: () => void; notice: string | null }) {
       <section aria-label="Sign in with OpenID">
         <p>Sign in with your account at this service's identity provider.</p>
         {props.notice && <p class="notice">{props.notice}</p>}
+        {props.invited && (
+          <p class="notice" role="status">
+            You were invited to join an organization. Sign in with the email address the invitation was sent to, then
+            accept it.
+          </p>
+        )}
         {openid.error ? (
           <p class="error" role="alert">
             {String((openid.error as Error).message)}
@@ -87,12 +110,18 @@ const NAV: [string, string][] = [
   ['settings', 'Settings'],
   ['keys', 'API keys'],
   ['usage', 'Usage'],
+  ['organization', 'Organization'],
 ];
+/** Only for owners and admins (the API refuses members too). */
+const MANAGER_NAV: [string, string][] = [['audit', 'Audit log']];
 
 function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
-  const [notice, setNotice] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(badInvitationLink ? BAD_LINK : null);
   const [loadError, setLoadError] = useState<unknown>(null);
+  /** A pending invitation's token (see `arrival`), and what became of the last one. */
+  const [invitation, setInvitation] = useState(() => sessionStorage.getItem(INVITATION_STORE));
+  const [banner, setBanner] = useState<string | null>(badInvitationLink ? BAD_LINK : null);
   const route = useRoute();
   const loadMe = () =>
     api<Me>('GET', '/api/v1/users/me').then(
@@ -108,6 +137,7 @@ function App() {
   useEffect(() => {
     whenSignedOut(() => {
       setMe(null);
+      setBanner(null);
       setNotice('Your session ended. Sign in again.');
     });
     // Back from the issuer: complete the sign-in, then load the person.
@@ -129,6 +159,8 @@ function App() {
   const signOut = async () => {
     await api('POST', '/api/logout').catch(() => undefined);
     setNotice('Signed out.');
+    // What the page said to this person is not for the next one signing in here.
+    setBanner(null);
     setMe(null);
   };
   if (loadError) return <ErrorBox error={loadError} />;
@@ -137,6 +169,7 @@ function App() {
     return (
       <SignIn
         notice={notice}
+        invited={!!invitation}
         onSignedIn={() => {
           setNotice(null);
           void loadMe();
@@ -145,7 +178,24 @@ function App() {
     );
   const [section = 'conversations', id] = route;
   let page: VNode;
-  if (section === 'conversations' && id === 'new') page = <NewConversationPage />;
+  if (invitation)
+    page = (
+      <JoinPage
+        token={invitation}
+        me={me}
+        onDone={(message, joined) => {
+          sessionStorage.removeItem(INVITATION_STORE);
+          setInvitation(null);
+          setBanner(message);
+          // Joined: the person's organization and role changed.
+          if (joined) {
+            void loadMe();
+            go('organization');
+          }
+        }}
+      />
+    );
+  else if (section === 'conversations' && id === 'new') page = <NewConversationPage />;
   else if (section === 'conversations' && id) page = <ConversationPage id={id} me={me} />;
   else if (section === 'sandboxes') page = <SandboxesPage />;
   else if (section === 'specs') page = <SpecsPage />;
@@ -153,6 +203,10 @@ function App() {
   else if (section === 'keys') page = <KeysPage />;
   // Keyed by its range: a new `#/usage/<from>/<to>` starts the page over with that range.
   else if (section === 'usage') page = <UsagePage key={route.join('/')} from={id} to={route[2]} />;
+  // Keyed by the organization and role: a join or a role change starts the page over.
+  else if (section === 'organization')
+    page = <OrganizationPage key={`${me.org_id}/${me.role}`} me={me} onLeft={() => void loadMe()} />;
+  else if (section === 'audit') page = <AuditLogPage key={`${me.org_id}/${me.role}`} me={me} />;
   else page = <ConversationsPage />;
   return (
     <>
@@ -161,7 +215,7 @@ function App() {
           Agent Conversation Service
         </a>
         <nav aria-label="Main">
-          {NAV.map(([path, label]) => (
+          {[...NAV, ...(manages(me.role) ? MANAGER_NAV : [])].map(([path, label]) => (
             <a href={`#/${path}`} aria-current={section === path ? 'page' : undefined}>
               {label}
             </a>
@@ -174,7 +228,17 @@ function App() {
           Sign out
         </button>
       </header>
-      <main id="main">{page}</main>
+      <main id="main">
+        {banner && (
+          <div class="banner" role="status">
+            <span>{banner}</span>
+            <button type="button" class="secondary small" onClick={() => setBanner(null)}>
+              Dismiss
+            </button>
+          </div>
+        )}
+        {page}
+      </main>
     </>
   );
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -19,7 +19,7 @@ import { startServerProcess, type ServerProcess } from '#test/helpers/server-pro
 declare const window: any;
 declare const document: any;
 declare const localStorage: { length: number };
-declare const sessionStorage: { length: number };
+declare const sessionStorage: { length: number; getItem(key: string): string | null };
 declare const history: { length: number };
 
 let llm: ScriptedLlm;
@@ -29,6 +29,8 @@ let page: Page;
 let dataDir: string;
 /** The conversation of the "live" test, reused to pause and resume its sandbox. */
 let firstConversation = '';
+/** The invitation links the owner made (organization tests): for bo@example.com, and for someone else. */
+const links = { bo: '', other: '' };
 
 const api = async (method: string, path: string, body?: unknown, key = server.key) => {
   const res = await fetch(`${server.url}${path}`, {
@@ -67,7 +69,13 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: apt-get install chromium (.ci/run does)`);
   llm = await startScriptedLlm();
   dataDir = mkdtempSync(join(tmpdir(), 'acs-console-e2e-'));
-  server = await startServerProcess(dataDir, ['--memory']);
+  // The development OpenID provider on (no issuer of the environment's) and sign-up open: the invited person signs in there.
+  server = await startServerProcess(dataDir, ['--memory'], {
+    OIDC_ISSUER: '',
+    OIDC_AUDIENCE: '',
+    OIDC_CLIENT_ID: '',
+    SIGNUP_MODE: '',
+  });
   browser = await launchBrowser('console');
   page = browser.page;
   page.on('dialog', (d) => void d.accept());
@@ -548,5 +556,148 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.keyboard.type(server.key);
     await page.keyboard.press('Enter');
     await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  });
+  it('an owner renames the organization and invites by email: the link is shown once; the last owner cannot leave', async () => {
+    await page.getByRole('link', { name: 'Organization' }).click();
+    await page.getByRole('heading', { name: 'Organization' }).waitFor();
+    expect(await page.getByTestId('org-role').textContent()).toBe('owner');
+    expect(await page.getByRole('link', { name: 'Audit log' }).count()).toBe(1);
+    await page.getByLabel('Rename the organization').fill('E2E Team');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByTestId('org-name').filter({ hasText: 'E2E Team' }).waitFor();
+    // The only owner leaving: the API refuses, and the page says why.
+    await page.getByRole('button', { name: 'Leave organization' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The last owner cannot leave' }).waitFor();
+    expect((await api('GET', '/api/v1/users/me')).body.role).toBe('owner');
+
+    const invite = async (email: string) => {
+      await page.getByLabel('Invite by email').fill(email);
+      await page.getByRole('button', { name: 'Send invitation' }).click();
+      const shown = page.getByLabel('The invitation link');
+      await shown.waitFor();
+      const link = await shown.inputValue();
+      expect(link).toMatch(new RegExp(`^${server.url}/\\?invitation=acsi_[A-Za-z0-9_-]{43}$`));
+      await page.getByRole('button', { name: /^Copy/ }).waitFor();
+      return link;
+    };
+    links.other = await invite('carl@example.com');
+    await page.getByRole('button', { name: 'Done' }).click();
+    links.bo = await invite('Bo@Example.com');
+    await browser.shot('10-invitation-link');
+    await page.getByRole('button', { name: 'Done' }).click();
+    // Shown once: gone from the page, and never in the list (which the API answers without tokens).
+    const token = new URL(links.bo).searchParams.get('invitation')!;
+    expect(await page.content()).not.toContain(token);
+    const open = page.getByRole('table', { name: 'Open invitations' });
+    await open.getByRole('cell', { name: 'bo@example.com' }).waitFor();
+    await open.getByRole('cell', { name: 'carl@example.com' }).waitFor();
+    expect(await unlabelledControls()).toEqual([]);
+  });
+
+  it('the invited person opens the link signed out, signs in with the development provider and joins, as a member', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    await page.goto(links.bo);
+    // The token leaves the address bar at once, and waits in this tab for the sign-in.
+    await page.getByText('You were invited to join an organization').waitFor();
+    expect(new URL(page.url()).search).toBe('');
+    const token = new URL(links.bo).searchParams.get('invitation')!;
+    expect(await page.evaluate(() => sessionStorage.getItem('acs-invitation-pending'))).toBe(token);
+    await page.getByRole('button', { name: 'Sign in with OpenID' }).click();
+    await page.waitForURL(/\/oidc\/interaction\//);
+    await page.getByLabel('Email').fill('bo@example.com');
+    await page
+      .getByLabel('Development password')
+      .fill(readFileSync(join(dataDir, 'dev-signin-password'), 'utf8').trim());
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Join the organization that invited you?' }).waitFor();
+    expect(await page.locator('header .user').textContent()).toBe('bo@example.com');
+    // The link alone moves nobody: bo is still in a personal organization of their own until "Join".
+    const ownerOrg = (await api('GET', '/api/v1/users/me')).body.org_id;
+    const before: any = await page.evaluate(async () => (await fetch('/api/v1/users/me')).json());
+    expect(before).toMatchObject({ email: 'bo@example.com', role: 'owner' });
+    expect(before.org_id).not.toBe(ownerOrg);
+    await browser.shot('11-join');
+    await page.getByRole('button', { name: 'Join', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'You joined E2E Team as member.' }).waitFor();
+    await page.getByTestId('org-name').filter({ hasText: 'E2E Team' }).waitFor();
+    expect(await page.getByTestId('org-role').textContent()).toBe('member');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(page.url()).not.toContain('invitation');
+    // A member sees the members without the controls: no invite form, no role to change, no audit log.
+    await page
+      .getByRole('table', { name: 'Members of the organization' })
+      .getByRole('cell', { name: /bo@example\.com/ })
+      .waitFor();
+    expect(await page.getByLabel('Invite by email').count()).toBe(0);
+    expect(await page.getByRole('combobox').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Remove / }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    expect(await page.getByLabel('Rename the organization').count()).toBe(0);
+    await browser.shot('12-member-view');
+    const auditCalls: string[] = [];
+    const onRequest = (r: { url(): string }) => void (r.url().includes('/audit-log') && auditCalls.push(r.url()));
+    page.on('request', onRequest);
+    await page.evaluate(() => (window.location.hash = '#/audit'));
+    await page.getByText("Only the organization's owners and admins see its audit log.").waitFor();
+    page.off('request', onRequest);
+    expect(auditCalls).toEqual([]);
+    expect(await page.evaluate(async () => (await fetch('/api/v1/audit-log')).status)).toBe(403);
+
+    // Someone else's link: refused for this email (and kept, for the invited person's sign-in); a used link: refused.
+    await page.goto(links.other);
+    await page.getByRole('button', { name: 'Join', exact: true }).click();
+    await page.getByRole('alert').filter({ hasText: 'for another email address' }).waitFor();
+    expect(new URL(page.url()).search).toBe('');
+    await page.getByRole('button', { name: 'Not now' }).click();
+    await page.goto(links.bo);
+    await page.getByRole('button', { name: 'Join', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'was already used' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it('the owner sees the new member with role member, changes the role, and reads the invitation sent and accepted in the audit log', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(server.key);
+    await page.getByRole('button', { name: 'Sign in with key' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    await page.getByRole('link', { name: 'Organization' }).click();
+    const role = page.getByLabel('Role of bo@example.com');
+    await role.waitFor();
+    expect(await page.locator('.banner').count()).toBe(0); // what the page told bo is not shown to the next person
+    expect(await role.inputValue()).toBe('member');
+    // Spent: no longer open; the other one still is.
+    const open = page.getByRole('table', { name: 'Open invitations' });
+    await open.getByRole('cell', { name: 'carl@example.com' }).waitFor();
+    expect(await open.getByRole('cell', { name: 'bo@example.com' }).count()).toBe(0);
+    await role.selectOption('admin');
+    await expect
+      .poll(
+        async () =>
+          (await api('GET', `/api/v1/orgs/${(await api('GET', '/api/v1/users/me')).body.org_id}`)).body.members,
+      )
+      .toContainEqual(expect.objectContaining({ email: 'bo@example.com', role: 'admin' }));
+    await browser.shot('13-owner-members');
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    const log = page.getByRole('table', { name: 'Audit log, newest first' });
+    await log.waitFor();
+    const rows = async () => (await log.getByRole('row').allTextContents()).slice(1);
+    await expect.poll(async () => (await rows())[0]).toContain('Role changed');
+    const text = (await rows()).join('\n');
+    expect(text).toContain('Invitation sent');
+    expect(text).toContain('Invitation accepted');
+    expect(text).toMatch(/bo@example\.com.*Invitation accepted.*member/);
+    expect(text).toMatch(/Invitation sent.*bo@example\.com · member/);
+    expect(text).toContain('Org updated');
+    // Newest first: the role change, then the acceptance, then the invitations.
+    const order = ['Role changed', 'Invitation accepted', 'Invitation sent'].map((a) => text.indexOf(a));
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    expect(text).not.toContain('acsi_');
+    // Nor in the server's log (the link's request included).
+    expect(server.output()).not.toContain(new URL(links.bo).searchParams.get('invitation')!);
+    // These pages, since the last page load (the spent link), ran inside the Content-Security-Policy.
+    expect(await page.evaluate(() => window.__violations)).toEqual([]);
+    await browser.shot('14-audit-log');
   });
 });

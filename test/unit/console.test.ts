@@ -7,6 +7,16 @@ import { consoleAsset, consoleHeaders, consolePage } from '#shared/http/console-
 import { failureOf } from '../../console/src/api.ts';
 import { lineDiff } from '../../console/src/diff.ts';
 import { viewOf, type AnyEvent } from '../../console/src/events.ts';
+import {
+  acceptFailure,
+  actionName,
+  actorName,
+  entryDetail,
+  grantable,
+  invitationIn,
+  manages,
+  memberControls,
+} from '../../console/src/organization.ts';
 import { bodyOf, draftOf, GROUPS, PROVIDERS, type Settings } from '../../console/src/settings-form.ts';
 import { gitProviders, secretFields, settingsFieldNames } from '#shared/settings/model.ts';
 
@@ -305,6 +315,98 @@ describe('the settings form', () => {
     });
     expect(body.mcp_config?.stdio_servers?.[0]?.env).toEqual({ TOKEN: null, MODE: 'fast' });
     expect(body.mcp_config?.sse_servers?.[1]).toEqual({ url: 'https://other.example.com/sse', api_key: 'k' });
+  });
+});
+
+describe("the organization pages' rules", () => {
+  const TOKEN = `acsi_${'A1-_'.repeat(11)}`;
+
+  it('gives the controls of the roles table: owners everything, admins never an owner, members only leave', () => {
+    expect([manages('owner'), manages('admin'), manages('member'), manages(null)]).toEqual([true, true, false, false]);
+    expect(grantable('owner')).toEqual(['owner', 'admin', 'member']);
+    expect(grantable('admin')).toEqual(['admin', 'member']);
+    expect(grantable('member')).toEqual([]);
+    const owner = { id: 'u-owner', role: 'owner' };
+    const admin = { id: 'u-admin', role: 'admin' };
+    const member = { id: 'u-member', role: 'member' };
+    const rows = [
+      { user_id: 'u-owner', role: 'owner' },
+      { user_id: 'u-admin', role: 'admin' },
+      { user_id: 'u-member', role: 'member' },
+    ];
+    expect(rows.map((r) => memberControls(owner, r))).toEqual([
+      { roles: ['owner', 'admin', 'member'], action: 'leave' },
+      { roles: ['owner', 'admin', 'member'], action: 'remove' },
+      { roles: ['owner', 'admin', 'member'], action: 'remove' },
+    ]);
+    expect(rows.map((r) => memberControls(admin, r))).toEqual([
+      { roles: [], action: null },
+      { roles: ['admin', 'member'], action: 'leave' },
+      { roles: ['admin', 'member'], action: 'remove' },
+    ]);
+    expect(rows.map((r) => memberControls(member, r))).toEqual([
+      { roles: [], action: null },
+      { roles: [], action: null },
+      { roles: [], action: 'leave' },
+    ]);
+  });
+
+  it("takes an invitation link's token out of the address, keeping the rest", () => {
+    expect(invitationIn(`https://acs.example/?invitation=${TOKEN}`)).toEqual({ found: true, token: TOKEN, rest: '/' });
+    expect(invitationIn(`https://acs.example/?a=1&invitation=${TOKEN}#/keys`)).toEqual({
+      found: true,
+      token: TOKEN,
+      rest: '/?a=1#/keys',
+    });
+    // Not a token: removed all the same, never stored or sent.
+    for (const bad of ['', 'acsi_short', 'acs_notaninvitation0000000000', `${TOKEN}/../x`, `${TOKEN}%20`])
+      expect(invitationIn(`https://acs.example/?invitation=${encodeURIComponent(bad)}`)).toMatchObject({
+        found: true,
+        token: null,
+        rest: '/',
+      });
+    expect(invitationIn('https://acs.example/auth/callback?code=c&state=s')).toEqual({
+      found: false,
+      token: null,
+      rest: '/auth/callback?code=c&state=s',
+    });
+  });
+
+  it("says why an acceptance failed, from the API's refusal", () => {
+    expect(acceptFailure({ status: 404, message: 'Invitation not found, expired or already used' }, 'a@x')).toMatch(
+      /expired .* or was already used/,
+    );
+    expect(acceptFailure({ status: 403, message: 'for another email' }, 'bo@example.com')).toContain(
+      'signed in as bo@example.com',
+    );
+    expect(acceptFailure({ status: 403, message: 'for another email' }, null)).toContain('an API key with no email');
+    expect(acceptFailure({ status: 409, message: 'You are already a member of this organization' }, 'a@x')).toBe(
+      'You are already a member of this organization',
+    );
+  });
+
+  it("names who did what in the audit log by the members' emails where known", () => {
+    const members = [
+      { user_id: 'u1', email: 'ann@example.com' },
+      { user_id: 'u2', email: null },
+    ];
+    expect(actorName('u1', members)).toBe('ann@example.com');
+    expect(actorName('u2', members)).toBe('u2');
+    expect(actorName('operator:u1', members)).toBe('operator ann@example.com');
+    expect(actorName('system', members)).toBe('system');
+    expect(actionName('invitation_sent')).toBe('Invitation sent');
+    expect(
+      entryDetail(
+        { actor: 'u1', action: 'role_changed', target: 'u1', fields: [], detail: 'member -> admin' },
+        members,
+      ),
+    ).toBe('ann@example.com · member -> admin');
+    expect(
+      entryDetail(
+        { actor: 'u1', action: 'settings_saved', target: null, fields: ['llm_model', 'agent'], detail: null },
+        members,
+      ),
+    ).toBe('fields: llm_model, agent');
   });
 });
 
