@@ -7,11 +7,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { systemKey } from '#shared/auth/system-keys.ts';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
+import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { protocolPaths } from '#shared/protocol.ts';
-import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
+import { modelsHash } from '#shared/llm/platform-models.ts';
+import {
+  allEvents,
+  startConversation,
+  storedConversation,
+  storedSandbox,
+  waitForExecutionStatus,
+} from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -267,6 +276,38 @@ async function platformConversation(user: string, settings: object = {}, body: o
     credential: config.llm.api_key,
     config,
   };
+}
+
+/**
+ * A conversation of `userId` (organization `orgId`, on `plan`) stored straight to the store with a
+ * RUNNING sandbox record of its own, and its gateway credential minted as the bridge mints one for a
+ * start configuration (shared/services/conversation-bridge.ts: the same claims, signed with the same
+ * service key): many conversations can race without a sandbox process each. `now` mints at another
+ * time (one more than an hour back: expired); `budgetMicroUsd` is the conversation's max_budget_per_task.
+ */
+async function mintedCredential(
+  userId: string,
+  orgId: string,
+  plan: string,
+  options: { budgetMicroUsd?: number; now?: () => number } = {},
+): Promise<{ conversationId: string; sandboxId: string; credential: string }> {
+  const sandbox = await storedSandbox(userId, { orgId, plan });
+  const conversationId = await storedConversation(userId, { sandbox_id: sandbox.id, llm_model: 'platform/gpt' });
+  const credentials = new LlmCredentials(
+    systemKey('conversation-keys', LocalSealer.fromKeyFile(join(stack.dataDir, 'secret.key'))),
+    options.now,
+  );
+  const credential = await credentials.mint({
+    u: userId,
+    o: orgId,
+    c: conversationId,
+    v: 1,
+    s: sandbox.id,
+    g: 1,
+    m: modelsHash(stack.services.platformLlms.allowed(plan)),
+    ...(options.budgetMicroUsd === undefined ? {} : { b: options.budgetMicroUsd }),
+  });
+  return { conversationId, sandboxId: sandbox.id, credential };
 }
 
 async function startConfig(sandboxId: string, conversationId: string) {
@@ -791,6 +832,67 @@ describe('budgets and rates', () => {
     const spent = records.reduce((s, r) => s + r!.costMicroUsd, 0);
     expect(spent).toBeLessThanOrEqual(10_000);
     // Every reservation settled: what is committed is exactly what was charged.
+    expect(await ledger().committed(orgId, month())).toBe(spent);
+  });
+
+  it("holds the organization spend limit under 20 racing sandboxes, each with its own conversation's credential", async () => {
+    const userId = 'budget-race-20';
+    const key = await stack.newUser(userId);
+    const orgId = await stack.orgOf(key);
+    await setPlan(orgId, 'budget'); // 10,000 micro-USD a month; a call reserves about 3,050 and costs 3,000
+    const racers = await Promise.all(Array.from({ length: 20 }, () => mintedCredential(userId, orgId, 'budget')));
+    expect(new Set(racers.map((r) => r.conversationId)).size).toBe(20);
+    const calls = upstream.requests.length;
+    const results = await Promise.all(racers.map((r) => llm(r.credential, { ...ask, max_tokens: 1000 })));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    // Every refusal is a 402 in OpenAI's shape, never forwarded, charged nothing.
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(402);
+      expect(r.body).toEqual({
+        error: { message: expect.any(String), type: 'budget_exceeded', code: 'monthly_spend_usd' },
+      });
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls + ok.length);
+    const records = await Promise.all(ok.map((r) => ledger().get(r.requestId)));
+    const spent = records.reduce((s, r) => s + r!.costMicroUsd, 0);
+    // The issue's bound is the limit plus one call per racer; reserving first holds it to the limit itself.
+    expect(spent).toBeLessThanOrEqual(10_000);
+    expect(spent).toBeLessThanOrEqual(10_000 + 20 * 3000);
+    const item = await monthItem(orgId);
+    expect(item?.committed).toBe(spent);
+    expect(item?.inflight).toBe(0);
+    // Each conversation's calls were its own (no budget of its own: no counter).
+    expect(new Set(records.map((r) => r!.conversationId)).size).toBe(ok.length);
+  });
+
+  it("holds a conversation's max_budget_per_task under 20 racing calls on its credential", async () => {
+    const userId = 'task-budget-race';
+    const key = await stack.newUser(userId);
+    const orgId = await stack.orgOf(key);
+    // 0.01 USD for the task, the organization's limit far above it.
+    const c = await mintedCredential(userId, orgId, 'test', { budgetMicroUsd: 10_000 });
+    const calls = upstream.requests.length;
+    const results = await Promise.all(Array.from({ length: 20 }, () => llm(c.credential, ask)));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(402);
+      expect(r.body.error).toEqual(expect.objectContaining({ type: 'budget_exceeded', code: 'max_budget_per_task' }));
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls + ok.length);
+    const spent = (await Promise.all(ok.map((r) => ledger().get(r.requestId)))).reduce(
+      (t, r) => t + r!.costMicroUsd,
+      0,
+    );
+    expect(spent).toBeLessThanOrEqual(10_000);
+    expect(await ledger().conversationCommitted(c.conversationId)).toBe(spent);
     expect(await ledger().committed(orgId, month())).toBe(spent);
   });
 
