@@ -697,6 +697,55 @@ describe('the gateway', () => {
     expect(upstream.requests.length).toBe(calls + 7);
   });
 
+  it('passes images through unchanged (an image_url part; an Anthropic image block) and meters the call', async () => {
+    // A 1x1 PNG.
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png}`, detail: 'low' } },
+        ],
+      },
+    ];
+    upstream.next.openai.push((body, res) => {
+      openAiAnswer(body, res, { prompt_tokens: 100, completion_tokens: 10 });
+    });
+    const res = await llm(p.credential, { ...ask, messages });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstream.requests.at(-1)!;
+    expect(sent.headers.authorization).toBe(`Bearer ${PLATFORM_KEY}`);
+    expect(sent.body.messages).toEqual(messages);
+    // (100 x 1 + 10 x 2) x 1.5 = 180 micro-USD.
+    expect(await ledger().get(res.requestId)).toEqual(
+      expect.objectContaining({ model: 'platform/gpt', input: 100, output: 10, costMicroUsd: 180 }),
+    );
+
+    // Anthropic's image block, to a model of the same plan at its own path.
+    const anthropicMessages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+          { type: 'text', text: 'What is in this picture?' },
+        ],
+      },
+    ];
+    const claude = await llm(
+      null,
+      { model: 'platform/claude', max_tokens: 100, messages: anthropicMessages },
+      { path: '/llm/v1/messages', headers: { 'x-api-key': p.credential } },
+    );
+    expect(claude.status, claude.text).toBe(200);
+    const sentClaude = upstream.requests.at(-1)!;
+    expect(sentClaude.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(sentClaude.body.messages).toEqual(anthropicMessages);
+    expect(await ledger().get(claude.requestId)).toEqual(
+      expect.objectContaining({ model: 'platform/claude', input: 50, output: 30, costMicroUsd: 121 }),
+    );
+  });
+
   it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
     const key = await stack.newUser('claude-user');
     await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/claude' } });
