@@ -12,6 +12,7 @@ import { LlmCredentials } from '#shared/llm/credential.ts';
 import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
 import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { logger } from '#shared/logging.ts';
 import { protocolPaths } from '#shared/protocol.ts';
 import { modelsHash } from '#shared/llm/platform-models.ts';
 import {
@@ -744,6 +745,83 @@ describe('the gateway', () => {
     expect(await ledger().get(claude.requestId)).toEqual(
       expect.objectContaining({ model: 'platform/claude', input: 50, output: 30, costMicroUsd: 121 }),
     );
+  });
+
+  it('logs each call as one llm.call line (model, tokens, cost, latency, request id), never its prompt or completion', async () => {
+    // The stack runs in this process: its log lines are what this process writes (at INFO, as `npm start` logs).
+    const prompt = `prompt-text-${randomUUID()}`;
+    const completion = `completion-text-${randomUUID()}`;
+    const written: string[] = [];
+    const level = logger.getLevelName();
+    logger.setLogLevel('INFO');
+    const spies = [process.stdout, process.stderr].map((stream) =>
+      vi.spyOn(stream, 'write').mockImplementation((chunk: any) => {
+        written.push(String(chunk));
+        return true;
+      }),
+    );
+    const answer = (body: any, res: ServerResponse) => {
+      if (!body.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(
+          JSON.stringify({
+            id: 'chatcmpl-log',
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: completion }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 40, completion_tokens: 8 },
+          }),
+        );
+      }
+      sse(res);
+      res.write(chunk(completion));
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 40, completion_tokens: 8 } })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    };
+    const messages = [{ role: 'user', content: prompt }];
+    let plain: Awaited<ReturnType<typeof llm>>;
+    let streamed: Awaited<ReturnType<typeof llm>>;
+    try {
+      upstream.next.openai.push(
+        (b, r) => {
+          answer(b, r);
+        },
+        (b, r) => {
+          answer(b, r);
+        },
+      );
+      plain = await llm(p.credential, { ...ask, messages });
+      streamed = await llm(p.credential, { ...ask, messages, stream: true });
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      logger.setLogLevel(level);
+    }
+    // The answers carried the completion: the logs had it to hand.
+    expect(plain.body.choices[0].message.content).toBe(completion);
+    expect(streamed.text).toContain(completion);
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    for (const res of [plain, streamed]) {
+      const calls = lines.filter((l) => l.message === 'llm.call' && l.requestId === res.requestId);
+      expect(calls).toEqual([
+        expect.objectContaining({
+          level: 'INFO',
+          model: 'platform/gpt',
+          conversationId: p.conversationId,
+          status: 200,
+          // Counts, not masked as if secrets (attributes named "...Tokens" are).
+          usage: { input: 40, output: 8, cachedInput: 0, cacheWriteInput: 0 },
+          // (40 x 1 + 8 x 2) x 1.5
+          costMicroUsd: 84,
+          estimated: false,
+          latencyMs: expect.any(Number),
+        }),
+      ]);
+    }
+    expect(written.join('')).not.toContain(prompt);
+    expect(written.join('')).not.toContain(completion);
   });
 
   it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
