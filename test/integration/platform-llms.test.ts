@@ -279,6 +279,10 @@ async function platformConversation(user: string, settings: object = {}, body: o
   };
 }
 
+/** Credentials signed with the service's own key (the stack's sealed `conversation-keys` key), on an optional clock. */
+const serviceCredentials = (now?: () => number) =>
+  new LlmCredentials(systemKey('conversation-keys', LocalSealer.fromKeyFile(join(stack.dataDir, 'secret.key'))), now);
+
 /**
  * A conversation of `userId` (organization `orgId`, on `plan`) stored straight to the store with a
  * RUNNING sandbox record of its own, and its gateway credential minted as the bridge mints one for a
@@ -294,11 +298,7 @@ async function mintedCredential(
 ): Promise<{ conversationId: string; sandboxId: string; credential: string }> {
   const sandbox = await storedSandbox(userId, { orgId, plan });
   const conversationId = await storedConversation(userId, { sandbox_id: sandbox.id, llm_model: 'platform/gpt' });
-  const credentials = new LlmCredentials(
-    systemKey('conversation-keys', LocalSealer.fromKeyFile(join(stack.dataDir, 'secret.key'))),
-    options.now,
-  );
-  const credential = await credentials.mint({
+  const credential = await serviceCredentials(options.now).mint({
     u: userId,
     o: orgId,
     c: conversationId,
@@ -1155,6 +1155,60 @@ describe('a hostile agent', () => {
     }
     expect(upstream.requests.length).toBe(calls);
     expect(await ledger().committed(orgId, month())).toBe(before);
+  });
+
+  it('gets 401 for an expired credential (authentic, minted over an hour ago), and is metered nothing', async () => {
+    const orgId = await stack.orgOf(p.key);
+    const before = await ledger().committed(orgId, month());
+    const calls = upstream.requests.length;
+    // Its own claims, minted with the service's key on a clock an hour and a minute back: only the expiry is wrong.
+    const { e: _e, i: _i, ...claims } = JSON.parse(Buffer.from(p.credential.split('.')[1]!, 'base64url').toString());
+    const expired = await serviceCredentials(() => Date.now() - 3_660_000).mint(claims);
+    const refused = [
+      await llm(expired, ask),
+      await llm(null, ask, { headers: { 'x-session-api-key': expired } }),
+      await llm(null, { ...ask, stream: true }, { headers: { 'x-session-api-key': expired } }),
+      await llm(
+        null,
+        { model: 'platform/claude', max_tokens: 10, messages: ask.messages },
+        { path: '/llm/v1/messages', headers: { 'x-api-key': expired } },
+      ),
+    ];
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(401);
+      // OpenAI's shape and Anthropic's both carry error.type and error.message.
+      expect(r.body.error).toEqual(
+        expect.objectContaining({ type: 'authentication_error', message: expect.stringMatching(/expired/) }),
+      );
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(before);
+    // The same claims minted now pass: what refused it was its expiry.
+    expect((await llm(await serviceCredentials().mint(claims), ask)).status).toBe(200);
+  });
+
+  it('gets 403 model_not_in_plan with the credential of a conversation whose plan forbids the model, metered nothing', async () => {
+    const userId = 'hostile-plan';
+    const orgId = await stack.orgOf(await stack.newUser(userId));
+    await setPlan(orgId, 'claude_only');
+    const c = await mintedCredential(userId, orgId, 'claude_only');
+    const calls = upstream.requests.length;
+    for (const model of ['platform/gpt', 'platform/premium']) {
+      const res = await llm(c.credential, { ...ask, model });
+      expect(res.status, model).toBe(403);
+      expect(res.body.error).toEqual(expect.objectContaining({ type: 'permission_error', code: 'model_not_in_plan' }));
+      expect(await ledger().get(res.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(0);
+    // The credential itself is good: its plan's model goes through.
+    const claude = await llm(
+      null,
+      { model: 'platform/claude', max_tokens: 10, messages: ask.messages },
+      { path: '/llm/v1/messages', headers: { 'x-api-key': c.credential } },
+    );
+    expect(claude.status, claude.text).toBe(200);
   });
 
   it("cannot get another conversation's kept answer with its Idempotency-Key: the same key there is a call of its own", async () => {
