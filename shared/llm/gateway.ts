@@ -703,10 +703,13 @@ export class LlmGateway {
         orgId: claims.o,
         conversationId: claims.c,
         status: outcome.status,
-        inputTokens: tokens?.input ?? 0,
-        outputTokens: tokens?.output ?? 0,
-        cachedTokens: tokens?.cachedInput ?? 0,
-        cacheWriteTokens: tokens?.cacheWriteInput ?? 0,
+        // Under `usage` with the record's names: an attribute named like "...Tokens" is masked as a secret (shared/http/redact.ts).
+        usage: {
+          input: tokens?.input ?? 0,
+          output: tokens?.output ?? 0,
+          cachedInput: tokens?.cachedInput ?? 0,
+          cacheWriteInput: tokens?.cacheWriteInput ?? 0,
+        },
         costMicroUsd: cost,
         estimated,
         latencyMs: this.now() - started,

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +58,48 @@ const platformKeys = {
   STRIPE_API_KEY: plant('stripe-secret-key', 'operator'),
 };
 let stripe: StripeFake;
+/**
+ * The platform model of the suite (docs/platform-llms.md): served by the scripted LLM with the planted
+ * operator key, in the plan of every player, and carol's settings' model, so her sandbox's start
+ * configuration carries a gateway credential (`acsl.`) and the sweep sees one. Every credential a start
+ * configuration carried joins the planted secrets: no answer, log line or stored item may hold it.
+ */
+const PLATFORM_MODEL = 'platform/scripted';
+/** The `acsl.` credentials in the start configurations seen. */
+const gatewayCredentials = (text: string) =>
+  [...text.matchAll(/acsl\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}/g)].map((m) => m[0]);
+/** The suite's platform models and plans files (the world's server starts with them). */
+function platformFiles(dir: string): Record<string, string> {
+  const roomy = JSON.parse(readFileSync(new URL('../fixtures/plans/roomy.json', import.meta.url), 'utf8'));
+  roomy.plans.roomy.platform_models = [PLATFORM_MODEL, 'platform/claude-sonnet'];
+  const price = { input: 1, output: 2 };
+  const models = [
+    {
+      model: PLATFORM_MODEL,
+      provider: 'openai',
+      upstream_model: 'scripted-upstream',
+      base_url: llm.baseUrl,
+      api_key_env: 'PLATFORM_OPENAI_API_KEY',
+      usd_per_mtok: price,
+      markup: 0.2,
+      max_output_tokens: 4096,
+    },
+    {
+      // Never reached (a closed port): its key is planted all the same.
+      model: 'platform/claude-sonnet',
+      provider: 'anthropic',
+      upstream_model: 'claude-upstream',
+      base_url: 'http://127.0.0.1:9/v1',
+      api_key_env: 'PLATFORM_ANTHROPIC_API_KEY',
+      usd_per_mtok: price,
+      markup: 0.2,
+      max_output_tokens: 4096,
+    },
+  ];
+  writeFileSync(join(dir, 'plans.json'), JSON.stringify(roomy));
+  writeFileSync(join(dir, 'platform-llms.json'), JSON.stringify(models));
+  return { PLANS_FILE: join(dir, 'plans.json'), PLATFORM_LLMS_FILE: join(dir, 'platform-llms.json') };
+}
 /** Start configurations the spy sandboxes fetched: the one answer that rightly holds the secrets. */
 const startConfigSeen: string[] = [];
 
@@ -111,9 +154,14 @@ function plantedMcp(userId: string, tag: string) {
   };
 }
 
-async function newPlayer(userId: string, org?: { orgId: string; role: string }): Promise<Player> {
+async function newPlayer(
+  userId: string,
+  org?: { orgId: string; role: string },
+  settings: { llm_model?: string } = {},
+): Promise<Player> {
   const key = await world.newUser(userId, org);
-  expect((await call('POST', '/api/settings', { key, body: plantedSettings(userId) })).status).toBe(200);
+  const saved = await call('POST', '/api/settings', { key, body: { ...plantedSettings(userId), ...settings } });
+  expect(saved.status, saved.text).toBe(200);
   const sandbox = await world.spySandbox(key);
   const title = `title-of-${userId}-${Math.random().toString(36).slice(2)}`;
   const started = await call('POST', '/api/v1/app-conversations', {
@@ -134,6 +182,21 @@ async function newPlayer(userId: string, org?: { orgId: string; role: string }):
   );
   expect(config.status).toBe(200);
   startConfigSeen.push(config.text);
+  for (const credential of gatewayCredentials(config.text)) {
+    secrets[`${userId}.gateway_credential`] = credential;
+    // The spy calls the gateway with it, as the agent would: the platform key goes upstream, never back.
+    const before = llm.requests.length;
+    llm.enqueue(reply.text(`gateway-answer-${userId}`));
+    const answer = await call('POST', '/llm/v1/chat/completions', {
+      headers: { authorization: `Bearer ${credential}` },
+      body: { model: settings.llm_model, messages: [{ role: 'user', content: 'hello' }] },
+    });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.body.choices[0].message.content).toBe(`gateway-answer-${userId}`);
+    expect(llm.requests.slice(before).map((r) => r.headers.authorization)).toEqual([
+      `Bearer ${platformKeys.PLATFORM_OPENAI_API_KEY}`,
+    ]);
+  }
   expect(config.body.mcp_config.stdio_servers.find((s: { name: string }) => s.name === 'conv').env.GREETING).toBe(
     secrets[`${userId}.v1.env`],
   );
@@ -185,6 +248,7 @@ async function newPlayer(userId: string, org?: { orgId: string; role: string }):
   };
 }
 
+const platformDir = mkdtempSync(join(tmpdir(), 'acs-adversarial-platform-'));
 beforeAll(async () => {
   llm = await startScriptedLlm();
   // Room for every sandbox the suite starts, so none of the players' is paused to make room.
@@ -193,15 +257,22 @@ beforeAll(async () => {
     apiVersion: STRIPE_API_VERSION,
     secretKey: platformKeys.STRIPE_API_KEY,
   });
-  world = await startWorld({ MAX_RUNNING_SANDBOXES: '100', ...platformKeys, STRIPE_API_BASE: stripe.url });
+  world = await startWorld({
+    MAX_RUNNING_SANDBOXES: '100',
+    ...platformKeys,
+    STRIPE_API_BASE: stripe.url,
+    ...platformFiles(platformDir),
+  });
   for (const [name, value] of Object.entries(platformKeys)) secrets[`operator.${name}`] = value;
-  for (const userId of ['alice', 'bob', 'carol']) players[userId] = await newPlayer(userId);
+  for (const userId of ['alice', 'bob']) players[userId] = await newPlayer(userId);
+  players.carol = await newPlayer('carol', undefined, { llm_model: PLATFORM_MODEL });
 }, 180_000);
 
 afterAll(async () => {
   await world?.stop();
   await llm?.close();
   await stripe?.close();
+  rmSync(platformDir, { recursive: true, force: true });
 });
 
 describe('fuzz over every route', () => {
@@ -958,10 +1029,13 @@ describe('secrets sweep', () => {
       reply.tool('conv_reverse_text', { text: 'conversation-server' }),
       reply.finish('done'),
     );
+    const upstreamBefore = llm.requests.length;
     const started = await call('POST', '/api/v1/app-conversations', {
       key: alice.key,
       body: {
         sandbox_id: agent.body.id,
+        // Through the gateway: the agent holds a credential, the model gets the platform's key.
+        llm_model: PLATFORM_MODEL,
         mcp_config: plantedMcp('alice', 'agent'),
         initial_message: { content: [{ type: 'text', text: 'show me the secrets' }] },
       },
@@ -981,6 +1055,10 @@ describe('secrets sweep', () => {
     expect(events.text).toContain('revres-noitasrevnoc');
     expect(events.text).toContain('secret hidden');
     expect(findLeaks(events.text, secrets)).toEqual([]);
+    // Each of the agent's four model calls went through the gateway, which sent the platform key upstream.
+    expect(llm.requests.slice(upstreamBefore).map((r) => [r.body.model, r.headers.authorization])).toEqual(
+      Array(4).fill(['scripted-upstream', `Bearer ${platformKeys.PLATFORM_OPENAI_API_KEY}`]),
+    );
   }, 120_000);
 
   it('no response body, log line, stored start task or audit entry of the whole suite holds a planted secret', async () => {
@@ -997,8 +1075,13 @@ describe('secrets sweep', () => {
     expect(world.client.seen.size).toBeGreaterThan(100);
     // The sweep sees what it looks for: the start configuration a sandbox rightly gets holds them.
     expect(findLeaks(startConfigSeen.join('\n'), secrets).length).toBeGreaterThan(10);
-    // ...but never the platform's keys: a sandbox gets a gateway credential instead (docs/platform-llms.md).
-    expect(findLeaks(startConfigSeen.join('\n'), platformKeys)).toEqual([]);
+    // ...but never the platform's keys: a sandbox gets a gateway credential instead (docs/platform-llms.md),
+    // which the sweep checks like the planted ones (carol's platform model: the check has one to find).
+    const configs = startConfigSeen.join('\n');
+    expect(findLeaks(configs, platformKeys)).toEqual([]);
+    expect(gatewayCredentials(configs).length).toBeGreaterThan(0);
+    expect(configs).toContain(`"base_url":"${world.server.url}/llm/v1"`);
+    expect(Object.values(secrets)).toEqual(expect.arrayContaining(gatewayCredentials(configs)));
     const logs = world.server.output();
     const db = readEndpointFile(world.dataDir)!;
     useLocalTables(db.endpoint, 'acs', db.eventsEndpoint);

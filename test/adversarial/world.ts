@@ -63,7 +63,8 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
   };
   writeFileSync(specsFile, JSON.stringify([spy, ...real]));
   Object.assign(process.env, { SANDBOX_SPECS_FILE: specsFile, ...env });
-  const server = await startServerProcess(join(dataDir, 'data'));
+  // `env` also over the helper's own defaults (e.g. a PLANS_FILE of the suite's instead of the roomy one).
+  const server = await startServerProcess(join(dataDir, 'data'), [], env);
   delete process.env.SANDBOX_SPECS_FILE;
   const client = new Client(server.url);
   return {

@@ -7,11 +7,21 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { systemKey } from '#shared/auth/system-keys.ts';
 import { LlmCredentials } from '#shared/llm/credential.ts';
 import { DynamoLlmLedger, llmKeys } from '#shared/llm/dynamo-ledger.ts';
+import { LocalSealer } from '#shared/secrets/local-sealer.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
+import { logger } from '#shared/logging.ts';
 import { protocolPaths } from '#shared/protocol.ts';
-import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
+import { modelsHash } from '#shared/llm/platform-models.ts';
+import {
+  allEvents,
+  startConversation,
+  storedConversation,
+  storedSandbox,
+  waitForExecutionStatus,
+} from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
@@ -267,6 +277,38 @@ async function platformConversation(user: string, settings: object = {}, body: o
     credential: config.llm.api_key,
     config,
   };
+}
+
+/** Credentials signed with the service's own key (the stack's sealed `conversation-keys` key), on an optional clock. */
+const serviceCredentials = (now?: () => number) =>
+  new LlmCredentials(systemKey('conversation-keys', LocalSealer.fromKeyFile(join(stack.dataDir, 'secret.key'))), now);
+
+/**
+ * A conversation of `userId` (organization `orgId`, on `plan`) stored straight to the store with a
+ * RUNNING sandbox record of its own, and its gateway credential minted as the bridge mints one for a
+ * start configuration (shared/services/conversation-bridge.ts: the same claims, signed with the same
+ * service key): many conversations can race without a sandbox process each. `now` mints at another
+ * time (one more than an hour back: expired); `budgetMicroUsd` is the conversation's max_budget_per_task.
+ */
+async function mintedCredential(
+  userId: string,
+  orgId: string,
+  plan: string,
+  options: { budgetMicroUsd?: number; now?: () => number } = {},
+): Promise<{ conversationId: string; sandboxId: string; credential: string }> {
+  const sandbox = await storedSandbox(userId, { orgId, plan });
+  const conversationId = await storedConversation(userId, { sandbox_id: sandbox.id, llm_model: 'platform/gpt' });
+  const credential = await serviceCredentials(options.now).mint({
+    u: userId,
+    o: orgId,
+    c: conversationId,
+    v: 1,
+    s: sandbox.id,
+    g: 1,
+    m: modelsHash(stack.services.platformLlms.allowed(plan)),
+    ...(options.budgetMicroUsd === undefined ? {} : { b: options.budgetMicroUsd }),
+  });
+  return { conversationId, sandboxId: sandbox.id, credential };
 }
 
 async function startConfig(sandboxId: string, conversationId: string) {
@@ -656,6 +698,132 @@ describe('the gateway', () => {
     expect(upstream.requests.length).toBe(calls + 7);
   });
 
+  it('passes images through unchanged (an image_url part; an Anthropic image block) and meters the call', async () => {
+    // A 1x1 PNG.
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const messages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this picture?' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png}`, detail: 'low' } },
+        ],
+      },
+    ];
+    upstream.next.openai.push((body, res) => {
+      openAiAnswer(body, res, { prompt_tokens: 100, completion_tokens: 10 });
+    });
+    const res = await llm(p.credential, { ...ask, messages });
+    expect(res.status, res.text).toBe(200);
+    const sent = upstream.requests.at(-1)!;
+    expect(sent.headers.authorization).toBe(`Bearer ${PLATFORM_KEY}`);
+    expect(sent.body.messages).toEqual(messages);
+    // (100 x 1 + 10 x 2) x 1.5 = 180 micro-USD.
+    expect(await ledger().get(res.requestId)).toEqual(
+      expect.objectContaining({ model: 'platform/gpt', input: 100, output: 10, costMicroUsd: 180 }),
+    );
+
+    // Anthropic's image block, to a model of the same plan at its own path.
+    const anthropicMessages = [
+      {
+        role: 'user',
+        content: [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+          { type: 'text', text: 'What is in this picture?' },
+        ],
+      },
+    ];
+    const claude = await llm(
+      null,
+      { model: 'platform/claude', max_tokens: 100, messages: anthropicMessages },
+      { path: '/llm/v1/messages', headers: { 'x-api-key': p.credential } },
+    );
+    expect(claude.status, claude.text).toBe(200);
+    const sentClaude = upstream.requests.at(-1)!;
+    expect(sentClaude.headers['x-api-key']).toBe(ANTHROPIC_KEY);
+    expect(sentClaude.body.messages).toEqual(anthropicMessages);
+    expect(await ledger().get(claude.requestId)).toEqual(
+      expect.objectContaining({ model: 'platform/claude', input: 50, output: 30, costMicroUsd: 121 }),
+    );
+  });
+
+  it('logs each call as one llm.call line (model, tokens, cost, latency, request id), never its prompt or completion', async () => {
+    // The stack runs in this process: its log lines are what this process writes (at INFO, as `npm start` logs).
+    const prompt = `prompt-text-${randomUUID()}`;
+    const completion = `completion-text-${randomUUID()}`;
+    const written: string[] = [];
+    const level = logger.getLevelName();
+    logger.setLogLevel('INFO');
+    const spies = [process.stdout, process.stderr].map((stream) =>
+      vi.spyOn(stream, 'write').mockImplementation((chunk: any) => {
+        written.push(String(chunk));
+        return true;
+      }),
+    );
+    const answer = (body: any, res: ServerResponse) => {
+      if (!body.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(
+          JSON.stringify({
+            id: 'chatcmpl-log',
+            object: 'chat.completion',
+            choices: [{ index: 0, message: { role: 'assistant', content: completion }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 40, completion_tokens: 8 },
+          }),
+        );
+      }
+      sse(res);
+      res.write(chunk(completion));
+      res.write(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 40, completion_tokens: 8 } })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    };
+    const messages = [{ role: 'user', content: prompt }];
+    let plain: Awaited<ReturnType<typeof llm>>;
+    let streamed: Awaited<ReturnType<typeof llm>>;
+    try {
+      upstream.next.openai.push(
+        (b, r) => {
+          answer(b, r);
+        },
+        (b, r) => {
+          answer(b, r);
+        },
+      );
+      plain = await llm(p.credential, { ...ask, messages });
+      streamed = await llm(p.credential, { ...ask, messages, stream: true });
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      logger.setLogLevel(level);
+    }
+    // The answers carried the completion: the logs had it to hand.
+    expect(plain.body.choices[0].message.content).toBe(completion);
+    expect(streamed.text).toContain(completion);
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    for (const res of [plain, streamed]) {
+      const calls = lines.filter((l) => l.message === 'llm.call' && l.requestId === res.requestId);
+      expect(calls).toEqual([
+        expect.objectContaining({
+          level: 'INFO',
+          model: 'platform/gpt',
+          conversationId: p.conversationId,
+          status: 200,
+          // Counts, not masked as if secrets (attributes named "...Tokens" are).
+          usage: { input: 40, output: 8, cachedInput: 0, cacheWriteInput: 0 },
+          // (40 x 1 + 8 x 2) x 1.5
+          costMicroUsd: 84,
+          estimated: false,
+          latencyMs: expect.any(Number),
+        }),
+      ]);
+    }
+    expect(written.join('')).not.toContain(prompt);
+    expect(written.join('')).not.toContain(completion);
+  });
+
   it("serves Anthropic's messages API (credential in x-api-key), streaming and not, with cache tokens metered", async () => {
     const key = await stack.newUser('claude-user');
     await stack.call('POST', '/api/settings', { key, body: { llm_model: 'platform/claude' } });
@@ -794,6 +962,67 @@ describe('budgets and rates', () => {
     expect(await ledger().committed(orgId, month())).toBe(spent);
   });
 
+  it("holds the organization spend limit under 20 racing sandboxes, each with its own conversation's credential", async () => {
+    const userId = 'budget-race-20';
+    const key = await stack.newUser(userId);
+    const orgId = await stack.orgOf(key);
+    await setPlan(orgId, 'budget'); // 10,000 micro-USD a month; a call reserves about 3,050 and costs 3,000
+    const racers = await Promise.all(Array.from({ length: 20 }, () => mintedCredential(userId, orgId, 'budget')));
+    expect(new Set(racers.map((r) => r.conversationId)).size).toBe(20);
+    const calls = upstream.requests.length;
+    const results = await Promise.all(racers.map((r) => llm(r.credential, { ...ask, max_tokens: 1000 })));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    // Every refusal is a 402 in OpenAI's shape, never forwarded, charged nothing.
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(402);
+      expect(r.body).toEqual({
+        error: { message: expect.any(String), type: 'budget_exceeded', code: 'monthly_spend_usd' },
+      });
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls + ok.length);
+    const records = await Promise.all(ok.map((r) => ledger().get(r.requestId)));
+    const spent = records.reduce((s, r) => s + r!.costMicroUsd, 0);
+    // The issue's bound is the limit plus one call per racer; reserving first holds it to the limit itself.
+    expect(spent).toBeLessThanOrEqual(10_000);
+    expect(spent).toBeLessThanOrEqual(10_000 + 20 * 3000);
+    const item = await monthItem(orgId);
+    expect(item?.committed).toBe(spent);
+    expect(item?.inflight).toBe(0);
+    // Each conversation's calls were its own (no budget of its own: no counter).
+    expect(new Set(records.map((r) => r!.conversationId)).size).toBe(ok.length);
+  });
+
+  it("holds a conversation's max_budget_per_task under 20 racing calls on its credential", async () => {
+    const userId = 'task-budget-race';
+    const key = await stack.newUser(userId);
+    const orgId = await stack.orgOf(key);
+    // 0.01 USD for the task, the organization's limit far above it.
+    const c = await mintedCredential(userId, orgId, 'test', { budgetMicroUsd: 10_000 });
+    const calls = upstream.requests.length;
+    const results = await Promise.all(Array.from({ length: 20 }, () => llm(c.credential, ask)));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(402);
+      expect(r.body.error).toEqual(expect.objectContaining({ type: 'budget_exceeded', code: 'max_budget_per_task' }));
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls + ok.length);
+    const spent = (await Promise.all(ok.map((r) => ledger().get(r.requestId)))).reduce(
+      (t, r) => t + r!.costMicroUsd,
+      0,
+    );
+    expect(spent).toBeLessThanOrEqual(10_000);
+    expect(await ledger().conversationCommitted(c.conversationId)).toBe(spent);
+    expect(await ledger().committed(orgId, month())).toBe(spent);
+  });
+
   it('releases a reservation whose settle never came (its gateway died) once expired, exactly once under 10 racing calls', async () => {
     const p = await platformConversation('leak-user', { max_budget_per_task: 0.012 });
     const orgId = await stack.orgOf(p.key);
@@ -926,6 +1155,60 @@ describe('a hostile agent', () => {
     }
     expect(upstream.requests.length).toBe(calls);
     expect(await ledger().committed(orgId, month())).toBe(before);
+  });
+
+  it('gets 401 for an expired credential (authentic, minted over an hour ago), and is metered nothing', async () => {
+    const orgId = await stack.orgOf(p.key);
+    const before = await ledger().committed(orgId, month());
+    const calls = upstream.requests.length;
+    // Its own claims, minted with the service's key on a clock an hour and a minute back: only the expiry is wrong.
+    const { e: _e, i: _i, ...claims } = JSON.parse(Buffer.from(p.credential.split('.')[1]!, 'base64url').toString());
+    const expired = await serviceCredentials(() => Date.now() - 3_660_000).mint(claims);
+    const refused = [
+      await llm(expired, ask),
+      await llm(null, ask, { headers: { 'x-session-api-key': expired } }),
+      await llm(null, { ...ask, stream: true }, { headers: { 'x-session-api-key': expired } }),
+      await llm(
+        null,
+        { model: 'platform/claude', max_tokens: 10, messages: ask.messages },
+        { path: '/llm/v1/messages', headers: { 'x-api-key': expired } },
+      ),
+    ];
+    for (const r of refused) {
+      expect(r.status, r.text).toBe(401);
+      // OpenAI's shape and Anthropic's both carry error.type and error.message.
+      expect(r.body.error).toEqual(
+        expect.objectContaining({ type: 'authentication_error', message: expect.stringMatching(/expired/) }),
+      );
+      expect(await ledger().get(r.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(before);
+    // The same claims minted now pass: what refused it was its expiry.
+    expect((await llm(await serviceCredentials().mint(claims), ask)).status).toBe(200);
+  });
+
+  it('gets 403 model_not_in_plan with the credential of a conversation whose plan forbids the model, metered nothing', async () => {
+    const userId = 'hostile-plan';
+    const orgId = await stack.orgOf(await stack.newUser(userId));
+    await setPlan(orgId, 'claude_only');
+    const c = await mintedCredential(userId, orgId, 'claude_only');
+    const calls = upstream.requests.length;
+    for (const model of ['platform/gpt', 'platform/premium']) {
+      const res = await llm(c.credential, { ...ask, model });
+      expect(res.status, model).toBe(403);
+      expect(res.body.error).toEqual(expect.objectContaining({ type: 'permission_error', code: 'model_not_in_plan' }));
+      expect(await ledger().get(res.requestId)).toBeUndefined();
+    }
+    expect(upstream.requests.length).toBe(calls);
+    expect(await ledger().committed(orgId, month())).toBe(0);
+    // The credential itself is good: its plan's model goes through.
+    const claude = await llm(
+      null,
+      { model: 'platform/claude', max_tokens: 10, messages: ask.messages },
+      { path: '/llm/v1/messages', headers: { 'x-api-key': c.credential } },
+    );
+    expect(claude.status, claude.text).toBe(200);
   });
 
   it("cannot get another conversation's kept answer with its Idempotency-Key: the same key there is a call of its own", async () => {
