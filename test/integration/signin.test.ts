@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -41,6 +42,82 @@ const access = (sub: string, extra: Record<string, unknown> = {}) =>
   idp.sign({ sub, aud: AUD, email: `${sub}@example.com`, email_verified: true, ...extra });
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
 const me = async (token: string) => stack.call('GET', '/api/v1/users/me', bearer(token));
+
+/** An HTTP request to the stack from `address` (any of 127.0.0.0/8): a client address of its own, as the sign-in limits count them. */
+function callFrom(
+  address: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<{ status: number; body: any; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const url = new URL(path, stack.url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        localAddress: address,
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          text += d;
+        });
+        res.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode!, body: parsed, headers: res.headers, text });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+/**
+ * The console's sign-in from `address`: start (the nonce cookie), then the exchange of an ID token of
+ * the test issuer for `sub`, carrying that nonce, with the stack's own Origin. The answer and the ID token.
+ */
+async function exchangeFrom(address: string, sub: string) {
+  const start = await callFrom(address, 'POST', '/api/auth/oidc/start', { origin: stack.url });
+  expect(start.status, start.text).toBe(200);
+  const cookie = String((start.headers['set-cookie'] as string[])[0]).split(';')[0]!;
+  const idToken = await idp.sign({
+    sub,
+    aud: CLIENT,
+    nonce: start.body.nonce,
+    email: `${sub}@example.com`,
+    email_verified: true,
+  });
+  const res = await callFrom(
+    address,
+    'POST',
+    '/api/auth/oidc/session',
+    { origin: stack.url, cookie },
+    {
+      id_token: idToken,
+    },
+  );
+  return { ...res, idToken };
+}
+/** The sign-in limiter's window (a fixed minute): two calls in one window share its counts. */
+const limiterWindow = () => Math.floor(Date.now() / 60_000);
+/** An organization's audit entries of `action`, as an operator reads them. */
+async function auditEntries(orgId: string, action: string) {
+  const op = await access('op', { email: 'op@example.com' });
+  const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}&limit=100`, bearer(op));
+  expect(log.status, log.text).toBe(200);
+  return { items: (log.body.items as { action: string }[]).filter((e) => e.action === action), text: log.text };
+}
 
 describe('OpenID access tokens on API routes', () => {
   it('with OIDC_ISSUER set, the development provider does not start', async () => {
@@ -274,6 +351,31 @@ describe('operators', () => {
       ['org_reactivated', `operator:${opId}`],
       ['org_suspended', `operator:${opId}`],
     ]);
+  });
+});
+
+describe('refused sign-ins in the audit log', () => {
+  it("a known person's refused sign-in is written to their organization, at most once a minute, with the reason and never the token", async () => {
+    const signedIn = await exchangeFrom('127.0.0.1', 'refusee');
+    expect(signedIn.status, signedIn.text).toBe(200);
+    const userId = signedIn.body.user_id as string;
+    const orgId = (await me(await access('refusee'))).body.org_id as string;
+    const op = await access('op', { email: 'op@example.com' });
+    expect((await stack.call('POST', `/api/v1/admin/users/${userId}/suspend`, bearer(op))).status).toBe(200);
+    const window = limiterWindow();
+    const refused = [await exchangeFrom('127.0.0.1', 'refusee'), await exchangeFrom('127.0.0.1', 'refusee')];
+    for (const res of refused) {
+      expect(res.status).toBe(401);
+      expect(res.body.detail).toBe('This account is suspended');
+    }
+    const { items, text } = await auditEntries(orgId, 'sign_in_refused');
+    // Two refusals in one minute: one entry (two only if the minute turned between them).
+    expect(items).toHaveLength(limiterWindow() === window ? 1 : 2);
+    expect(items[0]).toMatchObject({ actor: userId, target: userId, detail: 'account suspended' });
+    for (const res of refused) expect(text).not.toContain(res.idToken.split('.')[1]);
+    // Reactivated: signs in again.
+    expect((await stack.call('POST', `/api/v1/admin/users/${userId}/reactivate`, bearer(op))).status).toBe(200);
+    expect((await exchangeFrom('127.0.0.1', 'refusee')).status).toBe(200);
   });
 });
 
