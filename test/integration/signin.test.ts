@@ -1,4 +1,6 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
@@ -9,6 +11,11 @@ import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { openStream } from '#test/helpers/stream-client.ts';
+import { waitFor } from '#test/helpers/wait.ts';
+import { REFUSALS } from '#shared/stream/access.ts';
+import { CLOSE } from '#shared/stream/messages.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
 /**
@@ -263,6 +270,10 @@ describe('organizations', () => {
     // Single use.
     expect((await stack.call('POST', `/api/v1/invitations/${forMia.body.token}/accept`, bearer(mia))).status).toBe(404);
     expect((await me(mia)).body).toMatchObject({ org_id: orgId, role: 'member' });
+    // A sandbox of Mia's, started now in her new organization: running by the time she is removed.
+    const miaBox = await stack.call('POST', '/api/v1/sandboxes', bearer(mia));
+    expect(miaBox.status, miaBox.text).toBe(200);
+    expect(miaBox.body.status).toBe('STARTING');
     // Mia's personal organization closed, being empty.
     expect((await stack.call('GET', `/api/v1/orgs/${miaPersonal}`, bearer(mia))).status).toBe(404);
     const org = await stack.call('GET', `/api/v1/orgs/${orgId}`, bearer(mia));
@@ -300,8 +311,19 @@ describe('organizations', () => {
       (await stack.call('GET', '/api/v1/users/me', { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } }))
         .status,
     ).toBe(200);
+    const sandboxes = new DynamoSandboxStore();
+    await waitFor("Mia's sandbox running", () => sandboxes.get(miaBox.body.id), {
+      until: (r) => r?.status === 'RUNNING',
+      timeoutMs: 60_000,
+    });
     const removed = await stack.call('DELETE', `/api/v1/orgs/${orgId}/members/${miaId}`, bearer(owner));
     expect(removed.status).toBe(200);
+    // Her running sandbox paused (workspace kept), its process gone.
+    expect(await sandboxes.get(miaBox.body.id)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: its owner left the organization',
+    });
+    expect(sandboxPids(miaBox.body.id)).toEqual([]);
     expect((await stack.call('GET', '/api/v1/users/me', { key: miaKey })).status).toBe(401);
     expect(
       (await stack.call('GET', '/api/v1/users/me', { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } }))
@@ -315,24 +337,62 @@ describe('organizations', () => {
 });
 
 describe('operators', () => {
-  it('suspend and reactivate a user: keys, tokens and conversation keys refused at once; non-operators refused', async () => {
+  it('suspend and reactivate a user: keys, tokens, cookies and conversation keys refused at once, the open stream closed, the running sandbox paused with its workspace kept; non-operators refused', async () => {
     const op = await access('op', { email: 'op@example.com' });
     const victimToken = await access('suspect');
     const victimId = (await me(victimToken)).body.id;
     const key = (await stack.call('POST', '/api/keys', { ...bearer(victimToken), body: { name: 'k' } })).body.key;
+    // Their live work: a sandbox starting (it runs by the time it is needed), a session cookie, a conversation's key and its open stream.
+    const started = await stack.call('POST', '/api/v1/sandboxes', { key });
+    expect(started.status, started.text).toBe(200);
+    const sandboxId = started.body.id as string;
+    const cookie = (await stack.call('POST', '/api/authenticate', { key })).headers.get('set-cookie')!.split(';')[0]!;
+    const withCookie = { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } };
+    const cid = await storedConversation(victimId, { title: 'suspect' });
+    const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0]
+      .session_api_key as string;
+    expect(scoped).toMatch(/^acsc\./);
+    const byScoped = () => stack.call('GET', `/api/v1/events/search?conversation_id__eq=${cid}`, { key: scoped });
+    expect((await byScoped()).status).toBe(200);
+    expect((await stack.call('GET', '/api/v1/users/me', withCookie)).status).toBe(200);
+    const stream = openStream(stack.url, cid, { session_api_key: scoped });
+    await stream.opened;
+    await waitForSandboxStatus(stack, sandboxId, 'RUNNING', key, 60_000);
+    const workspace = join(stack.dataDir, 'sandboxes', sandboxId, 'workspace');
+    writeFileSync(join(workspace, 'kept.txt'), 'work in progress');
     // Not an operator: an unverified operator email does not count either.
     const fake = await access('fake-op', { email: 'op@example.com', email_verified: false });
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(fake))).status).toBe(403);
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(victimToken))).status).toBe(403);
     const s = await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(op));
     expect(s.status).toBe(200);
-    for (const res of [await me(victimToken), await stack.call('GET', '/api/v1/users/me', { key })]) {
+    expect(s.body.paused_sandbox_ids).toEqual([sandboxId]);
+    // The stream is closed by the suspension itself (not at a later ping).
+    expect(await stream.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
+    for (const res of [
+      await me(victimToken),
+      await stack.call('GET', '/api/v1/users/me', { key }),
+      await stack.call('GET', '/api/v1/users/me', withCookie),
+      await byScoped(),
+    ]) {
       expect(res.status).toBe(401);
       expect(res.body.detail).toBe('This account is suspended');
     }
+    // A new stream is refused too.
+    expect((await openStream(stack.url, cid, { session_api_key: scoped }).closed).code).toBe(CLOSE.unauthorized);
+    // Paused, its process gone, its workspace kept.
+    expect(await new DynamoSandboxStore().get(sandboxId)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: the account is suspended',
+    });
+    expect(sandboxPids(sandboxId)).toEqual([]);
+    expect(readFileSync(join(workspace, 'kept.txt'), 'utf8')).toBe('work in progress');
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/reactivate`, bearer(op))).status).toBe(200);
     expect((await stack.call('GET', '/api/v1/users/me', { key })).status).toBe(200);
-  });
+    expect((await byScoped()).status).toBe(200);
+    // Reactivation resumes nothing by itself: the sandbox waits, paused, for its owner.
+    expect((await getSandbox(stack, sandboxId, key)).status).toBe('PAUSED');
+  }, 90_000);
 
   it('suspends an organization: every member refused; the audit log names the operator', async () => {
     const op = await access('op', { email: 'op@example.com' });
