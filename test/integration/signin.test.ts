@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
+import { SIGN_IN_PER_ACCOUNT_PER_MINUTE } from '#shared/auth/rate-limit.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
@@ -436,6 +437,41 @@ describe('refused sign-ins in the audit log', () => {
     // Reactivated: signs in again.
     expect((await stack.call('POST', `/api/v1/admin/users/${userId}/reactivate`, bearer(op))).status).toBe(200);
     expect((await exchangeFrom('127.0.0.1', 'refusee')).status).toBe(200);
+  });
+});
+
+describe('sign-in rate limits', () => {
+  it(`holds one account to ${SIGN_IN_PER_ACCOUNT_PER_MINUTE} sign-ins a minute whatever the address (429 with Retry-After); the refusal audited once`, async () => {
+    // Within one limiter window: should the minute turn during a run, it is run again with another person.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const sub = `busy-${attempt}`;
+      const window = limiterWindow();
+      const answers = [];
+      // Each from an address of its own: the per-address limit never meets them.
+      for (let i = 0; i < SIGN_IN_PER_ACCOUNT_PER_MINUTE + 2; i++)
+        answers.push(await exchangeFrom(`127.0.0.${20 + 2 * attempt * SIGN_IN_PER_ACCOUNT_PER_MINUTE + i}`, sub));
+      if (limiterWindow() !== window) continue;
+      expect(answers.slice(0, SIGN_IN_PER_ACCOUNT_PER_MINUTE).map((r) => r.status)).toEqual(
+        Array(SIGN_IN_PER_ACCOUNT_PER_MINUTE).fill(200),
+      );
+      for (const res of answers.slice(SIGN_IN_PER_ACCOUNT_PER_MINUTE)) {
+        expect(res.status).toBe(429);
+        expect(res.headers['retry-after']).toBe('60');
+        expect(res.body.detail).toMatch(/Too many sign-ins for this account/);
+        expect(res.headers['set-cookie'] ?? []).not.toEqual(
+          expect.arrayContaining([expect.stringMatching(/acs_session/)]),
+        );
+      }
+      // Another person from the last address still signs in.
+      expect(
+        (await exchangeFrom(`127.0.0.${20 + 2 * attempt * SIGN_IN_PER_ACCOUNT_PER_MINUTE}`, `calm-${attempt}`)).status,
+      ).toBe(200);
+      const orgId = (await me(await access(sub))).body.org_id as string;
+      const { items } = await auditEntries(orgId, 'sign_in_refused');
+      expect(items).toEqual([expect.objectContaining({ detail: 'too many sign-ins for this account' })]);
+      return;
+    }
+    throw new Error('The minute turned during both runs');
   });
 });
 
