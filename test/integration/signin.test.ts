@@ -8,6 +8,7 @@ import { DynamoConversationStore } from '#shared/conversations/dynamo-conversati
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
@@ -335,6 +336,55 @@ describe('organizations', () => {
     // A foreign organization is a 404.
     expect((await stack.call('GET', `/api/v1/orgs/${orgId}`, bearer(mia))).status).toBe(404);
   }, 60_000);
+});
+
+describe('a move between organizations', () => {
+  it("pauses the mover's running sandbox: usage up to the move is the old organization's, a resume bills the new one", async () => {
+    const mover = await access('mover');
+    const oldOrg = (await me(mover)).body.org_id as string;
+    const host = await access('host');
+    const newOrg = (await me(host)).body.org_id as string;
+    const sandboxes = new DynamoSandboxStore();
+    const usage = new DynamoUsageStore();
+    /** Waits until the sandbox has run a whole second in its generation (the least a record bills). */
+    const runningASecond = async (id: string) => {
+      const rec = await waitFor('the sandbox running', () => sandboxes.get(id), {
+        until: (r) => r?.status === 'RUNNING',
+        timeoutMs: 60_000,
+      });
+      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(rec.runningAt!) + 1100 - Date.now())));
+      return rec;
+    };
+    const started = await stack.call('POST', '/api/v1/sandboxes', bearer(mover));
+    expect(started.status, started.text).toBe(200);
+    const id = started.body.id as string;
+    const inv = await stack.call('POST', `/api/v1/orgs/${newOrg}/invitations`, {
+      ...bearer(host),
+      body: { email: 'mover@example.com', role: 'member' },
+    });
+    expect((await runningASecond(id)).orgId).toBe(oldOrg);
+    expect((await stack.call('POST', `/api/v1/invitations/${inv.body.token}/accept`, bearer(mover))).status).toBe(200);
+    expect(await sandboxes.get(id)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: its owner moved to another organization',
+    });
+    expect(sandboxPids(id)).toEqual([]);
+    // Up to the move: the old organization's, closed at the pause.
+    const before = await usage.computeRecords(id, 1);
+    expect(before.length).toBeGreaterThanOrEqual(1);
+    expect(before.every((r) => r.orgId === oldOrg)).toBe(true);
+    expect(before.reduce((n, r) => n + r.seconds, 0)).toBeGreaterThanOrEqual(1);
+    // Resumed: under the new organization, and billed to it.
+    expect((await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, bearer(mover))).status).toBe(200);
+    const resumed = await runningASecond(id);
+    expect(resumed).toMatchObject({ orgId: newOrg, generation: 2 });
+    expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, bearer(mover))).status).toBe(200);
+    const after = await usage.computeRecords(id, 2);
+    expect(after.length).toBeGreaterThanOrEqual(1);
+    expect(after.every((r) => r.orgId === newOrg)).toBe(true);
+    // Nothing of the first generation was written after the move.
+    expect(await usage.computeRecords(id, 1)).toEqual(before);
+  }, 90_000);
 });
 
 describe('operators', () => {
