@@ -105,8 +105,8 @@ export const oidcSession = defineOperation(
       throw err;
     }
     const userId = personUserId(oidc.config.issuer, claims.sub!);
-    const refuse = async (error: ApiError, reason: string) => {
-      await auditRefusal({ limiter: oidcSignIn.limiter, accounts, audit }, userId, reason);
+    const refuse = async (error: ApiError, reason: string, known?: { org: { orgId: string } }) => {
+      await auditRefusal({ limiter: oidcSignIn.limiter, accounts, audit }, userId, reason, known);
       return error;
     };
     if (!(await oidcSignIn.limiter.take(`signin-account:${userId}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE, 60)))
@@ -126,10 +126,11 @@ export const oidcSession = defineOperation(
       if (err instanceof SignInRefused) throw unauthorized(`Sign-in refused: ${err.message}`);
       throw err;
     }
-    if (account.user.status === 'deleted') throw await refuse(unauthorized(DELETED_USER), 'account deleted');
-    if (account.user.status !== 'active') throw await refuse(unauthorized(SUSPENDED_USER), 'account suspended');
+    if (account.user.status === 'deleted') throw await refuse(unauthorized(DELETED_USER), 'account deleted', account);
+    if (account.user.status !== 'active')
+      throw await refuse(unauthorized(SUSPENDED_USER), 'account suspended', account);
     if (account.org.status !== 'active')
-      throw await refuse(unauthorized(SUSPENDED_ORG), `organization ${account.org.status}`);
+      throw await refuse(unauthorized(SUSPENDED_ORG), `organization ${account.org.status}`, account);
     const session = await sessions.create(account.user.userId);
     await audit.record(account.org.orgId, account.user.userId, 'sign_in', { detail: 'openid' });
     return new Reply(
@@ -157,10 +158,12 @@ async function auditRefusal(
   deps: { limiter: RateLimiter; accounts: Pick<Accounts, 'read'>; audit: Pick<Audit, 'record'> },
   userId: string,
   reason: string,
+  /** The account when the refusal read it already. */
+  known?: { org: { orgId: string } },
 ): Promise<void> {
   try {
     if (!(await deps.limiter.take(`signin-refused-audit:${userId}`, SIGN_IN_REFUSED_AUDITS_PER_MINUTE, 60))) return;
-    const account = await deps.accounts.read(userId);
+    const account = known ?? (await deps.accounts.read(userId));
     if (!account) return;
     await deps.audit.record(account.org.orgId, userId, 'sign_in_refused', { target: userId, detail: reason });
   } catch (err) {
