@@ -453,14 +453,24 @@ describe('operators', () => {
     const refused = await me(member);
     expect(refused.status).toBe(401);
     expect(refused.body.detail).toMatch(/organization is suspended/);
+    // The console's sign-in too: refused, and written to the organization's log.
+    const signIn = await exchangeFrom('127.0.0.1', 'orgmember');
+    expect(signIn.status).toBe(401);
+    expect(signIn.body.detail).toMatch(/organization is suspended/);
     expect((await stack.call('POST', `/api/v1/admin/orgs/${orgId}/reactivate`, bearer(op))).status).toBe(200);
     expect((await me(member)).status).toBe(200);
     const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, bearer(op));
     expect(log.status).toBe(200);
     const opId = personUserId(idp.issuer, 'op');
-    expect(log.body.items.slice(0, 2).map((e: { action: string; actor: string }) => [e.action, e.actor])).toEqual([
-      ['org_reactivated', `operator:${opId}`],
-      ['org_suspended', `operator:${opId}`],
+    const memberId = personUserId(idp.issuer, 'orgmember');
+    expect(
+      log.body.items
+        .slice(0, 3)
+        .map((e: { action: string; actor: string; detail: string | null }) => [e.action, e.actor, e.detail]),
+    ).toEqual([
+      ['org_reactivated', `operator:${opId}`, null],
+      ['sign_in_refused', memberId, 'organization suspended'],
+      ['org_suspended', `operator:${opId}`, null],
     ]);
   });
 });
