@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { parsePlans } from '#shared/plans/model.ts';
 import { parsePrices } from '#shared/usage/prices.ts';
 import { parsePlatformModels } from '#shared/llm/platform-models.ts';
@@ -53,6 +54,31 @@ const specSchema = z
     const problem = fargateSizeProblem(spec.cpu, spec.memory);
     if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
   });
+
+/** SAML's usual email attribute (the WS-Federation claims namespace). */
+export const SAML_EMAIL_ATTRIBUTE = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress';
+/** A federated provider's name, as Cognito and the hosted page show it. */
+const federatedName = { name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/) };
+/** A CloudFormation dynamic reference to Secrets Manager (`{{resolve:secretsmanager:...}}`): a reference, never a value. */
+const DYNAMIC_SECRET_REFERENCE = /^\{\{resolve:secretsmanager:[^}]+\}\}$/;
+/**
+ * An OAuth client's id and the name of the Secrets Manager secret holding its secret. `clientSecret`
+ * (the older key) is accepted only as a dynamic reference: a plaintext secret would be in the template.
+ */
+const clientCredentials = {
+  clientId: z.string().min(1),
+  clientSecretName: z
+    .string()
+    .regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, 'the name (or ARN) of a Secrets Manager secret')
+    .optional(),
+  clientSecret: z
+    .string()
+    .regex(
+      DYNAMIC_SECRET_REFERENCE,
+      'a plaintext client secret would be in the template: put it in Secrets Manager and name it in clientSecretName',
+    )
+    .optional(),
+};
 
 export const configSchema = z.object({
   /** Optional: without them the stack is environment-agnostic and deploys where the CLI's credentials point. */
@@ -183,19 +209,42 @@ export const configSchema = z.object({
     .regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'lower-case letters, digits and dashes, at most 63')
     .refine((p) => !/aws|amazon|cognito/.test(p), 'must not contain aws, amazon or cognito')
     .optional(),
-  /** Federation through the Cognito pool: Google and any OpenID Connect issuer (SAML: docs/sign-in.md). */
+  /**
+   * Federation through the Cognito pool: Google, any OpenID Connect issuer and any SAML IdP
+   * (docs/sign-in.md, "On AWS"). A client secret is named, never given: `clientSecretName` is a Secrets
+   * Manager secret the template reads by a dynamic reference, so no secret is in the template.
+   */
   cognitoIdentityProviders: z
     .preprocess(
       fromJson,
       z.array(
-        z.strictObject({
-          type: z.enum(['google', 'oidc']),
-          name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/),
-          clientId: z.string().min(1),
-          /** A CloudFormation dynamic reference (`{{resolve:secretsmanager:...}}`) or the secret itself. */
-          clientSecret: z.string().min(1),
-          issuerUrl: z.url({ protocol: /^https$/ }).optional(),
-        }),
+        z.discriminatedUnion('type', [
+          z.strictObject({ type: z.literal('google'), ...federatedName, ...clientCredentials }),
+          z.strictObject({
+            type: z.literal('oidc'),
+            ...federatedName,
+            ...clientCredentials,
+            issuerUrl: z.url({ protocol: /^https$/ }),
+          }),
+          z
+            .strictObject({
+              type: z.literal('saml'),
+              ...federatedName,
+              /** The IdP's metadata document: a URL Cognito fetches, or a file read at synthesis (its content goes in the template: metadata is public). */
+              metadataUrl: z.url({ protocol: /^https$/ }).optional(),
+              metadataFile: z.string().min(1).optional(),
+              /** The SAML attribute holding the email (default: the claims namespace's emailaddress). */
+              emailAttribute: z.string().min(1).default(SAML_EMAIL_ATTRIBUTE),
+              /** An attribute the IdP sets to `true` for a verified email; without one, people from it have no verified email. */
+              emailVerifiedAttribute: z.string().min(1).optional(),
+              /** Email domains or ids that route a person to this IdP from the hosted page. */
+              identifiers: z.array(z.string().min(1).max(40)).max(50).optional(),
+            })
+            .refine((p) => (p.metadataUrl === undefined) !== (p.metadataFile === undefined), {
+              message: 'a SAML provider needs exactly one of metadataUrl and metadataFile',
+              path: ['metadataUrl'],
+            }),
+        ]),
       ),
     )
     .default([]),
@@ -247,6 +296,15 @@ export function loadConfig(get: (key: string) => unknown): Config {
     } catch (err) {
       throw new Error(`Invalid configuration: ${(err as Error).message.replace(/^Configuration error: /, '')}`);
     }
+  }
+  for (const [i, p] of parsed.data.cognitoIdentityProviders.entries()) {
+    const at = `Invalid configuration: context key "cognitoIdentityProviders" (at ${i}`;
+    if (p.type !== 'saml' && (p.clientSecretName === undefined) === (p.clientSecret === undefined))
+      throw new Error(
+        `${at}.clientSecretName): the name of the Secrets Manager secret holding ${p.name}'s client secret`,
+      );
+    if (p.type === 'saml' && p.metadataFile !== undefined && !existsSync(p.metadataFile))
+      throw new Error(`${at}.metadataFile): no such file ${p.metadataFile}`);
   }
   if (parsed.data.oidcIssuer && !parsed.data.oidcAudience)
     throw new Error('Invalid configuration: context key "oidcAudience": required with oidcIssuer');

@@ -1344,8 +1344,17 @@ export const routes = [
       "Accept an invitation (the caller's verified email must match it): moves the caller into its organization; " +
       'their personal organization closes if left empty',
     tag: 'organizations',
-    tables: { users: 'write', orgs: 'write', invitations: 'write', auditLog: 'append' },
-    capabilities: ['signin'],
+    tables: {
+      users: 'write',
+      orgs: 'write',
+      invitations: 'write',
+      auditLog: 'append',
+      sandboxes: 'write',
+      usage: 'write',
+    },
+    // As removeMember's pause of the person's sandboxes (their keys and streams stay).
+    capabilities: ['signin', 'ecs:stop', 'ecs:describe', 'specs', 'prices'],
+    timeoutSeconds: 29,
   },
   {
     id: 'adminListUsers',

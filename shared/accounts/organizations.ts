@@ -216,7 +216,13 @@ export class Organizations {
     return { success: true as const, user_id: userId, new_org_id: personal.orgId };
   }
 
-  /** Accepting an invitation moves the caller into its organization; their personal one closes if left empty. */
+  /**
+   * Accepting an invitation moves the caller into its organization; their personal one closes if left
+   * empty. Their live sandboxes pause (workspaces kept; closing records to the old organization), so
+   * usage up to the move stays with the old organization exactly: a sandbox records the organization
+   * it was started or resumed under, and a resume after the move starts under the new one and its plan.
+   * Their keys, sessions and streams stay: the person is the same.
+   */
   async accept(caller: Caller, token: string) {
     const invitation = await this.store.getInvitation(invitationHash(token));
     const at = this.now().toISOString();
@@ -252,6 +258,7 @@ export class Organizations {
       target: user.userId,
       detail: invitation.role,
     });
+    await this.offboarding().sandboxes.pauseAll(user.userId, 'Paused: its owner moved to another organization');
     return { success: true as const, org_id: invitation.orgId, role: invitation.role };
   }
 

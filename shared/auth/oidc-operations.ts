@@ -1,9 +1,16 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as z from '#shared/zod.ts';
-import { personUserId, SignInRefused } from '#shared/accounts/accounts.ts';
-import { SUSPENDED_ORG, SUSPENDED_USER } from '#shared/auth/authorizer.ts';
+import { type Accounts, personUserId, SignInRefused } from '#shared/accounts/accounts.ts';
+import type { Audit } from '#shared/accounts/audit.ts';
+import { DELETED_USER, SUSPENDED_ORG, SUSPENDED_USER } from '#shared/auth/authorizer.ts';
 import { TokenRefused } from '#shared/auth/oidc.ts';
-import { SIGN_IN_PER_ACCOUNT_PER_MINUTE, SIGN_IN_PER_IP_PER_MINUTE } from '#shared/auth/rate-limit.ts';
+import {
+  type RateLimiter,
+  SIGN_IN_PER_ACCOUNT_PER_MINUTE,
+  SIGN_IN_PER_IP_PER_MINUTE,
+  SIGN_IN_REFUSED_AUDITS_PER_MINUTE,
+} from '#shared/auth/rate-limit.ts';
+import { logger } from '#shared/logging.ts';
 import { cookieValues, portOf, sessionCookie } from '#shared/auth/sessions.ts';
 import { allowedOrigins, originVerdict, selfOrigins } from '#shared/http/cors.ts';
 import { ApiError, forbidden, notFound, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
@@ -98,8 +105,15 @@ export const oidcSession = defineOperation(
       throw err;
     }
     const userId = personUserId(oidc.config.issuer, claims.sub!);
+    const refuse = async (error: ApiError, reason: string, known?: { org: { orgId: string } }) => {
+      await auditRefusal({ limiter: oidcSignIn.limiter, accounts, audit }, userId, reason, known);
+      return error;
+    };
     if (!(await oidcSignIn.limiter.take(`signin-account:${userId}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE, 60)))
-      throw tooManyRequests('Too many sign-ins for this account: wait a minute', 60);
+      throw await refuse(
+        tooManyRequests('Too many sign-ins for this account: wait a minute', 60),
+        'too many sign-ins for this account',
+      );
     let account: Awaited<ReturnType<typeof accounts.forPerson>>;
     try {
       account = await accounts.forPerson({
@@ -112,8 +126,11 @@ export const oidcSession = defineOperation(
       if (err instanceof SignInRefused) throw unauthorized(`Sign-in refused: ${err.message}`);
       throw err;
     }
-    if (account.user.status !== 'active') throw unauthorized(SUSPENDED_USER);
-    if (account.org.status !== 'active') throw unauthorized(SUSPENDED_ORG);
+    if (account.user.status === 'deleted') throw await refuse(unauthorized(DELETED_USER), 'account deleted', account);
+    if (account.user.status !== 'active')
+      throw await refuse(unauthorized(SUSPENDED_USER), 'account suspended', account);
+    if (account.org.status !== 'active')
+      throw await refuse(unauthorized(SUSPENDED_ORG), `organization ${account.org.status}`, account);
     const session = await sessions.create(account.user.userId);
     await audit.record(account.org.orgId, account.user.userId, 'sign_in', { detail: 'openid' });
     return new Reply(
@@ -127,3 +144,29 @@ export const oidcSession = defineOperation(
     );
   },
 );
+
+/**
+ * `sign_in_refused` in the person's organization's audit log, for a verified ID token of a known
+ * person (a user record exists for its issuer and subject) refused anyway: suspended, deleted, their
+ * organization suspended or closed, or over the per-account limit. Only the reason, never the token.
+ * At most SIGN_IN_REFUSED_AUDITS_PER_MINUTE per person per minute (a counter of the sign-in limiter,
+ * taken before anything is read), so a flood of refusals cannot fill the log. An unverified token names
+ * nobody for certain, and an unknown person has no organization: neither is written (docs/sign-in.md).
+ * A failure here never changes the refusal.
+ */
+async function auditRefusal(
+  deps: { limiter: RateLimiter; accounts: Pick<Accounts, 'read'>; audit: Pick<Audit, 'record'> },
+  userId: string,
+  reason: string,
+  /** The account when the refusal read it already. */
+  known?: { org: { orgId: string } },
+): Promise<void> {
+  try {
+    if (!(await deps.limiter.take(`signin-refused-audit:${userId}`, SIGN_IN_REFUSED_AUDITS_PER_MINUTE, 60))) return;
+    const account = known ?? (await deps.accounts.read(userId));
+    if (!account) return;
+    await deps.audit.record(account.org.orgId, userId, 'sign_in_refused', { target: userId, detail: reason });
+  } catch (err) {
+    logger.warn('signin.refusal_not_audited', { userId, error: err as Error });
+  }
+}

@@ -31,3 +31,5 @@ export class DynamoRateLimiter implements RateLimiter {
 /** Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). */
 export const SIGN_IN_PER_IP_PER_MINUTE = 20;
 export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;
+/** `sign_in_refused` audit entries written per person per minute: a flood of refusals cannot fill the log. */
+export const SIGN_IN_REFUSED_AUDITS_PER_MINUTE = 1;

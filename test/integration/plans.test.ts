@@ -281,6 +281,14 @@ describe('PUT /api/v1/admin/orgs/{org_id}/plan', () => {
     });
     // The owner cannot set a plan through the organization's own route either.
     expect((await ops.stack.call('PATCH', `/api/v1/orgs/${orgId}`, { key, body: { plan: 'free' } })).status).toBe(403);
+    // An operator can, and it is audited the same way (every runtime change of a plan, so of its model policy).
+    const back = await ops.stack.call('PATCH', `/api/v1/orgs/${orgId}`, { ...op, body: { plan: 'free' } });
+    expect(back.status, back.text).toBe(200);
+    expect((await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op)).body.items[0]).toMatchObject({
+      action: 'plan_changed',
+      actor: `operator:${personUserId(ops.idp.issuer, 'op')}`,
+      detail: 'wide -> free',
+    });
   });
 });
 

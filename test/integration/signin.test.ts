@@ -1,13 +1,23 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
+import { SIGN_IN_PER_ACCOUNT_PER_MINUTE } from '#shared/auth/rate-limit.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
+import { openStream } from '#test/helpers/stream-client.ts';
+import { waitFor } from '#test/helpers/wait.ts';
+import { REFUSALS } from '#shared/stream/access.ts';
+import { CLOSE } from '#shared/stream/messages.ts';
 import { startTestIssuer, type TestIssuer } from '#test/helpers/oidc-issuer.ts';
 
 /**
@@ -41,6 +51,82 @@ const access = (sub: string, extra: Record<string, unknown> = {}) =>
   idp.sign({ sub, aud: AUD, email: `${sub}@example.com`, email_verified: true, ...extra });
 const bearer = (token: string) => ({ key: null, headers: { authorization: `Bearer ${token}` } });
 const me = async (token: string) => stack.call('GET', '/api/v1/users/me', bearer(token));
+
+/** An HTTP request to the stack from `address` (any of 127.0.0.0/8): a client address of its own, as the sign-in limits count them. */
+function callFrom(
+  address: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<{ status: number; body: any; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const url = new URL(path, stack.url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        localAddress: address,
+        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => {
+          text += d;
+        });
+        res.on('end', () => {
+          let parsed: unknown = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode!, body: parsed, headers: res.headers, text });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+/**
+ * The console's sign-in from `address`: start (the nonce cookie), then the exchange of an ID token of
+ * the test issuer for `sub`, carrying that nonce, with the stack's own Origin. The answer and the ID token.
+ */
+async function exchangeFrom(address: string, sub: string) {
+  const start = await callFrom(address, 'POST', '/api/auth/oidc/start', { origin: stack.url });
+  expect(start.status, start.text).toBe(200);
+  const cookie = String((start.headers['set-cookie'] as string[])[0]).split(';')[0]!;
+  const idToken = await idp.sign({
+    sub,
+    aud: CLIENT,
+    nonce: start.body.nonce,
+    email: `${sub}@example.com`,
+    email_verified: true,
+  });
+  const res = await callFrom(
+    address,
+    'POST',
+    '/api/auth/oidc/session',
+    { origin: stack.url, cookie },
+    {
+      id_token: idToken,
+    },
+  );
+  return { ...res, idToken };
+}
+/** The sign-in limiter's window (a fixed minute): two calls in one window share its counts. */
+const limiterWindow = () => Math.floor(Date.now() / 60_000);
+/** An organization's audit entries of `action`, as an operator reads them. */
+async function auditEntries(orgId: string, action: string) {
+  const op = await access('op', { email: 'op@example.com' });
+  const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}&limit=100`, bearer(op));
+  expect(log.status, log.text).toBe(200);
+  return { items: (log.body.items as { action: string }[]).filter((e) => e.action === action), text: log.text };
+}
 
 describe('OpenID access tokens on API routes', () => {
   it('with OIDC_ISSUER set, the development provider does not start', async () => {
@@ -186,6 +272,10 @@ describe('organizations', () => {
     // Single use.
     expect((await stack.call('POST', `/api/v1/invitations/${forMia.body.token}/accept`, bearer(mia))).status).toBe(404);
     expect((await me(mia)).body).toMatchObject({ org_id: orgId, role: 'member' });
+    // A sandbox of Mia's, started now in her new organization: running by the time she is removed.
+    const miaBox = await stack.call('POST', '/api/v1/sandboxes', bearer(mia));
+    expect(miaBox.status, miaBox.text).toBe(200);
+    expect(miaBox.body.status).toBe('STARTING');
     // Mia's personal organization closed, being empty.
     expect((await stack.call('GET', `/api/v1/orgs/${miaPersonal}`, bearer(mia))).status).toBe(404);
     const org = await stack.call('GET', `/api/v1/orgs/${orgId}`, bearer(mia));
@@ -223,8 +313,19 @@ describe('organizations', () => {
       (await stack.call('GET', '/api/v1/users/me', { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } }))
         .status,
     ).toBe(200);
+    const sandboxes = new DynamoSandboxStore();
+    await waitFor("Mia's sandbox running", () => sandboxes.get(miaBox.body.id), {
+      until: (r) => r?.status === 'RUNNING',
+      timeoutMs: 60_000,
+    });
     const removed = await stack.call('DELETE', `/api/v1/orgs/${orgId}/members/${miaId}`, bearer(owner));
     expect(removed.status).toBe(200);
+    // Her running sandbox paused (workspace kept), its process gone.
+    expect(await sandboxes.get(miaBox.body.id)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: its owner left the organization',
+    });
+    expect(sandboxPids(miaBox.body.id)).toEqual([]);
     expect((await stack.call('GET', '/api/v1/users/me', { key: miaKey })).status).toBe(401);
     expect(
       (await stack.call('GET', '/api/v1/users/me', { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } }))
@@ -237,25 +338,112 @@ describe('organizations', () => {
   }, 60_000);
 });
 
+describe('a move between organizations', () => {
+  it("pauses the mover's running sandbox: usage up to the move is the old organization's, a resume bills the new one", async () => {
+    const mover = await access('mover');
+    const oldOrg = (await me(mover)).body.org_id as string;
+    const host = await access('host');
+    const newOrg = (await me(host)).body.org_id as string;
+    const sandboxes = new DynamoSandboxStore();
+    const usage = new DynamoUsageStore();
+    /** Waits until the sandbox has run a whole second in its generation (the least a record bills). */
+    const runningASecond = async (id: string) => {
+      const rec = await waitFor('the sandbox running', () => sandboxes.get(id), {
+        until: (r) => r?.status === 'RUNNING',
+        timeoutMs: 60_000,
+      });
+      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(rec.runningAt!) + 1100 - Date.now())));
+      return rec;
+    };
+    const started = await stack.call('POST', '/api/v1/sandboxes', bearer(mover));
+    expect(started.status, started.text).toBe(200);
+    const id = started.body.id as string;
+    const inv = await stack.call('POST', `/api/v1/orgs/${newOrg}/invitations`, {
+      ...bearer(host),
+      body: { email: 'mover@example.com', role: 'member' },
+    });
+    expect((await runningASecond(id)).orgId).toBe(oldOrg);
+    expect((await stack.call('POST', `/api/v1/invitations/${inv.body.token}/accept`, bearer(mover))).status).toBe(200);
+    expect(await sandboxes.get(id)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: its owner moved to another organization',
+    });
+    expect(sandboxPids(id)).toEqual([]);
+    // Up to the move: the old organization's, closed at the pause.
+    const before = await usage.computeRecords(id, 1);
+    expect(before.length).toBeGreaterThanOrEqual(1);
+    expect(before.every((r) => r.orgId === oldOrg)).toBe(true);
+    expect(before.reduce((n, r) => n + r.seconds, 0)).toBeGreaterThanOrEqual(1);
+    // Resumed: under the new organization, and billed to it.
+    expect((await stack.call('POST', `/api/v1/sandboxes/${id}/resume`, bearer(mover))).status).toBe(200);
+    const resumed = await runningASecond(id);
+    expect(resumed).toMatchObject({ orgId: newOrg, generation: 2 });
+    expect((await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, bearer(mover))).status).toBe(200);
+    const after = await usage.computeRecords(id, 2);
+    expect(after.length).toBeGreaterThanOrEqual(1);
+    expect(after.every((r) => r.orgId === newOrg)).toBe(true);
+    // Nothing of the first generation was written after the move.
+    expect(await usage.computeRecords(id, 1)).toEqual(before);
+  }, 90_000);
+});
+
 describe('operators', () => {
-  it('suspend and reactivate a user: keys, tokens and conversation keys refused at once; non-operators refused', async () => {
+  it('suspend and reactivate a user: keys, tokens, cookies and conversation keys refused at once, the open stream closed, the running sandbox paused with its workspace kept; non-operators refused', async () => {
     const op = await access('op', { email: 'op@example.com' });
     const victimToken = await access('suspect');
     const victimId = (await me(victimToken)).body.id;
     const key = (await stack.call('POST', '/api/keys', { ...bearer(victimToken), body: { name: 'k' } })).body.key;
+    // Their live work: a sandbox starting (it runs by the time it is needed), a session cookie, a conversation's key and its open stream.
+    const started = await stack.call('POST', '/api/v1/sandboxes', { key });
+    expect(started.status, started.text).toBe(200);
+    const sandboxId = started.body.id as string;
+    const cookie = (await stack.call('POST', '/api/authenticate', { key })).headers.get('set-cookie')!.split(';')[0]!;
+    const withCookie = { key: null, headers: { cookie, 'sec-fetch-site': 'same-origin' } };
+    const cid = await storedConversation(victimId, { title: 'suspect' });
+    const scoped = (await stack.call('GET', `/api/v1/app-conversations?ids=${cid}`, { key })).body[0]
+      .session_api_key as string;
+    expect(scoped).toMatch(/^acsc\./);
+    const byScoped = () => stack.call('GET', `/api/v1/events/search?conversation_id__eq=${cid}`, { key: scoped });
+    expect((await byScoped()).status).toBe(200);
+    expect((await stack.call('GET', '/api/v1/users/me', withCookie)).status).toBe(200);
+    const stream = openStream(stack.url, cid, { session_api_key: scoped });
+    await stream.opened;
+    await waitForSandboxStatus(stack, sandboxId, 'RUNNING', key, 60_000);
+    const workspace = join(stack.dataDir, 'sandboxes', sandboxId, 'workspace');
+    writeFileSync(join(workspace, 'kept.txt'), 'work in progress');
     // Not an operator: an unverified operator email does not count either.
     const fake = await access('fake-op', { email: 'op@example.com', email_verified: false });
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(fake))).status).toBe(403);
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(victimToken))).status).toBe(403);
     const s = await stack.call('POST', `/api/v1/admin/users/${victimId}/suspend`, bearer(op));
     expect(s.status).toBe(200);
-    for (const res of [await me(victimToken), await stack.call('GET', '/api/v1/users/me', { key })]) {
+    expect(s.body.paused_sandbox_ids).toEqual([sandboxId]);
+    // The stream is closed by the suspension itself (not at a later ping).
+    expect(await stream.closed).toEqual({ code: CLOSE.unauthorized, reason: REFUSALS.revoked });
+    for (const res of [
+      await me(victimToken),
+      await stack.call('GET', '/api/v1/users/me', { key }),
+      await stack.call('GET', '/api/v1/users/me', withCookie),
+      await byScoped(),
+    ]) {
       expect(res.status).toBe(401);
       expect(res.body.detail).toBe('This account is suspended');
     }
+    // A new stream is refused too.
+    expect((await openStream(stack.url, cid, { session_api_key: scoped }).closed).code).toBe(CLOSE.unauthorized);
+    // Paused, its process gone, its workspace kept.
+    expect(await new DynamoSandboxStore().get(sandboxId)).toMatchObject({
+      status: 'PAUSED',
+      detail: 'Paused: the account is suspended',
+    });
+    expect(sandboxPids(sandboxId)).toEqual([]);
+    expect(readFileSync(join(workspace, 'kept.txt'), 'utf8')).toBe('work in progress');
     expect((await stack.call('POST', `/api/v1/admin/users/${victimId}/reactivate`, bearer(op))).status).toBe(200);
     expect((await stack.call('GET', '/api/v1/users/me', { key })).status).toBe(200);
-  });
+    expect((await byScoped()).status).toBe(200);
+    // Reactivation resumes nothing by itself: the sandbox waits, paused, for its owner.
+    expect((await getSandbox(stack, sandboxId, key)).status).toBe('PAUSED');
+  }, 90_000);
 
   it('suspends an organization: every member refused; the audit log names the operator', async () => {
     const op = await access('op', { email: 'op@example.com' });
@@ -265,15 +453,85 @@ describe('operators', () => {
     const refused = await me(member);
     expect(refused.status).toBe(401);
     expect(refused.body.detail).toMatch(/organization is suspended/);
+    // The console's sign-in too: refused, and written to the organization's log.
+    const signIn = await exchangeFrom('127.0.0.1', 'orgmember');
+    expect(signIn.status).toBe(401);
+    expect(signIn.body.detail).toMatch(/organization is suspended/);
     expect((await stack.call('POST', `/api/v1/admin/orgs/${orgId}/reactivate`, bearer(op))).status).toBe(200);
     expect((await me(member)).status).toBe(200);
     const log = await stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, bearer(op));
     expect(log.status).toBe(200);
     const opId = personUserId(idp.issuer, 'op');
-    expect(log.body.items.slice(0, 2).map((e: { action: string; actor: string }) => [e.action, e.actor])).toEqual([
-      ['org_reactivated', `operator:${opId}`],
-      ['org_suspended', `operator:${opId}`],
+    const memberId = personUserId(idp.issuer, 'orgmember');
+    expect(
+      log.body.items
+        .slice(0, 3)
+        .map((e: { action: string; actor: string; detail: string | null }) => [e.action, e.actor, e.detail]),
+    ).toEqual([
+      ['org_reactivated', `operator:${opId}`, null],
+      ['sign_in_refused', memberId, 'organization suspended'],
+      ['org_suspended', `operator:${opId}`, null],
     ]);
+  });
+});
+
+describe('refused sign-ins in the audit log', () => {
+  it("a known person's refused sign-in is written to their organization, at most once a minute, with the reason and never the token", async () => {
+    const signedIn = await exchangeFrom('127.0.0.1', 'refusee');
+    expect(signedIn.status, signedIn.text).toBe(200);
+    const userId = signedIn.body.user_id as string;
+    const orgId = (await me(await access('refusee'))).body.org_id as string;
+    const op = await access('op', { email: 'op@example.com' });
+    expect((await stack.call('POST', `/api/v1/admin/users/${userId}/suspend`, bearer(op))).status).toBe(200);
+    const window = limiterWindow();
+    const refused = [await exchangeFrom('127.0.0.1', 'refusee'), await exchangeFrom('127.0.0.1', 'refusee')];
+    for (const res of refused) {
+      expect(res.status).toBe(401);
+      expect(res.body.detail).toBe('This account is suspended');
+    }
+    const { items, text } = await auditEntries(orgId, 'sign_in_refused');
+    // Two refusals in one minute: one entry (two only if the minute turned between them).
+    expect(items).toHaveLength(limiterWindow() === window ? 1 : 2);
+    expect(items[0]).toMatchObject({ actor: userId, target: userId, detail: 'account suspended' });
+    for (const res of refused) expect(text).not.toContain(res.idToken.split('.')[1]);
+    // Reactivated: signs in again.
+    expect((await stack.call('POST', `/api/v1/admin/users/${userId}/reactivate`, bearer(op))).status).toBe(200);
+    expect((await exchangeFrom('127.0.0.1', 'refusee')).status).toBe(200);
+  });
+});
+
+describe('sign-in rate limits', () => {
+  it(`holds one account to ${SIGN_IN_PER_ACCOUNT_PER_MINUTE} sign-ins a minute whatever the address (429 with Retry-After); the refusal audited once`, async () => {
+    // Within one limiter window: should the minute turn during a run, it is run again with another person.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const sub = `busy-${attempt}`;
+      const window = limiterWindow();
+      const answers = [];
+      // Each from an address of its own: the per-address limit never meets them.
+      for (let i = 0; i < SIGN_IN_PER_ACCOUNT_PER_MINUTE + 2; i++)
+        answers.push(await exchangeFrom(`127.0.0.${20 + 2 * attempt * SIGN_IN_PER_ACCOUNT_PER_MINUTE + i}`, sub));
+      if (limiterWindow() !== window) continue;
+      expect(answers.slice(0, SIGN_IN_PER_ACCOUNT_PER_MINUTE).map((r) => r.status)).toEqual(
+        Array(SIGN_IN_PER_ACCOUNT_PER_MINUTE).fill(200),
+      );
+      for (const res of answers.slice(SIGN_IN_PER_ACCOUNT_PER_MINUTE)) {
+        expect(res.status).toBe(429);
+        expect(res.headers['retry-after']).toBe('60');
+        expect(res.body.detail).toMatch(/Too many sign-ins for this account/);
+        expect(res.headers['set-cookie'] ?? []).not.toEqual(
+          expect.arrayContaining([expect.stringMatching(/acs_session/)]),
+        );
+      }
+      // Another person from the last address still signs in.
+      expect(
+        (await exchangeFrom(`127.0.0.${20 + 2 * attempt * SIGN_IN_PER_ACCOUNT_PER_MINUTE}`, `calm-${attempt}`)).status,
+      ).toBe(200);
+      const orgId = (await me(await access(sub))).body.org_id as string;
+      const { items } = await auditEntries(orgId, 'sign_in_refused');
+      expect(items).toEqual([expect.objectContaining({ detail: 'too many sign-ins for this account' })]);
+      return;
+    }
+    throw new Error('The minute turned during both runs');
   });
 });
 
