@@ -255,9 +255,9 @@ describe('prepaid credits', () => {
     expect(none.status, none.text).toBe(402);
     expect(none.body).toEqual({ detail: expect.any(String), code: 'credits_exhausted', limit: 0, used: 0 });
     const op = await operator();
-    expect((await grant(orgId, { amount_usd: 0.05 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.05 });
+    expect((await grant(orgId, { amount_usd: 0.04 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.04 });
 
-    // A RUNNING sandbox (checked in as its program would), billed an hour: 0.04937 USD of 0.05.
+    // A RUNNING sandbox (checked in as its program would), billed an hour: 0.0395 USD of 0.04.
     const started = await ops.stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
     expect(started.status, started.text).toBe(200);
     const id = started.body.id as string;
@@ -279,7 +279,7 @@ describe('prepaid credits', () => {
     expect(usage.body.limits).toMatchObject({
       plan: 'prepaid',
       prepaid: true,
-      credits: { total_granted_usd: 0.05, spent_usd: 0.04937, balance_usd: 0.00063 },
+      credits: { total_granted_usd: 0.04, spent_usd: 0.0395, balance_usd: 0.0005 },
     });
     expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80']);
     // Two conversations of the owner: one on this sandbox, one not.
@@ -307,7 +307,7 @@ describe('prepaid credits', () => {
       { kind: 'MessageEvent', id: 'm-1', timestamp: rec.runningAt!, source: 'agent' },
       { kind: 'MessageEvent', id: 'm-2', timestamp: rec.runningAt!, source: 'agent' },
     ] as AgentEventEnvelope[]);
-    // 60 s more (0.000823 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
+    // 60 s more (0.000658 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
     rec = (await sandboxes.get(id))!;
     expect(await ops.stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
     // Its conversation says why, after what the agent posted: which limit, what was used, the limit.
@@ -317,8 +317,8 @@ describe('prepaid credits', () => {
       kind: 'ConversationErrorEvent',
       source: 'environment',
       code: 'credits_exhausted',
-      limit: 0.05,
-      used: 0.050193,
+      limit: 0.04,
+      used: 0.040158,
       detail: expect.stringMatching(/^Paused: .*prepaid credits are spent/),
     });
     // Over HTTP too, as the owner reads it; the other conversation is told nothing.
@@ -343,7 +343,7 @@ describe('prepaid credits', () => {
     expect(paused.detail).toMatch(/prepaid credits are spent/);
     const refused = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
     expect(refused.status).toBe(402);
-    expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.05, used: 0.050193 });
+    expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.04, used: 0.040158 });
     // A top-up lets it resume.
     await grant(orgId, { amount_usd: 1 }, op);
     const resumed = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });

@@ -95,8 +95,8 @@ describe('metering sandbox compute at the heartbeat', () => {
     expect(record!.price).toEqual({
       region: 'us-east-1',
       spot: false,
-      vcpu_hour_usd: '0.04048',
-      gb_hour_usd: '0.004445',
+      vcpu_hour_usd: '0.03238',
+      gb_hour_usd: '0.00356',
       markup_percent: '0',
     });
     await sleep(1100);
@@ -144,8 +144,8 @@ describe('metering sandbox compute at the heartbeat', () => {
     const rec = (await sandboxStore.get(id))!;
     const at = new Date(Date.parse(rec.runningAt!) + 3600_000);
     const record = await stack.services.sandboxBridge.accrue(rec, at);
-    // 3600 s x (1 vCPU x 0.04048 + 2 GB x 0.004445) USD/hour = 0.04937 USD.
-    expect(record).toMatchObject({ seconds: 3600, vcpuSeconds: 3600, gbSeconds: 7200, computeMicroUsd: 49370 });
+    // 3600 s x (1 vCPU x 0.03238 + 2 GB x 0.00356) USD/hour = 0.0395 USD.
+    expect(record).toMatchObject({ seconds: 3600, vcpuSeconds: 3600, gbSeconds: 7200, computeMicroUsd: 39500 });
     // Delivered again (the same record read): the same key, nothing written.
     expect(await stack.services.sandboxBridge.accrue(rec, at)).toBeUndefined();
     await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key });
@@ -190,7 +190,7 @@ describe('GET /api/v1/usage', () => {
       day,
       vcpu_seconds: 5400,
       gb_seconds: 10800,
-      compute_cost_usd: 0.074055,
+      compute_cost_usd: 0.05925,
       llm_calls: 0,
       llm_input_tokens: 0,
       llm_output_tokens: 0,
@@ -199,7 +199,7 @@ describe('GET /api/v1/usage', () => {
       llm_cost_usd: 0,
       storage_gb_hours: 0,
       storage_cost_usd: 0,
-      total_cost_usd: 0.074055,
+      total_cost_usd: 0.05925,
       reported_llm_calls: 0,
       reported_llm_input_tokens: 0,
       reported_llm_output_tokens: 0,
@@ -214,7 +214,7 @@ describe('GET /api/v1/usage', () => {
         user_id: 'usage-member',
         vcpu_seconds: 1800,
         gb_seconds: 3600,
-        compute_cost_usd: 0.024685,
+        compute_cost_usd: 0.01975,
         llm_calls: 0,
         llm_input_tokens: 0,
         llm_output_tokens: 0,
@@ -223,7 +223,7 @@ describe('GET /api/v1/usage', () => {
         llm_cost_usd: 0,
         storage_gb_hours: 0,
         storage_cost_usd: 0,
-        total_cost_usd: 0.024685,
+        total_cost_usd: 0.01975,
         reported_llm_calls: 0,
         reported_llm_input_tokens: 0,
         reported_llm_output_tokens: 0,
@@ -233,7 +233,7 @@ describe('GET /api/v1/usage', () => {
         user_id: 'usage-owner',
         vcpu_seconds: 3600,
         gb_seconds: 7200,
-        compute_cost_usd: 0.04937,
+        compute_cost_usd: 0.0395,
         llm_calls: 0,
         llm_input_tokens: 0,
         llm_output_tokens: 0,
@@ -242,7 +242,7 @@ describe('GET /api/v1/usage', () => {
         llm_cost_usd: 0,
         storage_gb_hours: 0,
         storage_cost_usd: 0,
-        total_cost_usd: 0.04937,
+        total_cost_usd: 0.0395,
         reported_llm_calls: 0,
         reported_llm_input_tokens: 0,
         reported_llm_output_tokens: 0,
@@ -253,7 +253,7 @@ describe('GET /api/v1/usage', () => {
     // A member: their own usage only, and no per-member view.
     const own = await get(memberKey);
     expect(own.body).toMatchObject({ org_id: orgId, scope: 'user' });
-    expect(own.body.total).toMatchObject({ vcpu_seconds: 1800, compute_cost_usd: 0.024685 });
+    expect(own.body.total).toMatchObject({ vcpu_seconds: 1800, compute_cost_usd: 0.01975 });
     const refused = await get(memberKey, '?group_by=user');
     expect(refused.status).toBe(403);
 
