@@ -5,6 +5,8 @@ import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { baseSandboxConfig } from '#shared/sandboxes/config.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { logger } from '#shared/logging.ts';
@@ -156,6 +158,55 @@ describe('80% and 100% notices', () => {
     expect((await ops.stack.call('GET', '/api/v1/notifications', { key: memberKey })).status).toBe(403);
     expect((await ops.stack.call('GET', '/api/v1/notifications?limit=0', { key })).status).toBe(422);
     expect((await ops.stack.call('GET', '/api/v1/notifications', { key: null })).status).toBe(401);
+  }, 60_000);
+
+  it('20 sandboxes crossing the monthly limit together: all paused, the overshoot at most one heartbeat interval each', async () => {
+    const key = await ops.stack.newUser('race-stop');
+    const orgId = await ops.stack.orgOf(key);
+    await ops.stack.putOnPlan('race-stop', 'quarter-hour-stop', key);
+    vi.spyOn(logger, 'warn').mockImplementation(() => {});
+    const beat = baseSandboxConfig.heartbeatSeconds;
+    const limitSeconds = 0.25 * 3600;
+    // Stored, so a pause is a real transition; each round re-reads them as the heartbeat's key check does.
+    // Checked in 10 minutes ago, within today (so this month's limit, the one a start checks).
+    const t0 = new Date(Math.max(Date.now() - 600_000, Date.parse(new Date().toISOString().slice(0, 10))));
+    const recs = racers(orgId, 'race-stop', 'quarter-hour-stop', 20, t0.toISOString());
+    const sandboxes = new DynamoSandboxStore();
+    await Promise.all(recs.map((r) => sandboxes.create(r)));
+    const paused: boolean[][] = [];
+    // Heartbeats every interval, all 20 racing each time: 20 x 30 s, then 1200 s (over 900), then the rest.
+    for (let round = 1; round <= 4; round++) {
+      const at = new Date(t0.getTime() + round * beat * 1000);
+      const now = await Promise.all(recs.map((r) => sandboxes.get(r.id)));
+      paused.push(
+        await Promise.all(
+          now.map((r) => (r!.status === 'RUNNING' ? ops.stack.services.sandboxBridge.meter(r!, at) : false)),
+        ),
+      );
+    }
+    expect(paused[0]!.filter(Boolean)).toHaveLength(0);
+    // The round that crosses: every heartbeat whose own ADD left the month at or over the limit pauses its sandbox.
+    expect(paused[1]!.filter(Boolean)).toHaveLength(11);
+    // The others pause at their next heartbeat; after that nothing is running and nothing more is metered.
+    expect(paused[2]!.filter(Boolean)).toHaveLength(9);
+    expect(paused[3]!.filter(Boolean)).toHaveLength(0);
+    const after = await Promise.all(recs.map((r) => sandboxes.get(r.id)));
+    expect(after.map((r) => r!.status)).toEqual(recs.map(() => 'PAUSED'));
+    expect(after.every((r) => /sandbox hours per month/.test(r!.detail ?? ''))).toBe(true);
+    // The ledger: its records and the organization's day total agree, and overshoot the limit by at
+    // most one heartbeat interval of compute per sandbox (here 1470 s against 900 + 20 x 30).
+    const usage = new DynamoUsageStore();
+    const records = (await Promise.all(recs.map((r) => usage.computeRecords(r.id, 1)))).flat();
+    const recorded = records.reduce((n, c) => n + c.seconds, 0);
+    const day = t0.toISOString().slice(0, 10);
+    const [orgDay] = await usage.orgDays(orgId, day, day);
+    expect(orgDay!.seconds).toBe(recorded);
+    expect(recorded).toBeGreaterThanOrEqual(limitSeconds);
+    expect(recorded).toBeLessThanOrEqual(limitSeconds + recs.length * beat);
+    // A start is refused, naming the limit.
+    const refused = await ops.stack.call('POST', '/api/v1/sandboxes', { key });
+    expect(refused.status, refused.text).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'sandbox_hours_per_month', limit: 0.25 });
   }, 60_000);
 });
 
