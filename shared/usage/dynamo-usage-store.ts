@@ -95,7 +95,8 @@ export class DynamoUsageStore implements UsageStore {
         ConsistentRead: true,
       }),
     );
-    return out.Items?.[0]?.to as string | undefined;
+    const last = out.Items?.[0];
+    return (last?.unbilledUntil ?? last?.to) as string | undefined;
   }
 
   async recordCompute(r: ComputeRecord): Promise<DayTotals | undefined> {

@@ -31,6 +31,12 @@ export interface ComputeRecord extends UsageAmounts {
   resourceFactor: number;
   price: ComputePrice;
   recordedAt: string;
+  /**
+   * Set when a heartbeat came after more than two heartbeat intervals unheard (docs/billing.md, "Not
+   * billed"): the record bills to `to` (one interval past the last sign of life) and the time from `to`
+   * to this is not billed; the generation's next interval starts here.
+   */
+  unbilledUntil?: string;
 }
 
 /** Platform LLM totals (the gateway's records): calls, tokens by kind, cost in micro-USD. */
@@ -166,7 +172,7 @@ export type UsageRecord =
  * a duplicate. Reads: totals by day range, O(days) (O(days x users) for the per-user view).
  */
 export interface UsageStore {
-  /** The end of the last recorded interval of a sandbox's generation, or undefined before its first. */
+  /** Where the next interval of a sandbox's generation starts (its last record's `unbilledUntil ?? to`), or undefined before its first. */
   lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined>;
   /**
    * Puts the record if its key is new, then adds it to its totals; undefined (nothing written) for a

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StorageRecord } from '#shared/usage/usage-store.ts';
@@ -152,6 +152,74 @@ describe('metering sandbox compute at the heartbeat', () => {
     const paused = (await sandboxStore.get(id))!;
     expect(await stack.services.sandboxBridge.accrue(paused, new Date(at.getTime() + 60_000))).toBeUndefined();
     expect(await usage.computeRecords(id, 1)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('time lost to our own 5xx is not billed', () => {
+  it('heartbeats answered 500 for ten minutes: the next one bills one interval past the last sign of life, the rest is not billed', async () => {
+    const key = await stack.newUser('meter-5xx');
+    const orgId = await stack.orgOf(key);
+    const { id, sessionKey } = await runningSandbox(key);
+    // As if it had checked in ten minutes ago and its one heartbeat 30 s later was the last one heard.
+    const interval = 30_000;
+    const t0 = Date.now() - 600_000;
+    let rec = (await sandboxStore.get(id))!;
+    rec = (await sandboxStore.update(id, rec.version, {
+      runningAt: new Date(t0).toISOString(),
+      lastActivityAt: new Date(t0).toISOString(),
+    }))!;
+    const first = await stack.services.sandboxBridge.accrue(rec, new Date(t0 + interval));
+    expect(first).toMatchObject({ seconds: 30, to: new Date(t0 + interval).toISOString() });
+    // Since then our heartbeat route answered 500 (our fault, not the sandbox's; every function's bridge): nothing was recorded.
+    const fault = vi
+      .spyOn(SandboxBridge.prototype, 'heartbeat')
+      .mockRejectedValue(new Error('injected: the control plane failed'));
+    for (let i = 0; i < 3; i++) expect((await heartbeat(id, sessionKey)).status).toBe(500);
+    fault.mockRestore();
+    expect(await usage.computeRecords(id, 1)).toHaveLength(1);
+    // The first heartbeat heard again, delivered 3 times at once: one record, of one interval past the
+    // last sign of life (the first record's end); the 9 minutes after it are marked, not billed.
+    const heard = await Promise.all([1, 2, 3].map(() => heartbeat(id, sessionKey)));
+    expect(heard.map((r) => [r.status, r.body.status])).toEqual(heard.map(() => [200, 'RUNNING']));
+    const records = await usage.computeRecords(id, 1);
+    expect(records).toHaveLength(2);
+    const gap = records[1]!;
+    expect(gap).toMatchObject({ from: first!.to, to: new Date(t0 + 2 * interval).toISOString(), seconds: 30 });
+    expect(Date.parse(gap.unbilledUntil!)).toBeGreaterThan(Date.now() - 60_000);
+    // The next heartbeat continues from there, billed in full (a second or so).
+    await sleep(1100);
+    expect((await heartbeat(id, sessionKey)).status).toBe(200);
+    const next = (await usage.computeRecords(id, 1))[2]!;
+    expect(next.from).toBe(gap.unbilledUntil);
+    expect(next.seconds).toBeGreaterThanOrEqual(1);
+    expect(next.seconds).toBeLessThan(30);
+    expect(next.unbilledUntil).toBeUndefined();
+    // The totals are the records' (60 s and the last one): nothing of the unheard 9 minutes.
+    const [orgDay] = await usage.orgDays(orgId, first!.day, first!.day);
+    expect(orgDay!.seconds).toBe(60 + next.seconds);
+  }, 60_000);
+
+  it('a start whose check-in our route answered 500 is never billed', async () => {
+    const key = await stack.newUser('meter-5xx-start');
+    const orgId = await stack.orgOf(key);
+    const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    expect(res.status, res.text).toBe(200);
+    const id = res.body.id as string;
+    const token = await waitFor('the enrollment token', () => {
+      const pid = sandboxPids(id)[0];
+      return pid ? processEnv(pid)?.ENROLLMENT_TOKEN : undefined;
+    });
+    const fault = vi
+      .spyOn(SandboxBridge.prototype, 'checkIn')
+      .mockRejectedValue(new Error('injected: the control plane failed'));
+    const checkIn = await stack.call('POST', bridge(id, 'check-in'), { key: token, body: { version: 'test' } });
+    fault.mockRestore();
+    expect(checkIn.status).toBe(500);
+    expect((await sandboxStore.get(id))!.status).toBe('STARTING');
+    expect((await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key })).status).toBe(200);
+    expect(await usage.computeRecords(id, 1)).toEqual([]);
+    const day = new Date().toISOString().slice(0, 10);
+    expect(await usage.orgDays(orgId, day, day)).toEqual([]);
   }, 60_000);
 });
 
