@@ -17,6 +17,8 @@ import { conversationRecord } from '#test/helpers/conversations.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { bearer, OPERATOR_AUDIENCE as AUD, useOperatorStack } from '#test/helpers/operator-stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
+import { csvRecords } from '#test/helpers/csv.ts';
+import { readFileSync } from 'node:fs';
 
 /**
  * Notices and prepaid credits over the local stack. Notices: many heartbeats crossing a threshold together send exactly
@@ -53,12 +55,12 @@ function racers(orgId: string, userId: string, plan: string, n: number, runningA
   }));
 }
 /** A new user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
-async function joinAsMember(userId: string, orgId: string): Promise<string> {
+async function joinAsMember(userId: string, orgId: string, role: 'member' | 'admin' = 'member'): Promise<string> {
   const key = await ops.stack.newUser(userId);
   await ops.stack.orgOf(key);
   const accounts = new DynamoAccountStore();
   const user = (await accounts.getUser(userId))!;
-  expect(await accounts.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
+  expect(await accounts.replaceUser({ ...user, orgId, role })).toBe(true);
   ops.stack.services.accounts.forget(userId);
   return key;
 }
@@ -294,6 +296,130 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
     // 3 + 2: the racing key granted once.
     expect(usage.body.limits.credits).toMatchObject({ total_granted_usd: 5, balance_usd: 5 });
   }, 30_000);
+});
+
+const correct = (
+  orgId: string,
+  body: unknown,
+  auth: { key: string | null; headers: Record<string, string> },
+  idem?: string,
+) =>
+  ops.stack.call('POST', `/api/v1/admin/orgs/${orgId}/corrections`, {
+    ...auth,
+    body,
+    headers: { ...auth.headers, ...(idem ? { 'idempotency-key': idem } : {}) },
+  });
+
+describe('POST /api/v1/admin/orgs/{org_id}/corrections', () => {
+  it('operators only; a record of its own in the day totals, GET /api/v1/usage and the FOCUS export (ChargeClass Correction); counted once', async () => {
+    const key = await ops.stack.newUser('corr-owner');
+    const orgId = await ops.stack.orgOf(key);
+    const memberKey = await joinAsMember('corr-member', orgId);
+    const adminKey = await joinAsMember('corr-admin', orgId, 'admin');
+    const strangerKey = await ops.stack.newUser('corr-stranger');
+    const strangerOrg = await ops.stack.orgOf(strangerKey);
+    const op = await operator();
+    // The 15th of last month: a previously invoiced billing period.
+    const first = new Date(`${new Date().toISOString().slice(0, 7)}-01T00:00:00Z`);
+    const day = `${new Date(first.getTime() - 17 * 86_400_000).toISOString().slice(0, 8)}15`;
+    const body = { amount_usd: -1.25, day, reason: 'outage credit, ticket 812', user_id: 'corr-member' };
+    // Not operators: the owner, a member, an admin of the organization, another organization's owner.
+    for (const k of [key, memberKey, adminKey, strangerKey])
+      expect((await correct(orgId, body, { key: k, headers: {} })).status).toBe(403);
+    expect((await correct(orgId, body, { key: null, headers: {} })).status).toBe(401);
+    // A foreign organization, a user of another organization: 404.
+    expect((await correct('org_000000000000000000000000', body, op)).status).toBe(404);
+    expect((await correct(orgId, { ...body, user_id: 'corr-stranger' }, op)).status).toBe(404);
+    expect((await correct(orgId, { ...body, user_id: 'nobody-at-all' }, op)).status).toBe(404);
+    const future = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    for (const [bad, field] of [
+      [{ amount_usd: 0 }, 'amount_usd'],
+      [{ amount_usd: 1e7 }, 'amount_usd'],
+      [{ amount_usd: -0.0000001 }, 'amount_usd'],
+      [{ amount_usd: '-1' }, 'amount_usd'],
+      [{ day: future }, 'day'],
+      [{ day: '2026-02-30' }, 'day'],
+      [{ day: 'yesterday' }, 'day'],
+      [{ reason: '' }, 'reason'],
+      [{ reason: 'x'.repeat(201) }, 'reason'],
+    ] as const) {
+      const res = await correct(orgId, { ...body, ...bad }, op);
+      expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', field]);
+    }
+    expect((await correct(orgId, { amount_usd: 1, day }, op)).body.detail[0].loc).toEqual(['body', 'reason']);
+    expect((await correct(orgId, { ...body, extra: 1 }, op)).status).toBe(422);
+
+    const ok = await correct(orgId, body, op);
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.body).toEqual({
+      success: true,
+      id: expect.stringMatching(/^corr_[0-9a-f]{32}$/),
+      org_id: orgId,
+      user_id: 'corr-member',
+      day,
+      amount_usd: -1.25,
+      reason: 'outage credit, ticket 812',
+      created_at: expect.any(String),
+    });
+    // The same correction again is 409: counted once, never edited.
+    const again = await correct(orgId, body, op);
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toContain(ok.body.id);
+    // The organization's own (no user), with an Idempotency-Key: a repeat answers the first answer.
+    const idem = randomUUID();
+    const orgWide = { amount_usd: 2.000001, day, reason: 'org-wide adjustment' };
+    const a = await correct(orgId, orgWide, op, idem);
+    expect(a.status, a.text).toBe(201);
+    const b = await correct(orgId, orgWide, op, idem);
+    expect(b.status).toBe(201);
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    expect(b.text).toBe(a.text);
+    // Another organization is untouched by either.
+    expect((await correct(strangerOrg, { ...orgWide, reason: 'x' }, { key: strangerKey, headers: {} })).status).toBe(
+      403,
+    );
+
+    // The day's totals: the organization's hold both, the member's only theirs.
+    const q = `/api/v1/usage?from=${day}&to=${day}`;
+    const org = await ops.stack.call('GET', q, { key });
+    expect(org.status, org.text).toBe(200);
+    expect(org.body.items).toEqual([
+      expect.objectContaining({ day, correction_usd: 0.750001, total_cost_usd: 0.750001 }),
+    ]);
+    const perUser = await ops.stack.call('GET', `${q}&group_by=user`, { key });
+    expect(perUser.body.items).toEqual([
+      expect.objectContaining({ user_id: 'corr-member', correction_usd: -1.25, total_cost_usd: -1.25 }),
+    ]);
+    const own = await ops.stack.call('GET', q, { key: memberKey });
+    expect(own.body.total).toMatchObject({ correction_usd: -1.25 });
+    const stranger = await ops.stack.call('GET', q, { key: strangerKey });
+    expect(stranger.body.total).toMatchObject({ correction_usd: 0, total_cost_usd: 0 });
+    // Audited, naming the operator.
+    const log = await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    const audited = log.body.items.filter((e: { action: string }) => e.action === 'correction_recorded');
+    expect(audited.map((e: { detail: string }) => e.detail).sort()).toEqual([
+      `+2.000001 USD on ${day}: org-wide adjustment`,
+      `-1.25 USD on ${day}: outage credit, ticket 812`,
+    ]);
+    expect(audited.every((e: { actor: string }) => e.actor.startsWith('operator:'))).toBe(true);
+
+    // The FOCUS export of that day: each its own line, an Adjustment, ChargeClass Correction (written after
+    // its billing period ended), invoiced in this month.
+    const res = await ops.stack.call('POST', '/api/v1/admin/billing/exports', { ...op, body: { from: day, to: day } });
+    expect(res.status, res.text).toBe(200);
+    const rows = csvRecords(readFileSync(res.body.location, 'utf8')).filter((r) => r.BillingAccountId === orgId);
+    expect(rows.map((r) => [r.SubAccountId, r.BilledCost, r.ChargeCategory, r.ChargeClass]).sort()).toEqual([
+      [null, '2.000001', 'Adjustment', 'Correction'],
+      ['corr-member', '-1.250000', 'Adjustment', 'Correction'],
+    ]);
+    for (const r of rows) {
+      expect(r.ChargePeriodStart).toBe(`${day}T00:00:00Z`);
+      expect(r.BillingPeriodStart).toBe(first.toISOString().replace('.000', ''));
+      expect(r.ChargeDescription).toMatch(/^Correction: /);
+      expect(r.ConsumedQuantity).toBeNull();
+    }
+  }, 60_000);
 });
 
 describe('prepaid credits', () => {
