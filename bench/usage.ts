@@ -86,8 +86,8 @@ async function writeRecords(orgId: string, owner: string, n: number): Promise<Tr
         price: {
           region: 'us-east-1',
           spot: false,
-          vcpu_hour_usd: '0.04048',
-          gb_hour_usd: '0.004445',
+          vcpu_hour_usd: '0.03238',
+          gb_hour_usd: '0.00356',
           markup_percent: '0',
         },
         recordedAt: new Date(start + 60_000).toISOString(),
@@ -95,7 +95,7 @@ async function writeRecords(orgId: string, owner: string, n: number): Promise<Tr
         factorSeconds: 60,
         vcpuSeconds: 60,
         gbSeconds: 120,
-        computeMicroUsd: 823,
+        computeMicroUsd: 658,
       };
       truth.vcpuSeconds += rec.vcpuSeconds;
       items.push(computeRecordItem(rec, retention));

@@ -1541,6 +1541,22 @@ export const routes = [
     status: 201,
   },
   {
+    id: 'recordCorrection',
+    method: 'POST',
+    path: '/api/v1/admin/orgs/{org_id}/corrections',
+    entry: 'functions/admin/record-correction.ts',
+    auth: 'user',
+    managesCredentials: true,
+    summary:
+      "Operators: a correction of an organization's bill (signed `amount_usd` on `day`, a `reason`, optionally a " +
+      '`user_id`): a ledger record of its own, never an edit; audited as correction_recorded',
+    tag: 'admin',
+    tables: { users: 'read', orgs: 'read', usage: 'write', auditLog: 'append', idempotency: 'write' },
+    capabilities: ['signin', 'plans', 'seal', 'unseal'],
+    idempotent: true,
+    status: 201,
+  },
+  {
     id: 'getUsage',
     method: 'GET',
     path: '/api/v1/usage',

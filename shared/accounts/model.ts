@@ -105,5 +105,6 @@ export const auditActions = [
   'plan_changed',
   'billing_customer_set',
   'credits_granted',
+  'correction_recorded',
 ] as const;
 export type AuditAction = (typeof auditActions)[number];

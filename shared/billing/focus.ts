@@ -95,14 +95,18 @@ export function allocate(total: number, parts: { n: bigint; d: bigint }[]): numb
 }
 
 interface Charge {
-  sku: string;
+  sku: string | null;
   region: string | null;
-  service: 'compute' | 'llm' | 'storage';
+  service: 'compute' | 'llm' | 'storage' | 'correction';
   description: string;
   unit: string;
   quantity: number;
   microUsd: number;
   estimated: boolean;
+  /** A correction's id: its own line. */
+  line?: string;
+  /** A correction's time of writing (ChargeClass). */
+  writtenAt?: string;
 }
 
 /** A compute record's charges: vCPU and memory, its cost split exactly as the price it was charged at says. */
@@ -219,14 +223,50 @@ function storageCharges(r: Extract<UsageRecord, { kind: 'storage' }>): Charge[] 
   ];
 }
 
+/**
+ * An operator's correction: a line of its own (FOCUS ChargeCategory "Adjustment": a money amount the provider
+ * applies, no quantity consumed), named by its reason; `writtenAt` decides ChargeClass (below).
+ */
+function correctionCharges(r: Extract<UsageRecord, { kind: 'correction' }>): Charge[] {
+  return [
+    {
+      sku: null,
+      region: null,
+      service: 'correction',
+      description: `Correction: ${r.reason}`,
+      unit: '',
+      quantity: 0,
+      microUsd: r.microUsd,
+      estimated: false,
+      line: r.id,
+      writtenAt: r.at,
+    },
+  ];
+}
+
+/** A record's charges, whatever its kind. */
+function chargesOf(r: UsageRecord): Charge[] {
+  if (r.kind === 'compute') return computeCharges(r);
+  if (r.kind === 'llm') return llmCharges(r);
+  if (r.kind === 'storage') return storageCharges(r);
+  return correctionCharges(r);
+}
+
 /** A record's cost in micro-USD, whatever its kind. */
 export const recordMicroUsd = (r: UsageRecord): number =>
-  r.kind === 'compute' ? r.computeMicroUsd : r.kind === 'llm' ? r.costMicroUsd : r.storageMicroUsd;
+  r.kind === 'compute'
+    ? r.computeMicroUsd
+    : r.kind === 'llm'
+      ? r.costMicroUsd
+      : r.kind === 'storage'
+        ? r.storageMicroUsd
+        : r.microUsd;
 
 const SERVICES = {
   compute: { name: 'Sandbox compute', category: 'Compute', subcategory: 'Containers' },
   storage: { name: 'Workspace storage', category: 'Storage', subcategory: 'Object Storage' },
   llm: { name: 'Platform LLM', category: 'AI and Machine Learning', subcategory: 'Generative AI' },
+  correction: { name: 'Billing corrections', category: 'Other', subcategory: 'Other (Other)' },
 } as const;
 
 const iso = (day: string) => `${day}T00:00:00Z`;
@@ -246,7 +286,7 @@ function monthOf(day: string): [string, string] {
 
 interface Group {
   orgId: string;
-  userId: string;
+  userId: string | null;
   day: string;
   charge: Charge;
   quantity: number;
@@ -264,11 +304,12 @@ export class FocusLedger {
 
   add(records: Iterable<UsageRecord>): void {
     for (const r of records) {
-      const charges = r.kind === 'compute' ? computeCharges(r) : r.kind === 'llm' ? llmCharges(r) : storageCharges(r);
+      const charges = chargesOf(r);
       this.records++;
       this.recordsMicroUsd += recordMicroUsd(r);
       for (const c of charges) {
-        const key = JSON.stringify([r.orgId, r.day, r.userId, c.sku, c.region]);
+        // A correction is a line of its own (its id); other charges add up per (user, SKU, region).
+        const key = JSON.stringify([r.orgId, r.day, r.userId ?? '', c.line ?? c.sku, c.region]);
         let g = this.groups.get(key);
         if (!g) {
           g = {
@@ -299,9 +340,15 @@ export class FocusLedger {
   lines(orgNames: ReadonlyMap<string, string | null>, parties: FocusParties = DEFAULT_PARTIES): FocusLine[] {
     const sorted = [...this.groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, g]) => g);
     return sorted.map((g) => {
-      const [monthStart, monthEnd] = monthOf(g.day);
       const service = SERVICES[g.charge.service];
       const cost = microUsdDecimal(g.microUsd);
+      const correction = g.charge.service === 'correction';
+      // FOCUS: ChargeClass "Correction" for a correction to a previously invoiced billing period (written
+      // once the month of the day it applies to had ended: it is invoiced in the month it was written);
+      // null for one within the current billing period.
+      const [dayMonthStart, dayMonthEnd] = monthOf(g.day);
+      const late = correction && Date.parse(g.charge.writtenAt!) >= Date.parse(iso(dayMonthEnd));
+      const [monthStart, monthEnd] = late ? monthOf(g.charge.writtenAt!.slice(0, 10)) : [dayMonthStart, dayMonthEnd];
       return {
         BilledCost: cost,
         BillingAccountId: g.orgId,
@@ -310,23 +357,23 @@ export class FocusLedger {
         BillingCurrency: 'USD',
         BillingPeriodEnd: iso(monthEnd),
         BillingPeriodStart: iso(monthStart),
-        ChargeCategory: 'Usage',
-        // Corrections would be records of their own, written as ChargeClass "Correction"; none exist yet.
-        ChargeClass: null,
+        ChargeCategory: correction ? 'Adjustment' : 'Usage',
+        ChargeClass: late ? 'Correction' : null,
         ChargeDescription: g.charge.description,
-        ChargeFrequency: 'Usage-Based',
+        ChargeFrequency: correction ? 'One-Time' : 'Usage-Based',
         ChargePeriodEnd: iso(nextDay(g.day)),
         ChargePeriodStart: iso(g.day),
-        ConsumedQuantity: String(g.quantity),
-        ConsumedUnit: g.charge.unit,
+        // A correction is money, not a quantity consumed: no quantities, units, SKU or pricing category.
+        ConsumedQuantity: correction ? null : String(g.quantity),
+        ConsumedUnit: correction ? null : g.charge.unit,
         // No negotiated prices or discounts: what is billed is the list price.
         ContractedCost: cost,
         EffectiveCost: cost,
         InvoiceIssuerName: parties.invoiceIssuerName,
         ListCost: cost,
-        PricingCategory: 'Standard',
-        PricingQuantity: String(g.quantity),
-        PricingUnit: g.charge.unit,
+        PricingCategory: correction ? null : 'Standard',
+        PricingQuantity: correction ? null : String(g.quantity),
+        PricingUnit: correction ? null : g.charge.unit,
         ProviderName: parties.providerName,
         PublisherName: parties.publisherName,
         RegionId: g.charge.region,
@@ -335,7 +382,7 @@ export class FocusLedger {
         ServiceSubcategory: service.subcategory,
         SkuId: g.charge.sku,
         SubAccountId: g.userId,
-        SubAccountType: 'User',
+        SubAccountType: g.userId === null ? null : 'User',
         x_RecordCount: String(g.records),
         x_EstimatedRecordCount: String(g.estimated),
       };

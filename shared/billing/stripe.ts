@@ -349,6 +349,9 @@ export class StripeReporter {
     for (const day of daysOf(from, to))
       for await (const page of this.usage.dayRecords(day))
         for (const r of page as UsageRecord[]) {
+          // An operator's correction is not a meter event: it goes to the customer as a Stripe credit note or
+          // invoice item (docs/billing.md, "Corrections").
+          if (r.kind === 'correction') continue;
           const hour = hourOf(r.kind === 'llm' ? r.at : r.from);
           if (!ended(hour)) {
             openHours.add(`${r.orgId}#${hour}`);

@@ -1811,6 +1811,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/orgs/{org_id}/corrections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operators: a correction of an organization's bill (signed `amount_usd` on `day`, a `reason`, optionally a `user_id`): a ledger record of its own, never an edit; audited as correction_recorded
+         * @description Idempotent with an `Idempotency-Key` header: a repeat with the same key and body within 24 hours gets the first answer.
+         */
+        post: operations["recordCorrection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/usage": {
         parameters: {
             query?: never;
@@ -7151,6 +7171,72 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    recordCorrection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry: a repeat with the same key and body within 24 hours answers the first answer (status and body, `Idempotent-Replayed: true`) and creates nothing; the same key with another body is 422; a repeat while the first is in progress is 409 with `Retry-After`. Keys are the caller's own (another user's equal key is another key). Only successful answers are kept. A UUID per logical request is the usual choice.
+                 * @example 4f3c2b1a-9d8e-4c7b-a6f5-e4d3c2b1a098
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                org_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_usd": -12.5,
+                 *       "day": "2026-10-14",
+                 *       "reason": "outage credit, ticket 812",
+                 *       "user_id": "alice"
+                 *     }
+                 */
+                "application/json": {
+                    amount_usd: number;
+                    day: string;
+                    reason: string;
+                    user_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description `true` when this is the stored first answer to a request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        id: string;
+                        org_id: string;
+                        user_id: string | null;
+                        day: string;
+                        amount_usd: number;
+                        reason: string;
+                        created_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     getUsage: {
         parameters: {
             query?: {
@@ -7197,6 +7283,7 @@ export interface operations {
                             llm_cost_usd: number;
                             storage_gb_hours: number;
                             storage_cost_usd: number;
+                            correction_usd: number;
                             total_cost_usd: number;
                             reported_llm_calls: number;
                             reported_llm_input_tokens: number;
@@ -7224,6 +7311,7 @@ export interface operations {
                             llm_cost_usd: number;
                             storage_gb_hours: number;
                             storage_cost_usd: number;
+                            correction_usd: number;
                             total_cost_usd: number;
                             reported_llm_calls: number;
                             reported_llm_input_tokens: number;
@@ -7639,4 +7727,4 @@ export interface operations {
 }
 
 /** The creates that take an `Idempotency-Key` (the client adds one, so their retries are safe). */
-export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/admin/orgs/{org_id}/credits","POST /api/v1/app-conversations","POST /api/v1/orgs/{org_id}/invitations","POST /api/v1/sandboxes"];
+export const idempotentRoutes: readonly string[] = ["POST /api/conversations","POST /api/keys","POST /api/v1/admin/orgs/{org_id}/corrections","POST /api/v1/admin/orgs/{org_id}/credits","POST /api/v1/app-conversations","POST /api/v1/orgs/{org_id}/invitations","POST /api/v1/sandboxes"];

@@ -126,7 +126,7 @@ export class SandboxBridge {
       if (t?.changed && t.record.phases) emitStartMetrics(t.record.phases, ['restore_ms']);
     }
     // Paused at the heartbeat that crossed a monthly limit: the program stops on this answer.
-    const status = rec.status === 'RUNNING' && (await this.meter(rec)) ? 'PAUSED' : rec.status;
+    const status = rec.status === 'RUNNING' && (await this.meter(rec, undefined, true)) ? 'PAUSED' : rec.status;
     return { status, command_seq: rec.commandSeq ?? 0 };
   }
 
@@ -137,10 +137,11 @@ export class SandboxBridge {
 
   /**
    * A heartbeat's metering: the interval's record (`accrue`), then the organization's standing against
-   * its plan (`enforceMonthly`: notices, pause). True when the sandbox was paused.
+   * its plan (`enforceMonthly`: notices, pause). True when the sandbox was paused. `heard`: a heartbeat
+   * just received, so a long unheard gap before it is not billed past one interval (`accrueWithTotals`).
    */
-  async meter(rec: SandboxRecord, at: Date = this.lifecycle.now()): Promise<boolean> {
-    const metered = await this.lifecycle.accrueWithTotals(rec, at);
+  async meter(rec: SandboxRecord, at: Date = this.lifecycle.now(), heard = false): Promise<boolean> {
+    const metered = await this.lifecycle.accrueWithTotals(rec, at, undefined, heard);
     return metered ? this.enforceMonthly(rec, metered.record, metered.orgDay) : false;
   }
 

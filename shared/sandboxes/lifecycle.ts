@@ -201,17 +201,35 @@ export class SandboxLifecycle {
     return (await this.accrueWithTotals(rec, at, from))?.record;
   }
 
-  /** `accrue`, with the organization's day totals as the record's ADD left them (the heartbeat's notices and limits read them). */
+  /**
+   * `accrue`, with the organization's day totals as the record's ADD left them (the heartbeat's notices and limits read them).
+   * `heartbeat`: the interval ends at a heartbeat just heard; when nothing was heard for more than two
+   * heartbeat intervals before it (heartbeats refused with our own 5xx, or lost on the way), it bills at
+   * most one interval past the last sign of life and records the rest as not billed (`unbilledUntil`).
+   */
   async accrueWithTotals(
     rec: SandboxRecord,
     at: Date = this.now(),
     from?: string,
+    heartbeat = false,
   ): Promise<{ record: ComputeRecord; orgDay: DayTotals } | undefined> {
     if (rec.status !== 'RUNNING' || !rec.runningAt || !rec.orgId) return undefined;
     try {
       const usage = this.deps.usage!;
       from ??= (await usage.lastComputeEnd(rec.id, rec.generation)) ?? rec.runningAt;
-      const seconds = Math.floor((at.getTime() - Date.parse(from)) / 1000);
+      const whole = Math.floor((at.getTime() - Date.parse(from)) / 1000);
+      let seconds = whole;
+      let unbilledUntil: string | undefined;
+      if (heartbeat) {
+        // The last sign of life the record read shows: a record's end or activity (the key stays `from`,
+        // so racing deliveries of one heartbeat still write once).
+        const interval = this.deps.config.heartbeatSeconds * 1000;
+        const alive = Math.max(Date.parse(from), Date.parse(rec.lastActivityAt));
+        if (at.getTime() - alive > 2 * interval) {
+          seconds = Math.floor((alive + interval - Date.parse(from)) / 1000);
+          unbilledUntil = new Date(Date.parse(from) + whole * 1000).toISOString();
+        }
+      }
       if (seconds < 1) return undefined;
       const spec = this.deps.specs.get(rec.specId);
       // Locally the factor does not apply (a process has no size): the nominal size, factor 1.
@@ -242,6 +260,7 @@ export class SandboxLifecycle {
         price,
         // When it was written (not the interval's end): the reconcile's settled time counts from here.
         recordedAt: this.iso(),
+        ...(unbilledUntil ? { unbilledUntil } : {}),
       };
       const orgDay = await usage.recordCompute(record);
       return orgDay ? { record, orgDay } : undefined;

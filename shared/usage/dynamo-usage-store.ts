@@ -11,6 +11,7 @@ import { queryAll } from '#shared/store/query.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type {
   ComputeRecord,
+  CorrectionRecord,
   CreditAccount,
   StorageHolding,
   StorageRecord,
@@ -37,6 +38,8 @@ export const usageKeys = {
   credits: (orgId: string) => `credits#${orgId}`,
   /** 80% / 100% notices (sk `<period>#<limit>#<threshold>`). */
   notices: (orgId: string) => `notice#${orgId}`,
+  /** An organization's corrections (sk the correction's id). */
+  corrections: (orgId: string) => `corr#${orgId}`,
   /** A sandbox's storage records (sk the interval's start). */
   storage: (sandboxId: string) => `stor#${sandboxId}`,
   /** Every sandbox's storage holding, one partition (sk the sandbox id). */
@@ -95,7 +98,54 @@ export class DynamoUsageStore implements UsageStore {
         ConsistentRead: true,
       }),
     );
-    return out.Items?.[0]?.to as string | undefined;
+    const last = out.Items?.[0];
+    return (last?.unbilledUntil ?? last?.to) as string | undefined;
+  }
+
+  async recordCorrection(r: CorrectionRecord): Promise<boolean> {
+    const pk = usageKeys.corrections(r.orgId);
+    const put = await conditionalWrite(() =>
+      this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          // Listed by index byDay under the day it applies to (the export and the reconcile read it there);
+          // kept with the ledger's records' retention, counted from that day.
+          Item: {
+            pk,
+            sk: r.id,
+            kind: 'correction',
+            recordKey: usageKeys.recordKey(r.orgId, r.at, pk),
+            expiresAtEpoch: recordExpiry(r.day, this.retentionDays),
+            ...r,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      ),
+    );
+    if (!put) return false;
+    const values = { ':n': 1, ':c': r.microUsd, ':day': r.day, ':now': new Date().toISOString() };
+    const update = 'ADD corrections :n, correctionMicroUsd :c SET #day = :day, lastAt = :now';
+    // Totals only after the record's own put (a repeat adds nothing); the reconcile repairs a crash between.
+    if (r.userId !== null)
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
+          UpdateExpression: `${update}, userId = :u, userKey = :uk`,
+          ExpressionAttributeNames: { '#day': 'day' },
+          ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
+        }),
+      );
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
+        UpdateExpression: update,
+        ExpressionAttributeNames: { '#day': 'day' },
+        ExpressionAttributeValues: values,
+      }),
+    );
+    return true;
   }
 
   async recordCompute(r: ComputeRecord): Promise<DayTotals | undefined> {
@@ -228,10 +278,10 @@ export class DynamoUsageStore implements UsageStore {
       sets.push('model = :model');
       values[':model'] = key.model;
     }
-    // Every writer ADDs 1 to `records` (compute), `llmCalls` (LLM) or `storageRecords` (storage): unchanged
+    // Every writer ADDs 1 to `records` (compute), `llmCalls` (LLM), `storageRecords` (storage) or `corrections`: unchanged
     // counts mean no writer came between.
     const conditions = seen
-      ? (['records', 'llmCalls', 'storageRecords'] as const).map((f) => {
+      ? (['records', 'llmCalls', 'storageRecords', 'corrections'] as const).map((f) => {
           if (seen[f] === undefined) return `attribute_not_exists(${f})`;
           values[`:seen_${f}`] = seen[f];
           return `${f} = :seen_${f}`;

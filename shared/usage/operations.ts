@@ -33,6 +33,7 @@ const amounts = {
   llm_cost_usd: z.number(),
   storage_gb_hours: z.number(),
   storage_cost_usd: z.number(),
+  correction_usd: z.number(),
   total_cost_usd: z.number(),
   reported_llm_calls: z.number(),
   reported_llm_input_tokens: z.number(),
@@ -162,6 +163,55 @@ function microUsdOf(amount: number): number | undefined {
   if (!m) return undefined;
   return Number(m[1]) * 1_000_000 + Number((m[2] ?? '').padEnd(6, '0'));
 }
+/** A signed, non-zero amount of USD (a correction), as exact integer micro-USD. */
+const signedMicroUsdOf = (amount: number): number | undefined => {
+  const m = microUsdOf(Math.abs(amount));
+  return m === undefined ? undefined : amount < 0 ? -m : m;
+};
+
+export const recordCorrection = defineOperation(
+  'recordCorrection',
+  () => ({
+    params: z.object({
+      org_id: z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)')),
+    }),
+    body: z.strictObject({
+      amount_usd: z
+        .number()
+        .check(
+          z.refine(
+            (n) => signedMicroUsdOf(n) !== undefined,
+            `amount_usd must be a non-zero amount of at most ${MAX_GRANT_USD} USD either way, with at most 6 decimals`,
+          ),
+        ),
+      day: z.string().check(
+        z.regex(/^\d{4}-\d{2}-\d{2}$/, 'day must be a date, YYYY-MM-DD (UTC)'),
+        z.refine(realDay, 'day must be a real calendar date'),
+        z.refine((d) => d <= today(), 'day must not be in the future'),
+      ),
+      reason: z.string().check(z.minLength(1), z.maxLength(200)),
+      user_id: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+    }),
+    response: z.object({
+      success: z.literal(true),
+      id: z.string(),
+      org_id: z.string(),
+      user_id: z.nullable(z.string()),
+      day: z.string(),
+      amount_usd: z.number(),
+      reason: z.string(),
+      created_at: z.string(),
+    }),
+    example: { amount_usd: -12.5, day: '2026-10-14', reason: 'outage credit, ticket 812', user_id: 'alice' },
+  }),
+  ({ userId, auth, params, body }, { credits }) =>
+    credits.correct(callerOf(userId, auth), params.org_id, {
+      microUsd: signedMicroUsdOf(body.amount_usd)!,
+      day: body.day,
+      reason: body.reason,
+      ...(body.user_id !== undefined ? { userId: body.user_id } : {}),
+    }),
+);
 
 export const grantCredits = defineOperation(
   'grantCredits',

@@ -4,11 +4,12 @@ import * as z from '#shared/zod.ts';
 /*
  * Compute prices (config/prices.json locally, `PRICES_FILE` to replace it; the CDK context `prices`
  * on AWS, env PRICES). Prices are decimal strings in USD per vCPU-hour and per GB-hour, as AWS
- * publishes Fargate's (per second they are repeating decimals: 0.04048 / 3600); a markup in percent.
+ * publishes Fargate's (per second they are repeating decimals: 0.03238 / 3600); a markup in percent.
+ * The defaults are Fargate's Linux/ARM64 prices (the sandbox tasks run on Graviton: infra/constructs/sandboxes.ts).
  * Arithmetic is exact (BigInt rationals) and each record is rounded half-even to a micro-USD.
  */
 
-const decimal = z.string().check(z.regex(/^\d{1,6}(\.\d{1,12})?$/, 'a decimal number as a string, e.g. "0.04048"'));
+const decimal = z.string().check(z.regex(/^\d{1,6}(\.\d{1,12})?$/, 'a decimal number as a string, e.g. "0.03238"'));
 const rate = z.strictObject({ vcpu_hour_usd: decimal, gb_hour_usd: decimal });
 const region = z.string().check(z.minLength(1));
 export const pricesSchema = z
@@ -108,13 +109,16 @@ export function filePrices(path: string): Prices {
   return parsePrices(raw, `PRICES_FILE ${path}`);
 }
 
-/** The built-in prices (config/prices.json's), used where none are configured (AWS without the context key). */
+/**
+ * The built-in prices (config/prices.json's), used where none are configured (AWS without the context key):
+ * Fargate Linux/ARM64 in us-east-1; Spot is an example at 30% of on-demand (Spot prices move).
+ */
 export const DEFAULT_PRICES_CONFIG = {
   default_region: 'us-east-1',
   compute: {
     'us-east-1': {
-      on_demand: { vcpu_hour_usd: '0.04048', gb_hour_usd: '0.004445' },
-      spot: { vcpu_hour_usd: '0.01244', gb_hour_usd: '0.00137' },
+      on_demand: { vcpu_hour_usd: '0.03238', gb_hour_usd: '0.00356' },
+      spot: { vcpu_hour_usd: '0.009714', gb_hour_usd: '0.001068' },
     },
   },
   public_ipv4: { 'us-east-1': { hour_usd: '0.005' } },

@@ -60,6 +60,8 @@ const COUNTED = [
   'storageRecords',
   'storageMibSeconds',
   'storageMicroUsd',
+  'corrections',
+  'correctionMicroUsd',
 ] as const satisfies readonly (keyof TotalsDelta)[];
 type Sums = Record<(typeof COUNTED)[number], number>;
 
@@ -80,6 +82,10 @@ function contribution(r: UsageRecord): { sums: Sums; written: string } {
   if (r.kind === 'storage') {
     Object.assign(sums, { storageRecords: 1, storageMibSeconds: r.mibSeconds, storageMicroUsd: r.storageMicroUsd });
     return { sums, written: r.recordedAt };
+  }
+  if (r.kind === 'correction') {
+    Object.assign(sums, { corrections: 1, correctionMicroUsd: r.microUsd });
+    return { sums, written: r.at };
   }
   if (r.kind === 'compute') {
     for (const f of ['seconds', 'factorSeconds', 'vcpuSeconds', 'gbSeconds', 'computeMicroUsd'] as const)
@@ -163,7 +169,8 @@ export class UsageReconcile {
         }
         const c = contribution(r);
         add(org, 'org', c);
-        add(org, `user#${r.userId}`, c);
+        // An organization's own correction (no user) adds to its organization total only.
+        if (r.userId !== null) add(org, `user#${r.userId}`, c);
         if (r.kind === 'llm') add(org, `model#${r.model}`, c);
       }
     }

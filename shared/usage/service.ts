@@ -7,6 +7,7 @@ import { readStanding, standingOf } from '#shared/usage/standing.ts';
 import { roundHalfEven } from '#shared/usage/prices.ts';
 import type {
   AgentAmounts,
+  CorrectionAmounts,
   DayTotals,
   LlmAmounts,
   StorageAmounts,
@@ -21,7 +22,11 @@ export const usd = (micro: number): number => {
   return Number(`${sign}${Math.trunc(m / 1_000_000)}.${String(m % 1_000_000).padStart(6, '0')}`);
 };
 
-type Totals = UsageAmounts & Required<LlmAmounts> & Required<StorageAmounts> & Required<AgentAmounts>;
+type Totals = UsageAmounts &
+  Required<LlmAmounts> &
+  Required<StorageAmounts> &
+  Required<AgentAmounts> &
+  Required<CorrectionAmounts>;
 
 /** MiB-seconds as GB-hours (GB = 1024 MiB), rounded half-even to 6 decimals. */
 export const gbHours = (mibSeconds: number): number =>
@@ -41,7 +46,9 @@ const view = (t: Totals) => ({
   // Workspace snapshots held (docs/billing.md, "Workspace storage").
   storage_gb_hours: gbHours(t.storageMibSeconds),
   storage_cost_usd: usd(t.storageMicroUsd),
-  total_cost_usd: usd(t.computeMicroUsd + t.llmMicroUsd + t.storageMicroUsd),
+  // Operators' corrections applied to these days (signed; docs/billing.md, "Corrections").
+  correction_usd: usd(t.correctionMicroUsd),
+  total_cost_usd: usd(t.computeMicroUsd + t.llmMicroUsd + t.storageMicroUsd + t.correctionMicroUsd),
   // The agent's own reports for a user's own key: informational, not in the total (docs/billing.md).
   reported_llm_calls: t.agentCalls,
   reported_llm_input_tokens: t.agentInputTokens,
@@ -67,6 +74,8 @@ const zero = (): Totals => ({
   agentInputTokens: 0,
   agentOutputTokens: 0,
   agentMicroUsd: 0,
+  corrections: 0,
+  correctionMicroUsd: 0,
 });
 const add = (into: Totals, t: Partial<Totals>) => {
   for (const k of Object.keys(into) as (keyof Totals)[]) into[k] += Number(t[k] ?? 0);

@@ -14,7 +14,7 @@ export interface UsageAmounts {
 /**
  * One interval a sandbox ran, as the ledger keeps it (table `usage`): pk `sbx#<sandbox id>#<generation>`,
  * sk the interval's start (ISO), so a repeated report of the same interval is the same key and its
- * conditional put changes nothing. Never edited; a correction would be a record of its own.
+ * conditional put changes nothing. Never edited; a correction is a record of its own (`CorrectionRecord`).
  */
 export interface ComputeRecord extends UsageAmounts {
   sandboxId: string;
@@ -31,6 +31,12 @@ export interface ComputeRecord extends UsageAmounts {
   resourceFactor: number;
   price: ComputePrice;
   recordedAt: string;
+  /**
+   * Set when a heartbeat came after more than two heartbeat intervals unheard (docs/billing.md, "Not
+   * billed"): the record bills to `to` (one interval past the last sign of life) and the time from `to`
+   * to this is not billed; the generation's next interval starts here.
+   */
+  unbilledUntil?: string;
 }
 
 /** Platform LLM totals (the gateway's records): calls, tokens by kind, cost in micro-USD. */
@@ -88,6 +94,30 @@ export interface StorageAmounts {
   storageMicroUsd?: number;
 }
 
+/** Operators' corrections added to a day (docs/billing.md, "Corrections"): how many, and their signed sum. */
+export interface CorrectionAmounts {
+  corrections?: number;
+  correctionMicroUsd?: number;
+}
+
+/**
+ * An operator's correction (table `usage`, pk `corr#<org>`, sk its id): a record of its own, never an edit of
+ * another. Signed integer micro-USD applied to `day` (whose totals it adds to, the organization's and, with
+ * a user, that user's); its id is a hash of what it says, so the same correction written twice counts once.
+ */
+export interface CorrectionRecord {
+  id: string;
+  orgId: string;
+  /** The member it applies to; null for the organization as a whole. */
+  userId: string | null;
+  day: string;
+  microUsd: number;
+  reason: string;
+  /** Who wrote it (`operator:<user id>`) and when. */
+  operator: string;
+  at: string;
+}
+
 /**
  * LLM usage the agent itself reported for a user's own key (docs/billing.md, "The agent's own reports"):
  * informational, never billed, never counted in a limit; kept on the same day items, apart from the
@@ -133,7 +163,7 @@ export interface AgentReports {
 }
 
 /** A day's totals (of an organization, or of one user in it, or of one model); LLM members once it had calls. */
-export interface DayTotals extends UsageAmounts, LlmAmounts, StorageAmounts, AgentAmounts {
+export interface DayTotals extends UsageAmounts, LlmAmounts, StorageAmounts, AgentAmounts, CorrectionAmounts {
   day: string;
   userId?: string;
   model?: string;
@@ -158,7 +188,8 @@ export type TotalsDelta = Partial<Record<Exclude<keyof DayTotals, 'day' | 'userI
 export type UsageRecord =
   | (ComputeRecord & { kind: 'compute' })
   | (LlmRecord & { kind: 'llm' })
-  | (StorageRecord & { kind: 'storage' });
+  | (StorageRecord & { kind: 'storage' })
+  | (CorrectionRecord & { kind: 'correction' });
 
 /**
  * The usage ledger. Writes: the record (conditional), then the (organization, day) and (user, day)
@@ -166,7 +197,7 @@ export type UsageRecord =
  * a duplicate. Reads: totals by day range, O(days) (O(days x users) for the per-user view).
  */
 export interface UsageStore {
-  /** The end of the last recorded interval of a sandbox's generation, or undefined before its first. */
+  /** Where the next interval of a sandbox's generation starts (its last record's `unbilledUntil ?? to`), or undefined before its first. */
   lastComputeEnd(sandboxId: string, generation: number): Promise<string | undefined>;
   /**
    * Puts the record if its key is new, then adds it to its totals; undefined (nothing written) for a
@@ -204,6 +235,11 @@ export interface UsageStore {
   moveHolding(sandboxId: string, seen: StorageHolding | undefined, next: StorageHolding | null): Promise<boolean>;
   /** Puts the storage record if its key is new, then adds it to its day totals; false (nothing written) for a repeat. */
   recordStorage(record: StorageRecord): Promise<boolean>;
+  /**
+   * Puts an operator's correction if its id is new, then adds it to its day totals (the organization's; the
+   * user's too when it names one); false (nothing written) when that correction exists already.
+   */
+  recordCorrection(record: CorrectionRecord): Promise<boolean>;
   /** The records of a sandbox's generation (tests, reconcile). */
   computeRecords(sandboxId: string, generation: number): Promise<ComputeRecord[]>;
   /** A prepaid organization's credit account (its grants), or undefined before the first grant. */

@@ -184,6 +184,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       recordCompute: { tables: { usage: 'write' } },
       repairTotals: { tables: { usage: 'write' } },
       grantCredits: { tables: { usage: 'write' } },
+      recordCorrection: { tables: { usage: 'write' } },
       claimNotice: { tables: { usage: 'write' } },
       moveHolding: { tables: { usage: 'write' } },
       recordStorage: { tables: { usage: 'write' } },

@@ -561,6 +561,12 @@ const foreign: Record<
     body: { amount_usd: 1000 },
     expect: [403],
   }),
+  recordCorrection: (v) => ({
+    path: `/api/v1/admin/orgs/${v.orgId}/corrections`,
+    method: 'POST',
+    body: { amount_usd: 1000, day: '2025-01-01', reason: 'attacker' },
+    expect: [403],
+  }),
   // The caller's own organization's notices (an owner's; a member would get 403): no parameter names another.
   listNotifications: (v) => ({ path: `/api/v1/notifications?org_id=${v.orgId}`, expect: [200, 403] }),
 };

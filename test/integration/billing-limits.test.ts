@@ -5,6 +5,8 @@ import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
+import { baseSandboxConfig } from '#shared/sandboxes/config.ts';
+import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { logger } from '#shared/logging.ts';
@@ -15,6 +17,8 @@ import { conversationRecord } from '#test/helpers/conversations.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { bearer, OPERATOR_AUDIENCE as AUD, useOperatorStack } from '#test/helpers/operator-stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
+import { csvRecords } from '#test/helpers/csv.ts';
+import { readFileSync } from 'node:fs';
 
 /**
  * Notices and prepaid credits over the local stack. Notices: many heartbeats crossing a threshold together send exactly
@@ -51,12 +55,12 @@ function racers(orgId: string, userId: string, plan: string, n: number, runningA
   }));
 }
 /** A new user moved into `orgId` as a member (as an accepted invitation leaves them), stored directly. */
-async function joinAsMember(userId: string, orgId: string): Promise<string> {
+async function joinAsMember(userId: string, orgId: string, role: 'member' | 'admin' = 'member'): Promise<string> {
   const key = await ops.stack.newUser(userId);
   await ops.stack.orgOf(key);
   const accounts = new DynamoAccountStore();
   const user = (await accounts.getUser(userId))!;
-  expect(await accounts.replaceUser({ ...user, orgId, role: 'member' })).toBe(true);
+  expect(await accounts.replaceUser({ ...user, orgId, role })).toBe(true);
   ops.stack.services.accounts.forget(userId);
   return key;
 }
@@ -157,6 +161,55 @@ describe('80% and 100% notices', () => {
     expect((await ops.stack.call('GET', '/api/v1/notifications?limit=0', { key })).status).toBe(422);
     expect((await ops.stack.call('GET', '/api/v1/notifications', { key: null })).status).toBe(401);
   }, 60_000);
+
+  it('20 sandboxes crossing the monthly limit together: all paused, the overshoot at most one heartbeat interval each', async () => {
+    const key = await ops.stack.newUser('race-stop');
+    const orgId = await ops.stack.orgOf(key);
+    await ops.stack.putOnPlan('race-stop', 'quarter-hour-stop', key);
+    vi.spyOn(logger, 'warn').mockImplementation(() => {});
+    const beat = baseSandboxConfig.heartbeatSeconds;
+    const limitSeconds = 0.25 * 3600;
+    // Stored, so a pause is a real transition; each round re-reads them as the heartbeat's key check does.
+    // Checked in 10 minutes ago, within today (so this month's limit, the one a start checks).
+    const t0 = new Date(Math.max(Date.now() - 600_000, Date.parse(new Date().toISOString().slice(0, 10))));
+    const recs = racers(orgId, 'race-stop', 'quarter-hour-stop', 20, t0.toISOString());
+    const sandboxes = new DynamoSandboxStore();
+    await Promise.all(recs.map((r) => sandboxes.create(r)));
+    const paused: boolean[][] = [];
+    // Heartbeats every interval, all 20 racing each time: 20 x 30 s, then 1200 s (over 900), then the rest.
+    for (let round = 1; round <= 4; round++) {
+      const at = new Date(t0.getTime() + round * beat * 1000);
+      const now = await Promise.all(recs.map((r) => sandboxes.get(r.id)));
+      paused.push(
+        await Promise.all(
+          now.map((r) => (r!.status === 'RUNNING' ? ops.stack.services.sandboxBridge.meter(r!, at) : false)),
+        ),
+      );
+    }
+    expect(paused[0]!.filter(Boolean)).toHaveLength(0);
+    // The round that crosses: every heartbeat whose own ADD left the month at or over the limit pauses its sandbox.
+    expect(paused[1]!.filter(Boolean)).toHaveLength(11);
+    // The others pause at their next heartbeat; after that nothing is running and nothing more is metered.
+    expect(paused[2]!.filter(Boolean)).toHaveLength(9);
+    expect(paused[3]!.filter(Boolean)).toHaveLength(0);
+    const after = await Promise.all(recs.map((r) => sandboxes.get(r.id)));
+    expect(after.map((r) => r!.status)).toEqual(recs.map(() => 'PAUSED'));
+    expect(after.every((r) => /sandbox hours per month/.test(r!.detail ?? ''))).toBe(true);
+    // The ledger: its records and the organization's day total agree, and overshoot the limit by at
+    // most one heartbeat interval of compute per sandbox (here 1470 s against 900 + 20 x 30).
+    const usage = new DynamoUsageStore();
+    const records = (await Promise.all(recs.map((r) => usage.computeRecords(r.id, 1)))).flat();
+    const recorded = records.reduce((n, c) => n + c.seconds, 0);
+    const day = t0.toISOString().slice(0, 10);
+    const [orgDay] = await usage.orgDays(orgId, day, day);
+    expect(orgDay!.seconds).toBe(recorded);
+    expect(recorded).toBeGreaterThanOrEqual(limitSeconds);
+    expect(recorded).toBeLessThanOrEqual(limitSeconds + recs.length * beat);
+    // A start is refused, naming the limit.
+    const refused = await ops.stack.call('POST', '/api/v1/sandboxes', { key });
+    expect(refused.status, refused.text).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'sandbox_hours_per_month', limit: 0.25 });
+  }, 60_000);
 });
 
 const grant = (
@@ -245,6 +298,130 @@ describe('POST /api/v1/admin/orgs/{org_id}/credits', () => {
   }, 30_000);
 });
 
+const correct = (
+  orgId: string,
+  body: unknown,
+  auth: { key: string | null; headers: Record<string, string> },
+  idem?: string,
+) =>
+  ops.stack.call('POST', `/api/v1/admin/orgs/${orgId}/corrections`, {
+    ...auth,
+    body,
+    headers: { ...auth.headers, ...(idem ? { 'idempotency-key': idem } : {}) },
+  });
+
+describe('POST /api/v1/admin/orgs/{org_id}/corrections', () => {
+  it('operators only; a record of its own in the day totals, GET /api/v1/usage and the FOCUS export (ChargeClass Correction); counted once', async () => {
+    const key = await ops.stack.newUser('corr-owner');
+    const orgId = await ops.stack.orgOf(key);
+    const memberKey = await joinAsMember('corr-member', orgId);
+    const adminKey = await joinAsMember('corr-admin', orgId, 'admin');
+    const strangerKey = await ops.stack.newUser('corr-stranger');
+    const strangerOrg = await ops.stack.orgOf(strangerKey);
+    const op = await operator();
+    // The 15th of last month: a previously invoiced billing period.
+    const first = new Date(`${new Date().toISOString().slice(0, 7)}-01T00:00:00Z`);
+    const day = `${new Date(first.getTime() - 17 * 86_400_000).toISOString().slice(0, 8)}15`;
+    const body = { amount_usd: -1.25, day, reason: 'outage credit, ticket 812', user_id: 'corr-member' };
+    // Not operators: the owner, a member, an admin of the organization, another organization's owner.
+    for (const k of [key, memberKey, adminKey, strangerKey])
+      expect((await correct(orgId, body, { key: k, headers: {} })).status).toBe(403);
+    expect((await correct(orgId, body, { key: null, headers: {} })).status).toBe(401);
+    // A foreign organization, a user of another organization: 404.
+    expect((await correct('org_000000000000000000000000', body, op)).status).toBe(404);
+    expect((await correct(orgId, { ...body, user_id: 'corr-stranger' }, op)).status).toBe(404);
+    expect((await correct(orgId, { ...body, user_id: 'nobody-at-all' }, op)).status).toBe(404);
+    const future = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
+    for (const [bad, field] of [
+      [{ amount_usd: 0 }, 'amount_usd'],
+      [{ amount_usd: 1e7 }, 'amount_usd'],
+      [{ amount_usd: -0.0000001 }, 'amount_usd'],
+      [{ amount_usd: '-1' }, 'amount_usd'],
+      [{ day: future }, 'day'],
+      [{ day: '2026-02-30' }, 'day'],
+      [{ day: 'yesterday' }, 'day'],
+      [{ reason: '' }, 'reason'],
+      [{ reason: 'x'.repeat(201) }, 'reason'],
+    ] as const) {
+      const res = await correct(orgId, { ...body, ...bad }, op);
+      expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).toBe(422);
+      expect(res.body.detail[0].loc).toEqual(['body', field]);
+    }
+    expect((await correct(orgId, { amount_usd: 1, day }, op)).body.detail[0].loc).toEqual(['body', 'reason']);
+    expect((await correct(orgId, { ...body, extra: 1 }, op)).status).toBe(422);
+
+    const ok = await correct(orgId, body, op);
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.body).toEqual({
+      success: true,
+      id: expect.stringMatching(/^corr_[0-9a-f]{32}$/),
+      org_id: orgId,
+      user_id: 'corr-member',
+      day,
+      amount_usd: -1.25,
+      reason: 'outage credit, ticket 812',
+      created_at: expect.any(String),
+    });
+    // The same correction again is 409: counted once, never edited.
+    const again = await correct(orgId, body, op);
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toContain(ok.body.id);
+    // The organization's own (no user), with an Idempotency-Key: a repeat answers the first answer.
+    const idem = randomUUID();
+    const orgWide = { amount_usd: 2.000001, day, reason: 'org-wide adjustment' };
+    const a = await correct(orgId, orgWide, op, idem);
+    expect(a.status, a.text).toBe(201);
+    const b = await correct(orgId, orgWide, op, idem);
+    expect(b.status).toBe(201);
+    expect(b.headers.get('idempotent-replayed')).toBe('true');
+    expect(b.text).toBe(a.text);
+    // Another organization is untouched by either.
+    expect((await correct(strangerOrg, { ...orgWide, reason: 'x' }, { key: strangerKey, headers: {} })).status).toBe(
+      403,
+    );
+
+    // The day's totals: the organization's hold both, the member's only theirs.
+    const q = `/api/v1/usage?from=${day}&to=${day}`;
+    const org = await ops.stack.call('GET', q, { key });
+    expect(org.status, org.text).toBe(200);
+    expect(org.body.items).toEqual([
+      expect.objectContaining({ day, correction_usd: 0.750001, total_cost_usd: 0.750001 }),
+    ]);
+    const perUser = await ops.stack.call('GET', `${q}&group_by=user`, { key });
+    expect(perUser.body.items).toEqual([
+      expect.objectContaining({ user_id: 'corr-member', correction_usd: -1.25, total_cost_usd: -1.25 }),
+    ]);
+    const own = await ops.stack.call('GET', q, { key: memberKey });
+    expect(own.body.total).toMatchObject({ correction_usd: -1.25 });
+    const stranger = await ops.stack.call('GET', q, { key: strangerKey });
+    expect(stranger.body.total).toMatchObject({ correction_usd: 0, total_cost_usd: 0 });
+    // Audited, naming the operator.
+    const log = await ops.stack.call('GET', `/api/v1/audit-log?org_id=${orgId}`, op);
+    const audited = log.body.items.filter((e: { action: string }) => e.action === 'correction_recorded');
+    expect(audited.map((e: { detail: string }) => e.detail).sort()).toEqual([
+      `+2.000001 USD on ${day}: org-wide adjustment`,
+      `-1.25 USD on ${day}: outage credit, ticket 812`,
+    ]);
+    expect(audited.every((e: { actor: string }) => e.actor.startsWith('operator:'))).toBe(true);
+
+    // The FOCUS export of that day: each its own line, an Adjustment, ChargeClass Correction (written after
+    // its billing period ended), invoiced in this month.
+    const res = await ops.stack.call('POST', '/api/v1/admin/billing/exports', { ...op, body: { from: day, to: day } });
+    expect(res.status, res.text).toBe(200);
+    const rows = csvRecords(readFileSync(res.body.location, 'utf8')).filter((r) => r.BillingAccountId === orgId);
+    expect(rows.map((r) => [r.SubAccountId, r.BilledCost, r.ChargeCategory, r.ChargeClass]).sort()).toEqual([
+      [null, '2.000001', 'Adjustment', 'Correction'],
+      ['corr-member', '-1.250000', 'Adjustment', 'Correction'],
+    ]);
+    for (const r of rows) {
+      expect(r.ChargePeriodStart).toBe(`${day}T00:00:00Z`);
+      expect(r.BillingPeriodStart).toBe(first.toISOString().replace('.000', ''));
+      expect(r.ChargeDescription).toMatch(/^Correction: /);
+      expect(r.ConsumedQuantity).toBeNull();
+    }
+  }, 60_000);
+});
+
 describe('prepaid credits', () => {
   it('usage debits the balance; at zero a start is 402 credits_exhausted and a running sandbox pauses at its heartbeat', async () => {
     const key = await ops.stack.newUser('prepaid-owner');
@@ -255,9 +432,9 @@ describe('prepaid credits', () => {
     expect(none.status, none.text).toBe(402);
     expect(none.body).toEqual({ detail: expect.any(String), code: 'credits_exhausted', limit: 0, used: 0 });
     const op = await operator();
-    expect((await grant(orgId, { amount_usd: 0.05 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.05 });
+    expect((await grant(orgId, { amount_usd: 0.04 }, op)).body).toMatchObject({ prepaid: true, balance_usd: 0.04 });
 
-    // A RUNNING sandbox (checked in as its program would), billed an hour: 0.04937 USD of 0.05.
+    // A RUNNING sandbox (checked in as its program would), billed an hour: 0.0395 USD of 0.04.
     const started = await ops.stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
     expect(started.status, started.text).toBe(200);
     const id = started.body.id as string;
@@ -279,7 +456,7 @@ describe('prepaid credits', () => {
     expect(usage.body.limits).toMatchObject({
       plan: 'prepaid',
       prepaid: true,
-      credits: { total_granted_usd: 0.05, spent_usd: 0.04937, balance_usd: 0.00063 },
+      credits: { total_granted_usd: 0.04, spent_usd: 0.0395, balance_usd: 0.0005 },
     });
     expect(thresholdLines(warn).map((n) => `${n.limit}@${n.threshold}`)).toEqual(['credits@80']);
     // Two conversations of the owner: one on this sandbox, one not.
@@ -307,7 +484,7 @@ describe('prepaid credits', () => {
       { kind: 'MessageEvent', id: 'm-1', timestamp: rec.runningAt!, source: 'agent' },
       { kind: 'MessageEvent', id: 'm-2', timestamp: rec.runningAt!, source: 'agent' },
     ] as AgentEventEnvelope[]);
-    // 60 s more (0.000823 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
+    // 60 s more (0.000658 USD) spends the rest: the heartbeat pauses the sandbox and the notice says exhausted.
     rec = (await sandboxes.get(id))!;
     expect(await ops.stack.services.sandboxBridge.meter(rec, new Date(t0 + 3660_000))).toBe(true);
     // Its conversation says why, after what the agent posted: which limit, what was used, the limit.
@@ -317,8 +494,8 @@ describe('prepaid credits', () => {
       kind: 'ConversationErrorEvent',
       source: 'environment',
       code: 'credits_exhausted',
-      limit: 0.05,
-      used: 0.050193,
+      limit: 0.04,
+      used: 0.040158,
       detail: expect.stringMatching(/^Paused: .*prepaid credits are spent/),
     });
     // Over HTTP too, as the owner reads it; the other conversation is told nothing.
@@ -343,7 +520,7 @@ describe('prepaid credits', () => {
     expect(paused.detail).toMatch(/prepaid credits are spent/);
     const refused = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });
     expect(refused.status).toBe(402);
-    expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.05, used: 0.050193 });
+    expect(refused.body).toMatchObject({ code: 'credits_exhausted', limit: 0.04, used: 0.040158 });
     // A top-up lets it resume.
     await grant(orgId, { amount_usd: 1 }, op);
     const resumed = await ops.stack.call('POST', `/api/v1/sandboxes/${id}/resume`, { key });

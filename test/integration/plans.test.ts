@@ -332,7 +332,7 @@ describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
     const c = await startRunning(key);
     const rec = (await sandboxes.get(c.id))!;
     const record = await ops.stack.services.sandboxBridge.accrue(rec, new Date(Date.parse(rec.runningAt!) + 3600_000));
-    expect(record?.computeMicroUsd).toBe(49370);
+    expect(record?.computeMicroUsd).toBe(39500);
     expect(await ops.stack.services.sandboxBridge.enforceMonthly(rec, record!)).toBe(false);
     expect((await getSandbox(ops.stack, c.id, key)).status).toBe('RUNNING');
     await start(key);

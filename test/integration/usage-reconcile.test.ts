@@ -9,7 +9,7 @@ import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { DynamoUsageStore, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { SETTLED_MS, UsageReconcile } from '#shared/usage/reconcile.ts';
-import type { ComputeRecord, DayTotals, UsageRecord } from '#shared/usage/usage-store.ts';
+import type { ComputeRecord, CorrectionRecord, DayTotals, UsageRecord } from '#shared/usage/usage-store.ts';
 import { conversationRecord } from '#test/helpers/conversations.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 
@@ -86,6 +86,12 @@ async function expectTotalsEqualRecords(orgId: string, day: string) {
     expect(Number(total?.llmCalls ?? 0), `${what} llmCalls`).toBe(l.length);
     expect(Number(total?.llmInputTokens ?? 0), `${what} llmInputTokens`).toBe(l.reduce((n, r) => n + r.input, 0));
     expect(Number(total?.llmMicroUsd ?? 0), `${what} llmMicroUsd`).toBe(l.reduce((n, r) => n + r.costMicroUsd, 0));
+    const corr = records.filter(
+      (r) => r.kind === 'correction' && (what === 'org' || what === `user ${r.userId}`),
+    ) as (CorrectionRecord & { kind: 'correction' })[];
+    expect(Number(total?.correctionMicroUsd ?? 0), `${what} correctionMicroUsd`).toBe(
+      corr.reduce((n, r) => n + r.microUsd, 0),
+    );
   };
   check((await usage.orgDays(orgId, day, day))[0], compute, llm, 'org');
   const users = await usage.orgUserDays(orgId, day, day);
@@ -164,8 +170,23 @@ describe('the daily reconcile repairs totals from their records', () => {
         },
       }),
     );
+    // An operator's correction whose writer died after its record: its user and organization totals lost.
+    failUsageUpdates = 1;
+    const correction = {
+      id: `corr_${randomUUID().replaceAll('-', '')}`,
+      orgId,
+      userId: 'rec-a',
+      day,
+      microUsd: -1234,
+      reason: 'a test correction',
+      operator: 'operator:op',
+      at: new Date().toISOString(),
+    };
+    await expect(usage.recordCorrection(correction)).rejects.toThrow();
+    failUsageUpdates = 0;
     const [before] = await usage.orgDays(orgId, day, day);
     expect(before!.records).toBe(3);
+    expect(before!.correctionMicroUsd).toBeUndefined();
     await expect(expectTotalsEqualRecords(orgId, day)).rejects.toThrow();
 
     // Within the settled time nothing is touched (a writer could still be on its way).
@@ -176,7 +197,11 @@ describe('the daily reconcile repairs totals from their records', () => {
     const summary = await reconcile().run({ days: [day] });
     expect(summary.totals.repaired).toBeGreaterThanOrEqual(3);
     expect(summary.totals.raced).toBe(0);
-    expect(await expectTotalsEqualRecords(orgId, day)).toBe(6);
+    expect(await expectTotalsEqualRecords(orgId, day)).toBe(7);
+    const [after] = await usage.orgDays(orgId, day, day);
+    expect(after).toMatchObject({ corrections: 1, correctionMicroUsd: -1234 });
+    // Written again (its id): nothing more.
+    expect(await usage.recordCorrection(correction)).toBe(false);
     // A second run finds nothing to do.
     const again = await reconcile().run({ days: [day] });
     expect(again.totals.repaired).toBe(0);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { StorageRecord } from '#shared/usage/usage-store.ts';
@@ -95,8 +95,8 @@ describe('metering sandbox compute at the heartbeat', () => {
     expect(record!.price).toEqual({
       region: 'us-east-1',
       spot: false,
-      vcpu_hour_usd: '0.04048',
-      gb_hour_usd: '0.004445',
+      vcpu_hour_usd: '0.03238',
+      gb_hour_usd: '0.00356',
       markup_percent: '0',
     });
     await sleep(1100);
@@ -144,14 +144,82 @@ describe('metering sandbox compute at the heartbeat', () => {
     const rec = (await sandboxStore.get(id))!;
     const at = new Date(Date.parse(rec.runningAt!) + 3600_000);
     const record = await stack.services.sandboxBridge.accrue(rec, at);
-    // 3600 s x (1 vCPU x 0.04048 + 2 GB x 0.004445) USD/hour = 0.04937 USD.
-    expect(record).toMatchObject({ seconds: 3600, vcpuSeconds: 3600, gbSeconds: 7200, computeMicroUsd: 49370 });
+    // 3600 s x (1 vCPU x 0.03238 + 2 GB x 0.00356) USD/hour = 0.0395 USD.
+    expect(record).toMatchObject({ seconds: 3600, vcpuSeconds: 3600, gbSeconds: 7200, computeMicroUsd: 39500 });
     // Delivered again (the same record read): the same key, nothing written.
     expect(await stack.services.sandboxBridge.accrue(rec, at)).toBeUndefined();
     await stack.call('POST', `/api/v1/sandboxes/${id}/pause`, { key });
     const paused = (await sandboxStore.get(id))!;
     expect(await stack.services.sandboxBridge.accrue(paused, new Date(at.getTime() + 60_000))).toBeUndefined();
     expect(await usage.computeRecords(id, 1)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('time lost to our own 5xx is not billed', () => {
+  it('heartbeats answered 500 for ten minutes: the next one bills one interval past the last sign of life, the rest is not billed', async () => {
+    const key = await stack.newUser('meter-5xx');
+    const orgId = await stack.orgOf(key);
+    const { id, sessionKey } = await runningSandbox(key);
+    // As if it had checked in ten minutes ago and its one heartbeat 30 s later was the last one heard.
+    const interval = 30_000;
+    const t0 = Date.now() - 600_000;
+    let rec = (await sandboxStore.get(id))!;
+    rec = (await sandboxStore.update(id, rec.version, {
+      runningAt: new Date(t0).toISOString(),
+      lastActivityAt: new Date(t0).toISOString(),
+    }))!;
+    const first = await stack.services.sandboxBridge.accrue(rec, new Date(t0 + interval));
+    expect(first).toMatchObject({ seconds: 30, to: new Date(t0 + interval).toISOString() });
+    // Since then our heartbeat route answered 500 (our fault, not the sandbox's; every function's bridge): nothing was recorded.
+    const fault = vi
+      .spyOn(SandboxBridge.prototype, 'heartbeat')
+      .mockRejectedValue(new Error('injected: the control plane failed'));
+    for (let i = 0; i < 3; i++) expect((await heartbeat(id, sessionKey)).status).toBe(500);
+    fault.mockRestore();
+    expect(await usage.computeRecords(id, 1)).toHaveLength(1);
+    // The first heartbeat heard again, delivered 3 times at once: one record, of one interval past the
+    // last sign of life (the first record's end); the 9 minutes after it are marked, not billed.
+    const heard = await Promise.all([1, 2, 3].map(() => heartbeat(id, sessionKey)));
+    expect(heard.map((r) => [r.status, r.body.status])).toEqual(heard.map(() => [200, 'RUNNING']));
+    const records = await usage.computeRecords(id, 1);
+    expect(records).toHaveLength(2);
+    const gap = records[1]!;
+    expect(gap).toMatchObject({ from: first!.to, to: new Date(t0 + 2 * interval).toISOString(), seconds: 30 });
+    expect(Date.parse(gap.unbilledUntil!)).toBeGreaterThan(Date.now() - 60_000);
+    // The next heartbeat continues from there, billed in full (a second or so).
+    await sleep(1100);
+    expect((await heartbeat(id, sessionKey)).status).toBe(200);
+    const next = (await usage.computeRecords(id, 1))[2]!;
+    expect(next.from).toBe(gap.unbilledUntil);
+    expect(next.seconds).toBeGreaterThanOrEqual(1);
+    expect(next.seconds).toBeLessThan(30);
+    expect(next.unbilledUntil).toBeUndefined();
+    // The totals are the records' (60 s and the last one): nothing of the unheard 9 minutes.
+    const [orgDay] = await usage.orgDays(orgId, first!.day, first!.day);
+    expect(orgDay!.seconds).toBe(60 + next.seconds);
+  }, 60_000);
+
+  it('a start whose check-in our route answered 500 is never billed', async () => {
+    const key = await stack.newUser('meter-5xx-start');
+    const orgId = await stack.orgOf(key);
+    const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key });
+    expect(res.status, res.text).toBe(200);
+    const id = res.body.id as string;
+    const token = await waitFor('the enrollment token', () => {
+      const pid = sandboxPids(id)[0];
+      return pid ? processEnv(pid)?.ENROLLMENT_TOKEN : undefined;
+    });
+    const fault = vi
+      .spyOn(SandboxBridge.prototype, 'checkIn')
+      .mockRejectedValue(new Error('injected: the control plane failed'));
+    const checkIn = await stack.call('POST', bridge(id, 'check-in'), { key: token, body: { version: 'test' } });
+    fault.mockRestore();
+    expect(checkIn.status).toBe(500);
+    expect((await sandboxStore.get(id))!.status).toBe('STARTING');
+    expect((await stack.call('DELETE', `/api/v1/sandboxes/${id}`, { key })).status).toBe(200);
+    expect(await usage.computeRecords(id, 1)).toEqual([]);
+    const day = new Date().toISOString().slice(0, 10);
+    expect(await usage.orgDays(orgId, day, day)).toEqual([]);
   }, 60_000);
 });
 
@@ -190,7 +258,7 @@ describe('GET /api/v1/usage', () => {
       day,
       vcpu_seconds: 5400,
       gb_seconds: 10800,
-      compute_cost_usd: 0.074055,
+      compute_cost_usd: 0.05925,
       llm_calls: 0,
       llm_input_tokens: 0,
       llm_output_tokens: 0,
@@ -199,7 +267,8 @@ describe('GET /api/v1/usage', () => {
       llm_cost_usd: 0,
       storage_gb_hours: 0,
       storage_cost_usd: 0,
-      total_cost_usd: 0.074055,
+      correction_usd: 0,
+      total_cost_usd: 0.05925,
       reported_llm_calls: 0,
       reported_llm_input_tokens: 0,
       reported_llm_output_tokens: 0,
@@ -214,7 +283,7 @@ describe('GET /api/v1/usage', () => {
         user_id: 'usage-member',
         vcpu_seconds: 1800,
         gb_seconds: 3600,
-        compute_cost_usd: 0.024685,
+        compute_cost_usd: 0.01975,
         llm_calls: 0,
         llm_input_tokens: 0,
         llm_output_tokens: 0,
@@ -223,7 +292,8 @@ describe('GET /api/v1/usage', () => {
         llm_cost_usd: 0,
         storage_gb_hours: 0,
         storage_cost_usd: 0,
-        total_cost_usd: 0.024685,
+        correction_usd: 0,
+        total_cost_usd: 0.01975,
         reported_llm_calls: 0,
         reported_llm_input_tokens: 0,
         reported_llm_output_tokens: 0,
@@ -233,7 +303,7 @@ describe('GET /api/v1/usage', () => {
         user_id: 'usage-owner',
         vcpu_seconds: 3600,
         gb_seconds: 7200,
-        compute_cost_usd: 0.04937,
+        compute_cost_usd: 0.0395,
         llm_calls: 0,
         llm_input_tokens: 0,
         llm_output_tokens: 0,
@@ -242,7 +312,8 @@ describe('GET /api/v1/usage', () => {
         llm_cost_usd: 0,
         storage_gb_hours: 0,
         storage_cost_usd: 0,
-        total_cost_usd: 0.04937,
+        correction_usd: 0,
+        total_cost_usd: 0.0395,
         reported_llm_calls: 0,
         reported_llm_input_tokens: 0,
         reported_llm_output_tokens: 0,
@@ -253,7 +324,7 @@ describe('GET /api/v1/usage', () => {
     // A member: their own usage only, and no per-member view.
     const own = await get(memberKey);
     expect(own.body).toMatchObject({ org_id: orgId, scope: 'user' });
-    expect(own.body.total).toMatchObject({ vcpu_seconds: 1800, compute_cost_usd: 0.024685 });
+    expect(own.body.total).toMatchObject({ vcpu_seconds: 1800, compute_cost_usd: 0.01975 });
     const refused = await get(memberKey, '?group_by=user');
     expect(refused.status).toBe(403);
 
@@ -298,6 +369,7 @@ describe('GET /api/v1/usage', () => {
       llm_cost_usd: 0,
       storage_gb_hours: 0,
       storage_cost_usd: 0,
+      correction_usd: 0,
       total_cost_usd: 0,
       reported_llm_calls: 0,
       reported_llm_input_tokens: 0,

@@ -52,7 +52,21 @@ function ledger(count: number, seed: number): UsageRecord[] {
     const userId = pick(['alice', 'bob', 'carol@example.com']);
     const day = pick(['2026-10-31', '2026-11-01', '2026-11-02']);
     const kind = rand();
-    if (kind < 0.1) {
+    if (kind >= 0.94) {
+      // An operator's correction: signed, of a member or of the organization, written within the
+      // month of its day or after it ended (a correction to a previously invoiced period).
+      out.push({
+        kind: 'correction',
+        id: `corr${i}`,
+        orgId,
+        userId: rand() < 0.5 ? null : userId,
+        day,
+        microUsd: Math.floor(rand() * 20_000_000) - 10_000_000,
+        reason: pick(['credit for an outage', 'refund, "quoted"']),
+        operator: 'operator:op',
+        at: pick([`${day}T12:00:00.000Z`, '2026-12-01T00:00:00.000Z']),
+      });
+    } else if (kind < 0.1) {
       // Workspace storage: the bytes of a snapshot held.
       const price = {
         region: pick(['us-east-1', 'eu-west-1']),
@@ -148,7 +162,15 @@ function ledger(count: number, seed: number): UsageRecord[] {
 }
 
 const recordCost = (r: UsageRecord) =>
-  BigInt(r.kind === 'compute' ? r.computeMicroUsd : r.kind === 'llm' ? r.costMicroUsd : r.storageMicroUsd);
+  BigInt(
+    r.kind === 'compute'
+      ? r.computeMicroUsd
+      : r.kind === 'llm'
+        ? r.costMicroUsd
+        : r.kind === 'storage'
+          ? r.storageMicroUsd
+          : r.microUsd,
+  );
 
 describe('FOCUS 1.2 export', () => {
   it('emits every mandatory column of the specification, only columns it defines, in its order; ours prefixed x_', () => {
@@ -182,6 +204,23 @@ describe('FOCUS 1.2 export', () => {
         if (c.data_type === 'Date/Time') expect(v, name).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
         if (c.allowed_values) expect(c.allowed_values, `${name} = ${v}`).toContain(v);
       }
+      if (line.ChargeCategory === 'Adjustment') {
+        // A correction: money, no quantity, a line of its own; "Correction" only when written after its
+        // billing period (the month of the day it applies to) ended, else null.
+        expect(line.ChargeDescription).toMatch(/^Correction: /);
+        expect(line.ChargeFrequency).toBe('One-Time');
+        for (const name of ['ConsumedQuantity', 'ConsumedUnit', 'PricingQuantity', 'PricingUnit', 'SkuId'] as const)
+          expect(line[name], name).toBeNull();
+        expect(line.SubAccountType).toBe(line.SubAccountId === null ? null : 'User');
+        // Invoiced in the month it was written when that is after its day's month: here December.
+        expect(line.BillingPeriodStart).toBe(
+          line.ChargeClass === 'Correction'
+            ? '2026-12-01T00:00:00Z'
+            : `${line.ChargePeriodStart!.slice(0, 7)}-01T00:00:00Z`,
+        );
+        continue;
+      }
+      expect(line.ChargeClass).toBeNull();
       // Usage lines: what the specification requires to be set when ChargeCategory is Usage.
       for (const name of ['ConsumedQuantity', 'ConsumedUnit', 'PricingQuantity', 'PricingUnit', 'SkuId'] as const)
         expect(line[name], name).not.toBeNull();
@@ -196,6 +235,12 @@ describe('FOCUS 1.2 export', () => {
       for (const cost of ['EffectiveCost', 'ListCost', 'ContractedCost'] as const)
         expect(line[cost]).toBe(line.BilledCost);
     }
+    // Corrections to a previously invoiced period (October's and November's, written on 1 December) and
+    // within the current one (written on their own day).
+    const corrections = lines.filter((x) => x.ChargeCategory === 'Adjustment');
+    expect(corrections.filter((x) => x.ChargeClass === 'Correction').length).toBeGreaterThan(0);
+    expect(corrections.filter((x) => x.ChargeClass === null).length).toBeGreaterThan(0);
+    expect(corrections.filter((x) => x.SubAccountId === null).length).toBeGreaterThan(0);
     expect(lines.filter((x) => x.BillingPeriodStart === '2026-10-01T00:00:00Z')[0]?.BillingPeriodEnd).toBe(
       '2026-11-01T00:00:00Z',
     );

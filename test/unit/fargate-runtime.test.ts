@@ -102,6 +102,8 @@ describe('FargateSandboxRuntime.start', () => {
     expect(out.state).toEqual({ snapshotKey: 'k', capacity: 'FARGATE_SPOT' });
     const second = runInputs()[0]!;
     expect(second.capacityProviderStrategy).toEqual([{ capacityProvider: 'FARGATE_SPOT', weight: 1 }]);
+    // No platform version: LATEST (1.4.0), where FARGATE_SPOT takes the ARM64 tasks (docs/billing.md, "Spot with ARM64").
+    expect(second.platformVersion).toBeUndefined();
     expect(second.taskDefinition).toBe(BASE_TASK_DEF);
     expect(second.overrides!.containerOverrides![0]!.command).toEqual(['node', 'main.js']);
     expect(second.overrides!.containerOverrides![0]!.environment).toContainEqual({

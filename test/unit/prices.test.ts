@@ -18,23 +18,23 @@ describe('prices', () => {
 
   it('charges exactly in micro-USD: the per-hour price over 3600 s, the markup, half-even per record', () => {
     const price = parsePrices(DEFAULT_PRICES_CONFIG, 't').compute('us-east-1', false);
-    expect(computeCharge(3600, 1024, 2048, price)).toEqual({ vcpuSeconds: 3600, gbSeconds: 7200, costMicroUsd: 49370 });
-    // 1 s of 0.25 vCPU, 0.5 GB: 0.25 x 0.04048/3600 + 0.5 x 0.004445/3600 = 3.428...e-6 USD -> 3 micro-USD.
+    expect(computeCharge(3600, 1024, 2048, price)).toEqual({ vcpuSeconds: 3600, gbSeconds: 7200, costMicroUsd: 39500 });
+    // 1 s of 0.25 vCPU, 0.5 GB: 0.25 x 0.03238/3600 + 0.5 x 0.00356/3600 = 2.743...e-6 USD -> 3 micro-USD.
     expect(computeCharge(1, 256, 512, price)).toEqual({ vcpuSeconds: 0, gbSeconds: 0, costMicroUsd: 3 });
     const marked = parsePrices({ ...DEFAULT_PRICES_CONFIG, markup_percent: '25' }, 't').compute(undefined, true);
-    expect(marked).toMatchObject({ region: 'us-east-1', spot: true, vcpu_hour_usd: '0.01244' });
-    // 3600 s x (0.01244 + 2 x 0.00137) x 1.25 = 0.018975 USD.
-    expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(18975);
+    expect(marked).toMatchObject({ region: 'us-east-1', spot: true, vcpu_hour_usd: '0.009714' });
+    // 3600 s x (0.009714 + 2 x 0.001068) x 1.25 = 0.0148125 USD: 14812.5 micro-USD, half to even 14812.
+    expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(14812);
   });
 
   it("prices an AWS task's public IPv4 address in its compute, recorded on the price; none for a local process", () => {
     const prices = parsePrices(DEFAULT_PRICES_CONFIG, 't');
     const aws = prices.compute('us-east-1', false, true);
     expect(aws.ipv4_hour_usd).toBe('0.005');
-    // An hour of 1 vCPU, 2 GB and one address: 0.04937 + 0.005 USD.
-    expect(computeCharge(3600, 1024, 2048, aws)).toEqual({ vcpuSeconds: 3600, gbSeconds: 7200, costMicroUsd: 54370 });
-    // One second: 13.71... + 1.388... micro-USD, rounded once: 15.
-    expect(computeCharge(1, 1024, 2048, aws).costMicroUsd).toBe(15);
+    // An hour of 1 vCPU, 2 GB and one address: 0.0395 + 0.005 USD.
+    expect(computeCharge(3600, 1024, 2048, aws)).toEqual({ vcpuSeconds: 3600, gbSeconds: 7200, costMicroUsd: 44500 });
+    // One second: 10.97... + 1.388... micro-USD, rounded once: 12.
+    expect(computeCharge(1, 1024, 2048, aws).costMicroUsd).toBe(12);
     expect(prices.compute('us-east-1', false)).not.toHaveProperty('ipv4_hour_usd');
     // A prices file without public_ipv4 records the address at 0; with markup it is marked up too.
     const bare = parsePrices({ default_region: 'us-east-1', compute: DEFAULT_PRICES_CONFIG.compute }, 't');
@@ -44,7 +44,7 @@ describe('prices', () => {
       false,
       true,
     );
-    expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(59807);
+    expect(computeCharge(3600, 1024, 2048, marked).costMicroUsd).toBe(48950);
   });
 
   it('prices storage per GB-month of 730 hours, in integer MiB-seconds and micro-USD', () => {
