@@ -135,6 +135,19 @@ interface Ingest {
   batchMs: number[];
 }
 
+/** Two runs of one configuration as one: their rates averaged, their batch times together. */
+function meanOf(a: Ingest, b: Ingest): Ingest {
+  const mean = (k: 'perSecond' | 'perServerCpuSecond' | 'perCpuSecond') => (a[k] + b[k]) / 2;
+  return {
+    ...a,
+    events: a.events + b.events,
+    perSecond: mean('perSecond'),
+    perServerCpuSecond: mean('perServerCpuSecond'),
+    perCpuSecond: mean('perCpuSecond'),
+    batchMs: [...a.batchMs, ...b.batchMs],
+  };
+}
+
 /** Posts events numbered after what the conversation holds (its agent may have posted a few). */
 async function postNumbered(
   stack: TestStack,
@@ -289,7 +302,8 @@ export async function benchEventRoutes(): Promise<string> {
     }
 
     // The same runs with metering off beside metered ones (the client in a child process), batches without and
-    // with the agent's LLM report; each pair back to back, so a change in the machine's load touches both alike.
+    // with the agent's LLM report; metered, off, off, metered, back to back, each side the mean of its two runs, so
+    // neither side always runs second (warmer) and a steady change in the machine's load touches both alike.
     step('event ingest, metered and with metering off');
     const metering: { reports: boolean; on: Ingest; off: Ingest }[] = [];
     for (const [batchSize, batches, clients] of INGEST_RUNS)
@@ -306,15 +320,15 @@ export async function benchEventRoutes(): Promise<string> {
             'child process',
             reports,
           );
-        const on = await run();
+        const first = await run();
         const restore = meteringOff();
         let off: Ingest;
         try {
-          off = await run();
+          off = meanOf(await run(), await run());
         } finally {
           restore();
         }
-        metering.push({ reports, on, off });
+        metering.push({ reports, on: meanOf(first, await run()), off });
       }
 
     // Search: conversations topped up to exactly 10 and 100 events, and one filled to 100,000.
@@ -399,7 +413,7 @@ export async function benchEventRoutes(): Promise<string> {
       '',
       '### Ingest with metering off',
       '',
-      `Each configuration above, the client in a child process, once metered and once with metering off, back to back. Metering is always on in a deployment; for the *off* runs the bench swaps the ledger's two writers that ingest and heartbeats reach (\`DynamoAgentReports.recordAgentReport\`, the agent's LLM report of a user's own key; \`DynamoUsageStore.recordCompute\`, a heartbeat's compute record) for no-ops in the server's process, which leaves the batch's scan for a report. *Without a report*: the batches above, for which ingest writes nothing for metering (test/integration/ingest-requests.test.ts counts 0 writes). *With a report*: each batch ends with the agent's cumulative LLM usage report (a \`metrics\` state update), when metered kept on the conversation's counter in the write that charges its rate bucket (no request of its own) and recorded in the ledger (one conditional write and two \`ADD\`s to the day totals) once the sandbox's activity is due, every 30 s, as in a deployment; a run's status changes, which also record it, are not in these batches. The issue's bound: each metered row within 10% of its run with metering off (the *server CPU per event* column; wall-time rates move with the machine's load).`,
+      `Each configuration above, the client in a child process, metered, with metering off twice, then metered again, back to back (each side the mean of its two runs, so neither always runs second). Metering is always on in a deployment; for the *off* runs the bench swaps the ledger's two writers that ingest and heartbeats reach (\`DynamoAgentReports.recordAgentReport\`, the agent's LLM report of a user's own key; \`DynamoUsageStore.recordCompute\`, a heartbeat's compute record) for no-ops in the server's process, which leaves the batch's scan for a report. *Without a report*: the batches above, for which ingest writes nothing for metering (test/integration/ingest-requests.test.ts counts 0 writes). *With a report*: each batch ends with the agent's cumulative LLM usage report (a \`metrics\` state update), when metered kept on the conversation's counter in the write that charges its rate bucket (no request of its own) and recorded in the ledger (one conditional write and two \`ADD\`s to the day totals) once the sandbox's activity is due, every 30 s, as in a deployment; a run's status changes, which also record it, are not in these batches. The issue's bound: each metered row within 10% of its run with metering off (the *server CPU per event* column; wall-time rates move with the machine's load).`,
       '',
       '| batches | batch size | clients | events/s metered / off | events per server CPU-second metered / off | server CPU per event, metered / off | batch p50 / p99 metered | off |',
       '|---|---|---|---|---|---|---|---|',
