@@ -10,7 +10,7 @@ import type {
 } from '#shared/llm/ledger.ts';
 import type { SealedAnswer } from '#shared/llm/replay.ts';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { addToDayTotals, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import { recordExpiry, usageRetentionDays } from '#shared/usage/retention.ts';
 import type { DayTotals } from '#shared/usage/usage-store.ts';
 import { logger } from '#shared/logging.ts';
@@ -250,26 +250,7 @@ export class DynamoLlmLedger implements LlmLedger {
       ':now': new Date().toISOString(),
     };
     // Totals only after the record's own put succeeded (a repeat adds nothing), as compute records do.
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.usage,
-        Key: { pk: usageKeys.orgUsers(rec.orgId), sk: `day#${rec.day}#${rec.userId}` },
-        UpdateExpression: `${ADD_LLM}, userId = :u, userKey = :uk`,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: { ...values, ':u': rec.userId, ':uk': usageKeys.userKey(rec.orgId, rec.userId) },
-      }),
-    );
-    const orgDay = await this.db.send(
-      new UpdateCommand({
-        TableName: this.usage,
-        Key: { pk: usageKeys.orgDay(rec.orgId), sk: `day#${rec.day}` },
-        UpdateExpression: ADD_LLM,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-        // The total after this ADD (no extra request): who crosses a threshold.
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
+    const orgDay = await addToDayTotals(this.db, this.usage, rec, ADD_LLM, values);
     await this.db.send(
       new UpdateCommand({
         TableName: this.usage,
@@ -279,7 +260,7 @@ export class DynamoLlmLedger implements LlmLedger {
         ExpressionAttributeValues: { ...values, ':model': rec.model },
       }),
     );
-    return orgDay.Attributes as DayTotals;
+    return orgDay;
   }
 
   async takeRate(

@@ -1,6 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { conditionalWrite, documentClient, tableName } from '#shared/store/dynamo.ts';
-import { usageKeys } from '#shared/usage/dynamo-usage-store.ts';
+import { addToDayTotals, usageKeys } from '#shared/usage/dynamo-usage-store.ts';
 import type { AgentReport, AgentReports } from '#shared/usage/usage-store.ts';
 
 /**
@@ -87,24 +87,7 @@ export class DynamoAgentReports implements AgentReports {
     if (!values[':c'] && !values[':i'] && !values[':o'] && !values[':m']) return true;
     // Members of their own: nothing that bills, limits or the reconcile counts ever reads them.
     const ADD_AGENT = 'ADD agentCalls :c, agentInputTokens :i, agentOutputTokens :o, agentMicroUsd :m SET #day = :day';
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
-        UpdateExpression: `${ADD_AGENT}, userId = :u, userKey = :uk`,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
-      }),
-    );
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
-        UpdateExpression: ADD_AGENT,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-      }),
-    );
+    await addToDayTotals(this.db, this.table, r, ADD_AGENT, values);
     return true;
   }
 }

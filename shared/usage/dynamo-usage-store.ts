@@ -1,5 +1,6 @@
 import {
   DeleteCommand,
+  type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   paginateQuery,
@@ -23,6 +24,43 @@ import type {
   UsageRecord,
   UsageStore,
 } from '#shared/usage/usage-store.ts';
+
+/**
+ * Adds a record's amounts to its day's totals: the user's (when the record names one), then the
+ * organization's, whose new values are returned (no extra request: who crosses a threshold,
+ * shared/usage/alerts.ts). Called only after the record's own conditional write succeeded, so a repeat
+ * adds nothing; a crash between these writes leaves a total short of its records until the daily
+ * reconcile (shared/usage/reconcile.ts). `update` names the day `#day`.
+ */
+export async function addToDayTotals(
+  db: DynamoDBDocumentClient,
+  table: string,
+  at: { orgId: string; userId: string | null; day: string },
+  update: string,
+  values: Record<string, unknown>,
+): Promise<DayTotals> {
+  if (at.userId !== null)
+    await db.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { pk: usageKeys.orgUsers(at.orgId), sk: `day#${at.day}#${at.userId}` },
+        UpdateExpression: `${update}, userId = :u, userKey = :uk`,
+        ExpressionAttributeNames: { '#day': 'day' },
+        ExpressionAttributeValues: { ...values, ':u': at.userId, ':uk': usageKeys.userKey(at.orgId, at.userId) },
+      }),
+    );
+  const out = await db.send(
+    new UpdateCommand({
+      TableName: table,
+      Key: { pk: usageKeys.orgDay(at.orgId), sk: `day#${at.day}` },
+      UpdateExpression: update,
+      ExpressionAttributeNames: { '#day': 'day' },
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    }),
+  );
+  return out.Attributes as DayTotals;
+}
 
 /** Keys of table `usage` (docs/data-model.md, "usage"). */
 export const usageKeys = {
@@ -125,26 +163,7 @@ export class DynamoUsageStore implements UsageStore {
     if (!put) return false;
     const values = { ':n': 1, ':c': r.microUsd, ':day': r.day, ':now': new Date().toISOString() };
     const update = 'ADD corrections :n, correctionMicroUsd :c SET #day = :day, lastAt = :now';
-    // Totals only after the record's own put (a repeat adds nothing); the reconcile repairs a crash between.
-    if (r.userId !== null)
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
-          UpdateExpression: `${update}, userId = :u, userKey = :uk`,
-          ExpressionAttributeNames: { '#day': 'day' },
-          ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
-        }),
-      );
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
-        UpdateExpression: update,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-      }),
-    );
+    await addToDayTotals(this.db, this.table, r, update, values);
     return true;
   }
 
@@ -169,29 +188,7 @@ export class DynamoUsageStore implements UsageStore {
       ':day': r.day,
       ':now': new Date().toISOString(),
     };
-    // Totals only after the record's own put succeeded: a repeat adds nothing. A crash between these
-    // writes leaves a total short of its records until the daily reconcile (shared/usage/reconcile.ts).
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgUsers(r.orgId), sk: `day#${r.day}#${r.userId}` },
-        UpdateExpression: `${ADD_TOTALS}, userId = :u, userKey = :uk`,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: { ...values, ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) },
-      }),
-    );
-    const out = await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: usageKeys.orgDay(r.orgId), sk: `day#${r.day}` },
-        UpdateExpression: ADD_TOTALS,
-        ExpressionAttributeNames: { '#day': 'day' },
-        ExpressionAttributeValues: values,
-        // The total after this ADD (no extra request): who crosses a threshold (shared/usage/alerts.ts).
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return out.Attributes as DayTotals;
+    return addToDayTotals(this.db, this.table, r, ADD_TOTALS, values);
   }
 
   orgDays(orgId: string, fromDay: string, toDay: string): Promise<DayTotals[]> {
@@ -347,21 +344,7 @@ export class DynamoUsageStore implements UsageStore {
       ':day': r.day,
       ':now': new Date().toISOString(),
     };
-    // As compute: the totals only after the record's own put succeeded; the reconcile repairs a crash between.
-    const user = { ':u': r.userId, ':uk': usageKeys.userKey(r.orgId, r.userId) };
-    for (const [pk, sk, set, more] of [
-      [usageKeys.orgUsers(r.orgId), `day#${r.day}#${r.userId}`, ', userId = :u, userKey = :uk', user],
-      [usageKeys.orgDay(r.orgId), `day#${r.day}`, '', {}],
-    ] as const)
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk, sk },
-          UpdateExpression: ADD_STORAGE + set,
-          ExpressionAttributeNames: { '#day': 'day' },
-          ExpressionAttributeValues: { ...values, ...more },
-        }),
-      );
+    await addToDayTotals(this.db, this.table, r, ADD_STORAGE, values);
     return true;
   }
 
