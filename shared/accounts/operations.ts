@@ -1,4 +1,5 @@
 import * as z from '#shared/zod.ts';
+import { orgIdParam } from '#shared/accounts/org-id.ts';
 import { auditView } from '#shared/accounts/audit.ts';
 import type { ExportPosition } from '#shared/accounts/export.ts';
 import { roles } from '#shared/accounts/model.ts';
@@ -10,7 +11,6 @@ import { apiKeyView } from '#shared/auth/model.ts';
 import { eventSchema } from '#shared/protocol.ts';
 import { maskedSettingsSchema } from '#shared/settings/model.ts';
 
-const orgIdParam = z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)'));
 const userIdParam = z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/, 'must be a user id'));
 const roleSchema = z.enum(roles);
 const orgSchema = z.object({

@@ -1,4 +1,5 @@
 import * as z from '#shared/zod.ts';
+import { orgIdParam } from '#shared/accounts/org-id.ts';
 import { callerOf } from '#shared/accounts/caller.ts';
 import { MAX_EXPORT_DAYS } from '#shared/billing/export.ts';
 import { StripeError, StripeReportRefused } from '#shared/billing/stripe.ts';
@@ -42,8 +43,6 @@ export const exportBilling = defineOperation(
     return billingExports.run(body.from, body.to);
   },
 );
-
-const orgIdParam = z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)'));
 
 /** `PUT /api/v1/admin/orgs/{org_id}/billing`: operators map an organization to its Stripe customer (audited). */
 export const setOrgBilling = defineOperation(

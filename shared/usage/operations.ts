@@ -1,4 +1,5 @@
 import * as z from '#shared/zod.ts';
+import { orgIdParam } from '#shared/accounts/org-id.ts';
 import { invalidField } from '#shared/http/errors.ts';
 import { defineOperation } from '#shared/http/operation.ts';
 import { pageId, pageLimit } from '#shared/http/query.ts';
@@ -173,7 +174,7 @@ export const recordCorrection = defineOperation(
   'recordCorrection',
   () => ({
     params: z.object({
-      org_id: z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)')),
+      org_id: orgIdParam,
     }),
     body: z.strictObject({
       amount_usd: z
@@ -217,7 +218,7 @@ export const grantCredits = defineOperation(
   'grantCredits',
   () => ({
     params: z.object({
-      org_id: z.string().check(z.regex(/^org_[0-9a-f]{24}$/, 'must be an organization id (org_ and 24 hex)')),
+      org_id: orgIdParam,
     }),
     body: z.strictObject({
       amount_usd: z
