@@ -11,6 +11,7 @@ import {
   DynamoDBClient,
   ListTablesCommand,
   paginateScan,
+  waitUntilTableNotExists,
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { logger } from '#shared/logging.ts';
@@ -145,6 +146,8 @@ async function moveEvents(endpoint: string, eventsEndpoint: string, table: strin
       moved += page.Items?.length ?? 0;
     }
     await from.send(new DeleteTableCommand({ TableName: table }));
+    // dynalite deletes a table a moment later (DELETING first): gone before anything lists the tables again.
+    await waitUntilTableNotExists({ client: from, maxWaitTime: 30, minDelay: 1, maxDelay: 1 }, { TableName: table });
     logger.info('Moved the events of a data dir from before they had a database of their own', { table, moved });
   } finally {
     from.destroy();
