@@ -509,6 +509,19 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
           recordedAt: '2026-01-15T10:20:34.000Z',
         }),
       ).toBeTruthy();
+      // An operator's correction for the organization on that day (a record of its own): in the total, shown apart.
+      expect(
+        await store.recordCorrection({
+          id: 'e2e-correction',
+          orgId: me.org_id,
+          userId: null,
+          day: '2026-01-15',
+          microUsd: -234_567,
+          reason: 'outage credit',
+          operator: 'operator:e2e',
+          at: '2026-01-20T00:00:00.000Z',
+        }),
+      ).toBe(true);
       expect(
         await store.claimNotice({
           orgId: me.org_id,
@@ -530,10 +543,12 @@ describe('the web console in Chromium', { timeout: 150_000 }, () => {
     await page.locator('[data-limit="hours"]').waitFor();
     await page.locator('[data-limit="spend"]').waitFor();
     await page.getByRole('table', { name: 'Usage notifications, newest first' }).getByText('80%').waitFor();
-    // January 2026, where the test's record is: its figures, to the micro-dollar, in the total, the chart and per member.
+    // January 2026, where the test's records are: their figures, to the micro-dollar, in the total (the correction
+    // taken off), the chart and per member (the organization's correction names no member).
     await page.evaluate(() => (window.location.hash = '#/usage/2026-01-01/2026-01-31'));
     await page.getByTestId('usage-compute').filter({ hasText: '$1.234567' }).waitFor();
-    expect(await page.getByTestId('usage-total').textContent()).toBe('$1.234567');
+    expect(await page.getByTestId('usage-total').textContent()).toBe('$1.00');
+    expect(await page.getByTestId('usage-corrections').textContent()).toBe('-$0.234567');
     expect(await page.locator('figure.chart svg title').allTextContents()).toContain(
       '2026-01-15: compute $1.234567, LLM $0.00, storage $0.00',
     );

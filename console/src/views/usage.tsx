@@ -13,7 +13,10 @@ type DayItem = Figures & { day: string };
 type UserItem = Figures & { user_id: string };
 
 /** USD as the ledger keeps it (micro-dollars): 2 to 6 decimals, never rounded away. */
-const dollars = (n: number) => `$${n.toFixed(6).replace(/0{1,4}$/, '')}`;
+const dollars = (n: number) =>
+  `${n < 0 ? '-' : ''}$${Math.abs(n)
+    .toFixed(6)
+    .replace(/0{1,4}$/, '')}`;
 const today = () => new Date().toISOString().slice(0, 10);
 const monthStart = () => `${today().slice(0, 8)}01`;
 /** Every day from `from` to `to` (inclusive): a day without usage is a gap in the chart, not a missing column. */
@@ -219,6 +222,12 @@ export function UsagePage(props: { from?: string; to?: string }) {
                 {dollars(total.storage_cost_usd)} ({total.storage_gb_hours})
               </dd>
             </div>
+            {total.correction_usd !== 0 && (
+              <div>
+                <dt>Corrections</dt>
+                <dd data-testid="usage-corrections">{dollars(total.correction_usd)}</dd>
+              </div>
+            )}
             <div>
               <dt>vCPU hours</dt>
               <dd>{(total.vcpu_seconds / 3600).toFixed(3)}</dd>
