@@ -253,14 +253,12 @@ function chargesOf(r: UsageRecord): Charge[] {
 }
 
 /** A record's cost in micro-USD, whatever its kind. */
-export const recordMicroUsd = (r: UsageRecord): number =>
-  r.kind === 'compute'
-    ? r.computeMicroUsd
-    : r.kind === 'llm'
-      ? r.costMicroUsd
-      : r.kind === 'storage'
-        ? r.storageMicroUsd
-        : r.microUsd;
+export function recordMicroUsd(r: UsageRecord): number {
+  if (r.kind === 'compute') return r.computeMicroUsd;
+  if (r.kind === 'llm') return r.costMicroUsd;
+  if (r.kind === 'storage') return r.storageMicroUsd;
+  return r.microUsd;
+}
 
 const SERVICES = {
   compute: { name: 'Sandbox compute', category: 'Compute', subcategory: 'Containers' },

@@ -205,7 +205,7 @@ export class ConversationBridge {
     // activity is recorded, and at each execution status change (the run's last report, or the one kept
     // since); in between the latest rides on the bucket's write to the counter, no request of its own.
     const report = this.agentReportIn(caller, conversation, firstSeq, events);
-    const statusChange = events.some((e) => isExecutionStatusUpdate(e));
+    const statusChange = events.some(isExecutionStatusUpdate);
     const kept =
       statusChange && !report && head.agentReport ? (JSON.parse(head.agentReport) as AgentReport) : undefined;
     const recordNow = report && (!plan || statusChange || this.activityDue(caller));

@@ -28,15 +28,8 @@ export class Credits {
    * The first grant starts the account on its day: what the organization used that day before it is
    * its opening, not debited. Audited as `credits_granted`. Repeats are the idempotency layer's.
    */
-  /** An operator's correction (`recordCorrection`, below). */
-  correct(caller: Caller, orgId: string, input: { microUsd: number; day: string; reason: string; userId?: string }) {
-    return recordCorrection(this.deps, caller, orgId, input);
-  }
-
   async grant(caller: Caller, orgId: string, microUsd: number, note?: string) {
-    if (!caller.operator) throw new ApiError(403, { detail: 'Only an operator can do this' });
-    const org = await this.deps.accounts.getOrg(orgId);
-    if (!org || org.status === 'closed') throw notFound('Organization not found');
+    const org = await this.operatorsOrg(caller, orgId);
     const day = (this.deps.now?.() ?? new Date()).toISOString().slice(0, 10);
     let opening = 0;
     if (!(await this.deps.store.credits(orgId))) {
@@ -58,59 +51,64 @@ export class Credits {
       prepaid,
     };
   }
-}
 
-/**
- * `POST /api/v1/admin/orgs/{org_id}/corrections` (docs/billing.md, "Corrections"): operators only (403), a
- * known organization (404) and, when one is named, a member of it (404). Writes a correction record of its
- * own (never an edit of another), whose id is a hash of what it says: the same correction again is 409
- * and counts once (a repeat with the same Idempotency-Key answers the first answer). Audited as
- * `correction_recorded`, naming the operator.
- */
-export async function recordCorrection(
-  deps: { store: UsageStore; accounts: AccountStore; audit: Audit; now?: () => Date },
-  caller: Caller,
-  orgId: string,
-  input: { microUsd: number; day: string; reason: string; userId?: string },
-) {
-  if (!caller.operator) throw new ApiError(403, { detail: 'Only an operator can do this' });
-  const org = await deps.accounts.getOrg(orgId);
-  if (!org || org.status === 'closed') throw notFound('Organization not found');
-  if (input.userId !== undefined && (await deps.accounts.getUser(input.userId))?.orgId !== orgId)
-    throw notFound('User not found in this organization');
-  const at = (deps.now?.() ?? new Date()).toISOString();
-  const userId = input.userId ?? null;
-  const id = `corr_${createHash('sha256')
-    .update(JSON.stringify([orgId, input.day, userId, input.microUsd, input.reason]))
-    .digest('hex')
-    .slice(0, 32)}`;
-  const record: CorrectionRecord = {
-    id,
-    orgId,
-    userId,
-    day: input.day,
-    microUsd: input.microUsd,
-    reason: input.reason,
-    operator: `operator:${caller.userId}`,
-    at,
-  };
-  if (!(await deps.store.recordCorrection(record)))
-    throw new ApiError(409, { detail: `This correction was recorded already (${id}); corrections are never edited` });
-  const sign = input.microUsd < 0 ? '-' : '+';
-  await deps.audit.record(orgId, record.operator, 'correction_recorded', {
-    target: userId ?? orgId,
-    detail: `${sign}${usd(Math.abs(input.microUsd))} USD on ${input.day}: ${input.reason}`,
-  });
-  return {
-    success: true as const,
-    id,
-    org_id: orgId,
-    user_id: userId,
-    day: input.day,
-    amount_usd: usd(input.microUsd),
-    reason: input.reason,
-    created_at: at,
-  };
+  /**
+   * `POST /api/v1/admin/orgs/{org_id}/corrections` (docs/billing.md, "Corrections"): operators only (403), a
+   * known organization (404) and, when one is named, a member of it (404). Writes a correction record of its
+   * own (never an edit of another), whose id is a hash of what it says: the same correction again is 409
+   * and counts once (a repeat with the same Idempotency-Key answers the first answer). Audited as
+   * `correction_recorded`, naming the operator.
+   */
+  async correct(
+    caller: Caller,
+    orgId: string,
+    input: { microUsd: number; day: string; reason: string; userId?: string },
+  ) {
+    await this.operatorsOrg(caller, orgId);
+    if (input.userId !== undefined && (await this.deps.accounts.getUser(input.userId))?.orgId !== orgId)
+      throw notFound('User not found in this organization');
+    const at = (this.deps.now?.() ?? new Date()).toISOString();
+    const userId = input.userId ?? null;
+    const id = `corr_${createHash('sha256')
+      .update(JSON.stringify([orgId, input.day, userId, input.microUsd, input.reason]))
+      .digest('hex')
+      .slice(0, 32)}`;
+    const record: CorrectionRecord = {
+      id,
+      orgId,
+      userId,
+      day: input.day,
+      microUsd: input.microUsd,
+      reason: input.reason,
+      operator: `operator:${caller.userId}`,
+      at,
+    };
+    if (!(await this.deps.store.recordCorrection(record)))
+      throw new ApiError(409, { detail: `This correction was recorded already (${id}); corrections are never edited` });
+    const sign = input.microUsd < 0 ? '-' : '+';
+    await this.deps.audit.record(orgId, record.operator, 'correction_recorded', {
+      target: userId ?? orgId,
+      detail: `${sign}${usd(Math.abs(input.microUsd))} USD on ${input.day}: ${input.reason}`,
+    });
+    return {
+      success: true as const,
+      id,
+      org_id: orgId,
+      user_id: userId,
+      day: input.day,
+      amount_usd: usd(input.microUsd),
+      reason: input.reason,
+      created_at: at,
+    };
+  }
+
+  /** Operators only (403); a known, open organization (404). */
+  private async operatorsOrg(caller: Caller, orgId: string) {
+    if (!caller.operator) throw new ApiError(403, { detail: 'Only an operator can do this' });
+    const org = await this.deps.accounts.getOrg(orgId);
+    if (!org || org.status === 'closed') throw notFound('Organization not found');
+    return org;
+  }
 }
 
 /** The credits as the API shows them (USD, 6 decimals at most). */

@@ -173,9 +173,7 @@ const signedMicroUsdOf = (amount: number): number | undefined => {
 export const recordCorrection = defineOperation(
   'recordCorrection',
   () => ({
-    params: z.object({
-      org_id: orgIdParam,
-    }),
+    params: z.object({ org_id: orgIdParam }),
     body: z.strictObject({
       amount_usd: z
         .number()
@@ -217,9 +215,7 @@ export const recordCorrection = defineOperation(
 export const grantCredits = defineOperation(
   'grantCredits',
   () => ({
-    params: z.object({
-      org_id: orgIdParam,
-    }),
+    params: z.object({ org_id: orgIdParam }),
     body: z.strictObject({
       amount_usd: z
         .number()
