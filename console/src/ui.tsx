@@ -152,6 +152,30 @@ export function Table(props: { caption: string; columns: string[]; children: Com
   );
 }
 
+/**
+ * Back and forward through a list read by `next_page_id`: `pages` holds the id of each page read so far
+ * (null for the first), so going back needs no cursor of its own.
+ */
+export function Pager(props: {
+  pages: (string | null)[];
+  setPages: (pages: (string | null)[]) => void;
+  next: string | null | undefined;
+  labels: [back: string, forward: string];
+}) {
+  const { pages, setPages, next } = props;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" class="secondary" disabled={pages.length < 2} onClick={() => setPages(pages.slice(0, -1))}>
+        {props.labels[0]}
+      </button>
+      <span>Page {pages.length}</span>
+      <button type="button" class="secondary" disabled={!next} onClick={() => next && setPages([...pages, next])}>
+        {props.labels[1]}
+      </button>
+    </nav>
+  );
+}
+
 /** A form's submit handler: no page load, then `run`. */
 export const submitting = (run: () => unknown) => (e: Event) => {
   e.preventDefault();

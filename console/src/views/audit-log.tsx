@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
 import { actionName, actorName, entryDetail, manages } from '../organization.ts';
-import { ErrorBox, Table, useLoad, type Me } from '../ui.tsx';
+import { ErrorBox, Pager, Table, useLoad, type Me } from '../ui.tsx';
 import type { Answer } from '../../../shared/client/index.ts';
 
 /** The API's own types (the typed client's, generated from the OpenAPI document). */
@@ -56,25 +56,7 @@ export function AuditLogPage(props: { me: Me }) {
           ))}
         </Table>
       )}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          class="secondary"
-          disabled={pages.length < 2}
-          onClick={() => setPages(pages.slice(0, -1))}
-        >
-          Newer
-        </button>
-        <span>Page {pages.length}</span>
-        <button
-          type="button"
-          class="secondary"
-          disabled={!log.data?.next_page_id}
-          onClick={() => setPages([...pages, log.data!.next_page_id])}
-        >
-          Older
-        </button>
-      </nav>
+      <Pager pages={pages} setPages={setPages} next={log.data?.next_page_id} labels={['Newer', 'Older']} />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, query } from '../api.ts';
-import { Ago, Badge, ErrorBox, Field, statusTone, Table, useLoad } from '../ui.tsx';
+import { Ago, Badge, ErrorBox, Field, Pager, statusTone, Table, useLoad } from '../ui.tsx';
 import type { Answer } from '../../../shared/client/index.ts';
 
 /** A page of conversations as the API answers it (the typed client's types, generated from the OpenAPI document). */
@@ -93,25 +93,7 @@ export function ConversationsPage() {
           ))}
         </Table>
       )}
-      <nav class="pager" aria-label="Pages">
-        <button
-          type="button"
-          class="secondary"
-          disabled={pages.length < 2}
-          onClick={() => setPages(pages.slice(0, -1))}
-        >
-          Previous page
-        </button>
-        <span>Page {pages.length}</span>
-        <button
-          type="button"
-          class="secondary"
-          disabled={!list.data?.next_page_id}
-          onClick={() => setPages([...pages, list.data!.next_page_id])}
-        >
-          Next page
-        </button>
-      </nav>
+      <Pager pages={pages} setPages={setPages} next={list.data?.next_page_id} labels={['Previous page', 'Next page']} />
     </section>
   );
 }
