@@ -12,6 +12,7 @@ import { registerLocalStream } from '#shared/stream/eviction.ts';
 import { CLOSE, STREAM_PATH_PATTERN, startAfter } from '#shared/stream/messages.ts';
 import { carriesCredentials } from '#shared/stream/first-message-auth.ts';
 import { awaitFirstMessageAuth, type PendingSockets } from '#infra/local/stream-auth.ts';
+import { RefusalHold } from '#infra/local/refusal-hold.ts';
 import { resolveResendMode } from '#shared/stream/resend-since.ts';
 import type { LocalServices } from '#shared/wiring/local.ts';
 import type { Plan } from '#shared/plans/model.ts';
@@ -37,6 +38,8 @@ export interface EventStreamOptions {
   replays?: ReplayRate;
   /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
   authWaitMs?: number;
+  /** How long an open over the request rate waits for its 429 (default REFUSAL_HOLD_MS, infra/local/refusal-hold.ts). */
+  refusalHoldMs?: number;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -78,6 +81,8 @@ export function attachEventStream(
     const tooMany = replays.take(grant.userId, grant.query);
     return tooMany ? { code: CLOSE_TOO_MANY, reason: tooMany } : caps.admit(grant.userId, grant.conversationId, plan);
   };
+
+  const held = new RefusalHold(options.refusalHoldMs);
 
   const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -136,10 +141,15 @@ export function attachEventStream(
         verdict = 'error';
       }
       // Over the request rate: answered before the handshake (as API Gateway's `$connect` answers 429),
-      // so an open in a loop costs the server a key check, not a WebSocket upgrade.
+      // so an open in a loop costs the server a key check, not a WebSocket upgrade; and answered after a
+      // hold (infra/local/refusal-hold.ts), so such a loop opens at most once a second per socket.
       if (verdict !== 'error' && !verdict.allowed && verdict.status === 429) {
-        logger.info('stream.refused', { status: 429, reason: verdict.reason });
-        return answer(socket, '429 Too Many Requests', { detail: verdict.reason }, verdict.retryAfter);
+        const { reason, retryAfter } = verdict;
+        logger.info('stream.refused', { status: 429, reason });
+        // At most what Retry-After says (whole seconds, at least 1).
+        return held.hold(clientAddress({}, req.socket.remoteAddress), socket, retryAfter, () =>
+          answer(socket, '429 Too Many Requests', { detail: reason }, retryAfter),
+        );
       }
       wss.handleUpgrade(req, socket, head, (ws) => {
         if (verdict === 'error') return ws.close(CLOSE.internalError, 'Internal error');
@@ -232,6 +242,7 @@ export function attachEventStream(
     pending,
     close: async () => {
       server.off('upgrade', onUpgrade);
+      held.close();
       const open = [...wss.clients];
       for (const ws of open) ws.close(CLOSE.goingAway, 'Server shutting down');
       await Promise.race([

@@ -11,6 +11,7 @@ import { fillPath } from '#shared/protocol.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { REPLAYS_PER_USER_PER_MINUTE } from '#shared/stream/replay-rate.ts';
 import { CLOSE_TOO_MANY } from '#shared/stream/socket-caps.ts';
+import { REFUSAL_HOLD_MS } from '#infra/local/refusal-hold.ts';
 import {
   allEvents,
   conversation,
@@ -205,11 +206,14 @@ function upgrade(cid: string, key: string): Promise<{ status: number; retryAfter
 }
 
 describe('stream opens count as requests (a client reopening sockets in a loop)', () => {
-  it("past the plan's rate the upgrade is answered 429 with Retry-After before any handshake; another user's opens go on", async () => {
+  it("past the plan's rate the upgrade is answered 429 with Retry-After before any handshake, after a hold; another user's opens go on", async () => {
     const key = await stack.newUser('chatty-streams');
     await stack.putOnPlan('chatty-streams', 'chatty', key);
     const cid = await conversationOf('chatty-streams');
-    const answers = await Promise.all(Array.from({ length: 45 }, () => upgrade(cid, key)));
+    const sent = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 45 }, () => upgrade(cid, key).then((a) => ({ ...a, ms: performance.now() - sent }))),
+    );
     // 30 a minute: the set-up's request and about 29 opens pass (upgraded; the socket caps close most).
     expect(answers.filter((a) => a.status === 101).length).toBeLessThanOrEqual(31);
     const limited = answers.filter((a) => a.status === 429);
@@ -217,6 +221,8 @@ describe('stream opens count as requests (a client reopening sockets in a loop)'
     for (const a of answers) expect([101, 429]).toContain(a.status);
     expect(limited[0]!.body.detail).toMatch(/^Too many requests/);
     expect(Number(limited[0]!.retryAfter)).toBeGreaterThanOrEqual(1);
+    // Each refusal held a second (REFUSAL_HOLD_MS) before its answer: a loop that reopens on the answer is slowed to it.
+    for (const a of limited) expect(a.ms).toBeGreaterThanOrEqual(REFUSAL_HOLD_MS - 50);
     const other = await tenant('chatty-neighbour');
     expect((await upgrade(await conversationOf('chatty-neighbour'), other)).status).toBe(101);
   });
