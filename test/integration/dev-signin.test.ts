@@ -160,18 +160,26 @@ describe("the console's exchange against a hostile page", () => {
 
   // Last in the file: it uses up this address's sign-in attempts for the minute.
   it('holds sign-in attempts to 20 a minute per address: a forged X-Forwarded-For or viewer address is not another address', async () => {
-    const statuses: number[] = [];
-    for (let i = 0; i < 25; i++) {
-      const forged = `198.51.100.${i + 1}`;
-      const res = await exchange('x', {
-        origin: stack.url,
-        'x-forwarded-for': forged,
-        'cloudfront-viewer-address': `${forged}:443`,
-      });
-      statuses.push(res.status);
+    // Within one limiter window (fixed minutes): should the minute turn during a run, it is run again in the new one.
+    const window = () => Math.floor(Date.now() / 60_000);
+    for (let run = 0; run < 2; run++) {
+      const began = window();
+      const statuses: number[] = [];
+      for (let i = 0; i < 25; i++) {
+        const forged = `198.51.100.${i + 1}`;
+        const res = await exchange('x', {
+          origin: stack.url,
+          'x-forwarded-for': forged,
+          'cloudfront-viewer-address': `${forged}:443`,
+        });
+        statuses.push(res.status);
+      }
+      if (window() !== began) continue;
+      // The earlier tests of this file may have made some attempts of this minute already.
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(5);
+      expect(statuses.at(-1)).toBe(429);
+      return;
     }
-    // The earlier tests of this file made some attempts of this minute already.
-    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(5);
-    expect(statuses.at(-1)).toBe(429);
+    throw new Error('The minute turned during both runs');
   });
 });
