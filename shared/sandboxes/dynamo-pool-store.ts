@@ -133,7 +133,33 @@ export class DynamoPoolStore implements PoolStore {
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: { id: poolRecordId(specId) }, ConsistentRead: true }),
     );
-    return out.Item as PoolRecord | undefined;
+    if (!out.Item) return undefined;
+    // Each place is a top-level attribute `slot<n>` (a map would have to exist before its first entry).
+    const { ...record } = out.Item as PoolRecord & Record<string, unknown>;
+    const slots: Record<string, string> = {};
+    for (const [name, value] of Object.entries(record)) {
+      const n = /^slot(\d+)$/.exec(name)?.[1];
+      if (n === undefined) continue;
+      slots[n] = value as string;
+      delete record[name];
+    }
+    return { ...record, slots };
+  }
+
+  async takeSlot(specId: string, slot: number, from: string | undefined, to: string): Promise<boolean> {
+    return conditionalWrite(() =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { id: poolRecordId(specId) },
+          UpdateExpression: 'SET #slot = :to',
+          ConditionExpression:
+            from === undefined ? 'attribute_exists(id) AND attribute_not_exists(#slot)' : '#slot = :from',
+          ExpressionAttributeNames: { '#slot': `slot${slot}` },
+          ExpressionAttributeValues: { ':to': to, ...(from === undefined ? {} : { ':from': from }) },
+        }),
+      ),
+    );
   }
 
   async touchPool(specId: string, at: string, bridgeUrl: string): Promise<void> {

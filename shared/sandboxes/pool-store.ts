@@ -58,6 +58,12 @@ export interface PoolRecord {
   lastStartAt: string;
   /** Where the last start's sandbox reached the API: where the standbys started after it check in. */
   bridgeUrl: string;
+  /**
+   * The pool's places, `0` to `size - 1`: which standby each was last given to (`takeSlot`). A place is
+   * free when that standby no longer waits (claimed, drained, gone), so racing refills never start more
+   * than `size`: each new standby first takes a free place in one conditional write.
+   */
+  slots?: Record<string, string>;
 }
 
 export const poolRecordId = (specId: string) => `pool:${specId}`;
@@ -104,6 +110,11 @@ export interface PoolStore {
   getPool(specId: string): Promise<PoolRecord | undefined>;
   /** Sets the pool's `lastStartAt` and `bridgeUrl` (creating the record), never moving it backwards. */
   touchPool(specId: string, at: string, bridgeUrl: string): Promise<void>;
+  /**
+   * Gives place `slot` of an existing pool record to standby `to` if it is still `from`'s (undefined:
+   * never given); false when another refill took it first.
+   */
+  takeSlot(specId: string, slot: number, from: string | undefined, to: string): Promise<boolean>;
   /**
    * Why the account may not be given a sandbox (its user or organization is suspended), read strongly
    * consistent (the `users` and `orgs` items in one BatchGetItem); undefined when it may. The claim's

@@ -113,8 +113,9 @@ export interface PoolSweep {
 
   /**
    * Starts standbys until the spec's pool holds `size` (booting or ready, of the current revision),
-   * unless no start came for `idleMinutes` (then the pool stays drained until one does). Racing
-   * refills may overshoot by a few; the sweep drains the surplus.
+   * unless no start came for `idleMinutes` (then the pool stays drained until one does). Each new
+   * standby first takes a free place of the pool (`PoolRecord.slots`) in one conditional write, so
+   * racing refills (one after each of many claims at once) start at most `size` between them.
    */
   async refill(specId: string): Promise<string[]> {
     const spec = this.deps.specs.get(specId);
@@ -126,9 +127,19 @@ export interface PoolSweep {
     const waiting = (await this.deps.store.listStandbys(spec.id)).filter(
       (s) => (s.status === 'booting' || s.status === 'ready') && s.revision === revision,
     );
+    const waitingIds = new Set(waiting.map((s) => s.id));
+    const holders = new Set(Object.values(pool.slots ?? {}));
+    // Waiting standbys that hold no place (started before places existed) fill free places first.
+    let unplaced = waiting.filter((s) => !holders.has(s.id)).length;
     const started: string[] = [];
-    for (let n = waiting.length; n < spec.warmPool!.size; n++) {
-      const id = await this.startStandby(spec, pool.bridgeUrl);
+    for (let slot = 0; slot < spec.warmPool!.size; slot++) {
+      const holder = pool.slots?.[slot];
+      if (holder && waitingIds.has(holder)) continue;
+      if (unplaced > 0) {
+        unplaced--;
+        continue;
+      }
+      const id = await this.startStandby(spec, pool.bridgeUrl, { slot, holder });
       if (id) started.push(id);
     }
     return started;
@@ -201,7 +212,12 @@ export interface PoolSweep {
     return t - Date.parse(lastStartAt) > (spec.warmPool?.idleMinutes ?? 30) * 60_000;
   }
 
-  private async startStandby(spec: SandboxSpec, bridgeUrl: string): Promise<string | undefined> {
+  /** A new standby in place `slot` of the pool, if that place is still `holder`'s when it takes it (else none). */
+  private async startStandby(
+    spec: SandboxSpec,
+    bridgeUrl: string,
+    place: { slot: number; holder: string | undefined },
+  ): Promise<string | undefined> {
     const standbys = this.deps.runtime.standbys!;
     const id = `sb_${randomBytes(16).toString('hex')}`;
     const token = newToken('pool');
@@ -218,6 +234,11 @@ export interface PoolSweep {
       revision: standbys.revision(spec),
       capacity: standbys.capacity(spec),
     });
+    // Written before the place is taken: a refill that reads the place as this one's then lists it waiting.
+    if (!(await this.deps.store.takeSlot(spec.id, place.slot, place.holder, id))) {
+      await this.deps.store.removeStandby(id);
+      return undefined;
+    }
     try {
       const { ref } = await standbys.startStandby({ standbyId: id, spec, poolToken: token, bridgeUrl });
       await this.deps.store.updateStandby(id, undefined, { ref });

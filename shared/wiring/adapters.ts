@@ -235,6 +235,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
       heartbeat: { tables: { pool: 'write' } },
       removeStandby: { tables: { pool: 'write' } },
       touchPool: { tables: { pool: 'write' } },
+      takeSlot: { tables: { pool: 'write' } },
       suspension: { tables: { users: 'read', orgs: 'read' } },
     },
   },
