@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +55,23 @@ beforeAll(async () => {
       },
     }),
   );
-  stack = await startTestStack({ plansFile, sweepIntervalMs: 3_600_000 });
+  // The default spec, and `hostile`: a program of its own in place of the sandbox program (HOSTILE_PROGRAM).
+  const specsFile = join(dir, 'specs.json');
+  const defaults = JSON.parse(readFileSync('config/sandbox-specs.json', 'utf8')) as object[];
+  writeFileSync(
+    specsFile,
+    JSON.stringify([
+      ...defaults,
+      {
+        id: 'hostile',
+        command: ['node', '-e', HOSTILE_PROGRAM],
+        created_at: '2025-11-01T00:00:00Z',
+        initial_env: {},
+        working_dir: '{data_dir}/sandboxes/{sandbox_id}/workspace',
+      },
+    ]),
+  );
+  stack = await startTestStack({ plansFile, specsFile, sweepIntervalMs: 3_600_000 });
   llm = await startScriptedLlm();
 }, 60_000);
 afterAll(async () => {
@@ -63,6 +79,36 @@ afterAll(async () => {
   await stack?.stop();
   await llm?.close();
 });
+
+/** The conversation the hostile program floods (ids are unique per user: its user has this one only). */
+const HOSTILE_CONVERSATION = 'a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0';
+/**
+ * What runs in a sandbox whose agent went hostile and holds its sandbox's key (a real agent can read it
+ * from its program's memory: same uid): it checks in with the enrollment token as the program would,
+ * then posts batches of 10 events as fast as the server answers for 3 s, never waiting out a 429, and
+ * writes what it was told into its workspace (`flood.json`).
+ */
+const HOSTILE_PROGRAM = `
+const base = process.env.BRIDGE_URL.replace(/\\/+$/, '');
+const id = process.env.SANDBOX_ID;
+const post = (path, key, body) => fetch(base + path, { method: 'POST', headers: { 'x-session-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+(async () => {
+  const checkIn = await (await post('/api/v1/sandboxes/' + id + '/bridge/check-in', process.env.ENROLLMENT_TOKEN, { version: 'hostile' })).json();
+  const key = checkIn.session_api_key;
+  const counts = {};
+  let next = 1;
+  const until = Date.now() + 3000;
+  while (Date.now() < until) {
+    const events = Array.from({ length: 10 }, (_, i) => ({ kind: 'MessageEvent', id: 'h-' + (next + i), timestamp: new Date().toISOString(), source: 'agent', text: 'x'.repeat(100) }));
+    const res = await post('/api/v1/webhooks/' + id + '/events/${HOSTILE_CONVERSATION}?first_seq=' + next, key, events);
+    counts[res.status] = (counts[res.status] ?? 0) + 1;
+    await res.arrayBuffer();
+    if (res.status === 200) next += 10;
+  }
+  require('node:fs').writeFileSync('flood.json', JSON.stringify({ counts, next }));
+  setInterval(() => {}, 60000);
+})();
+`;
 
 /** Every event item stored for a conversation, committed or not (a Query that counts, on the events table). */
 async function storedEvents(userId: string, conversationId: string): Promise<number> {
@@ -341,6 +387,42 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     // Posting again changes nothing and answers the same.
     expect((await post(sandbox, cid, 301, 5)).status).toBe(402);
     expect(await store.lastSeq(ref)).toBe(301);
+  }, 60_000);
+
+  it('a hostile program in a real sandbox, posting as fast as it is answered with its own key, is held to the bucket', async () => {
+    const key = await stack.newUser('hostile-agent');
+    await stack.putOnPlan('hostile-agent', 'small', key);
+    const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=hostile', { key });
+    expect(started.status).toBe(200);
+    const sandboxId = started.body.id as string;
+    await storedConversation('hostile-agent', {
+      id: HOSTILE_CONVERSATION,
+      sandbox_id: sandboxId,
+      execution_status: 'running',
+    });
+    const report = join(stack.dataDir, 'sandboxes', sandboxId, 'workspace', 'flood.json');
+    const began = Date.now();
+    const { counts, next } = await waitFor(
+      "the hostile program's report",
+      async () =>
+        existsSync(report)
+          ? (JSON.parse(readFileSync(report, 'utf8')) as { counts: Record<string, number>; next: number })
+          : undefined,
+      { timeoutMs: 30_000 },
+    );
+    const seconds = (Date.now() - began) / 1000;
+    // It posted far more than the plan lets through, and was refused with 429 past the rate.
+    expect(counts['429']).toBeGreaterThan(counts['200'] ?? 0);
+    const committed = await new DynamoEventStore().lastSeq({
+      userId: 'hostile-agent',
+      conversationId: HOSTILE_CONVERSATION,
+    });
+    expect(committed).toBe(next - 1);
+    expect(committed).toBeGreaterThanOrEqual(PLAN.events_per_sandbox_per_second);
+    // One second of burst plus the rate over the time it could post, and nothing stored beyond what was committed.
+    expect(committed).toBeLessThanOrEqual(PLAN.events_per_sandbox_per_second * (seconds + 1) + 10);
+    expect(await storedEvents('hostile-agent', HOSTILE_CONVERSATION)).toBe(committed);
+    await stack.call('DELETE', `/api/v1/sandboxes/${sandboxId}`, { key });
   }, 60_000);
 
   it('an honest agent in a real sandbox loses no event: its program retries 429s and keeps the batch', async () => {
