@@ -1,5 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -206,6 +208,65 @@ describe('stream socket caps (a user opening sockets without end)', () => {
     expect(outcomes.filter((o) => o === 'open')).toHaveLength(2);
     expect(outcomes.filter((o) => o === CLOSE_TOO_MANY)).toHaveLength(28);
   });
+
+  it('a replay to a client that stops reading reads the store only as far as the socket takes, and goes on when it reads again', async () => {
+    const key = await tenant('slow-reader');
+    const cid = await conversationOf('slow-reader');
+    // 60 MB of history: 2,000 events of 30 KB (under the 32 KB past which the stream sends a reference).
+    const text = 'y'.repeat(30_000);
+    const store = new DynamoEventStore();
+    for (let from = 1; from <= 2_000; from += 100)
+      await store.append(
+        { userId: 'slow-reader', conversationId: cid },
+        from,
+        Array.from({ length: 100 }, (_, i) => ({
+          kind: 'MessageEvent',
+          id: `slow-${from + i}`,
+          timestamp: new Date().toISOString(),
+          source: 'agent' as const,
+          text,
+        })),
+      );
+    // The server's reads of this conversation (Queries of at most 1 MB each), counted as they are sent.
+    let reads = 0;
+    documentClient().middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { ExpressionAttributeValues?: Record<string, unknown> };
+        if (Object.values(input.ExpressionAttributeValues ?? {}).includes(`slow-reader#${cid}`)) reads++;
+        return next(args);
+      },
+      { step: 'initialize', name: 'countSlowReaderReads' },
+    );
+    // A raw client (a WebSocket client library would read on its own): the handshake, then it reads nothing.
+    const { port } = new URL(stack.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    try {
+      socket.write(
+        `GET /sockets/events/${cid}?resend_all=true HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nx-session-api-key: ${key}\r\n\r\n`,
+      );
+      const [first] = (await once(socket, 'data')) as [Buffer];
+      socket.pause();
+      expect(first.toString('latin1')).toMatch(/^HTTP\/1\.1 101/);
+      await new Promise((r) => setTimeout(r, 3_000));
+      const whilePaused = reads;
+      await new Promise((r) => setTimeout(r, 1_000));
+      // Nothing more read while nothing is taken, and what was read is what the buffers took (a few
+      // MB), not the 60 MB history (about 60 reads).
+      expect(reads).toBe(whilePaused);
+      expect(reads).toBeLessThanOrEqual(20);
+      // Reading again, the client gets the rest: about 60 MB of frames.
+      let received = first.length;
+      socket.on('data', (chunk: Buffer) => (received += chunk.length));
+      socket.resume();
+      await waitFor('the whole history', async () => (received >= 2_000 * 30_000 ? true : undefined), {
+        timeoutMs: 60_000,
+      });
+      expect(reads).toBeGreaterThan(40);
+    } finally {
+      socket.destroy();
+      documentClient().middlewareStack.remove('countSlowReaderReads');
+    }
+  }, 120_000);
 });
 
 describe('requests per user per minute (a client calling without pause)', () => {
