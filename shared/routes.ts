@@ -655,8 +655,10 @@ export const routes = [
     summary:
       'Browser sign-in: exchanges the API key this request carries for a session cookie (HttpOnly, SameSite=Strict, ' +
       'Secure over https) that every user route accepts, for SESSION_HOURS (12). Writes signed in with the cookie ' +
-      'must come from an allowed origin.',
+      'must come from an allowed origin. Rate-limited per IP before the key is read (429), as the OpenID sign-in.',
     tag: 'auth',
+    // The authorizer's count per address (its keys table); the handler itself only makes the session.
+    limitedPerAddress: true,
     tables: { keys: 'write' },
   },
   {

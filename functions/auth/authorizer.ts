@@ -1,20 +1,27 @@
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
 import { authorizeRequest, type AuthorizerContext } from '#shared/auth/authorizer.ts';
 import { authorizerFunction } from '#shared/functions.ts';
+import { clientAddress } from '#shared/http/client-address.ts';
 import { allowedOrigins } from '#shared/http/cors.ts';
+import type { RouteDef } from '#shared/http/route.ts';
 import { logger } from '#shared/logging.ts';
 import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { sessions } from '#shared/services/sessions.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { accountStore, auditStore, oidc } from '#shared/wiring/aws/accounts.ts';
+import { routes } from '#shared/routes.ts';
+import { accountStore, auditStore, oidc, signInLimiter } from '#shared/wiring/aws/accounts.ts';
 import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 import { sealer } from '#shared/wiring/aws/kms.ts';
 import { plans } from '#shared/wiring/aws/plans.ts';
 
 const origins = allowedOrigins();
+/** Route keys (`POST /api/authenticate`) whose calls are counted per client address before any credential is read. */
+const limitedPerAddress = new Set(
+  (routes as readonly RouteDef[]).filter((r) => r.limitedPerAddress).map((r) => `${r.method} ${r.path}`),
+);
 
 /**
  * HTTP API REQUEST authorizer (simple responses). It hands the caller's user id (and, for a
@@ -25,7 +32,18 @@ const origins = allowedOrigins();
  */
 export const handler = awsFunction(
   authorizerFunction,
-  { keyStore, sessionStore, conversationKeySecret, sealer, conversationStore, accountStore, auditStore, oidc, plans },
+  {
+    keyStore,
+    sessionStore,
+    conversationKeySecret,
+    sealer,
+    conversationStore,
+    accountStore,
+    auditStore,
+    oidc,
+    plans,
+    signInLimiter,
+  },
   { apiKeys, sessions, conversationKeys, accounts },
   async (
     event: APIGatewayRequestAuthorizerEventV2,
@@ -34,15 +52,22 @@ export const handler = awsFunction(
   ): Promise<APIGatewaySimpleAuthorizerWithContextResult<AuthorizerContext>> => {
     try {
       const headers = { ...event.headers, ...(event.cookies?.length ? { cookie: event.cookies.join('; ') } : {}) };
-      const context = await authorizeRequest(event.requestContext.http.method, headers, {
-        apiKeys,
-        sessions,
-        conversationKeys,
-        accounts,
-        oidc: adapters.oidc,
-        allowedOrigins: origins,
-        plans: adapters.plans,
-      });
+      const limited = limitedPerAddress.has(event.routeKey);
+      const context = await authorizeRequest(
+        event.requestContext.http.method,
+        headers,
+        {
+          apiKeys,
+          sessions,
+          conversationKeys,
+          accounts,
+          oidc: adapters.oidc,
+          allowedOrigins: origins,
+          plans: adapters.plans,
+          ...(limited ? { addressLimiter: adapters.signInLimiter } : {}),
+        },
+        limited ? clientAddress(event.headers ?? {}, event.requestContext.http.sourceIp) : undefined,
+      );
       return { isAuthorized: true, context };
     } catch (err) {
       logger.error('Authorizer failed', { error: err as Error });

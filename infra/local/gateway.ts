@@ -1,4 +1,4 @@
-import { VIEWER_ADDRESS_HEADER } from '#shared/http/client-address.ts';
+import { clientAddress, VIEWER_ADDRESS_HEADER } from '#shared/http/client-address.ts';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -277,16 +277,24 @@ export async function startGateway(options: {
       let auth: AuthorizerContext | undefined;
       if (match.route.auth === 'user') {
         const headers = { ...(req.headers as Record<string, string>), 'x-forwarded-proto': 'http' };
-        auth = await authorizeRequest(req.method ?? 'GET', headers, {
-          apiKeys,
-          sessions,
-          conversationKeys,
-          accounts,
-          // Read per request (cached by configuration): the development issuer is configured once the port is known.
-          oidc: oidcVerifier(),
-          allowedOrigins: origins,
-          plans: options.services.plans,
-        });
+        auth = await authorizeRequest(
+          req.method ?? 'GET',
+          headers,
+          {
+            apiKeys,
+            sessions,
+            conversationKeys,
+            accounts,
+            // Read per request (cached by configuration): the development issuer is configured once the port is known.
+            oidc: oidcVerifier(),
+            allowedOrigins: origins,
+            plans: options.services.plans,
+            // The sign-in counters (the keys table's), as the OpenID exchange counts its attempts.
+            addressLimiter: options.services.oidcSignIn.limiter,
+          },
+          // The connection's own address: no CloudFront here, and a viewer address a client wrote is never read.
+          match.route.limitedPerAddress ? clientAddress({}, req.socket.remoteAddress) : undefined,
+        );
       }
       const event = toEvent(req, url, match.route, match.params, body, requestId, auth);
       send(res, await handlers.get(match.route.id)!(event, lambdaContext(requestId, match.route.id)), cors);

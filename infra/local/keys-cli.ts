@@ -22,7 +22,8 @@ const USAGE = `Usage:
   npm run keys -- revoke <key-id>
 
 Local by default: it uses the running \`npm start\` (through .data/dynamodb-endpoint) or opens .data/ itself.
-Against a deployment: --aws, with AWS credentials and TABLE_KEYS set to the stack's KeysTableName output.`;
+Against a deployment: --aws, with AWS credentials and TABLE_KEYS set to the stack's KeysTableName output
+(with --org also TABLE_USERS, TABLE_ORGS and TABLE_AUDIT_LOG: UsersTableName, OrgsTableName, AuditLogTableName).`;
 
 async function connect(aws: boolean): Promise<LocalDatabase | undefined> {
   if (aws) {

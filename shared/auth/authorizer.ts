@@ -4,6 +4,7 @@ import { isConversationKey, type ConversationKeys } from '#shared/auth/conversat
 import { isJwtForm, TokenRefused, type OidcVerifier } from '#shared/auth/oidc.ts';
 import { sessionCookieValues, type Sessions } from '#shared/auth/sessions.ts';
 import { requestRate } from '#shared/auth/request-rate.ts';
+import { type RateLimiter, SIGN_IN_PER_IP_PER_MINUTE, SIGN_IN_PER_IP_REFUSAL } from '#shared/auth/rate-limit.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
 import type { Plans } from '#shared/plans/model.ts';
 
@@ -19,6 +20,8 @@ export interface AuthDeps {
   allowedOrigins: readonly string[];
   /** The plans, where the caller's `requests_per_user_per_minute` is enforced (HTTP routes; stream opens take it in shared/stream/access.ts). */
   plans?: Plans;
+  /** The per-address counters (in the keys table): needed for a request given `limitedAddress`. */
+  addressLimiter?: RateLimiter;
 }
 
 /**
@@ -73,12 +76,23 @@ export const SEVERAL_SESSIONS_REFUSAL =
  * only on requests from an allowed page (see `originVerdict`). Then the caller's account: a
  * suspended user or organization is refused, and so are keys and sessions made before the person
  * last left an organization. The Lambda authorizer and the local gateway both call this.
+ *
+ * `limitedAddress`: the caller's address (`clientAddress`), on a route declared `limitedPerAddress`
+ * (`POST /api/authenticate`, which anyone may call with any key): the attempt is counted there first,
+ * before any credential is read, so refused keys count too, and past SIGN_IN_PER_IP_PER_MINUTE it is
+ * refused (429) without a key lookup.
  */
 export async function authorizeRequest(
   method: string,
   rawHeaders: Record<string, string | undefined>,
   deps: AuthDeps,
+  limitedAddress?: string,
 ): Promise<AuthorizerContext> {
+  if (limitedAddress !== undefined) {
+    if (!deps.addressLimiter) throw new Error('A route limited per address needs the authorizer its addressLimiter');
+    if (!(await deps.addressLimiter.take(`authenticate-ip:${limitedAddress}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
+      return { userId: '', refusal: SIGN_IN_PER_IP_REFUSAL, refusalStatus: 429, retryAfter: 60 };
+  }
   const headers: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(rawHeaders)) headers[k.toLowerCase()] = v;
   const key = keyFromHeaders(headers);

@@ -8,6 +8,7 @@ import {
   type RateLimiter,
   SIGN_IN_PER_ACCOUNT_PER_MINUTE,
   SIGN_IN_PER_IP_PER_MINUTE,
+  SIGN_IN_PER_IP_REFUSAL,
   SIGN_IN_REFUSED_AUDITS_PER_MINUTE,
 } from '#shared/auth/rate-limit.ts';
 import { logger } from '#shared/logging.ts';
@@ -91,7 +92,7 @@ export const oidcSession = defineOperation(
     if (originVerdict('POST', headers, allowedOrigins(), selfOrigins(headers)) !== 'verified')
       throw forbidden('Sign-in must come from an allowed origin (the Origin header)');
     if (!(await oidcSignIn.limiter.take(`signin-ip:${ip}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
-      throw tooManyRequests('Too many sign-in attempts from this address: wait a minute', 60);
+      throw tooManyRequests(SIGN_IN_PER_IP_REFUSAL, 60);
     const secure = baseUrl.startsWith('https:');
     // Exactly one: a second one was planted (as with session cookies), and neither is picked.
     const nonces = cookieValues(headers.cookie, NONCE_COOKIE(secure));

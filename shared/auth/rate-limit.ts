@@ -28,8 +28,14 @@ export class DynamoRateLimiter implements RateLimiter {
   }
 }
 
-/** Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). */
+/**
+ * Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). The number
+ * per IP holds each exchange for a session cookie (the OpenID exchange, and `POST /api/authenticate` in
+ * the authorizer), each on a counter of its own (scopes `signin-ip:` and `authenticate-ip:`).
+ */
 export const SIGN_IN_PER_IP_PER_MINUTE = 20;
+/** The refusal past SIGN_IN_PER_IP_PER_MINUTE (429, `Retry-After: 60`: at most the window's length). */
+export const SIGN_IN_PER_IP_REFUSAL = 'Too many sign-in attempts from this address: wait a minute';
 export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;
 /** `sign_in_refused` audit entries written per person per minute: a flood of refusals cannot fill the log. */
 export const SIGN_IN_REFUSED_AUDITS_PER_MINUTE = 1;

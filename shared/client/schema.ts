@@ -762,7 +762,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Browser sign-in: exchanges the API key this request carries for a session cookie (HttpOnly, SameSite=Strict, Secure over https) that every user route accepts, for SESSION_HOURS (12). Writes signed in with the cookie must come from an allowed origin. */
+        /** Browser sign-in: exchanges the API key this request carries for a session cookie (HttpOnly, SameSite=Strict, Secure over https) that every user route accepts, for SESSION_HOURS (12). Writes signed in with the cookie must come from an allowed origin. Rate-limited per IP before the key is read (429), as the OpenID sign-in. */
         post: operations["authenticate"];
         delete?: never;
         options?: never;

@@ -94,6 +94,12 @@ interface RouteFields {
   conversationKey?: 'conversation_id' | 'conversation_id__eq' | 'own' | 'key';
   /** The route manages credentials (API keys): a session cookie counts only with an allowed Origin. */
   managesCredentials?: boolean;
+  /**
+   * A `user` route that exchanges a credential for another (`/api/authenticate`: an API key for a session
+   * cookie): the authorizer counts every call per client address before it reads any credential, refused or
+   * not (SIGN_IN_PER_IP_PER_MINUTE, as the sign-in exchange; past it 429 with `Retry-After`).
+   */
+  limitedPerAddress?: boolean;
 }
 
 /**

@@ -1,9 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { personUserId } from '#shared/accounts/accounts.ts';
-import { SIGN_IN_PER_ACCOUNT_PER_MINUTE } from '#shared/auth/rate-limit.ts';
+import {
+  SIGN_IN_PER_ACCOUNT_PER_MINUTE,
+  SIGN_IN_PER_IP_PER_MINUTE,
+  SIGN_IN_PER_IP_REFUSAL,
+} from '#shared/auth/rate-limit.ts';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { DynamoEventStore } from '#shared/events/dynamo-event-store.ts';
 import { DynamoAccountStore } from '#shared/accounts/dynamo-account-store.ts';
@@ -12,6 +15,7 @@ import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import { DynamoSettingsStore } from '#shared/settings/dynamo-settings-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { storedConversation, storedSandbox } from '#test/helpers/conversations.ts';
+import { requestFrom } from '#test/helpers/request-from.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
 import { openStream } from '#test/helpers/stream-client.ts';
@@ -53,45 +57,13 @@ const bearer = (token: string) => ({ key: null, headers: { authorization: `Beare
 const me = async (token: string) => stack.call('GET', '/api/v1/users/me', bearer(token));
 
 /** An HTTP request to the stack from `address` (any of 127.0.0.0/8): a client address of its own, as the sign-in limits count them. */
-function callFrom(
+const callFrom = (
   address: string,
   method: string,
   path: string,
   headers: Record<string, string> = {},
   body?: unknown,
-): Promise<{ status: number; body: any; headers: Record<string, string | string[] | undefined>; text: string }> {
-  const url = new URL(path, stack.url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method,
-        localAddress: address,
-        headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => {
-          text += d;
-        });
-        res.on('end', () => {
-          let parsed: unknown = text;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            // not JSON
-          }
-          resolve({ status: res.statusCode!, body: parsed, headers: res.headers, text });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
+) => requestFrom(stack.url, address, method, path, headers, body);
 /**
  * The console's sign-in from `address`: start (the nonce cookie), then the exchange of an ID token of
  * the test issuer for `sub`, carrying that nonce, with the stack's own Origin. The answer and the ID token.
@@ -934,5 +906,45 @@ describe('a person deletes their account', () => {
     expect(
       (await stack.call('DELETE', '/api/v1/users/me', { ...bearer(boss), body: { confirm: bossId } })).status,
     ).toBe(202);
+  });
+});
+
+describe('POST /api/authenticate per address (anyone may try keys there)', () => {
+  it(`counts every attempt of an address before any key is read, refused ones too: past ${SIGN_IN_PER_IP_PER_MINUTE} a minute 429 with Retry-After, even with a good key; another address, and the address's other routes, go on`, async () => {
+    const key = await stack.newUser('key-signer');
+    const wrong = `acs_0000000000000000_${'A'.repeat(43)}`;
+    // Within one limiter window (fixed minutes): should the minute turn during a run, it is run again in the new one.
+    const window = () => Math.floor(Date.now() / 60_000);
+    for (let run = 0; run < 2; run++) {
+      const began = window();
+      const from = `127.0.0.${60 + run}`;
+      const attempt = (headers: Record<string, string>) => callFrom(from, 'POST', '/api/authenticate', headers);
+      const refused: number[] = [];
+      // A wrong key or none, each claiming another viewer address (the local gateway never reads one).
+      for (let i = 0; i < SIGN_IN_PER_IP_PER_MINUTE; i++)
+        refused.push(
+          (
+            await attempt({
+              ...(i % 2 ? { 'x-session-api-key': wrong } : {}),
+              'cloudfront-viewer-address': `198.51.100.${i}:443`,
+            })
+          ).status,
+        );
+      const over = await attempt({ 'x-session-api-key': key });
+      if (window() !== began) continue;
+      expect(refused).toEqual(Array(SIGN_IN_PER_IP_PER_MINUTE).fill(401));
+      expect([over.status, over.body, over.headers['retry-after']]).toEqual([
+        429,
+        { detail: SIGN_IN_PER_IP_REFUSAL },
+        '60',
+      ]);
+      expect(over.headers['set-cookie']).toBeUndefined();
+      expect(
+        (await callFrom(`127.0.0.${70 + run}`, 'POST', '/api/authenticate', { 'x-session-api-key': key })).status,
+      ).toBe(200);
+      expect((await callFrom(from, 'GET', '/api/v1/users/me', { 'x-session-api-key': key })).status).toBe(200);
+      return;
+    }
+    throw new Error('The minute turned during both runs');
   });
 });

@@ -39,9 +39,12 @@ export async function until<T>(
   }
 }
 
-/** A user's API key, made as docs/deploy.md says (the keys CLI with --aws, against the tier's DynamoDB). */
-export async function createKey(tier: TierStack, user: string): Promise<string> {
-  const out = await tier.keys(['create', '--user', user]);
+/**
+ * A user's API key, made as docs/deploy.md says (the keys CLI with --aws, against the tier's DynamoDB);
+ * with `org`, the new user joins that organization as a member.
+ */
+export async function createKey(tier: TierStack, user: string, org?: string): Promise<string> {
+  const out = await tier.keys(['create', '--user', user, ...(org ? ['--org', org] : [])]);
   const key = out.stdout.trim().split('\n').pop() ?? '';
   if (out.code !== 0 || !key.startsWith('acs_'))
     fail(tier, 'keys create --aws', `exit ${out.code}: ${out.stderr.slice(-1000)}`);

@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIGN_IN_PER_IP_PER_MINUTE, SIGN_IN_PER_IP_REFUSAL } from '#shared/auth/rate-limit.ts';
 import { MAX_PENDING_SOCKETS_PER_IP } from '#shared/stream/socket-caps.ts';
 import { REPLAYS_PER_USER_PER_MINUTE } from '#shared/stream/replay-rate.ts';
+import { requestFrom } from '#test/helpers/request-from.ts';
 import { ROOMY_PLANS } from '#test/helpers/stack.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { OPERATOR_KEY } from '#test/tier/aws.ts';
@@ -20,7 +23,9 @@ import { ACCOUNT, ofType, REGION, type Template } from '#test/tier/template.ts';
  * replays per user, sockets pending first-message auth per client address (CloudFront's viewer address),
  * the event rate of the ingest bundle (429 with Retry-After; racing batches refused store nothing), the
  * cap of events per conversation (the conversation stopped with an event saying why) and stored event
- * bytes per organization (the sweeper's Scan of index `grownBytes`, then ingest's 402). The reserved
+ * bytes per organization (the sweeper's Scan of index `grownBytes`, then ingest's 402), a user's requests
+ * per minute (plan `chatty`: the authorizer bundle on HTTP, `$connect` on the stream), and `POST
+ * /api/authenticate` per client address (the authorizer's counter in the keys table). The reserved
  * concurrency of ingest is a template property: test/infra/stack.test.ts.
  */
 const LIMITS = {
@@ -30,10 +35,15 @@ const LIMITS = {
   max_events_per_conversation: 80,
   max_event_bytes_per_org: 40_000,
 };
+/** Plan `chatty`'s requests per user per minute (one organization is put on it; the others stay on `limits`). */
+const CHATTY_RATE = 10;
 
 function smallPlans(t: Template): void {
   const roomy = JSON.parse(readFileSync(ROOMY_PLANS, 'utf8')).plans.roomy;
-  const plans = JSON.stringify({ default_plan: 'limits', plans: { limits: { ...roomy, ...LIMITS } } });
+  const plans = JSON.stringify({
+    default_plan: 'limits',
+    plans: { limits: { ...roomy, ...LIMITS }, chatty: { ...roomy, requests_per_user_per_minute: CHATTY_RATE } },
+  });
   let changed = 0;
   for (const [, r] of ofType(t, 'AWS::Lambda::Function')) {
     const vars = r.Properties?.Environment?.Variables;
@@ -349,4 +359,98 @@ describe('events a sandbox posts (the hostile agent holds its sandbox key)', () 
         false,
       );
   });
+});
+
+describe("a user's requests per minute (plan `chatty`), counted per container", () => {
+  let chatty: string;
+  beforeAll(async () => {
+    // An organization put on the plan (as an operator's plan change leaves it) before its member's first
+    // request: the authorizer holds an account it read for 30 s, so the member is made after (keys CLI --org).
+    const owner = await createKey(tier, 'chatty-owner');
+    const orgId = (await tier.call('GET', '/api/v1/users/me', { key: owner })).body.org_id as string;
+    await db.send(
+      new UpdateCommand({
+        TableName: tier.outputs.OrgsTableName,
+        Key: { orgId },
+        UpdateExpression: 'SET #plan = :plan',
+        ExpressionAttributeNames: { '#plan': 'plan' },
+        ExpressionAttributeValues: { ':plan': 'chatty' },
+      }),
+    );
+    chatty = await createKey(tier, 'chatty', orgId);
+  }, 60_000);
+
+  it(`an HTTP route past ${CHATTY_RATE} a minute: 429 with Retry-After from the authorizer bundle; another user goes on`, async () => {
+    // One after the other: one warm authorizer process counts them all (a bucket per container on AWS).
+    const passed: number[] = [];
+    let refused: Awaited<ReturnType<TierStack['call']>> | undefined;
+    for (let i = 0; i < CHATTY_RATE + 5 && !refused; i++) {
+      const res = await tier.call('GET', '/api/v1/users/me', { key: chatty });
+      if (res.status === 429) refused = res;
+      else passed.push(res.status);
+    }
+    // A minute's worth, and perhaps one refilled while they ran.
+    expect(passed.length).toBeGreaterThanOrEqual(CHATTY_RATE);
+    expect(passed.length).toBeLessThanOrEqual(CHATTY_RATE + 1);
+    expect(new Set(passed)).toEqual(new Set([200]));
+    expect(refused?.body).toEqual({ detail: `Too many requests: your plan allows ${CHATTY_RATE} per minute` });
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await tier.call('GET', '/api/v1/users/me', { key: k2 })).status).toBe(200);
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
+
+  it(`a stream open past ${CHATTY_RATE} a minute: 429 at $connect (taken before the conversation is read); another user's opens go on`, async () => {
+    // No such conversation: an open within the rate reaches the conversation's read (404), one past it does not.
+    const url = `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${randomUUID().replace(/-/g, '')}`;
+    const openAs = (key: string) => openStream(url, { 'x-session-api-key': key });
+    // One after the other: one warm `$connect` process counts them (its own count: the HTTP requests above are not in it).
+    const notFound: (number | undefined)[] = [];
+    let refused: StreamClient | undefined;
+    for (let i = 0; i < CHATTY_RATE + 5 && !refused; i++) {
+      const s = await openAs(chatty);
+      if (s.refused === 429) refused = s;
+      else notFound.push(s.refused);
+    }
+    expect(notFound.length).toBeGreaterThanOrEqual(CHATTY_RATE);
+    expect(notFound.length).toBeLessThanOrEqual(CHATTY_RATE + 1);
+    expect(new Set(notFound)).toEqual(new Set([404]));
+    expect(refused?.refusedBody).toBe(
+      "Too many requests: streams opened count against your plan's requests per minute",
+    );
+    expect((await openAs(k2)).refused).toBe(404);
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
+});
+
+describe("POST /api/authenticate per client address (CloudFront's viewer address)", () => {
+  it(`counts every attempt before any key is read, refused ones too: past ${SIGN_IN_PER_IP_PER_MINUTE} a minute 429 with Retry-After, even with a good key; another address goes on`, async () => {
+    const wrong = `acs_0000000000000000_${'A'.repeat(43)}`;
+    const attempt = (from: string, key: string) =>
+      requestFrom(tier.front.url, from, 'POST', '/api/authenticate', { 'x-session-api-key': key });
+    // Within one limiter window (fixed minutes): should the minute turn during a run, it is run again in the new one.
+    const window = () => Math.floor(Date.now() / 60_000);
+    for (let run = 0; run < 2; run++) {
+      const began = window();
+      const from = `127.0.0.${30 + run}`;
+      const refused: number[] = [];
+      for (let i = 0; i < SIGN_IN_PER_IP_PER_MINUTE; i++) refused.push((await attempt(from, wrong)).status);
+      const over = await attempt(from, k2);
+      if (window() !== began) continue;
+      expect(refused).toEqual(Array(SIGN_IN_PER_IP_PER_MINUTE).fill(401));
+      expect([over.status, over.body, over.headers['retry-after']]).toEqual([
+        429,
+        { detail: SIGN_IN_PER_IP_REFUSAL },
+        '60',
+      ]);
+      expect(over.headers['set-cookie']).toBeUndefined();
+      expect((await attempt(`127.0.0.${40 + run}`, k2)).status).toBe(200);
+      // The count is the route's: the address's other calls are not held.
+      expect(
+        (await requestFrom(tier.front.url, from, 'GET', '/api/v1/users/me', { 'x-session-api-key': k2 })).status,
+      ).toBe(200);
+      expect(tier.aws.denials).toEqual([]);
+      return;
+    }
+    throw new Error('The minute turned during both runs');
+  }, 60_000);
 });

@@ -298,6 +298,10 @@ export async function startTier(
               PATH: process.env.PATH,
               HOME: workDir,
               TABLE_KEYS: outputs.KeysTableName!,
+              // `create --org`: the new user joins that organization (docs/deploy.md).
+              TABLE_USERS: outputs.UsersTableName!,
+              TABLE_ORGS: outputs.OrgsTableName!,
+              TABLE_AUDIT_LOG: outputs.AuditLogTableName!,
               AWS_REGION: REGION,
               AWS_ACCESS_KEY_ID: OPERATOR_KEY,
               AWS_SECRET_ACCESS_KEY: 'operator-secret',
