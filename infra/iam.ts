@@ -60,8 +60,8 @@ export interface GrantTargets {
   stripeKeyArn?: string;
   /** The operator's bucket of billing exports (infra/constructs/billing-exports.ts; set once it exists). */
   billingExports?: IBucket;
-  /** The event stream's WebSocket API (its stage's @connections) and the function that resends after $connect (set once it exists). */
-  stream: { apiId: string; stageName: string; resendFunction?: IFunction };
+  /** The event stream's WebSocket API (its stage's @connections) and the ARN of the function that resends after $connect (set once it is named). */
+  stream: { apiId: string; stageName: string; resendFunctionArn?: string };
   /** The operator's EventBridge bus for usage notices (infra/constructs/usage-bus.ts). */
   usageBus?: IEventBus;
 }
@@ -98,9 +98,9 @@ const streamConnections = (t: GrantTargets, stack: Stack, verbs = ['POST', 'GET'
     }),
   );
 const resendFunction = (t: GrantTargets) => {
-  if (!t.stream.resendFunction)
-    throw new Error('The stream resend function must exist before a function that invokes it');
-  return [t.stream.resendFunction.functionArn];
+  if (!t.stream.resendFunctionArn)
+    throw new Error('The stream resend function must be named before a function that invokes it');
+  return [t.stream.resendFunctionArn];
 };
 const snapshotsDeleteFunction = (t: GrantTargets) => {
   if (!t.sandbox.snapshotsDeleteFunction)

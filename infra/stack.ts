@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import {
   type App,
+  ArnFormat,
   CfnOutput,
   Duration,
   NestedStack,
@@ -103,6 +105,18 @@ export function routeStackNames(table: readonly RouteDef[]): Map<string, string>
  * template within CloudFormation's quotas (`test/infra/quotas.test.ts`). Cross-stack references cost
  * parameters and outputs: route stacks read from this stack, never the reverse.
  */
+/**
+ * A function's own name, for one whose ARN is needed before it exists: `<stack name>-<id>` (stack
+ * names are unique per account and region), a long stack name cut and told apart by a hash, within
+ * Lambda's 64 characters.
+ */
+export function functionNameOf(stackName: string, id: string): string {
+  const name = `${stackName}-${id}`;
+  if (name.length <= 64) return name;
+  const hash = createHash('sha256').update(stackName).digest('hex').slice(0, 8);
+  return `${stackName.slice(0, 64 - id.length - 10)}-${hash}-${id}`;
+}
+
 export class ConversationServiceStack extends Stack {
   readonly data: DataTables;
   readonly sandboxes: SandboxInfra;
@@ -226,7 +240,13 @@ export class ConversationServiceStack extends Stack {
       id: string,
       entry: string,
       access: FunctionAccess,
-      options: { async: boolean; timeout: Duration; env?: Record<string, string>; reservedConcurrency?: number },
+      options: {
+        async: boolean;
+        timeout: Duration;
+        env?: Record<string, string>;
+        reservedConcurrency?: number;
+        functionName?: string;
+      },
     ) => {
       const fn = new ServiceFunction(scope, `Fn-${id}`, {
         entry,
@@ -237,6 +257,7 @@ export class ConversationServiceStack extends Stack {
         targets,
         timeout: options.timeout,
         reservedConcurrency: options.reservedConcurrency,
+        functionName: options.functionName,
         // A sweep is redone every minute, so a failed or late one is dropped, not retried.
         ...(options.async
           ? {
@@ -251,8 +272,8 @@ export class ConversationServiceStack extends Stack {
       return fn;
     };
 
-    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>) =>
-      addFunction(this, f.id, f.entry, f, { async: f.async, timeout, env });
+    const extra = (f: EventFunctionDef, timeout: Duration, env?: Record<string, string>, functionName?: string) =>
+      addFunction(this, f.id, f.entry, f, { async: f.async, timeout, env, functionName });
     let bindingDeadline: BindingDeadline;
     {
       // Before the routes: the sandbox delete's grant and environment name it (as ECS events' and the sweeper's do).
@@ -293,10 +314,19 @@ export class ConversationServiceStack extends Stack {
     const fallback = extra(fallbackFunction, Duration.seconds(5));
     this.bridgeSocket.connectWith(extra(bridgeSocketConnectFunction, Duration.seconds(10)).fn);
     {
-      // The resend function first: $connect's grant and environment name it.
-      const resend = extra(streamResendFunction, Duration.seconds(60));
-      targets.stream.resendFunction = resend.fn;
-      values.STREAM_RESEND_FUNCTION = resend.fn.functionArn;
+      // The resend function first: $connect's grant and environment name it. It is named here, not by
+      // CloudFormation, so its ARN is known before it exists: a replay longer than one invocation invokes
+      // the function again (stream:resend), and its own ARN taken from the function would be a cycle.
+      const resendName = functionNameOf(this.stackName, streamResendFunction.id);
+      const resendArn = this.formatArn({
+        service: 'lambda',
+        resource: 'function',
+        resourceName: resendName,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+      targets.stream.resendFunctionArn = resendArn;
+      values.STREAM_RESEND_FUNCTION = resendArn;
+      extra(streamResendFunction, Duration.seconds(60), undefined, resendName);
       // Like the authorizer: a session cookie opens a stream only from these origins (or the service's own).
       const connect = extra(streamConnectFunction, Duration.seconds(10), {
         CORS_ORIGINS: config.corsAllowedOrigins.join(','),

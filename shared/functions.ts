@@ -168,13 +168,16 @@ export const streamMessageFunction = {
   // The relayed message is a command for the sandbox, pushed over the bridge socket like sendMessage's.
   capabilities: ['commands:push', 'seal', 'unseal', 'stream:resend', 'stream:push', 'signin', 'plans'],
 } as const satisfies EventFunctionDef;
-/** Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked for (resend_all, after_seq). */
+/**
+ * Invoked asynchronously by `$connect`: once the connection is open, sends the stored events it asked
+ * for (resend_all, after_seq). stream:resend: a replay longer than one invocation invokes it again.
+ */
 export const streamResendFunction = {
   id: 'streamResend',
   entry: 'functions/stream/resend.ts',
   async: true,
   tables: { events: 'read', streamConnections: 'write' },
-  capabilities: ['stream:push'],
+  capabilities: ['stream:push', 'stream:resend'],
 } as const satisfies EventFunctionDef;
 
 /**

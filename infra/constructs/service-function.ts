@@ -20,6 +20,8 @@ export interface ServiceFunctionProps {
   targets: GrantTargets;
   timeout: Duration;
   memorySize?: number;
+  /** Its name, when its ARN must be known before it exists (infra/stack.ts `functionNameOf`); else CloudFormation names it. */
+  functionName?: string;
   /** Reserved concurrency (a cap and a guarantee); unset: none, the function shares the account's pool. */
   reservedConcurrency?: number;
   /** For asynchronously invoked functions: where a failed event goes after the retries. */
@@ -45,6 +47,7 @@ export class ServiceFunction extends Construct {
     this.fn = new NodejsFunction(this, 'Function', {
       entry: resolve(REPO_ROOT, props.entry),
       handler: 'handler',
+      ...(props.functionName === undefined ? {} : { functionName: props.functionName }),
       projectRoot: REPO_ROOT,
       depsLockFilePath: resolve(REPO_ROOT, 'package-lock.json'),
       runtime: Runtime.NODEJS_24_X,

@@ -192,9 +192,25 @@ export class SocketStream {
     return this.deps.connections.find(connectionId);
   }
 
-  async resend(r: ResendRequest): Promise<void> {
-    const outcome = await this.deps.delivery.resend(r.conversation, r.connectionId);
-    if (outcome === 'gone') logger.info('stream.resend-gone', { conversationId: r.conversation.conversationId });
+  /**
+   * The resend step. `remainingMs` (the Lambda context's): it stops before the function's time runs
+   * out, releases the connection's lease and asks for itself again with `resume`; the chain ends when
+   * the connection is caught up or gone, or an invocation could send nothing.
+   */
+  async resend(r: ResendRequest, remainingMs?: () => number): Promise<void> {
+    const budget = remainingMs && { remainingMs, resume: r.resume === true };
+    const outcome = await this.deps.delivery.resend(r.conversation, r.connectionId, budget);
+    const conversationId = r.conversation.conversationId;
+    if (outcome === 'gone') logger.info('stream.resend-gone', { conversationId });
+    if (outcome === 'stalled') logger.warn('stream.resend-stalled', { conversationId });
+    if (outcome === 'more') {
+      logger.info('stream.resend-continues', { conversationId });
+      await this.deps.resendTrigger.request({
+        conversation: r.conversation,
+        connectionId: r.connectionId,
+        resume: true,
+      });
+    }
   }
 }
 

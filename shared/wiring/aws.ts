@@ -72,18 +72,23 @@ export function awsRoute(
   return Object.assign(handler, { wiring: { ...wiringOf(route.id, route, builders, services), operation } });
 }
 
+/** The part of Lambda's invocation context a function reads: the time left before its timeout. */
+export interface LambdaContext {
+  getRemainingTimeInMillis(): number;
+}
+
 /**
  * An event function's handler (authorizer, ECS events, sweeper, the stream's): `run` gets the
  * services its entry names and its adapters (for what only AWS functions build: the stream's WebSocket side),
- * both held to its declaration.
+ * both held to its declaration, and Lambda's context (absent when a test calls the handler with an event alone).
  */
 export function awsFunction<E, R>(
   fn: EventFunctionDef,
   builders: Builders,
   services: ServiceFactories,
-  run: (event: E, services: Services, adapters: Adapters) => Promise<R>,
-): ((event: E) => Promise<R>) & { wiring: FunctionWiring } {
+  run: (event: E, services: Services, adapters: Adapters, context: LambdaContext | undefined) => Promise<R>,
+): ((event: E, context?: LambdaContext) => Promise<R>) & { wiring: FunctionWiring } {
   const wiring = awsWiring(fn.id, fn, builders, services);
-  const handler = (event: E) => run(event, wiring().services, wiring().adapters);
+  const handler = (event: E, context?: LambdaContext) => run(event, wiring().services, wiring().adapters, context);
   return Object.assign(handler, { wiring: wiringOf(fn.id, fn, builders, services) });
 }

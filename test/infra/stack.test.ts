@@ -9,7 +9,7 @@ import { expectedActions } from '#infra/iam.ts';
 import { ecsEventsFunction, entryExists, sweeperFunction } from '#infra/functions.ts';
 import { BRIDGE_SOCKET_PONG } from '#infra/constructs/bridge-socket.ts';
 import { bridgeSocketConnectFunction } from '#shared/functions.ts';
-import { buildApp, type ConversationServiceStack, routeTimeout } from '#infra/stack.ts';
+import { buildApp, type ConversationServiceStack, functionNameOf, routeTimeout } from '#infra/stack.ts';
 import { MAX_ROUTE_TIMEOUT_SECONDS, ROUTE_TIMEOUT_SECONDS, type RouteDef } from '#shared/http/route.ts';
 import { CORS_ALLOW_HEADERS } from '#shared/http/cors.ts';
 import { routes } from '#shared/routes.ts';
@@ -356,6 +356,25 @@ describe('event stream (WebSocket API) and CloudFront', () => {
   });
 
   it("grants PostToConnection, GetConnection and DeleteConnection on the stage's @connections only (closing alone: DELETE), and the resend invoke on that one function", () => {
+    // The resend function's name, and the ARN its invokers (itself too: a long replay continues) are granted and given.
+    const resendName = functionNameOf(stack.stackName, 'streamResend');
+    expect(
+      resources[logicalId(stack.functions.get('streamResend')!.fn.fn.node.defaultChild)]!.Properties.FunctionName,
+    ).toBe(resendName);
+    const resendArn = {
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':lambda:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          `:function:${resendName}`,
+        ],
+      ],
+    };
     for (const [id, { fn, access }] of stack.functions) {
       const statements = resources[logicalId(fn.role.node.findChild('DefaultPolicy').node.defaultChild)]!.Properties
         .PolicyDocument.Statement as Json[];
@@ -381,9 +400,11 @@ describe('event stream (WebSocket API) and CloudFront', () => {
         ...(caps.includes('snapshots:delete') ? ['sandboxSnapshotsDelete'] : []),
         ...(caps.includes('pool:refill') ? ['poolRefill'] : []),
       ];
-      const arn = (fn: string) => ({
-        'Fn::GetAtt': [logicalId(stack.functions.get(fn)!.fn.fn.node.defaultChild), 'Arn'],
-      });
+      // The resend function is named ahead (it invokes itself: its own ARN from the function would be a cycle).
+      const arn = (fn: string) =>
+        fn === 'streamResend'
+          ? resendArn
+          : { 'Fn::GetAtt': [logicalId(stack.functions.get(fn)!.fn.fn.node.defaultChild), 'Arn'] };
       expect(invoke.map((s) => JSON.stringify(s.Resource)).sort(), id).toEqual(
         invokes.map((fn) => JSON.stringify(arn(fn))).sort(),
       );

@@ -5,6 +5,8 @@ import type { ConversationRef } from '#shared/events/event-store.ts';
 import type { ConnectionPush } from '#shared/stream/connection-push.ts';
 import { DynamoConnectionStore } from '#shared/stream/dynamo-connection-store.ts';
 import { PushDelivery } from '#shared/stream/push-delivery.ts';
+import type { ResendRequest } from '#shared/stream/resend-trigger.ts';
+import { SocketStream } from '#shared/stream/socket-stream.ts';
 
 /**
  * The AWS event feed's delivery rule on the real stores (dynalite): several ingest functions at
@@ -159,5 +161,78 @@ describe('PushDelivery', () => {
     await new PushDelivery(connections, events, push, clock).committed(c, 5);
     expect(push.received.get('l')).toEqual([1, 2, 3, 4, 5]);
     expect(await connections.advance(c, 'l', 'stalled', 0, 1, now + 30_000)).toBe(false);
+  });
+
+  it('a replay longer than one invocation stops within its time, releases the lease and continues itself from sentSeq: every event once, in order', async () => {
+    const c = conversation();
+    await events.append(c, 1, range(1, 250).map(event));
+    // Each Lambda invocation has 30 "ms"; a message costs 1 (the fake clock moves only as it sends).
+    const BUDGET = 30;
+    let used = 0;
+    const lowest: number[] = [];
+    const push = new FakePush();
+    const post = push.post.bind(push);
+    let ingested = false;
+    push.post = async (id, data) => {
+      // What was left when it decided to send this one.
+      lowest[lowest.length - 1] = Math.min(lowest.at(-1)!, BUDGET - used);
+      used++;
+      // An ingest while the replay holds the lease: it only raises wantSeq; the chain brings it too.
+      if (used === 5 && !ingested) {
+        ingested = true;
+        await events.append(c, 251, range(251, 260).map(event));
+        await new PushDelivery(connections, events, push).committed(c, 260);
+      }
+      return post(id, data);
+    };
+    await connect(push, c, 'long');
+    const requests: ResendRequest[] = [];
+    const stream = new SocketStream({
+      delivery: new PushDelivery(connections, events, push, { sleep: async () => {} }),
+      resendTrigger: { request: async (r: ResendRequest) => void requests.push(r) },
+    } as unknown as ConstructorParameters<typeof SocketStream>[0]);
+    // The resend function's invocations: $connect's request, then each continuation it asked for.
+    let next: ResendRequest | undefined = { conversation: c, connectionId: 'long' };
+    let invocations = 0;
+    while (next) {
+      invocations++;
+      used = 0;
+      lowest.push(BUDGET);
+      const isOpenBefore = push.isOpenCalls;
+      await stream.resend(next, () => BUDGET - used);
+      if (next.resume) expect(push.isOpenCalls, 'a continuation skips the open-wait').toBe(isOpenBefore);
+      // Released at the stop: anyone may take the lease at once (it would hold 30 s otherwise).
+      const probe = await connections.lease(c, 'long', 'probe', Date.now(), Date.now() + 1000);
+      if (probe) await connections.release(c, 'long', 'probe');
+      expect(probe === undefined, 'lease free, or nothing left to send').toBe(true === (requests.length === 0));
+      next = requests.shift();
+      expect(requests).toEqual([]);
+      if (next) expect(next).toEqual({ conversation: c, connectionId: 'long', resume: true });
+    }
+    expect(push.received.get('long')).toEqual(range(1, 260));
+    expect(await connections.get(c, 'long')).toMatchObject({ sentSeq: 260, wantSeq: 260 });
+    // 21 messages an invocation (while 30 down to 10 are left): it stops with a third of its time left (min(10 s, budget / 3)).
+    expect(invocations).toBe(13);
+    expect(Math.min(...lowest)).toBeGreaterThanOrEqual(BUDGET / 3);
+  }, 60_000);
+
+  it('an invocation that could send nothing within its time releases the lease and does not continue', async () => {
+    const push = new FakePush();
+    const c = conversation();
+    await events.append(c, 1, range(1, 5).map(event));
+    await connect(push, c, 'slow');
+    const requests: ResendRequest[] = [];
+    const stream = new SocketStream({
+      delivery: new PushDelivery(connections, events, push, { sleep: async () => {} }),
+      resendTrigger: { request: async (r: ResendRequest) => void requests.push(r) },
+    } as unknown as ConstructorParameters<typeof SocketStream>[0]);
+    // 30 s at the start, then (a slow first read) 5 s: under the margin before the first message.
+    let calls = 0;
+    await stream.resend({ conversation: c, connectionId: 'slow' }, () => (calls++ === 0 ? 30_000 : 5_000));
+    expect(push.received.get('slow')).toBeUndefined();
+    expect(requests).toEqual([]);
+    // The lease is free: the next ingest (or resend without a budget) brings it all.
+    await new PushDelivery(connections, events, push).committed(c, 5);
+    expect(push.received.get('slow')).toEqual(range(1, 5));
   });
 });

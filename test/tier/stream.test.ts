@@ -709,3 +709,58 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
     await client.close();
   }, 240_000);
 });
+
+describe("a replay longer than one invocation: the resend function's Timeout made 3 s", () => {
+  let tier: TierStack;
+  let llm: ScriptedLlm;
+  beforeAll(async () => {
+    [tier, llm] = await Promise.all([
+      startTier({
+        // The emulation kills it at its Timeout and gives the handler the remaining time from it.
+        mutate: (t) => {
+          const resend = ofType(t, 'AWS::Lambda::Function').filter(([, r]) =>
+            String(r.Metadata?.['aws:cdk:path']).includes('/Fn-streamResend/'),
+          );
+          expect(resend).toHaveLength(1);
+          resend[0]![1].Properties.Timeout = 3;
+        },
+      }),
+      startScriptedLlm(),
+    ]);
+  }, 120_000);
+  afterAll(async () => {
+    await tier?.stop();
+    await llm?.close();
+  });
+
+  it('resend_all of 2,000 more events: the function stops within its time and invokes itself with resume; the client gets every event once, in order', async () => {
+    const key = await createKey(tier, 'long-replay');
+    const conv = await conversationOn(tier, llm, key);
+    const extra = 2_000;
+    for (let first = conv.stored + 1; first <= conv.stored + extra; first += 100)
+      await ingest(
+        tier,
+        conv,
+        first,
+        range(first, first + 99).map((n) => event(n)),
+      );
+    const total = conv.stored + extra;
+    const client = await openStream(
+      `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`,
+    );
+    expect(client.refused).toBeUndefined();
+    await client.waitFor(total, 180_000);
+    await tier.aws.settle();
+    expect(seqs(client.messages)).toEqual(range(1, total));
+    const resendArn = tier.lambda.byName('streamResend').arn;
+    const runs = tier.aws.asyncInvocations.filter((i) => i.functionArn === resendArn);
+    // Each invocation ended by itself (none killed at its Timeout); at least one went on from sentSeq.
+    expect(runs.filter((r) => !r.result.ok)).toEqual([]);
+    const resumed = runs.filter((r) => (r.payload as { resume?: boolean }).resume === true);
+    expect(resumed.length).toBeGreaterThanOrEqual(1);
+    expect(runs).toHaveLength(resumed.length + 1);
+    expect(tier.lambda.logsOf(resendArn)).toContain('stream.resend-continues');
+    expect(tier.aws.denials).toEqual([]);
+    await client.close();
+  }, 400_000);
+});

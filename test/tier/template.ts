@@ -65,8 +65,11 @@ export function names(stack: string, id: string, r: Resource): { ref: string; at
         ref: id,
         atts: { Arn: `arn:aws:iam::${ACCOUNT}:role/${id}`, RoleId: `AROA${hex(id, 16).toUpperCase()}` },
       };
-    case 'AWS::Lambda::Function':
-      return { ref: id, atts: { Arn: arn('lambda', `function:${id}`) } };
+    case 'AWS::Lambda::Function': {
+      // A function named in the template keeps its name (the resend function's, known before it exists).
+      const name = typeof p.FunctionName === 'string' ? p.FunctionName : id;
+      return { ref: name, atts: { Arn: arn('lambda', `function:${name}`) } };
+    }
     case 'AWS::S3::Bucket': {
       // Bucket ARNs name neither region nor account.
       const name = `${stack}-${id}`.toLowerCase().slice(0, 63);
@@ -218,6 +221,8 @@ export const ofType = (t: Template, type: string) => Object.entries(t.Resources)
 /** A Lambda function of the template with what the tier needs to run it. */
 export interface FunctionDef {
   logicalId: string;
+  /** Lambda's name of it: the template's `FunctionName`, else (a generated name) its logical id. */
+  functionName: string;
   /** The construct id: `Fn-<route id>` → `<route id>`, e.g. `getSettings`, `sweeper`. */
   name: string;
   arn: string;
@@ -236,10 +241,12 @@ export function functionsOf(raw: Template, resolved: Template): FunctionDef[] {
     const path: string = raw.Resources[id]!.Metadata?.['aws:cdk:path'] ?? id;
     const asset = raw.Resources[id]!.Metadata?.['aws:asset:path'];
     if (!asset) throw new Error(`Function ${id} has no bundled asset in cdk.out`);
+    const functionName: string = p.FunctionName ?? id;
     return {
       logicalId: id,
+      functionName,
       name: /\/Fn-([^/]+)\//.exec(path)?.[1] ?? id,
-      arn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${id}`,
+      arn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${functionName}`,
       roleArn: p.Role,
       environment: p.Environment?.Variables ?? {},
       handler: p.Handler,
