@@ -99,13 +99,6 @@ export function routeStackNames(table: readonly RouteDef[]): Map<string, string>
 }
 
 /**
- * The whole deployment: API, functions, tables, secrets key, sandbox infrastructure, observability.
- * Resources of the deployment (a construct of `infra/constructs/`) are made here, in this stack; each route's
- * function, role, API route and integration in the nested stack `routeStackNames` gives it, which keeps every
- * template within CloudFormation's quotas (`test/infra/quotas.test.ts`). Cross-stack references cost
- * parameters and outputs: route stacks read from this stack, never the reverse.
- */
-/**
  * A function's own name, for one whose ARN is needed before it exists: `<stack name>-<id>` (stack
  * names are unique per account and region), a long stack name cut and told apart by a hash, within
  * Lambda's 64 characters.
@@ -117,6 +110,13 @@ export function functionNameOf(stackName: string, id: string): string {
   return `${stackName.slice(0, 64 - id.length - 10)}-${hash}-${id}`;
 }
 
+/**
+ * The whole deployment: API, functions, tables, secrets key, sandbox infrastructure, observability.
+ * Resources of the deployment (a construct of `infra/constructs/`) are made here, in this stack; each route's
+ * function, role, API route and integration in the nested stack `routeStackNames` gives it, which keeps every
+ * template within CloudFormation's quotas (`test/infra/quotas.test.ts`). Cross-stack references cost
+ * parameters and outputs: route stacks read from this stack, never the reverse.
+ */
 export class ConversationServiceStack extends Stack {
   readonly data: DataTables;
   readonly sandboxes: SandboxInfra;
