@@ -102,6 +102,8 @@ async function coldAfterDeadline(tier: TierStack, key: string) {
 describe('the warm pool, as deployed', () => {
   let tier: TierStack;
   let key: string;
+  /** The first (cold) start's time to RUNNING, which a warm one beats whatever the machine's load. */
+  let coldMs = 0;
   beforeAll(async () => {
     tier = await startTier({ mutate: withPool, startDelays: estimatedStartDelays(0.1) });
     key = await createKey(tier, 'pool-user');
@@ -117,6 +119,7 @@ describe('the warm pool, as deployed', () => {
     const cold = await timedStart(tier, key);
     expect(cold.phases).toMatchObject({ warm: false, cold_reason: 'no standby was ready' });
     expect(cold.ms).toBeGreaterThanOrEqual(COLD_MIN_MS);
+    coldMs = cold.ms;
     // ECS's RUNNING event (the rule delivers it to the ECS events function) adds PROVISIONING and PENDING.
     const phases = await until(
       tier,
@@ -148,14 +151,19 @@ describe('the warm pool, as deployed', () => {
     expect(tier.aws.denials).toEqual([]);
   }, 90_000);
 
-  it('a start claims a standby: RUNNING within 1.5 s where the cold start took the delays, and the pool refills', async () => {
+  it('a start claims a standby: RUNNING without the delays the cold start took (no RunTask, no PROVISIONING or PENDING), and the pool refills', async () => {
     // Standbys waiting on their pool sockets (one that just checked in takes a claim at its first wait=0 instead).
     const [before] = await onSockets(tier, POOL.size);
     expect(before).toBeDefined();
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
     expect(warm.phases.cold_reason).toBeUndefined();
-    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
+    // A claim and the standby's check-in, nothing of a task's start. The 1.5 s target is the bench's
+    // (npm run bench -- fargate-tier, on a quiet machine): a timed bound here failed once under a load of 14.
+    for (const phase of ['run_task_ms', 'provisioning_ms', 'pending_ms']) expect(warm.phases).not.toHaveProperty(phase);
+    expect(warm.phases.claim_ms).toBeGreaterThanOrEqual(0);
+    expect(warm.phases.check_in_ms).toBeGreaterThanOrEqual(0);
+    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(coldMs);
     // The claimed task is the sandbox's now: tagged with it, still started by its standby id.
     const claimed = (await standbys(tier)).find((s) => s.status === 'delivered' || s.status === 'claimed');
     const task = tier.aws.tasks.get(claimed!.ref!)!;
@@ -172,7 +180,7 @@ describe('the warm pool, as deployed', () => {
     const pushesBefore = tier.aws.calls.filter((c) => c.operation === 'execute-api:ManageConnections').length;
     const warm = await timedStart(tier, key);
     expect(warm.phases, JSON.stringify(warm.phases)).toMatchObject({ warm: true });
-    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(1_500);
+    expect(warm.ms, JSON.stringify(warm.phases)).toBeLessThan(coldMs);
     const claimed = (await standbys(tier)).find((s) => before.has(s.id) && s.status === 'delivered');
     expect(claimed, 'a standby that was on its socket took the binding').toBeDefined();
     // The wake-up: PostToConnection by the start route's own role, allowed by its ManageConnections grant (the
@@ -235,7 +243,7 @@ describe('the warm pool, as deployed', () => {
     }
   }, 60_000);
 
-  it('a resume with a 50 MB workspace claims a standby: RUNNING within 1.5 s, the restore a phase of its own after it', async () => {
+  it('a resume with a 50 MB workspace claims a standby: RUNNING without the delays of a cold start, the restore a phase of its own after it', async () => {
     await ready(tier, POOL.size);
     const first = await timedStart(tier, key);
     const taskOf = (id: string, generation: number) =>
@@ -271,7 +279,10 @@ describe('the warm pool, as deployed', () => {
     const ms = Date.now() - began;
     expect(running.status, tier.explain()).toBe('RUNNING');
     expect(running.start_phases, JSON.stringify(running.start_phases)).toMatchObject({ warm: true });
-    expect(ms, JSON.stringify(running.start_phases)).toBeLessThan(1_500);
+    // Its 1.5 s target is the bench's (fargate-tier), as for the empty workspace.
+    for (const phase of ['run_task_ms', 'provisioning_ms', 'pending_ms'])
+      expect(running.start_phases).not.toHaveProperty(phase);
+    expect(ms, JSON.stringify(running.start_phases)).toBeLessThan(coldMs);
     // The restore follows the acknowledged binding and is reported once, as its own phase, into the total.
     const phases = await until(
       tier,
