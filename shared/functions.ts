@@ -64,7 +64,7 @@ export const ecsEventsFunction = {
   tables: { sandboxes: 'write', pool: 'write', usage: 'write' },
   capabilities: [...sandboxHousekeeping, 'pool:refill'],
 } as const satisfies EventFunctionDef;
-/** Invoked asynchronously after each claim (and by ECS events for a lost Spot standby): starts standbys up to the pool's size. */
+/** Invoked asynchronously after each claim: starts standbys up to the pool's size (an interrupted Spot standby is replaced by the ECS events function itself). */
 export const poolRefillFunction = {
   id: 'poolRefill',
   entry: 'functions/pool/refill.ts',

@@ -68,7 +68,8 @@ export class SandboxBridge {
       startLatencyMs: Date.parse(t.record.lastActivityAt) - Date.parse(t.record.startedAt ?? t.record.lastActivityAt),
       phases: t.record.phases,
     });
-    if (t.record.phases) emitStartMetrics(t.record.phases);
+    // Only what the check-in adds: PROVISIONING and PENDING are the task event's line (it may have come first).
+    if (t.record.phases) emitStartMetrics(t.record.phases, ['claim_ms', 'run_task_ms', 'check_in_ms', 'total_ms']);
     return {
       sandbox_id: sandboxId,
       session_api_key: sessionKey,

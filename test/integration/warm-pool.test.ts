@@ -212,6 +212,31 @@ describe('the local warm pool', () => {
     await ready('pool-one');
   });
 
+  it('a standby of an old revision (the spec changed since it started: a deploy) is drained by the sweep and one of the current revision started', async () => {
+    const [old] = await ready('pool-one');
+    const current = old!.revision;
+    const pid = Number(old!.ref);
+    // As if it had been started before the spec changed: its item names another revision.
+    await waitFor('the standby marked with an old revision', async () => {
+      const rec = await pools().getStandby(old!.id);
+      return rec && (await pools().updateStandby(rec.id, rec.version, { revision: 'before-the-deploy' }));
+    });
+    const sweep = await stack.services.warmPool.sweep(new Date());
+    expect(sweep.drained).toEqual([old!.id]);
+    expect(sweep.lost).toEqual([]);
+    expect(sweep.started).toHaveLength(1);
+    // Drained: its item gone, its process stopped, its pool directory removed.
+    expect(await pools().getStandby(old!.id)).toBeUndefined();
+    await waitFor('the old standby to be stopped', () => (processEnv(pid) ? undefined : true), { timeoutMs: 15_000 });
+    expect(existsSync(join(stack.dataDir, 'pool', old!.id))).toBe(false);
+    // Its replacement runs the spec as it is now.
+    const [next] = await ready('pool-one');
+    expect(next!.id).toBe(sweep.started[0]);
+    expect(next!.revision).toBe(current);
+    // A standby of the current revision is kept by the next sweep.
+    expect((await stack.services.warmPool.sweep(new Date())).drained).toEqual([]);
+  });
+
   it("a claim made after the wait call's credential check and before it waits is delivered by that call, not a poll interval later", async () => {
     // An item of a spec the server keeps no pool of (nothing refills, sweeps or claims it), no process behind it.
     const now = new Date().toISOString();

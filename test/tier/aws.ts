@@ -123,7 +123,7 @@ export class FakeAws {
   readonly tasks = new Map<string, EcsTask>();
   private readonly processes = new Map<
     string,
-    { child: ChildProcess; stopRequested: boolean; exited: Promise<void> }
+    { child: ChildProcess; stopRequested: boolean; interrupted: boolean; exited: Promise<void> }
   >();
   private readonly taskDefinitions = new Map<string, any>();
   private readonly clusters = new Map<string, string>();
@@ -389,6 +389,20 @@ export class FakeAws {
   /** Sends a signal to a running task's process (a test's frozen standby: SIGSTOP, then SIGCONT). */
   signalTask(taskArn: string, signal: NodeJS.Signals): void {
     this.processes.get(taskArn)?.child.kill(signal);
+  }
+
+  /**
+   * Fargate Spot takes a running task's capacity back: SIGTERM (the two minutes' notice), and once the
+   * program exits the task stops with `SpotInterruption`, as ECS reports it.
+   */
+  interruptTask(taskArn: string): void {
+    const task = this.tasks.get(taskArn);
+    const p = this.processes.get(taskArn);
+    if (!task || !p) throw new Error(`No running task ${taskArn}`);
+    task.desiredStatus = 'STOPPED';
+    task.stoppedReason = 'Your Spot Task was interrupted.';
+    p.interrupted = true;
+    p.child.kill('SIGTERM');
   }
 
   /** Throws AccessDeniedException unless every request is allowed for the principal. */
@@ -799,7 +813,12 @@ export class FakeAws {
     });
     let tail = '';
     child.stderr!.on('data', (c: Buffer) => (tail = (tail + c.toString('utf8')).slice(-4000)));
-    const entry = { child, stopRequested: false, exited: new Promise<void>((r) => child.once('exit', () => r())) };
+    const entry = {
+      child,
+      stopRequested: false,
+      interrupted: false,
+      exited: new Promise<void>((r) => child.once('exit', () => r())),
+    };
     this.processes.set(task.taskArn, entry);
     child.once('spawn', () => {
       task.lastStatus = 'RUNNING';
@@ -810,7 +829,9 @@ export class FakeAws {
     });
     child.once('exit', (code, signal) => {
       this.processes.delete(task.taskArn);
-      if (entry.stopRequested)
+      if (entry.interrupted)
+        this.finish(task, 'SpotInterruption', task.stoppedReason ?? '', code ?? 137, container.name);
+      else if (entry.stopRequested)
         this.finish(task, 'UserInitiated', task.stoppedReason ?? '', code ?? 137, container.name);
       else
         this.finish(

@@ -44,6 +44,11 @@ export class LambdaService {
   private readonly byArn = new Map<string, FunctionDef>();
   private readonly pools = new Map<string, Instance[]>();
   private readonly logs = new Map<string, string>();
+  /**
+   * The embedded-metric-format documents the functions wrote (a stdout line whose `_aws` holds
+   * `CloudWatchMetrics`): what CloudWatch's log pipeline would turn into metrics, by function name.
+   */
+  readonly metrics: { fn: string; doc: Record<string, any> }[] = [];
   private readonly permissions: { fn: string; principal: string; sourceArn?: string; action: string }[];
   /** Once closed, nothing starts again (a sandbox stopped at shutdown still sends its STOPPED event). */
   private closed = false;
@@ -166,6 +171,16 @@ export class LambdaService {
     const keep = (chunk: Buffer) =>
       this.logs.set(fn.arn, (this.logsOf(fn.arn) + chunk.toString('utf8')).slice(-LOG_TAIL));
     child.stdout!.on('data', keep);
+    let partial = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        if (!line.includes('"_aws"')) continue;
+        const doc = JSON.parse(line);
+        if (Array.isArray(doc._aws?.CloudWatchMetrics)) this.metrics.push({ fn: fn.name, doc });
+      }
+    });
     child.stderr!.on('data', keep);
     const ready = new Promise<void>((resolve, reject) => {
       child.once('message', () => resolve());

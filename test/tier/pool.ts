@@ -49,6 +49,8 @@ export const standbys = async (tier: TierStack) =>
       /** Its pool socket's connection, as `$connect` recorded it. */
       connectionId: i.connectionId?.S,
       heartbeatAt: i.heartbeatAt?.S,
+      /** What it was started from: the task definition ARN. */
+      revision: i.revision?.S,
     }));
 
 /** Waits until at least `n` standbys are ready. */

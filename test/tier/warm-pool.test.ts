@@ -64,6 +64,28 @@ const socketAttempt = (tier: TierStack, query: string, headers: Record<string, s
     ws.once('error', () => resolve(0));
   });
 
+/**
+ * The one EMF line `fn` wrote for a start of kind `start` with these metric values (test/tier/lambda.ts
+ * `metrics`: what CloudWatch's log pipeline reads from the function's stdout), each of them declared
+ * as a metric of the namespace with the dimension `Start`.
+ */
+async function startMetrics(tier: TierStack, fn: string, start: 'warm' | 'cold', values: Record<string, number>) {
+  for (const v of Object.values(values)) expect(typeof v).toBe('number');
+  const [line] = await until(
+    tier,
+    `${fn}'s EMF line for a ${start} start with ${JSON.stringify(values)}`,
+    async () =>
+      tier.lambda.metrics.filter(
+        (m) => m.fn === fn && m.doc.Start === start && Object.entries(values).every(([k, v]) => m.doc[k] === v),
+      ),
+    (l) => l.length >= 1,
+  );
+  const [declared] = line!.doc._aws.CloudWatchMetrics;
+  expect(declared).toMatchObject({ Namespace: 'AgentConversationService', Dimensions: [['Start']] });
+  for (const name of Object.keys(values)) expect(declared.Metrics).toContainEqual({ Name: name, Unit: 'Milliseconds' });
+  return line!.doc;
+}
+
 /** Start -> RUNNING as the API reports it, in ms, and the sandbox's phases. */
 async function timedStart(tier: TierStack, key: string) {
   const began = Date.now();
@@ -123,14 +145,41 @@ describe('the warm pool, as deployed', () => {
     // ECS's RUNNING event (the rule delivers it to the ECS events function) adds PROVISIONING and PENDING.
     const phases = await until(
       tier,
-      'the cold start phases from the task event',
+      'the cold start phases from the task event and the restore',
       async () => (await tier.call('GET', `/api/v1/sandboxes?id=${cold.id}`, { key })).body[0].start_phases,
-      (p) => p.provisioning_ms !== undefined,
+      (p) => p.provisioning_ms !== undefined && p.restore_ms !== undefined,
     );
     expect(phases.provisioning_ms).toBeGreaterThanOrEqual(500);
     expect(phases.pending_ms).toBeGreaterThanOrEqual(800);
     expect(phases.check_in_ms).toBeGreaterThanOrEqual(0);
     expect(typeof phases.run_task_ms).toBe('number');
+    // The same phases as CloudWatch metrics: the check-in's line (RunTask, the total to RUNNING) and the
+    // task event's (PROVISIONING, PENDING); the restore the program reports after its check-in has its own.
+    await startMetrics(tier, 'sandboxCheckIn', 'cold', {
+      StartRunTask: phases.run_task_ms,
+      StartTotal: phases.total_ms - phases.restore_ms,
+    });
+    await startMetrics(tier, 'ecsEvents', 'cold', {
+      StartProvisioning: phases.provisioning_ms,
+      StartPending: phases.pending_ms,
+    });
+    await startMetrics(tier, 'sandboxHeartbeat', 'cold', { StartRestore: phases.restore_ms });
+    // Each phase counted once (this is the only cold start so far): the container's start to the check-in
+    // on the line of whichever of the check-in and the task event came last, and PROVISIONING and PENDING
+    // only on the event's, even when the event came first.
+    const coldLines = tier.lambda.metrics.filter((m) => m.doc.Start === 'cold');
+    for (const [name, value] of [
+      ['StartRunTask', phases.run_task_ms],
+      ['StartProvisioning', phases.provisioning_ms],
+      ['StartPending', phases.pending_ms],
+      ['StartCheckIn', phases.check_in_ms],
+      ['StartRestore', phases.restore_ms],
+      ['StartTotal', phases.total_ms - phases.restore_ms],
+    ])
+      expect(
+        coldLines.filter((m) => m.doc[name] !== undefined).map((m) => m.doc[name]),
+        name,
+      ).toEqual([value]);
     // The claim's refill: an Event invoke of the refill function, by the start route's own role.
     await until(
       tier,
@@ -168,6 +217,18 @@ describe('the warm pool, as deployed', () => {
     const claimed = (await standbys(tier)).find((s) => s.status === 'delivered' || s.status === 'claimed');
     const task = tier.aws.tasks.get(claimed!.ref!)!;
     expect(task.tags).toContainEqual({ key: 'sandbox-id', value: warm.id });
+    // Its phases as CloudWatch metrics: the claim, the claim to the acknowledged binding, the total to RUNNING.
+    const phases = await until(
+      tier,
+      'the warm start phases with the restore',
+      async () => (await tier.call('GET', `/api/v1/sandboxes?id=${warm.id}`, { key })).body[0].start_phases,
+      (p) => p.restore_ms !== undefined,
+    );
+    await startMetrics(tier, 'sandboxCheckIn', 'warm', {
+      StartClaim: phases.claim_ms,
+      StartCheckIn: phases.check_in_ms,
+      StartTotal: phases.total_ms - phases.restore_ms,
+    });
     await ready(tier, POOL.size);
     expect(tier.aws.denials).toEqual([]);
   }, 90_000);
@@ -293,6 +354,12 @@ describe('the warm pool, as deployed', () => {
     );
     expect(phases.restore_ms).toBeGreaterThan(0);
     expect(phases.total_ms).toBeGreaterThanOrEqual(phases.check_in_ms + phases.restore_ms);
+    // The restore's own EMF line, written by the heartbeat that reported it.
+    await startMetrics(tier, 'sandboxHeartbeat', 'warm', { StartRestore: phases.restore_ms });
+    await startMetrics(tier, 'sandboxCheckIn', 'warm', {
+      StartClaim: phases.claim_ms,
+      StartTotal: phases.total_ms - phases.restore_ms,
+    });
     const next = taskOf(first.id, 2)!;
     expect(next.startedBy).toMatch(/^sb_/);
     expect(statSync(join(tier.aws.taskPath(next.taskArn, '/workspace'), 'big.bin')).size).toBe(50 * 1024 * 1024);
@@ -323,6 +390,94 @@ describe('the warm pool, as deployed', () => {
     }
     expect(tier.aws.denials).toEqual([]);
   }, 90_000);
+
+  it('an unclaimed standby whose Spot capacity is reclaimed leaves the pool and is replaced at once by the ECS events function', async () => {
+    // Settled first (the steps before leave refills under way): the pool's size, every standby ready.
+    await tier.bus.settle();
+    await tier.aws.settle();
+    const before = await until(
+      tier,
+      `the pool settled at ${POOL.size} ready standbys`,
+      async () => (await standbys(tier)).filter((s) => s.status === 'ready' || s.status === 'booting'),
+      (l) => l.length === POOL.size && l.every((s) => s.status === 'ready'),
+    );
+    const victim = before[0]!;
+    const callsBefore = tier.aws.calls.length;
+    const interruptedAt = Date.now();
+    // Fargate Spot's interruption: the task's STOPPED event says `SpotInterruption` (this pool runs on
+    // FARGATE, so that its standbys serve the default spec; the events function reads the stop code).
+    tier.aws.interruptTask(victim.ref!);
+    await until(
+      tier,
+      'the interrupted standby out of the pool',
+      async () => standbys(tier),
+      (l) => !l.some((s) => s.id === victim.id),
+    );
+    expect(tier.aws.tasks.get(victim.ref!)).toMatchObject({ lastStatus: 'STOPPED', stopCode: 'SpotInterruption' });
+    // No sweep ran: the events function started the replacement itself, under its own role, and it checks in.
+    const since = () => [...tier.aws.tasks.values()].filter((t) => t.createdAt * 1000 >= interruptedAt);
+    await until(
+      tier,
+      'a standby task started since the interruption',
+      async () => since(),
+      (l) => l.length >= 1,
+    );
+    await tier.bus.settle();
+    const started = since();
+    expect(started).toHaveLength(1);
+    const runs = tier.aws.calls.slice(callsBefore).filter((c) => c.operation === 'ecs:RunTask');
+    expect(runs).toContainEqual({
+      principal: tier.lambda.byName('ecsEvents').roleArn,
+      operation: 'ecs:RunTask',
+      allowed: true,
+    });
+    await until(
+      tier,
+      'the replacement ready',
+      async () => standbys(tier),
+      (l) => l.some((s) => s.id === started[0]!.startedBy && s.status === 'ready'),
+    );
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
+
+  it('a deploy drains standbys of the old task definition: the sweep stops them and starts standbys of the new one', async () => {
+    const list = await ready(tier, POOL.size);
+    const old = list[0]!;
+    const current = old.revision!;
+    expect(current).toBe(tier.aws.tasks.get(old.ref!)!.taskDefinitionArn);
+    // As if started from the task definition's revision before the deploy.
+    const previous = `${current.replace(/:\d+$/, '')}:0`;
+    expect(previous).not.toBe(current);
+    await operator(tier).send(
+      new UpdateItemCommand({
+        TableName: tier.outputs.PoolTableName!,
+        Key: { id: { S: old.id } },
+        UpdateExpression: 'SET revision = :r',
+        ExpressionAttributeValues: { ':r': { S: previous } },
+      }),
+    );
+    const callsBefore = tier.aws.calls.length;
+    const run = await tier.bus.runSchedule('SweeperSchedule');
+    expect(run.result.ok, JSON.stringify(run.result)).toBe(true);
+    // Drained: its item gone and its task stopped, by the sweeper's role; the others kept.
+    const after = await standbys(tier);
+    expect(after.some((s) => s.id === old.id)).toBe(false);
+    for (const s of list.slice(1)) expect(after.some((a) => a.id === s.id)).toBe(true);
+    await until(
+      tier,
+      'the old standby task stopped',
+      async () => tier.aws.tasks.get(old.ref!)!,
+      (t) => t.lastStatus === 'STOPPED',
+    );
+    const sweeper = tier.lambda.byName('sweeper').roleArn;
+    const ops = tier.aws.calls.slice(callsBefore).filter((c) => c.operation.startsWith('ecs:'));
+    expect(ops).toContainEqual({ principal: sweeper, operation: 'ecs:StopTask', allowed: true });
+    expect(ops).toContainEqual({ principal: sweeper, operation: 'ecs:RunTask', allowed: true });
+    // The pool is full again, every standby of the current task definition.
+    const now = await ready(tier, POOL.size);
+    for (const s of now) expect(s.revision).toBe(current);
+    expect(tier.aws.denials).toEqual([]);
+  }, 60_000);
 
   it('drains to zero after idleMinutes without a start (the sweeper, through its schedule): an idle pool costs nothing', async () => {
     await ready(tier, POOL.size);
