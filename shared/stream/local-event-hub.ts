@@ -1,4 +1,4 @@
-import type { ConversationRef, EventStore } from '#shared/events/event-store.ts';
+import type { ConversationRef, EventPage, EventStore } from '#shared/events/event-store.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import { streamMessage } from '#shared/stream/messages.ts';
 import type { SendPacer } from '#shared/stream/send-pacer.ts';
@@ -15,6 +15,9 @@ export interface StreamClient {
 
 const keyOf = (c: ConversationRef) => `${c.userId}#${c.conversationId}`;
 
+/** A page of a conversation's committed events after `after` (at most `limit`). */
+type PageReader = (conversation: ConversationRef, after: number, limit: number) => Promise<EventPage>;
+
 /**
  * One client's place in one conversation: the last sequence number sent (`sent`), the committed
  * end it may go up to (`target`, raised by each notification), and at most one pump at a time.
@@ -29,7 +32,7 @@ export class StreamSubscription {
   private closed = false;
 
   constructor(
-    private readonly events: () => EventStore,
+    private readonly read: PageReader,
     readonly conversation: ConversationRef,
     private readonly client: StreamClient,
     private readonly onClose: (s: StreamSubscription) => void,
@@ -61,11 +64,7 @@ export class StreamSubscription {
         const limit = Math.min(PAGE, this.target - this.sent);
         await this.pacer?.take(this.conversation.userId, limit);
         if (this.closed) return;
-        const page = await this.events().query(this.conversation, {
-          descending: false,
-          limit,
-          startKey: { seq: this.sent },
-        });
+        const page = await this.read(this.conversation, this.sent, limit);
         // Committed numbers are all stored: an empty page here means the store lost them.
         if (page.items.length === 0)
           throw new Error(`Events after ${this.sent} are committed up to ${this.target} but not readable`);
@@ -97,6 +96,23 @@ export class StreamSubscription {
  */
 export class LocalEventHub implements EventFeed {
   private readonly subscriptions = new Map<string, Set<StreamSubscription>>();
+  /**
+   * Reads in flight, by conversation, position and size: sockets of one conversation at one place (a
+   * user's replays opened together, a live tail) share one read, kept only while it runs (committed
+   * events never change, and nothing is held once read).
+   */
+  private readonly reading = new Map<string, Promise<EventPage>>();
+  private readonly read: PageReader = (conversation, after, limit) => {
+    const key = `${keyOf(conversation)}:${after}:${limit}`;
+    let page = this.reading.get(key);
+    if (!page) {
+      page = this.events()
+        .query(conversation, { descending: false, limit, startKey: { seq: after } })
+        .finally(() => this.reading.delete(key));
+      this.reading.set(key, page);
+    }
+    return page;
+  };
 
   /**
    * @param events the event store (a function: built on first use, like every adapter)
@@ -123,7 +139,7 @@ export class LocalEventHub implements EventFeed {
   ): Promise<StreamSubscription> {
     const key = keyOf(conversation);
     const subscription = new StreamSubscription(
-      this.events,
+      this.read,
       conversation,
       client,
       (s) => {

@@ -418,6 +418,33 @@ describe('LocalEventHub', () => {
     expect(hub.size).toBe(0);
   });
 
+  it('sockets of one conversation at one place share each read: five replays opened together read the history once', async () => {
+    const store = new MemoryEvents();
+    for (let first = 1; first <= 1_000; first += 100)
+      await store.append(
+        ref,
+        first,
+        Array.from({ length: 100 }, (_, i) => event(first + i)),
+      );
+    let reads = 0;
+    const query = store.query.bind(store);
+    store.query = (...args: Parameters<typeof store.query>) => {
+      reads++;
+      return query(...args);
+    };
+    const hub = new LocalEventHub(() => store);
+    const got = Array.from({ length: 5 }, () => [] as number[]);
+    await Promise.all(
+      got.map((g) =>
+        hub.subscribe(ref, () => 0, { send: async (m) => void g.push(JSON.parse(m).seq), fail: () => undefined }),
+      ),
+    );
+    await vi_waitFor(() => got.every((g) => g.length === 1_000));
+    for (const g of got) expect(g).toEqual(Array.from({ length: 1_000 }, (_, i) => i + 1));
+    // Ten pages of 100, each read once for the five (a subscription alone would read them ten times each).
+    expect(reads).toBe(10);
+  });
+
   it('ends a subscription whose client fails, and sends nothing more to it', async () => {
     const store = new MemoryEvents();
     const hub = new LocalEventHub(() => store);
