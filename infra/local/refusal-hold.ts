@@ -27,7 +27,7 @@ export class RefusalHold {
   hold(address: string, socket: Duplex, retryAfterSeconds: number | undefined, answer: () => void): void {
     const ms = Math.min(this.ms, Math.max(1, Math.ceil(retryAfterSeconds ?? 0)) * 1000);
     const count = this.byAddress.get(address) ?? 0;
-    if (ms <= 0 || count >= this.perAddress) {
+    if (count >= this.perAddress) {
       answer();
       return;
     }

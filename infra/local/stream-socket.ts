@@ -38,8 +38,6 @@ export interface EventStreamOptions {
   replays?: ReplayRate;
   /** How long a socket without credentials waits for its auth frame (default FIRST_MESSAGE_AUTH_MS). */
   authWaitMs?: number;
-  /** How long an open over the request rate waits for its 429 (default REFUSAL_HOLD_MS, infra/local/refusal-hold.ts). */
-  refusalHoldMs?: number;
 }
 
 /** A plain HTTP answer on a socket that asked to upgrade where there is no WebSocket. */
@@ -82,7 +80,7 @@ export function attachEventStream(
     return tooMany ? { code: CLOSE_TOO_MANY, reason: tooMany } : caps.admit(grant.userId, grant.conversationId, plan);
   };
 
-  const held = new RefusalHold(options.refusalHoldMs);
+  const held = new RefusalHold();
 
   const pending: PendingSockets = new Map();
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -146,7 +144,6 @@ export function attachEventStream(
       if (verdict !== 'error' && !verdict.allowed && verdict.status === 429) {
         const { reason, retryAfter } = verdict;
         logger.info('stream.refused', { status: 429, reason });
-        // At most what Retry-After says (whole seconds, at least 1).
         return held.hold(clientAddress({}, req.socket.remoteAddress), socket, retryAfter, () =>
           answer(socket, '429 Too Many Requests', { detail: reason }, retryAfter),
         );

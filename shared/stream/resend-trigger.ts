@@ -13,8 +13,8 @@ export interface ResendRequest {
 
 /**
  * Starts the resend step after `$connect` without waiting for it (`$connect` cannot send: the
- * connection opens only once it has returned); also how a resend continues itself. Adapters: `LambdaResendTrigger` (an asynchronous
- * invoke of the resend function).
+ * connection opens only once it has returned); also how a resend continues itself. Adapters:
+ * `LambdaResendTrigger` (an asynchronous invoke of the resend function).
  */
 export interface ResendTrigger {
   request(r: ResendRequest): Promise<void>;

@@ -68,6 +68,15 @@ beforeAll(async () => {
 });
 afterAll(() => dynamo?.close());
 
+/** The resend function's step over `push`, with the continuations it asks for kept in `requests` (none is invoked). */
+function resendStep(push: FakePush): { stream: SocketStream; requests: ResendRequest[] } {
+  const requests: ResendRequest[] = [];
+  const stream = new SocketStream({
+    delivery: new PushDelivery(connections, events, push, { sleep: async () => {} }),
+    resendTrigger: { request: async (r: ResendRequest) => void requests.push(r) },
+  } as unknown as ConstructorParameters<typeof SocketStream>[0]);
+  return { stream, requests };
+}
 describe('PushDelivery', () => {
   it('concurrent ingests out of order: each connection gets every event once, in order', async () => {
     const push = new FakePush();
@@ -186,11 +195,7 @@ describe('PushDelivery', () => {
       return post(id, data);
     };
     await connect(push, c, 'long');
-    const requests: ResendRequest[] = [];
-    const stream = new SocketStream({
-      delivery: new PushDelivery(connections, events, push, { sleep: async () => {} }),
-      resendTrigger: { request: async (r: ResendRequest) => void requests.push(r) },
-    } as unknown as ConstructorParameters<typeof SocketStream>[0]);
+    const { stream, requests } = resendStep(push);
     // The resend function's invocations: $connect's request, then each continuation it asked for.
     let next: ResendRequest | undefined = { conversation: c, connectionId: 'long' };
     let invocations = 0;
@@ -221,11 +226,7 @@ describe('PushDelivery', () => {
     const c = conversation();
     await events.append(c, 1, range(1, 5).map(event));
     await connect(push, c, 'slow');
-    const requests: ResendRequest[] = [];
-    const stream = new SocketStream({
-      delivery: new PushDelivery(connections, events, push, { sleep: async () => {} }),
-      resendTrigger: { request: async (r: ResendRequest) => void requests.push(r) },
-    } as unknown as ConstructorParameters<typeof SocketStream>[0]);
+    const { stream, requests } = resendStep(push);
     // 30 s at the start, then (a slow first read) 5 s: under the margin before the first message.
     let calls = 0;
     await stream.resend({ conversation: c, connectionId: 'slow' }, () => (calls++ === 0 ? 30_000 : 5_000));
