@@ -9,6 +9,7 @@ import ts from 'typescript';
 import { BUNDLED_CONSOLE_DIR, CONSOLE_FILES } from '#shared/http/console-assets.ts';
 import { BUNDLED_DOCS_DIR, DOCS_ASSETS } from '#shared/http/docs-assets.ts';
 import { buildConsole, CONSOLE_BUILD_DIR } from '#infra/console-build.ts';
+import { builderModuleFor, loadFunctionAdapters } from '#infra/function-adapters.ts';
 
 /** The repository root: entries in the route table are relative to it. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -94,12 +95,17 @@ const ALIAS = {
 /** The function that serves the OpenAPI document builds it from the route table: it keeps the summaries. */
 const KEEPS_SUMMARIES = new Set(['functions/docs/openapi.ts']);
 
-/** The aliases of one entry's bundle: `ALIAS`, and the route table as a bundle carries it. */
+/**
+ * The aliases of one entry's bundle: `ALIAS`, the route table as a bundle carries it, and the AWS
+ * builders of that function's adapters alone (infra/function-adapters.ts; loaded by `loadFunctionAdapters`).
+ */
 let runtimeRoutes: string | undefined;
 const aliasFor = (entry: string): Record<string, string> => {
-  if (KEEPS_SUMMARIES.has(entry)) return ALIAS;
+  const builders = builderModuleFor(entry);
+  const own: Record<string, string> = builders ? { '#shared/wiring/aws/builders.ts': builders } : {};
+  if (KEEPS_SUMMARIES.has(entry)) return { ...ALIAS, ...own };
   runtimeRoutes ??= writeRuntimeRoutes();
-  return { ...ALIAS, '#shared/routes.ts': runtimeRoutes };
+  return { ...ALIAS, '#shared/routes.ts': runtimeRoutes, ...own };
 };
 
 /** The `bundling` of a NodejsFunction of `entry`. */
@@ -151,7 +157,8 @@ export function bundlingFor(entry: string): BundlingOptions {
 }
 
 /** The same bundle through esbuild's API, for an entry relative to the repository root. */
-export function esbuildOptions(entry: string): BuildOptions {
+export async function esbuildOptions(entry: string): Promise<BuildOptions> {
+  await loadFunctionAdapters();
   return {
     ...shared,
     mainFields: [...shared.mainFields],
@@ -177,7 +184,7 @@ export async function bundleStats(entry: string, loads = 1): Promise<{ bytes: nu
   const dir = mkdtempSync(join(tmpdir(), 'acs-bundle-'));
   try {
     const outfile = join(dir, 'index.mjs');
-    await build({ ...esbuildOptions(entry), outfile });
+    await build({ ...(await esbuildOptions(entry)), outfile });
     return { bytes: statSync(outfile).size, ...loadStats(outfile, loads, entry) };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -10,7 +10,9 @@ import type { RateLimiter } from '#shared/auth/rate-limit.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { Sessions } from '#shared/auth/sessions.ts';
 import type { ConversationBridge } from '#shared/conversations/bridge.ts';
-import type { ConversationService } from '#shared/conversations/service.ts';
+import type { ConversationCommands } from '#shared/conversations/commands.ts';
+import type { ConversationReads } from '#shared/conversations/reads.ts';
+import type { ConversationStart } from '#shared/conversations/start.ts';
 import type { LegacyConversationService } from '#shared/conversations/legacy-service.ts';
 import type { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import type { EventService } from '#shared/events/service.ts';
@@ -34,7 +36,7 @@ import type { StripeReporter } from '#shared/billing/stripe.ts';
 import type { UsageReconcile } from '#shared/usage/reconcile.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 import type { LlmGateway } from '#shared/llm/gateway.ts';
-import { WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
+import { isWired, WiringError, type AdapterName, type Adapters } from '#shared/wiring/adapters.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /** What operations use. A function gets those its entry names (`servicesOf`), over its own adapters (AWS or local). */
@@ -49,8 +51,10 @@ export interface Services {
   conversationKeys: ConversationKeys;
   settings: SettingsService;
   cursors: CursorCodec;
-  /** Conversations, by audience: the user's V1 API, its legacy API, the bridge the sandbox calls, housekeeping. */
-  conversations: ConversationService;
+  /** Conversations, by use: the V1 API's and agent-server routes' reads, commands and starts; the legacy API; the bridge the sandbox calls; housekeeping. */
+  conversationReads: ConversationReads;
+  conversationCommands: ConversationCommands;
+  conversationStarts: ConversationStart;
   legacyConversations: LegacyConversationService;
   conversationBridge: ConversationBridge;
   conversationHousekeeping: ConversationHousekeeping;
@@ -101,14 +105,20 @@ export interface Services {
 }
 export type ServiceName = keyof Services;
 
-/** What a service factory builds with: its function's adapters, and the other services it is built on. */
-export interface ServiceContext {
-  /** The adapter, built when one of its members is first used (so building a service builds no adapter). */
-  adapter<K extends AdapterName>(name: K): Adapters[K];
+/** A service's factory, of any service, over any adapters (what `uses` lists). */
+export type AnyServiceFactory = ServiceFactory<unknown, any, any>;
+
+/**
+ * What a service factory builds with: the adapters it declares (`A`) and the services it declares
+ * it is built on (`U`). Anything else is a compile error; outside Lambda also a WiringError.
+ */
+export interface ServiceContext<A extends AdapterName = AdapterName, U extends AnyServiceFactory = AnyServiceFactory> {
+  /** The adapter, built now (one the function's route does not grant is refused at its first use). */
+  adapter<K extends A>(name: K): Adapters[K];
   /** The adapters as they are, for plain values and functions read when first called. */
-  adapters: Adapters;
+  adapters: Pick<Adapters, A>;
   /** Another service, built once per function, whether its entry names it or not. */
-  use<T>(factory: ServiceFactory<T>): T;
+  use<F extends U>(factory: F): ReturnType<F['build']>;
   /**
    * A service when the function's entry names it, else undefined: for an optional part a service
    * uses only where declared (the warm pool in the functions that start sandboxes), so the other
@@ -116,29 +126,62 @@ export interface ServiceContext {
    */
   named<K extends ServiceName>(name: K): Services[K] | undefined;
 }
-/**
- * How one service is built. Each factory is a module of its own under shared/services/, the one
- * place that says which adapters and services each service is built on: a bundle carries only the
- * factories its entry imports, their classes, and what those import (not every service's models).
- */
-export type ServiceFactory<T> = (c: ServiceContext) => T;
-/** The services an entry names, by the name operations read them under. */
-export type ServiceFactories = { [K in ServiceName]?: ServiceFactory<Services[K]> };
 
 /**
- * An object standing for an adapter that is built when one of its members is first used. So a
- * service built with every store it could use builds only those the called method touches: listing
- * conversations never builds the start-task store, reading masked settings never builds the sealer.
+ * How one service is built, and what with, as data: the adapters it may touch and the services it is
+ * built on. A function's adapters are derived from the services its entry names (`adaptersOf`), so an
+ * entry names only its operation and services. Each factory is a module of its own under
+ * shared/services/: a bundle carries only the factories its entry imports, their classes, and what
+ * those import (not every service's models).
  */
-function deferred<T extends object>(get: () => T): T {
-  let target: T | undefined;
-  const resolve = () => (target ??= get());
-  return new Proxy({} as T, {
+export interface ServiceFactory<
+  T,
+  A extends AdapterName = AdapterName,
+  U extends AnyServiceFactory = AnyServiceFactory,
+> {
+  readonly adapters: readonly A[];
+  readonly uses: readonly U[];
+  readonly build: (c: ServiceContext<A, U>) => T;
+}
+
+/** A service's factory, declaring its adapters and the services it is built on (both typed: its `build` can reach no others). */
+export function defineService<const A extends AdapterName, T, const U extends readonly AnyServiceFactory[] = []>(
+  declaration: { adapters: readonly A[]; uses?: U },
+  build: (c: ServiceContext<A, U[number]>) => T,
+): ServiceFactory<T, A, U[number]> {
+  return { adapters: declaration.adapters, uses: declaration.uses ?? ([] as unknown as U), build };
+}
+
+/** The services an entry names, by the name operations read them under. */
+export type ServiceFactories = { [K in ServiceName]?: ServiceFactory<Services[K], AdapterName, AnyServiceFactory> };
+
+/** Every adapter the given services may touch, with the services they are built on: what a function's adapters are derived from. */
+export function adaptersOf(factories: Iterable<AnyServiceFactory>): Set<AdapterName> {
+  const seen = new Set<AnyServiceFactory>();
+  const out = new Set<AdapterName>();
+  const visit = (f: AnyServiceFactory) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const a of f.adapters) out.add(a);
+    for (const u of f.uses) visit(u);
+  };
+  for (const f of factories) visit(f);
+  return out;
+}
+
+/**
+ * What a service gets for a declared adapter its function does not have (its route does not grant it):
+ * outside Lambda, an object that refuses any use with a WiringError naming both; in a Lambda bundle,
+ * nothing (the static wiring test and the tier hold the deployed path), so no Proxy is there.
+ */
+function absent(fn: string, name: AdapterName): never {
+  if (process.env.ACS_LAMBDA_BUNDLE === 'true') return undefined as never;
+  return new Proxy({} as never, {
     get: (_, prop) => {
-      const value: unknown = Reflect.get(resolve(), prop);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(resolve()) : value;
+      throw new WiringError(
+        `${fn}: used ${name}.${String(prop)}, an adapter its declaration does not grant (add its needs to the declaration)`,
+      );
     },
-    has: (_, prop) => Reflect.has(resolve(), prop),
   });
 }
 
@@ -152,7 +195,9 @@ const serviceNames: Record<ServiceName, true> = {
   conversationKeys: true,
   settings: true,
   cursors: true,
-  conversations: true,
+  conversationReads: true,
+  conversationCommands: true,
+  conversationStarts: true,
   legacyConversations: true,
   conversationBridge: true,
   conversationHousekeeping: true,
@@ -189,26 +234,40 @@ const serviceNames: Record<ServiceName, true> = {
  * services they are built on. A service the entry does not name throws a WiringError.
  */
 export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFactories): Services {
-  const built = new Map<ServiceFactory<unknown>, unknown>();
-  const context: ServiceContext = {
-    adapter: (name) => deferred(() => adapters[name] as Adapters[typeof name] & object),
-    adapters,
-    use: <T>(factory: ServiceFactory<T>): T => {
-      if (!built.has(factory)) built.set(factory, factory(context));
-      return built.get(factory) as T;
-    },
-    named: (name) => {
-      const factory = factories[name] as ServiceFactory<Services[typeof name]> | undefined;
-      return factory ? context.use(factory) : undefined;
-    },
+  const built = new Map<AnyServiceFactory, unknown>();
+  const refuse = (what: string) => {
+    throw new WiringError(`${fn}: ${what}`);
   };
+  const use = (factory: AnyServiceFactory): unknown => {
+    if (!built.has(factory)) built.set(factory, factory.build(contextOf(factory)));
+    return built.get(factory);
+  };
+  // Each factory's own context: outside Lambda it refuses what the factory does not declare.
+  const contextOf = (factory: AnyServiceFactory): ServiceContext => ({
+    adapter: (name) => {
+      // Written out (not a constant) so that esbuild's define folds it: a bundle carries neither check.
+      if (process.env.ACS_LAMBDA_BUNDLE !== 'true' && !factory.adapters.includes(name))
+        refuse(`a service used the ${name} adapter, which its factory does not declare`);
+      return isWired(adapters, name) ? adapters[name] : absent(fn, name);
+    },
+    adapters,
+    use: ((f: AnyServiceFactory) => {
+      if (process.env.ACS_LAMBDA_BUNDLE !== 'true' && !factory.uses.includes(f))
+        refuse('a service used a service its factory does not declare in `uses`');
+      return use(f);
+    }) as ServiceContext['use'],
+    named: (name) => {
+      const f = factories[name] as AnyServiceFactory | undefined;
+      return f ? (use(f) as Services[typeof name]) : undefined;
+    },
+  });
   const build = (name: ServiceName) => {
-    const factory = factories[name] as ServiceFactory<unknown> | undefined;
+    const factory = factories[name] as AnyServiceFactory | undefined;
     if (!factory)
       throw new WiringError(
         `${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`,
       );
-    return context.use(factory);
+    return use(factory);
   };
   return lazy(
     Object.fromEntries((Object.keys(serviceNames) as ServiceName[]).map((name) => [name, () => build(name)])) as {

@@ -1,4 +1,4 @@
 import { agentServerAlive } from '#shared/conversations/agent-server-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(agentServerAlive, {});
+export const handler = awsRoute(agentServerAlive);

@@ -1,4 +1,4 @@
 import { agentServerReady } from '#shared/conversations/agent-server-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(agentServerReady, {});
+export const handler = awsRoute(agentServerReady);

@@ -1,4 +1,4 @@
 import { agentServerInfo } from '#shared/conversations/agent-server-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(agentServerInfo, {});
+export const handler = awsRoute(agentServerInfo);

@@ -1,6 +1,5 @@
 import { authenticate } from '#shared/auth/operations.ts';
 import { sessions } from '#shared/services/sessions.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
 
-export const handler = awsRoute(authenticate, { keyStore, sessionStore }, { sessions });
+export const handler = awsRoute(authenticate, { sessions });

@@ -11,11 +11,6 @@ import { conversationKeys } from '#shared/services/conversation-keys.ts';
 import { sessions } from '#shared/services/sessions.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { routes } from '#shared/routes.ts';
-import { accountStore, auditStore, oidc, signInLimiter } from '#shared/wiring/aws/accounts.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { conversationKeySecret, keyStore, sessionStore } from '#shared/wiring/aws/keys.ts';
-import { sealer } from '#shared/wiring/aws/kms.ts';
-import { plans } from '#shared/wiring/aws/plans.ts';
 
 const origins = allowedOrigins();
 /** Route keys (`POST /api/authenticate`) whose calls are counted per client address before any credential is read. */
@@ -32,18 +27,6 @@ const limitedPerAddress = new Set(
  */
 export const handler = awsFunction(
   authorizerFunction,
-  {
-    keyStore,
-    sessionStore,
-    conversationKeySecret,
-    sealer,
-    conversationStore,
-    accountStore,
-    auditStore,
-    oidc,
-    plans,
-    signInLimiter,
-  },
   { apiKeys, sessions, conversationKeys, accounts },
   async (
     event: APIGatewayRequestAuthorizerEventV2,
@@ -74,4 +57,5 @@ export const handler = awsFunction(
       return { isAuthorized: true, context: { userId: '' } };
     }
   },
+  { adapters: ['oidc', 'plans', 'signInLimiter'] },
 );

@@ -4,11 +4,6 @@ import { billingExportFunction } from '#shared/functions.ts';
 import { billingExports as exportsService } from '#shared/services/billing-exports.ts';
 import { stripeReports } from '#shared/services/stripe.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { accountStore } from '#shared/wiring/aws/accounts.ts';
-import { billingExports } from '#shared/wiring/aws/billing-exports.ts';
-import { stripe } from '#shared/wiring/aws/stripe.ts';
-import { stripeStore } from '#shared/wiring/aws/stripe-store.ts';
-import { prices, usageStore } from '#shared/wiring/aws/usage.ts';
 import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
 import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';
 
@@ -19,7 +14,6 @@ import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts'
  */
 export const handler = awsFunction(
   billingExportFunction,
-  { usageStore, accountStore, billingExports, stripe, stripeStore, prices },
   { billingExports: exportsService, stripeReports },
   async (event: { time?: string } | undefined, services, adapters) => {
     const at = event?.time ? new Date(event.time) : new Date();
@@ -29,4 +23,5 @@ export const handler = awsFunction(
     // The export's answer as before (what the schedule's tests read), the Stripe report beside it.
     return { ...out.export, stripe: out.stripe };
   },
+  { adapters: ['prices'] },
 );

@@ -2,6 +2,5 @@ import { sandboxCommandReply } from '#shared/sandboxes/workspace-operations.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { workspaceReads } from '#shared/services/workspace-reads.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(sandboxCommandReply, { sandboxStore }, { sandboxBridge, workspaceReads });
+export const handler = awsRoute(sandboxCommandReply, { sandboxBridge, workspaceReads });

@@ -4,8 +4,6 @@ import { bridgeSocketConnectFunction } from '#shared/functions.ts';
 import { sandboxBridge } from '#shared/services/sandbox-bridge.ts';
 import { warmPool } from '#shared/services/warm-pool.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { poolStore } from '#shared/wiring/aws/pool.ts';
-import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
 /** `$connect` carries the upgrade request's headers and query (the WebSocket event type leaves them out). */
 type ConnectEvent = APIGatewayProxyWebsocketEventV2 & {
@@ -22,7 +20,6 @@ type ConnectEvent = APIGatewayProxyWebsocketEventV2 & {
  */
 export const handler = awsFunction(
   bridgeSocketConnectFunction,
-  { sandboxStore, poolStore },
   { sandboxBridge, warmPool },
   async (event: ConnectEvent, { sandboxBridge, warmPool }): Promise<APIGatewayProxyResult> => {
     const query = event.queryStringParameters ?? {};

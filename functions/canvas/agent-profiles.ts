@@ -1,4 +1,4 @@
 import { canvasListAgentProfiles } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasListAgentProfiles, {});
+export const handler = awsRoute(canvasListAgentProfiles);

@@ -1,6 +1,5 @@
 import { platformLlms } from '#shared/services/platform-llms.ts';
 import { canvasAgentSettingsSchema } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { platformModels } from '#shared/wiring/aws/llm.ts';
 
-export const handler = awsRoute(canvasAgentSettingsSchema, { platformModels }, { platformLlms });
+export const handler = awsRoute(canvasAgentSettingsSchema, { platformLlms });

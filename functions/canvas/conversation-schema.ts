@@ -1,4 +1,4 @@
 import { canvasConversationSettingsSchema } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasConversationSettingsSchema, {});
+export const handler = awsRoute(canvasConversationSettingsSchema);

@@ -1,6 +1,5 @@
 import { settings } from '#shared/services/settings.ts';
 import { canvasGetSettings } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const handler = awsRoute(canvasGetSettings, { settingsStore }, { settings });
+export const handler = awsRoute(canvasGetSettings, { settings });

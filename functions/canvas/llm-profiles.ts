@@ -1,4 +1,4 @@
 import { canvasListLlmProfiles } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasListLlmProfiles, {});
+export const handler = awsRoute(canvasListLlmProfiles);

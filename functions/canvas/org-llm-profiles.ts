@@ -1,4 +1,4 @@
 import { canvasListOrgLlmProfiles } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasListOrgLlmProfiles, {});
+export const handler = awsRoute(canvasListOrgLlmProfiles);

@@ -1,4 +1,4 @@
 import { canvasOrgMe } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasOrgMe, {});
+export const handler = awsRoute(canvasOrgMe);

@@ -1,4 +1,4 @@
 import { canvasListProviderConnections } from '#shared/settings/canvas-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasListProviderConnections, {});
+export const handler = awsRoute(canvasListProviderConnections);

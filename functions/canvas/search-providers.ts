@@ -1,4 +1,4 @@
 import { canvasSearchProviders } from '#shared/options/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasSearchProviders, {});
+export const handler = awsRoute(canvasSearchProviders);

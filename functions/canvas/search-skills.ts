@@ -1,4 +1,4 @@
 import { canvasSearchSkills } from '#shared/options/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(canvasSearchSkills, {});
+export const handler = awsRoute(canvasSearchSkills);

@@ -1,4 +1,4 @@
 import { consoleAsset } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(consoleAsset, {});
+export const handler = awsRoute(consoleAsset);

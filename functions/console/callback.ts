@@ -1,4 +1,4 @@
 import { consoleCallback } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(consoleCallback, {});
+export const handler = awsRoute(consoleCallback);

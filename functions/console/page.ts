@@ -1,4 +1,4 @@
 import { consolePage } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(consolePage, {});
+export const handler = awsRoute(consolePage);

@@ -1,6 +1,5 @@
 import { countConversations } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationReads } from '#shared/services/conversation-reads.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
-export const handler = awsRoute(countConversations, { conversationStore }, { conversations });
+export const handler = awsRoute(countConversations, { conversationReads });

@@ -1,6 +1,5 @@
 import { getStartTasks } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationReads } from '#shared/services/conversation-reads.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
 
-export const handler = awsRoute(getStartTasks, { startTaskStore }, { conversations });
+export const handler = awsRoute(getStartTasks, { conversationReads });

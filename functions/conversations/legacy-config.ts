@@ -1,6 +1,5 @@
 import { legacyConversationConfig } from '#shared/conversations/legacy-operations.ts';
 import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
 
-export const handler = awsRoute(legacyConversationConfig, { conversationStore }, { legacyConversations });
+export const handler = awsRoute(legacyConversationConfig, { legacyConversations });

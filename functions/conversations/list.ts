@@ -1,13 +1,5 @@
 import { listConversations } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationReads } from '#shared/services/conversation-reads.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { conversationKeySecret, cursorKey } from '#shared/wiring/aws/keys.ts';
-import { sealer } from '#shared/wiring/aws/kms.ts';
-import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(
-  listConversations,
-  { conversationStore, sandboxStore, sealer, cursorKey, conversationKeySecret },
-  { conversations },
-);
+export const handler = awsRoute(listConversations, { conversationReads });

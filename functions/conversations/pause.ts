@@ -1,12 +1,5 @@
 import { pauseConversation } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationCommands } from '#shared/services/conversation-commands.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { commandPush } from '#shared/wiring/aws/bridge-socket.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { sandboxConfig, sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
 
-export const handler = awsRoute(
-  pauseConversation,
-  { conversationStore, sandboxStore, commandPush, sandboxConfig },
-  { conversations },
-);
+export const handler = awsRoute(pauseConversation, { conversationCommands });

@@ -1,12 +1,5 @@
 import { revokeConversationKey } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationCommands } from '#shared/services/conversation-commands.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { conversationKeySecret } from '#shared/wiring/aws/keys.ts';
-import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const handler = awsRoute(
-  revokeConversationKey,
-  { conversationStore, sealer, conversationKeySecret },
-  { conversations },
-);
+export const handler = awsRoute(revokeConversationKey, { conversationCommands });

@@ -1,8 +1,5 @@
 import { searchStartTasks } from '#shared/conversations/operations.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationReads } from '#shared/services/conversation-reads.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { startTaskStore } from '#shared/wiring/aws/conversations.ts';
-import { cursorKey } from '#shared/wiring/aws/keys.ts';
-import { sealer } from '#shared/wiring/aws/kms.ts';
 
-export const handler = awsRoute(searchStartTasks, { startTaskStore, sealer, cursorKey }, { conversations });
+export const handler = awsRoute(searchStartTasks, { conversationReads });

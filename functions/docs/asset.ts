@@ -1,4 +1,4 @@
 import { docsAsset } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(docsAsset, {});
+export const handler = awsRoute(docsAsset);

@@ -1,4 +1,4 @@
 import { openapi } from '#shared/http/openapi-operation.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(openapi, {});
+export const handler = awsRoute(openapi);

@@ -1,4 +1,4 @@
 import { docs } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(docs, {});
+export const handler = awsRoute(docs);

@@ -1,4 +1,4 @@
 import { health } from '#shared/http/service-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(health, {});
+export const handler = awsRoute(health);

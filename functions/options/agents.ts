@@ -1,4 +1,4 @@
 import { listAgents } from '#shared/settings/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
-export const handler = awsRoute(listAgents, {});
+export const handler = awsRoute(listAgents);

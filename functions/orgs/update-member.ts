@@ -1,6 +1,5 @@
 import { updateMember } from '#shared/accounts/operations.ts';
 import { organizations } from '#shared/services/organizations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { accountStore, auditStore } from '#shared/wiring/aws/accounts.ts';
 
-export const handler = awsRoute(updateMember, { accountStore, auditStore }, { organizations });
+export const handler = awsRoute(updateMember, { organizations });

@@ -1,6 +1,5 @@
 import { searchSandboxSpecs } from '#shared/sandbox-specs/operations.ts';
 import { sandboxSpecs } from '#shared/services/sandbox-specs.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { specs } from '#shared/wiring/aws/specs.ts';
 
-export const handler = awsRoute(searchSandboxSpecs, { specs }, { sandboxSpecs });
+export const handler = awsRoute(searchSandboxSpecs, { sandboxSpecs });

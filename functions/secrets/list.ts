@@ -1,6 +1,5 @@
 import { settings } from '#shared/services/settings.ts';
 import { listSecrets } from '#shared/settings/secrets-operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const handler = awsRoute(listSecrets, { settingsStore }, { settings });
+export const handler = awsRoute(listSecrets, { settings });

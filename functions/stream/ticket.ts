@@ -1,7 +1,5 @@
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { createStreamTicket } from '#shared/stream/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { streamTicketStore } from '#shared/wiring/aws/stream.ts';
 
-export const handler = awsRoute(createStreamTicket, { conversationStore, streamTicketStore }, { streamTickets });
+export const handler = awsRoute(createStreamTicket, { streamTickets });

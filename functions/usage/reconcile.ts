@@ -2,10 +2,6 @@ import { usageReconcileFunction } from '#shared/functions.ts';
 import { accountPurge } from '#shared/services/account-deletion.ts';
 import { usageReconcile } from '#shared/services/usage-reconcile.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
-import { accountPurgeStore } from '#shared/wiring/aws/account-purge.ts';
-import { conversationStore } from '#shared/wiring/aws/conversations.ts';
-import { sandboxStore } from '#shared/wiring/aws/sandboxes.ts';
-import { usageStore } from '#shared/wiring/aws/usage.ts';
 
 /**
  * The schedule's invocation: the default days (the two before today, UTC); `{"days": [...]}` names others.
@@ -13,7 +9,6 @@ import { usageStore } from '#shared/wiring/aws/usage.ts';
  */
 export const handler = awsFunction(
   usageReconcileFunction,
-  { usageStore, sandboxStore, conversationStore, accountPurgeStore },
   { usageReconcile, accountPurge },
   async (event: { days?: unknown } | null | undefined, services) => {
     const days = Array.isArray(event?.days)

@@ -1,6 +1,5 @@
 import { settings } from '#shared/services/settings.ts';
 import { getCurrentUser } from '#shared/settings/operations.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
-import { settingsStore } from '#shared/wiring/aws/settings.ts';
 
-export const handler = awsRoute(getCurrentUser, { settingsStore }, { settings });
+export const handler = awsRoute(getCurrentUser, { settings });

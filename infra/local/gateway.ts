@@ -27,7 +27,8 @@ export interface Gateway {
 
 /**
  * Loads every route's entry file and runs its operation with the local adapters of the same names
- * its entry wires on AWS, held to the route's declaration (shared/wiring/adapters.ts).
+ * as its AWS wiring's (derived from its services and declaration), held to the route's declaration
+ * (shared/wiring/adapters.ts).
  */
 export async function loadHandlers(services: LocalServices): Promise<Map<string, ApiHandler>> {
   const handlers = new Map<string, ApiHandler>();

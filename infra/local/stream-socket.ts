@@ -64,7 +64,7 @@ export function attachEventStream(
   const pingMs = options.pingMs ?? DEFAULT_PING_MS;
   const { services } = options;
   const caps = options.caps ?? new SocketCaps();
-  // Client messages are relayed as the sendMessage route, held to its declaration and its entry's adapters.
+  // Client messages are relayed as the sendMessage route, held to its declaration and its adapters.
   const sendMessageRoute = (routes as readonly RouteDef[]).find((r) => r.id === 'sendMessage')!;
   const relayServices = services.forFunction(
     sendMessageRoute.id,

@@ -54,8 +54,8 @@ export const agentServerInfo = defineOperation(
 export const agentServerInterrupt = defineOperation(
   'agentServerInterrupt',
   () => ({ params: z.object({ conversation_id: conversationIdSchema }), response: z.object({ success: z.boolean() }) }),
-  ({ userId, params }, { conversations }) =>
-    conversations.command(userId, params.conversation_id, (id) => ({
+  ({ userId, params }, { conversationCommands }) =>
+    conversationCommands.command(userId, params.conversation_id, (id) => ({
       type: 'pause_conversation',
       conversation_id: id,
     })),
@@ -90,11 +90,11 @@ export const agentServerSearchConversations = defineOperation(
     query: agentServerConversationQuery,
     response: z.object({ items: z.array(conversationInfoSchema), next_page_id: z.nullable(z.string()) }),
   }),
-  async ({ userId, auth, query }, { conversations }) => {
+  async ({ userId, auth, query }, { conversationReads }) => {
     const page =
       auth.via === 'conversation'
-        ? { items: await ownOnly(conversations, userId, auth.conversationId!), next_page_id: null }
-        : await conversations.recordPage(userId, query.limit, query.page_id);
+        ? { items: await ownOnly(conversationReads, userId, auth.conversationId!), next_page_id: null }
+        : await conversationReads.recordPage(userId, query.limit, query.page_id);
     const items = page.items
       .map(toConversationInfo)
       .filter((c) => !query.status || c.execution_status === query.status);
@@ -109,17 +109,17 @@ export const agentServerCountConversations = defineOperation(
     query: z.object({ status: z.optional(executionStatusSchema) }),
     response: z.number().check(z.int()),
   }),
-  async ({ userId, auth, query }, { conversations }) => {
+  async ({ userId, auth, query }, { conversationReads }) => {
     if (auth.via === 'conversation')
-      return (await ownOnly(conversations, userId, auth.conversationId!)).filter(
+      return (await ownOnly(conversationReads, userId, auth.conversationId!)).filter(
         (c) => !query.status || (c.execution_status ?? 'idle') === query.status,
       ).length;
-    if (!query.status) return conversations.countAll(userId);
+    if (!query.status) return conversationReads.countAll(userId);
     // A status is a field of each record: counted page by page.
     let count = 0;
     let pageId: string | undefined;
     do {
-      const page = await conversations.recordPage(userId, 100, pageId);
+      const page = await conversationReads.recordPage(userId, 100, pageId);
       count += page.items.filter((c) => (c.execution_status ?? 'idle') === query.status).length;
       pageId = page.next_page_id ?? undefined;
     } while (pageId);
@@ -128,5 +128,5 @@ export const agentServerCountConversations = defineOperation(
 );
 
 /** The key's own conversation record (none once it was deleted). */
-const ownOnly = async (conversations: Services['conversations'], userId: string, conversationId: string) =>
+const ownOnly = async (conversations: Services['conversationReads'], userId: string, conversationId: string) =>
   (await conversations.ownedMany(userId, [conversationId])).filter((c) => c !== null);

@@ -1,5 +1,10 @@
 import type { Tenant } from '#shared/plans/limits.ts';
-import type { ConversationDeps } from '#shared/conversations/deps.ts';
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
+import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+import type { SettingsService } from '#shared/settings/service.ts';
 import {
   queued,
   type AppConversationStartTask,
@@ -16,6 +21,18 @@ import { ApiError } from '#shared/http/errors.ts';
 import { logger } from '#shared/logging.ts';
 import type { PlatformLlmPolicy } from '#shared/llm/policy.ts';
 
+/** What the legacy service is built on. */
+export interface LegacyConversationDeps {
+  conversations: ConversationStore;
+  tasks: StartTaskStore;
+  settings: Pick<SettingsService, 'find'>;
+  sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>;
+  cursors: CursorCodec;
+  keys: ConversationKeys;
+  versioned: VersionedConversationUpdate;
+  starts: ConversationStart;
+}
+
 /** The legacy error body OpenHands clients read: `{status: "error", message, msg_id}`. */
 const legacyError = (status: number, msgId: string, message: string) =>
   new ApiError(status, { status: 'error', message, msg_id: msgId });
@@ -23,11 +40,11 @@ const legacyError = (status: number, msgId: string, message: string) =>
 /**
  * Conversations through the legacy (V0) `/api/conversations` routes the OpenHands web UI of late 2025
  * and agent-server clients call: create (the V1 start, `start.ts`, with the legacy errors), list, get,
- * rename, its runtime config, delete. The V1 API has its own service (`service.ts`).
+ * rename, its runtime config, delete. The V1 API has its own services (`reads.ts`, `commands.ts`, `start.ts`).
  */
 export class LegacyConversationService {
   constructor(
-    private readonly d: ConversationDeps,
+    private readonly d: LegacyConversationDeps,
     /** Platform models (no user key needed); none: every model is a user-key model. */
     private readonly platformLlms?: PlatformLlmPolicy,
   ) {}

@@ -29,8 +29,8 @@ export const startConversation = defineOperation(
       selected_branch: 'main',
     },
   }),
-  ({ userId, auth, body, baseUrl }, { conversations }) =>
-    conversations.start(userId, body, baseUrl, tenantOf(userId, auth)),
+  ({ userId, auth, body, baseUrl }, { conversationStarts }) =>
+    conversationStarts.startWithSettings(userId, body, baseUrl, tenantOf(userId, auth)),
 );
 
 const conversationPage = () => z.object({ items: z.array(conversationSchema), next_page_id: z.nullable(z.string()) });
@@ -42,8 +42,8 @@ export const listConversations = defineOperation(
     query: conversationListQuery,
     response: z.union([z.array(z.nullable(conversationSchema)), conversationPage()]),
   }),
-  ({ userId, query: { ids, ...search }, baseUrl }, { conversations }) =>
-    ids.length ? conversations.getMany(userId, ids, baseUrl) : conversations.search(userId, search, baseUrl),
+  ({ userId, query: { ids, ...search }, baseUrl }, { conversationReads }) =>
+    ids.length ? conversationReads.getMany(userId, ids, baseUrl) : conversationReads.search(userId, search, baseUrl),
 );
 
 export const searchConversations = defineOperation(
@@ -52,13 +52,13 @@ export const searchConversations = defineOperation(
     query: conversationSearchQuery,
     response: conversationPage(),
   }),
-  ({ userId, query, baseUrl }, { conversations }) => conversations.search(userId, query, baseUrl),
+  ({ userId, query, baseUrl }, { conversationReads }) => conversationReads.search(userId, query, baseUrl),
 );
 
 export const countConversations = defineOperation(
   'countConversations',
   () => ({ query: conversationCountQuery, response: z.number().check(z.int()) }),
-  ({ userId, query }, { conversations }) => conversations.count(userId, query),
+  ({ userId, query }, { conversationReads }) => conversationReads.count(userId, query),
 );
 
 export const searchStartTasks = defineOperation(
@@ -67,13 +67,13 @@ export const searchStartTasks = defineOperation(
     query: startTaskSearchQuery,
     response: z.object({ items: z.array(startTaskSchema), next_page_id: z.nullable(z.string()) }),
   }),
-  ({ userId, query, baseUrl }, { conversations }) => conversations.searchTasks(userId, query, baseUrl),
+  ({ userId, query, baseUrl }, { conversationReads }) => conversationReads.searchTasks(userId, query, baseUrl),
 );
 
 export const getStartTasks = defineOperation(
   'getStartTasks',
   () => ({ query: z.object({ ids: repeated('ids') }), response: z.array(z.nullable(startTaskSchema)) }),
-  ({ userId, query, baseUrl }, { conversations }) => conversations.getTasks(userId, query.ids, baseUrl),
+  ({ userId, query, baseUrl }, { conversationReads }) => conversationReads.getTasks(userId, query.ids, baseUrl),
 );
 
 // Talking to a running conversation: each becomes a command to its sandbox.
@@ -86,8 +86,8 @@ export const sendMessage = defineOperation(
     errors: [409],
     example: { role: 'user', content: [{ type: 'text', text: 'Now add a test for it' }], run: true },
   }),
-  ({ userId, params, body }, { conversations }) =>
-    conversations.command(userId, params.conversation_id, (id) => ({
+  ({ userId, params, body }, { conversationCommands }) =>
+    conversationCommands.command(userId, params.conversation_id, (id) => ({
       type: 'send_message',
       conversation_id: id,
       message: body,
@@ -101,8 +101,8 @@ export const pauseConversation = defineOperation(
     response: z.object({ success: z.boolean() }),
     errors: [409],
   }),
-  ({ userId, params }, { conversations }) =>
-    conversations.command(userId, params.conversation_id, (id) => ({
+  ({ userId, params }, { conversationCommands }) =>
+    conversationCommands.command(userId, params.conversation_id, (id) => ({
       type: 'pause_conversation',
       conversation_id: id,
     })),
@@ -115,8 +115,11 @@ export const runConversation = defineOperation(
     response: z.object({ success: z.boolean() }),
     errors: [409],
   }),
-  ({ userId, params }, { conversations }) =>
-    conversations.command(userId, params.conversation_id, (id) => ({ type: 'run_conversation', conversation_id: id })),
+  ({ userId, params }, { conversationCommands }) =>
+    conversationCommands.command(userId, params.conversation_id, (id) => ({
+      type: 'run_conversation',
+      conversation_id: id,
+    })),
 );
 
 export const respondToConfirmation = defineOperation(
@@ -127,8 +130,8 @@ export const respondToConfirmation = defineOperation(
     response: z.object({ success: z.boolean() }),
     errors: [409],
   }),
-  ({ userId, params, body }, { conversations }) =>
-    conversations.command(userId, params.conversation_id, (id) => ({
+  ({ userId, params, body }, { conversationCommands }) =>
+    conversationCommands.command(userId, params.conversation_id, (id) => ({
       type: 'respond_to_confirmation',
       conversation_id: id,
       accept: body.accept,
@@ -139,5 +142,5 @@ export const respondToConfirmation = defineOperation(
 export const revokeConversationKey = defineOperation(
   'revokeConversationKey',
   () => ({ params: conversationParams, response: z.object({ session_api_key: z.string() }) }),
-  ({ userId, params }, { conversations }) => conversations.revokeKey(userId, params.conversation_id),
+  ({ userId, params }, { conversationCommands }) => conversationCommands.revokeKey(userId, params.conversation_id),
 );

@@ -42,15 +42,15 @@ function titleFor(req: StartRequest, id: string): string {
 }
 
 /**
- * A conversation's start, the one both audiences share: the V1 start (`service.ts`) and the legacy
- * create (`legacy-service.ts`) read the settings and map errors their own way, then call `start`.
+ * A conversation's start, the one both audiences share: the V1 start (`startWithSettings`) and the
+ * legacy create (`legacy-service.ts`) read the settings and map errors their own way, then call `start`.
  */
 export class ConversationStart {
   constructor(
     private readonly conversations: ConversationStore,
     private readonly tasks: StartTaskStore,
-    /** Seals a request's MCP secrets (the caller reads the settings). */
-    private readonly settings: Pick<SettingsService, 'sealFor'>,
+    /** Reads the caller's settings (the V1 start) and seals a request's MCP secrets. */
+    private readonly settings: Pick<SettingsService, 'find' | 'sealFor'>,
     private readonly sandboxes: ConversationSandboxes,
     /** The plans (`max_conversations`): read by starts only, whose functions declare them. */
     private readonly plans: () => Plans = () => DEFAULT_PLANS,
@@ -58,6 +58,18 @@ export class ConversationStart {
     /** Platform models (no user key needed; the plan must allow them); none: every model is a user-key model. */
     private readonly platformLlms?: PlatformLlmPolicy,
   ) {}
+
+  /** The V1 API's start (`POST /api/v1/app-conversations`), over the caller's stored settings: 400 without any. */
+  async startWithSettings(
+    userId: string,
+    req: StartRequest,
+    baseUrl: string,
+    tenant: Tenant,
+  ): Promise<AppConversationStartTask> {
+    const settings = await this.settings.find(userId);
+    if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
+    return this.start(userId, req, baseUrl, tenant, settings);
+  }
 
   /**
    * The start, over the settings the caller read (masked: that a key is set is all a start checks; the

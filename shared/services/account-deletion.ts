@@ -1,16 +1,22 @@
 import { AccountDeletion, AccountPurge } from '#shared/accounts/deletion.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
 import { audit } from '#shared/services/audit.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 
 /** Its live work (keys, streams, sandboxes) is built only when a deletion runs. */
-export const accountDeletion: ServiceFactory<AccountDeletion> = (c) =>
-  new AccountDeletion(c.adapter('accountStore'), c.use(accounts), c.use(audit), () => ({
-    sandboxes: c.use(sandboxes),
-    apiKeys: c.use(apiKeys),
-    closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
-  }));
+export const accountDeletion = defineService(
+  { adapters: ['accountStore', 'streamEviction'], uses: [accounts, audit, sandboxes, apiKeys] },
+  (c) =>
+    new AccountDeletion(c.adapter('accountStore'), c.use(accounts), c.use(audit), () => ({
+      sandboxes: c.use(sandboxes),
+      apiKeys: c.use(apiKeys),
+      closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
+    })),
+);
 
-export const accountPurge: ServiceFactory<AccountPurge> = (c) => new AccountPurge(c.adapter('accountPurgeStore'));
+export const accountPurge = defineService(
+  { adapters: ['accountPurgeStore'] },
+  (c) => new AccountPurge(c.adapter('accountPurgeStore')),
+);

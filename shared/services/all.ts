@@ -10,7 +10,9 @@ import { organizations } from '#shared/services/organizations.ts';
 import { conversationBridge } from '#shared/services/conversation-bridge.ts';
 import { conversationHousekeeping } from '#shared/services/conversation-housekeeping.ts';
 import { conversationKeys } from '#shared/services/conversation-keys.ts';
-import { conversations } from '#shared/services/conversations.ts';
+import { conversationCommands } from '#shared/services/conversation-commands.ts';
+import { conversationReads } from '#shared/services/conversation-reads.ts';
+import { conversationStarts } from '#shared/services/conversation-start.ts';
 import { legacyConversations } from '#shared/services/legacy-conversations.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { events } from '#shared/services/events.ts';
@@ -49,7 +51,9 @@ export const allServices: Required<ServiceFactories> = {
   workspaceReads,
   warmPool,
   poolClaims,
-  conversations,
+  conversationReads,
+  conversationCommands,
+  conversationStarts,
   legacyConversations,
   conversationBridge,
   conversationHousekeeping,

@@ -1,4 +1,4 @@
 import { AuditLog } from '#shared/accounts/audit.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const auditLog: ServiceFactory<AuditLog> = (c) => new AuditLog(c.adapter('auditReader'));
+export const auditLog = defineService({ adapters: ['auditReader'] }, (c) => new AuditLog(c.adapter('auditReader')));

@@ -1,4 +1,4 @@
 import { Audit } from '#shared/accounts/audit.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const audit: ServiceFactory<Audit> = (c) => new Audit(c.adapter('auditStore'));
+export const audit = defineService({ adapters: ['auditStore'] }, (c) => new Audit(c.adapter('auditStore')));

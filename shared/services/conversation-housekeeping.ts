@@ -1,6 +1,8 @@
 import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 import { sandboxes } from '#shared/services/sandboxes.ts';
 
-export const conversationHousekeeping: ServiceFactory<ConversationHousekeeping> = (c) =>
-  new ConversationHousekeeping(c.adapter('startTaskStore'), c.use(sandboxes));
+export const conversationHousekeeping = defineService(
+  { adapters: ['startTaskStore'], uses: [sandboxes] },
+  (c) => new ConversationHousekeeping(c.adapter('startTaskStore'), c.use(sandboxes)),
+);

@@ -1,4 +1,4 @@
 import { CursorCodec } from '#shared/http/cursor.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const cursors: ServiceFactory<CursorCodec> = (c) => new CursorCodec(() => c.adapters.cursorKey());
+export const cursors = defineService({ adapters: ['cursorKey'] }, (c) => new CursorCodec(() => c.adapters.cursorKey()));

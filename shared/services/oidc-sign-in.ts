@@ -1,6 +1,6 @@
-import type { ServiceFactory, Services } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const oidcSignIn: ServiceFactory<Services['oidcSignIn']> = (c) => ({
+export const oidcSignIn = defineService({ adapters: ['signInLimiter', 'oidc'] }, (c) => ({
   verifier: c.adapters.oidc,
   limiter: c.adapter('signInLimiter'),
-});
+}));

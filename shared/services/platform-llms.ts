@@ -1,5 +1,7 @@
 import { PlatformLlmPolicy } from '#shared/llm/policy.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const platformLlms: ServiceFactory<PlatformLlmPolicy> = (c) =>
-  new PlatformLlmPolicy(c.adapter('platformModels'), () => c.adapters.plans);
+export const platformLlms = defineService(
+  { adapters: ['platformModels', 'plans'] },
+  (c) => new PlatformLlmPolicy(c.adapter('platformModels'), () => c.adapters.plans),
+);

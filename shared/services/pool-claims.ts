@@ -1,9 +1,15 @@
 import { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
-import type { ServiceFactory } from '#shared/services.ts';
-import { warmPoolDeps } from '#shared/services/warm-pool.ts';
+import { defineService } from '#shared/services.ts';
+import { warmPoolDeps, warmPoolAdapters } from '#shared/services/warm-pool.ts';
 
 /** The warm pool's claim, for the functions that start sandboxes (they carry no standby-side pool code), with its binding deadline. */
-export const poolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, 'start'));
+export const poolClaims = defineService(
+  { adapters: [...warmPoolAdapters] },
+  (c) => new PoolClaims(warmPoolDeps(c, 'start')),
+);
 
 /** The sweeper's claims (a retried start): woken the same way, without a deadline of their own (the next sweep finds them). */
-export const sweepPoolClaims: ServiceFactory<PoolClaims> = (c) => new PoolClaims(warmPoolDeps(c, 'retry'));
+export const sweepPoolClaims = defineService(
+  { adapters: [...warmPoolAdapters] },
+  (c) => new PoolClaims(warmPoolDeps(c, 'retry')),
+);

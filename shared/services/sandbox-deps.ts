@@ -8,8 +8,25 @@ import { lazy } from '#shared/wiring/lazy.ts';
  * Only the user's API starts sandboxes, so only it reads the user's settings (`launchOptions`): the
  * bridge's and housekeeping's bundles carry no settings service.
  */
+/** The adapters and services `sandboxDeps` reads: a factory built on it declares these with its own. */
+export const sandboxDepsAdapters = [
+  'sandboxStore',
+  'sandboxRuntime',
+  'specs',
+  'sealer',
+  'sandboxConfig',
+  'bridgeUrl',
+  'workspaceSnapshots',
+  'snapshotRemoval',
+  'commandPush',
+  'plans',
+  'usageStore',
+  'prices',
+] as const;
+export const sandboxDepsUses = [cursors] as const;
+
 export const sandboxDeps = (
-  c: ServiceContext,
+  c: ServiceContext<(typeof sandboxDepsAdapters)[number], (typeof sandboxDepsUses)[number]>,
   launchOptions?: SandboxServiceDeps['launchOptions'],
 ): SandboxServiceDeps =>
   lazy<SandboxServiceDeps>({

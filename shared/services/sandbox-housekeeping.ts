@@ -1,5 +1,8 @@
 import { SandboxHousekeeping } from '#shared/sandboxes/housekeeping.ts';
-import type { ServiceFactory } from '#shared/services.ts';
-import { sandboxDeps } from '#shared/services/sandbox-deps.ts';
+import { defineService } from '#shared/services.ts';
+import { sandboxDeps, sandboxDepsAdapters, sandboxDepsUses } from '#shared/services/sandbox-deps.ts';
 
-export const sandboxHousekeeping: ServiceFactory<SandboxHousekeeping> = (c) => new SandboxHousekeeping(sandboxDeps(c));
+export const sandboxHousekeeping = defineService(
+  { adapters: [...sandboxDepsAdapters], uses: [...sandboxDepsUses] },
+  (c) => new SandboxHousekeeping(sandboxDeps(c)),
+);

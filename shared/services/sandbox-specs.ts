@@ -1,4 +1,4 @@
 import { SandboxSpecService } from '#shared/sandbox-specs/service.ts';
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 
-export const sandboxSpecs: ServiceFactory<SandboxSpecService> = (c) => new SandboxSpecService(c.adapter('specs'));
+export const sandboxSpecs = defineService({ adapters: ['specs'] }, (c) => new SandboxSpecService(c.adapter('specs')));

@@ -1,5 +1,7 @@
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 import { SettingsService } from '#shared/settings/service.ts';
 
-export const settings: ServiceFactory<SettingsService> = (c) =>
-  new SettingsService(c.adapter('settingsStore'), c.adapter('sealer'));
+export const settings = defineService(
+  { adapters: ['settingsStore', 'sealer'] },
+  (c) => new SettingsService(c.adapter('settingsStore'), c.adapter('sealer')),
+);

@@ -1,5 +1,7 @@
-import type { ServiceFactory } from '#shared/services.ts';
+import { defineService } from '#shared/services.ts';
 import { StreamTickets } from '#shared/stream/tickets.ts';
 
-export const streamTickets: ServiceFactory<StreamTickets> = (c) =>
-  new StreamTickets(c.adapter('streamTicketStore'), c.adapter('conversationStore'));
+export const streamTickets = defineService(
+  { adapters: ['streamTicketStore', 'conversationStore'] },
+  (c) => new StreamTickets(c.adapter('streamTicketStore'), c.adapter('conversationStore')),
+);

@@ -1,6 +1,6 @@
 import type { WarmPoolDeps } from '#shared/sandboxes/pool-claim.ts';
 import { WarmPool } from '#shared/sandboxes/pool.ts';
-import type { ServiceContext, ServiceFactory } from '#shared/services.ts';
+import { defineService, type ServiceContext } from '#shared/services.ts';
 import { lazy } from '#shared/wiring/lazy.ts';
 
 /**
@@ -10,7 +10,20 @@ import { lazy } from '#shared/wiring/lazy.ts';
  * whose claims also set off their binding deadline; `'retry'` for the sweeper's own (a retried start),
  * whose deadline is its next sweep.
  */
-export const warmPoolDeps = (c: ServiceContext, claims?: 'start' | 'retry'): WarmPoolDeps =>
+export const warmPoolAdapters = [
+  'poolStore',
+  'sandboxRuntime',
+  'specs',
+  'sandboxConfig',
+  'poolRefill',
+  'poolDeadline',
+  'commandPush',
+] as const;
+
+export const warmPoolDeps = (
+  c: ServiceContext<(typeof warmPoolAdapters)[number], never>,
+  claims?: 'start' | 'retry',
+): WarmPoolDeps =>
   lazy<WarmPoolDeps>({
     store: () => c.adapters.poolStore,
     runtime: () => c.adapters.sandboxRuntime,
@@ -23,4 +36,4 @@ export const warmPoolDeps = (c: ServiceContext, claims?: 'start' | 'retry'): War
   });
 
 /** The warm pool: the standbys' own routes, the refill, the sweep (and the claim, as `poolClaims`). */
-export const warmPool: ServiceFactory<WarmPool> = (c) => new WarmPool(warmPoolDeps(c));
+export const warmPool = defineService({ adapters: [...warmPoolAdapters] }, (c) => new WarmPool(warmPoolDeps(c)));

@@ -16,10 +16,10 @@ import {
 export const getSettings = defineOperation(
   'getSettings',
   () => ({ response: z.union([maskedSettingsSchema, conversationSettingsSchema]), errors: [404] }),
-  async ({ userId, auth }, { settings, conversations }) => {
+  async ({ userId, auth }, { settings, conversationReads }) => {
     if (auth.via !== 'conversation') return settings.get(userId);
     // A conversation key (Agent Canvas's local mode): its conversation's view, never the owner's settings.
-    const [conversation] = await conversations.ownedMany(userId, [auth.conversationId!]);
+    const [conversation] = await conversationReads.ownedMany(userId, [auth.conversationId!]);
     if (!conversation) throw notFound('Conversation not found');
     const owner = await settings.get(userId).catch((err: unknown) => {
       if (err instanceof ApiError && err.status === 404) return null;

@@ -134,10 +134,18 @@ export type Builders = { [K in AdapterName]?: Builder<K> };
 /**
  * What each adapter asks of the declaration of a function that builds it (`build`) and of one that
  * calls a given method (`calls`), on AWS and locally alike. The table is the one place that knows
- * which IAM-bearing resource each adapter touches; a function's entry names the adapters it may
- * build, and `wire` holds every build and call to the function's declaration.
+ * which IAM-bearing resource each adapter touches; a function's adapters are derived from its services
+ * and declaration (shared/wiring/function-adapters.ts), and `wire` holds every build and call to the
+ * function's declaration.
  */
-export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in keyof Adapters[K]]?: Needs } } } = {
+export const adapterNeeds: {
+  [K in AdapterName]: {
+    build: Needs;
+    calls?: { [M in keyof Adapters[K]]?: Needs };
+    /** The adapters its AWS builder is built on (`get`): a function has it only where it has these too. */
+    builtOn?: readonly AdapterName[];
+  };
+} = {
   keyStore: {
     build: { tables: { keys: 'read' } },
     calls: {
@@ -154,12 +162,15 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     build: { anyOf: ['seal', 'unseal'] },
     calls: { seal: { capabilities: ['seal'] }, open: { capabilities: ['unseal'] } },
   },
-  cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
+  cursorKey: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] }, builtOn: ['sealer'] },
   sessionStore: {
     build: { tables: { keys: 'read' } },
     calls: { create: { tables: { keys: 'write' } }, delete: { tables: { keys: 'write' } } },
   },
-  conversationKeySecret: { build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] } },
+  conversationKeySecret: {
+    build: { tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] },
+    builtOn: ['sealer'],
+  },
   specs: { build: { capabilities: ['specs'] } },
   origins: { build: { capabilities: ['origins'] } },
   plans: { build: { capabilities: ['plans'] } },
@@ -176,7 +187,7 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
     },
   },
   platformModels: { build: { capabilities: ['platform-llms'] } },
-  platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] } },
+  platformLlmKey: { build: { capabilities: ['platform-llms', 'platform-llm-keys'] }, builtOn: ['platformModels'] },
   llmLedger: { build: { tables: { usage: 'write', keys: 'write' } } },
   usageStore: {
     build: { tables: { usage: 'read' } },
@@ -264,7 +275,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   workspaceArchives: { build: { capabilities: ['s3:workspaces:read'] } },
   snapshotRemoval: { build: { capabilities: ['snapshots:delete'] } },
   commandPush: { build: { capabilities: ['commands:push'] } },
-  eventFeed: { build: {} },
+  // On AWS a push to the conversation's open connections (locally the gateway's own hub).
+  eventFeed: { build: {}, builtOn: ['streamConnectionStore', 'eventStore', 'streamPush'] },
   streamTicketStore: {
     build: { tables: { keys: 'read' } },
     calls: { put: { tables: { keys: 'write' } }, take: { tables: { keys: 'write' } } },
@@ -313,7 +325,8 @@ export const adapterNeeds: { [K in AdapterName]: { build: Needs; calls?: { [M in
   oidc: { build: { capabilities: ['signin'] } },
   signInLimiter: { build: { tables: { keys: 'write' } } },
   streamEviction: {
-    build: {},
+    // Its AWS builder reads the stage's endpoint, which `stream:close` brings.
+    build: { capabilities: ['stream:close'] },
     calls: { evict: { tables: { streamConnections: 'read' }, capabilities: ['stream:close'] } },
   },
   streamResendTrigger: { build: { capabilities: ['stream:resend'] } },
@@ -350,20 +363,28 @@ function guarded<K extends AdapterName>(fn: string, declared: Declaration, name:
 }
 
 /**
- * The adapters of one function: each built on first use from `builders` (the ones its entry names)
- * and kept. An adapter its entry does not name throws a WiringError instead of being built. Outside
+ * The adapters of one function: each built on first use from `builders` (its derived adapters') and
+ * kept. Any other throws a WiringError instead of being built. Outside
  * Lambda so does one whose build or call its declaration does not cover, so a path that needs more
  * than declared fails in every test that runs it. A Lambda bundle's build defines
  * `process.env.ACS_LAMBDA_BUNDLE` (infra/bundle.ts), so these checks and their Proxy drop out of it:
  * there the static wiring test (test/unit/wiring.test.ts) and the tier's IAM evaluation of each call
  * (test/tier/) hold the deployed path to its declaration.
  */
+/** Which adapters each `wire` result holds (an adapters object not made by `wire`, the local stack's own, holds all). */
+const wiredNames = new WeakMap<Adapters, ReadonlySet<string>>();
+
+/** Whether `adapters` holds `name`: a service's declared adapter that the function's route does not grant is absent. */
+export function isWired(adapters: Adapters, name: AdapterName): boolean {
+  return wiredNames.get(adapters)?.has(name) ?? true;
+}
+
 export function wire(fn: string, declared: Declaration, builders: Builders): Adapters {
   const build = <K extends AdapterName>(name: K): Adapters[K] => {
     const builder = builders[name] as Builder<K> | undefined;
     if (!builder)
       throw new WiringError(
-        `${fn}: its entry does not wire the ${name} adapter (add it to the adapters the entry passes, and its needs to the declaration)`,
+        `${fn}: it does not have the ${name} adapter (its services do not declare it, or its declaration does not grant it)`,
       );
     // Written out (not a constant) so that esbuild's define folds it and drops the other branch.
     if (process.env.ACS_LAMBDA_BUNDLE === 'true') return builder(get);
@@ -378,6 +399,7 @@ export function wire(fn: string, declared: Declaration, builders: Builders): Ada
     },
   );
   const get = <K extends AdapterName>(name: K): Adapters[K] => out[name];
+  wiredNames.set(out, new Set(Object.keys(builders)));
   return out;
 }
 

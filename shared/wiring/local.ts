@@ -89,7 +89,7 @@ export interface LocalServices extends Services {
   /** Clears the pending binding deadlines (a closing stack). */
   clearDeadlines(): void;
   /**
-   * The same services for one function, held to its declaration and to the adapters and services
+   * The same services for one function, held to its declaration, its derived adapters and the services
    * its entry names, as on AWS: the local gateway runs each route through these, so every test that
    * goes through it fails on a path that builds or calls what the route does not declare.
    */

@@ -32,10 +32,12 @@ const built = new Map<string, Promise<Built>>();
 function bundleOf(entry: string): Promise<Built> {
   let bundle = built.get(entry);
   if (!bundle) {
-    bundle = build({ ...esbuildOptions(entry), write: false, metafile: true, outdir: 'out' }).then((r) => ({
-      metafile: r.metafile,
-      contents: r.outputFiles[0]!.contents,
-    }));
+    bundle = esbuildOptions(entry)
+      .then((options) => build({ ...options, write: false, metafile: true, outdir: 'out' }))
+      .then((r) => ({
+        metafile: r.metafile,
+        contents: r.outputFiles[0]!.contents,
+      }));
     built.set(entry, bundle);
   }
   return bundle;
@@ -128,7 +130,7 @@ describe('Lambda bundles (the options CDK uses)', () => {
     const contents =
       "import { DynamoDBClient } from '@aws-sdk/client-dynamodb'; const c = new DynamoDBClient({ region: 'eu-west-1' }); try { process.stdout.write(JSON.stringify(await c.config.credentials())); } catch (e) { process.stdout.write('ERR ' + e.message); }";
     const out = await build({
-      ...esbuildOptions('functions/health/get.ts'),
+      ...(await esbuildOptions('functions/health/get.ts')),
       entryPoints: undefined,
       stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' },
       write: false,
@@ -160,8 +162,11 @@ describe('Lambda bundles (the options CDK uses)', () => {
     const text = new TextDecoder().decode((await bundleOf('functions/sandboxes/start.ts')).contents);
     // checkNeeds's refusal (shared/wiring/adapters.ts).
     expect(text).not.toContain('which its declaration does not name');
-    // Naming an adapter its entry does not wire still fails with a WiringError.
-    expect(text).toContain('its entry does not wire the');
+    // Nor the service factories' checks of their declarations, nor the stand-in for an absent adapter.
+    expect(text).not.toContain('which its factory does not declare');
+    expect(text).not.toContain('an adapter its declaration does not grant');
+    // An adapter the function does not have still fails with a WiringError.
+    expect(text).toContain('does not have the');
   });
 
   // Every route, the S3 ones included: the bridge's snapshot routes carry the S3 client (their

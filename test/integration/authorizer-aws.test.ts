@@ -173,7 +173,7 @@ describe('the Lambda authorizer', () => {
     expect(view.status).toBe(200);
     expect(Object.keys(view.body).filter((k) => k.endsWith('_set') || k.includes('api_key'))).toEqual([]);
     expect((await invoke('keys/list.ts', 'GET', '/api/keys', context)).status).toBe(403);
-    await services.conversations.revokeKey('gina', id);
+    await services.conversationCommands.revokeKey('gina', id);
     expect((await authorize(authorizerEvent('GET', { 'x-session-api-key': key }))).context).toEqual({ userId: '' });
   });
 });

@@ -25,7 +25,7 @@ describe('the schema library a Lambda bundle carries', () => {
   it.each(['functions/settings/get.ts', 'functions/bridge/events.ts'])(
     '%s: zod/mini with the English locale only, no zod classic',
     async (entry) => {
-      const inputs = await zodInputs(esbuildOptions(entry));
+      const inputs = await zodInputs(await esbuildOptions(entry));
       expect(classic(inputs)).toEqual([]);
       expect(inputs.some((i) => i.includes('zod/v4/mini/'))).toBe(true);
       expect(inputs.filter((i) => i.includes('zod/v4/locales/'))).toEqual([
@@ -47,7 +47,7 @@ describe('the schema library a Lambda bundle carries', () => {
   it('would catch a module that imports zod classic', async () => {
     const contents = "import * as z from 'zod'; export const s = z.object({ a: z.string() });";
     const inputs = await zodInputs({
-      ...esbuildOptions('functions/health/get.ts'),
+      ...(await esbuildOptions('functions/health/get.ts')),
       entryPoints: undefined,
       stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' },
     });

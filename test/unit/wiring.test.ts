@@ -2,18 +2,23 @@ import { describe, expect, it } from 'vitest';
 import { eventFunctions } from '#shared/functions.ts';
 import type { RouteDef } from '#shared/http/route.ts';
 import { llmGatewayRoute, routes } from '#shared/routes.ts';
-import { servicesOf } from '#shared/services.ts';
+import { pathToFileURL } from 'node:url';
+import { builderModuleFor, loadFunctionAdapters } from '#infra/function-adapters.ts';
+import { defineService, servicesOf } from '#shared/services.ts';
+import { cursors } from '#shared/services/cursors.ts';
 import { settings } from '#shared/services/settings.ts';
 import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
+import * as awsBuilders from '#shared/wiring/aws/builders.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
 import { environmentNames, uncovered, type Declaration, type Needs } from '#shared/wiring/needs.ts';
 import { sandboxSpecsEnv } from '#test/helpers/fake-aws.ts';
 
 /**
- * The guard of principle 9 that needs no AWS: every function's entry names the adapters it may
- * build; each must be covered by the function's declaration, and must build with nothing but the
- * environment the CDK app derives from that declaration. At run time `wire` refuses any other
+ * The guard of principle 9 that needs no AWS: every function's adapters are derived from the services
+ * its entry names and its declaration (shared/wiring/function-adapters.ts); each must be covered by
+ * the declaration, must build with nothing but the environment the CDK app derives from it, and its
+ * bundle must carry exactly their builders. At run time `wire` refuses any other
  * build or call in the local stack and in tests, so an integration test that walks a path needing
  * more fails; Lambda bundles carry no such guard (infra/bundle.ts), the tier's IAM checks stand there.
  */
@@ -119,6 +124,20 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     expect(Object.keys(wiring.services).sort(), `${id}: the services its entry names`).toEqual([...read].sort());
   });
 
+  it("is bundled with its adapters' AWS builders and no others", async () => {
+    const wiring = await wiringOf(entry);
+    if (!wiring) return;
+    // What infra/bundle.ts aliases shared/wiring/aws/builders.ts to in this function's bundle.
+    await loadFunctionAdapters();
+    const file = builderModuleFor(entry)!;
+    const bundled = Object.keys(await import(pathToFileURL(file).href)).sort();
+    expect(bundled, `${id}: the builders its bundle carries`).toEqual(
+      wiring.adapters.filter((n) => !wiring.replaced.includes(n)).sort(),
+    );
+    for (const name of wiring.replaced)
+      expect(wiring.builders[name]).not.toBe((awsBuilders as Record<string, unknown>)[name]);
+  });
+
   it('declares nothing that none of its adapters can use (no grant without a use)', async () => {
     const wiring = await wiringOf(entry);
     const usable = (wiring?.adapters ?? []).flatMap(allNeeds);
@@ -133,13 +152,40 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
   });
 });
 
+describe('the AWS builders', () => {
+  it('hold one builder per adapter, under its name', () => {
+    expect(Object.keys(awsBuilders).sort()).toEqual(Object.keys(adapterNeeds).sort());
+  });
+});
+
+describe('defineService', () => {
+  const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
+  const adapters = wire('getSettings', { tables: { settings: 'read' } }, { settingsStore: () => fake });
+
+  it('refuses, outside Lambda, an adapter or a service its factory does not declare', () => {
+    const sneaky = defineService({ adapters: [] }, (c) =>
+      // The compiler refuses this too; the cast stands for a factory that got past it.
+      (c as unknown as { adapter(n: string): { get(): unknown } }).adapter('settingsStore').get(),
+    );
+    expect(() => servicesOf('getSettings', adapters, { settings: sneaky as never }).settings).toThrow(
+      'getSettings: a service used the settingsStore adapter, which its factory does not declare',
+    );
+    const borrower = defineService({ adapters: [] }, (c) =>
+      (c as unknown as { use(f: unknown): unknown }).use(cursors),
+    );
+    expect(() => servicesOf('getSettings', adapters, { settings: borrower as never }).settings).toThrow(
+      /a service used a service its factory does not declare/,
+    );
+  });
+});
+
 describe('wire', () => {
   const declared: Declaration = { tables: { settings: 'read' } };
 
-  it('refuses an adapter the entry does not name', () => {
+  it('refuses an adapter the function does not have', () => {
     const adapters = wire('getSettings', declared, { settingsStore });
     expect(() => adapters.sealer).toThrow(WiringError);
-    expect(() => adapters.sealer).toThrow(/does not wire the sealer adapter/);
+    expect(() => adapters.sealer).toThrow(/does not have the sealer adapter/);
   });
 
   it('refuses to build an adapter the declaration does not cover, naming what is missing', () => {
@@ -163,7 +209,7 @@ describe('wire', () => {
     const services = servicesOf('getSettings', wire('getSettings', declared, { settingsStore: () => fake }), {
       settings,
     });
-    expect(() => services.conversations).toThrow(WiringError);
+    expect(() => services.conversationReads).toThrow(WiringError);
     expect(() => services.sandboxes).toThrow('getSettings: its entry does not name the sandboxes service');
     expect(services.settings).toBe(services.settings);
     // Built over the adapters it was given.

@@ -53,7 +53,7 @@ export class WorkspaceSnapshots {
   private signer(): SnapshotSigning {
     if (!this.signing)
       throw new Error(
-        'This function signs no snapshot requests: its entry wires workspace snapshots without the presigners',
+        'This function signs no snapshot requests: its entry does not give the signing workspace snapshots builder',
       );
     return this.signing;
   }

@@ -3,4 +3,4 @@ import type { Builder } from '#shared/wiring/adapters.ts';
 import { bucketSnapshots } from '#shared/wiring/aws/s3.ts';
 
 /** The S3 client with the presigners: only in the bundles of the bridge routes that sign snapshot uploads and downloads. */
-export const workspaceSnapshots: Builder<'workspaceSnapshots'> = () => bucketSnapshots(s3SnapshotSigning);
+export const signingWorkspaceSnapshots: Builder<'workspaceSnapshots'> = () => bucketSnapshots(s3SnapshotSigning);

@@ -1,39 +1,36 @@
-import type { Tenant } from '#shared/plans/limits.ts';
-import type { ConversationDeps } from '#shared/conversations/deps.ts';
-import {
-  queued,
-  type AppConversation,
-  type AppConversationStartTask,
-  type ConversationCommand,
-  type ConversationRecord,
-  type ConversationSearch,
-  type StartRequest,
+import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
+import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
+import type {
+  AppConversation,
+  AppConversationStartTask,
+  ConversationRecord,
+  ConversationSearch,
 } from '#shared/conversations/model.ts';
-import { normalizeId, ownedConversation, ownedConversations, ownedSandbox } from '#shared/conversations/owned.ts';
+import { normalizeId, ownedConversation, ownedConversations } from '#shared/conversations/owned.ts';
+import type { ConversationSandboxes } from '#shared/conversations/start.ts';
 import { toAppConversation, toStartTask } from '#shared/conversations/views.ts';
-import { badRequest, conflict, notFound } from '#shared/http/errors.ts';
+import type { CursorCodec } from '#shared/http/cursor.ts';
+
+/** What the reads are built on. */
+export interface ConversationReadDeps {
+  conversations: ConversationStore;
+  tasks: StartTaskStore;
+  sandboxes: Pick<ConversationSandboxes, 'statuses'>;
+  cursors: CursorCodec;
+  keys: ConversationKeys;
+}
 
 /**
- * Conversations as their owner sees them through the V1 API (`/api/v1/app-conversations...`), the
- * agent-server routes and the stream's relay: start, list, search, and talk to a running one. The
- * legacy `/api/conversations` routes have their own service (`legacy-service.ts`).
+ * Conversations as their owner reads them through the V1 API (`/api/v1/app-conversations...`), the
+ * agent-server routes and the settings a conversation's key reads: lists, searches, counts, start tasks.
+ * Starts are `ConversationStart` (start.ts), commands `ConversationCommands` (commands.ts), the legacy
+ * `/api/conversations` routes `LegacyConversationService` (legacy-service.ts).
  */
-export class ConversationService {
-  constructor(private readonly d: ConversationDeps) {}
+export class ConversationReads {
+  constructor(private readonly d: ConversationReadDeps) {}
 
   private sessionKey(rec: ConversationRecord): Promise<string> {
     return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
-  }
-
-  /**
-   * Starts a conversation and returns its start task's first snapshot. Nothing slow happens here:
-   * the sandbox is started (or resumed) with its `start_conversation` command queued; the sandbox's
-   * reports move the task on (WAITING_FOR_SANDBOX ... READY), and the sweeper fails one that stalls.
-   */
-  async start(userId: string, req: StartRequest, baseUrl: string, tenant: Tenant): Promise<AppConversationStartTask> {
-    const settings = await this.d.settings.find(userId);
-    if (!settings) throw badRequest('No settings stored: POST /api/settings with llm_model and llm_api_key first');
-    return this.d.starts.start(userId, req, baseUrl, tenant, settings);
   }
 
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
@@ -103,30 +100,6 @@ export class ConversationService {
       items: page.items.map((t) => toStartTask(t, baseUrl)),
       next_page_id: await this.d.cursors.encode(page.lastKey, scope),
     };
-  }
-
-  /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
-  async command(
-    userId: string,
-    conversationId: string,
-    make: (id: string) => ConversationCommand,
-  ): Promise<{ success: true }> {
-    const conversation = await this.d.conversations.get(userId, normalizeId(conversationId));
-    if (!conversation) throw notFound('Conversation not found');
-    if (!conversation.sandbox_id) throw conflict('The conversation has no sandbox yet; wait for its start task');
-    const sandbox = await ownedSandbox(this.d.sandboxes, userId, conversation.sandbox_id);
-    if (!sandbox || sandbox.status === 'ERROR' || sandbox.status === 'MISSING') {
-      throw conflict(`The conversation's sandbox is ${sandbox?.status ?? 'MISSING'}; start a new conversation`);
-    }
-    await this.d.sandboxes.enqueueCommand(userId, sandbox.id, queued(make(conversation.id)));
-    return { success: true };
-  }
-
-  /** Revokes every conversation-scoped key handed out for the conversation; returns the new one (GETs show it too). */
-  async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
-    const rec = await this.owned(userId, conversationId);
-    await this.d.versioned.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
-    return { session_api_key: await this.sessionKey(await this.owned(userId, rec.id)) };
   }
 
   /** The caller's conversation by id (dashes and case as any client sends them); 404 otherwise. */
