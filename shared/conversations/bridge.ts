@@ -2,7 +2,7 @@ import type { ConversationStore, StartTaskStore } from '#shared/conversations/co
 import { queued, startTaskRank, type ConversationRecord, type SandboxCaller } from '#shared/conversations/model.ts';
 import { unmaskMcp, type McpSecrets } from '#shared/conversations/mcp-secrets.ts';
 import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
-import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import { buildStartConfig } from '#shared/conversations/start-config.ts';
 import { RateLimitedError, SequenceAheadError, type EventStore } from '#shared/events/event-store.ts';
 import { invalidField, planLimit, tooManyRequests, unauthorized } from '#shared/http/errors.ts';
@@ -80,7 +80,7 @@ export class ConversationBridge {
     private readonly events: EventStore,
     private readonly settings: SettingsService,
     /** What the bridge uses of the sandbox service: a bridge route's agent activity, the pause at an event cap. */
-    private readonly sandboxes: Pick<SandboxService, 'recordActivity' | 'enqueueCommand'>,
+    private readonly sandboxes: Pick<SandboxQueue, 'recordActivity' | 'enqueueCommand'>,
     private readonly versioned: VersionedConversationUpdate,
     private readonly feed: EventFeed,
     private readonly now: () => number = () => Date.now(),

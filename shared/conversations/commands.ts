@@ -2,14 +2,14 @@ import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import { queued, type ConversationCommand, type ConversationRecord } from '#shared/conversations/model.ts';
 import { normalizeId, ownedConversation, ownedSandbox } from '#shared/conversations/owned.ts';
-import type { ConversationSandboxes } from '#shared/conversations/start.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import { conflict, notFound } from '#shared/http/errors.ts';
 
 /** What the commands are built on. */
 export interface ConversationCommandDeps {
   conversations: ConversationStore;
-  sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>;
+  sandboxes: Pick<SandboxQueue, 'statuses' | 'enqueueCommand'>;
   keys: ConversationKeys;
   versioned: VersionedConversationUpdate;
 }

@@ -1,7 +1,8 @@
 import type { Tenant } from '#shared/plans/limits.ts';
 import type { ConversationKeys } from '#shared/auth/conversation-keys.ts';
 import type { ConversationStore, StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type { ConversationSandboxes, ConversationStart } from '#shared/conversations/start.ts';
+import type { ConversationStart } from '#shared/conversations/start.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import type { VersionedConversationUpdate } from '#shared/conversations/versioned-update.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 import type { SettingsService } from '#shared/settings/service.ts';
@@ -26,7 +27,7 @@ export interface LegacyConversationDeps {
   conversations: ConversationStore;
   tasks: StartTaskStore;
   settings: Pick<SettingsService, 'find'>;
-  sandboxes: Pick<ConversationSandboxes, 'statuses' | 'enqueueCommand'>;
+  sandboxes: Pick<SandboxQueue, 'statuses' | 'enqueueCommand'>;
   cursors: CursorCodec;
   keys: ConversationKeys;
   versioned: VersionedConversationUpdate;

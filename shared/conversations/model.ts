@@ -172,7 +172,7 @@ export interface StartTaskRecord {
   pendingShard?: string;
 }
 
-/** A conversation's sandbox as its views show it (from `SandboxService.statuses`: nothing sealed is opened). */
+/** A conversation's sandbox as its views show it (from `SandboxQueue.statuses`: nothing sealed is opened). */
 export interface SandboxSummary {
   id: string;
   status: SandboxStatus;

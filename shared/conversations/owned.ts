@@ -1,7 +1,7 @@
 import type { ConversationStore } from '#shared/conversations/conversation-store.ts';
 import type { ConversationRecord, SandboxSummary } from '#shared/conversations/model.ts';
 import { notFound } from '#shared/http/errors.ts';
-import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 
 /**
  * Lookups both conversation audiences (the V1 API, `service.ts`; the legacy one, `legacy-service.ts`)
@@ -35,7 +35,7 @@ export async function ownedConversations(
 
 /** The user's sandbox's status; undefined when unknown, deleted or another user's. */
 export async function ownedSandbox(
-  sandboxes: Pick<SandboxService, 'statuses'>,
+  sandboxes: Pick<SandboxQueue, 'statuses'>,
   userId: string,
   sandboxId: string,
 ): Promise<SandboxSummary | undefined> {

@@ -7,7 +7,7 @@ import type {
   ConversationSearch,
 } from '#shared/conversations/model.ts';
 import { normalizeId, ownedConversation, ownedConversations } from '#shared/conversations/owned.ts';
-import type { ConversationSandboxes } from '#shared/conversations/start.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import { toAppConversation, toStartTask } from '#shared/conversations/views.ts';
 import type { CursorCodec } from '#shared/http/cursor.ts';
 
@@ -15,7 +15,7 @@ import type { CursorCodec } from '#shared/http/cursor.ts';
 export interface ConversationReadDeps {
   conversations: ConversationStore;
   tasks: StartTaskStore;
-  sandboxes: Pick<ConversationSandboxes, 'statuses'>;
+  sandboxes: Pick<SandboxQueue, 'statuses'>;
   cursors: CursorCodec;
   keys: ConversationKeys;
 }

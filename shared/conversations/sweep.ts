@@ -1,5 +1,5 @@
 import type { StartTaskStore } from '#shared/conversations/conversation-store.ts';
-import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import { logger } from '#shared/logging.ts';
 import { startTaskStatuses } from '#shared/protocol.ts';
 
@@ -13,7 +13,7 @@ export const START_WRITE_SECONDS = 60;
 export class ConversationHousekeeping {
   constructor(
     private readonly tasks: StartTaskStore,
-    private readonly sandboxes: Pick<SandboxService, 'statuses'>,
+    private readonly sandboxes: Pick<SandboxQueue, 'statuses'>,
   ) {}
 
   /**

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { invalidField, notFound } from '#shared/http/errors.ts';
-import { logger } from '#shared/logging.ts';
-import type { CommandInput, SandboxCommand, SandboxStatus } from '#shared/protocol.ts';
-import { pushMessage } from '#shared/sandboxes/command-push.ts';
+import type { CommandInput } from '#shared/protocol.ts';
 import { isLive, type SandboxInfo } from '#shared/sandboxes/model.ts';
 import { newToken, SandboxLifecycle, sha256, type SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import { NOTICE_STATE, type LaunchOptions } from '#shared/sandboxes/runtime/sandbox-runtime.ts';
 import { LIVE_SHARD, type SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
-import { commandQueued } from '#shared/sandboxes/command-signal.ts';
+import { SandboxQueue } from '#shared/sandboxes/queue.ts';
 import { limitRefusal, type Tenant } from '#shared/plans/limits.ts';
 import { limitReached, readStanding, standingOf } from '#shared/usage/standing.ts';
 import { DEFAULT_PLANS } from '#shared/plans/model.ts';
@@ -18,9 +16,11 @@ const newSandboxId = () => randomUUID().replaceAll('-', '');
 /** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
 export class SandboxService {
   private readonly lifecycle: SandboxLifecycle;
+  private readonly queue: SandboxQueue;
 
   constructor(private readonly deps: SandboxServiceDeps) {
     this.lifecycle = new SandboxLifecycle(deps);
+    this.queue = new SandboxQueue(deps);
   }
 
   /** The user's sandboxes, newest first. */
@@ -231,64 +231,14 @@ export class SandboxService {
     await this.lifecycle.finishDelete(t!.record);
   }
 
-  /**
-   * Queues a command for the user's sandbox (e.g. `start_conversation`, `send_message`), then pushes it
-   * to the program's command socket if it has one (AWS); otherwise the program receives it through the
-   * long-poll. The payload is stored as it is: no command carries a secret (the program fetches a
-   * conversation's secrets with its start configuration), and a user message is stored as an event in
-   * the clear anyway. 404 for an unknown or foreign sandbox. Returns the command's seq.
-   */
-  async enqueueCommand(userId: string, sandboxId: string, command: CommandInput): Promise<number> {
-    const rec = await this.deps.store.get(sandboxId);
-    if (!rec || rec.userId !== userId || rec.deletedAt) throw notFound('Sandbox not found');
-    const payload = command.payload === undefined ? undefined : JSON.stringify(command.payload);
-    const seq = await this.deps.store.nextCommandSeq(sandboxId);
-    if (seq === undefined) throw notFound('Sandbox not found');
-    const createdAt = this.lifecycle.iso();
-    await this.deps.store.putCommand({ sandboxId, seq, type: command.type, payload, createdAt });
-    await this.push(rec, { seq, type: command.type, payload: command.payload ?? null, created_at: createdAt });
-    commandQueued(sandboxId);
-    return seq;
+  /** Queues a command for the user's sandbox and pushes it (`SandboxQueue.enqueueCommand`). */
+  enqueueCommand(userId: string, sandboxId: string, command: CommandInput): Promise<number> {
+    return this.queue.enqueueCommand(userId, sandboxId, command);
   }
 
-  /**
-   * Best effort: the command is queued already, and a program that missed a push (socket gone, a
-   * failed call) fetches it over HTTP when its next heartbeat shows a newer `command_seq`.
-   */
-  private async push(rec: SandboxRecord, command: SandboxCommand): Promise<void> {
-    const push = this.deps.commandPush;
-    const connection = rec.commandSocket;
-    if (!push || !connection || rec.status !== 'RUNNING') return;
-    try {
-      if (!(await push.send(connection, pushMessage(command))))
-        await this.deps.store.clearCommandSocket(rec.id, connection);
-    } catch (err) {
-      logger.warn('Pushing a command to its sandbox failed; the program fetches it after its next heartbeat', {
-        sandboxId: rec.id,
-        seq: command.seq,
-        error: err as Error,
-      });
-    }
-  }
-
-  /**
-   * Agent activity seen elsewhere (events posted through a bridge route): postpones the idle pause. False
-   * when the sandbox is not RUNNING. Here, not on the bridge, so the conversation functions that call
-   * it do not carry the bridge's code (check-in, metering).
-   */
-  recordActivity(sandboxId: string): Promise<boolean> {
-    return this.deps.store.touchActivity(sandboxId, this.lifecycle.iso());
-  }
-
-  /** Status and reason of sandboxes by id, without opening anything sealed (for other services' views). */
-  async statuses(
-    ids: string[],
-  ): Promise<Map<string, { id: string; userId: string; status: SandboxStatus; detail: string | null }>> {
-    const found = await this.deps.store.batchGet(ids);
-    const out = new Map<string, { id: string; userId: string; status: SandboxStatus; detail: string | null }>();
-    for (const [id, r] of found)
-      if (!r.deletedAt) out.set(id, { id, userId: r.userId, status: r.status, detail: r.detail ?? null });
-    return out;
+  /** Status and reason of sandboxes by id (`SandboxQueue.statuses`). */
+  statuses(ids: string[]): ReturnType<SandboxQueue['statuses']> {
+    return this.queue.statuses(ids);
   }
 
   /**

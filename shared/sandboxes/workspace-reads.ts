@@ -14,9 +14,9 @@ import {
   workspaceReplySchema,
 } from '#shared/protocol.ts';
 import { commandQueued, commandQueuedOrTimeout } from '#shared/sandboxes/command-signal.ts';
-import type { SandboxServiceDeps } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxRecord } from '#shared/sandboxes/sandbox-store.ts';
-import type { SandboxService } from '#shared/sandboxes/service.ts';
+import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
+import type { SandboxStore } from '#shared/sandboxes/sandbox-store.ts';
 import { readArchive, type WorkspaceArchives } from '#shared/sandboxes/snapshots/workspace-archive.ts';
 import * as z from '#shared/zod.ts';
 
@@ -67,10 +67,10 @@ const replySignal = (sandboxId: string, seq: number) => `reply:${sandboxId}:${se
  */
 export class WorkspaceReads {
   constructor(
-    private readonly deps: SandboxServiceDeps,
+    private readonly deps: { store: SandboxStore },
     private readonly conversations: ConversationStore,
     /** Queues the command (and pushes it where a socket is) exactly as every other command is. */
-    private readonly queue: Pick<SandboxService, 'enqueueCommand'>,
+    private readonly queue: Pick<SandboxQueue, 'enqueueCommand'>,
     private readonly archives: WorkspaceArchives,
   ) {}
 

@@ -4,13 +4,13 @@ import { modelsHash } from '#shared/llm/platform-models.ts';
 import { defineService } from '#shared/services.ts';
 import { llmCredentials } from '#shared/services/llm-credentials.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';
-import { sandboxes } from '#shared/services/sandboxes.ts';
+import { sandboxQueue } from '#shared/services/sandbox-queue.ts';
 import { settings } from '#shared/services/settings.ts';
 
 export const conversationBridge = defineService(
   {
     adapters: ['conversationStore', 'startTaskStore', 'eventStore', 'eventFeed', 'agentReports', 'plans', 'bridgeUrl'],
-    uses: [platformLlms, settings, sandboxes, llmCredentials],
+    uses: [platformLlms, settings, sandboxQueue, llmCredentials],
   },
   (c) => {
     const policy = c.use(platformLlms);
@@ -19,7 +19,7 @@ export const conversationBridge = defineService(
       c.adapter('startTaskStore'),
       c.adapter('eventStore'),
       c.use(settings),
-      c.use(sandboxes),
+      c.use(sandboxQueue),
       new VersionedConversationUpdate(c.adapter('conversationStore')),
       c.adapter('eventFeed'),
       undefined,

@@ -1,8 +1,8 @@
 import { ConversationHousekeeping } from '#shared/conversations/sweep.ts';
 import { defineService } from '#shared/services.ts';
-import { sandboxes } from '#shared/services/sandboxes.ts';
+import { sandboxQueue } from '#shared/services/sandbox-queue.ts';
 
 export const conversationHousekeeping = defineService(
-  { adapters: ['startTaskStore'], uses: [sandboxes] },
-  (c) => new ConversationHousekeeping(c.adapter('startTaskStore'), c.use(sandboxes)),
+  { adapters: ['startTaskStore'], uses: [sandboxQueue] },
+  (c) => new ConversationHousekeeping(c.adapter('startTaskStore'), c.use(sandboxQueue)),
 );

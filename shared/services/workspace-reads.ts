@@ -1,22 +1,19 @@
-import { SandboxService } from '#shared/sandboxes/service.ts';
 import { WorkspaceReads } from '#shared/sandboxes/workspace-reads.ts';
 import { defineService } from '#shared/services.ts';
-import { sandboxDeps, sandboxDepsAdapters, sandboxDepsUses } from '#shared/services/sandbox-deps.ts';
+import { sandboxQueue } from '#shared/services/sandbox-queue.ts';
 
 /**
- * Workspace reads: commands queued as the user's others are (a SandboxService without launch options:
- * these functions start nothing), replies taken from the commands table, a paused sandbox's
- * workspace from the `workspaceArchives` adapter (its snapshot on AWS, its directory locally).
+ * Workspace reads: commands queued as the user's others are (the sandbox queue: these functions start
+ * nothing), replies taken from the commands table, a paused sandbox's workspace from the
+ * `workspaceArchives` adapter (its snapshot on AWS, its directory locally).
  */
 export const workspaceReads = defineService(
-  { adapters: [...sandboxDepsAdapters, 'conversationStore', 'workspaceArchives'], uses: [...sandboxDepsUses] },
-  (c) => {
-    const deps = sandboxDeps(c);
-    return new WorkspaceReads(
-      deps,
+  { adapters: ['sandboxStore', 'conversationStore', 'workspaceArchives'], uses: [sandboxQueue] },
+  (c) =>
+    new WorkspaceReads(
+      { store: c.adapter('sandboxStore') },
       c.adapter('conversationStore'),
-      new SandboxService(deps),
+      c.use(sandboxQueue),
       c.adapter('workspaceArchives'),
-    );
-  },
+    ),
 );
