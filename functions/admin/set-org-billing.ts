@@ -1,5 +1,5 @@
 import { setOrgBilling } from '#shared/billing/operations.ts';
-import { billingCustomers } from '#shared/services/stripe.ts';
+import { billingCustomers } from '#shared/services/billing-customers.ts';
 import { awsRoute } from '#shared/wiring/aws.ts';
 
 export const handler = awsRoute(setOrgBilling, { billingCustomers });

@@ -2,7 +2,7 @@ import { dailyBilling } from '#shared/billing/daily.ts';
 import { previousDay } from '#shared/billing/export.ts';
 import { billingExportFunction } from '#shared/functions.ts';
 import { billingExports as exportsService } from '#shared/services/billing-exports.ts';
-import { stripeReports } from '#shared/services/stripe.ts';
+import { stripeReports } from '#shared/services/stripe-reports.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 import { DailyStorageMeter } from '#shared/usage/storage-close.ts';
 import { dynamoStorageHoldings } from '#shared/usage/dynamo-storage-holdings.ts';

@@ -1,5 +1,5 @@
 import { usageReconcileFunction } from '#shared/functions.ts';
-import { accountPurge } from '#shared/services/account-deletion.ts';
+import { accountPurge } from '#shared/services/account-purge.ts';
 import { usageReconcile } from '#shared/services/usage-reconcile.ts';
 import { awsFunction } from '#shared/wiring/aws.ts';
 

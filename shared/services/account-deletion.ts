@@ -1,4 +1,4 @@
-import { AccountDeletion, AccountPurge } from '#shared/accounts/deletion.ts';
+import { AccountDeletion } from '#shared/accounts/deletion.ts';
 import { defineService } from '#shared/services.ts';
 import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
@@ -14,9 +14,4 @@ export const accountDeletion = defineService(
       apiKeys: c.use(apiKeys),
       closeStreams: (userId) => c.adapter('streamEviction').evict(userId),
     })),
-);
-
-export const accountPurge = defineService(
-  { adapters: ['accountPurgeStore'] },
-  (c) => new AccountPurge(c.adapter('accountPurgeStore')),
 );

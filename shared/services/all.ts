@@ -1,5 +1,6 @@
 import type { ServiceFactories } from '#shared/services.ts';
-import { accountDeletion, accountPurge } from '#shared/services/account-deletion.ts';
+import { accountDeletion } from '#shared/services/account-deletion.ts';
+import { accountPurge } from '#shared/services/account-purge.ts';
 import { accountExport } from '#shared/services/account-export.ts';
 import { accounts } from '#shared/services/accounts.ts';
 import { apiKeys } from '#shared/services/api-keys.ts';
@@ -28,7 +29,8 @@ import { streamAccess } from '#shared/services/stream-access.ts';
 import { streamTickets } from '#shared/services/stream-tickets.ts';
 import { usage } from '#shared/services/usage.ts';
 import { billingExports } from '#shared/services/billing-exports.ts';
-import { billingCustomers, stripeReports } from '#shared/services/stripe.ts';
+import { billingCustomers } from '#shared/services/billing-customers.ts';
+import { stripeReports } from '#shared/services/stripe-reports.ts';
 import { usageReconcile } from '#shared/services/usage-reconcile.ts';
 import { credits } from '#shared/services/credits.ts';
 import { platformLlms } from '#shared/services/platform-llms.ts';

@@ -1,6 +1,6 @@
 import { PoolClaims } from '#shared/sandboxes/pool-claim.ts';
 import { defineService } from '#shared/services.ts';
-import { warmPoolDeps, warmPoolAdapters } from '#shared/services/warm-pool.ts';
+import { warmPoolDeps, warmPoolAdapters } from '#shared/services/warm-pool-deps.ts';
 
 /** The warm pool's claim, for the functions that start sandboxes (they carry no standby-side pool code), with its binding deadline. */
 export const poolClaims = defineService(

@@ -40,13 +40,14 @@ export interface EntryWiring {
 }
 
 function wiringOf(id: string, declaration: Declaration, services: ServiceFactories, own: EntryWiring): FunctionWiring {
-  // A Lambda bundle's registry holds exactly this function's builders (and its route table no grants).
+  const replace = own.replace ?? {};
+  // A Lambda bundle's registry holds exactly this function's builders but those the entry replaces
+  // (infra/function-adapters.ts), and its route table no grants.
   const adapters =
     process.env.ACS_LAMBDA_BUNDLE === 'true'
-      ? (Object.keys(awsBuilders) as AdapterName[])
+      ? ([...new Set([...Object.keys(awsBuilders), ...Object.keys(replace)])].sort() as AdapterName[])
       : functionAdapters(declaration, services, own.adapters);
   const all = awsBuilders as Builders;
-  const replace = own.replace ?? {};
   const builders = Object.fromEntries(adapters.map((n) => [n, replace[n] ?? all[n]])) as Builders;
   const replaced = (Object.keys(replace) as AdapterName[]).filter((n) => adapters.includes(n));
   return { id, declaration, adapters, builders, replaced, services };

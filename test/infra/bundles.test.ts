@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { bundleStats, esbuildOptions, loadStats, REPO_ROOT } from '#infra/bundle.ts';
 import { lambdaEntries } from '#infra/functions.ts';
 import { eventFunctions } from '#shared/functions.ts';
@@ -126,6 +127,29 @@ describe('Lambda bundles (the options CDK uses)', () => {
     },
   );
 
+  // A bundle carries its adapters' builders in a module of its own (infra/function-adapters.ts): the
+  // function it makes must have the adapters the entry has outside Lambda, a replaced builder included.
+  it.each([...signingEntries, 'functions/conversations/start.ts', 'functions/stream/connect.ts'])(
+    'the bundle of %s has the adapters its entry derives outside Lambda',
+    async (entry) => {
+      const dir = mkdtempSync(join(tmpdir(), 'acs-wiring-'));
+      try {
+        const file = join(dir, 'index.mjs');
+        writeFileSync(file, (await bundleOf(entry)).contents);
+        const script = `const m = await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(JSON.stringify(m.handler.wiring.adapters));`;
+        const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1' },
+        });
+        const unbundled = ((await import(`../../${entry}`)) as { handler: { wiring: { adapters: string[] } } }).handler
+          .wiring.adapters;
+        expect(JSON.parse(child.stdout || 'null'), child.stderr).toEqual(unbundled);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
   it('gives a bundled SDK client the credentials Lambda puts in the environment, and a clear error without them', async () => {
     const contents =
       "import { DynamoDBClient } from '@aws-sdk/client-dynamodb'; const c = new DynamoDBClient({ region: 'eu-west-1' }); try { process.stdout.write(JSON.stringify(await c.config.credentials())); } catch (e) { process.stdout.write('ERR ' + e.message); }";
@@ -165,6 +189,8 @@ describe('Lambda bundles (the options CDK uses)', () => {
     // Nor the service factories' checks of their declarations, nor the stand-in for an absent adapter.
     expect(text).not.toContain('which its factory does not declare');
     expect(text).not.toContain('an adapter its declaration does not grant');
+    // No Proxy at all: a production stack trace has no wiring frames.
+    expect(text).not.toContain('new Proxy');
     // An adapter the function does not have still fails with a WiringError.
     expect(text).toContain('does not have the');
   });

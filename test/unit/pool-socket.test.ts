@@ -7,7 +7,7 @@ import type { PoolStore, StandbyPatch, StandbyRecord } from '#shared/sandboxes/p
 import { sha256 } from '#shared/sandboxes/lifecycle.ts';
 import type { SandboxSpec } from '#shared/sandbox-specs/model.ts';
 import type { ServiceContext } from '#shared/services.ts';
-import { warmPoolDeps } from '#shared/services/warm-pool.ts';
+import { warmPoolDeps } from '#shared/services/warm-pool-deps.ts';
 
 /*
  * The pool socket's server side (docs/architecture.md, "The warm pool"): `$connect` records a standby's
