@@ -110,7 +110,8 @@ export type AnyServiceFactory = ServiceFactory<unknown, any, any>;
 
 /**
  * What a service factory builds with: the adapters it declares (`A`) and the services it declares
- * it is built on (`U`). Anything else is a compile error; outside Lambda also a WiringError.
+ * it is built on (`U`). Anything else is a compile error; outside Lambda `adapter` and `use` also
+ * refuse it with a WiringError.
  */
 export interface ServiceContext<A extends AdapterName = AdapterName, U extends AnyServiceFactory = AnyServiceFactory> {
   /** The adapter, built now (one the function's route does not grant is refused at its first use). */
