@@ -28,7 +28,8 @@ const BANNER =
  * One set of bundling choices for CDK and for the esbuild checks and benchmark: ESM, minified,
  * `module` before `main` (the AWS SDK's ES build tree-shakes to a fraction), and the AWS SDK
  * bundled rather than taken from the runtime, so the bundle runs the versions we tested.
- * `ACS_LAMBDA_BUNDLE`: a Lambda bundle carries no wiring guards (shared/wiring/adapters.ts, `GUARDED`).
+ * `ACS_LAMBDA_BUNDLE`: a Lambda bundle carries no wiring guards (shared/wiring/adapters.ts `wire`,
+ * shared/services.ts `servicesOf`).
  */
 const shared = {
   minify: true,

@@ -114,7 +114,7 @@ export type AnyServiceFactory = ServiceFactory<unknown, any, any>;
  * refuse it with a WiringError.
  */
 export interface ServiceContext<A extends AdapterName = AdapterName, U extends AnyServiceFactory = AnyServiceFactory> {
-  /** The adapter, built now (one the function's route does not grant is refused at its first use). */
+  /** The adapter, built now. One the function's route does not grant is absent: outside Lambda a stand-in refusing its first use, in a bundle undefined. */
   adapter<K extends A>(name: K): Adapters[K];
   /** The adapters as they are, for plain values and functions read when first called. */
   adapters: Pick<Adapters, A>;
@@ -231,8 +231,10 @@ const serviceNames: Record<ServiceName, true> = {
 
 /**
  * The services of one function: those its entry names (`factories`), each built on first use over
- * the function's adapters (`wire`, which holds every build and call to its declaration), with the
- * services they are built on. A service the entry does not name throws a WiringError.
+ * the function's adapters (`wire`, which outside Lambda holds every build and call to its
+ * declaration), with the services they are built on. A service the entry does not name throws a
+ * WiringError. `c.named` reaches a service the entry names by name, undeclared: the pool's claim,
+ * which only the functions that start sandboxes name (shared/services/sandbox-deps.ts).
  */
 export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFactories): Services {
   const built = new Map<AnyServiceFactory, unknown>();

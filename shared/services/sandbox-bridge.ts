@@ -10,14 +10,13 @@ export const sandboxBridge = defineService(
     adapters: [...sandboxDepsAdapters, 'conversationStore', 'eventStore', 'eventFeed'],
     uses: [...sandboxDepsUses, usageAlerts],
   },
-  (c) => {
-    const deps = sandboxDeps(c);
-    Object.defineProperty(deps, 'alerts', { get: () => c.use(usageAlerts), enumerable: true });
-    // Built when first read (a limit pause at a heartbeat): the conversations, their events, the stream.
-    Object.defineProperty(deps, 'pauseNotices', {
-      get: () => new PauseNotices(c.adapter('conversationStore'), c.adapter('eventStore'), c.adapter('eventFeed')),
-      enumerable: true,
-    });
-    return new SandboxBridge(deps);
-  },
+  (c) =>
+    new SandboxBridge(
+      sandboxDeps(c, undefined, {
+        alerts: () => c.use(usageAlerts),
+        // Built when first read (a limit pause at a heartbeat): the conversations, their events, the stream.
+        pauseNotices: () =>
+          new PauseNotices(c.adapter('conversationStore'), c.adapter('eventStore'), c.adapter('eventFeed')),
+      }),
+    ),
 );

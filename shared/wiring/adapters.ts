@@ -362,15 +362,6 @@ function guarded<K extends AdapterName>(fn: string, declared: Declaration, name:
   });
 }
 
-/**
- * The adapters of one function: each built on first use from `builders` (its derived adapters') and
- * kept. Any other throws a WiringError instead of being built. Outside
- * Lambda so does one whose build or call its declaration does not cover, so a path that needs more
- * than declared fails in every test that runs it. A Lambda bundle's build defines
- * `process.env.ACS_LAMBDA_BUNDLE` (infra/bundle.ts), so these checks and their Proxy drop out of it:
- * there the static wiring test (test/unit/wiring.test.ts) and the tier's IAM evaluation of each call
- * (test/tier/) hold the deployed path to its declaration.
- */
 /** Which adapters each `wire` result holds (an adapters object not made by `wire`, the local stack's own, holds all). */
 const wiredNames = new WeakMap<Adapters, ReadonlySet<string>>();
 
@@ -379,6 +370,15 @@ export function isWired(adapters: Adapters, name: AdapterName): boolean {
   return wiredNames.get(adapters)?.has(name) ?? true;
 }
 
+/**
+ * The adapters of one function: each built on first use from `builders` (its derived adapters') and
+ * kept. Any other throws a WiringError instead of being built. Outside Lambda so does one whose
+ * build or call its declaration does not cover, so a path that needs more
+ * than declared fails in every test that runs it. A Lambda bundle's build defines
+ * `process.env.ACS_LAMBDA_BUNDLE` (infra/bundle.ts), so these checks and their Proxy drop out of it:
+ * there the static wiring test (test/unit/wiring.test.ts) and the tier's IAM evaluation of each call
+ * (test/tier/) hold the deployed path to its declaration.
+ */
 export function wire(fn: string, declared: Declaration, builders: Builders): Adapters {
   const build = <K extends AdapterName>(name: K): Adapters[K] => {
     const builder = builders[name] as Builder<K> | undefined;

@@ -25,6 +25,8 @@ export interface FunctionWiring {
   builders: Builders;
   /** Adapters whose builder the entry gives itself instead of the shared one (a bundle then carries only the entry's). */
   replaced: AdapterName[];
+  /** The adapters the entry names itself (its handler's own, and those it replaces): each must be granted (the wiring test). */
+  named: AdapterName[];
   /** The services its code reads (the local gateway builds the same ones). */
   services: ServiceFactories;
   /** The route's operation (routes only). */
@@ -33,7 +35,7 @@ export interface FunctionWiring {
 
 /** What an entry may add to its services: adapters its own handler reads, and builders it gives in place of the shared ones. */
 export interface EntryWiring {
-  /** Adapters an event function's handler reads itself (the stream's WebSocket side), beside its services'. */
+  /** Adapters an event function's handler reads itself (the stream's WebSocket side, the authorizer's sign-in checks), beside its services'. */
   adapters?: readonly AdapterName[];
   /** A builder in place of the shared one: the bridge routes that sign snapshot transfers (shared/wiring/aws/s3-signing.ts). */
   replace?: Builders;
@@ -50,7 +52,8 @@ function wiringOf(id: string, declaration: Declaration, services: ServiceFactori
   const all = awsBuilders as Builders;
   const builders = Object.fromEntries(adapters.map((n) => [n, replace[n] ?? all[n]])) as Builders;
   const replaced = (Object.keys(replace) as AdapterName[]).filter((n) => adapters.includes(n));
-  return { id, declaration, adapters, builders, replaced, services };
+  const named = [...new Set([...(own.adapters ?? []), ...(Object.keys(replace) as AdapterName[])])];
+  return { id, declaration, adapters, builders, replaced, named, services };
 }
 
 /** The adapters and services of one function on AWS, built on first use, held to its declaration. */
@@ -89,7 +92,7 @@ export interface LambdaContext {
 
 /**
  * An event function's handler (authorizer, ECS events, sweeper, the stream's): `run` gets the
- * services its entry names and its adapters (for what only AWS functions build: the stream's WebSocket side),
+ * services its entry names and its adapters (for what its own handler reads: the stream's WebSocket side, the authorizer's sign-in checks),
  * both held to its declaration, and Lambda's context (absent when a test calls the handler with an event alone).
  */
 export function awsFunction<E, R>(

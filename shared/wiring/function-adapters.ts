@@ -22,8 +22,9 @@ export function functionAdapters(
   services: ServiceFactories,
   own: readonly AdapterName[] = [],
 ): AdapterName[] {
-  const wanted = new Set<AdapterName>([...adaptersOf(Object.values(services) as AnyServiceFactory[]), ...own]);
-  // A Set's iteration visits what is added during it: the closure over `builtOn`.
+  const declaredByServices = [...adaptersOf(Object.values(services) as AnyServiceFactory[]), ...own];
+  const wanted = new Set<AdapterName>(declaredByServices.filter((name) => granted(declared, name)));
+  // What a granted adapter is built on is granted too (`granted`); a Set's iteration visits what is added during it.
   for (const name of wanted) for (const on of adapterNeeds[name].builtOn ?? []) wanted.add(on);
-  return [...wanted].filter((name) => granted(declared, name)).sort();
+  return [...wanted].sort();
 }

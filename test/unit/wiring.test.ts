@@ -8,6 +8,7 @@ import { defineService, servicesOf } from '#shared/services.ts';
 import { cursors } from '#shared/services/cursors.ts';
 import { settings } from '#shared/services/settings.ts';
 import { adapterNeeds, wire, WiringError, type AdapterName } from '#shared/wiring/adapters.ts';
+import { functionAdapters } from '#shared/wiring/function-adapters.ts';
 import type { FunctionWiring } from '#shared/wiring/aws.ts';
 import * as awsBuilders from '#shared/wiring/aws/builders.ts';
 import { settingsStore } from '#shared/wiring/aws/settings.ts';
@@ -74,6 +75,9 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
     }
     expect(wiring.id).toBe(id);
     expect(wiring.declaration).toBe(declaration);
+    // What the entry names itself is granted (derived adapters are granted by construction, these are not dropped silently).
+    for (const name of wiring.named)
+      expect(wiring.adapters, `${id} names ${name}, which its declaration does not grant`).toContain(name);
     for (const name of wiring.adapters)
       expect(uncovered(declaration, adapterNeeds[name].build), `${id} builds ${name}`).toEqual([]);
     const env = {
@@ -155,6 +159,43 @@ describe.each(functions)('$id ($entry)', ({ id, entry, declaration }) => {
 describe('the AWS builders', () => {
   it('hold one builder per adapter, under its name', () => {
     expect(Object.keys(awsBuilders).sort()).toEqual(Object.keys(adapterNeeds).sort());
+  });
+});
+
+describe('functionAdapters', () => {
+  it('keeps the adapters its services declare where the declaration grants them, with what their builders are built on', () => {
+    const store = defineService({ adapters: ['settingsStore', 'sealer'] }, () => null);
+    expect(functionAdapters({ tables: { settings: 'read' } }, { settings: store as never })).toEqual(['settingsStore']);
+    expect(
+      functionAdapters({ tables: { settings: 'read' }, capabilities: ['unseal'] }, { settings: store as never }),
+    ).toEqual(['sealer', 'settingsStore']);
+    // The cursor key is built on the sealer: granted together, derived together.
+    const keyed = defineService({ adapters: ['cursorKey'] }, () => null);
+    expect(
+      functionAdapters({ tables: { keys: 'write' }, capabilities: ['seal', 'unseal'] }, { cursors: keyed as never }),
+    ).toEqual(['cursorKey', 'sealer']);
+    // On AWS the event feed pushes to the stream's connections: without that grant it is absent.
+    const feed = defineService({ adapters: ['eventFeed'] }, () => null);
+    expect(functionAdapters({ tables: { events: 'read' } }, { events: feed as never })).toEqual([]);
+    expect(
+      functionAdapters(
+        { tables: { events: 'read', streamConnections: 'read' }, capabilities: ['stream:push'] },
+        { events: feed as never },
+      ),
+    ).toEqual(['eventFeed', 'eventStore', 'streamConnectionStore', 'streamPush']);
+  });
+
+  it('gives a service a declared adapter its route does not grant as a stand-in that refuses its first use', async () => {
+    const fake = { get: async () => undefined, put: async () => true, update: async () => undefined };
+    const declared: Declaration = { tables: { settings: 'read' } };
+    const services = servicesOf('getSettings', wire('getSettings', declared, { settingsStore: () => fake }), {
+      settings,
+    });
+    // The settings service declares the sealer; this route grants no seal or unseal: built, and refused when used.
+    await expect(services.settings.find('u')).resolves.toBeNull();
+    await expect(async () => services.settings.sealFor('u', 'x')).rejects.toThrow(
+      /getSettings: used sealer\.\w+, an adapter its declaration does not grant/,
+    );
   });
 });
 
