@@ -1,3 +1,4 @@
+import type { Answer } from '../../shared/client/index.ts';
 import type { ApiFailure } from './api.ts';
 
 /**
@@ -68,14 +69,8 @@ export function acceptFailure(error: Pick<ApiFailure, 'status' | 'message'>, ema
   }
 }
 
-/** An audit entry as the API answers it (the fields the page shows). */
-export interface AuditEntry {
-  actor: string;
-  action: string;
-  target: string | null;
-  fields: string[];
-  detail: string | null;
-}
+/** An audit entry as the API answers it (the OpenAPI document's, through the generated client). */
+export type AuditEntry = Answer<'/api/v1/audit-log', 'get'>['items'][number];
 
 /** Who did it: the member's email where the page knows it, `operator <id>` for an operator, else the id. */
 export function actorName(actor: string, members: readonly { user_id: string; email: string | null }[]): string {
@@ -93,7 +88,10 @@ export const actionName = (action: string): string => {
 };
 
 /** The rest of an entry in a line: its target (a member's email where known), the fields named, the detail. */
-export function entryDetail(entry: AuditEntry, members: readonly { user_id: string; email: string | null }[]): string {
+export function entryDetail(
+  entry: Pick<AuditEntry, 'actor' | 'action' | 'target' | 'fields' | 'detail'>,
+  members: readonly { user_id: string; email: string | null }[],
+): string {
   return [
     entry.target ? nameOf(entry.target, members) : '',
     entry.fields.length ? `fields: ${entry.fields.join(', ')}` : '',

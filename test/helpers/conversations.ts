@@ -1,3 +1,4 @@
+import type { AppConversation } from '#shared/conversations/model.ts';
 import { randomUUID } from 'node:crypto';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import type { ConversationRecord } from '#shared/conversations/model.ts';
@@ -53,8 +54,10 @@ export async function allEvents(stack: TestStack, conversationId: string, key?: 
 }
 
 /** The conversation as GET /api/v1/app-conversations?ids= shows it. */
-export async function conversation(stack: TestStack, id: string, key?: string): Promise<any> {
-  return ((await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key })).body as any[])[0];
+export async function conversation(stack: TestStack, id: string, key?: string): Promise<AppConversation | null> {
+  const found = (await stack.call('GET', `/api/v1/app-conversations?ids=${id}`, { key }))
+    .body as (AppConversation | null)[];
+  return found[0] ?? null;
 }
 
 /** Waits until the conversation's agent reaches one of `statuses`, and its events include a given kind. */
@@ -64,11 +67,15 @@ export async function waitForExecutionStatus(
   statuses: string[],
   key?: string,
   timeoutMs = 60_000,
-): Promise<any> {
-  return waitFor(`execution_status in ${statuses.join('|')} of ${id}`, () => conversation(stack, id, key), {
-    until: (c) => statuses.includes(c?.execution_status),
-    timeoutMs: timeoutMs,
-  });
+): Promise<AppConversation> {
+  return waitFor(
+    `execution_status in ${statuses.join('|')} of ${id}`,
+    async () => (await conversation(stack, id, key)) ?? undefined,
+    {
+      until: (c) => c !== undefined && statuses.includes(c.execution_status ?? ''),
+      timeoutMs: timeoutMs,
+    },
+  );
 }
 
 /** A conversation record of `userId` as a start leaves it (not placed, no title, no status unless `overrides` says). */

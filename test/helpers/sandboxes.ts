@@ -1,9 +1,10 @@
+import type { SandboxInfo } from '#shared/sandboxes/model.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { TestStack } from '#test/helpers/stack.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 
 /** The sandbox as GET /api/v1/sandboxes?id= shows it (null when unknown). */
-export async function getSandbox(stack: TestStack, id: string, key?: string): Promise<any> {
+export async function getSandbox(stack: TestStack, id: string, key?: string): Promise<SandboxInfo | null> {
   const res = await stack.call('GET', `/api/v1/sandboxes?id=${id}`, { key });
   if (res.status !== 200) throw new Error(`GET sandbox: ${res.status} ${res.text}`);
   return res.body[0];
@@ -15,7 +16,7 @@ export function waitForSandboxStatus(
   status: string,
   key?: string,
   timeoutMs?: number,
-): Promise<any> {
+): Promise<SandboxInfo> {
   return waitFor(
     `sandbox ${id} to be ${status}`,
     async () => {

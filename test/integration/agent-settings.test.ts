@@ -136,13 +136,13 @@ describe('the agent in a real sandbox', () => {
 
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor('paused', async () => (await conversation(stack, cid, key)).sandbox_status, {
+    await waitFor('paused', async () => (await conversation(stack, cid, key))!.sandbox_status, {
       until: (s) => s === 'PAUSED',
       timeoutMs: 30_000,
     });
     llm.enqueue(reply.bash('echo "kept=[$KEPT]"; pwd'), reply.finish('second part'));
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/resume`, { key })).status).toBe(200);
-    await waitFor('running again', async () => (await conversation(stack, cid, key)).sandbox_status, {
+    await waitFor('running again', async () => (await conversation(stack, cid, key))!.sandbox_status, {
       until: (s) => s === 'RUNNING',
       timeoutMs: 60_000,
     });

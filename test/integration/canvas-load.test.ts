@@ -58,7 +58,7 @@ beforeAll(async () => {
   [sandboxA, sandboxB] = started.map((t) => t.sandbox_id) as [string, string];
   for (const id of [a, b])
     await waitFor('condition', () => conversation(stack, id), {
-      until: (c) => c.execution_status === 'finished',
+      until: (c) => c?.execution_status === 'finished',
       timeoutMs: 30_000,
     });
   keyA = (await call('GET', `/api/conversations/${a}`)).body.session_api_key;
@@ -347,7 +347,7 @@ describe('a conversation opened in Canvas: /api/v1/conversation/{id}/events/sear
 
 describe("the late-2025 web UI's remaining calls", () => {
   it("GET /api/conversations/{id}/config: the conversation's sandbox as runtime_id", async () => {
-    const view = await conversation(stack, a);
+    const view = (await conversation(stack, a))!;
     const got = await call('GET', `/api/conversations/${a}/config`);
     expect(got.status).toBe(200);
     expect(got.body).toEqual({ runtime_id: view.sandbox_id, session_id: a });

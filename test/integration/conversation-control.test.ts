@@ -89,7 +89,7 @@ describe('talking to a running conversation', () => {
     const task = await startConversation(stack, message('spend'), key);
     const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['error', 'finished'], key);
     expect(conv.execution_status).toBe('error');
-    expect(conv.metrics.accumulated_cost).toBeGreaterThan(0);
+    expect(conv.metrics!.accumulated_cost).toBeGreaterThan(0);
     expect(JSON.stringify(await allEvents(stack, task.app_conversation_id, key))).toContain('MaxBudgetReached');
     expect(llm.remaining).toBe(0);
   });
@@ -112,7 +112,7 @@ describe('talking to a running conversation', () => {
     await waitForExecutionStatus(stack, id, ['finished'], key);
     const sandboxId = task.sandbox_id!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandboxId}/pause`, { key })).status).toBe(200);
-    await waitFor('paused', async () => (await conversation(stack, id, key)).sandbox_status, {
+    await waitFor('paused', async () => (await conversation(stack, id, key))!.sandbox_status, {
       until: (s) => s === 'PAUSED',
       timeoutMs: 30_000,
     });
@@ -175,7 +175,7 @@ describe('talking to a running conversation', () => {
       seen.push(...page.body.items.map((e: { id: string }) => e.id));
       cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
       if (
-        (await conversation(stack, conversationId, key)).execution_status === 'finished' &&
+        (await conversation(stack, conversationId, key))!.execution_status === 'finished' &&
         !page.body.next_page_id &&
         page.body.items.length === 0
       )

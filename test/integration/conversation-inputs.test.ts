@@ -163,7 +163,7 @@ describe('every creation input of the spec', () => {
     expect(res.status).toBe(200);
     const conv = await waitForExecutionStatus(stack, res.body.conversation_id, ['finished', 'error']);
     expect(conv.execution_status).toBe('finished');
-    expect(readFileSync(join(workspaceOf(conv.sandbox_id), 'replayed.txt'), 'utf8').trim()).toBe('replayed');
+    expect(readFileSync(join(workspaceOf(conv.sandbox_id!), 'replayed.txt'), 'utf8').trim()).toBe('replayed');
     expect(llm.requests.length).toBe(calls + 1);
     const events = await allEvents(stack, res.body.conversation_id);
     expect(events.some((e) => e.kind === 'ObservationEvent' && JSON.stringify(e).includes('replayed'))).toBe(true);

@@ -65,7 +65,7 @@ describe('a conversation end to end', () => {
     const conv = await waitForExecutionStatus(stack, task.app_conversation_id, ['finished', 'error']);
     expect(conv.execution_status).toBe('finished');
     expect(conv.sandbox_status).toBe('RUNNING');
-    expect(conv.metrics.prompt_tokens).toBeGreaterThan(0);
+    expect(conv.metrics!.prompt_tokens).toBeGreaterThan(0);
     expect(conv.conversation_url).toBe(`${stack.url}/api/conversations/${task.app_conversation_id}`);
 
     const events = await allEvents(stack, task.app_conversation_id);
@@ -112,7 +112,7 @@ describe('a conversation end to end', () => {
       `Basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
     );
     await waitForExecutionStatus(stack, task.app_conversation_id, ['finished']);
-    const conv = await conversation(stack, task.app_conversation_id);
+    const conv = (await conversation(stack, task.app_conversation_id))!;
     expect(conv).toMatchObject({ selected_repository: 'acme/app', selected_branch: 'feature', git_provider: 'github' });
   });
 

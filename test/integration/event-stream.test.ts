@@ -33,12 +33,12 @@ beforeAll(async () => {
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
   await waitFor('finished', () => conversation(stack, cid), {
-    until: (c) => c.execution_status === 'finished',
+    until: (c) => c?.execution_status === 'finished',
     timeoutMs: 60_000,
   });
   sandboxKey = (await stack.sandboxKey(sid))!;
-  const view = await conversation(stack, cid);
-  scoped = view.session_api_key;
+  const view = (await conversation(stack, cid))!;
+  scoped = view.session_api_key!;
   userId = view.created_by_user_id ?? 'dev';
 }, 120_000);
 afterAll(async () => {
@@ -96,7 +96,7 @@ describe('the event stream', () => {
       timeoutMs: 30_000,
     });
     await waitFor('finished again', () => conversation(stack, cid), {
-      until: (v) => v.execution_status === 'finished',
+      until: (v) => v?.execution_status === 'finished',
       timeoutMs: 30_000,
     });
     // The agent is done: its events are all in, nothing new for a second (the tests below number theirs after them).

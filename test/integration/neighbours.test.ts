@@ -410,7 +410,7 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     expect(used).toBeLessThan(4 * 2_500);
     const stop = (await allEvents(stack, a, key)).find((e) => e.kind === 'ConversationErrorEvent');
     expect(stop).toMatchObject({ code: 'max_event_bytes_per_org' });
-    expect((await conversation(stack, a, key)).execution_status).toBe('error');
+    expect((await conversation(stack, a, key))!.execution_status).toBe('error');
     // Nothing of the refused batch was stored; a second refusal adds no second stop event.
     expect(await storedEvents('byter', a)).toBe(21);
     expect((await post(sandbox, a, 22, 10)).status).toBe(402);
@@ -497,7 +497,7 @@ describe('events a sandbox posts (a hostile agent holding its sandbox key)', () 
     const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'go' }] } });
     const cid = task.app_conversation_id;
     await waitFor('finished', () => conversation(stack, cid), {
-      until: (c) => c.execution_status === 'finished',
+      until: (c) => c?.execution_status === 'finished',
       timeoutMs: 90_000,
     });
     const events = await waitFor('the last event', () => allEvents(stack, cid), {

@@ -75,7 +75,7 @@ describe('max_running_sandboxes per organization', () => {
     expectRefused(await start(key, 402), 2, 2);
     // Resume is a start: refused while full, the paused sandbox stays paused.
     expectRefused(await ops.stack.call('POST', `/api/v1/sandboxes/${a.id}/resume`, { key }), 2, 2);
-    expect((await getSandbox(ops.stack, a.id, key)).status).toBe('PAUSED');
+    expect((await getSandbox(ops.stack, a.id, key))!.status).toBe('PAUSED');
     // Delete.
     expect((await ops.stack.call('DELETE', `/api/v1/sandboxes/${b.id}`, { key })).status).toBe(200);
     expect(await sandboxes.runningOf(orgId)).toBe(1);
@@ -307,7 +307,7 @@ describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
     );
     expect(record?.factorSeconds).toBe(3601);
     expect(await ops.stack.services.sandboxBridge.enforceMonthly(recA, record!)).toBe(true);
-    const pausedA = await getSandbox(ops.stack, a.id, key);
+    const pausedA = (await getSandbox(ops.stack, a.id, key))!;
     expect(pausedA.status).toBe('PAUSED');
     expect(pausedA.detail).toMatch(/^Paused: the organization's plan allows 1 sandbox hours per month/);
     // B crosses with its own next heartbeat, over HTTP: told PAUSED, so its program stops.
@@ -317,7 +317,7 @@ describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
       body: { active: true },
     });
     expect(beat.body.status).toBe('PAUSED');
-    expect((await getSandbox(ops.stack, b.id, key)).detail).toMatch(/sandbox hours per month/);
+    expect((await getSandbox(ops.stack, b.id, key))!.detail).toMatch(/sandbox hours per month/);
     expect(await sandboxes.runningOf(orgId)).toBe(0);
     const refused = await start(key, 402);
     expect(refused.body).toMatchObject({ code: 'sandbox_hours_per_month', limit: 1 });
@@ -334,7 +334,7 @@ describe('monthly limits (sandbox_hours_per_month, monthly_spend_usd)', () => {
     const record = await ops.stack.services.sandboxBridge.accrue(rec, new Date(Date.parse(rec.runningAt!) + 3600_000));
     expect(record?.computeMicroUsd).toBe(39500);
     expect(await ops.stack.services.sandboxBridge.enforceMonthly(rec, record!)).toBe(false);
-    expect((await getSandbox(ops.stack, c.id, key)).status).toBe('RUNNING');
+    expect((await getSandbox(ops.stack, c.id, key))!.status).toBe('RUNNING');
     await start(key);
   }, 60_000);
 });

@@ -24,7 +24,7 @@ async function storm(id: string, ops: Op[]): Promise<number[]> {
 /** After the storm: a status that matches the processes the OS has for the sandbox. */
 async function expectConsistent(id: string): Promise<string> {
   const settled = await waitFor('the sandbox to settle', async () => {
-    const s = await getSandbox(stack, id);
+    const s = (await getSandbox(stack, id))!;
     return s === null || s.status !== 'STARTING' ? (s ?? { status: 'DELETED' }) : undefined;
   });
   const pids = sandboxPids(id);

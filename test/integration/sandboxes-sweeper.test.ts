@@ -28,10 +28,10 @@ describe('the sweeper', () => {
     const { body } = await start(key);
     await waitForSandboxStatus(stack, body.id, 'RUNNING', key);
     expect((await stack.services.sandboxHousekeeping.sweep(minutes(10))).paused).not.toContain(body.id);
-    expect((await getSandbox(stack, body.id, key)).status).toBe('RUNNING');
+    expect((await getSandbox(stack, body.id, key))!.status).toBe('RUNNING');
     const summary = await stack.services.sandboxHousekeeping.sweep(minutes(31));
     expect(summary.paused).toContain(body.id);
-    const paused = await getSandbox(stack, body.id, key);
+    const paused = (await getSandbox(stack, body.id, key))!;
     expect(paused.status).toBe('PAUSED');
     expect(paused.detail).toBe('Paused after 30 minutes without agent activity');
     expect(sandboxPids(body.id)).toEqual([]);
@@ -45,7 +45,7 @@ describe('the sweeper', () => {
       body.id,
     );
     expect((await stack.services.sandboxHousekeeping.sweep(new Date(Date.now() + 61_000))).failed).toContain(body.id);
-    const failed = await getSandbox(stack, body.id, key);
+    const failed = (await getSandbox(stack, body.id, key))!;
     expect(failed.status).toBe('ERROR');
     expect(failed.detail).toBe('The sandbox did not check in within 60 seconds of starting');
     expect(sandboxPids(body.id)).toEqual([]);
@@ -71,7 +71,7 @@ describe('the sweeper', () => {
     // Stopped behind the service's back, with no exit event (as after a lost ECS event).
     await stack.sandboxRuntime.stop({ sandboxId: running.id, generation: 1 });
     expect((await stack.services.sandboxHousekeeping.sweep()).missing).toContain(body.id);
-    const missing = await getSandbox(stack, body.id, key);
+    const missing = (await getSandbox(stack, body.id, key))!;
     expect(missing.status).toBe('MISSING');
     expect(missing.detail).toBe('The sandbox process or task no longer exists');
     await stack.call('POST', `/api/v1/sandboxes/${body.id}/resume`, { key });
@@ -110,7 +110,7 @@ describe('starting', () => {
 
     const third = await start(key);
     expect(third.headers.get('x-paused-sandbox-ids')).toBe(a.id);
-    const pausedA = await getSandbox(stack, a.id, key);
+    const pausedA = (await getSandbox(stack, a.id, key))!;
     expect(pausedA.status).toBe('PAUSED');
     expect(pausedA.detail).toBe('Paused to stay within 2 running sandboxes per user');
     expect(sandboxPids(a.id)).toEqual([]);

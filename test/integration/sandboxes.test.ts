@@ -37,7 +37,7 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     expect(await stack.sandboxKey(sandbox.id)).toMatch(/^sbx_/);
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`)).body).toEqual({ success: true });
-    const paused = await getSandbox(stack, sandbox.id);
+    const paused = (await getSandbox(stack, sandbox.id))!;
     expect(paused.status).toBe('PAUSED');
     expect(paused.session_api_key).toBeNull();
     expect(paused.exposed_urls).toBeNull();
@@ -107,7 +107,7 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     expect((await stack.call('DELETE', `/api/v1/sandboxes/${sandbox.id}`)).body).toEqual({ success: true });
     expect(sandboxPids(sandbox.id)).toEqual([]);
     expect(existsSync(join(stack.dataDir, 'sandboxes', sandbox.id))).toBe(false);
-    expect(await getSandbox(stack, sandbox.id)).toBeNull();
+    expect(await getSandbox(stack, sandbox.id))!.toBeNull();
     for (const [method, path] of [
       ['DELETE', ''],
       ['POST', '/pause'],
@@ -123,14 +123,14 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
     const sandbox = await startRunning();
     const [pid] = sandboxPids(sandbox.id);
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/resume`)).body).toEqual({ success: true });
-    const still = await getSandbox(stack, sandbox.id);
+    const still = (await getSandbox(stack, sandbox.id))!;
     expect(still.status).toBe('RUNNING');
     expect(still.updated_at).toBe(sandbox.updated_at);
     expect(sandboxPids(sandbox.id)).toEqual([pid]);
     await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`);
-    const paused = await getSandbox(stack, sandbox.id);
+    const paused = (await getSandbox(stack, sandbox.id))!;
     expect((await stack.call('POST', `/api/v1/sandboxes/${sandbox.id}/pause`)).body).toEqual({ success: true });
-    expect((await getSandbox(stack, sandbox.id)).updated_at).toBe(paused.updated_at);
+    expect((await getSandbox(stack, sandbox.id))!.updated_at).toBe(paused.updated_at);
   });
 
   it('turns a process that dies into ERROR with the reason, and can resume it', async () => {
@@ -162,7 +162,7 @@ describe('sandbox lifecycle over HTTP, with real child processes', () => {
       items: [],
       next_page_id: null,
     });
-    expect((await getSandbox(stack, mine.id)).status).toBe('RUNNING');
+    expect((await getSandbox(stack, mine.id))!.status).toBe('RUNNING');
   });
 
   it('pages the search newest first with a signed cursor', async () => {
@@ -239,10 +239,10 @@ describe('the bridge', () => {
     const sandbox = await startRunning();
     const key = (await stack.sandboxKey(sandbox.id))!;
     await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key, body: { active: false } });
-    expect((await getSandbox(stack, sandbox.id)).last_activity_at).toBe(sandbox.last_activity_at);
+    expect((await getSandbox(stack, sandbox.id))!.last_activity_at).toBe(sandbox.last_activity_at);
     await new Promise((r) => setTimeout(r, 5));
     await stack.call('POST', bridge(sandbox.id, 'heartbeat'), { key, body: { active: true } });
-    const after = await getSandbox(stack, sandbox.id);
+    const after = (await getSandbox(stack, sandbox.id))!;
     expect(after.last_activity_at > sandbox.last_activity_at).toBe(true);
     expect(after.updated_at).toBe(sandbox.updated_at);
   });
@@ -263,7 +263,7 @@ describe('the bridge', () => {
     const log = readFileSync(join(stack.dataDir, 'sandboxes', sandbox.id, 'sandbox.log'), 'utf8');
     expect(log).toContain('Unknown command; acknowledged and ignored');
     expect(log).toContain('make_coffee');
-    expect((await getSandbox(stack, sandbox.id)).status).toBe('RUNNING');
+    expect((await getSandbox(stack, sandbox.id))!.status).toBe('RUNNING');
     expect(sandboxPids(sandbox.id)).toHaveLength(1);
 
     // Straight at the store: payloads are sealed at rest, opened for the sandbox.
@@ -305,7 +305,7 @@ describe('the bridge', () => {
       expect.objectContaining({ seq: 0, type: 'stop', payload: { reason: 'the sandbox is PAUSED' } }),
     ]);
     await waitFor('the program to exit', () => (sandboxPids(sandbox.id).length === 0 ? true : undefined));
-    expect((await getSandbox(stack, sandbox.id)).status).toBe('PAUSED');
+    expect((await getSandbox(stack, sandbox.id))!.status).toBe('PAUSED');
   });
 
   it('waits on a long-poll until a command arrives', async () => {

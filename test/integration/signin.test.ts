@@ -414,7 +414,7 @@ describe('operators', () => {
     expect((await stack.call('GET', '/api/v1/users/me', { key })).status).toBe(200);
     expect((await byScoped()).status).toBe(200);
     // Reactivation resumes nothing by itself: the sandbox waits, paused, for its owner.
-    expect((await getSandbox(stack, sandboxId, key)).status).toBe('PAUSED');
+    expect((await getSandbox(stack, sandboxId, key))!.status).toBe('PAUSED');
   }, 90_000);
 
   it('suspends an organization: every member refused; the audit log names the operator', async () => {

@@ -34,12 +34,12 @@ beforeAll(async () => {
   sid = a.sandbox_id!;
   for (const id of [cid, other])
     await waitFor('finished', () => conversation(stack, id), {
-      until: (c) => c.execution_status === 'finished',
+      until: (c) => c?.execution_status === 'finished',
       timeoutMs: 60_000,
     });
   sandboxKey = (await stack.sandboxKey(sid))!;
-  scoped = (await conversation(stack, cid)).session_api_key;
-  otherScoped = (await conversation(stack, other)).session_api_key;
+  scoped = (await conversation(stack, cid))!.session_api_key!;
+  otherScoped = (await conversation(stack, other))!.session_api_key!;
 }, 150_000);
 afterAll(async () => {
   for (const c of clients) c.ws.terminate();
@@ -85,7 +85,7 @@ describe('first-message auth on the event socket', () => {
     });
     expect(c.messages.some((m) => m.source === 'user' && JSON.stringify(m).includes('right after auth'))).toBe(true);
     await waitFor('finished again', () => conversation(stack, cid), {
-      until: (v) => v.execution_status === 'finished',
+      until: (v) => v?.execution_status === 'finished',
       timeoutMs: 30_000,
     });
     await c.close();

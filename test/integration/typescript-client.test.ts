@@ -31,14 +31,14 @@ beforeAll(async () => {
   other = b.app_conversation_id;
   for (const id of [cid, other])
     await waitFor('finished', () => conversation(stack, id), {
-      until: (c) => c.execution_status === 'finished',
+      until: (c) => c?.execution_status === 'finished',
       timeoutMs: 60_000,
     });
-  const view = await conversation(stack, cid);
-  scoped = view.session_api_key;
-  otherScoped = (await conversation(stack, other)).session_api_key;
+  const view = (await conversation(stack, cid))!;
+  scoped = view.session_api_key!;
+  otherScoped = (await conversation(stack, other))!.session_api_key!;
   // The client takes the host of conversation_url (the API's own origin here).
-  host = new URL(view.conversation_url).origin;
+  host = new URL(view.conversation_url!).origin;
 }, 150_000);
 afterAll(async () => {
   await stack?.stop();

@@ -21,7 +21,7 @@ describe('sandboxes without containment', () => {
   it("refuse another user's key, saying how to allow it", async () => {
     const other = await stack.newUser('someone-else');
     const { body } = await stack.call('POST', '/api/v1/sandboxes', { key: other });
-    const failed = await getSandbox(stack, body.id, other);
+    const failed = (await getSandbox(stack, body.id, other))!;
     expect(failed.status).toBe('ERROR');
     expect(failed.detail).toContain('uncontained');
     expect(failed.detail).toContain('--allow-uncontained');

@@ -83,13 +83,13 @@ describe('the local warm pool', () => {
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('STARTING');
     const running = await waitForSandboxStatus(stack, res.body.id, 'RUNNING');
-    const phases = running.start_phases;
+    const phases = running.start_phases!;
     expect(phases).toMatchObject({ warm: true });
     expect(phases.cold_reason).toBeUndefined();
-    expect(phases.claimed_at >= phases.requested_at).toBe(true);
+    expect(phases.claimed_at! >= phases.requested_at).toBe(true);
     expect(typeof phases.claim_ms).toBe('number');
     expect(typeof phases.check_in_ms).toBe('number');
-    expect(phases.total_ms).toBeGreaterThanOrEqual(phases.check_in_ms);
+    expect(phases.total_ms).toBeGreaterThanOrEqual(phases.check_in_ms!);
     // The standby's directory became the sandbox's; its process is the sandbox's instance.
     expect(existsSync(join(stack.dataDir, 'pool', standby!.id))).toBe(false);
     expect(existsSync(join(stack.dataDir, 'sandboxes', res.body.id, 'workspace'))).toBe(true);
@@ -118,7 +118,7 @@ describe('the local warm pool', () => {
     const running = await waitForSandboxStatus(stack, res.body.id, 'RUNNING', key);
     // Billing starts at the claim, not while the standby waited nor at its acknowledged binding.
     const after = (await store.get(res.body.id))!;
-    expect(after.runningAt).toBe(running.start_phases.claimed_at);
+    expect(after.runningAt).toBe(running.start_phases!.claimed_at);
     const record = await stack.services.sandboxBridge.accrue(after, new Date(Date.parse(after.runningAt!) + 5_000));
     expect(record).toMatchObject({ sandboxId: res.body.id, from: after.runningAt, seconds: 5 });
     // The standby's time in the pool (from its start) is not the user's: billing begins after it.
@@ -139,10 +139,10 @@ describe('the local warm pool', () => {
     await ready('pool-one');
     expect((await stack.call('POST', `/api/v1/sandboxes/${res.body.id}/resume`)).status).toBe(200);
     const resumed = await waitForSandboxStatus(stack, res.body.id, 'RUNNING');
-    expect(resumed.start_phases.warm).toBe(false);
-    expect(resumed.start_phases.cold_reason).toMatch(/workspace is a directory here already/);
-    expect(typeof resumed.start_phases.run_task_ms).toBe('number');
-    expect(typeof resumed.start_phases.check_in_ms).toBe('number');
+    expect(resumed.start_phases!.warm).toBe(false);
+    expect(resumed.start_phases!.cold_reason).toMatch(/workspace is a directory here already/);
+    expect(typeof resumed.start_phases!.run_task_ms).toBe('number');
+    expect(typeof resumed.start_phases!.check_in_ms).toBe('number');
     // The idle standby was left for the next new sandbox.
     expect((await pools().listStandbys('pool-one')).filter((s) => s.status === 'ready')).toHaveLength(1);
   });
@@ -165,7 +165,7 @@ describe('the local warm pool', () => {
       expect(after!.detail).toMatch(/Starting cold: the claimed standby did not take its binding within 10 s/);
       const running = await waitForSandboxStatus(stack, res.body.id, 'RUNNING');
       expect(running.start_phases).toMatchObject({ warm: false });
-      expect(running.start_phases.cold_reason).toMatch(/did not take its binding/);
+      expect(running.start_phases!.cold_reason).toMatch(/did not take its binding/);
       await waitFor('the unresponsive standby to be gone', () => (processEnv(pid) ? undefined : true), {
         timeoutMs: 15_000,
       });
@@ -200,7 +200,7 @@ describe('the local warm pool', () => {
     // The next start is cold (nothing ready) and brings the pool back.
     const res = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=pool-one');
     const running = await waitForSandboxStatus(stack, res.body.id, 'RUNNING');
-    expect(running.start_phases.cold_reason).toBe('no standby was ready');
+    expect(running.start_phases!.cold_reason).toBe('no standby was ready');
     const [back] = await ready('pool-one');
     // A standby that dies leaves the pool, and the sweep tops the pool up again.
     process.kill(Number(back!.ref), 'SIGKILL');
