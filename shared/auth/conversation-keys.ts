@@ -36,6 +36,11 @@ export class ConversationKeys {
     return `${PREFIX}.${user}.${conversationId}.${version}.${await this.mac(user, conversationId, version)}`;
   }
 
+  /** The current key of a conversation record (its version, 1 before any revocation): what every view shows. */
+  forRecord(rec: { userId: string; id: string; keyVersion?: number | null }): Promise<string> {
+    return this.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
+  }
+
   /** The user and conversation a key stands for, or null (malformed, forged, revoked, conversation gone). */
   async verify(key: string): Promise<ConversationKeyClaim | null> {
     const m = PATTERN.exec(key);

@@ -21,10 +21,6 @@ export interface ConversationCommandDeps {
 export class ConversationCommands {
   constructor(private readonly d: ConversationCommandDeps) {}
 
-  private sessionKey(rec: ConversationRecord): Promise<string> {
-    return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
-  }
-
   /** Relays a command to the conversation's sandbox (queued while the sandbox is paused or starting). */
   async command(
     userId: string,
@@ -46,6 +42,8 @@ export class ConversationCommands {
   async revokeKey(userId: string, conversationId: string): Promise<{ session_api_key: string }> {
     const rec = await ownedConversation(this.d.conversations, userId, conversationId);
     await this.d.versioned.update(userId, rec.id, (r: ConversationRecord) => ({ keyVersion: (r.keyVersion ?? 1) + 1 }));
-    return { session_api_key: await this.sessionKey(await ownedConversation(this.d.conversations, userId, rec.id)) };
+    return {
+      session_api_key: await this.d.keys.forRecord(await ownedConversation(this.d.conversations, userId, rec.id)),
+    };
   }
 }

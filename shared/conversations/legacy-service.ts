@@ -50,10 +50,6 @@ export class LegacyConversationService {
     private readonly platformLlms?: PlatformLlmPolicy,
   ) {}
 
-  private sessionKey(rec: ConversationRecord): Promise<string> {
-    return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
-  }
-
   /** POST /api/conversations: the legacy body mapped onto the V1 start, with the legacy errors. */
   async create(userId: string, body: LegacyCreate, baseUrl: string, tenant: Tenant) {
     const settings = await this.d.settings.find(userId);
@@ -186,7 +182,7 @@ export class LegacyConversationService {
           c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined,
           tasks.get(c.start_task_id),
           baseUrl,
-          await this.sessionKey(c),
+          await this.d.keys.forRecord(c),
         ),
       ),
     );

@@ -29,16 +29,12 @@ export interface ConversationReadDeps {
 export class ConversationReads {
   constructor(private readonly d: ConversationReadDeps) {}
 
-  private sessionKey(rec: ConversationRecord): Promise<string> {
-    return this.d.keys.mint(rec.userId, rec.id, rec.keyVersion ?? 1);
-  }
-
   async getMany(userId: string, ids: string[], baseUrl: string): Promise<(AppConversation | null)[]> {
     const normalized = ids.map(normalizeId);
     const found = await this.d.conversations.getMany(userId, normalized);
     const mine = [...found.values()];
     const sandboxes = await this.d.sandboxes.statuses(mine.flatMap((c) => (c.sandbox_id ? [c.sandbox_id] : [])));
-    const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.sessionKey(c)] as const)));
+    const keys = new Map(await Promise.all(mine.map(async (c) => [c.id, await this.d.keys.forRecord(c)] as const)));
     return normalized.map((id) => {
       const c = found.get(id);
       return c
@@ -63,7 +59,7 @@ export class ConversationReads {
             c,
             c.sandbox_id ? sandboxes.get(c.sandbox_id) : undefined,
             baseUrl,
-            await this.sessionKey(c),
+            await this.d.keys.forRecord(c),
           ),
         ),
       ),

@@ -13,7 +13,7 @@ import { DEFAULT_PLANS } from '#shared/plans/model.ts';
 /** A new sandbox's id: 32 hex digits. */
 const newSandboxId = () => randomUUID().replaceAll('-', '');
 
-/** The user's API: search, start, pause, resume, delete; commands for the user's sandboxes (from the conversation routes). */
+/** The user's API: search, start, pause, resume, delete; a start's commands and statuses through its `SandboxQueue`. */
 export class SandboxService {
   private readonly lifecycle: SandboxLifecycle;
   private readonly queue: SandboxQueue;
