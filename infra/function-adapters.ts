@@ -32,12 +32,14 @@ export async function loadFunctionAdapters(): Promise<void> {
   adaptersByEntry = map;
 }
 
-/** The registry's `export { names } from 'module'` lines, as adapter name -> module. */
+/** The registry's `export { names } from 'module'` lines, as adapter name -> module: read once per process. */
+let modules: Map<string, string> | undefined;
 function registryModules(): Map<string, string> {
-  const out = new Map<string, string>();
+  if (modules) return modules;
+  modules = new Map<string, string>();
   for (const [, names, from] of readFileSync(REGISTRY, 'utf8').matchAll(/^export \{([^}]+)\} from '([^']+)';$/gm))
-    for (const name of names!.split(',').map((n) => n.trim())) if (name) out.set(name, from!);
-  return out;
+    for (const name of names!.split(',').map((n) => n.trim())) if (name) modules.set(name, from!);
+  return modules;
 }
 
 /**
@@ -48,10 +50,10 @@ function registryModules(): Map<string, string> {
 export function builderModuleFor(entry: string): string | undefined {
   const names = adaptersByEntry?.get(entry);
   if (!names) return undefined;
-  const modules = registryModules();
+  const registry = registryModules();
   const byModule = new Map<string, string[]>();
   for (const name of names) {
-    const from = modules.get(name);
+    const from = registry.get(name);
     if (!from) throw new Error(`${entry}: no AWS builder named ${name} in shared/wiring/aws/builders.ts`);
     byModule.set(from, [...(byModule.get(from) ?? []), name]);
   }
