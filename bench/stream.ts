@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { ROOMY_PLANS, startTestStack } from '#test/helpers/stack.ts';
-import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 import { untilReady } from './conversations.ts';
 import { benchEvents } from './ingest-client.ts';
 import { json } from './http.ts';
@@ -49,7 +49,7 @@ export async function benchStream(): Promise<string> {
       return json(stack, 'POST', `/api/v1/webhooks/${sid}/events/${cid}?first_seq=${first}`, { key, body: events });
     };
     const connect = async (query: Record<string, string>) => {
-      const c = openStream(stack.url, cid, { session_api_key: view.session_api_key, ...query });
+      const c = openStream(eventsUrl(stack.url, cid, { session_api_key: view.session_api_key, ...query }));
       clients.push(c);
       await c.opened;
       return c;
@@ -105,7 +105,7 @@ export async function benchStream(): Promise<string> {
     while (seq < HISTORY)
       await post(Array.from({ length: Math.min(BATCH, HISTORY - seq) }, (_, k) => event('history', seq + k)));
     const t = performance.now();
-    const replay = openStream(stack.url, cid, { session_api_key: view.session_api_key, resend_all: 'true' });
+    const replay = openStream(eventsUrl(stack.url, cid, { session_api_key: view.session_api_key, resend_all: 'true' }));
     clients.push(replay);
     await replay.until(seq, 120_000);
     const replayMs = performance.now() - t;

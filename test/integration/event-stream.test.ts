@@ -9,7 +9,7 @@ import { allEvents, conversation, startConversation, storedConversation } from '
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
-import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // The stream as clients use it, over real WebSockets on the local stack's port, fed by the real
 // bridge route a sandbox posts to (with the sandbox's own key), on a conversation started by its agent.
@@ -52,7 +52,7 @@ afterAll(async () => {
 });
 
 const stream = (query: Record<string, string> = {}, headers?: Record<string, string>, id = cid, autoPong = true) => {
-  const c = openStream(stack.url, id, query, { headers, autoPong });
+  const c = openStream(eventsUrl(stack.url, id, query), { headers, autoPong });
   clients.push(c);
   return c;
 };
@@ -266,7 +266,7 @@ describe('who may open a stream', () => {
     const closed = await c.closed;
     expect(closed.code).toBe(code);
     if (reason) expect(closed.reason).toBe(reason);
-    expect(c.messages).toEqual([]);
+    expect(c.frames).toEqual([]);
   };
 
   it("takes the session cookie from this API's own origin or an allowed one, never from a cross-site page", async () => {
@@ -397,11 +397,11 @@ describe('who may open a stream', () => {
   });
 
   it('answers other paths with a plain 404 and takes no upgrade there', async () => {
-    const c = openStream(stack.url, '', {});
+    const c = openStream(eventsUrl(stack.url, ''));
     clients.push(c);
     await expect(c.opened).rejects.toThrow(/404/);
     const other = new URL(stack.url.replace('http', 'ws'));
-    const raw = openStream(`${other.origin.replace('ws', 'http')}/api`, cid);
+    const raw = openStream(eventsUrl(`${other.origin.replace('ws', 'http')}/api`, cid));
     clients.push(raw);
     await expect(raw.opened).rejects.toThrow(/404/);
   });

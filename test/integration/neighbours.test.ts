@@ -24,7 +24,7 @@ import {
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
-import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // One tenant cannot slow another: the plan's caps and rates on the local stack over real HTTP and
 // WebSockets, as a hostile user and a hostile agent would push them. Small caps, from a plans file,
@@ -142,7 +142,7 @@ const sandboxOf = (userId: string, plan = 'small', orgId?: string) =>
   storedSandbox(userId, { plan, ...(orgId ? { orgId } : {}) });
 
 const open = (cid: string, key: string, query: Record<string, string> = {}) => {
-  const c = openStream(stack.url, cid, query, { headers: { 'x-session-api-key': key } });
+  const c = openStream(eventsUrl(stack.url, cid, query), { headers: { 'x-session-api-key': key } });
   clients.push(c);
   return c;
 };

@@ -18,7 +18,7 @@ import { storedConversation, storedSandbox } from '#test/helpers/conversations.t
 import { requestFrom } from '#test/helpers/request-from.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 import { getSandbox, sandboxPids, waitForSandboxStatus } from '#test/helpers/sandboxes.ts';
-import { openStream } from '#test/helpers/stream-client.ts';
+import { eventsUrl, openStream } from '#test/helpers/stream-client.ts';
 import { waitFor } from '#test/helpers/wait.ts';
 import { REFUSALS } from '#shared/stream/access.ts';
 import { CLOSE } from '#shared/stream/messages.ts';
@@ -378,7 +378,7 @@ describe('operators', () => {
     const byScoped = () => stack.call('GET', `/api/v1/events/search?conversation_id__eq=${cid}`, { key: scoped });
     expect((await byScoped()).status).toBe(200);
     expect((await stack.call('GET', '/api/v1/users/me', withCookie)).status).toBe(200);
-    const stream = openStream(stack.url, cid, { session_api_key: scoped });
+    const stream = openStream(eventsUrl(stack.url, cid, { session_api_key: scoped }));
     await stream.opened;
     await waitForSandboxStatus(stack, sandboxId, 'RUNNING', key, 60_000);
     const workspace = join(stack.dataDir, 'sandboxes', sandboxId, 'workspace');
@@ -402,7 +402,9 @@ describe('operators', () => {
       expect(res.body.detail).toBe('This account is suspended');
     }
     // A new stream is refused too.
-    expect((await openStream(stack.url, cid, { session_api_key: scoped }).closed).code).toBe(CLOSE.unauthorized);
+    expect((await openStream(eventsUrl(stack.url, cid, { session_api_key: scoped })).closed).code).toBe(
+      CLOSE.unauthorized,
+    );
     // Paused, its process gone, its workspace kept.
     expect(await new DynamoSandboxStore().get(sandboxId)).toMatchObject({
       status: 'PAUSED',

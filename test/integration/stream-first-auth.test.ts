@@ -5,7 +5,7 @@ import { conversation, startConversation } from '#test/helpers/conversations.ts'
 import { waitFor } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
-import { openStream, type StreamClient } from '#test/helpers/stream-client.ts';
+import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // The event socket as Agent Canvas and the agent server's clients use it: no credential in the URL,
 // the key in a first frame `{"type": "auth", "session_api_key": ...}`, `resend_mode=all|since`.
@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 const stream = (query: Record<string, string> = {}, headers?: Record<string, string>, id = cid) => {
-  const c = openStream(stack.url, id, query, { headers });
+  const c = openStream(eventsUrl(stack.url, id, query), { headers });
   clients.push(c);
   return c;
 };
@@ -112,7 +112,7 @@ describe('first-message auth on the event socket', () => {
         const c = stream({ resend_mode: 'all' });
         await send(c);
         expect(await c.closed, what).toEqual({ code: CLOSE.authFailed, reason: 'Authentication failed' });
-        expect(c.messages, what).toEqual([]);
+        expect(c.frames, what).toEqual([]);
       }),
     );
     // The other user's conversation with the caller's own valid key: 4001 too (nothing says it exists).
@@ -131,13 +131,13 @@ describe('first-message auth on the event socket', () => {
     const t0 = Date.now();
     expect(await c.closed).toEqual({ code: CLOSE.authFailed, reason: 'Authentication failed' });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(9_500);
-    expect(c.messages).toEqual([]);
+    expect(c.frames).toEqual([]);
   }, 20_000);
 });
 
 describe('sockets pending their auth frame, per client address', () => {
   const from = (address: string) => {
-    const c = openStream(stack.url, cid, { resend_mode: 'all' }, { localAddress: address });
+    const c = openStream(eventsUrl(stack.url, cid, { resend_mode: 'all' }), { localAddress: address });
     clients.push(c);
     return c;
   };

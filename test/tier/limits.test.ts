@@ -13,7 +13,7 @@ import { OPERATOR_KEY } from '#test/tier/aws.ts';
 import { createKey, settingsRoundTrip, until } from '#test/tier/flows.ts';
 import { evaluate, rolePolicies } from '#test/tier/iam.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { openStream, type StreamClient } from '#test/tier/stream-client.ts';
+import { connectStream, type StreamClient } from '#test/helpers/stream-client.ts';
 import { ACCOUNT, ofType, REGION, type Template } from '#test/tier/template.ts';
 
 /*
@@ -142,8 +142,8 @@ const streamUrl = (c: Conversation, query: string) =>
   `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${c.id}?${query}`;
 
 async function socket(url: string, options: { localAddress?: string } = {}): Promise<StreamClient> {
-  const s = await openStream(url, {}, options);
-  if (s.ws) open.push(s);
+  const s = await connectStream(url, options);
+  if (s.refused === undefined) open.push(s);
   return s;
 }
 
@@ -151,7 +151,7 @@ async function socket(url: string, options: { localAddress?: string } = {}): Pro
 async function closeAll(sockets: StreamClient[]): Promise<void> {
   const disconnects = () => tier.sockets.records.filter((r) => r.routeKey === '$disconnect').length;
   const before = disconnects();
-  const live = sockets.filter((s) => s.ws && s.ws.readyState === s.ws.OPEN);
+  const live = sockets.filter((s) => s.ws.readyState === s.ws.OPEN);
   await Promise.all(live.map((s) => s.close()));
   await until(
     tier,
@@ -185,7 +185,7 @@ beforeAll(async () => {
   u1b = await conversationOf('limits-one', k1, u1.sandboxId);
 }, 240_000);
 afterAll(async () => {
-  for (const s of open) s.ws?.terminate();
+  for (const s of open) s.ws.terminate();
   await tier?.stop();
   await llm?.close();
 });
@@ -246,7 +246,7 @@ describe('stream sockets at $connect', () => {
     // Another address is not held by this one's sockets.
     expect((await pending('127.0.0.3')).refused).toBeUndefined();
     // One authenticates (its slot goes back) and one closes (`$disconnect` gives its slot back): two more fit.
-    first[0]!.ws!.send(JSON.stringify({ type: 'auth', session_api_key: u1.scoped }));
+    first[0]!.ws.send(JSON.stringify({ type: 'auth', session_api_key: u1.scoped }));
     await until(
       tier,
       'the auth frame taken',
@@ -402,7 +402,7 @@ describe("a user's requests per minute (plan `chatty`), counted per container", 
   it(`a stream open past ${CHATTY_RATE} a minute: 429 at $connect (taken before the conversation is read); another user's opens go on`, async () => {
     // No such conversation: an open within the rate reaches the conversation's read (404), one past it does not.
     const url = `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${randomUUID().replace(/-/g, '')}`;
-    const openAs = (key: string) => openStream(url, { 'x-session-api-key': key });
+    const openAs = (key: string) => connectStream(url, { headers: { 'x-session-api-key': key } });
     // One after the other: one warm `$connect` process counts them (its own count: the HTTP requests above are not in it).
     const notFound: (number | undefined)[] = [];
     let refused: StreamClient | undefined;

@@ -16,7 +16,7 @@ import { startHttpsHosts, type HttpsHosts } from '#test/helpers/https-hosts.ts';
 import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import { createKey, sandboxOf, settingsRoundTrip, startConversationV1, until } from '#test/tier/flows.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
-import { openStream } from '#test/tier/stream-client.ts';
+import { connectStream, type StreamMessage } from '#test/helpers/stream-client.ts';
 import { ofType, withoutAction } from '#test/tier/template.ts';
 import { WEBSOCKET_LIMITS } from '#test/tier/websocket-api.ts';
 
@@ -69,7 +69,7 @@ async function ingest(tier: TierStack, c: Conversation, first: number, events: u
   expect(res.status, res.text).toBe(200);
 }
 
-const seqs = (messages: any[]) => messages.map((m) => m.seq);
+const seqs = (messages: StreamMessage[]) => messages.map((m) => m.seq);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe('the event stream on the synthesized stack', () => {
@@ -100,23 +100,23 @@ describe('the event stream on the synthesized stack', () => {
   });
 
   it('a user message sent on the socket is relayed to the agent (as POST .../events); a malformed one is answered with the reason', async () => {
-    const client = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    const client = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
-    client.ws!.send('not json');
-    const [answer] = await client.waitFor(1);
+    client.ws.send('not json');
+    const [answer] = await client.untilFrames(1);
     expect(answer).toEqual({ error: { code: 1007, reason: expect.stringContaining('JSON') } });
     llm.enqueue(reply.finish('relayed and done'));
-    client.ws!.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'one more thing' }], run: true }));
+    client.ws.send(JSON.stringify({ role: 'user', content: [{ type: 'text', text: 'one more thing' }], run: true }));
     const done = await until(
       tier,
       'the agent answered the relayed message',
-      async () => client.messages.filter((m) => m.seq),
+      async () => [...client.messages],
       (ms) => ms.some((m) => JSON.stringify(m).includes('relayed and done')),
       90_000,
     );
     expect(done.some((m) => m.source === 'user' && JSON.stringify(m).includes('one more thing'))).toBe(true);
     const got = seqs(done);
-    expect(got).toEqual(range(got[0], got[0] + got.length - 1));
+    expect(got).toEqual(range(got[0]!, got[0]! + got.length - 1));
     // The agent's run is over: what is stored now is where the tests below go on.
     await until(
       tier,
@@ -131,9 +131,9 @@ describe('the event stream on the synthesized stack', () => {
   }, 120_000);
 
   it('resend_all with the scoped key: every stored event in order, then concurrent ingests arrive exactly once, in order', async () => {
-    const client = await openStream(streamUrl(conv.id, `resend_all=true&session_api_key=${conv.scoped}`));
+    const client = await connectStream(streamUrl(conv.id, `resend_all=true&session_api_key=${conv.scoped}`));
     expect(client.refused).toBeUndefined();
-    await client.waitFor(conv.stored);
+    await client.until(conv.stored);
     expect(seqs(client.messages)).toEqual(range(1, conv.stored));
     // Six batches posted at once, out of order: each ingest function pushes what is committed.
     const base = conv.stored;
@@ -147,10 +147,10 @@ describe('the event stream on the synthesized stack', () => {
       ),
     );
     conv.stored += 18;
-    await client.waitFor(conv.stored);
+    await client.until(conv.stored);
     await new Promise((r) => setTimeout(r, 300)); // nothing more may follow
     expect(seqs(client.messages)).toEqual(range(1, conv.stored));
-    expect(client.messages.at(-1).llm_message.content[0].text).toBe('live 18');
+    expect(client.messages.at(-1)!.llm_message.content[0].text).toBe('live 18');
     await client.close();
     await tier.aws.settle();
     expect(tier.aws.denials).toEqual([]);
@@ -159,29 +159,32 @@ describe('the event stream on the synthesized stack', () => {
   }, 90_000);
 
   it('reconnect with after_seq: only what came after, no gap, no duplicate; without resend_all only new events', async () => {
-    const resumed = await openStream(streamUrl(conv.id, `after_seq=${conv.stored - 2}&session_api_key=${conv.scoped}`));
-    await resumed.waitFor(2);
-    const fresh = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    const resumed = await connectStream(
+      streamUrl(conv.id, `after_seq=${conv.stored - 2}&session_api_key=${conv.scoped}`),
+    );
+    await resumed.until(conv.stored);
+    const fresh = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle(); // both resend steps ran
     await ingest(tier, conv, conv.stored + 1, [event(100)]);
     conv.stored += 1;
-    await resumed.waitFor(3);
-    await fresh.waitFor(1);
+    await resumed.until(conv.stored);
+    await fresh.until(conv.stored);
     expect(seqs(resumed.messages)).toEqual([conv.stored - 2, conv.stored - 1, conv.stored]);
     expect(seqs(fresh.messages)).toEqual([conv.stored]);
     await Promise.all([resumed.close(), fresh.close()]);
   }, 60_000);
 
   it('a large event goes out as a reference whose href returns it; every frame within 32 KB', async () => {
-    const client = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    const client = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
     const big = event(200, { extras: 'x'.repeat(100_000) });
     await ingest(tier, conv, conv.stored + 1, [big]);
     conv.stored += 1;
-    const [ref] = await client.waitFor(1);
+    await client.until(conv.stored);
+    const [ref] = client.messages;
     expect(ref).toMatchObject({ kind: 'EventReference', id: big.id, seq: conv.stored, event_kind: 'MessageEvent' });
-    expect(ref.bytes).toBeGreaterThan(100_000);
-    const fetched = await fetch(`${tier.front.url}${ref.href}`, { headers: { 'x-session-api-key': conv.scoped } });
+    expect(ref!.bytes).toBeGreaterThan(100_000);
+    const fetched = await fetch(`${tier.front.url}${ref!.href}`, { headers: { 'x-session-api-key': conv.scoped } });
     expect(fetched.status).toBe(200);
     expect(((await fetched.json()) as any).items[0].id).toBe(big.id);
     // API Gateway's own limits, as the emulation applies them: a 100 KB message goes out in 32 KB
@@ -190,52 +193,53 @@ describe('the event stream on the synthesized stack', () => {
     const before = connection!.frameSizes.length;
     expect((await tier.sockets.manage('POST', connection!.id, Buffer.from('y'.repeat(100_000)))).status).toBe(200);
     expect(connection!.frameSizes.slice(before)).toEqual([32_768, 32_768, 32_768, 1_696]);
-    expect((await client.waitFor(2))[1]).toBe('y'.repeat(100_000));
+    expect((await client.untilFrames(2))[1]).toBe('y'.repeat(100_000));
     expect(
       (await tier.sockets.manage('POST', connection!.id, Buffer.alloc(WEBSOCKET_LIMITS.messageBytes + 1))).status,
     ).toBe(413);
-    client.ws!.send('z'.repeat(WEBSOCKET_LIMITS.messageBytes + 1));
+    client.ws.send('z'.repeat(WEBSOCKET_LIMITS.messageBytes + 1));
     expect((await client.closed).code).toBe(1009);
   }, 60_000);
 
   it("a session cookie opens the stream from the service's own origin, never cross-site; a ticket opens it once", async () => {
     const signIn = await tier.call('POST', '/api/authenticate', { key });
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
-    const own = await openStream(streamUrl(conv.id, 'resend_all=true'), {
-      cookie,
-      origin: `https://${tier.front.domainName}`,
+    const own = await connectStream(streamUrl(conv.id, 'resend_all=true'), {
+      headers: { cookie, origin: `https://${tier.front.domainName}` },
     });
     expect(own.refused).toBeUndefined();
-    await own.waitFor(conv.stored);
+    await own.until(conv.stored);
     await own.close();
-    const evil = await openStream(streamUrl(conv.id, 'resend_all=true'), { cookie, origin: 'https://evil.example' });
+    const evil = await connectStream(streamUrl(conv.id, 'resend_all=true'), {
+      headers: { cookie, origin: 'https://evil.example' },
+    });
     expect(evil.refused).toBe(403);
 
     const issued = await tier.call('POST', `/api/v1/app-conversations/${conv.id}/stream-tickets`, { key });
     expect(issued.status, issued.text).toBe(200);
     const ticket = issued.body.ticket;
-    const first = await openStream(streamUrl(conv.id, `ticket=${ticket}&after_seq=${conv.stored - 1}`));
-    await first.waitFor(1);
+    const first = await connectStream(streamUrl(conv.id, `ticket=${ticket}&after_seq=${conv.stored - 1}`));
+    await first.until(conv.stored);
     expect(seqs(first.messages)).toEqual([conv.stored]);
     await first.close();
-    expect((await openStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
+    expect((await connectStream(streamUrl(conv.id, `ticket=${ticket}`))).refused).toBe(401);
   }, 60_000);
 
   it("$connect answers 429 past the plan's sockets per conversation (counted in the table), and a closed one frees its slot", async () => {
     // The built-in plan: 5 per conversation. Opened one after the other, so each is recorded before the next counts.
     const open = [];
     for (let i = 0; i < 5; i++) {
-      const c = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+      const c = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
       expect(c.refused, `socket ${i + 1}`).toBeUndefined();
       open.push(c);
     }
-    expect((await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`))).refused).toBe(429);
+    expect((await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`))).refused).toBe(429);
     await open.pop()!.close();
     await until(
       tier,
       'a freed slot',
       async () => {
-        const again = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+        const again = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
         if (again.refused === undefined) open.push(again);
         return again.refused === undefined;
       },
@@ -248,67 +252,68 @@ describe('the event stream on the synthesized stack', () => {
   it('first-message auth: a connection without credentials opens pending; its auth frame opens the stream (resend_mode=all, since); a wrong, late or missing frame drops it', async () => {
     const n = (await tier.call('GET', `/api/v1/events/count?conversation_id__eq=${conv.id}`, { key })).body as number;
     const auth = (k: string) => JSON.stringify({ type: 'auth', session_api_key: k });
-    const ok = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    const ok = await connectStream(streamUrl(conv.id, 'resend_mode=all'));
     expect(ok.refused).toBeUndefined();
-    ok.ws!.send(auth(conv.scoped));
-    await ok.waitFor(n);
+    ok.ws.send(auth(conv.scoped));
+    await ok.until(n);
     expect(seqs(ok.messages)).toEqual(range(1, n));
     await ok.close();
     // since the timestamp of the second-to-last event: only the last one.
     const all = (await tier.call('GET', `/api/v1/events/search?conversation_id__eq=${conv.id}&limit=100`, { key })).body
       .items;
-    const since = await openStream(
+    const since = await connectStream(
       streamUrl(conv.id, `resend_mode=since&after_timestamp=${encodeURIComponent(all[n - 2].timestamp)}`),
     );
-    since.ws!.send(auth(conv.scoped));
-    await since.waitFor(1);
+    since.ws.send(auth(conv.scoped));
+    await since.until(n);
     expect(since.messages.map((m) => m.id)).toEqual(
       all.filter((e: any) => e.timestamp > all[n - 2].timestamp).map((e: any) => e.id),
     );
     await since.close();
     // A wrong key: API Gateway drops the connection (a plain close, no code of ours), nothing sent.
-    const wrong = await openStream(streamUrl(conv.id, 'resend_mode=all'));
-    wrong.ws!.send(auth('acsc.not-a-key'));
+    const wrong = await connectStream(streamUrl(conv.id, 'resend_mode=all'));
+    wrong.ws.send(auth('acsc.not-a-key'));
     await wrong.closed;
-    expect(wrong.messages).toEqual([]);
+    expect(wrong.frames).toEqual([]);
     // Past the 10 s deadline: the late frame is refused by the message function, the silent one by the sweeper.
-    const late = await openStream(streamUrl(conv.id, 'resend_mode=all'));
-    const silent = await openStream(streamUrl(conv.id, 'resend_mode=all'));
+    const late = await connectStream(streamUrl(conv.id, 'resend_mode=all'));
+    const silent = await connectStream(streamUrl(conv.id, 'resend_mode=all'));
     await new Promise((r) => setTimeout(r, 10_500));
-    late.ws!.send(auth(conv.scoped));
+    late.ws.send(auth(conv.scoped));
     await late.closed;
-    expect(late.messages).toEqual([]);
+    expect(late.frames).toEqual([]);
     const run = await tier.bus.runSchedule('SweeperSchedule');
     expect(run.result.error).toBeUndefined();
     await silent.closed;
-    expect(silent.messages).toEqual([]);
+    expect(silent.frames).toEqual([]);
     await tier.aws.settle();
     expect(tier.aws.denials).toEqual([]);
   }, 60_000);
 
   it("refuses a user key in the URL, another conversation's key, no credentials, and paths the API has not", async () => {
-    expect((await openStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
-    expect((await openStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);
+    expect((await connectStream(streamUrl(conv.id, `session_api_key=${key}`))).refused).toBe(403);
+    expect((await connectStream(streamUrl(conv.id, `resend_all=true&foo=${key}`))).refused).toBe(403);
     // No credentials at all is first-message auth now (its own test below); a malformed id still refuses at once.
-    expect((await openStream(streamUrl('not-an-id', 'resend_mode=all'))).refused).toBe(400);
+    expect((await connectStream(streamUrl('not-an-id', 'resend_mode=all'))).refused).toBe(400);
     const other = await createKey(tier, 'other-streamer');
     const mine = await conversationOn(tier, llm, other);
-    expect((await openStream(streamUrl(conv.id, `session_api_key=${mine.scoped}`))).refused).toBe(403);
+    expect((await connectStream(streamUrl(conv.id, `session_api_key=${mine.scoped}`))).refused).toBe(403);
     // Another user's conversation with my own credentials: not found, as on HTTP.
     const signIn = await tier.call('POST', '/api/authenticate', { key: other });
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
     expect(
-      (await openStream(streamUrl(conv.id, ''), { cookie, origin: `https://${tier.front.domainName}` })).refused,
+      (await connectStream(streamUrl(conv.id, ''), { headers: { cookie, origin: `https://${tier.front.domainName}` } }))
+        .refused,
     ).toBe(404);
     // CloudFront's function answers paths that are no stream; the API itself refuses anything after its stage.
-    expect((await openStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}/more`)).refused).toBe(
-      404,
-    );
-    expect((await openStream(`${tier.sockets.url}/${tier.sockets.stage}/events/${conv.id}`)).refused).toBe(403);
+    expect(
+      (await connectStream(`${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}/more`)).refused,
+    ).toBe(404);
+    expect((await connectStream(`${tier.sockets.url}/${tier.sockets.stage}/events/${conv.id}`)).refused).toBe(403);
     // Straight to the API, bypassing CloudFront, the same rule holds.
     expect(
       (
-        await openStream(
+        await connectStream(
           `${tier.sockets.url}/${tier.sockets.stage}?channel=events&id=${conv.id}&session_api_key=${key}`,
         )
       ).refused,
@@ -509,7 +514,7 @@ describe('the event stream on the synthesized stack', () => {
         );
       expect(await refused(foreign(foreignKey, cid).start())).toBe(404);
       expect(await refused(foreign(scoped, conv.id).start())).toBe(403);
-      expect((await openStream(streamUrl(conv.id, `session_api_key=${scoped}`))).refused).toBe(403);
+      expect((await connectStream(streamUrl(conv.id, `session_api_key=${scoped}`))).refused).toBe(403);
       expect(tier.aws.denials).toEqual([]);
     }, 120_000);
 
@@ -631,7 +636,7 @@ describe('the event stream on the synthesized stack', () => {
   });
 
   it('idle 10 minutes: API Gateway closes it, $disconnect forgets it, a later ingest posts to no one; pings keep it open until the 2-hour limit', async () => {
-    const idle = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    const idle = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
     const posts = () => tier.aws.calls.filter((c) => c.operation === 'execute-api:ManageConnections').length;
     const disconnects = () => tier.sockets.records.filter((r) => r.routeKey === '$disconnect').length;
@@ -649,12 +654,12 @@ describe('the event stream on the synthesized stack', () => {
     conv.stored += 1;
     expect(posts()).toBe(before);
 
-    const pinged = await openStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
+    const pinged = await connectStream(streamUrl(conv.id, `session_api_key=${conv.scoped}`));
     await tier.aws.settle();
     // A ping every 9 minutes keeps it open past the idle limit, up to the 2-hour limit and no further.
     const pings = Math.ceil(WEBSOCKET_LIMITS.maxMs / (9 * 60_000)); // 14: the last advance crosses 2 hours
     for (let t = 1; t <= pings; t++) {
-      pinged.ws!.send(JSON.stringify({ action: 'ping' })); // consumed by the mock ping route: no function runs
+      pinged.ws.send(JSON.stringify({ action: 'ping' })); // consumed by the mock ping route: no function runs
       await until(
         tier,
         'ping consumed',
@@ -662,7 +667,7 @@ describe('the event stream on the synthesized stack', () => {
         (n) => n >= t,
       );
       await tier.sockets.advance(9 * 60_000);
-      if (t < pings) expect(pinged.ws!.readyState, `open after ${t * 9} minutes`).toBe(1);
+      if (t < pings) expect(pinged.ws.readyState, `open after ${t * 9} minutes`).toBe(1);
     }
     const closed = await Promise.race([pinged.closed, new Promise((r) => setTimeout(() => r('still open'), 5000))]);
     expect(closed).toEqual({ code: 1001, reason: 'Going away' });
@@ -688,11 +693,11 @@ describe("mutation: the ingest function's execute-api:ManageConnections grant re
   it('the resend still works, but live events never reach the client: PostToConnection is denied to the ingest role', async () => {
     const key = await createKey(tier, 'mutant');
     const conv = await conversationOn(tier, llm, key);
-    const client = await openStream(
+    const client = await connectStream(
       `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`,
     );
     expect(client.refused).toBeUndefined();
-    await client.waitFor(conv.stored);
+    await client.until(conv.stored);
     await tier.aws.settle();
     // The bridge route still stores the event (a failed push costs the client nothing a reconnect does not bring).
     await ingest(tier, conv, conv.stored + 1, [event(1)]);
@@ -745,11 +750,11 @@ describe("a replay longer than one invocation: the resend function's Timeout mad
         range(first, first + 99).map((n) => event(n)),
       );
     const total = conv.stored + extra;
-    const client = await openStream(
+    const client = await connectStream(
       `${tier.front.url.replace(/^http/, 'ws')}/sockets/events/${conv.id}?resend_all=true&session_api_key=${conv.scoped}`,
     );
     expect(client.refused).toBeUndefined();
-    await client.waitFor(total, 180_000);
+    await client.until(total, 180_000);
     await tier.aws.settle();
     expect(seqs(client.messages)).toEqual(range(1, total));
     const resendArn = tier.lambda.byName('streamResend').arn;
