@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { estimatedStartDelays } from '#test/tier/aws.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 import { createKey } from '#test/tier/flows.ts';
 import { ready, withPool } from '#test/tier/pool.ts';
 import { startTier, type TierStack } from '#test/tier/stack.ts';
@@ -16,17 +17,17 @@ const TIER_SCALE = Number(process.env.BENCH_TIER_SCALE ?? 1);
 const MB50 = 50 * 1024 * 1024;
 const ms = (n: number) => msDigits(n, 0);
 
-/** GET the sandbox every 20 ms until `done` (the figures' resolution). */
-async function poll(tier: TierStack, key: string, id: string, done: (s: any) => boolean, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = (await tier.call('GET', `/api/v1/sandboxes?id=${id}`, { key })).body?.[0];
-    if (s?.status === 'ERROR') throw new Error(`bench: sandbox ${id} failed: ${s.detail}`);
-    if (done(s)) return s;
-    if (Date.now() > deadline) throw new Error(`bench: sandbox ${id} timed out: ${JSON.stringify(s)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** GET the sandbox every 20 ms until `done` (the figures' resolution); an ERROR ends it at once. */
+const poll = (tier: TierStack, key: string, id: string, done: (s: any) => boolean, timeoutMs = 120_000) =>
+  waitFor(
+    `sandbox ${id}`,
+    async () => {
+      const s = (await tier.call('GET', `/api/v1/sandboxes?id=${id}`, { key })).body?.[0];
+      if (s?.status === 'ERROR') throw new Error(`bench: sandbox ${id} failed: ${s.detail}`);
+      return s;
+    },
+    { until: done, timeoutMs, intervalMs: 20 },
+  );
 
 /** POST (a start or a resume) until the API shows RUNNING: the ms and the sandbox as then. */
 async function timed(tier: TierStack, key: string, path: string, id?: string) {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '#test/adversarial/client.ts';
 import { startServerProcess, type ServerProcess } from '#test/helpers/server-process.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -37,14 +38,12 @@ export interface SpySandbox {
   key: string;
 }
 
-async function waitForFile(path: string, timeoutMs = 20_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  while (!existsSync(path) || readFileSync(path, 'utf8') === '') {
-    if (Date.now() > deadline) throw new Error(`no ${path}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return readFileSync(path, 'utf8');
-}
+/** A file the spy sandbox writes: read once it has content. */
+const fileWritten = (path: string) =>
+  waitFor(`${path} to be written`, () => (existsSync(path) ? readFileSync(path, 'utf8') || undefined : undefined), {
+    timeoutMs: 20_000,
+    intervalMs: 50,
+  });
 
 /** `npm start` as a child process, with the spy spec first (the default) and the real specs after it. */
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
@@ -97,7 +96,7 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
       const started = await client.call('POST', '/api/v1/sandboxes?sandbox_spec_id=spy', { key: userKey });
       if (started.status !== 200) throw new Error(`spy sandbox: HTTP ${started.status} ${started.text}`);
       const id: string = started.body.id;
-      const enrollment = (await waitForFile(join(dataDir, 'data', 'sandboxes', id, 'workspace', '.enrollment'))).trim();
+      const enrollment = (await fileWritten(join(dataDir, 'data', 'sandboxes', id, 'workspace', '.enrollment'))).trim();
       const checkIn = await client.call('POST', `/api/v1/sandboxes/${id}/bridge/check-in`, {
         key: enrollment,
         body: { version: 'spy' },

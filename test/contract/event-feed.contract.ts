@@ -4,6 +4,7 @@ import type { ConversationRef, EventStore } from '#shared/events/event-store.ts'
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import type { EventFeed } from '#shared/stream/feed.ts';
 import { MAX_MESSAGE_BYTES } from '#shared/stream/messages.ts';
+import { waitUntil } from '#test/helpers/wait.ts';
 
 /** One client connected to a conversation through the adapter under test. */
 export interface FeedClient {
@@ -21,13 +22,6 @@ export interface FeedFixture {
   close?(): Promise<void>;
 }
 
-const waitUntil = async (ok: () => boolean, what: string, ms = 20_000) => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`Timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 
 /**
@@ -74,13 +68,13 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
           .sort(() => Math.random() - 0.5)
           .map((b, i) => new Promise((r) => setTimeout(r, i % 5)).then(() => ingest(c, b.first, b.events))),
       );
-      await waitUntil(() => seqs(early).length >= 2, 'the first two');
+      await waitUntil('the first two', () => seqs(early).length >= 2);
       await new Promise((r) => setTimeout(r, 200));
       expect(seqs(early), 'nothing past the gap').toEqual([1, 2]);
       const late = await f.connect(c, 0);
       await ingest(c, gap.first, gap.events);
       await f.feed.committed(c, 1); // stale: changes nothing
-      await waitUntil(() => seqs(early).length >= 102 && seqs(late).length >= 102, 'all 102');
+      await waitUntil('all 102', () => seqs(early).length >= 102 && seqs(late).length >= 102);
       await new Promise((r) => setTimeout(r, 100));
       expect(seqs(early)).toEqual(range(1, 102));
       expect(seqs(late)).toEqual(range(1, 102));
@@ -88,7 +82,7 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
       // A retried batch changes nothing and sends nothing again.
       await ingest(c, gap.first, gap.events);
       await ingest(c, 103, [event(103)]);
-      await waitUntil(() => seqs(early).length >= 103, 'the 103rd');
+      await waitUntil('the 103rd', () => seqs(early).length >= 103);
       expect(seqs(early)).toEqual(range(1, 103));
       await early.disconnect();
       await late.disconnect();
@@ -104,7 +98,7 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
       const resumed = await f.connect(c, 3);
       const fromEnd = await f.connect(c, 'end');
       await ingest(c, 6, [event(6)]);
-      await waitUntil(() => seqs(resumed).length >= 3 && seqs(fromEnd).length >= 1, 'resume');
+      await waitUntil('resume', () => seqs(resumed).length >= 3 && seqs(fromEnd).length >= 1);
       expect(seqs(resumed)).toEqual([4, 5, 6]);
       expect(seqs(fromEnd)).toEqual([6]);
       await resumed.disconnect();
@@ -119,7 +113,7 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
         event(2, { kind: 'EventReference', href: 'https://evil.example/' }),
         event(3),
       ]);
-      await waitUntil(() => seqs(client).length >= 3, 'three');
+      await waitUntil('three', () => seqs(client).length >= 3);
       const [big, spoof, small] = client.messages();
       expect(big).toMatchObject({
         kind: 'EventReference',
@@ -142,10 +136,10 @@ export function eventFeedContract(name: string, setup: () => Promise<FeedFixture
       const leaving = await f.connect(c, 0);
       const staying = await f.connect(c, 0);
       await ingest(c, 1, [event(1)]);
-      await waitUntil(() => seqs(leaving).length >= 1 && seqs(staying).length >= 1, 'first');
+      await waitUntil('first', () => seqs(leaving).length >= 1 && seqs(staying).length >= 1);
       await leaving.disconnect();
       await ingest(c, 2, [event(2)]);
-      await waitUntil(() => seqs(staying).length >= 2, 'second');
+      await waitUntil('second', () => seqs(staying).length >= 2);
       expect(seqs(leaving)).toEqual([1]);
       await staying.disconnect();
     });

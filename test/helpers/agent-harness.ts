@@ -66,14 +66,5 @@ export async function harness(
 
 export const say = (text: string, run = true) => ({ content: [{ type: 'text' as const, text }], run });
 
-/** Waits (bounded) for a condition some other activity makes true. */
-export async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 export const observationText = (e: EventOf<'ObservationEvent'>) =>
   ((e.observation.content as { text: string }[]) ?? []).map((c) => c.text).join('');

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EventSink } from '#sandbox/agent/event-sink.ts';
 import { BridgeClient } from '#sandbox/bridge-client.ts';
+import { waitUntil } from '#test/helpers/wait.ts';
 import { agentEventBatchSchema, EventFactory, type AgentEvent } from '#sandbox/agent/events.ts';
 
 /** A stand-in for the events bridge route on loopback: answers with the statuses given (then 200), keeps the first event at each number. */
@@ -64,14 +65,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
 
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('EventSink', () => {
   it('posts full batches of 10 at once, with the key header, in order', async () => {
     const rx = await receiver();
@@ -81,7 +74,7 @@ describe('EventSink', () => {
     const sent = events(25);
     await sink.push(sent.slice(0, 12));
     await sink.push(sent.slice(12));
-    await until(() => sink.pending === 5, 'two full batches');
+    await waitUntil('two full batches', () => sink.pending === 5);
     expect(rx.posts.map((p) => p.events.length)).toEqual([10, 10]);
     await sink.close();
     expect(rx.posts.map((p) => p.events.length)).toEqual([10, 10, 5]);
@@ -95,7 +88,7 @@ describe('EventSink', () => {
     cleanups.push(rx.close);
     const sink = new EventSink({ deliver: rx.deliver, flushIntervalMs: 50 });
     await sink.push(events(3));
-    await until(() => rx.posts.length === 1, 'the timed flush');
+    await waitUntil('the timed flush', () => rx.posts.length === 1);
     expect(rx.posts[0]!.events).toHaveLength(3);
     await sink.close();
   });
@@ -189,7 +182,7 @@ describe('EventSink', () => {
     expect(errors[0]).toMatch(/could not be delivered yet: POST events: HTTP 500/);
     const more = events(2);
     await sink.push(more);
-    await until(() => sink.pending === 0, 'the retry at the next flush');
+    await waitUntil('the retry at the next flush', () => sink.pending === 0);
     expect(rx.stored().map((e) => e.id)).toEqual([...sent, ...more].map((e) => e.id));
     await sink.close();
   });

@@ -9,7 +9,8 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent, EventOf } from '#sandbox/agent/events.ts';
 import { AgentSession, AgentStateError } from '#sandbox/agent/session.ts';
-import { cleanups, harness, observationText, say, until, type Harness } from '#test/helpers/agent-harness.ts';
+import { cleanups, harness, observationText, say, type Harness } from '#test/helpers/agent-harness.ts';
+import { waitUntil } from '#test/helpers/wait.ts';
 import { reply, startScriptedLlm } from '#test/helpers/scripted-llm.ts';
 
 describe('AgentSession against a scripted LLM', () => {
@@ -205,7 +206,7 @@ describe('AgentSession against a scripted LLM', () => {
   it('a message sent while the agent works joins the conversation before the next model call', async () => {
     const h = await harness([reply.bash('sleep 0.3; echo slept'), reply.finish('ok')]);
     const running = h.session.sendMessage(say('start'));
-    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    await waitUntil('the command to start', () => h.of('ActionEvent').length === 1);
     await h.session.sendMessage(say('Also, be brief.', false));
     await running;
     const messages = h.llm.requests[1]!.body.messages;
@@ -284,7 +285,7 @@ describe('AgentSession against a scripted LLM', () => {
   it('pauses during an LLM call and continues from the same history on run', async () => {
     const h = await harness([reply.bash('echo step-one'), { hang: true }, reply.finish('finished after resume')]);
     const running = h.session.sendMessage(say('Work'));
-    await until(() => h.llm.requests.length === 2, 'the second model call');
+    await waitUntil('the second model call', () => h.llm.requests.length === 2);
     await h.session.pause();
     await running;
     expect(h.session.status).toBe('paused');
@@ -303,10 +304,10 @@ describe('AgentSession against a scripted LLM', () => {
   it('is paused as soon as a pause is accepted while a command runs; the command ends and its result is kept', async () => {
     const h = await harness([reply.bash('sleep 1; echo slept-through'), reply.finish('done after resume')]);
     const running = h.session.sendMessage(say('Work'));
-    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    await waitUntil('the command to start', () => h.of('ActionEvent').length === 1);
     const pausing = h.session.pause();
     // The status says paused while the command still runs (no observation yet).
-    await until(() => h.session.status === 'paused', 'the paused status');
+    await waitUntil('the paused status', () => h.session.status === 'paused');
     expect(h.of('ObservationEvent')).toHaveLength(0);
     await pausing;
     await running;
@@ -321,9 +322,9 @@ describe('AgentSession against a scripted LLM', () => {
   it('a run asked for while a pause winds down its command runs after it, not never', async () => {
     const h = await harness([reply.bash('sleep 0.5; echo first'), reply.finish('resumed and done')]);
     const running = h.session.sendMessage(say('Work'));
-    await until(() => h.of('ActionEvent').length === 1, 'the command to start');
+    await waitUntil('the command to start', () => h.of('ActionEvent').length === 1);
     const pausing = h.session.pause();
-    await until(() => h.session.status === 'paused', 'the paused status');
+    await waitUntil('the paused status', () => h.session.status === 'paused');
     const resumed = h.session.run();
     await Promise.all([pausing, running, resumed]);
     expect(h.session.status).toBe('finished');
@@ -733,7 +734,7 @@ describe('AgentSession carried over to a new process (sandbox paused and resumed
       ],
       run: true,
     });
-    await until(() => llm.requests.length === 2, 'the second model call');
+    await waitUntil('the second model call', () => llm.requests.length === 2);
     await first.close(); // the sandbox stops mid-call
     await running;
 
@@ -809,7 +810,7 @@ describe('AgentSession close', () => {
     const pid = Number(readFileSync(join(h.workspaceDir, 'bg.pid'), 'utf8'));
     expect(() => process.kill(pid, 0)).not.toThrow();
     await h.session.close();
-    await until(() => {
+    await waitUntil('the background command to die', () => {
       try {
         process.kill(pid, 0);
         // a zombie until reaped by init: check its state
@@ -820,6 +821,6 @@ describe('AgentSession close', () => {
       } catch {
         return true;
       }
-    }, 'the background command to die');
+    });
   });
 });

@@ -1,4 +1,5 @@
 import type { TierStack } from '#test/tier/stack.ts';
+import { WaitTimeout, waitFor } from '#test/helpers/wait.ts';
 
 /**
  * The seed's flows, driven through the tier's HTTP API. Each throws a TierFailure naming the step,
@@ -22,7 +23,10 @@ async function expectOk(
   return r.body;
 }
 
-/** Polls until `done` holds, failing the step with the last value after `timeoutMs`. */
+/**
+ * The tests' one poller (`waitFor`) for a step of a flow: on timeout it fails as a TierFailure, with
+ * what the functions behind the step logged.
+ */
 export async function until<T>(
   tier: TierStack,
   step: string,
@@ -30,12 +34,11 @@ export async function until<T>(
   done: (v: T) => boolean,
   timeoutMs = 60_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) fail(tier, `${step} (timed out)`, v);
-    await new Promise((r) => setTimeout(r, 200));
+  try {
+    return (await waitFor(step, read, { until: done, timeoutMs, intervalMs: 200 })) as T;
+  } catch (err) {
+    if (err instanceof WaitTimeout) fail(tier, `${step} (timed out)`, err.last);
+    throw err;
   }
 }
 

@@ -28,6 +28,7 @@ import { StreamTickets, TICKET_SECONDS } from '#shared/stream/tickets.ts';
 import { Accounts } from '#shared/accounts/accounts.ts';
 import { Audit } from '#shared/accounts/audit.ts';
 import { MemoryAccountStore, MemoryAuditStore } from '#test/helpers/memory-accounts.ts';
+import { waitUntil } from '#test/helpers/wait.ts';
 
 const CID = 'a'.repeat(32);
 const OTHER = 'b'.repeat(32);
@@ -410,7 +411,7 @@ describe('LocalEventHub', () => {
       }),
     );
     await hub.committed(ref, 3); // a stale, smaller end changes nothing
-    await vi_waitFor(() => got.length === 202);
+    await waitUntil('all 202 deliveries', () => got.length === 202);
     expect(got).toEqual(Array.from({ length: 202 }, (_, i) => i + 1));
     expect(failed).toBeUndefined();
     expect(sub.position).toBe(202);
@@ -439,7 +440,7 @@ describe('LocalEventHub', () => {
         hub.subscribe(ref, () => 0, { send: async (m) => void g.push(JSON.parse(m).seq), fail: () => undefined }),
       ),
     );
-    await vi_waitFor(() => got.every((g) => g.length === 1_000));
+    await waitUntil('1,000 events to every client', () => got.every((g) => g.length === 1_000));
     for (const g of got) expect(g).toEqual(Array.from({ length: 1_000 }, (_, i) => i + 1));
     // Ten pages of 100, each read once for the five (a subscription alone would read them ten times each).
     expect(reads).toBe(10);
@@ -457,18 +458,10 @@ describe('LocalEventHub', () => {
       },
       fail: () => (failed = true),
     });
-    await vi_waitFor(() => failed);
+    await waitUntil('the failed send', () => failed);
     await store.append(ref, 3, [event(3)]);
     await hub.committed(ref, 3);
     expect(sent).toBe(2);
     expect(hub.size).toBe(0);
   });
 });
-
-async function vi_waitFor(ok: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
