@@ -323,7 +323,7 @@ describe('every route of the template answers without a 5xx', () => {
       // A conversation of this user, so the routes on one reach past their 404 (its start need not finish).
       // In that sandbox: a new one could push it out under the per-user running limit, and its key with it.
       const started = authenticated
-        ? await tier.call('POST', '/api/v1/app-conversations', { key, body: { sandbox_id: sandbox.id } })
+        ? await tier.call('POST', '/api/v1/app-conversations', { key, body: { sandbox_id: sandbox!.id } })
         : undefined;
       const ids = {
         sandbox: sandbox?.id ?? 'tierprobe',

@@ -1,3 +1,5 @@
+import type { Answer } from '#shared/client/index.ts';
+import type { AppConversation } from '#shared/conversations/model.ts';
 import type { TierStack } from '#test/tier/stack.ts';
 import { WaitTimeout, waitFor } from '#test/helpers/wait.ts';
 
@@ -12,16 +14,25 @@ const fail = (tier: TierStack, step: string, detail: unknown): never => {
   throw new TierFailure(`${step}: ${typeof detail === 'string' ? detail : JSON.stringify(detail)}\n${tier.explain()}`);
 };
 
-async function expectOk(
+/** The answer's body once its status is the one expected; `T` names the answer's type where the caller reads it. */
+async function expectOk<T = unknown>(
   tier: TierStack,
   step: string,
   res: Promise<{ status: number; body: any; text: string }>,
   status = 200,
-) {
+): Promise<T> {
   const r = await res;
   if (r.status !== status) fail(tier, step, `HTTP ${r.status} ${r.text.slice(0, 500)}`);
-  return r.body;
+  return r.body as T;
 }
+
+/** The settings' own answer (the route also answers a Canvas-shaped view, not asked for here). */
+type Settings = Extract<Answer<'/api/settings', 'get'>, { llm_api_key_set: boolean }>;
+type Sandbox = NonNullable<Answer<'/api/v1/sandboxes', 'get'>[number]>;
+type StartTask = NonNullable<Answer<'/api/v1/app-conversations/start-tasks', 'get'>[number]>;
+/** The fields of an ECS task state change the flows read. */
+const ecsDetail = (event: unknown) => (event as { detail?: { startedBy?: string; lastStatus?: string } }).detail ?? {};
+type Event = Answer<'/api/v1/events/search', 'get'>['items'][number];
 
 /**
  * The tests' one poller (`waitFor`) for a step of a flow: on timeout it fails as a TierFailure, with
@@ -55,7 +66,7 @@ export async function createKey(tier: TierStack, user: string, org?: string): Pr
 }
 
 /** Saves settings (a first save, then LLM settings with a secret: the write without a read), reads them back masked. */
-export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl: string): Promise<any> {
+export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl: string): Promise<Settings> {
   const body = { llm_model: 'openai/scripted-model', llm_api_key: 'sk-tier-secret-123', llm_base_url: llmBaseUrl };
   await expectOk(
     tier,
@@ -63,36 +74,44 @@ export async function settingsRoundTrip(tier: TierStack, key: string, llmBaseUrl
     tier.call('POST', '/api/settings', { key, body: { git_user_name: 'Tier Tester' } }),
   );
   await expectOk(tier, 'POST /api/settings', tier.call('POST', '/api/settings', { key, body }));
-  const got = await expectOk(tier, 'GET /api/settings', tier.call('GET', '/api/settings', { key }));
+  const got = await expectOk<Settings>(tier, 'GET /api/settings', tier.call('GET', '/api/settings', { key }));
   if (
     got.llm_base_url !== llmBaseUrl ||
     got.llm_api_key_set !== true ||
     JSON.stringify(got).includes('sk-tier-secret-123')
   )
     fail(tier, 'GET /api/settings', got);
-  const me = await expectOk(tier, 'GET /api/v1/users/me', tier.call('GET', '/api/v1/users/me', { key }));
+  const me = await expectOk<Answer<'/api/v1/users/me', 'get'>>(
+    tier,
+    'GET /api/v1/users/me',
+    tier.call('GET', '/api/v1/users/me', { key }),
+  );
   if (me.settings?.llm_model !== body.llm_model) fail(tier, 'GET /api/v1/users/me', me);
   return got;
 }
 
 /** A GET that must answer 200: a poll fails at once on an error instead of waiting out its time. */
-const getOk = (tier: TierStack, key: string, path: string) =>
-  expectOk(tier, `GET ${path.split('?')[0]}`, tier.call('GET', path, { key }));
+const getOk = <T>(tier: TierStack, key: string, path: string) =>
+  expectOk<T>(tier, `GET ${path.split('?')[0]}`, tier.call('GET', path, { key }));
 
 export const sandboxOf = async (tier: TierStack, key: string, id: string) =>
-  ((await getOk(tier, key, `/api/v1/sandboxes?id=${id}`)) as any[])[0];
+  (await getOk<(Sandbox | null)[]>(tier, key, `/api/v1/sandboxes?id=${id}`))[0] ?? null;
 
 /** Starts a sandbox and waits until its program has checked in over the bridge (RUNNING). */
-export async function startSandbox(tier: TierStack, key: string): Promise<any> {
-  const started = await expectOk(tier, 'POST /api/v1/sandboxes', tier.call('POST', '/api/v1/sandboxes', { key }));
+export async function startSandbox(tier: TierStack, key: string): Promise<Sandbox> {
+  const started = await expectOk<Sandbox>(
+    tier,
+    'POST /api/v1/sandboxes',
+    tier.call('POST', '/api/v1/sandboxes', { key }),
+  );
   const sb = await until(
     tier,
     `sandbox ${started.id} RUNNING`,
     () => sandboxOf(tier, key, started.id),
     (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
   );
-  if (sb.status !== 'RUNNING') fail(tier, `sandbox ${started.id} start`, sb);
-  return sb;
+  if (sb?.status !== 'RUNNING') fail(tier, `sandbox ${started.id} start`, sb);
+  return sb!;
 }
 
 /**
@@ -110,8 +129,8 @@ export async function pauseResumeDelete(
     tier.bus.deliveries.filter(
       (d) =>
         d.target.includes('ecsEvents') &&
-        (d.event as any).detail?.startedBy === id &&
-        (d.event as any).detail?.lastStatus === 'STOPPED',
+        ecsDetail(d.event).startedBy === id &&
+        ecsDetail(d.event).lastStatus === 'STOPPED',
     );
   await expectOk(tier, 'pause', tier.call('POST', `/api/v1/sandboxes/${id}/pause`, { key }));
   await until(
@@ -131,7 +150,7 @@ export async function pauseResumeDelete(
     () => sandboxOf(tier, key, id),
     (s) => s?.status === 'RUNNING' || s?.status === 'ERROR',
   );
-  if (resumed.status !== 'RUNNING') fail(tier, 'resume', resumed);
+  if (resumed?.status !== 'RUNNING') fail(tier, 'resume', resumed);
   await hooks.resumed?.();
   await expectOk(tier, 'delete', tier.call('DELETE', `/api/v1/sandboxes/${id}`, { key }));
   if ((await sandboxOf(tier, key, id)) !== null)
@@ -150,7 +169,7 @@ export async function pauseResumeDelete(
     async () => tier.aws.objectKeys(`sandboxes/${id}/`).length,
     (n) => n === 0,
   );
-  const failed = tier.bus.failures.filter((d) => (d.event as any).detail?.startedBy === id);
+  const failed = tier.bus.failures.filter((d) => ecsDetail(d.event).startedBy === id);
   if (failed.length)
     fail(
       tier,
@@ -166,8 +185,8 @@ export async function startConversationV1(
   tier: TierStack,
   key: string,
   message: string,
-): Promise<{ conversationId: string; events: any[] }> {
-  const task = await expectOk(
+): Promise<{ conversationId: string; events: Event[] }> {
+  const task = await expectOk<Answer<'/api/v1/app-conversations', 'post'>>(
     tier,
     'POST /api/v1/app-conversations',
     tier.call('POST', '/api/v1/app-conversations', { key, body: { initial_message: text(message) } }),
@@ -175,11 +194,12 @@ export async function startConversationV1(
   const done = await until(
     tier,
     `start task ${task.id}`,
-    async () => ((await getOk(tier, key, `/api/v1/app-conversations/start-tasks?ids=${task.id}`)) as any[])[0],
+    async () =>
+      (await getOk<(StartTask | null)[]>(tier, key, `/api/v1/app-conversations/start-tasks?ids=${task.id}`))[0],
     (t) => t?.status === 'READY' || t?.status === 'ERROR',
     90_000,
   );
-  if (done.status !== 'READY') fail(tier, 'start task', done);
+  if (done?.status !== 'READY' || !done.app_conversation_id) return fail(tier, 'start task', done);
   return {
     conversationId: done.app_conversation_id,
     events: await finishedEvents(tier, key, done.app_conversation_id),
@@ -191,8 +211,8 @@ export async function startConversationLegacy(
   tier: TierStack,
   key: string,
   message: string,
-): Promise<{ conversationId: string; events: any[] }> {
-  const res = await expectOk(
+): Promise<{ conversationId: string; events: Event[] }> {
+  const res = await expectOk<Answer<'/api/conversations', 'post'>>(
     tier,
     'POST /api/conversations',
     tier.call('POST', '/api/conversations', { key, body: { initial_user_msg: message } }),
@@ -201,21 +221,21 @@ export async function startConversationLegacy(
   return { conversationId: res.conversation_id, events: await finishedEvents(tier, key, res.conversation_id) };
 }
 
-async function finishedEvents(tier: TierStack, key: string, id: string): Promise<any[]> {
+async function finishedEvents(tier: TierStack, key: string, id: string): Promise<Event[]> {
   const conv = await until(
     tier,
     `conversation ${id} finished`,
-    async () => ((await getOk(tier, key, `/api/v1/app-conversations?ids=${id}`)) as any[])[0],
-    (c) => ['finished', 'error', 'stuck'].includes(c?.execution_status),
+    async () => (await getOk<(AppConversation | null)[]>(tier, key, `/api/v1/app-conversations?ids=${id}`))[0],
+    (c) => ['finished', 'error', 'stuck'].includes(c?.execution_status ?? ''),
     90_000,
   );
-  if (conv.execution_status !== 'finished') fail(tier, `conversation ${id}`, conv);
-  const search = await expectOk(
+  if (conv?.execution_status !== 'finished') fail(tier, `conversation ${id}`, conv);
+  const search = await expectOk<Answer<'/api/v1/events/search', 'get'>>(
     tier,
     'GET /api/v1/events/search',
     tier.call('GET', `/api/v1/events/search?conversation_id__eq=${id}&limit=100`, { key }),
   );
-  const count = await expectOk(
+  const count = await expectOk<number>(
     tier,
     'GET /api/v1/events/count',
     tier.call('GET', `/api/v1/events/count?conversation_id__eq=${id}`, { key }),
