@@ -3,29 +3,24 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack, type SettingsBody } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
+  agent = await startAgentStack({ settings: null });
+  ({ stack, llm } = agent);
 });
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 /** A user with their own settings (so confirmation mode or limits stay within one test). */
-async function user(name: string, settings: Record<string, unknown> = {}): Promise<string> {
+async function user(name: string, settings: SettingsBody = {}): Promise<string> {
   const key = await stack.newUser(name);
-  const res = await stack.call('POST', '/api/settings', {
-    key,
-    body: { llm_model: 'scripted-model', llm_api_key: 'sk-control', llm_base_url: llm.baseUrl, ...settings },
-  });
-  expect(res.status).toBe(200);
+  await agent.saveSettings(settings, key);
   return key;
 }
 const message = (text: string, run = true) => ({ initial_message: { content: [{ type: 'text', text }], run } });
