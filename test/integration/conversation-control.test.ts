@@ -160,23 +160,25 @@ describe('talking to a running conversation', () => {
     );
     const seen: string[] = [];
     let cursor: string | null = null;
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
-      const page: any = await stack.call(
-        'GET',
-        `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
-        { key },
-      );
-      seen.push(...page.body.items.map((e: { id: string }) => e.id));
-      cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
-      if (
-        (await conversation(stack, conversationId, key))!.execution_status === 'finished' &&
-        !page.body.next_page_id &&
-        page.body.items.length === 0
-      )
-        break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Each read takes the next page; done once the conversation has finished and a page comes back empty.
+    await waitFor(
+      'the cursor to reach the end of the finished conversation',
+      async () => {
+        const page: any = await stack.call(
+          'GET',
+          `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
+          { key },
+        );
+        seen.push(...page.body.items.map((e: { id: string }) => e.id));
+        cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
+        return (
+          (await conversation(stack, conversationId, key))!.execution_status === 'finished' &&
+          !page.body.next_page_id &&
+          page.body.items.length === 0
+        );
+      },
+      { until: (done) => done, timeoutMs: 60_000 },
+    );
     const all = (await allEvents(stack, conversationId, key)).map((e) => e.id);
     expect(seen).toEqual(all);
     const desc = await stack.call(
