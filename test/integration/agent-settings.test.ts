@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 /** The agent settings and start options as the API takes them, and what reaches the agent in its sandbox. */
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
+  // No settings for the dev user: each test saves its own user's.
+  agent = await startAgentStack({ settings: null });
+  ({ stack, llm } = agent);
 });
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 describe('agent options and settings', () => {
   it('lists the agents and security analyzers (user auth)', async () => {

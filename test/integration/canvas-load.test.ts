@@ -8,8 +8,9 @@ import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { llmModels } from '#shared/options/model.ts';
 import { conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 // What Agent Canvas's cloud mode reads on load (its built code in @openhands/agent-canvas 1.20.0:
 // api/cloud/*.js, api/config-service, api/event-service), over HTTP against the local stack, with a
@@ -21,6 +22,7 @@ const SECRET_VALUE = 'planted-ui-secret-value-3d9b';
 const GIT_TOKEN = 'ghp_planted-git-token-8e21';
 const planted = [LLM_KEY, SEARCH_KEY, CUSTOM, SECRET_VALUE, GIT_TOKEN];
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 let a: string; // the dev user's two conversations
@@ -38,8 +40,9 @@ const call = async (...args: Parameters<TestStack['call']>) => {
 };
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm([reply.finish('answer one'), reply.finish('answer two')]);
+  // Settings saved below through `call`, so their answer is swept for the planted secrets too.
+  agent = await startAgentStack({ script: [reply.finish('answer one'), reply.finish('answer two')], settings: null });
+  ({ stack, llm } = agent);
   mallory = await stack.newUser('mallory-canvas');
   await call('POST', '/api/settings', {
     body: {
@@ -65,10 +68,7 @@ beforeAll(async () => {
   expect(keyA).toBeTruthy();
 }, 60_000);
 
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 describe('settings as Agent Canvas reads and writes them (/api/v1/settings)', () => {
   it('GET answers 404 before any settings (Canvas then shows its defaults), the grouped view after', async () => {

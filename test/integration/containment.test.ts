@@ -4,14 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '#shared/wiring/local.ts';
 import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 /**
  * A hostile agent: a scripted LLM drives the agent's bash tool through every breakout that worked
  * before containment (issue "Security", finding 3). Each attempt must fail, while ordinary work in
  * the workspace still succeeds. This test FAILS where bubblewrap cannot run: it never skips.
  */
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 let victimKey: string;
@@ -44,11 +46,10 @@ function listeningPorts(): number[] {
 
 beforeAll(async () => {
   process.env.CONTAINMENT_SERVER_SECRET = SERVER_SECRET;
-  stack = await startTestStack({ memory: false, specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json') });
-  llm = await startScriptedLlm();
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'scripted-model', llm_api_key: 'sk-containment', llm_base_url: llm.baseUrl },
+  agent = await startAgentStack({
+    stack: { memory: false, specsFile: join(PROJECT_ROOT, 'test/fixtures/sandboxes/specs.json') },
   });
+  ({ stack, llm } = agent);
   // Another user's sandbox that never checks in: its process holds an unused enrollment token.
   victimKey = await stack.newUser('victim');
   const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key: victimKey });
@@ -70,8 +71,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   delete process.env.CONTAINMENT_SERVER_SECRET;
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
 });
 
 /** Both databases' sockets (the events table has one of its own). */

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 let conversationId: string;
@@ -19,11 +21,9 @@ const event = (i: number, id = randomUUID().replaceAll('-', '')) => ({
 });
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm([reply.finish('ready')]);
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'm', llm_api_key: 'sk-w', llm_base_url: llm.baseUrl },
-  });
+  // The key the start configuration is checked for.
+  agent = await startAgentStack({ script: [reply.finish('ready')], settings: { llm_api_key: 'sk-w' } });
+  ({ stack, llm } = agent);
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   conversationId = task.app_conversation_id;
   sandboxId = task.sandbox_id!;
@@ -32,10 +32,7 @@ beforeAll(async () => {
   sandboxKey = (await stack.sandboxKey(sandboxId))!;
   expect(sandboxKey).toBeTypeOf('string');
 });
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 const count = async () =>
   (await stack.call('GET', `/api/v1/events/count?conversation_id__eq=${conversationId}`)).body as number;

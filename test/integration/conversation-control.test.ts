@@ -3,29 +3,24 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack, type SettingsBody } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
+  agent = await startAgentStack({ settings: null });
+  ({ stack, llm } = agent);
 });
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 /** A user with their own settings (so confirmation mode or limits stay within one test). */
-async function user(name: string, settings: Record<string, unknown> = {}): Promise<string> {
+async function user(name: string, settings: SettingsBody = {}): Promise<string> {
   const key = await stack.newUser(name);
-  const res = await stack.call('POST', '/api/settings', {
-    key,
-    body: { llm_model: 'scripted-model', llm_api_key: 'sk-control', llm_base_url: llm.baseUrl, ...settings },
-  });
-  expect(res.status).toBe(200);
+  await agent.saveSettings(settings, key);
   return key;
 }
 const message = (text: string, run = true) => ({ initial_message: { content: [{ type: 'text', text }], run } });
@@ -165,23 +160,25 @@ describe('talking to a running conversation', () => {
     );
     const seen: string[] = [];
     let cursor: string | null = null;
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline) {
-      const page: any = await stack.call(
-        'GET',
-        `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
-        { key },
-      );
-      seen.push(...page.body.items.map((e: { id: string }) => e.id));
-      cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
-      if (
-        (await conversation(stack, conversationId, key))!.execution_status === 'finished' &&
-        !page.body.next_page_id &&
-        page.body.items.length === 0
-      )
-        break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Each read takes the next page; done once the conversation has finished and a page comes back empty.
+    await waitFor(
+      'the cursor to reach the end of the finished conversation',
+      async () => {
+        const page: any = await stack.call(
+          'GET',
+          `/api/v1/events/search?conversation_id__eq=${conversationId}&limit=3${cursor ? `&page_id=${encodeURIComponent(cursor)}` : ''}`,
+          { key },
+        );
+        seen.push(...page.body.items.map((e: { id: string }) => e.id));
+        cursor = page.body.next_page_id ?? page.body.follow_page_id ?? cursor;
+        return (
+          (await conversation(stack, conversationId, key))!.execution_status === 'finished' &&
+          !page.body.next_page_id &&
+          page.body.items.length === 0
+        );
+      },
+      { until: (done) => done, timeoutMs: 60_000 },
+    );
     const all = (await allEvents(stack, conversationId, key)).map((e) => e.id);
     expect(seen).toEqual(all);
     const desc = await stack.call(

@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 let git: GitServer;
@@ -15,23 +17,18 @@ const TOKEN = 'glpat_inputs_token';
 const MCP_SERVER = readFileSync(new URL('../fixtures/agent/mcp-reverse-server.mjs', import.meta.url), 'utf8');
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
   git = await startGitServer(TOKEN, 'oauth2');
   git.createRepo('team/service', { 'README.md': '# service\n' });
-  await stack.call('POST', '/api/settings', {
-    body: {
-      llm_model: 'scripted-model',
-      llm_api_key: 'sk-inputs',
-      llm_base_url: llm.baseUrl,
+  agent = await startAgentStack({
+    settings: {
       secrets_store: { provider_tokens: { gitlab: { token: TOKEN, host: git.url } } },
       mcp_config: { stdio_servers: [{ name: 'fromsettings', command: process.execPath, args: ['-e', MCP_SERVER] }] },
     },
   });
+  ({ stack, llm } = agent);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
   await git?.close();
 });
 

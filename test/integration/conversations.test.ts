@@ -3,17 +3,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allEvents, conversation, startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
 import { startGitServer, type GitServer } from '#test/helpers/git-server.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 let git: GitServer;
 const TOKEN = 'ghp_conversation_token_123';
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
   git = await startGitServer(TOKEN);
   git.createRepo(
     'acme/app',
@@ -24,11 +24,8 @@ beforeAll(async () => {
     },
     { feature: { 'feature.txt': 'on the feature branch\n' } },
   );
-  const saved = await stack.call('POST', '/api/settings', {
-    body: {
-      llm_model: 'scripted-model',
-      llm_api_key: 'sk-scripted-key',
-      llm_base_url: llm.baseUrl,
+  agent = await startAgentStack({
+    settings: {
       git_user_name: 'Ada Lovelace',
       git_user_email: 'ada@example.test',
       secrets_store: {
@@ -37,11 +34,10 @@ beforeAll(async () => {
       },
     },
   });
-  expect(saved.status).toBe(200);
+  ({ stack, llm } = agent);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
   await git?.close();
 });
 

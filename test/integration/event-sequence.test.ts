@@ -5,24 +5,22 @@ import { MAX_SEQ_AHEAD } from '#shared/events/event-store.ts';
 import { DynamoSandboxStore } from '#shared/sandboxes/dynamo-sandbox-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 // The bridge route as a (possibly hostile) sandbox uses it, and the readers as a client follows them,
 // over HTTP on the local stack with dynalite. The conversation is a real one, started by its agent.
+let agent: AgentStack;
 let stack: TestStack;
-let llm: ScriptedLlm;
 let cid: string;
 let sid: string;
 let key: string;
 let userId: string;
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm([reply.finish('ready')]);
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
-  });
+  agent = await startAgentStack({ script: [reply.finish('ready')] });
+  stack = agent.stack;
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
@@ -32,10 +30,7 @@ beforeAll(async () => {
   key = (await stack.sandboxKey(sid))!;
   userId = sandbox.created_by_user_id;
 });
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 let made = 0;
 const ev = (kind = 'MessageEvent', text = `e${made + 1}`) => ({

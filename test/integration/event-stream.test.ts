@@ -7,15 +7,16 @@ import { DynamoStreamTicketStore } from '#shared/stream/dynamo-ticket-store.ts';
 import { CLOSE, MAX_MESSAGE_BYTES } from '#shared/stream/messages.ts';
 import { allEvents, conversation, startConversation, storedConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // The stream as clients use it, over real WebSockets on the local stack's port, fed by the real
 // bridge route a sandbox posts to (with the sandbox's own key), on a conversation started by its agent.
 const PING_MS = 400;
+let agent: AgentStack;
 let stack: TestStack;
-let llm: ScriptedLlm;
 let cid: string;
 let sid: string;
 let sandboxKey: string;
@@ -24,11 +25,11 @@ let userId: string;
 const clients: StreamClient[] = [];
 
 beforeAll(async () => {
-  stack = await startTestStack({ streamPingMs: PING_MS });
-  llm = await startScriptedLlm([reply.finish('ready'), reply.finish('heard you')]);
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
+  agent = await startAgentStack({
+    stack: { streamPingMs: PING_MS },
+    script: [reply.finish('ready'), reply.finish('heard you')],
   });
+  stack = agent.stack;
   const task = await startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } });
   cid = task.app_conversation_id;
   sid = task.sandbox_id!;
@@ -46,8 +47,7 @@ afterAll(async () => {
   // One stream still open when the server stops: closed as "going away", and the stop does not hang on it.
   const open = stack && stream({ session_api_key: scoped });
   await open?.opened;
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
   if (open) expect(await open.closed).toEqual({ code: CLOSE.goingAway, reason: 'Server shutting down' });
 });
 

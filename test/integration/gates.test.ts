@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoConversationStore } from '#shared/conversations/dynamo-conversation-store.ts';
 import { startConversation, waitForExecutionStatus } from '#test/helpers/conversations.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 /**
  * The OpenHands web UI's gates over real HTTP against the local stack: options, browser sign-in
@@ -12,18 +13,19 @@ import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
 const UI_ORIGIN = 'http://ui.example.test';
 const EVIL_ORIGIN = 'http://evil.example.test';
 
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 const savedEnv = { CORS_ORIGINS: process.env.CORS_ORIGINS, SESSION_HOURS: process.env.SESSION_HOURS };
 
 beforeAll(async () => {
   process.env.CORS_ORIGINS = `${UI_ORIGIN}, http://other-ui.example.test`;
-  stack = await startTestStack();
-  llm = await startScriptedLlm();
+  // No settings for the dev user: the tests that need them make a user with their own.
+  agent = await startAgentStack({ settings: null });
+  ({ stack, llm } = agent);
 });
 afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
   for (const [k, v] of Object.entries(savedEnv))
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
@@ -31,11 +33,7 @@ afterAll(async () => {
 
 async function userWithSettings(name: string): Promise<string> {
   const key = await stack.newUser(name);
-  const res = await stack.call('POST', '/api/settings', {
-    key,
-    body: { llm_model: 'scripted-model', llm_api_key: 'sk-gates', llm_base_url: llm.baseUrl },
-  });
-  expect(res.status).toBe(200);
+  await agent.saveSettings({}, key);
   return key;
 }
 

@@ -22,8 +22,9 @@ import {
   storedSandbox,
 } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // One tenant cannot slow another: the plan's caps and rates on the local stack over real HTTP and
@@ -38,6 +39,7 @@ const PLAN = {
 };
 /** Plan `bytes`: stored event bytes per organization (a batch of 10 flood events is about 2.2 KB). */
 const BYTES_CAP = 5_000;
+let agent: AgentStack;
 let stack: TestStack;
 let llm: ScriptedLlm;
 const clients: StreamClient[] = [];
@@ -73,13 +75,13 @@ beforeAll(async () => {
       },
     ]),
   );
-  stack = await startTestStack({ plansFile, specsFile, sweepIntervalMs: 3_600_000 });
-  llm = await startScriptedLlm();
+  // No settings here: the one test that runs the agent saves them itself.
+  agent = await startAgentStack({ stack: { plansFile, specsFile, sweepIntervalMs: 3_600_000 }, settings: null });
+  ({ stack, llm } = agent);
 }, 60_000);
 afterAll(async () => {
   for (const c of clients) c.ws.terminate();
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
 });
 
 /** The conversation the hostile program floods (ids are unique per user: its user has this one only). */

@@ -3,14 +3,15 @@ import { CLOSE } from '#shared/stream/messages.ts';
 import { CLOSE_TOO_MANY, MAX_PENDING_SOCKETS_PER_IP, tooManyPending } from '#shared/stream/socket-caps.ts';
 import { conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 
 // The event socket as Agent Canvas and the agent server's clients use it: no credential in the URL,
 // the key in a first frame `{"type": "auth", "session_api_key": ...}`, `resend_mode=all|since`.
+let agent: AgentStack;
 let stack: TestStack;
-let llm: ScriptedLlm;
 let cid: string;
 let other: string;
 let sid: string;
@@ -20,11 +21,8 @@ let otherScoped: string;
 const clients: StreamClient[] = [];
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm([reply.finish('ready'), reply.finish('second'), reply.finish('heard you')]);
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
-  });
+  agent = await startAgentStack({ script: [reply.finish('ready'), reply.finish('second'), reply.finish('heard you')] });
+  stack = agent.stack;
   const [a, b] = await Promise.all([
     startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
     startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
@@ -43,8 +41,7 @@ beforeAll(async () => {
 }, 150_000);
 afterAll(async () => {
   for (const c of clients) c.ws.terminate();
-  await stack?.stop();
-  await llm?.close();
+  await agent?.stop();
 });
 
 const stream = (query: Record<string, string> = {}, headers?: Record<string, string>, id = cid) => {

@@ -3,14 +3,15 @@ import { HttpError, RemoteConversation, RemoteWorkspace } from '@openhands/types
 import { ConversationClient, ServerClient } from '@openhands/typescript-client/clients';
 import { conversation, startConversation } from '#test/helpers/conversations.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
+import { reply } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 
 // The official TypeScript client (@openhands/typescript-client, the real package) pointed at a
 // conversation's conversation_url with that conversation's session_api_key, as its docs show,
 // against the local stack with a scripted LLM.
+let agent: AgentStack;
 let stack: TestStack;
-let llm: ScriptedLlm;
 let cid: string;
 let other: string;
 let scoped: string;
@@ -18,11 +19,10 @@ let otherScoped: string;
 let host: string;
 
 beforeAll(async () => {
-  stack = await startTestStack();
-  llm = await startScriptedLlm([reply.finish('first answer'), reply.finish('other'), reply.finish('second answer')]);
-  await stack.call('POST', '/api/settings', {
-    body: { llm_model: 'm', llm_api_key: 'sk-s', llm_base_url: llm.baseUrl },
+  agent = await startAgentStack({
+    script: [reply.finish('first answer'), reply.finish('other'), reply.finish('second answer')],
   });
+  stack = agent.stack;
   const [a, b] = await Promise.all([
     startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
     startConversation(stack, { initial_message: { content: [{ type: 'text', text: 'hi' }] } }),
@@ -40,10 +40,7 @@ beforeAll(async () => {
   // The client takes the host of conversation_url (the API's own origin here).
   host = new URL(view.conversation_url!).origin;
 }, 150_000);
-afterAll(async () => {
-  await stack?.stop();
-  await llm?.close();
-});
+afterAll(() => agent?.stop());
 
 const remote = (key = scoped, id = cid) =>
   new RemoteConversation(
