@@ -3,8 +3,9 @@ import { DynamoAgentReports } from '#shared/usage/dynamo-agent-reports.ts';
 import { DynamoUsageStore } from '#shared/usage/dynamo-usage-store.ts';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { reply, startScriptedLlm, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack, type TestStack } from '#test/helpers/stack.ts';
+import { startAgentStack } from '#test/helpers/agent-stack.ts';
+import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
+import type { TestStack } from '#test/helpers/stack.ts';
 import { json } from './http.ts';
 import { benchEvents, postBatches, postBatchesFromChild, WARMUP_BATCHES, type IngestRun } from './ingest-client.ts';
 import { count, interleaved, ms, p50p99, percentile, time } from './stats.ts';
@@ -270,12 +271,8 @@ async function walk(stack: TestStack, cid: string): Promise<{ lastPageCursor: st
  * count and search (unfiltered and by a rare kind) on conversations of 10, 100 and 100,000 events.
  */
 export async function benchEventRoutes(): Promise<string> {
-  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
-  const llm = await startScriptedLlm();
+  const { stack, llm, stop } = await startAgentStack({ stack: { sweepIntervalMs: 3_600_000 } });
   try {
-    await json(stack, 'POST', '/api/settings', {
-      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
-    });
     const sandboxId = (await timedStart({ stack, llm })).sandboxId;
     // Ingest: the sandbox's own session key (no response shows it; read from its sealed record).
     const key = await stack.sandboxKey(sandboxId);
@@ -436,8 +433,7 @@ export async function benchEventRoutes(): Promise<string> {
       '',
     ].join('\n');
   } finally {
-    await stack.stop();
-    await llm.close();
+    await stop();
   }
 }
 
@@ -447,14 +443,9 @@ export async function benchEventRoutes(): Promise<string> {
  * through the events bridge route, and events/search on a small and a 100,000-event conversation.
  */
 export async function benchConversations(): Promise<string> {
-  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
-  const llm = await startScriptedLlm();
+  const { stack, llm, stop } = await startAgentStack({ stack: { sweepIntervalMs: 3_600_000 } });
   const ctx = { stack, llm };
   try {
-    await json(stack, 'POST', '/api/settings', {
-      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
-    });
-
     // One unmeasured conversation warms tsx's cache, the handlers and the agent's modules.
     const warm = await timedStart(ctx);
     await json(stack, 'DELETE', `/api/v1/sandboxes/${warm.sandboxId}`);
@@ -487,7 +478,6 @@ export async function benchConversations(): Promise<string> {
       '',
     ].join('\n');
   } finally {
-    await stack.stop();
-    await llm.close();
+    await stop();
   }
 }

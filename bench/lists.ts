@@ -3,8 +3,7 @@ import { COUNTER_ID } from '#shared/conversations/dynamo-conversation-store.ts';
 import { documentClient, tableName } from '#shared/store/dynamo.ts';
 import { batchPut } from '#shared/store/query.ts';
 import { waitFor } from '#test/helpers/wait.ts';
-import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { startTestStack } from '#test/helpers/stack.ts';
+import { startAgentStack } from '#test/helpers/agent-stack.ts';
 import { json } from './http.ts';
 import { count, interleaved, ms, percentile, time } from './stats.ts';
 
@@ -43,12 +42,8 @@ async function clone(
  * newest first page and its second page timed side by side (`interleaved`), and the counts.
  */
 export async function benchLists(): Promise<string> {
-  const stack = await startTestStack({ sweepIntervalMs: 3_600_000 });
-  const llm = await startScriptedLlm();
+  const { stack, stop } = await startAgentStack({ stack: { sweepIntervalMs: 3_600_000 } });
   try {
-    await json(stack, 'POST', '/api/settings', {
-      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
-    });
     // One real conversation on a real sandbox: their items are the templates.
     const task = await json(stack, 'POST', '/api/v1/app-conversations', { body: {} });
     const ready = await waitFor(
@@ -173,7 +168,6 @@ export async function benchLists(): Promise<string> {
       '',
     ].join('\n');
   } finally {
-    await stack.stop();
-    await llm.close();
+    await stop();
   }
 }

@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentEventEnvelope } from '#shared/protocol.ts';
-import { startScriptedLlm } from '#test/helpers/scripted-llm.ts';
-import { ROOMY_PLANS, startTestStack } from '#test/helpers/stack.ts';
+import { startAgentStack } from '#test/helpers/agent-stack.ts';
+import { ROOMY_PLANS } from '#test/helpers/stack.ts';
 import { eventsUrl, openStream, type StreamClient } from '#test/helpers/stream-client.ts';
 import { untilReady } from './conversations.ts';
 import { benchEvents } from './ingest-client.ts';
@@ -28,13 +28,9 @@ export async function benchStream(): Promise<string> {
   const roomy = JSON.parse(readFileSync(ROOMY_PLANS, 'utf8'));
   Object.assign(roomy.plans[roomy.default_plan], { max_stream_sockets_per_conversation: FANOUT_CLIENTS + 5 });
   writeFileSync(plansFile, JSON.stringify(roomy));
-  const stack = await startTestStack({ sweepIntervalMs: 3_600_000, plansFile });
-  const llm = await startScriptedLlm();
+  const { stack, stop } = await startAgentStack({ stack: { sweepIntervalMs: 3_600_000, plansFile } });
   const clients: StreamClient[] = [];
   try {
-    await json(stack, 'POST', '/api/settings', {
-      body: { llm_model: 'scripted-model', llm_api_key: 'sk-bench', llm_base_url: llm.baseUrl },
-    });
     // A conversation with a sandbox and no message: the agent posts nothing, the benchmark numbers every event.
     const started = await json(stack, 'POST', '/api/v1/app-conversations', { body: {} });
     const task = await untilReady(stack, started.id);
@@ -130,7 +126,6 @@ export async function benchStream(): Promise<string> {
     ].join('\n');
   } finally {
     for (const c of clients) c.ws.terminate();
-    await stack.stop();
-    await llm.close();
+    await stop();
   }
 }
