@@ -7,6 +7,7 @@ import { processEnv, sandboxPids } from '#test/helpers/sandboxes.ts';
 import { startAgentStack, type AgentStack } from '#test/helpers/agent-stack.ts';
 import { reply, type ScriptedLlm } from '#test/helpers/scripted-llm.ts';
 import type { TestStack } from '#test/helpers/stack.ts';
+import { waitFor } from '#test/helpers/wait.ts';
 
 /**
  * A hostile agent: a scripted LLM drives the agent's bash tool through every breakout that worked
@@ -55,14 +56,14 @@ beforeAll(async () => {
   const started = await stack.call('POST', '/api/v1/sandboxes?sandbox_spec_id=never-checks-in', { key: victimKey });
   victimSandbox = started.body.id;
   expect(started.body).toMatchObject({ sandbox_spec_id: 'never-checks-in', status: 'STARTING' });
-  const [pid] = await (async () => {
-    for (let i = 0; i < 100; i++) {
+  const [pid] = await waitFor(
+    "the victim sandbox's process",
+    () => {
       const pids = sandboxPids(victimSandbox).filter((p) => processEnv(p)?.ENROLLMENT_TOKEN);
-      if (pids.length) return pids;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error('the victim sandbox has no process');
-  })();
+      return pids.length ? pids : undefined;
+    },
+    { timeoutMs: 5_000, intervalMs: 50 },
+  );
   victimToken = processEnv(pid!)!.ENROLLMENT_TOKEN!;
   writeFileSync(
     join(stack.dataDir, 'sandboxes', victimSandbox, 'workspace', 'victim-notes.txt'),
