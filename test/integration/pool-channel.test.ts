@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { PoolWaitResponse } from '#shared/protocol.ts';
 import type { PoolClient } from '#sandbox/bridge-client.ts';
-import { PoolChannel } from '#sandbox/pool-channel.ts';
+import { PoolChannel, type PoolChannelOptions } from '#sandbox/pool-channel.ts';
 
 /*
  * A standby's wait for its binding (sandbox/pool-channel.ts) against a WebSocket server on loopback and a
@@ -62,18 +62,21 @@ function waitRoute() {
 
 const quiet = () => undefined;
 
+/** A channel on `route`, waiting 10 s a call, quiet, never stopped unless `options` give a signal. */
+const channelOn = (route: ReturnType<typeof waitRoute>, options: Partial<PoolChannelOptions> = {}) =>
+  new PoolChannel({
+    pool: route.client,
+    waitSeconds: 10,
+    signal: new AbortController().signal,
+    log: quiet,
+    ...options,
+  });
+
 describe('PoolChannel (a standby waiting for its binding)', () => {
   it('on the socket: wait=0 at once, then only when woken or at its heartbeat; the credential in a header, never the URL', async () => {
     const { url, sockets, upgrades } = await socketServer();
     const route = waitRoute();
-    const channel = new PoolChannel({
-      pool: route.client,
-      socketUrl: url,
-      waitSeconds: 10,
-      signal: new AbortController().signal,
-      log: quiet,
-      heartbeatMs: 60_000,
-    });
+    const channel = channelOn(route, { socketUrl: url, heartbeatMs: 60_000 });
     const done = channel.run();
     await expect.poll(() => route.calls.length).toBe(1);
     expect(route.calls).toEqual([0]);
@@ -96,14 +99,7 @@ describe('PoolChannel (a standby waiting for its binding)', () => {
     const route = waitRoute();
     route.state.delayMs = 100;
     const stopper = new AbortController();
-    const done = new PoolChannel({
-      pool: route.client,
-      socketUrl: url,
-      waitSeconds: 10,
-      signal: stopper.signal,
-      log: quiet,
-      heartbeatMs: 150,
-    }).run();
+    const done = channelOn(route, { socketUrl: url, signal: stopper.signal, heartbeatMs: 150 }).run();
     await expect.poll(() => sockets.length).toBe(1);
     for (let i = 0; i < 5; i++) sockets[0]!.send('{"fetch":true}');
     await expect.poll(() => route.calls.length, { timeout: 2_000 }).toBeGreaterThanOrEqual(4);
@@ -116,14 +112,7 @@ describe('PoolChannel (a standby waiting for its binding)', () => {
   it('a refused socket: it long-polls meanwhile (wait=N), and a stop ends standing by', async () => {
     const { url } = await socketServer(true);
     const route = waitRoute();
-    const channel = new PoolChannel({
-      pool: route.client,
-      socketUrl: url,
-      waitSeconds: 10,
-      signal: new AbortController().signal,
-      log: quiet,
-      retryMs: 2_000,
-    });
+    const channel = channelOn(route, { socketUrl: url, retryMs: 2_000 });
     const done = channel.run();
     await expect.poll(() => route.calls.some((w) => w > 0)).toBe(true);
     route.state.answer = { binding: null, stop: true } as PoolWaitResponse;
@@ -133,12 +122,7 @@ describe('PoolChannel (a standby waiting for its binding)', () => {
   it('without a socket URL (locally) it long-polls only', async () => {
     const route = waitRoute();
     route.state.answer = BINDING;
-    const out = await new PoolChannel({
-      pool: route.client,
-      waitSeconds: 7,
-      signal: new AbortController().signal,
-      log: quiet,
-    }).run();
+    const out = await channelOn(route, { waitSeconds: 7 }).run();
     expect(out).toEqual(BINDING);
     expect(route.calls).toEqual([7]);
   });
