@@ -4,7 +4,12 @@ import { isConversationKey, type ConversationKeys } from '#shared/auth/conversat
 import { isJwtForm, TokenRefused, type OidcVerifier } from '#shared/auth/oidc.ts';
 import { sessionCookieValues, type Sessions } from '#shared/auth/sessions.ts';
 import { requestRate } from '#shared/auth/request-rate.ts';
-import { type RateLimiter, SIGN_IN_PER_IP_PER_MINUTE, SIGN_IN_PER_IP_REFUSAL } from '#shared/auth/rate-limit.ts';
+import {
+  type RateLimiter,
+  SIGN_IN_PER_IP_PER_MINUTE,
+  SIGN_IN_PER_IP_REFUSAL,
+  secondsLeftInWindow,
+} from '#shared/auth/rate-limit.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
 import type { Plans } from '#shared/plans/model.ts';
 
@@ -91,7 +96,12 @@ export async function authorizeRequest(
   if (limitedAddress !== undefined) {
     if (!deps.addressLimiter) throw new Error('A route limited per address needs the authorizer its addressLimiter');
     if (!(await deps.addressLimiter.take(`authenticate-ip:${limitedAddress}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
-      return { userId: '', refusal: SIGN_IN_PER_IP_REFUSAL, refusalStatus: 429, retryAfter: 60 };
+      return {
+        userId: '',
+        refusal: SIGN_IN_PER_IP_REFUSAL,
+        refusalStatus: 429,
+        retryAfter: secondsLeftInWindow(60),
+      };
   }
   const headers: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(rawHeaders)) headers[k.toLowerCase()] = v;

@@ -10,6 +10,7 @@ import {
   SIGN_IN_PER_IP_PER_MINUTE,
   SIGN_IN_PER_IP_REFUSAL,
   SIGN_IN_REFUSED_AUDITS_PER_MINUTE,
+  secondsLeftInWindow,
 } from '#shared/auth/rate-limit.ts';
 import { logger } from '#shared/logging.ts';
 import { cookieValues, portOf, sessionCookie } from '#shared/auth/sessions.ts';
@@ -92,7 +93,7 @@ export const oidcSession = defineOperation(
     if (originVerdict('POST', headers, allowedOrigins(), selfOrigins(headers)) !== 'verified')
       throw forbidden('Sign-in must come from an allowed origin (the Origin header)');
     if (!(await oidcSignIn.limiter.take(`signin-ip:${ip}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
-      throw tooManyRequests(SIGN_IN_PER_IP_REFUSAL, 60);
+      throw tooManyRequests(SIGN_IN_PER_IP_REFUSAL, secondsLeftInWindow(60));
     const secure = baseUrl.startsWith('https:');
     // Exactly one: a second one was planted (as with session cookies), and neither is picked.
     const nonces = cookieValues(headers.cookie, NONCE_COOKIE(secure));
@@ -112,7 +113,7 @@ export const oidcSession = defineOperation(
     };
     if (!(await oidcSignIn.limiter.take(`signin-account:${userId}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE, 60)))
       throw await refuse(
-        tooManyRequests('Too many sign-ins for this account: wait a minute', 60),
+        tooManyRequests('Too many sign-ins for this account: wait a minute', secondsLeftInWindow(60)),
         'too many sign-ins for this account',
       );
     let account: Awaited<ReturnType<typeof accounts.forPerson>>;

@@ -29,12 +29,20 @@ export class DynamoRateLimiter implements RateLimiter {
 }
 
 /**
+ * Whole seconds until the fixed window `take` counts in ends (1 to `windowSeconds`): when an attempt
+ * refused now would be counted afresh, so the `Retry-After` that tells a client no more and no less.
+ */
+export function secondsLeftInWindow(windowSeconds: number, nowMs = Date.now()): number {
+  return windowSeconds - (Math.floor(nowMs / 1000) % windowSeconds);
+}
+
+/**
  * Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). The number
  * per IP holds each exchange for a session cookie (the OpenID exchange, and `POST /api/authenticate` in
  * the authorizer), each on a counter of its own (scopes `signin-ip:` and `authenticate-ip:`).
  */
 export const SIGN_IN_PER_IP_PER_MINUTE = 20;
-/** The refusal past SIGN_IN_PER_IP_PER_MINUTE (429, `Retry-After: 60`: at most the window's length). */
+/** The refusal past SIGN_IN_PER_IP_PER_MINUTE (429, `Retry-After`: the seconds left in the minute's window). */
 export const SIGN_IN_PER_IP_REFUSAL = 'Too many sign-in attempts from this address: wait a minute';
 export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;
 /** `sign_in_refused` audit entries written per person per minute: a flood of refusals cannot fill the log. */
