@@ -56,13 +56,15 @@ export const fallbackFunction = {
 /**
  * ECS "Task State Change" events for the sandbox cluster: STOPPED reconciles records; a warm-pool
  * standby's task is resolved through its pool item (one GetItem), and a Spot standby lost is replaced.
+ * It claims no standby, so it needs no `pool:refill` (the asynchronous refill after a claim, and the
+ * tag a claimed standby gets): a replacement is started here, with `ecs:run`.
  */
 export const ecsEventsFunction = {
   id: 'ecsEvents',
   entry: 'functions/sandboxes/ecs-events.ts',
   async: true,
   tables: { sandboxes: 'write', pool: 'write', usage: 'write' },
-  capabilities: [...sandboxHousekeeping, 'pool:refill'],
+  capabilities: sandboxHousekeeping,
 } as const satisfies EventFunctionDef;
 /** Invoked asynchronously after each claim: starts standbys up to the pool's size (an interrupted Spot standby is replaced by the ECS events function itself). */
 export const poolRefillFunction = {
@@ -78,8 +80,9 @@ export const sweeperFunction = {
   entry: 'functions/sandboxes/sweeper.ts',
   async: true,
   // streamConnections, stream:push: pending stream connections past their auth deadline are dropped.
-  // pool, pool:refill: the warm pool is topped up, drained and its lost standbys replaced; users, orgs: a
-  // retried start claims, and a suspended account never does.
+  // pool: the warm pool is topped up, drained and its lost standbys replaced (in process, with ecs:run);
+  // pool:refill, users, orgs: a retried start claims a standby (tagged with its sandbox, then the refill
+  // asked for), and a suspended account never does.
   // events: stored event bytes summed per organization.
   // usage: closing records, and RUNNING sandboxes that stopped heartbeating metered to their last sign of life.
   tables: {
