@@ -1336,6 +1336,19 @@ export const routes = [
     timeoutSeconds: 29,
   },
   {
+    id: 'getInvitation',
+    method: 'GET',
+    path: '/api/v1/invitations/{token}',
+    entry: 'functions/orgs/get-invitation.ts',
+    auth: 'user',
+    summary:
+      "An open invitation the caller's verified email matches: the organization's name, the role, when it expires " +
+      '(what accepting would do, for the invitee to decide); another email is 403 and names nothing',
+    tag: 'organizations',
+    tables: { users: 'read', orgs: 'read', invitations: 'read' },
+    capabilities: ['signin'],
+  },
+  {
     id: 'acceptInvitation',
     method: 'POST',
     path: '/api/v1/invitations/{token}/accept',

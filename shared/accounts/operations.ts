@@ -124,12 +124,31 @@ export const removeMember = defineOperation(
     organizations.remove(callerOf(userId, auth), params.org_id, params.user_id),
 );
 
+const invitationTokenParams = z.object({
+  token: z.string().check(z.regex(/^acsi_[A-Za-z0-9_-]{43}$/, 'must be an invitation token (acsi_...)')),
+});
+
+export const getInvitation = defineOperation(
+  'getInvitation',
+  () => ({
+    params: invitationTokenParams,
+    response: z.object({
+      org_id: z.string(),
+      org_name: z.string(),
+      role: z.string(),
+      email: z.string(),
+      expires_at: z.string(),
+      already_member: z.boolean(),
+    }),
+  }),
+  ({ userId, auth, params }, { organizations }) =>
+    organizations.describeInvitation(callerOf(userId, auth), params.token),
+);
+
 export const acceptInvitation = defineOperation(
   'acceptInvitation',
   () => ({
-    params: z.object({
-      token: z.string().check(z.regex(/^acsi_[A-Za-z0-9_-]{43}$/, 'must be an invitation token (acsi_...)')),
-    }),
+    params: invitationTokenParams,
     response: z.object({ success: z.literal(true), org_id: z.string(), role: z.string() }),
   }),
   ({ userId, auth, params }, { organizations }) => organizations.accept(callerOf(userId, auth), params.token),

@@ -217,6 +217,38 @@ export class Organizations {
   }
 
   /**
+   * An open invitation the caller may accept, and the organization it is to: a token that is unknown,
+   * spent or expired, or whose organization closed, is a 404; one for another email a 403 that names
+   * nothing of the organization (a link that reached the wrong person tells them nothing).
+   */
+  private async openInvitation(caller: Caller, token: string) {
+    const gone = () => notFound('Invitation not found, expired or already used');
+    const invitation = await this.store.getInvitation(invitationHash(token));
+    if (!invitation || invitation.acceptedAt || invitation.expiresAt <= this.now().toISOString()) throw gone();
+    if (!caller.email || caller.email !== invitation.email)
+      throw forbidden('This invitation is for another email address (it needs the invited, verified email)');
+    const org = await this.store.getOrg(invitation.orgId);
+    if (org?.status !== 'active') throw gone();
+    return { invitation, org };
+  }
+
+  /**
+   * `GET /api/v1/invitations/{token}`: what accepting would do, for the invitee to decide (the
+   * organization's name, the role), under the same checks as the accept; reads only.
+   */
+  async describeInvitation(caller: Caller, token: string) {
+    const { invitation, org } = await this.openInvitation(caller, token);
+    return {
+      org_id: org.orgId,
+      org_name: org.name,
+      role: invitation.role,
+      email: invitation.email,
+      expires_at: invitation.expiresAt,
+      already_member: caller.orgId === org.orgId,
+    };
+  }
+
+  /**
    * Accepting an invitation moves the caller into its organization; their personal one closes if left
    * empty. Their live sandboxes pause (workspaces kept; closing records to the old organization), so
    * usage up to the move stays with the old organization exactly: a sandbox records the organization
@@ -224,15 +256,9 @@ export class Organizations {
    * Their keys, sessions and streams stay: the person is the same.
    */
   async accept(caller: Caller, token: string) {
-    const invitation = await this.store.getInvitation(invitationHash(token));
+    const { invitation } = await this.openInvitation(caller, token);
     const at = this.now().toISOString();
-    if (!invitation || invitation.acceptedAt || invitation.expiresAt <= at)
-      throw notFound('Invitation not found, expired or already used');
-    if (!caller.email || caller.email !== invitation.email)
-      throw forbidden('This invitation is for another email address (it needs the invited, verified email)');
     if (caller.orgId === invitation.orgId) throw conflict('You are already a member of this organization');
-    const target = await this.store.getOrg(invitation.orgId);
-    if (target?.status !== 'active') throw notFound('Invitation not found, expired or already used');
     const current = await this.accounts.read(caller.userId);
     if (!current) throw notFound('Invitation not found, expired or already used');
     const { user, org } = current;

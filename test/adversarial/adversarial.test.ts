@@ -404,6 +404,7 @@ const foreign: Record<
     expect: 404,
   }),
   removeMember: (v) => ({ path: `/api/v1/orgs/${v.orgId}/members/${v.userId}`, method: 'DELETE', expect: 404 }),
+  getInvitation: () => ({ path: `/api/v1/invitations/acsi_${'A'.repeat(43)}`, expect: 404 }),
   acceptInvitation: () => ({ path: `/api/v1/invitations/acsi_${'A'.repeat(43)}/accept`, method: 'POST', expect: 404 }),
   adminListUsers: (v) => ({ path: `/api/v1/admin/users?org_id=${v.orgId}`, expect: [403] }),
   adminListOrgs: () => ({ path: '/api/v1/admin/orgs?status=active', expect: [403] }),

@@ -229,6 +229,29 @@ describe('organizations', () => {
     const listed = await stack.call('GET', `/api/v1/orgs/${orgId}/invitations`, bearer(olga));
     expect(listed.body.map((i: { email: string }) => i.email).sort()).toEqual(['adam@example.com', 'mia@example.com']);
     expect(listed.text).not.toContain(forAdam.body.token);
+    // The invitee sees what accepting would do; someone else's email is refused and told nothing of the
+    // organization; a forged token is a 404, a malformed one a 422 naming the field.
+    const look = (token: string, as: string) => stack.call('GET', `/api/v1/invitations/${token}`, bearer(as));
+    expect((await look(forAdam.body.token, adam)).body).toEqual({
+      org_id: orgId,
+      org_name: 'Personal',
+      role: 'admin',
+      email: 'adam@example.com',
+      expires_at: forAdam.body.expires_at,
+      already_member: false,
+    });
+    const wrongPerson = await look(forAdam.body.token, mia);
+    expect(wrongPerson.status).toBe(403);
+    expect(wrongPerson.text).not.toContain(orgId);
+    expect((await look(`acsi_${'A'.repeat(43)}`, mia)).status).toBe(404);
+    const malformed = await look('acsi_short', mia);
+    expect([malformed.status, malformed.text]).toEqual([422, expect.stringContaining('token')]);
+    // Already in it: said, so the page does not offer a move that would be refused (409).
+    const forOlga = await invite('olga@example.com', 'member');
+    expect((await look(forOlga.body.token, olga)).body).toMatchObject({ org_id: orgId, already_member: true });
+    expect((await stack.call('POST', `/api/v1/invitations/${forOlga.body.token}/accept`, bearer(olga))).status).toBe(
+      409,
+    );
     // Someone else's email cannot accept; a forged token is a 404.
     expect((await stack.call('POST', `/api/v1/invitations/${forAdam.body.token}/accept`, bearer(mia))).status).toBe(
       403,
@@ -240,8 +263,9 @@ describe('organizations', () => {
       200,
     );
     expect((await stack.call('POST', `/api/v1/invitations/${forMia.body.token}/accept`, bearer(mia))).status).toBe(200);
-    // Single use.
+    // Single use: spent, it is neither accepted nor shown again.
     expect((await stack.call('POST', `/api/v1/invitations/${forMia.body.token}/accept`, bearer(mia))).status).toBe(404);
+    expect((await look(forMia.body.token, mia)).status).toBe(404);
     expect((await me(mia)).body).toMatchObject({ org_id: orgId, role: 'member' });
     // A sandbox of Mia's, started now in her new organization: running by the time she is removed.
     const miaBox = await stack.call('POST', '/api/v1/sandboxes', bearer(mia));
