@@ -238,7 +238,7 @@ const serviceNames: Record<ServiceName, true> = {
  */
 export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFactories): Services {
   const built = new Map<AnyServiceFactory, unknown>();
-  const refuse = (what: string) => {
+  const refuse = (what: string): never => {
     throw new WiringError(`${fn}: ${what}`);
   };
   const use = (factory: AnyServiceFactory): unknown => {
@@ -267,9 +267,7 @@ export function servicesOf(fn: string, adapters: Adapters, factories: ServiceFac
   const build = (name: ServiceName) => {
     const factory = factories[name] as AnyServiceFactory | undefined;
     if (!factory)
-      throw new WiringError(
-        `${fn}: its entry does not name the ${name} service (add it to the services the entry passes)`,
-      );
+      return refuse(`its entry does not name the ${name} service (add it to the services the entry passes)`);
     return use(factory);
   };
   return lazy(

@@ -4,8 +4,9 @@ import { notFound } from '#shared/http/errors.ts';
 import type { SandboxQueue } from '#shared/sandboxes/queue.ts';
 
 /**
- * Lookups both conversation audiences (the V1 API, `service.ts`; the legacy one, `legacy-service.ts`)
- * make of the caller's own records: functions over the store, so neither service carries the other.
+ * Lookups the conversation services (the V1 API's reads and commands, `reads.ts` and `commands.ts`; the
+ * legacy one, `legacy-service.ts`) make of the caller's own records: functions over the store, so none
+ * carries another.
  */
 
 /** A conversation id as any client sends it (dashes, upper case) in the form the stores key on. */
