@@ -19,6 +19,10 @@ export interface StreamNotice {
  */
 export type StreamFrame = StreamMessage | StreamNotice | string;
 
+/** Whether a frame is an event or a reference: a JSON object with a numeric `seq`. */
+const isMessage = (frame: StreamFrame): frame is StreamMessage =>
+  typeof frame === 'object' && frame !== null && typeof (frame as StreamMessage).seq === 'number';
+
 /** The handshake refused with an HTTP status (API Gateway answers `$connect`'s status; the local server its own). */
 export class HandshakeRefused extends Error {
   constructor(
@@ -78,6 +82,8 @@ export function openStream(url: string, options: StreamOptions = {}): StreamClie
   const frames: StreamFrame[] = [];
   const messages: StreamMessage[] = [];
   const arrivals: number[] = [];
+  /** The highest seq received, kept as messages arrive (a wait checks it on every frame). */
+  let highest = 0;
   let waiters: (() => boolean)[] = [];
   const notify = () => {
     waiters = waiters.filter((done) => !done());
@@ -112,9 +118,10 @@ export function openStream(url: string, options: StreamOptions = {}): StreamClie
       frame = text;
     }
     frames.push(frame);
-    if (typeof frame === 'object' && frame !== null && typeof (frame as StreamMessage).seq === 'number') {
-      messages.push(frame as StreamMessage);
+    if (isMessage(frame)) {
+      messages.push(frame);
       arrivals.push(performance.now());
+      highest = Math.max(highest, frame.seq);
     }
     notify();
   });
@@ -137,9 +144,8 @@ export function openStream(url: string, options: StreamOptions = {}): StreamClie
     });
   });
   opened.catch(() => {});
-  const last = () => messages.reduce((m, x) => Math.max(m, x.seq), 0);
-  const seqsSeen = () =>
-    JSON.stringify(frames.map((f) => (typeof f === 'object' && 'seq' in f ? f.seq : f))).slice(0, 500);
+  const last = () => highest;
+  const seqsSeen = () => JSON.stringify(frames.map((f) => (isMessage(f) ? f.seq : f))).slice(0, 500);
   const client: StreamClient = {
     ws,
     frames,
