@@ -8,6 +8,7 @@ import {
   type RateLimiter,
   SIGN_IN_PER_IP_PER_MINUTE,
   SIGN_IN_PER_IP_REFUSAL,
+  SIGN_IN_WINDOW_SECONDS,
   secondsLeftInWindow,
 } from '#shared/auth/rate-limit.ts';
 import { originVerdict, selfOrigins } from '#shared/http/cors.ts';
@@ -95,12 +96,18 @@ export async function authorizeRequest(
 ): Promise<AuthorizerContext> {
   if (limitedAddress !== undefined) {
     if (!deps.addressLimiter) throw new Error('A route limited per address needs the authorizer its addressLimiter');
-    if (!(await deps.addressLimiter.take(`authenticate-ip:${limitedAddress}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
+    if (
+      !(await deps.addressLimiter.take(
+        `authenticate-ip:${limitedAddress}`,
+        SIGN_IN_PER_IP_PER_MINUTE,
+        SIGN_IN_WINDOW_SECONDS,
+      ))
+    )
       return {
         userId: '',
         refusal: SIGN_IN_PER_IP_REFUSAL,
         refusalStatus: 429,
-        retryAfter: secondsLeftInWindow(60),
+        retryAfter: secondsLeftInWindow(SIGN_IN_WINDOW_SECONDS),
       };
   }
   const headers: Record<string, string | undefined> = {};

@@ -10,6 +10,7 @@ import {
   SIGN_IN_PER_IP_PER_MINUTE,
   SIGN_IN_PER_IP_REFUSAL,
   SIGN_IN_REFUSED_AUDITS_PER_MINUTE,
+  SIGN_IN_WINDOW_SECONDS,
   secondsLeftInWindow,
 } from '#shared/auth/rate-limit.ts';
 import { logger } from '#shared/logging.ts';
@@ -92,8 +93,8 @@ export const oidcSession = defineOperation(
     if (!oidc) throw notFound('Sign-in with OpenID is not configured here (OIDC_ISSUER)');
     if (originVerdict('POST', headers, allowedOrigins(), selfOrigins(headers)) !== 'verified')
       throw forbidden('Sign-in must come from an allowed origin (the Origin header)');
-    if (!(await oidcSignIn.limiter.take(`signin-ip:${ip}`, SIGN_IN_PER_IP_PER_MINUTE, 60)))
-      throw tooManyRequests(SIGN_IN_PER_IP_REFUSAL, secondsLeftInWindow(60));
+    if (!(await oidcSignIn.limiter.take(`signin-ip:${ip}`, SIGN_IN_PER_IP_PER_MINUTE, SIGN_IN_WINDOW_SECONDS)))
+      throw tooManyRequests(SIGN_IN_PER_IP_REFUSAL, secondsLeftInWindow(SIGN_IN_WINDOW_SECONDS));
     const secure = baseUrl.startsWith('https:');
     // Exactly one: a second one was planted (as with session cookies), and neither is picked.
     const nonces = cookieValues(headers.cookie, NONCE_COOKIE(secure));
@@ -111,9 +112,18 @@ export const oidcSession = defineOperation(
       await auditRefusal({ limiter: oidcSignIn.limiter, accounts, audit }, userId, reason, known);
       return error;
     };
-    if (!(await oidcSignIn.limiter.take(`signin-account:${userId}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE, 60)))
+    if (
+      !(await oidcSignIn.limiter.take(
+        `signin-account:${userId}`,
+        SIGN_IN_PER_ACCOUNT_PER_MINUTE,
+        SIGN_IN_WINDOW_SECONDS,
+      ))
+    )
       throw await refuse(
-        tooManyRequests('Too many sign-ins for this account: wait a minute', secondsLeftInWindow(60)),
+        tooManyRequests(
+          'Too many sign-ins for this account: wait a minute',
+          secondsLeftInWindow(SIGN_IN_WINDOW_SECONDS),
+        ),
         'too many sign-ins for this account',
       );
     let account: Awaited<ReturnType<typeof accounts.forPerson>>;
@@ -164,7 +174,14 @@ async function auditRefusal(
   known?: { org: { orgId: string } },
 ): Promise<void> {
   try {
-    if (!(await deps.limiter.take(`signin-refused-audit:${userId}`, SIGN_IN_REFUSED_AUDITS_PER_MINUTE, 60))) return;
+    if (
+      !(await deps.limiter.take(
+        `signin-refused-audit:${userId}`,
+        SIGN_IN_REFUSED_AUDITS_PER_MINUTE,
+        SIGN_IN_WINDOW_SECONDS,
+      ))
+    )
+      return;
     const account = known ?? (await deps.accounts.read(userId));
     if (!account) return;
     await deps.audit.record(account.org.orgId, userId, 'sign_in_refused', { target: userId, detail: reason });

@@ -36,6 +36,9 @@ export function secondsLeftInWindow(windowSeconds: number, nowMs = Date.now()): 
   return windowSeconds - (Math.floor(nowMs / 1000) % windowSeconds);
 }
 
+/** The sign-in limits' window: each counts attempts in a fixed minute, and a refusal's Retry-After is what is left of it. */
+export const SIGN_IN_WINDOW_SECONDS = 60;
+
 /**
  * Sign-in attempts allowed per minute: per client IP, and per account (issuer and subject). The number
  * per IP holds each exchange for a session cookie (the OpenID exchange, and `POST /api/authenticate` in
